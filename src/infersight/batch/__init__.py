@@ -1,0 +1,3 @@
+"""infersight.batch"""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""infersight.bench"""
+
+__all__: list[str] = []

@@ -1,0 +1,75 @@
+"""Builds the Typer app and runs it with one-line errors instead of tracebacks."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+
+from infersight import __version__
+
+__all__ = ["app", "fail", "main"]
+
+#: Command modules, each exposing ``register(app: typer.Typer) -> None``.
+COMMAND_MODULES = ("serve", "bench", "gateway", "monitor", "diagnose", "report", "batch")
+
+app = typer.Typer(
+    name="infersight",
+    help="Find out why LLM inference is slow, idle or expensive, and fix it.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"infersight {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """infersight: measure, diagnose and fix LLM inference."""
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"infersight.cli.{_name}").register(app)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one clear ``error:`` line on stderr; return an Exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def main() -> None:
+    """Entry point: run the app; map every failure to one line and a non-zero exit."""
+    from infersight.core.errors import InfersightError
+
+    debug = bool(os.environ.get("INFERSIGHT_DEBUG"))
+    try:
+        app(standalone_mode=True)
+    except InfersightError as e:
+        if debug:
+            raise
+        typer.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - last line of defence: never a traceback
+        if debug:
+            raise
+        typer.echo(
+            f"error: unexpected {type(e).__name__}: {e} (set INFERSIGHT_DEBUG=1 for details)",
+            err=True,
+        )
+        sys.exit(1)

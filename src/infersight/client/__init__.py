@@ -1,0 +1,3 @@
+"""infersight.client"""
+
+__all__: list[str] = []

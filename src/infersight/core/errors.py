@@ -1,0 +1,219 @@
+"""The one exception tree shared by the client, bench, gateway and batch.
+
+It follows ``shared/design.md`` section 3. Transport errors (nothing or only part of
+an exchange happened on the wire) are kept apart from status errors (the server
+answered with an HTTP error) and from protocol errors (the server answered, but the
+stream was not valid). Third-party exceptions are mapped to the most specific type
+here at the boundary where they are caught, so callers never see an aiohttp or
+asyncio exception.
+
+Every error has a stable ``kind`` (its class name) used in records, metrics and
+reports, and an OpenAI-style ``type``/``code`` pair used by the gateway's error body.
+Messages never contain API keys.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthError",
+    "BadRequest",
+    "Cancelled",
+    "ConfigError",
+    "ConnectError",
+    "ConnectTimeout",
+    "DeadlineExceeded",
+    "FirstTokenTimeout",
+    "IdleTimeout",
+    "InfersightError",
+    "MalformedStream",
+    "Overloaded",
+    "ProtocolError",
+    "RateLimited",
+    "ReadError",
+    "ResetError",
+    "ServerError",
+    "StatusError",
+    "Timeout",
+    "TransportError",
+    "TruncatedStream",
+    "error_from_status",
+    "error_kinds",
+]
+
+
+class InfersightError(Exception):
+    """Base of every error infersight raises on purpose."""
+
+    #: OpenAI-style error ``type`` used in HTTP error bodies.
+    openai_type: str = "api_error"
+    #: Whether the retry policy may try again (design.md section 3).
+    retryable: bool = False
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.message = message or self.__class__.__doc__ or self.__class__.__name__
+
+    @property
+    def kind(self) -> str:
+        """The stable name of this error kind, as stored in request records."""
+        return type(self).__name__
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(InfersightError):
+    """Bad flags, files or environment; raised before any request is sent."""
+
+    openai_type = "invalid_request_error"
+
+
+class Cancelled(InfersightError):
+    """The request was cancelled by the user (Ctrl-C) before it completed."""
+
+
+class TransportError(InfersightError):
+    """The exchange failed on the wire."""
+
+
+class ConnectError(TransportError):
+    """The connection could not be opened; nothing was sent, so a retry is safe."""
+
+    retryable = True
+
+
+class ReadError(TransportError):
+    """The connection broke after the request was sent."""
+
+
+class ResetError(ReadError):
+    """The peer reset or closed the connection after the request was sent."""
+
+    def __init__(self, message: str = "", *, before_content: bool = True) -> None:
+        super().__init__(message)
+        #: True when no content had been received; only then is a retry allowed.
+        self.before_content = before_content
+        self.retryable = before_content
+
+
+class Timeout(TransportError):
+    """A time limit was exceeded."""
+
+    openai_type = "timeout"
+
+
+class ConnectTimeout(Timeout):
+    """Opening the connection took longer than the connect timeout."""
+
+    retryable = True
+
+
+class FirstTokenTimeout(Timeout):
+    """No content arrived before the first-token (TTFT) limit."""
+
+
+class IdleTimeout(Timeout):
+    """The gap between two stream chunks exceeded the idle limit."""
+
+
+class DeadlineExceeded(Timeout):
+    """The request's one overall deadline passed (across retries and failover)."""
+
+
+class StatusError(InfersightError):
+    """The server answered with an HTTP error status."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        status: int = 0,
+        body: str = "",
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.request_id = request_id
+        #: Seconds the server asked us to wait (Retry-After / retry-after-ms), if any.
+        self.retry_after = retry_after
+        self.retryable = status in RETRYABLE_STATUSES
+
+
+class AuthError(StatusError):
+    """401/403: the API key is missing, a placeholder, wrong or expired. Never retried."""
+
+    openai_type = "authentication_error"
+
+
+class RateLimited(StatusError):
+    """429: the server asks the client to slow down."""
+
+    openai_type = "rate_limit_error"
+
+
+class Overloaded(StatusError):
+    """503: the server is overloaded or unavailable."""
+
+    openai_type = "overloaded_error"
+
+
+class ServerError(StatusError):
+    """A 5xx answer other than 503."""
+
+
+class BadRequest(StatusError):
+    """A 4xx answer other than 401/403/429: the request itself is wrong. Never retried."""
+
+    openai_type = "invalid_request_error"
+
+
+class ProtocolError(InfersightError):
+    """The server answered, but not with a valid OpenAI response or stream."""
+
+
+class MalformedStream(ProtocolError):
+    """Bad SSE framing or invalid JSON in an event."""
+
+
+class TruncatedStream(ProtocolError):
+    """The stream ended without ``[DONE]`` or a ``finish_reason``; never a success."""
+
+
+#: Statuses the retry policy may retry (design.md section 3).
+RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
+
+
+def error_from_status(
+    status: int,
+    message: str,
+    *,
+    body: str = "",
+    request_id: str | None = None,
+    retry_after: float | None = None,
+) -> StatusError:
+    """Map an HTTP error status to the most specific :class:`StatusError`."""
+    cls: type[StatusError]
+    if status in (401, 403):
+        cls = AuthError
+    elif status == 429:
+        cls = RateLimited
+    elif status == 503:
+        cls = Overloaded
+    elif status >= 500:
+        cls = ServerError
+    else:
+        cls = BadRequest
+    return cls(message, status=status, body=body, request_id=request_id, retry_after=retry_after)
+
+
+def error_kinds() -> list[str]:
+    """Every error kind name, for metrics labels and report legends."""
+    out: list[str] = []
+    stack: list[type[InfersightError]] = [InfersightError]
+    while stack:
+        cls = stack.pop()
+        out.append(cls.__name__)
+        stack.extend(cls.__subclasses__())
+    return sorted(out)

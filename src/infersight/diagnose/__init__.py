@@ -1,0 +1,3 @@
+"""infersight.diagnose"""
+
+__all__: list[str] = []

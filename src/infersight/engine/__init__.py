@@ -1,0 +1,3 @@
+"""infersight.engine"""
+
+__all__: list[str] = []

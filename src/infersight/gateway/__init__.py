@@ -1,0 +1,3 @@
+"""infersight.gateway"""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""infersight.report"""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""infersight.telemetry"""
+
+__all__: list[str] = []
