@@ -1,3 +1,36 @@
-"""infersight.batch"""
+"""Offline batch runs: a file of prompts through any OpenAI-compatible endpoint.
 
-__all__: list[str] = []
+``infersight batch INPUT --out OUTPUT`` / :func:`run_batch` validates the whole input
+first, finds the concurrency the server takes (or uses a fixed one), streams results to
+an fsync'ed OpenAI Batch output file that a rerun resumes, and stops within a budget.
+"""
+
+from infersight.batch.adaptive import AdaptiveConcurrency
+from infersight.batch.api import run_batch, run_batch_async
+from infersight.batch.config import BatchConfig
+from infersight.batch.controller import ConcurrencyController, Decision, FixedConcurrency
+from infersight.batch.input import BadInput, BadLine, BatchRow, InputScan, parse_line, scan_input
+from infersight.batch.output import OutputWriter, compact_output, load_output, read_output
+from infersight.batch.summary import BatchSummary, render_summary
+
+__all__ = [
+    "AdaptiveConcurrency",
+    "BadInput",
+    "BadLine",
+    "BatchConfig",
+    "BatchRow",
+    "BatchSummary",
+    "ConcurrencyController",
+    "Decision",
+    "FixedConcurrency",
+    "InputScan",
+    "OutputWriter",
+    "compact_output",
+    "load_output",
+    "parse_line",
+    "read_output",
+    "render_summary",
+    "run_batch",
+    "run_batch_async",
+    "scan_input",
+]

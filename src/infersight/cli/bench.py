@@ -1,9 +1,175 @@
-"""`infersight bench` (being built: see the issue that owns this command)."""
+"""`infersight bench`: measure a server from one request to saturation."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
+
+if TYPE_CHECKING:
+    from infersight.bench import BenchConfig
+
+_HELP = """Load-test an OpenAI-compatible server and explain the result.
+
+With no --url the embedded engine is started for the run. Latency counts from the
+intended send time (no coordinated omission); a run the load generator itself limited
+is flagged at the top of every output.
+
+Examples:
+
+  infersight bench --concurrency 1,4,16 --requests 48 --max-tokens 64 --out runs/demo
+
+  infersight bench --url http://127.0.0.1:8000 --rate 1,2,4 --duration 60
+
+  infersight bench --url URL --find-max --slo "ttft_p99<500ms,tpot_p99<50ms"
+"""
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
+    """Add ``bench`` to the app."""
+
+    @app.command("bench", help=_HELP, no_args_is_help=False)
+    def bench(
+        url: str = typer.Option(
+            None,
+            help="Server root, e.g. http://127.0.0.1:8000 (default: start the embedded engine).",
+        ),
+        model: str = typer.Option(None, help="Model id (default: the first the server lists)."),
+        api_key_env: str = typer.Option(None, help="Environment variable holding the API key."),
+        api_key_file: Path = typer.Option(None, help="File holding the API key (first line)."),
+        endpoint: str = typer.Option("chat", help="chat or completions."),
+        stream: bool = typer.Option(
+            True, "--stream/--no-stream", help="Stream responses (needed for TTFT/ITL)."
+        ),
+        concurrency: str = typer.Option(None, help="Closed loop: users per level, e.g. 1,4,16."),
+        rate: str = typer.Option(
+            None, help="Open loop, constant rate: requests/s per level, e.g. 1,2,4."
+        ),
+        poisson: str = typer.Option(
+            None, help="Open loop, Poisson arrivals: mean requests/s per level."
+        ),
+        burstiness: float = typer.Option(
+            1.0, help="Gamma arrivals: 1 = Poisson, <1 burstier, >1 more even."
+        ),
+        sweep: str = typer.Option(
+            None, help="'auto': sequential, saturation, then rates in between."
+        ),
+        sweep_levels: int = typer.Option(
+            4, help="Rates between baseline and saturation for --sweep auto."
+        ),
+        requests: int = typer.Option(
+            None, help="Requests per level (default 64 when no --duration)."
+        ),
+        duration: float = typer.Option(None, help="Seconds per level."),
+        warmup: str = typer.Option(
+            "auto", help="Cut from the window: 'auto', seconds ('10s') or requests ('20')."
+        ),
+        cooldown: str = typer.Option("auto", help="Cut from the end of the window, like --warmup."),
+        workers: int = typer.Option(1, help="Load-generator processes."),
+        max_concurrency: int = typer.Option(0, help="Cap on requests in flight (0 = none); the excess waits in the client and counts in latency."),
+        grace: float = typer.Option(5.0, help="Seconds Ctrl-C waits for requests in flight."),
+        input_tokens: str = typer.Option(
+            "fixed:128", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."
+        ),
+        output_tokens: str = typer.Option(
+            None, help="Output lengths (max_tokens per request), same syntax."
+        ),
+        max_tokens: int = typer.Option(128, help="max_tokens when --output-tokens is not given."),
+        dataset: Path = typer.Option(None, help="OpenAI-messages .jsonl or ShareGPT .json file."),
+        shared_prefix: int = typer.Option(
+            0, help="Tokens of one prefix every synthetic prompt shares."
+        ),
+        ignore_eos: bool = typer.Option(
+            False, "--ignore-eos", help="Ask the server to generate max_tokens exactly."
+        ),
+        seed: int = typer.Option(0, help="Seed for prompts, lengths and arrival times."),
+        slo: str = typer.Option(None, help="Goals, e.g. 'ttft_p99<500ms,tpot_p99<50ms' (goodput)."),
+        find_max: bool = typer.Option(
+            False, "--find-max", help="Search the highest rate meeting --slo."
+        ),
+        find_max_steps: int = typer.Option(5, help="Bisection steps for --find-max."),
+        scrape: list[str] = typer.Option(
+            None, help="Prometheus /metrics URL to sample every second (repeatable)."
+        ),
+        out: Path = typer.Option(
+            None, help="Directory for result.json, records.csv and schema.json."
+        ),
+        price_in: float = typer.Option(None, help="$ per million input tokens."),
+        price_out: float = typer.Option(None, help="$ per million output tokens."),
+        prices: Path = typer.Option(
+            None, help="Price table file (TOML, like the shipped prices.toml)."
+        ),
+        diagnose: bool = typer.Option(
+            True, "--diagnose/--no-diagnose", help="Embed and print the diagnosis."
+        ),
+        progress: bool = typer.Option(
+            True, "--progress/--no-progress", help="Live progress on the terminal."
+        ),
+        parallel: int = typer.Option(8, help="Embedded engine: slots (ignored with --url)."),
+        ctx: int = typer.Option(None, help="Embedded engine: total context (ignored with --url)."),
+        timeout: float = typer.Option(
+            600.0, help="Seconds one request may take, from its intended send."
+        ),
+    ) -> None:
+        from rich.console import Console
+
+        from infersight.bench import BenchConfig, parse_levels
+        from infersight.bench.output import render, write_outputs
+        from infersight.bench.progress import LiveDisplay
+        from infersight.bench.runner import run_async
+        from infersight.bench.runtime import run_coroutine
+        from infersight.core.errors import ConfigError
+
+        if endpoint not in ("chat", "completions"):
+            raise ConfigError(f"--endpoint {endpoint!r}: use chat or completions")
+        if sweep is not None and sweep != "auto":
+            raise ConfigError(f"--sweep {sweep!r}: the only sweep is 'auto'")
+        if rate and poisson:
+            raise ConfigError("give --rate (constant) or --poisson, not both")
+        arrival = "poisson" if poisson else "constant"
+        if burstiness != 1.0:
+            arrival = "gamma"
+        cfg = BenchConfig.build(
+            url=url, model=model, api_key_env=api_key_env,
+            api_key_file=str(api_key_file) if api_key_file else None, endpoint=endpoint,
+            stream=stream, engine_parallel=parallel, engine_ctx=ctx,
+            concurrency=parse_levels(concurrency, int, "--concurrency") if concurrency else None,
+            rate=parse_levels(rate or poisson, float, "--rate" if rate else "--poisson")
+            if (rate or poisson) else None,
+            arrival=arrival, burstiness=burstiness, sweep=sweep, sweep_levels=sweep_levels,
+            requests=requests, duration=duration, warmup=warmup, cooldown=cooldown,
+            workers=workers, max_concurrency=max_concurrency, grace=grace, input_tokens=input_tokens, output_tokens=output_tokens,
+            max_tokens=max_tokens, dataset=str(dataset) if dataset else None,
+            shared_prefix=shared_prefix, ignore_eos=ignore_eos, seed=seed, slo=slo,
+            find_max=find_max, find_max_steps=find_max_steps, scrape=scrape or None,
+            out=str(out) if out else None, price_in=price_in, price_out=price_out,
+            prices=str(prices) if prices else None, diagnose=diagnose, progress=progress,
+            timeout=timeout,
+        )  # fmt: skip
+        _check_inputs(cfg)
+        console = Console()
+        if cfg.url is None:
+            console.print("[dim]starting the embedded engine...[/]")
+        result = run_coroutine(run_async(cfg, display=LiveDisplay(cfg.progress)))
+        render(result, console)
+        if cfg.out:
+            paths = write_outputs(result, cfg.out)
+            console.print(f"wrote {paths['json']} and {paths['csv']}")
+        if result.partial:
+            raise typer.Exit(130)
+
+
+def _check_inputs(cfg: BenchConfig) -> None:
+    """Fail on unreadable files and bad distributions before starting anything."""
+    from infersight.bench.datasets import load_dataset
+    from infersight.bench.workload import Distribution
+    from infersight.core.pricing import PriceTable
+
+    Distribution.parse(cfg.input_tokens, "--input-tokens")
+    if cfg.output_tokens:
+        Distribution.parse(cfg.output_tokens, "--output-tokens")
+    if cfg.dataset:
+        load_dataset(cfg.dataset)
+    if cfg.prices:
+        PriceTable.load(cfg.prices)

@@ -1,9 +1,106 @@
-"""`infersight gateway` (being built: see the issue that owns this command)."""
+"""`infersight gateway`: an OpenAI-compatible gateway with admission control and failover.
+
+With no upstream it starts the embedded engine and fronts it, so plain
+``infersight gateway`` is the default local stack (engine + gateway).
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from infersight.core.errors import ConfigError
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
+
+    @app.command("gateway")
+    def gateway(
+        config: Path | None = typer.Option(
+            None, "--config", "-c", help="TOML or YAML gateway config file."
+        ),
+        upstream: list[str] = typer.Option(
+            [], "--upstream", "-u",
+            help="NAME=URL[,models=a|b][,concurrency=N][,queue=N][,limiter=static|aimd|gradient]"
+            "[,key_env=VAR][,ttft=SECONDS]. Repeatable. None: start the embedded engine.",
+        ),
+        host: str | None = typer.Option(None, "--host", help="Bind address (default 127.0.0.1)."),
+        port: int | None = typer.Option(
+            None, "--port", "-p", help="Port (default 8090; 0 = a free port, printed)."
+        ),
+        concurrency: int | None = typer.Option(
+            None, "--concurrency", help="In-flight limit per upstream (start value if adaptive)."
+        ),
+        queue: int | None = typer.Option(None, "--queue", help="Queue bound per upstream."),
+        adaptive: bool = typer.Option(
+            False, "--adaptive", help="Adaptive (gradient) concurrency limit for every upstream."
+        ),
+        deadline: float | None = typer.Option(
+            None, "--deadline", help="Default per-request deadline in seconds."
+        ),
+        ttft_timeout: float | None = typer.Option(
+            None, "--ttft-timeout",
+            help="Fail over when an upstream sends no content within this many seconds.",
+        ),
+        prices: Path | None = typer.Option(None, "--prices", help="Price table TOML override."),
+        no_access_log: bool = typer.Option(
+            False, "--no-access-log", help="Do not print one JSON line per request."
+        ),
+        hash_key: bool = typer.Option(
+            False, "--hash-key",
+            help="Read a gateway API key on stdin, print the sha256 to put in the config, exit.",
+        ),
+    ) -> None:
+        """Run the gateway: OpenAI API in front of one or more upstreams.
+
+        Endpoints: /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models,
+        /metrics (Prometheus), /health, /stats. With no --upstream and no upstreams in
+        the config, the embedded engine is started and fronted (the default local stack).
+        """
+        from infersight.gateway.config import hash_key as _hash
+        from infersight.gateway.config import load_config, parse_upstream_flag
+
+        if hash_key:
+            key = sys.stdin.readline().strip()
+            if not key:
+                raise ConfigError("--hash-key: give the key on stdin (echo -n KEY | ...)")
+            typer.echo(_hash(key))
+            return
+        if config is not None and not config.exists():
+            raise ConfigError(f"--config {config}: no such file")
+        overrides: dict[str, Any] = {
+            "host": host, "port": port, "default_deadline_s": deadline,
+            "prices_file": str(prices) if prices else None,
+            "access_log": False if no_access_log else None,
+        }
+        cfg = load_config(config, **overrides)
+        ups = [u.model_dump() for u in cfg.upstreams] + [parse_upstream_flag(u) for u in upstream]
+        for u in ups:
+            if concurrency is not None:
+                u["concurrency"] = concurrency
+            if queue is not None:
+                u["queue"] = queue
+            if adaptive:
+                u["limiter"] = "gradient"
+            if ttft_timeout is not None:
+                u["ttft_timeout_s"] = ttft_timeout
+        extra: dict[str, Any] = {"upstreams": ups}
+        if not ups and concurrency is not None:
+            extra["engine_parallel"] = concurrency
+        cfg = load_config(config, **overrides, **extra)
+
+        from infersight.gateway.runner import serve
+
+        if not cfg.upstreams:
+            typer.echo("no upstream given: starting the embedded engine...", err=True)
+
+        def ready(gw: Any) -> None:
+            names = ", ".join(f"{u.name}={u.cfg.url}" for u in gw.upstreams)
+            typer.echo(f"infersight gateway listening on {gw.url}  (upstreams: {names})")
+            sys.stdout.flush()
+
+        serve(cfg, ready)

@@ -1,9 +1,216 @@
-"""`infersight monitor` (being built: see the issue that owns this command)."""
+"""`infersight monitor`, `infersight exporter` and `infersight dashboards`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+__all__ = ["register"]
+
+_MONITOR_HELP = """Live view of GPU, host and an engine: queue, throughput, latency, errors.
+
+URL is the engine or gateway root (vLLM, SGLang, TGI, llama.cpp or the infersight gateway; the kind is detected from its /metrics). Without a URL, the embedded engine (127.0.0.1:8000) or the gateway (127.0.0.1:8090) is used if one answers.
+
+Examples:
+
+  infersight monitor
+
+  infersight monitor http://10.0.0.5:8000 --record session.jsonl
+
+  infersight monitor http://127.0.0.1:8000 --process loadgen=4242 --once
+"""
+
+_EXPORTER_HELP = """Prometheus exporter for GPU (NVML), host and engine metrics.
+
+Serves /metrics (stable infersight_* names) and /health on 127.0.0.1 by default; a scrape renders cached samples refreshed every --interval, so it never waits on an engine. Pass engine URLs to scrape and normalise; without one, the embedded engine or gateway on its default port is included if it answers.
+
+Examples:
+
+  infersight exporter --port 9400
+
+  infersight exporter http://127.0.0.1:8000 http://127.0.0.1:8090 --process engine=1234
+"""
+
+
+def _processes(items: list[str] | None) -> dict[str, int]:
+    from infersight.core.errors import ConfigError
+
+    out: dict[str, int] = {}
+    for item in items or []:
+        name, sep, pid = item.partition("=")
+        if not sep or not name or not pid.isdigit():
+            raise ConfigError(f"--process wants NAME=PID, got {item!r}")
+        out[name] = int(pid)
+    return out
+
+
+def _api_key(env: str | None, file: Path | None) -> str | None:
+    if not env and not file:
+        return None
+    from infersight.client import resolve_api_key
+
+    return resolve_api_key(env=env, file=None if file is None else str(file))
+
+
+def _interval(v: float | None, default: float) -> float:
+    from infersight.core.errors import ConfigError
+
+    if v is None:
+        return default
+    if not 0.05 <= v <= 3600:
+        raise ConfigError(f"--interval must be between 0.05 and 3600 seconds, got {v}")
+    return v
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
+    """Add ``monitor``, ``exporter`` and ``dashboards`` to the app."""
+
+    @app.command("monitor", help=_MONITOR_HELP)
+    def monitor(
+        url: str = typer.Argument(None, help="Engine or gateway root URL."),
+        interval: float = typer.Option(None, help="Seconds between samples (default 1)."),
+        record: Path = typer.Option(
+            None, help="Append every sample to this JSONL file (read it with diagnose)."
+        ),
+        process: list[str] = typer.Option(
+            None, help="Watch a process's CPU and memory: NAME=PID (repeatable)."
+        ),
+        gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML."),
+        api_key_env: str = typer.Option(None, help="Environment variable with the API key."),
+        api_key_file: Path = typer.Option(None, help="File holding the API key."),
+        duration: float = typer.Option(None, help="Stop after this many seconds."),
+        once: bool = typer.Option(False, help="Print one snapshot and exit."),
+    ) -> None:
+        import asyncio
+
+        from infersight.monitor import default_url, run_monitor
+        from infersight.telemetry.settings import load_settings
+
+        cfg = load_settings()
+        target = url or default_url(cfg.default_urls())
+        result = asyncio.run(
+            run_monitor(
+                target,
+                interval=_interval(interval, cfg.interval),
+                record=record,
+                processes=_processes(process),
+                gpu=cfg.gpu if gpu is None else gpu,
+                api_key=_api_key(api_key_env, api_key_file),
+                duration=duration,
+                once=once,
+                scrape_timeout=cfg.scrape_timeout,
+            )
+        )
+        if result.record is not None:
+            typer.echo(
+                f"recorded {result.samples} samples in {result.rounds} rounds to {result.record}"
+            )
+
+    @app.command("exporter", help=_EXPORTER_HELP)
+    def exporter(
+        urls: list[str] = typer.Argument(None, help="Engine or gateway root URLs to scrape."),
+        host: str = typer.Option(None, help="Address to listen on (default 127.0.0.1)."),
+        port: int = typer.Option(None, help="Port to listen on, 0 = any free (default 9400)."),
+        interval: float = typer.Option(None, help="Seconds between samples (default 1)."),
+        process: list[str] = typer.Option(None, help="Watch a process: NAME=PID (repeatable)."),
+        gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML."),
+        api_key_env: str = typer.Option(None, help="Environment variable with the API key."),
+        api_key_file: Path = typer.Option(None, help="File holding the API key."),
+    ) -> None:
+        import asyncio
+
+        from infersight.core.errors import ConfigError
+        from infersight.telemetry.settings import load_settings
+
+        cfg = load_settings()
+        host = host or cfg.exporter_host
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            typer.echo(f"warning: serving metrics on {host} without authentication", err=True)
+        targets = list(urls or [])
+        if not targets:
+            from infersight.monitor import default_url
+
+            try:
+                targets = [default_url(cfg.default_urls())]
+            except ConfigError:
+                typer.echo("no engine URL given and none on the default ports: "
+                           "exporting GPU and host metrics only", err=True)  # fmt: skip
+        asyncio.run(
+            _serve_exporter(
+                targets, host, cfg.exporter_port if port is None else port,
+                _interval(interval, cfg.interval), _processes(process),
+                cfg.gpu if gpu is None else gpu, _api_key(api_key_env, api_key_file),
+                cfg.scrape_timeout,
+            )
+        )  # fmt: skip
+
+    @app.command("dashboards")
+    def dashboards(
+        what: str = typer.Argument(..., help="grafana, alerts or alerts-test."),
+        out: Path = typer.Option(None, help="Write to this file instead of stdout."),
+    ) -> None:
+        """Print the shipped Grafana dashboard JSON or Prometheus alert rules.
+
+        Examples: `infersight dashboards grafana > infersight.json`,
+        `infersight dashboards alerts --out /etc/prometheus/infersight.rules.yml`.
+        """
+        from infersight.core.errors import ConfigError
+        from infersight.telemetry import dashboards as d
+
+        getters = {"grafana": d.grafana_dashboard, "alerts": d.alert_rules,
+                   "alerts-test": d.alert_rules_tests}  # fmt: skip
+        if what not in getters:
+            raise ConfigError(f"unknown dashboard {what!r}; choose one of {', '.join(getters)}")
+        text = getters[what]()
+        if out is None:
+            typer.echo(text, nl=False)
+            return
+        try:
+            out.write_text(text)
+        except OSError as e:
+            raise ConfigError(f"cannot write {out}: {e.strerror}") from None
+        typer.echo(f"wrote {out}", err=True)
+
+
+async def _serve_exporter(
+    urls: list[str],
+    host: str,
+    port: int,
+    interval: float,
+    processes: dict[str, int],
+    gpu: bool,
+    api_key: str | None,
+    scrape_timeout: float,
+) -> None:
+    import asyncio
+    import contextlib
+    import signal
+
+    from infersight.telemetry import (
+        EngineScraper,
+        ExporterServer,
+        GpuSampler,
+        HostSampler,
+        Recorder,
+        Sampler,
+    )
+
+    samplers: list[Sampler] = [HostSampler(processes)]
+    if gpu:
+        samplers.append(GpuSampler())
+    samplers.extend(EngineScraper(u, api_key=api_key, timeout=scrape_timeout) for u in urls)
+    srv = ExporterServer(Recorder(samplers, interval=interval), host=host, port=port)
+    await srv.start()
+    typer.echo(f"infersight exporter: {srv.url}/metrics  (health: {srv.url}/health)", err=True)
+    for u in urls:
+        typer.echo(f"  scraping {u}", err=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await srv.stop()

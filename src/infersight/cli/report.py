@@ -1,9 +1,66 @@
-"""`infersight report` (being built: see the issue that owns this command)."""
+"""`infersight report`: a self-contained HTML report (and Markdown summary) of runs."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
+
+    @app.command("report")
+    def report(
+        results: list[Path] = typer.Argument(
+            ...,
+            help="RunResult JSON files; with several, the first is the baseline of the comparison.",
+            show_default=False,
+        ),
+        out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write."),
+        markdown: Path | None = typer.Option(
+            None, "--markdown", "-m", help="Also write a Markdown summary for an issue."
+        ),
+        label: list[str] | None = typer.Option(
+            None,
+            "--label",
+            "-l",
+            help="Name of each run in the comparison (default: run id or file name).",
+        ),
+    ) -> None:
+        """Render one self-contained HTML report: verdicts, latency CDFs, timeline, cost.
+
+        Several results are compared side by side (before/after table with deltas).
+        The file opens offline: no scripts, fonts or images are fetched.
+        """
+        import time
+
+        from infersight.core.errors import ConfigError
+        from infersight.report import load_results, write_report
+
+        if label and len(label) != len(results):
+            raise ConfigError(
+                f"--label given {len(label)} times for {len(results)} results; give one per result"
+            )
+        if out.exists() and out.is_dir():
+            raise ConfigError(f"--out {out} is a directory; give a file name like report.html")
+        t0 = time.perf_counter()
+        loaded = load_results(results)
+        labels = (
+            list(label)
+            if label
+            else [r.run_id or p.stem for r, p in zip(loaded, results, strict=True)]
+        )
+        html_path, md_path = write_report(loaded, out, markdown=markdown, labels=labels)
+        n = sum(len(r.records) for r in loaded)
+        typer.echo(
+            f"wrote {html_path} ({html_path.stat().st_size / 1024:.0f} KiB, {n:,} requests, "
+            f"{time.perf_counter() - t0:.1f} s)"
+        )
+        if md_path is not None:
+            typer.echo(f"wrote {md_path}")
+        for r, p in zip(loaded, results, strict=True):
+            if r.client_limited:
+                typer.echo(
+                    f"warning: {p} is a client-limited run (see the report's banner)", err=True
+                )

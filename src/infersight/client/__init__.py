@@ -1,3 +1,30 @@
-"""infersight.client"""
+"""infersight.client: the async OpenAI-compatible client with per-request timing.
 
-__all__: list[str] = []
+Every request fills a :class:`~infersight.core.records.RequestRecord` (design.md
+section 2) inside the SSE loop, and failures raise the typed errors of design.md
+section 3 with the record attached as ``.record``::
+
+    async with Client("http://127.0.0.1:8000") as c:
+        done = await c.chat([{"role": "user", "content": "Hi"}], max_tokens=16)
+        print(done.text, done.record.ttft)
+"""
+
+from infersight.client.auth import is_placeholder, resolve_api_key
+from infersight.client.client import Client
+from infersight.client.retry import RetryBudget, RetryPolicy
+from infersight.client.sse import SSEEvent, SSEParser
+from infersight.client.stream import StreamResponse
+from infersight.client.types import Completion, Timeouts
+
+__all__ = [
+    "Client",
+    "Completion",
+    "RetryBudget",
+    "RetryPolicy",
+    "SSEEvent",
+    "SSEParser",
+    "StreamResponse",
+    "Timeouts",
+    "is_placeholder",
+    "resolve_api_key",
+]

@@ -1,3 +1,11 @@
-"""infersight.diagnose"""
+"""infersight.diagnose: from measurements to a verdict, its evidence and a fix.
 
-__all__: list[str] = []
+``diagnose(result)`` applies the rules of shared/design.md section 5 per time window;
+``infersight.diagnose.physics`` holds the model shapes, peak table, roofline floors
+and the capacity planner of section 6.
+"""
+
+from infersight.diagnose.core import diagnose
+from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, Window
+
+__all__ = ["VERDICT_IDS", "Evidence", "Verdict", "Window", "diagnose"]

@@ -1,3 +1,56 @@
-"""infersight.gateway"""
+"""infersight.gateway: an OpenAI-compatible gateway that keeps upstreams busy and
+every request safe (shared/design.md section 4).
 
-__all__: list[str] = []
+Admission control per upstream (static or adaptive concurrency limit, bounded
+priority queue, 503 + Retry-After from the measured drain rate), failover before the
+first byte, circuit breakers, fallback chains, least-outstanding routing with an
+optional cost rule, dynamic batching, per-key auth and rate limits, cost accounting,
+Prometheus metrics, /health and one JSON log line per request.
+
+    from infersight.gateway import Gateway, load_config
+    cfg = load_config("gateway.toml", port=0)
+    async with Gateway(cfg).running() as gw:
+        print(gw.url)
+"""
+
+from infersight.gateway.admission import AdmissionController
+from infersight.gateway.batcher import DynamicBatcher
+from infersight.gateway.breaker import BreakerState, CircuitBreaker
+from infersight.gateway.config import (
+    BatchConfig,
+    CostRule,
+    GatewayConfig,
+    KeyConfig,
+    UpstreamConfig,
+    hash_key,
+    load_config,
+    parse_upstream_flag,
+)
+from infersight.gateway.limiter import AIMDLimit, GradientLimit, StaticLimit, make_limiter
+from infersight.gateway.metrics import GatewayMetrics
+from infersight.gateway.router import Router
+from infersight.gateway.runner import serve
+from infersight.gateway.server import Gateway
+
+__all__ = [
+    "AIMDLimit",
+    "AdmissionController",
+    "BatchConfig",
+    "BreakerState",
+    "CircuitBreaker",
+    "CostRule",
+    "DynamicBatcher",
+    "Gateway",
+    "GatewayConfig",
+    "GatewayMetrics",
+    "GradientLimit",
+    "KeyConfig",
+    "Router",
+    "StaticLimit",
+    "UpstreamConfig",
+    "hash_key",
+    "load_config",
+    "make_limiter",
+    "parse_upstream_flag",
+    "serve",
+]

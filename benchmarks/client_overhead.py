@@ -1,0 +1,211 @@
+"""Client CPU cost per streamed chunk: infersight.client against a bare aiohttp loop.
+
+The server is FakeOpenAI in its own process, so only the client's CPU is counted
+(``time.process_time()`` of this process). Scenarios:
+
+- ``burst``: itl=0, many tokens; several SSE events arrive per read (parser-bound).
+- ``paced``: a small itl and several concurrent streams; about one event per read,
+  as against a real engine (loop-wakeup bound).
+
+Clients compared in one run:
+
+- ``bare-aiohttp``: ``resp.content.iter_any()`` and nothing else (no parsing, no
+  record): the floor any aiohttp client pays.
+- ``bare+split``: the floor plus splitting events and ``orjson.loads`` per event.
+- ``infersight``: ``Client.request`` with the full RequestRecord, retries, timeouts.
+- ``openai``: the official ``openai`` AsyncOpenAI client, for context (if installed).
+
+    python benchmarks/client_overhead.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import orjson
+
+from infersight.client import Client, RetryPolicy, Timeouts
+from infersight.testing import FakeConfig, FakeOpenAI
+
+MSG = [{"role": "user", "content": "hello"}]
+Runner = Callable[[str, int], Awaitable[int]]
+Maker = Callable[[], Awaitable[tuple[Runner, Callable[[], Awaitable[None]]]]]
+
+
+async def bare(session: aiohttp.ClientSession, url: str, tokens: int) -> int:
+    body = {"messages": MSG, "max_tokens": tokens, "stream": True, "ignore_eos": True,
+            "stream_options": {"include_usage": True}}
+    n = 0
+    async with session.post(url + "/v1/chat/completions", data=orjson.dumps(body),
+                            headers={"Content-Type": "application/json"}) as resp:
+        async for data in resp.content.iter_any():
+            n += data.count(b"\n\n")
+    return n
+
+
+async def bare_split(session: aiohttp.ClientSession, url: str, tokens: int) -> int:
+    body = {"messages": MSG, "max_tokens": tokens, "stream": True, "ignore_eos": True,
+            "stream_options": {"include_usage": True}}
+    n = 0
+    buf = b""
+    async with session.post(url + "/v1/chat/completions", data=orjson.dumps(body),
+                            headers={"Content-Type": "application/json"}) as resp:
+        async for data in resp.content.iter_any():
+            buf += data
+            *events, buf = buf.split(b"\n\n")
+            for ev in events:
+                payload = ev[6:]
+                if payload != b"[DONE]":
+                    orjson.loads(payload)
+                    n += 1
+    return n
+
+
+async def measure_round(run: Runner, url: str, tokens: int, requests: int,
+                        concurrency: int) -> tuple[int, float, float]:
+    """One round: (chunks, client CPU seconds, wall seconds)."""
+    chunks = 0
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for _ in range(max(1, requests // concurrency)):
+        got = await asyncio.gather(*(run(url, tokens) for _ in range(concurrency)))
+        chunks += sum(got)
+    return chunks, time.process_time() - cpu0, time.perf_counter() - wall0
+
+
+def makers() -> dict[str, Maker]:
+    async def m_bare() -> tuple[Runner, Callable[[], Awaitable[None]]]:
+        s = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        return (lambda u, t: bare(s, u, t)), s.close
+
+    async def m_split() -> tuple[Runner, Callable[[], Awaitable[None]]]:
+        s = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        return (lambda u, t: bare_split(s, u, t)), s.close
+
+    clients: dict[str, Client] = {}
+
+    async def m_infersight() -> tuple[Runner, Callable[[], Awaitable[None]]]:
+        async def run(u: str, t: int) -> int:
+            c = clients.get(u)
+            if c is None:
+                c = clients[u] = Client(u, retry=RetryPolicy.none(), timeouts=Timeouts())
+            done = await c.chat(MSG, max_tokens=t, ignore_eos=True)
+            return len(done.record.chunk_times)
+
+        async def close() -> None:
+            for c in clients.values():
+                await c.close()
+            clients.clear()
+
+        return run, close
+
+    out: dict[str, Maker] = {"bare-aiohttp": m_bare, "bare+split": m_split, "infersight": m_infersight}
+    try:
+        import openai
+    except ImportError:
+        return out
+
+    async def m_openai() -> tuple[Runner, Callable[[], Awaitable[None]]]:
+        holder: dict[str, Any] = {}
+
+        async def run(u: str, t: int) -> int:
+            oc = holder.get(u)
+            if oc is None:
+                oc = holder[u] = openai.AsyncOpenAI(base_url=u + "/v1", api_key="x", max_retries=0)
+            stream = await oc.chat.completions.create(
+                model="fake", messages=MSG, max_tokens=t, stream=True,  # type: ignore[arg-type]
+                extra_body={"ignore_eos": True})
+            n = 0
+            async for ch in stream:  # type: ignore[union-attr]
+                if ch.choices and ch.choices[0].delta.content:
+                    n += 1
+            return n
+
+        async def close() -> None:
+            for oc in holder.values():
+                await oc.close()
+
+        return run, close
+
+    out["openai"] = m_openai
+    return out
+
+
+async def scenario(label: str, cfg: FakeConfig, tokens: int, requests: int, conc: int,
+                   rounds: int, only: list[str]) -> list[dict[str, Any]]:
+    """Interleave the clients round by round (so load noise hits all alike); report
+    the median round per client."""
+    with FakeOpenAI.subprocess(cfg) as srv:
+        opened = {}
+        for name, make in makers().items():
+            if only and name not in only:
+                continue
+            run, close = await make()
+            await run(srv.base_url, 4)  # warm the pool and the code paths
+            opened[name] = (run, close)
+        per: dict[str, list[tuple[int, float, float]]] = {n: [] for n in opened}
+        for _ in range(rounds):
+            for name, (run, _close) in opened.items():
+                per[name].append(await measure_round(run, srv.base_url, tokens, requests, conc))
+        for _run, close in opened.values():
+            await close()
+    rows = []
+    for name, results in per.items():
+        us = sorted(cpu / n * 1e6 for n, cpu, _ in results)
+        rows.append({"scenario": label, "client": name, "chunks": sum(r[0] for r in results),
+                     "cpu_us": statistics.median(us), "cpu_us_min": us[0],
+                     "chunks_per_s": sum(r[0] for r in results) / sum(r[2] for r in results),
+                     "cpu_share": sum(r[1] for r in results) / sum(r[2] for r in results)})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="finish in well under 60 s")
+    ap.add_argument("--no-uvloop", action="store_true")
+    ap.add_argument("--only", action="append", default=[], help="client name (repeatable)")
+    args = ap.parse_args()
+    if not args.no_uvloop:
+        try:
+            import uvloop
+
+            uvloop.install()
+        except ImportError:
+            pass
+    if args.quick:
+        rounds = 3
+        plan = [("burst c=1", FakeConfig(itl=0.0), 2000, 2, 1),
+                ("paced c=8", FakeConfig(itl=0.002), 200, 8, 8)]
+    else:
+        rounds = 5
+        plan = [("burst c=1", FakeConfig(itl=0.0), 5000, 4, 1),
+                ("burst c=8", FakeConfig(itl=0.0), 2000, 16, 8),
+                ("paced c=8", FakeConfig(itl=0.002), 500, 8, 8),
+                ("paced c=32", FakeConfig(itl=0.01), 200, 32, 32)]
+    rows: list[dict[str, Any]] = []
+    for label, cfg, tokens, requests, conc in plan:
+        rows.extend(asyncio.run(scenario(label, cfg, tokens, requests, conc, rounds, args.only)))
+    loop = "asyncio" if args.no_uvloop else "uvloop"
+    print(f"\nclient CPU per streamed chunk (server: FakeOpenAI in its own process; loop: {loop})")
+    print(f"CPU us/chunk: median (min) of {rounds} interleaved rounds")
+    head = f"{'scenario':<12} {'client':<14} {'chunks':>8} {'CPU us/chunk':>16} {'vs bare':>8} " \
+           f"{'chunks/s':>10} {'client CPU':>10}"
+    print(head)
+    print("-" * len(head))
+    for label in dict.fromkeys(r["scenario"] for r in rows):
+        group = [r for r in rows if r["scenario"] == label]
+        base = next((r["cpu_us"] for r in group if r["client"] == "bare-aiohttp"), None)
+        for r in group:
+            rel = f"{r['cpu_us'] / base:>7.2f}x" if base else f"{'-':>8}"
+            us = f"{r['cpu_us']:.1f} ({r['cpu_us_min']:.1f})"
+            print(f"{label:<12} {r['client']:<14} {r['chunks']:>8} {us:>16} {rel} "
+                  f"{r['chunks_per_s']:>10.0f} {r['cpu_share'] * 100:>9.0f}%")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""``run_batch``: validate, connect (or start the embedded engine), run, summarise."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from infersight.batch.adaptive import AdaptiveConcurrency
+from infersight.batch.config import BatchConfig
+from infersight.batch.controller import ConcurrencyController, FixedConcurrency
+from infersight.batch.input import BatchRow, RowDefaults, iter_rows
+from infersight.batch.output import OutputWriter, compact_output, load_output
+from infersight.batch.prepare import Plan, make_meter, plan_batch
+from infersight.batch.progress import BatchProgress, make_progress
+from infersight.batch.runner import RowRunner
+from infersight.batch.summary import BatchSummary
+from infersight.core.errors import AuthError, ConfigError, ConnectError, InfersightError, Timeout
+
+__all__ = ["run_batch", "run_batch_async"]
+
+
+def _rows(plan: Plan, model: str | None) -> Iterator[BatchRow]:
+    defaults = RowDefaults(model=plan.cfg.model or model, max_tokens=plan.cfg.max_tokens)
+    for row in iter_rows(plan.cfg.input, skip_lines=plan.scan.bad_line_numbers, defaults=defaults):
+        if row.custom_id in plan.todo:
+            yield row
+
+
+def _controller(cfg: BatchConfig, now: float) -> ConcurrencyController:
+    if cfg.concurrency is not None:
+        return FixedConcurrency(cfg.concurrency, now=now)
+    return AdaptiveConcurrency(
+        now=now,
+        initial=cfg.start_concurrency,
+        minimum=cfg.min_concurrency,
+        maximum=cfg.max_concurrency,
+        max_latency=cfg.max_latency,
+        ttft_slo=cfg.ttft_slo,
+        tpot_slo=cfg.tpot_slo,
+    )
+
+
+async def _preflight(client: Any, url: str) -> str | None:
+    """Reach the server and learn its model; unreachable or 401 -> ConfigError."""
+    try:
+        models: list[str] = await client.models()
+    except AuthError as e:
+        raise ConfigError(
+            f"{url} rejected the API key (HTTP {e.status}): set the right key with "
+            "--api-key-env/--api-key-file"
+        ) from None
+    except (ConnectError, Timeout) as e:
+        raise ConfigError(f"cannot reach {url}: {e}") from None
+    except InfersightError:
+        return None  # no /v1/models on this server: rows must name their model
+    return models[0] if models else None
+
+
+def _summary(plan: Plan, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: Any) -> BatchSummary:
+    cfg, scan = plan.cfg, plan.scan
+    s = BatchSummary(
+        input=str(cfg.input),
+        output=str(cfg.output),
+        max_cost=cfg.max_cost,
+        rows_in_input=scan.rows,
+        bad_lines=[{"line": b.line, "reason": b.reason} for b in scan.bad],
+        skipped_bad=len(scan.bad),
+        already_done=len(set(plan.state.done) & scan.ids) - (len(plan.todo) if cfg.retry_failed else 0),
+        to_do=len(plan.todo),
+        repaired_bytes=plan.state.repaired_bytes,
+        compacted_lines=plan.compacted,
+        foreign_ids=plan.foreign,
+        notes=list(plan.notes),
+        concurrency_mode="fixed" if cfg.concurrency else "adaptive",
+        **kw,
+    )
+    if runner is not None:
+        elapsed = (runner.t_last or 0.0) - (runner.t_first or 0.0)
+        s.done, s.failed, s.attempts, s.retries = runner.done, runner.failed, runner.attempts, runner.retries
+        s.not_run = s.to_do - s.done - s.failed
+        s.errors_by_kind, s.failed_by_kind = dict(runner.errors), dict(runner.failed_by_kind)
+        s.stopped = runner.stopped
+        s.partial = runner.stopped != "completed"
+        s.elapsed_s = round(max(0.0, elapsed), 3)
+        if elapsed > 0:
+            s.rows_per_s = (s.done + s.failed) / elapsed
+            s.output_tokens_per_s = meter.completion_tokens / elapsed
+        s.prompt_tokens, s.completion_tokens = meter.prompt_tokens, meter.completion_tokens
+        s.cost = None if meter.unpriced else meter.spent
+        s.cost_total = None if meter.unpriced else meter.total
+        s.unpriced_models = sorted(meter.unpriced)
+        s.concurrency_settled = ctrl.settled(runner.t_last or time.monotonic())
+        s.concurrency_final, s.concurrency_max = ctrl.limit, runner.max_limit
+        s.decisions = [d.to_dict() for d in ctrl.decisions]
+    final = load_output(cfg.output, repair=False)
+    s.output_rows_ok = len(final.ok_ids & scan.ids)
+    s.output_rows_failed = len(final.failed_ids & scan.ids)
+    return s
+
+
+async def run_batch_async(
+    cfg: BatchConfig,
+    *,
+    progress: BatchProgress | None = None,
+    on_runner: Callable[[RowRunner], None] | None = None,
+) -> BatchSummary:
+    """Run a batch; ``on_runner`` receives the runner (e.g. to wire Ctrl-C to it)."""
+    from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
+
+    plan = plan_batch(cfg)
+    if not plan.todo:
+        return _summary(plan, None, None, None, stopped="nothing-to-do")
+    prog = progress or make_progress(quiet=True)
+    engine: Any = None
+    url = cfg.url
+    api_key = resolve_api_key(env=cfg.api_key_env, file=cfg.api_key_file) if (
+        cfg.api_key_env or cfg.api_key_file
+    ) else None
+    try:
+        if url is None:
+            from infersight.engine import EmbeddedEngine
+
+            prog.note("no --url: starting the embedded engine for this run")
+            engine = EmbeddedEngine(parallel=cfg.engine_parallel)
+            await asyncio.to_thread(engine.start)
+            url = engine.base_url
+        url = url.rstrip("/").removesuffix("/v1")
+        client = Client(
+            url,
+            api_key=api_key or (engine.api_key if engine is not None else None),
+            timeouts=Timeouts(connect=10.0, total=cfg.timeout),
+            retry=RetryPolicy.none(),
+        )
+        async with client:
+            model = cfg.model or await _preflight(client, url)
+            meter = make_meter(plan, model)
+            ctrl = _controller(cfg, time.monotonic())
+            writer = OutputWriter(cfg.output, fsync=cfg.fsync)
+            stream = cfg.ttft_slo is not None or cfg.tpot_slo is not None
+            runner = RowRunner(client, _rows(plan, model), ctrl=ctrl, meter=meter, writer=writer,
+                               progress=prog, max_attempts=cfg.max_attempts, stream=stream,
+                               default_model=model)
+            if on_runner is not None:
+                on_runner(runner)
+            prog.start(len(plan.todo))
+            try:
+                await runner.run()
+            finally:
+                prog.stop()
+                writer.close()
+                if cfg.retry_failed:
+                    plan.compacted += await asyncio.to_thread(compact_output, cfg.output)
+        summary = _summary(plan, runner, meter, ctrl, url=url, model=model)
+        if runner.fatal is not None:
+            raise ConfigError(
+                f"{url} rejected the API key (HTTP 401/403) mid-run: {summary.done} rows "
+                f"written; fix the key and rerun to resume"
+            )
+        return summary
+    finally:
+        if engine is not None:
+            await asyncio.to_thread(engine.stop)
+
+
+def run_batch(cfg: BatchConfig | None = None, /, *, handle_signals: bool = False,
+              progress: BatchProgress | None = None, **options: Any) -> BatchSummary:
+    """Run a batch synchronously: ``run_batch(input=..., output=..., url=...)``.
+
+    With ``handle_signals`` the first SIGINT/SIGTERM stops scheduling and waits
+    ``grace`` seconds for rows in flight, the second cancels them; the output stays
+    consistent either way.
+    """
+    config = cfg or BatchConfig.build(**options)
+
+    async def main() -> BatchSummary:
+        loop = asyncio.get_running_loop()
+
+        def wire(runner: RowRunner) -> None:
+            if handle_signals:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, runner.request_stop, config.grace)
+
+        try:
+            return await run_batch_async(config, progress=progress, on_runner=wire)
+        finally:
+            if handle_signals:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    with contextlib.suppress(Exception):
+                        loop.remove_signal_handler(sig)
+
+    return asyncio.run(main())

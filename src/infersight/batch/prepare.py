@@ -1,0 +1,114 @@
+"""Everything checked before the first request: input, output, prices, what to run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infersight.batch.budget import CostMeter
+from infersight.batch.config import BatchConfig
+from infersight.batch.input import BadInput, InputScan, RowDefaults, scan_input
+from infersight.batch.output import OutputState, compact_output, load_output
+from infersight.core.errors import ConfigError
+from infersight.core.pricing import PriceTable
+
+__all__ = ["Plan", "plan_batch"]
+
+
+@dataclass
+class Plan:
+    """The validated input, what the output already holds, and the rows to run."""
+
+    cfg: BatchConfig
+    scan: InputScan
+    state: OutputState
+    prices: PriceTable
+    todo: set[str]
+    compacted: int = 0
+    foreign: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _prices(cfg: BatchConfig) -> PriceTable:
+    if cfg.price_in is not None and cfg.price_out is not None:
+        return PriceTable.flat(cfg.price_in, cfg.price_out)
+    return PriceTable.load(cfg.prices)
+
+
+def prior_cost(state: OutputState, prices: PriceTable, keep: set[str]) -> float | None:
+    """Cost of the succeeded rows already in the output (None if some are unpriced)."""
+    if not keep:
+        return 0.0
+    total = 0.0
+    for model, (p, c) in state.usage.items():
+        cost = prices.cost(model or None, p, c)
+        if cost is None:
+            cost = prices.cost(None, p, c)
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+def plan_batch(cfg: BatchConfig) -> Plan:
+    """Validate input and output; raise ConfigError before anything is sent."""
+    inp, out = Path(cfg.input), Path(cfg.output)
+    if inp.resolve() == out.resolve():
+        raise ConfigError("--out is the input file; give a different output path")
+    prices = _prices(cfg)
+    scan = scan_input(inp, RowDefaults(model=cfg.model, max_tokens=cfg.max_tokens))
+    if scan.bad and cfg.on_bad_line == "stop":
+        raise BadInput(inp, scan.bad)
+    if scan.rows == 0:
+        what = f" ({len(scan.bad)} bad lines skipped)" if scan.bad else ""
+        raise ConfigError(f"{inp}: no valid rows to run{what}")
+    state = load_output(out)
+    plan = Plan(cfg, scan, state, prices, set())
+    if state.repaired_bytes:
+        plan.notes.append(
+            f"{out}: cut a torn final line ({state.repaired_bytes} bytes) left by a crash; "
+            "that row runs again"
+        )
+    if state.duplicates:
+        plan.compacted = compact_output(out)
+        plan.notes.append(f"{out}: compacted {plan.compacted} superseded lines (last wins)")
+    plan.foreign = len(set(state.done) - scan.ids)
+    if plan.foreign:
+        plan.notes.append(
+            f"{out} holds {plan.foreign} rows whose custom_id is not in {inp} (was the input edited?)"
+        )
+    if cfg.retry_failed:
+        plan.todo = state.failed_ids & scan.ids
+        left = scan.rows - len(set(state.done) & scan.ids)
+        if left:
+            plan.notes.append(f"{left} rows never ran; rerun without --retry-failed to run them")
+    else:
+        plan.todo = scan.ids - set(state.done)
+    if cfg.max_cost is not None and plan.todo:
+        unpriced = sorted(
+            m for m in scan.models if m is not None and prices.price(m) is None
+        ) if prices.price(None) is None else []
+        if unpriced:
+            raise ConfigError(
+                f"--max-cost needs a price for model {unpriced[0]!r}: "
+                "add it with --prices FILE or give --price-in/--price-out"
+            )
+    return plan
+
+
+def make_meter(plan: Plan, default_model: str | None) -> CostMeter:
+    """The cost meter, counting the output's earlier rows in the budget."""
+    cfg = plan.cfg
+    if cfg.max_cost is not None and plan.prices.price(default_model) is None and (
+        None in plan.scan.models
+    ):
+        raise ConfigError(
+            f"--max-cost needs a price for model {default_model!r}: "
+            "add it with --prices FILE or give --price-in/--price-out"
+        )
+    keep = plan.state.ok_ids - plan.todo
+    prior = prior_cost(plan.state, plan.prices, keep)
+    if prior is None:
+        plan.notes.append("some rows already in the output have no price; not counted in the cost")
+        prior = 0.0
+    return CostMeter(plan.prices, default_model, cfg.max_cost, prior_cost=prior)

@@ -1,0 +1,295 @@
+"""The batch run loop: schedule rows under the controller's limit, retry, write, stop.
+
+The runner owns retries (the client is built with ``RetryPolicy.none()``) so that the
+concurrency controller sees every attempt, 429s included, and a row waiting for its
+Retry-After does not hold a slot. Rows that stay failed after ``max_attempts`` (or
+fail with a non-retryable error) are written with their typed error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import random
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from infersight.batch.budget import CostMeter
+from infersight.batch.controller import ConcurrencyController
+from infersight.batch.input import BatchRow
+from infersight.batch.output import OutputWriter, result_line
+from infersight.batch.progress import BatchProgress
+from infersight.core.errors import (
+    AuthError,
+    InfersightError,
+    Overloaded,
+    RateLimited,
+    StatusError,
+    Timeout,
+)
+from infersight.core.records import RequestRecord
+
+__all__ = ["CUSTOM_ID_HEADER", "RowRunner", "is_congestion"]
+
+#: Header carrying the row's custom_id (percent-encoded), so servers can log/count it.
+CUSTOM_ID_HEADER = "X-Batch-Custom-Id"
+_FLUSH_EVERY = 0.2
+
+
+def is_congestion(e: InfersightError) -> bool:
+    """Errors that mean "too much load": back off on them."""
+    if isinstance(e, RateLimited | Overloaded | Timeout):
+        return True
+    return isinstance(e, StatusError) and e.status in (408, 502, 504)
+
+
+@dataclass(order=True)
+class _Retry:
+    not_before: float
+    seq: int
+    row: BatchRow  # never compared: seq is unique
+    attempt: int
+
+
+class RowRunner:
+    """Runs rows through ``client`` and writes each result line as it completes."""
+
+    def __init__(
+        self,
+        client: Any,
+        rows: Iterator[BatchRow],
+        *,
+        ctrl: ConcurrencyController,
+        meter: CostMeter,
+        writer: OutputWriter,
+        progress: BatchProgress,
+        max_attempts: int,
+        stream: bool = False,
+        default_model: str | None = None,
+    ) -> None:
+        self.client, self.rows, self.ctrl, self.meter = client, rows, ctrl, meter
+        self.writer, self.progress = writer, progress
+        self.max_attempts, self.stream, self.default_model = max_attempts, stream, default_model
+        self.done = self.failed = self.attempts = self.retries = 0
+        self.errors: Counter[str] = Counter()
+        self.failed_by_kind: Counter[str] = Counter()
+        self.stopped = "completed"
+        self.fatal: InfersightError | None = None
+        self.max_limit = ctrl.limit
+        self.t_first: float | None = None
+        self.t_last: float | None = None
+        self._retry: list[_Retry] = []
+        self._seq = itertools.count()
+        self._held: BatchRow | None = None
+        self._tasks: dict[asyncio.Task[tuple[bool, Any, float]], tuple[BatchRow, int]] = {}
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._cancel_at: float | None = None
+        self._exhausted = False
+        self._budget_stop = False
+        self._n_decisions = len(ctrl.decisions)
+        self._flush_task: asyncio.Task[int] | None = None
+
+    # -- control from outside (Ctrl-C) -------------------------------------------------
+    def request_stop(self, grace: float) -> None:
+        """First call: send nothing new, give rows in flight ``grace`` s; second: cancel."""
+        now = time.monotonic()
+        if self._stopping:
+            self._cancel_at = now
+        else:
+            self._stopping, self._cancel_at = True, now + grace
+            self.stopped = "interrupted"
+            self.progress.note(
+                f"stopping: no new rows; waiting up to {grace:g} s for {len(self._tasks)} "
+                "in flight (Ctrl-C again to cancel them)"
+            )
+        self._wake.set()
+
+    # -- scheduling --------------------------------------------------------------------
+    def _next(self, now: float) -> tuple[BatchRow, int] | None:
+        if self._retry and self._retry[0].not_before <= now:
+            r = heapq.heappop(self._retry)
+            return r.row, r.attempt
+        if self._budget_stop or self._exhausted:
+            return None
+        row = self._held or next(self.rows, None)
+        self._held = None
+        if row is None:
+            self._exhausted = True
+            return None
+        if not self.meter.reserve(row):
+            self._held, self._budget_stop = row, True
+            self.stopped = "budget"
+            self.progress.note(
+                f"--max-cost: stopping new rows at ${self.meter.total:.4f} spent + "
+                f"${self.meter.inflight_estimate:.4f} in flight (next row ~${self.meter.estimate(row):.4f})"
+            )
+            return None
+        return row, 1
+
+    def _fill(self) -> None:
+        now = time.monotonic()
+        while not self._stopping and len(self._tasks) < self.ctrl.limit and now >= self.ctrl.pause_until:
+            item = self._next(now)
+            if item is None:
+                return
+            row, attempt = item
+            self.ctrl.on_send(now)
+            task = asyncio.create_task(self._attempt(row, now))
+            task.add_done_callback(lambda _t: self._wake.set())
+            self._tasks[task] = (row, attempt)
+            self.attempts += 1
+            if self.t_first is None:
+                self.t_first = now
+
+    async def _attempt(self, row: BatchRow, t0: float) -> tuple[bool, Any, float]:
+        body = dict(row.body)
+        if not body.get("model") and self.default_model:
+            body["model"] = self.default_model
+        if self.stream and row.url != "/v1/embeddings":
+            body["stream"] = True
+        rec = RequestRecord(request_id=row.custom_id, scheduled=t0)
+        headers = {CUSTOM_ID_HEADER: quote(row.custom_id, safe="")}
+        try:
+            comp = await self.client.request(
+                row.url, body, request_id=row.custom_id, headers=headers, record=rec
+            )
+        except InfersightError as e:
+            return False, e, t0
+        return True, comp, t0
+
+    def _done_now(self) -> bool:
+        if self._tasks:
+            return False
+        if self._stopping or self.fatal is not None:
+            return True
+        return not self._retry and (self._exhausted or self._budget_stop)
+
+    async def run(self) -> None:
+        """Run until every row is written, the budget stops it, or a stop request."""
+        flusher = asyncio.create_task(self._flush_loop())
+        try:
+            while True:
+                self._fill()
+                if self._done_now():
+                    break
+                now = time.monotonic()
+                wait = 0.5
+                if self._retry:
+                    wait = min(wait, self._retry[0].not_before - now)
+                if self.ctrl.pause_until > now:
+                    wait = min(wait, self.ctrl.pause_until - now)
+                if self._cancel_at is not None:
+                    wait = min(wait, self._cancel_at - now)
+                    if now >= self._cancel_at:
+                        for t in self._tasks:
+                            t.cancel()
+                self._wake.clear()
+                if not any(t.done() for t in self._tasks):
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), max(0.001, wait))
+                self._collect()
+        finally:
+            for t in self._tasks:
+                t.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+            await self.writer.flush()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(_FLUSH_EVERY)
+            await self.writer.flush()
+
+    # -- results -----------------------------------------------------------------------
+    def _collect(self) -> None:
+        for task in [t for t in self._tasks if t.done()]:
+            row, attempt = self._tasks.pop(task)
+            if task.cancelled():
+                self.meter.release(row)  # not written: a rerun runs it again
+                continue
+            ok, value, t0 = task.result()
+            now = time.monotonic()
+            self.t_last = now
+            if ok:
+                self._success(row, value, t0, now)
+            else:
+                self._failure(row, attempt, value, t0, now)
+        if self.writer.pending >= self.writer.max_rows and (
+            self._flush_task is None or self._flush_task.done()
+        ):
+            self._flush_task = asyncio.create_task(self.writer.flush())
+        for d in self.ctrl.decisions[self._n_decisions :]:
+            self.progress.decision(d)
+        self._n_decisions = len(self.ctrl.decisions)
+        self.max_limit = max(self.max_limit, self.ctrl.limit)
+        self.progress.update(
+            done=self.done,
+            failed=self.failed,
+            tokens=self.meter.completion_tokens,
+            errors=sum(self.errors.values()),
+            limit=self.ctrl.limit,
+            inflight=len(self._tasks),
+        )
+
+    def _success(self, row: BatchRow, comp: Any, t0: float, now: float) -> None:
+        rec: RequestRecord = comp.record
+        self.ctrl.on_success(now, started=t0, latency=now - t0, ttft=rec.ttft, tpot=rec.tpot)
+        usage = comp.usage or (comp.response or {}).get("usage") or {}
+        p = int(usage.get("prompt_tokens") or rec.prompt_tokens or 0)
+        c = int(usage.get("completion_tokens") or rec.completion_tokens or 0)
+        model = (comp.response or {}).get("model")
+        self.meter.record(row, p, c, model if isinstance(model, str) else None)
+        rid = rec.server_request_id or comp.headers.get("x-request-id")
+        self.writer.add(result_line(row.custom_id, status=comp.status, body=comp.response, request_id=rid))
+        self.done += 1
+
+    def _failure(self, row: BatchRow, attempt: int, e: InfersightError, t0: float, now: float) -> None:
+        congestion = is_congestion(e)
+        retry_after = getattr(e, "retry_after", None)
+        self.ctrl.on_error(now, started=t0, kind=e.kind, congestion=congestion, retry_after=retry_after)
+        self.errors[e.kind] += 1
+        if isinstance(e, AuthError):
+            self.meter.release(row)
+            if self.fatal is None:
+                self.fatal, self.stopped = e, "auth"
+                self._stopping, self._cancel_at = True, now
+            return
+        if e.retryable and attempt < self.max_attempts and not self._stopping:
+            delay = retry_after if retry_after else random.uniform(0, min(30.0, 0.5 * 2 ** (attempt - 1)))
+            heapq.heappush(self._retry, _Retry(now + delay, next(self._seq), row, attempt + 1))
+            self.retries += 1
+            return
+        if self._stopping and e.retryable and attempt < self.max_attempts:
+            self.meter.release(row)  # would have been retried: leave it for the rerun
+            return
+        self.meter.release(row)
+        status = e.status if isinstance(e, StatusError) and e.status else None
+        body: Any = None
+        if status is not None:
+            try:
+                body = orjson.loads(e.body) if isinstance(e, StatusError) and e.body else None
+            except orjson.JSONDecodeError:
+                body = {"error": {"message": e.body}} if isinstance(e, StatusError) else None
+        rid = e.request_id if isinstance(e, StatusError) else None
+        self.writer.add(
+            result_line(row.custom_id, status=status, body=body, request_id=rid,
+                        error_code=e.kind, error_message=str(e))
+        )
+        self.failed += 1
+        self.failed_by_kind[e.kind] += 1
+
+    @property
+    def pending_retries(self) -> int:
+        return len(self._retry)

@@ -1,0 +1,207 @@
+"""Bench configuration: one validated object for the CLI and for ``bench.run()``.
+
+Settings come from ``INFERSIGHT_BENCH_*`` environment variables, overridden by the
+keyword arguments (the CLI passes its flags). Parsers for the compact flag syntaxes
+(lists of levels, SLOs, length distributions) live here so that the CLI and the
+library agree on them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from infersight.core.errors import ConfigError
+from infersight.core.metrics import SLO_METRICS, Window
+from infersight.core.settings import BaseConfig
+from infersight.core.stats import PERCENTILES
+
+__all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
+
+
+@dataclass(frozen=True, slots=True)
+class LevelSpec:
+    """One load level: closed loop at ``concurrency``, or open loop at ``rate``/s.
+
+    ``rate == math.inf`` is the throughput level: every request is sent at once.
+    """
+
+    name: str
+    concurrency: int | None = None
+    rate: float | None = None
+    arrival: str = "constant"
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name}
+        if self.concurrency is not None:
+            d["concurrency"] = self.concurrency
+        if self.rate is not None:
+            d["rate"] = None if math.isinf(self.rate) else self.rate
+            d["arrival"] = "all-at-once" if math.isinf(self.rate) else self.arrival
+        return d
+
+
+def rate_name(rate: float) -> str:
+    return "throughput" if math.isinf(rate) else f"r={rate:.4g}"
+
+
+class BenchConfig(BaseConfig):
+    """Everything one ``infersight bench`` run needs. See ``infersight bench --help``."""
+
+    model_config = SettingsConfigDict(env_prefix="INFERSIGHT_BENCH_", extra="forbid")
+
+    # Target
+    url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    api_key_file: str | None = None
+    endpoint: Literal["chat", "completions"] = "chat"
+    stream: bool = True
+    timeout: float = Field(600.0, gt=0)
+    # Embedded engine (used when url is None)
+    engine_parallel: int = Field(8, ge=1)
+    engine_ctx: int | None = None
+    # Load
+    concurrency: list[int] = Field(default_factory=list)
+    rate: list[float] = Field(default_factory=list)
+    arrival: Literal["constant", "poisson", "gamma"] = "constant"
+    burstiness: float = Field(1.0, gt=0)
+    sweep: Literal["auto"] | None = None
+    sweep_levels: int = Field(4, ge=1, le=20)
+    requests: int | None = Field(None, ge=1)
+    duration: float | None = Field(None, gt=0)
+    warmup: str = "auto"
+    cooldown: str = "auto"
+    workers: int = Field(1, ge=1, le=64)
+    #: Open loop: at most this many requests in flight (0 = no cap); requests beyond it
+    #: wait in the client, and that wait counts in their latency and schedule lag.
+    max_concurrency: int = Field(0, ge=0)
+    grace: float = Field(5.0, ge=0)
+    # Workload
+    input_tokens: str = "fixed:128"
+    output_tokens: str | None = None
+    max_tokens: int = Field(128, ge=1)
+    dataset: str | None = None
+    shared_prefix: int = Field(0, ge=0)
+    ignore_eos: bool = False
+    seed: int = 0
+    # Goals
+    slo: dict[str, float] = Field(default_factory=dict)
+    find_max: bool = False
+    find_max_steps: int = Field(5, ge=1, le=20)
+    # Telemetry, outputs, cost
+    scrape: list[str] = Field(default_factory=list)
+    sample_interval: float = Field(1.0, gt=0)
+    out: str | None = None
+    price_in: float | None = Field(None, ge=0)
+    price_out: float | None = Field(None, ge=0)
+    prices: str | None = None
+    diagnose: bool = True
+    progress: bool = True
+
+    @field_validator("slo", mode="before")
+    @classmethod
+    def _slo(cls, v: Any) -> Any:
+        return parse_slo(v) if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _check(self) -> BenchConfig:
+        if self.find_max and not self.slo:
+            raise ValueError("--find-max needs --slo (the goal the rate must meet)")
+        picked = sum(bool(x) for x in (self.concurrency, self.rate, self.sweep, self.find_max))
+        if picked > 1:
+            raise ValueError("choose one of --concurrency, --rate, --sweep auto, --find-max")
+        if any(c < 1 for c in self.concurrency):
+            raise ValueError("--concurrency values must be >= 1")
+        if any(not (r > 0) for r in self.rate):
+            raise ValueError("--rate values must be > 0")
+        if (self.price_in is None) != (self.price_out is None):
+            raise ValueError("give both --price-in and --price-out (dollars per million tokens)")
+        Window.parse(self.warmup, self.cooldown)
+        return self
+
+    def window(self) -> Window:
+        return Window.parse(self.warmup, self.cooldown)
+
+    def levels(self) -> list[LevelSpec]:
+        """The fixed levels to run; sweeps and --find-max add theirs as they go."""
+        arrival = "gamma" if self.arrival == "gamma" or self.burstiness != 1.0 else self.arrival
+        if self.rate:
+            return [LevelSpec(rate_name(r), rate=r, arrival=arrival) for r in self.rate]
+        if self.sweep or self.find_max:
+            return []
+        return [LevelSpec(f"c={c}", concurrency=c) for c in (self.concurrency or [1])]
+
+    def effective_requests(self) -> int | None:
+        if self.requests is None and self.duration is None:
+            return 64
+        return self.requests
+
+    @classmethod
+    def build(cls, **kwargs: Any) -> BenchConfig:
+        """Validate, turning pydantic's report into one ConfigError line."""
+        from pydantic import ValidationError
+
+        try:
+            return cls(**{k: v for k, v in kwargs.items() if v is not None})
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err.get("loc", ()))
+            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+            flag = f"--{where.replace('_', '-')}: " if where else ""
+            raise ConfigError(f"{flag}{msg}") from None
+
+
+def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[Any]:
+    """``"1,2,4"`` -> ``[1, 2, 4]``; one clear error otherwise."""
+    try:
+        values = [kind(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: expected a comma-separated list of numbers") from None
+    if not values:
+        raise ConfigError(f"{flag}: give at least one value")
+    return values
+
+
+_SLO_RE = re.compile(r"^\s*([a-z0-9_.]+)\s*(<=|<)\s*([\d.]+)\s*(ms|s|us)?\s*$")
+_UNITS = {"ms": 1e-3, "s": 1.0, "us": 1e-6}
+_STATS = (*PERCENTILES, "mean", "max")
+
+
+def parse_slo(text: str) -> dict[str, float]:
+    """``"ttft_p99<500ms,tpot_p99<50ms"`` -> ``{"ttft_p99": 0.5, "tpot_p99": 0.05}``.
+
+    Units: ms (default), s, us. A metric without a statistic (``e2e<2s``) applies to
+    every request (``e2e_max``).
+    """
+    out: dict[str, float] = {}
+    for part in (p for p in text.split(",") if p.strip()):
+        m = _SLO_RE.match(part.lower())
+        if not m:
+            raise ConfigError(
+                f"--slo {part.strip()!r}: expected e.g. 'ttft_p99<500ms' or 'tpot_p50<30ms'"
+            )
+        key, _, value, unit = m.groups()
+        metric, _, stat = key.rpartition("_")
+        if not (metric in SLO_METRICS and stat in _STATS):
+            if key not in SLO_METRICS:
+                raise ConfigError(
+                    f"--slo {key!r}: metric must be one of {', '.join(SLO_METRICS)} with an "
+                    f"optional _p50/_p90/_p95/_p99/_p99.9/_mean/_max"
+                )
+            key = f"{key}_max"
+        try:
+            limit = float(value) * _UNITS[unit or "ms"]
+        except ValueError:
+            raise ConfigError(f"--slo {part.strip()!r}: {value!r} is not a number") from None
+        if limit <= 0:
+            raise ConfigError(f"--slo {part.strip()!r}: the limit must be positive")
+        out[key] = limit
+    if not out:
+        raise ConfigError("--slo: give at least one goal, e.g. 'ttft_p99<500ms'")
+    return out

@@ -1,0 +1,209 @@
+"""The scheduler: sends one load level's requests at their intended times.
+
+Open loop: a single dispatcher walks the precomputed schedule and starts each request
+at ``t0 + offset``; the request's record holds that instant as ``scheduled``, so any
+delay the client adds shows up as schedule lag and in TTFT (design.md section 2).
+Closed loop: N user coroutines each send the next request as soon as their previous
+one ends; ``scheduled`` is the moment the user became free.
+
+Stopping (Ctrl-C): no new request starts; requests in flight get ``grace`` seconds,
+then are cancelled and marked ``cancelled`` with error kind ``Cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import psutil
+
+from infersight.bench.progress import LiveStats
+from infersight.core.errors import InfersightError
+from infersight.core.records import RequestRecord
+
+__all__ = ["LevelPlan", "RequestSender", "run_level"]
+
+
+class RequestSender(Protocol):
+    """What the executor needs from :class:`infersight.client.Client`."""
+
+    async def request(
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        scheduled: float | None = None,
+        deadline: float | None = None,
+        request_id: str | None = None,
+        record: RequestRecord | None = None,
+    ) -> Any: ...
+
+
+@dataclass(slots=True)
+class LevelPlan:
+    """One level's work for one process.
+
+    Open loop: ``slots`` lists (request index, offset from t0). Closed loop:
+    ``concurrency`` users take indices from ``next_index`` until ``limit`` requests were
+    taken or ``duration`` has passed. Request ``i`` sends ``bodies[i % len(bodies)]``.
+    """
+
+    name: str
+    path: str
+    bodies: Sequence[dict[str, Any]]
+    concurrency: int | None = None
+    slots: list[tuple[int, float]] = field(default_factory=list)
+    duration: float | None = None
+    limit: int | None = None
+    timeout: float = 600.0
+    grace: float = 5.0
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class LevelOutcome:
+    records: list[RequestRecord]
+    cpu_percent: float
+    wall: float
+
+
+async def run_level(
+    client: RequestSender,
+    plan: LevelPlan,
+    *,
+    t0: float,
+    stop: Callable[[], bool],
+    hard_stop: Callable[[], bool] = lambda: False,
+    next_index: Callable[[], int | None] | None = None,
+    live: LiveStats | None = None,
+) -> LevelOutcome:
+    """Run the plan from monotonic time ``t0``; return every record and our CPU use."""
+    proc = psutil.Process()
+    cpu0 = proc.cpu_times()
+    wall0 = time.monotonic()
+    records: list[RequestRecord] = []
+    live = live or LiveStats()
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(index: int, scheduled: float) -> None:
+        rec = RequestRecord(
+            request_id=f"{plan.name}-{index}",
+            scheduled=scheduled,
+            labels={"level": plan.name, **plan.labels},
+        )
+        live.started()
+        try:
+            done = await client.request(
+                plan.path,
+                dict(plan.bodies[index % len(plan.bodies)]),
+                scheduled=scheduled,
+                deadline=scheduled + plan.timeout,
+                request_id=rec.request_id,
+                record=rec,
+            )
+            rec = _adopt(rec, getattr(done, "record", None))
+        except asyncio.CancelledError:
+            rec.cancelled, rec.ok, rec.error = True, False, "Cancelled"
+            rec.error_message = f"cancelled after the {plan.grace:g}s grace period (Ctrl-C)"
+            raise
+        except InfersightError as e:
+            rec = _adopt(rec, getattr(e, "record", None))
+            rec.ok = False
+            rec.error = rec.error or e.kind
+            rec.error_message = rec.error_message or str(e)
+        except Exception as e:
+            rec.ok, rec.error = False, type(e).__name__
+            rec.error_message = str(e)[:300]
+        finally:
+            if rec.end is None and not rec.cancelled:
+                rec.end = time.monotonic()
+            records.append(rec)
+            live.finished(rec)
+
+    if plan.concurrency is None:
+        await _dispatch_open(plan, t0, stop, one, tasks)
+    else:
+        take = next_index or _counter(plan.limit)
+        deadline = None if plan.duration is None else t0 + plan.duration
+
+        async def user() -> None:
+            delay = t0 - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            while not stop() and (deadline is None or time.monotonic() < deadline):
+                i = take()
+                if i is None:
+                    return
+                await one(i, time.monotonic())
+
+        for _ in range(plan.concurrency):
+            _spawn(tasks, user())
+        while tasks and not stop():
+            await asyncio.wait(tasks, timeout=0.1)
+    if tasks:
+        # Either finished normally (open loop waits for its last requests) or stopping.
+        while tasks and not stop():
+            await asyncio.wait(tasks, timeout=0.1)
+        if tasks:
+            end_grace = time.monotonic() + plan.grace
+            while tasks and time.monotonic() < end_grace and not hard_stop():
+                await asyncio.wait(tasks, timeout=0.1)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    cpu1 = proc.cpu_times()
+    wall = time.monotonic() - wall0
+    used = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    return LevelOutcome(records, 100.0 * used / wall if wall > 0 else 0.0, wall)
+
+
+async def _dispatch_open(
+    plan: LevelPlan,
+    t0: float,
+    stop: Callable[[], bool],
+    one: Callable[[int, float], Any],
+    tasks: set[asyncio.Task[None]],
+) -> None:
+    for index, offset in plan.slots:
+        at = t0 + offset
+        # Sleep in slices while far away so Ctrl-C is seen; the last sleep is exact.
+        while (delay := at - time.monotonic()) > 0.1:
+            if stop():
+                return
+            await asyncio.sleep(min(delay - 0.05, 0.1))
+        if stop():
+            return
+        if delay > 0:
+            await asyncio.sleep(delay)
+        _spawn(tasks, one(index, at))
+
+
+def _spawn(tasks: set[asyncio.Task[None]], coro: Any) -> None:
+    task = asyncio.ensure_future(coro)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+
+
+def _counter(n: int | None) -> Callable[[], int | None]:
+    state = [0]
+
+    def take() -> int | None:
+        if n is not None and state[0] >= n:
+            return None
+        state[0] += 1
+        return state[0] - 1
+
+    return take
+
+
+def _adopt(mine: RequestRecord, theirs: RequestRecord | None) -> RequestRecord:
+    """Use the client's record if it made its own, keeping our id and labels."""
+    if theirs is None or theirs is mine:
+        return mine
+    theirs.request_id = mine.request_id
+    theirs.scheduled = mine.scheduled
+    theirs.labels = {**mine.labels, **theirs.labels}
+    return theirs

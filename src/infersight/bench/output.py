@@ -1,0 +1,176 @@
+"""Bench outputs: the console table, the RunResult JSON, the CSV of records, cost.
+
+A client-limited run says so first, in every output: the banner above the table,
+``RunResult.client_limited`` at the top of the JSON, and the first line of the CSV's
+companion summary.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+from infersight.core.pricing import PriceTable
+from infersight.core.records import RunResult, save_run_result
+
+__all__ = ["cost_summary", "render", "write_outputs"]
+
+CSV_FIELDS = (
+    "request_id", "level", "worker", "ok", "error", "cancelled", "status", "scheduled",
+    "sent", "first_chunk", "end", "schedule_lag", "ttft", "ttft_from_sent", "e2e",
+    "e2e_from_sent", "tpot", "itl_mean", "n_chunks", "prompt_tokens", "completion_tokens",
+    "tokens_estimated", "usage_mismatch", "queue_delay", "attempts", "finish_reason",
+    "error_message",
+)  # fmt: skip
+
+
+def cost_summary(result: RunResult, prices: PriceTable, model: str) -> dict[str, Any] | None:
+    """$ per run, $ per million output tokens and projected $ per day, per level."""
+    price = prices.price(model)
+    if price is None:
+        return None
+    levels: dict[str, Any] = {}
+    total_usd = 0.0
+    total_out = 0
+    for name, agg in result.aggregates.items():
+        recs = [r for r in result.records if r.labels.get("level") == name]
+        p_tok = sum(r.prompt_tokens or 0 for r in recs)
+        o_tok = sum(r.output_tokens for r in recs)
+        usd = price.cost(p_tok, o_tok)
+        w = agg["window"]
+        span = w["end"] - w["start"]
+        per_day = None
+        if span > 0:
+            tk = agg["tokens"]
+            per_day = price.cost(tk["prompt"], tk["output"]) / span * 86400.0
+        levels[name] = {
+            "usd": usd,
+            "usd_per_million_output_tokens": usd / o_tok * 1e6 if o_tok else None,
+            "projected_usd_per_day": per_day,
+        }
+        agg["cost"] = levels[name]
+        total_usd += usd
+        total_out += o_tok
+    return {
+        "model": model,
+        "price_per_million": {"input": price.input, "output": price.output, "note": price.note},
+        "usd": total_usd,
+        "usd_per_million_output_tokens": total_usd / total_out * 1e6 if total_out else None,
+        "levels": levels,
+    }
+
+
+def _ms(s: dict[str, Any] | None, key: str) -> str:
+    v = None if s is None else s.get(key)
+    return "-" if v is None else f"{v * 1e3:.1f}"
+
+
+def _num(v: float | None, fmt: str = ".2f") -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+
+
+def render(result: RunResult, console: Any) -> None:
+    """Print the banner, one table row per level, cost, find-max and diagnosis."""
+    from rich.table import Table
+
+    if result.client_limited:
+        console.print(
+            "[bold red]CLIENT-LIMITED:[/] the load generator, not the server, may have "
+            "limited these numbers: " + "; ".join(result.client_limited_reasons)
+        )
+    if result.partial:
+        console.print("[bold yellow]PARTIAL:[/] the run was interrupted; results are partial")
+    table = Table(
+        title=f"infersight bench · {result.config.get('model', '')}", title_justify="left"
+    )
+    for col in (
+        "level", "req/s", "out tok/s", "ok", "TTFT p50", "TTFT p99", "TPOT p50", "ITL p50",
+        "ITL p99", "e2e p50", "e2e p99", "lag p99", "goodput",
+    ):  # fmt: skip
+        table.add_column(col, justify="left" if col == "level" else "right")
+    for name, a in result.aggregates.items():
+        req = a["requests"]
+        flag = " [red]![/]" if a["client_limited"]["flag"] else ""
+        table.add_row(
+            name + flag,
+            _num(a["request_throughput"]),
+            _num(a["output_token_throughput"], ".1f"),
+            f"{req['ok']}/{req['total']}",
+            _ms(a["ttft"], "p50"),
+            _ms(a["ttft"], "p99"),
+            _ms(a["tpot"], "p50"),
+            _ms(a["itl"], "p50"),
+            _ms(a["itl"], "p99"),
+            _ms(a["e2e"], "p50"),
+            _ms(a["e2e"], "p99"),
+            _ms(a["schedule_lag"], "p99"),
+            _num(a["goodput"]),
+        )
+    console.print(table)
+    console.print("[dim]times in ms; TTFT and e2e from the intended send time; ITL pooled[/]")
+    for name, a in result.aggregates.items():
+        errs = a["errors_by_type"]
+        if errs:
+            parts = [f"{k} x{v['count']} (e.g. {v['example']})" for k, v in errs.items()]
+            console.print(f"[red]errors in {name}:[/] " + "; ".join(parts))
+    cost = (result.model_extra or {}).get("cost")
+    if cost:
+        console.print(
+            f"cost: ${cost['usd']:.4f} for the run, "
+            f"${_num(cost['usd_per_million_output_tokens'])} per million output tokens"
+        )
+        for name, c in cost["levels"].items():
+            if c["projected_usd_per_day"] is not None:
+                console.print(f"  {name}: ${c['projected_usd_per_day']:.2f}/day at this throughput")
+    fm = result.config.get("find_max")
+    if fm:
+        ans = fm["max_rate"]
+        console.print(
+            f"[bold]find-max:[/] highest rate meeting {fm['slo']}: "
+            + ("none of the rates tried" if ans is None else f"{ans:.3g} req/s")
+        )
+    for v in result.diagnosis:
+        console.print(f"[bold]{v.get('title', v.get('id'))}[/]: {v.get('summary', '')}")
+    for note in result.notes:
+        console.print(f"[dim]note: {note}[/]")
+
+
+def write_outputs(result: RunResult, out_dir: str | Path) -> dict[str, Path]:
+    """``result.json`` (validated by reloading), ``records.csv`` and ``schema.json``."""
+    import orjson
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": save_run_result(result, out / "result.json")}
+    RunResult.from_json_bytes(paths["json"].read_bytes())  # must load back cleanly
+    schema = out / "schema.json"
+    schema.write_bytes(orjson.dumps(RunResult.model_json_schema(), option=orjson.OPT_INDENT_2))
+    paths["schema"] = schema
+    csv_path = out / "records.csv"
+    tmp = csv_path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.writer(f)
+        if result.client_limited:
+            w.writerow(["# CLIENT-LIMITED: " + "; ".join(result.client_limited_reasons)])
+        w.writerow(CSV_FIELDS)
+        for r in result.records:
+            row = {
+                **r.to_dict(),
+                "level": r.labels.get("level"),
+                "worker": r.labels.get("worker", "0"),
+                "first_chunk": r.chunk_times[0] if r.chunk_times else None,
+                "schedule_lag": r.schedule_lag,
+                "ttft": r.ttft,
+                "ttft_from_sent": r.ttft_from_sent,
+                "e2e": r.e2e,
+                "e2e_from_sent": r.e2e_from_sent,
+                "tpot": r.tpot,
+                "itl_mean": r.itl_mean,
+                "n_chunks": len(r.chunk_times),
+            }
+            w.writerow(["" if row.get(k) is None else row[k] for k in CSV_FIELDS])
+    tmp.replace(csv_path)
+    paths["csv"] = csv_path
+    return paths

@@ -1,0 +1,124 @@
+"""Which level runs next: fixed lists, ``--sweep auto`` and ``--find-max``.
+
+- Fixed: the ``--concurrency`` or ``--rate`` list, in order.
+- ``--sweep auto``: a sequential baseline (concurrency 1), then the throughput level
+  (everything at once: the server's saturation rate), then ``sweep_levels`` rates
+  evenly between the two.
+- ``--find-max``: the throughput level bounds the search; then a bisection on the rate
+  keeps the highest rate whose level met every SLO. The curve (every rate tried) and
+  the answer go into ``RunResult.config["find_max"]``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infersight.bench.config import BenchConfig, LevelSpec, rate_name
+
+__all__ = ["LevelPlanner"]
+
+
+class LevelPlanner:
+    """Hands out levels one at a time, deciding adaptive ones from earlier aggregates."""
+
+    def __init__(self, cfg: BenchConfig) -> None:
+        self.cfg = cfg
+        self._fixed = cfg.levels()
+        self._done: list[tuple[LevelSpec, dict[str, Any]]] = []
+        self._arrival = "gamma" if cfg.burstiness != 1.0 else cfg.arrival
+        self._lo: float = 0.0
+        self._hi: float | None = None
+        self._best: float | None = None
+        self._steps = 0
+
+    @property
+    def mode(self) -> str:
+        if self.cfg.find_max:
+            return "find-max"
+        return "sweep-auto" if self.cfg.sweep else "fixed"
+
+    def record(self, spec: LevelSpec, agg: dict[str, Any]) -> None:
+        self._done.append((spec, agg))
+
+    def next(self) -> LevelSpec | None:
+        n = len(self._done)
+        if self.mode == "fixed":
+            return self._fixed[n] if n < len(self._fixed) else None
+        if self.mode == "sweep-auto":
+            return self._next_sweep(n)
+        return self._next_find_max(n)
+
+    def _next_sweep(self, n: int) -> LevelSpec | None:
+        if n == 0:
+            return LevelSpec("c=1", concurrency=1)
+        if n == 1:
+            return LevelSpec("throughput", rate=math.inf)
+        base = self._done[0][1].get("request_throughput") or 0.0
+        top = self._done[1][1].get("request_throughput") or 0.0
+        k = n - 2
+        if k >= self.cfg.sweep_levels or top <= 0:
+            return None
+        lo, hi = min(base, top), max(base, top)
+        rate = lo + (hi - lo) * (k + 1) / (self.cfg.sweep_levels + 1)
+        if rate <= 0:
+            return None
+        return LevelSpec(self._unique(rate_name(rate)), rate=rate, arrival=self._arrival)
+
+    def _next_find_max(self, n: int) -> LevelSpec | None:
+        if n == 0:
+            return LevelSpec("throughput", rate=math.inf)
+        spec, agg = self._done[-1]
+        met = bool((agg.get("slo") or {}).get("met"))
+        if n == 1:
+            self._hi = agg.get("request_throughput") or 0.0
+            if self._hi <= 0:
+                return None
+            if met:
+                # Even saturation meets the SLO: the server's capacity is the answer.
+                self._best = self._hi
+                return None
+        else:
+            assert spec.rate is not None
+            if met:
+                self._lo = spec.rate
+                self._best = max(self._best or 0.0, spec.rate)
+            else:
+                self._hi = spec.rate
+        if self._steps >= self.cfg.find_max_steps or self._hi is None:
+            return None
+        self._steps += 1
+        rate = (self._lo + self._hi) / 2
+        return LevelSpec(self._unique(rate_name(rate)), rate=rate, arrival=self._arrival)
+
+    def _unique(self, name: str) -> str:
+        names = {s.name for s, _ in self._done}
+        out, i = name, 2
+        while out in names:
+            out, i = f"{name}#{i}", i + 1
+        return out
+
+    def summary(self) -> dict[str, Any] | None:
+        """``--find-max`` answer and curve (None for other modes)."""
+        if self.mode != "find-max":
+            return None
+        curve = []
+        for spec, agg in self._done:
+            curve.append(
+                {
+                    "level": spec.name,
+                    "target_rate": None
+                    if spec.rate is None or math.isinf(spec.rate)
+                    else spec.rate,
+                    "request_throughput": agg.get("request_throughput"),
+                    "goodput": agg.get("goodput"),
+                    "slo_met": bool((agg.get("slo") or {}).get("met")),
+                    "checks": (agg.get("slo") or {}).get("checks"),
+                }
+            )
+        return {
+            "slo": dict(self.cfg.slo),
+            "max_rate": self._best,
+            "capacity": curve[0]["request_throughput"] if curve else None,
+            "curve": curve,
+        }

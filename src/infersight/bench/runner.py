@@ -1,0 +1,278 @@
+"""``infersight.bench.run``: one benchmark run from configuration to RunResult.
+
+Order of work: start or check the target (one-line errors before any load), prepare
+prompts, start telemetry (host every second, the engine's /metrics), run each level
+(fixed list, sweep or find-max), aggregate, embed the diagnosis, price it, and return
+the RunResult. Ctrl-C stops scheduling, waits ``grace`` seconds for requests in
+flight, marks the rest cancelled and still returns everything (``partial=True``); a
+second Ctrl-C skips the grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import platform
+import signal
+import time
+import uuid
+from typing import Any
+
+from infersight.bench.config import BenchConfig, LevelSpec
+from infersight.bench.datasets import PromptSource
+from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
+from infersight.bench.planner import LevelPlanner
+from infersight.bench.progress import LiveDisplay, LiveStats
+from infersight.bench.runtime import make_client, run_coroutine
+from infersight.bench.schedule import open_loop_schedule
+from infersight.bench.target import Target, open_target
+from infersight.bench.telemetry import BenchTelemetry
+from infersight.bench.workers import ClientSpec, run_level_in_workers
+from infersight.bench.workload import build_bodies
+from infersight.core.metrics import aggregate
+from infersight.core.records import ClockAnchor, RequestRecord, RunResult
+
+__all__ = ["run", "run_async"]
+
+
+class _Stop:
+    """Ctrl-C state: the first press stops scheduling, the second skips the grace."""
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.hard = False
+        self.during: str | None = None
+
+    def press(self) -> None:
+        if self.stop:
+            self.hard = True
+        self.stop = True
+
+
+def run(config: BenchConfig) -> RunResult:
+    """Run a benchmark and return its RunResult (blocking; uses uvloop)."""
+    return run_coroutine(run_async(config))
+
+
+async def run_async(config: BenchConfig, *, display: LiveDisplay | None = None) -> RunResult:
+    """Run a benchmark inside the current event loop."""
+    cfg = config
+    stop = _Stop()
+    loop = asyncio.get_running_loop()
+    handled = False
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, stop.press)
+        handled = True
+    try:
+        target = await open_target(cfg)
+        try:
+            return await _run_with_target(cfg, target, stop, display or LiveDisplay(False))
+        finally:
+            await target.close()
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _run_with_target(
+    cfg: BenchConfig, target: Target, stop: _Stop, display: LiveDisplay
+) -> RunResult:
+    result = RunResult(kind="bench", run_id=uuid.uuid4().hex[:12], clock=ClockAnchor())
+    spec = ClientSpec(
+        target.base_url, target.api_key, target.api_key_source,
+        max_connections=cfg.max_concurrency,
+    )  # fmt: skip
+    planner = LevelPlanner(cfg)
+    window = cfg.window()
+    async with make_client(spec) as client:
+        tokenize = client.tokenize if cfg.dataset is None else None
+        prompts = PromptSource(
+            input_tokens=cfg.input_tokens, output_tokens=cfg.output_tokens,
+            max_tokens=cfg.max_tokens, dataset=cfg.dataset, shared_prefix=cfg.shared_prefix,
+            seed=cfg.seed, tokenize=_safe_tokenize(tokenize),
+        )  # fmt: skip
+        await prompts.prepare()
+        telemetry = BenchTelemetry(cfg, target)
+        await telemetry.start()
+        levels_done: list[dict[str, Any]] = []
+        try:
+            with display:
+                while not stop.stop and (level := planner.next()) is not None:
+                    outcome = await _run_one(
+                        cfg, target, client, spec, level, prompts, stop, display
+                    )
+                    result.records.extend(outcome.records)
+                    agg = aggregate(
+                        outcome.records, window=window, slo=cfg.slo or None,
+                        target_concurrency=level.concurrency,
+                        target_rate=None if level.rate is None or math.isinf(level.rate)
+                        else level.rate,
+                        loadgen_cpu_percent=outcome.cpu_percent,
+                    )  # fmt: skip
+                    result.aggregates[level.name] = agg
+                    planner.record(level, agg)
+                    levels_done.append({**level.as_dict(), "wall_s": outcome.wall})
+                    if stop.stop:
+                        stop.during = level.name
+        finally:
+            result.samples = await telemetry.stop()
+    _finish(result, cfg, target, prompts, planner, levels_done, stop)
+    return result
+
+
+def _safe_tokenize(fn: Any) -> Any:
+    if fn is None:
+        return None
+
+    async def tokenize(text: str) -> list[int] | None:
+        try:
+            out: list[int] | None = await fn(text)
+            return out
+        except Exception:
+            return None
+
+    return tokenize
+
+
+async def _run_one(
+    cfg: BenchConfig,
+    target: Target,
+    client: Any,
+    spec: ClientSpec,
+    level: LevelSpec,
+    prompts: PromptSource,
+    stop: _Stop,
+    display: LiveDisplay,
+) -> LevelOutcome:
+    n_req = cfg.effective_requests()
+    slots: list[tuple[int, float]] = []
+    if level.rate is not None:
+        offsets = open_loop_schedule(
+            level.rate, arrival=level.arrival, burstiness=cfg.burstiness,
+            requests=n_req if n_req is not None or not math.isinf(level.rate) else 64,
+            duration=None if math.isinf(level.rate) else cfg.duration, seed=cfg.seed,
+        )  # fmt: skip
+        slots = [(i, float(o)) for i, o in enumerate(offsets)]
+        n_bodies = len(slots)
+    else:
+        assert level.concurrency is not None
+        n_bodies = (
+            n_req
+            if n_req is not None
+            else min(5000, level.concurrency * math.ceil(cfg.duration or 1) * 10)
+        )
+    bodies = build_bodies(
+        await prompts.take(max(n_bodies, 1)), model=target.model, endpoint=cfg.endpoint,
+        stream=cfg.stream, ignore_eos=cfg.ignore_eos,
+    )  # fmt: skip
+    plan = LevelPlan(
+        name=level.name, path=target.path, bodies=bodies, concurrency=level.concurrency,
+        slots=slots, duration=cfg.duration, limit=n_req, timeout=cfg.timeout, grace=cfg.grace,
+    )  # fmt: skip
+    live = LiveStats(total=len(slots) if slots else n_req, duration=cfg.duration)
+    display.show(level.name, live)
+    if cfg.workers > 1:
+        return await run_level_in_workers(
+            spec, plan, workers=cfg.workers, t0_delay=2.0,
+            stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live,
+        )  # fmt: skip
+    return await run_level(
+        client, plan, t0=time.monotonic() + 0.01, stop=lambda: stop.stop,
+        hard_stop=lambda: stop.hard, live=live,
+    )  # fmt: skip
+
+
+def _finish(
+    result: RunResult,
+    cfg: BenchConfig,
+    target: Target,
+    prompts: PromptSource,
+    planner: LevelPlanner,
+    levels_done: list[dict[str, Any]],
+    stop: _Stop,
+) -> None:
+    from infersight import __version__
+
+    result.config = {
+        **cfg.model_dump(mode="json", exclude={"api_key_env", "api_key_file"}),
+        "api_key": "set" if target.api_key else "none",
+        "model": target.model,
+        "endpoint_path": target.path,
+        "mode": planner.mode,
+        "levels": levels_done,
+        "engine": target.engine_info,
+        "workload": prompts.desc,
+    }
+    fm = planner.summary()
+    if fm is not None:
+        result.config["find_max"] = fm
+    result.versions = _versions(__version__)
+    result.environment = {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "loadgen_pid": os.getpid(),
+        "engine_pid": target.engine_pid,
+    }
+    reasons = []
+    for name, agg in result.aggregates.items():
+        reasons += [f"{name}: {r}" for r in agg["client_limited"]["reasons"]]
+    result.client_limited = bool(reasons)
+    result.client_limited_reasons = reasons
+    if stop.stop:
+        result.partial = True
+        n_cancel = sum(1 for r in result.records if r.cancelled)
+        result.notes.append(
+            f"interrupted (Ctrl-C) during level {stop.during or '?'}: scheduling stopped, "
+            f"{n_cancel} request(s) still in flight after the grace period were cancelled"
+        )
+    if not prompts.desc.get("lengths_exact", True):
+        result.notes.append("prompt lengths are approximate: " + prompts.desc["lengths_note"])
+    if "note" in prompts.desc:
+        result.notes.append(prompts.desc["note"])
+    _price(result, cfg, target)
+    if cfg.diagnose:
+        _diagnose(result)
+
+
+def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
+    from infersight.bench.output import cost_summary
+    from infersight.core.pricing import PriceTable
+
+    if cfg.price_in is not None and cfg.price_out is not None:
+        table = PriceTable.flat(cfg.price_in, cfg.price_out)
+    else:
+        table = PriceTable.load(cfg.prices)
+    cost = cost_summary(result, table, target.model)
+    if cost is not None:
+        result.cost = cost  # type: ignore[attr-defined]  # an extra field of RunResult
+
+
+def _diagnose(result: RunResult) -> None:
+    try:
+        from infersight.diagnose import diagnose
+    except ImportError:
+        result.notes.append("diagnosis skipped: infersight.diagnose is not available")
+        return
+    try:
+        result.diagnosis = [v.model_dump(mode="json") for v in diagnose(result)]
+    except Exception as e:
+        result.notes.append(f"diagnosis failed: {type(e).__name__}: {e}")
+
+
+def _versions(ours: str) -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"infersight": ours, "python": platform.python_version()}
+    for pkg in ("aiohttp", "uvloop", "numpy", "xllamacpp"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            out[pkg] = metadata.version(pkg)
+    return out
+
+
+def cancelled_records(result: RunResult) -> list[RequestRecord]:
+    """The requests Ctrl-C cancelled."""
+    return [r for r in result.records if r.cancelled]

@@ -1,0 +1,39 @@
+"""Event loop and client construction shared by the runner and worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from infersight.bench.workers import ClientSpec
+    from infersight.client import Client
+
+__all__ = ["make_client", "run_coroutine"]
+
+T = TypeVar("T")
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop when available: its timers and sockets cost less CPU per chunk."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
+def make_client(spec: ClientSpec) -> Client:
+    """A client for measuring: no retries (a retry would hide the error it answers)."""
+    from infersight.client import Client, RetryPolicy, Timeouts
+
+    return Client(
+        spec.base_url,
+        api_key=spec.api_key,
+        timeouts=Timeouts(connect=spec.connect_timeout, total=None),
+        retry=RetryPolicy.none(),
+        api_key_source=spec.api_key_source,
+        max_connections=spec.max_connections,
+    )

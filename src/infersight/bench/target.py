@@ -1,0 +1,148 @@
+"""The server under test: start the embedded engine or check a given URL.
+
+Every failure here is turned into one clear line before any load is sent: an
+unreachable URL, a rejected API key, a model the server does not serve, an endpoint
+it does not offer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from infersight.bench.config import BenchConfig
+from infersight.core import errors as E
+
+__all__ = ["Target", "open_target"]
+
+PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+
+
+@dataclass(slots=True)
+class Target:
+    """Where the load goes, and what we learnt about it."""
+
+    base_url: str
+    api_key: str | None
+    api_key_source: str | None
+    model: str
+    path: str
+    engine_info: dict[str, Any]
+    engine_pid: int | None = None
+    metrics_url: str | None = None
+    slots: int | None = None
+    engine: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    async def close(self) -> None:
+        if self.engine is not None:
+            await asyncio.to_thread(self.engine.stop)
+            self.engine = None
+
+
+async def open_target(cfg: BenchConfig) -> Target:
+    """Start the engine (no ``--url``) or resolve the key; then check the server."""
+    from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
+
+    engine = None
+    if cfg.url is None:
+        from infersight.engine import EmbeddedEngine
+
+        engine = EmbeddedEngine(parallel=cfg.engine_parallel, ctx=cfg.engine_ctx)
+        await asyncio.to_thread(engine.start)
+        url, key, source = engine.base_url, engine.api_key, None
+        info: dict[str, Any] = {**engine.settings, "url": url, "started_by": "bench"}
+    else:
+        url = cfg.url.rstrip("/")
+        if url.endswith("/v1"):
+            url = url[: -len("/v1")]
+        key = resolve_api_key(env=cfg.api_key_env, file=cfg.api_key_file)
+        source = (
+            f"environment variable {cfg.api_key_env}"
+            if cfg.api_key_env
+            else (f"file {cfg.api_key_file}" if cfg.api_key_file else None)
+        )
+        info = {"url": url, "engine": "unknown"}
+    target = Target(url, key, source, cfg.model or "", PATHS[cfg.endpoint], info)
+    target.engine = engine
+    try:
+        client = Client(
+            url,
+            api_key=key,
+            api_key_source=source,
+            timeouts=Timeouts(connect=5.0, total=60.0),
+            retry=RetryPolicy.none(),
+        )
+        async with client:
+            await _check(cfg, target, client)
+    except BaseException:
+        await target.close()
+        raise
+    if engine is not None:
+        target.model = cfg.model or engine.model_name
+        target.engine_pid = engine.pid
+        target.metrics_url = f"{url}/metrics"
+        target.slots = cfg.engine_parallel
+    return target
+
+
+async def _check(cfg: BenchConfig, target: Target, client: Any) -> None:
+    url = target.base_url
+    try:
+        models = await client.models()
+    except E.AuthError:
+        raise
+    except E.BadRequest:
+        models = []  # no /v1/models here; the test request below checks the model
+    except E.TransportError as e:
+        raise E.ConfigError(f"cannot reach {url}: {e}") from None
+    except E.StatusError as e:
+        raise E.ConfigError(f"{url}/v1/models answered HTTP {e.status}: {e}") from None
+    if not target.model:
+        if target.engine is not None:
+            target.model = target.engine.model_name
+        elif models:
+            target.model = models[0]
+        else:
+            raise E.ConfigError(f"{url} does not list its models; give --model")
+    if models and target.model not in models:
+        raise E.ConfigError(
+            f"model {target.model!r} is not served by {url}; it serves: {', '.join(models)}"
+        )
+    # One tiny request on the real endpoint: checks the model, the endpoint and the key,
+    # and opens a pooled connection before timing starts.
+    body: dict[str, Any] = {"model": target.model, "max_tokens": 1, "stream": cfg.stream}
+    if cfg.endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": "Hi"}]
+    else:
+        body["prompt"] = "Hi"
+    try:
+        await client.request(target.path, body)
+    except E.AuthError:
+        raise
+    except E.StatusError as e:
+        raise E.ConfigError(
+            f"test request to {url}{target.path} with model {target.model!r} failed: {e}"
+        ) from None
+    except E.TransportError as e:
+        raise E.ConfigError(f"test request to {url}{target.path} failed: {e}") from None
+    if target.engine is None:
+        target.engine_info["engine"] = await _detect(client)
+
+
+async def _detect(client: Any) -> str:
+    """Engine name from its /metrics names (vllm, sglang, tgi, llamacpp) or 'unknown'."""
+    from infersight.telemetry import detect_engine
+
+    with contextlib.suppress(Exception):
+        status, data = await client._simple("GET", "/metrics")
+        if status == 200:
+            names = {
+                line.split("{", 1)[0].split(None, 1)[0]
+                for line in data.decode("utf-8", "replace").splitlines()
+                if line.strip() and not line.startswith("#")
+            }
+            return detect_engine(names) or "unknown"
+    return "unknown"

@@ -1,0 +1,208 @@
+"""``--workers N``: one level's schedule spread over N load-generator processes.
+
+Monotonic time is system-wide on Linux, so every worker sends at the same absolute
+instants the single-process scheduler would use: open-loop requests are dealt round
+robin, closed-loop users are split across workers and draw request indices from one
+shared counter (so the request count is exact). Each worker sends its records back
+whole; the parent merges them, and aggregates do not depend on the merge order.
+
+Workers ignore SIGINT; the parent sees Ctrl-C and tells them to stop through events,
+so a stopped run still returns every worker's records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import multiprocessing as mp
+import queue
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
+from infersight.bench.progress import LiveStats
+from infersight.core.records import RequestRecord
+
+__all__ = ["ClientSpec", "run_level_in_workers"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSpec:
+    """How a worker builds its own client (nothing unpicklable crosses processes)."""
+
+    base_url: str
+    api_key: str | None
+    api_key_source: str | None = None
+    connect_timeout: float = 10.0
+    #: Connection cap (0 = none): requests beyond it wait in the client's pool.
+    max_connections: int = 0
+
+
+class _ReportingStats(LiveStats):
+    """Counts increments since the last report, for the parent's live display."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._snap: dict[str, Any] = self._zero()
+
+    @staticmethod
+    def _zero() -> dict[str, Any]:
+        return {"done": 0, "errors": 0, "in_flight": 0, "tokens": 0, "ttfts": [], "recent": []}
+
+    def started(self) -> None:
+        super().started()
+        self._snap["in_flight"] += 1
+
+    def finished(self, rec: RequestRecord) -> None:
+        super().finished(rec)
+        s = self._snap
+        s["in_flight"] -= 1
+        s["done"] += 1
+        if not rec.ok:
+            s["errors"] += 1
+            return
+        s["tokens"] += rec.output_tokens
+        if rec.ttft is not None:
+            s["ttfts"].append(rec.ttft)
+        s["recent"].append(rec.output_tokens)
+
+    def take(self) -> dict[str, Any]:
+        snap, self._snap = self._snap, self._zero()
+        return snap
+
+
+def _worker_main(
+    index: int,
+    spec: ClientSpec,
+    plan: LevelPlan,
+    t0: float,
+    counter: Any,
+    stop_ev: Any,
+    hard_ev: Any,
+    out: Any,
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from infersight.bench.runtime import run_coroutine
+
+    outcome = run_coroutine(_worker_async(index, spec, plan, t0, counter, stop_ev, hard_ev, out))
+    out.put(("done", index, [r.to_dict() for r in outcome.records], outcome.cpu_percent))
+
+
+async def _worker_async(
+    index: int,
+    spec: ClientSpec,
+    plan: LevelPlan,
+    t0: float,
+    counter: Any,
+    stop_ev: Any,
+    hard_ev: Any,
+    out: Any,
+) -> LevelOutcome:
+    from infersight.bench.runtime import make_client
+
+    stats = _ReportingStats()
+
+    def take() -> int | None:
+        with counter.get_lock():
+            if plan.limit is not None and counter.value >= plan.limit:
+                return None
+            counter.value += 1
+            return int(counter.value - 1)
+
+    async def report() -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            out.put(("progress", index, stats.take()))
+
+    async with make_client(spec) as client:
+        reporter = asyncio.ensure_future(report())
+        try:
+            return await run_level(
+                client, plan, t0=t0, stop=stop_ev.is_set, hard_stop=hard_ev.is_set,
+                next_index=take, live=stats,
+            )  # fmt: skip
+        finally:
+            reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reporter
+            out.put(("progress", index, stats.take()))
+
+
+def _split(plan: LevelPlan, n: int) -> list[LevelPlan]:
+    plans = []
+    for w in range(n):
+        if plan.concurrency is None:
+            share = dataclasses.replace(plan, slots=plan.slots[w::n])
+        else:
+            users = plan.concurrency // n + (1 if w < plan.concurrency % n else 0)
+            share = dataclasses.replace(plan, concurrency=users)
+        share.labels = {**plan.labels, "worker": str(w)}
+        plans.append(share)
+    return [p for p in plans if p.slots or (p.concurrency or 0) > 0]
+
+
+async def run_level_in_workers(
+    spec: ClientSpec,
+    plan: LevelPlan,
+    *,
+    workers: int,
+    t0_delay: float,
+    stop: Any,
+    hard_stop: Any,
+    live: LiveStats,
+) -> LevelOutcome:
+    """Run ``plan`` across ``workers`` processes; merge their records.
+
+    ``stop``/``hard_stop`` are callables polled here and forwarded to the workers.
+    ``t0_delay`` leaves the workers time to start before the first send.
+    """
+    ctx = mp.get_context("spawn")
+    out: Any = ctx.Queue()
+    counter: Any = ctx.Value("q", 0)
+    stop_ev, hard_ev = ctx.Event(), ctx.Event()
+    shares = _split(plan, workers)
+    wall0 = time.monotonic()
+    t0 = wall0 + t0_delay
+    procs = [
+        ctx.Process(
+            target=_worker_main,
+            args=(i, spec, share, t0, counter, stop_ev, hard_ev, out),
+            daemon=True,
+        )
+        for i, share in enumerate(shares)
+    ]
+    for p in procs:
+        p.start()
+    records: list[RequestRecord] = []
+    cpu: list[float] = []
+    pending = len(procs)
+    try:
+        while pending:
+            if stop():
+                stop_ev.set()
+            if hard_stop():
+                hard_ev.set()
+            try:
+                msg = out.get_nowait()
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs) and out.empty():
+                    break  # a worker died without reporting
+                await asyncio.sleep(0.05)
+                continue
+            if msg[0] == "progress":
+                live.merge_snapshot(msg[2])
+            else:
+                records.extend(RequestRecord.from_dict(d) for d in msg[2])
+                cpu.append(msg[3])
+                pending -= 1
+    finally:
+        stop_ev.set()
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+    # The busiest worker decides whether the load generator limited the run.
+    return LevelOutcome(records, max(cpu, default=0.0), time.monotonic() - wall0)

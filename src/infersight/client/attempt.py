@@ -1,0 +1,165 @@
+"""One HTTP attempt, up to its first content, with every failure typed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+import orjson
+
+from infersight.client.errors_map import map_transport_error, status_error
+from infersight.client.stream import StreamResponse
+from infersight.client.types import Timeouts
+from infersight.core import errors as E
+from infersight.core.records import RequestRecord
+
+__all__ = ["on_headers_sent", "send_attempt", "simple_call"]
+
+
+async def on_headers_sent(
+    _session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: Any
+) -> None:
+    """aiohttp trace hook: the record's ``sent`` is when the first attempt was written."""
+    rec = ctx.trace_request_ctx
+    if rec is not None and rec.sent is None:
+        rec.sent = time.monotonic()
+
+
+async def send_attempt(
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: bytes,
+    headers: Mapping[str, str],
+    rec: RequestRecord,
+    deadline: float,
+    *,
+    timeouts: Timeouts,
+    key: str | None,
+    key_source: str | None,
+) -> StreamResponse:
+    """Send one attempt; return once its first content (or its end) has arrived.
+
+    Raises typed errors: ConnectError/ConnectTimeout/ResetError before the headers,
+    a StatusError for an HTTP error answer, FirstTokenTimeout or DeadlineExceeded.
+    """
+    t0 = time.monotonic()
+    # The record describes the final attempt: forget what an earlier one received.
+    rec.status = None
+    rec.headers = None
+    ft = timeouts.first_token
+    ft_due = t0 + ft if ft is not None else math.inf
+    due = min(ft_due, deadline)
+    loop = asyncio.get_running_loop()
+    resp: aiohttp.ClientResponse | None = None
+    try:
+        async with asyncio.timeout_at(loop.time() + (due - t0) if due < math.inf else None):
+            resp = await session.post(url, data=payload, headers=headers, trace_request_ctx=rec)
+            rec.headers = time.monotonic()
+            rec.status = resp.status
+            rh = resp.headers
+            sid = rh.get("X-Request-Id")
+            if sid is not None:
+                rec.server_request_id = sid
+            qd = rh.get("X-Queue-Delay")
+            if qd is not None:
+                with contextlib.suppress(ValueError):
+                    rec.queue_delay = float(qd) / 1000.0
+            if resp.status >= 300:
+                try:
+                    body = await resp.read()
+                except (aiohttp.ClientError, OSError):
+                    body = b""
+                raise status_error(
+                    resp.status,
+                    body,
+                    resp.headers,
+                    url=url,
+                    request_id=sid or rec.request_id,
+                    key=key,
+                    key_source=key_source,
+                )
+    except TimeoutError as e:
+        if resp is not None:
+            resp.close()
+        if isinstance(e, aiohttp.ConnectionTimeoutError):
+            raise E.ConnectTimeout(f"connecting to {url} timed out") from None
+        if isinstance(e, aiohttp.ServerTimeoutError):
+            raise map_transport_error(e, url=url, before_content=True) from None
+        if ft_due <= deadline:
+            raise E.FirstTokenTimeout(
+                f"no answer from {url} within the first-token limit ({ft:g} s)"
+            ) from None
+        raise E.DeadlineExceeded(f"the request to {url} passed its deadline") from None
+    except E.InfersightError:
+        if resp is not None:
+            resp.close()
+        raise
+    except (aiohttp.ClientError, OSError) as e:
+        if resp is not None:
+            resp.close()
+        raise map_transport_error(e, url=url, before_content=True) from None
+    except BaseException:
+        if resp is not None:
+            resp.close()
+        raise
+    sr = StreamResponse(
+        resp,
+        rec,
+        url=url,
+        sent_at=t0,
+        first_token=ft,
+        idle=timeouts.idle,
+        deadline=deadline,
+        key=key,
+    )
+    await sr._prime()
+    return sr
+
+
+async def simple_call(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    body: Any = None,
+    total: float | None,
+    key: str | None,
+    key_source: str | None,
+) -> tuple[int, bytes]:
+    """One request without retries or record (GET /v1/models, /tokenize...).
+
+    Returns (status, body) for 2xx and 404; other statuses raise a StatusError.
+    """
+    try:
+        async with asyncio.timeout(total):
+            async with session.request(
+                method,
+                url,
+                headers=headers,
+                data=orjson.dumps(body) if body is not None else None,
+            ) as resp:
+                data = await resp.read()
+                if resp.status >= 300 and resp.status != 404:
+                    raise status_error(
+                        resp.status,
+                        data,
+                        resp.headers,
+                        url=url,
+                        request_id=None,
+                        key=key,
+                        key_source=key_source,
+                    )
+                return resp.status, data
+    except TimeoutError as e:
+        if isinstance(e, aiohttp.ConnectionTimeoutError):
+            raise E.ConnectTimeout(f"connecting to {url} timed out") from None
+        raise E.DeadlineExceeded(f"{method} {url} passed its deadline") from None
+    except (aiohttp.ClientError, OSError) as e:
+        raise map_transport_error(e, url=url, before_content=True) from None

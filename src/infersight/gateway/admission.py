@@ -1,0 +1,180 @@
+"""Admission control for one upstream: a concurrency limit plus a bounded priority queue.
+
+A request either gets a slot at once, waits in the queue (FIFO within a priority;
+higher priority first), or is refused with :class:`~infersight.core.errors.Shed`
+carrying a ``retry_after`` computed from the measured drain rate. It is refused when
+the queue is full, or when the predicted wait (its place in the queue divided by the
+drain rate) would run past its deadline, because waiting then only wastes the
+upstream's time on an answer nobody will read. Nothing is dropped silently: every
+refusal raises, and every queued request either gets a slot or raises
+:class:`~infersight.core.errors.DeadlineExceeded` at its deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+
+from infersight.core.errors import DeadlineExceeded
+from infersight.gateway.errors import Shed
+from infersight.gateway.limiter import Limiter, StaticLimit
+
+__all__ = ["AdmissionController"]
+
+#: Completions remembered for the drain-rate estimate.
+_DRAIN_WINDOW = 128
+#: A drain-rate measurement older than this is not trusted on its own.
+_DRAIN_MAX_AGE_S = 30.0
+_MAX_RETRY_AFTER_S = 300
+
+
+class AdmissionController:
+    """Concurrency limit + bounded queue + drain-rate based wait prediction."""
+
+    def __init__(
+        self,
+        limiter: Limiter | None = None,
+        queue_size: int = 128,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        on_reject: Callable[[str], None] | None = None,
+    ) -> None:
+        self.limiter = limiter or StaticLimit(32)
+        self.queue_size = queue_size
+        self._clock = clock
+        self._on_reject = on_reject
+        self.inflight = 0
+        self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self._done_times: deque[float] = deque(maxlen=_DRAIN_WINDOW)
+        self._lat_ewma: float | None = None
+
+    # -- state ------------------------------------------------------------------------
+    @property
+    def limit(self) -> int:
+        return self.limiter.limit
+
+    @property
+    def queued(self) -> int:
+        return len(self._heap)
+
+    def drain_rate(self) -> float | None:
+        """Completions per second: measured over recent completions, else limit/latency."""
+        now = self._clock()
+        d = self._done_times
+        if len(d) >= 2 and now - d[-1] < _DRAIN_MAX_AGE_S:
+            # Two views, take the lower: completions over their own span (bursty when
+            # a batch finishes at once) and completions up to now (decays when idle).
+            rates = [len(d) / (now - d[0])] if now > d[0] else []
+            if d[-1] > d[0]:
+                rates.append((len(d) - 1) / (d[-1] - d[0]))
+            if rates:
+                return min(rates)
+        if self._lat_ewma:
+            return self.limit / self._lat_ewma
+        return None
+
+    def predicted_wait(self, position: int) -> float | None:
+        """Seconds until a request at queue ``position`` (1 = next) gets a slot."""
+        rate = self.drain_rate()
+        return None if not rate else position / rate
+
+    def retry_after(self, position: int | None = None) -> int:
+        """Whole seconds a refused client should wait (at least 1)."""
+        pos = self.queued + 1 if position is None else position
+        wait = self.predicted_wait(pos)
+        if wait is None:
+            return 1
+        return int(min(_MAX_RETRY_AFTER_S, max(1, math.ceil(wait))))
+
+    # -- acquire / release ---------------------------------------------------------------
+    def try_acquire(self) -> bool:
+        """Take a slot without waiting, if one is free and nobody is queued."""
+        if not self._heap and self.inflight < self.limit:
+            self.inflight += 1
+            return True
+        return False
+
+    async def acquire(self, deadline: float, priority: int = 0) -> float:
+        """Wait for a slot; return the seconds spent queued.
+
+        Raises Overloaded (queue full / predicted wait past the deadline) or
+        DeadlineExceeded (the deadline passed while queued).
+        """
+        if self.try_acquire():
+            return 0.0
+        start = self._clock()
+        if len(self._heap) >= self.queue_size:
+            self._reject("queue_full")
+            raise Shed(
+                f"upstream queue full ({self.queue_size} waiting, {self.inflight} in flight)",
+                code="queue_full",
+                retry_after=self.retry_after(),
+            )
+        key = -priority
+        position = 1 + sum(1 for k, _, _ in self._heap if k <= key)
+        wait = self.predicted_wait(position)
+        if wait is not None and start + wait > deadline:
+            self._reject("predicted_wait")
+            raise Shed(
+                f"predicted queue wait {wait:.2f}s exceeds the request deadline "
+                f"({max(0.0, deadline - start):.2f}s left)",
+                code="predicted_wait_exceeds_deadline",
+                retry_after=self.retry_after(position),
+            )
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (key, next(self._seq), fut)
+        heapq.heappush(self._heap, entry)
+        try:
+            async with asyncio.timeout(max(0.0, deadline - start)):
+                await fut
+        except BaseException as e:
+            if fut.done() and not fut.cancelled():
+                # The slot was granted just as we timed out or were cancelled: give it back.
+                self.inflight -= 1
+                self._wake()
+            else:
+                self._remove(entry)
+            if isinstance(e, TimeoutError):
+                self._reject("deadline")
+                raise DeadlineExceeded(
+                    f"deadline passed after {self._clock() - start:.2f}s in the gateway queue"
+                ) from None
+            raise
+        return self._clock() - start
+
+    def release(self, latency: float | None = None, *, dropped: bool = False) -> None:
+        """Give the slot back; feed the limiter and the drain-rate estimate."""
+        self.inflight -= 1
+        now = self._clock()
+        self._done_times.append(now)
+        if latency is not None and latency >= 0:
+            self._lat_ewma = (
+                latency if self._lat_ewma is None else 0.8 * self._lat_ewma + 0.2 * latency
+            )
+            self.limiter.on_sample(latency, self.inflight + 1, dropped)
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._heap and self.inflight < self.limit:
+            _, _, fut = heapq.heappop(self._heap)
+            if fut.done():
+                continue
+            self.inflight += 1
+            fut.set_result(None)
+
+    def _remove(self, entry: tuple[int, int, asyncio.Future[None]]) -> None:
+        try:
+            self._heap.remove(entry)
+        except ValueError:
+            return
+        heapq.heapify(self._heap)
+
+    def _reject(self, reason: str) -> None:
+        if self._on_reject is not None:
+            self._on_reject(reason)

@@ -1,0 +1,257 @@
+"""Gateway configuration: a TOML or YAML file, then ``INFERSIGHT_GATEWAY_*`` env, then flags.
+
+A minimal file (TOML)::
+
+    default_deadline_s = 120
+    [[upstreams]]
+    name = "vllm-a"
+    url = "http://10.0.0.5:8000"
+    models = ["llama-3-8b"]
+    concurrency = 64          # in-flight limit (the start value when adaptive)
+    queue = 256               # bounded FIFO queue behind the limit
+    limiter = "gradient"      # static | aimd | gradient
+    [[upstreams]]
+    name = "openai"
+    url = "https://api.openai.com"
+    models = ["gpt-4o-mini"]
+    api_key_env = "OPENAI_API_KEY"   # the key itself never sits in the file
+    [fallbacks]
+    "llama-3-8b" = ["gpt-4o-mini"]
+    [[keys]]
+    name = "team-a"
+    sha256 = "<hex sha256 of the key>"   # `infersight gateway --hash-key` prints it
+    requests_per_minute = 600
+    tokens_per_minute = 200000
+
+The upstream ``url`` is the server root; a trailing ``/v1`` is accepted and removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import SettingsConfigDict
+
+from infersight.core.errors import ConfigError
+from infersight.core.settings import BaseConfig
+
+__all__ = [
+    "BatchConfig",
+    "CostRule",
+    "GatewayConfig",
+    "KeyConfig",
+    "UpstreamConfig",
+    "hash_key",
+    "load_config",
+    "parse_upstream_flag",
+]
+
+LimiterKind = Literal["static", "aimd", "gradient"]
+BatchEndpoint = Literal["embeddings", "completions"]
+_EMBEDDINGS: BatchEndpoint = "embeddings"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class UpstreamConfig(_Strict):
+    """One OpenAI-compatible upstream (engine, vLLM, SGLang, llama.cpp, hosted API)."""
+
+    name: str
+    url: str
+    #: Models it serves. Empty: discovered from its ``/v1/models`` at start.
+    models: list[str] = Field(default_factory=list)
+    #: Environment variable holding this upstream's API key (never the key itself).
+    api_key_env: str | None = None
+    #: File holding the key (first line), when not given by env.
+    api_key_file: str | None = None
+    #: In-flight limit; the starting value for the adaptive limiters.
+    concurrency: int = Field(default=32, ge=1)
+    min_concurrency: int = Field(default=1, ge=1)
+    max_concurrency: int = Field(default=1024, ge=1)
+    #: Bounded queue behind the limit; 0 = reject as soon as the limit is reached.
+    queue: int = Field(default=128, ge=0)
+    limiter: LimiterKind = "static"
+    #: Fail over when no content arrived within this many seconds (None: no limit).
+    ttft_timeout_s: float | None = Field(default=None, gt=0)
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+    #: Gap between two stream chunks that counts as a broken stream.
+    idle_timeout_s: float | None = Field(default=None, gt=0)
+    #: Attempts on this upstream per request (retries follow design.md s.3).
+    max_attempts: int = Field(default=2, ge=1)
+    #: Circuit breaker: consecutive failures that open it, and seconds before probing.
+    breaker_failures: int = Field(default=5, ge=1)
+    breaker_cooldown_s: float = Field(default=10.0, gt=0)
+    breaker_probes: int = Field(default=1, ge=1)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        v = v.strip().rstrip("/")
+        if not re.match(r"^https?://[^/\s]+", v):
+            raise ValueError(f"upstream url {v!r} must start with http:// or https://")
+        if v.endswith("/v1"):
+            v = v[:-3]
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", v):
+            raise ValueError(f"upstream name {v!r}: use letters, digits, '_', '-', '.'")
+        return v
+
+
+class KeyConfig(_Strict):
+    """A gateway API key, stored only as its sha256 hex digest."""
+
+    name: str
+    sha256: str
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        v = v.strip().lower()
+        if not re.fullmatch(r"[0-9a-f]{64}", v):
+            raise ValueError("sha256 must be 64 hex digits (run `infersight gateway --hash-key`)")
+        return v
+
+
+class CostRule(_Strict):
+    """Send small requests for ``model`` to ``cheaper`` instead."""
+
+    model: str
+    cheaper: str
+    #: Estimated prompt + max output tokens under which the cheaper model is used.
+    max_tokens: int = Field(gt=0)
+
+
+class BatchConfig(_Strict):
+    """Dynamic batching of embeddings and of non-streamed completions with prompt arrays."""
+
+    enabled: bool = True
+    endpoints: list[BatchEndpoint] = Field(default_factory=lambda: [_EMBEDDINGS])
+    max_batch_size: int = Field(default=32, ge=1)
+    max_wait_ms: float = Field(default=5.0, ge=0)
+    #: Inputs whose lengths differ by more than this factor go to different batches.
+    length_ratio: float = Field(default=4.0, ge=1.0)
+
+
+class GatewayConfig(BaseConfig):
+    """Everything the gateway needs. Env prefix ``INFERSIGHT_GATEWAY_``."""
+
+    model_config = SettingsConfigDict(env_prefix="INFERSIGHT_GATEWAY_", extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8090, ge=0, le=65535)
+    upstreams: list[UpstreamConfig] = Field(default_factory=list)
+    #: Model -> models tried next on overload, timeouts and 5xx.
+    fallbacks: dict[str, list[str]] = Field(default_factory=dict)
+    cost_rules: list[CostRule] = Field(default_factory=list)
+    keys: list[KeyConfig] = Field(default_factory=list)
+    #: Require a key even when ``keys`` is empty (then every request is refused).
+    require_key: bool = False
+    batch: BatchConfig = Field(default_factory=BatchConfig)
+    #: One deadline per request across queueing, retries and failover.
+    default_deadline_s: float = Field(default=300.0, gt=0)
+    max_deadline_s: float = Field(default=3600.0, gt=0)
+    deadline_header: str = "X-Infersight-Deadline-Ms"
+    priority_header: str = "X-Infersight-Priority"
+    #: Largest accepted request body.
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    #: Price table override file (shipped defaults otherwise).
+    prices_file: str | None = None
+    access_log: bool = True
+    #: With no upstream: start the embedded engine with these slots.
+    engine_parallel: int = Field(default=8, ge=1)
+    engine_ctx: int | None = None
+
+
+def hash_key(key: str) -> str:
+    """The sha256 hex digest stored in the config for a gateway key."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"gateway config {path}: cannot read ({e.strerror})") from None
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            doc = yaml.safe_load(text) or {}
+        else:
+            doc = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
+        line = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ConfigError(f"gateway config {path}: invalid syntax ({line})") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"gateway config {path}: the top level must be a table/mapping")
+    return doc
+
+
+def parse_upstream_flag(text: str) -> dict[str, Any]:
+    """``NAME=URL[,models=a|b][,concurrency=N][,queue=N][,limiter=K][,key_env=VAR][,ttft=S]``."""
+    head, _, rest = text.partition(",")
+    name, eq, url = head.partition("=")
+    if not eq or not name or not url:
+        raise ConfigError(f"--upstream {text!r}: expected NAME=URL[,models=a|b,concurrency=N,...]")
+    out: dict[str, Any] = {"name": name.strip(), "url": url.strip()}
+    keys = {
+        "models": "models", "concurrency": "concurrency", "queue": "queue",
+        "limiter": "limiter", "key_env": "api_key_env", "api_key_env": "api_key_env",
+        "ttft": "ttft_timeout_s", "ttft_timeout_s": "ttft_timeout_s",
+        "attempts": "max_attempts", "max_attempts": "max_attempts",
+    }
+    for part in filter(None, rest.split(",")):
+        k, eq, v = part.partition("=")
+        k = k.strip()
+        if not eq or k not in keys:
+            raise ConfigError(
+                f"--upstream {name}: unknown option {part!r} (known: {', '.join(sorted(keys))})"
+            )
+        out[keys[k]] = [m for m in v.split("|") if m] if k == "models" else v.strip()
+    return out
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConfig:
+    """File, then ``INFERSIGHT_GATEWAY_*`` env, then ``overrides`` (flags; None = unset)."""
+    data: dict[str, Any] = _read_file(Path(path)) if path else {}
+    # Env beats the file: only fields actually present in the environment are taken.
+    prefix = "INFERSIGHT_GATEWAY_"
+    env_fields = {
+        n for n in GatewayConfig.model_fields if (prefix + n).upper() in os.environ
+    }
+    if env_fields:
+        try:
+            from_env = GatewayConfig().model_dump(include=env_fields)
+        except ValidationError as e:
+            raise ConfigError(f"environment: {_first_error(e)}") from None
+        data.update(from_env)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        cfg = GatewayConfig.model_validate(data)
+    except ValidationError as e:
+        where = f"gateway config {path}" if path else "gateway settings"
+        raise ConfigError(f"{where}: {_first_error(e)}") from None
+    names = [u.name for u in cfg.upstreams]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ConfigError(f"gateway config: upstream names must be unique (repeated: {sorted(dup)})")
+    return cfg
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"]) or "value"
+    return f"{loc}: {err['msg']}"

@@ -1,0 +1,60 @@
+"""Gateway-side refinements of the shared error tree (core/errors.py).
+
+They subclass the shared classes and keep their ``kind`` (so records, metrics and
+reports see the usual names) but carry what the gateway's HTTP answer needs: the
+OpenAI ``code`` and ``param``, and whether the gateway itself refused the request.
+"""
+
+from __future__ import annotations
+
+from infersight.core.errors import AuthError, BadRequest, Overloaded, RateLimited
+
+__all__ = ["InputError", "KeyRefused", "KeyThrottled", "Shed"]
+
+
+class InputError(BadRequest):
+    """The client's request is invalid (400, 404 or 413); never sent upstream."""
+
+    def __init__(
+        self, message: str, param: str | None = None, code: str = "invalid_request",
+        status: int = 400,
+    ) -> None:
+        super().__init__(message, status=status)
+        self.param = param
+        self.code = code
+
+    @property
+    def kind(self) -> str:
+        return "BadRequest"
+
+
+class KeyRefused(AuthError):
+    """The gateway refused the client's API key (401)."""
+
+    code = "invalid_api_key"
+
+    @property
+    def kind(self) -> str:
+        return "AuthError"
+
+
+class KeyThrottled(RateLimited):
+    """A gateway key is over its request or token rate limit (429)."""
+
+    code = "rate_limit_exceeded"
+
+    @property
+    def kind(self) -> str:
+        return "RateLimited"
+
+
+class Shed(Overloaded):
+    """The gateway shed the request (queue full, predicted wait, no upstream): 503."""
+
+    def __init__(self, message: str, *, code: str, retry_after: float | None = None) -> None:
+        super().__init__(message, status=503, retry_after=retry_after)
+        self.code = code
+
+    @property
+    def kind(self) -> str:
+        return "Overloaded"

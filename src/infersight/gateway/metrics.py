@@ -1,0 +1,163 @@
+"""Prometheus metrics of one gateway, on its own ``CollectorRegistry``.
+
+Every name starts with ``infersight_gateway_``. Labels never hold an API key, only the
+key's configured name (``key="-"`` when auth is off). ``status`` is the HTTP status
+the *client* got; ``error`` the error kind (a core/errors.py class name) or ``none``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from infersight.core.pricing import Price, PriceTable
+
+__all__ = ["CONTENT_TYPE", "GatewayMetrics"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_LAT_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+)
+_QUEUE_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class GatewayMetrics:
+    """All gateway metrics plus the cost ledger (per model and per key)."""
+
+    def __init__(self, prices: PriceTable | None = None) -> None:
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        self.prices = prices
+        p = "infersight_gateway_"
+        self.requests = Counter(
+            p + "requests_total", "Requests answered, by model, upstream, status and error kind.",
+            ["endpoint", "model", "upstream", "status", "error"], registry=r,
+        )
+        self.latency = Histogram(
+            p + "request_duration_seconds", "Arrival to last byte, per request.",
+            ["model", "upstream"], buckets=_LAT_BUCKETS, registry=r,
+        )
+        self.ttft = Histogram(
+            p + "ttft_seconds", "Arrival to the first content byte sent (streams).",
+            ["model", "upstream"], buckets=_LAT_BUCKETS, registry=r,
+        )
+        self.queue_delay = Histogram(
+            p + "queue_delay_seconds", "Time spent waiting for an upstream slot.",
+            ["upstream"], buckets=_QUEUE_BUCKETS, registry=r,
+        )
+        self.queue_depth = Gauge(
+            p + "queue_depth", "Requests waiting for an upstream slot.", ["upstream"], registry=r
+        )
+        self.in_flight = Gauge(
+            p + "in_flight", "Requests being served by an upstream.", ["upstream"], registry=r
+        )
+        self.limit = Gauge(
+            p + "concurrency_limit", "Current concurrency limit (adaptive or static).",
+            ["upstream"], registry=r,
+        )
+        self.rejections = Counter(
+            p + "rejections_total",
+            "Requests refused by the gateway (queue_full, predicted_wait, deadline, "
+            "rate_limited, auth, bad_request, no_upstream).",
+            ["reason"], registry=r,
+        )
+        self.retries = Counter(
+            p + "retries_total", "Extra attempts on one upstream.", ["upstream"], registry=r
+        )
+        self.failovers = Counter(
+            p + "failovers_total", "Moves to the next upstream before content was sent.",
+            ["upstream", "error"], registry=r,
+        )
+        self.fallbacks = Counter(
+            p + "fallbacks_total", "Requests served by a fallback model.",
+            ["model", "fallback"], registry=r,
+        )
+        self.circuit = Gauge(
+            p + "circuit_state", "Circuit breaker: 0 closed, 1 half-open, 2 open.",
+            ["upstream"], registry=r,
+        )
+        self.circuit_changes = Counter(
+            p + "circuit_transitions_total", "Circuit breaker state changes.",
+            ["upstream", "state"], registry=r,
+        )
+        self.tokens = Counter(
+            p + "tokens_total", "Tokens from upstream usage.", ["model", "key", "kind"], registry=r
+        )
+        self.cost = Counter(
+            p + "cost_usd_total", "Dollars from usage and the price table.",
+            ["model", "key"], registry=r,
+        )
+        self.truncations = Counter(
+            p + "truncated_streams_total",
+            "Streams that broke after content was sent (client got an SSE error event).",
+            ["model", "upstream"], registry=r,
+        )
+        self.batches = Histogram(
+            p + "batch_size", "Caller requests merged into one upstream call.",
+            ["endpoint"], buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r,
+        )
+        self.upstream_calls = Counter(
+            p + "upstream_calls_total", "Calls made to upstreams (after batching).",
+            ["upstream", "endpoint"], registry=r,
+        )
+        #: Cost ledger for /stats: {(model, key): [prompt, completion, dollars]}.
+        self.ledger: dict[tuple[str, str], list[float]] = {}
+        # Hot path caches: .labels() takes a lock and builds a tuple; pattern price
+        # lookups run fnmatch over the whole table. Both are done once per label set.
+        self._children: dict[tuple[Any, ...], Any] = {}
+        self._price_cache: dict[str, Price | None] = {}
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, cached."""
+        k = (id(metric), *labels)
+        c = self._children.get(k)
+        if c is None:
+            c = self._children[k] = metric.labels(*labels)
+        return c
+
+    def _price(self, model: str) -> Price | None:
+        try:
+            return self._price_cache[model]
+        except KeyError:
+            p = self._price_cache[model] = self.prices.price(model) if self.prices else None
+            return p
+
+    def account(self, model: str, key: str | None, prompt: int, completion: int) -> float | None:
+        """Count tokens and cost of one request; return its dollars (None: no price)."""
+        kname = key or "-"
+        if prompt:
+            self.child(self.tokens, model, kname, "prompt").inc(prompt)
+        if completion:
+            self.child(self.tokens, model, kname, "completion").inc(completion)
+        price = self._price(model)
+        dollars = price.cost(prompt, completion) if price is not None else None
+        if dollars:
+            self.child(self.cost, model, kname).inc(dollars)
+        row = self.ledger.setdefault((model, kname), [0.0, 0.0, 0.0])
+        row[0] += prompt
+        row[1] += completion
+        row[2] += dollars or 0.0
+        return dollars
+
+    def cost_summary(self) -> dict[str, dict[str, dict[str, float]]]:
+        """{"by_model": {m: {...}}, "by_key": {k: {...}}} for the /stats endpoint."""
+        out: dict[str, dict[str, dict[str, float]]] = {"by_model": {}, "by_key": {}}
+        for (model, key), (pt, ct, usd) in self.ledger.items():
+            for group, name in (("by_model", model), ("by_key", key)):
+                row = out[group].setdefault(
+                    name, {"prompt_tokens": 0.0, "completion_tokens": 0.0, "cost_usd": 0.0}
+                )
+                row["prompt_tokens"] += pt
+                row["completion_tokens"] += ct
+                row["cost_usd"] += usd
+        return out
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

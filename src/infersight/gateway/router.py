@@ -1,0 +1,105 @@
+"""Routing: which upstreams, in which order, may serve a request for a model.
+
+The order is:
+1. the cost rule's cheaper model, when the request's estimated tokens are under the
+   rule's threshold;
+2. the requested model;
+3. its fallback chain (model A, then B...).
+
+Within one model, the replicas are ordered by least outstanding requests (in flight +
+queued, relative to their limit), ties rotated so equal replicas share the load.
+Upstreams whose circuit is open are left out; if that leaves nothing, the caller
+learns when the first probe will be allowed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from infersight.gateway.config import CostRule
+
+__all__ = ["Candidate", "Routable", "Router"]
+
+
+class Routable(Protocol):
+    """What the router needs to know about an upstream."""
+
+    name: str
+
+    def serves(self, model: str) -> bool: ...
+    def load(self) -> float: ...
+    def available(self) -> bool: ...
+    def seconds_until_probe(self) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    upstream: Routable
+    #: The model name to send upstream.
+    model: str
+    #: True when this is not the model the client asked for.
+    fallback: bool
+
+
+class Router:
+    """Orders upstream candidates for a model; see the module docstring."""
+
+    def __init__(
+        self,
+        upstreams: Sequence[Routable],
+        fallbacks: Mapping[str, Sequence[str]] | None = None,
+        cost_rules: Sequence[CostRule] = (),
+    ) -> None:
+        self.upstreams = list(upstreams)
+        self.fallbacks = {k: list(v) for k, v in (fallbacks or {}).items()}
+        self.cost_rules = {r.model: r for r in cost_rules}
+        self._rr = itertools.count()
+
+    def chain(self, model: str, estimated_tokens: int | None = None) -> list[str]:
+        """Models to try, in order (cost rule, requested, fallbacks), without repeats."""
+        out: list[str] = []
+        rule = self.cost_rules.get(model)
+        if rule is not None and estimated_tokens is not None and estimated_tokens <= rule.max_tokens:
+            out.append(rule.cheaper)
+        out.append(model)
+        seen = set(out)
+        queue = list(self.fallbacks.get(model, ()))
+        while queue:  # fallbacks of fallbacks, breadth first, cycles ignored
+            m = queue.pop(0)
+            if m not in seen:
+                seen.add(m)
+                out.append(m)
+                queue.extend(self.fallbacks.get(m, ()))
+        return out
+
+    def known(self, model: str) -> bool:
+        return any(u.serves(model) for u in self.upstreams)
+
+    def replicas(self, model: str) -> list[Routable]:
+        """Upstreams serving ``model`` with a closed/probing circuit, least loaded first."""
+        ups = [u for u in self.upstreams if u.serves(model) and u.available()]
+        if len(ups) > 1:
+            k = next(self._rr) % len(ups)
+            ups = ups[k:] + ups[:k]
+            ups.sort(key=lambda u: u.load())  # stable: the rotation breaks ties
+        return ups
+
+    def candidates(self, model: str, estimated_tokens: int | None = None) -> list[Candidate]:
+        out: list[Candidate] = []
+        for m in self.chain(model, estimated_tokens):
+            for u in self.replicas(m):
+                out.append(Candidate(u, m, m != model))
+        return out
+
+    def probe_wait(self, model: str) -> float | None:
+        """Seconds until some upstream of the chain accepts a probe (None: no upstream)."""
+        waits = [
+            u.seconds_until_probe()
+            for m in self.chain(model)
+            for u in self.upstreams
+            if u.serves(m)
+        ]
+        return min(waits) if waits else None

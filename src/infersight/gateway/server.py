@@ -1,0 +1,325 @@
+"""The gateway's aiohttp application: OpenAI endpoints, /metrics, /health, /stats.
+
+Use it from code::
+
+    async with Gateway(config).running() as gw:
+        print(gw.url)          # http://127.0.0.1:PORT (port 0 picks a free one)
+
+or from the shell with ``infersight gateway``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+from aiohttp import hdrs, web
+
+from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
+from infersight.core.pricing import PriceTable
+from infersight.gateway.auth import KeyStore
+from infersight.gateway.batching import Batching
+from infersight.gateway.config import GatewayConfig
+from infersight.gateway.errors import InputError, KeyRefused, KeyThrottled
+from infersight.gateway.http import ENDPOINTS, error_response, estimate_tokens, parse_body, validate
+from infersight.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from infersight.gateway.proxy import Call, Proxy
+from infersight.gateway.router import Router
+from infersight.gateway.upstream import Upstream
+
+__all__ = ["Gateway"]
+
+log = logging.getLogger("infersight.gateway")
+access_log = logging.getLogger("infersight.gateway.access")
+
+_RID_OK = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+class Gateway:
+    """An OpenAI-compatible gateway over the configured upstreams."""
+
+    def __init__(self, config: GatewayConfig, prices: PriceTable | None = None) -> None:
+        self.config = config
+        self.metrics = GatewayMetrics(prices or PriceTable.load(config.prices_file))
+        self.upstreams = [Upstream(u, self.metrics) for u in config.upstreams]
+        self.router = Router(self.upstreams, config.fallbacks, config.cost_rules)
+        self.proxy = Proxy(self.router, self.metrics)
+        self.batching = Batching(config.batch, self.proxy, self.metrics)
+        self.keys = KeyStore(config.keys, require=config.require_key)
+        self.started = time.time()
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.port}"
+
+    # -- app ------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.config.max_body_bytes)
+        for path, endpoint in ENDPOINTS.items():
+            app.router.add_post(path, self._make_handler(endpoint, path))
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/metrics", self.prom)
+        app.router.add_get("/health", self.health)
+        app.router.add_get("/stats", self.stats)
+        app.on_startup.append(self._on_startup)
+        app.on_cleanup.append(self._on_cleanup)
+        return app
+
+    async def _on_startup(self, app: web.Application) -> None:
+        for u in self.upstreams:
+            await u.start()
+
+    async def _on_cleanup(self, app: web.Application) -> None:
+        await self.batching.batcher.close()
+        for u in self.upstreams:
+            await u.close()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Gateway]:
+        """Serve on ``config.host:config.port`` (0 = a free port) until the block exits."""
+        await self.start()
+        try:
+            yield self
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.host, self.config.port, backlog=1024)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else self.config.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- OpenAI endpoints ---------------------------------------------------------------------
+    def _make_handler(self, endpoint: str, path: str) -> Any:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            return await self.handle(request, endpoint, path)
+
+        return handler
+
+    def _deadline(self, request: web.Request, arrival: float) -> float:
+        raw = request.headers.get(self.config.deadline_header)
+        if raw is None:
+            return arrival + self.config.default_deadline_s
+        try:
+            ms = float(raw)
+        except ValueError:
+            ms = -1.0
+        if not (0 < ms <= self.config.max_deadline_s * 1000.0):
+            raise InputError(
+                f"{self.config.deadline_header} must be milliseconds in "
+                f"(0, {self.config.max_deadline_s * 1000:.0f}]",
+                code="invalid_deadline",
+            )
+        return arrival + ms / 1000.0
+
+    def _priority(self, request: web.Request) -> int:
+        raw = request.headers.get(self.config.priority_header)
+        if raw is None:
+            return 0
+        try:
+            p = int(raw)
+        except ValueError:
+            p = 1 << 20
+        if not -100 <= p <= 100:
+            raise InputError(
+                f"{self.config.priority_header} must be an integer in [-100, 100]",
+                code="invalid_priority",
+            )
+        return p
+
+    async def handle(self, request: web.Request, endpoint: str, path: str) -> web.StreamResponse:
+        arrival = time.monotonic()
+        rid = request.headers.get("X-Request-Id", "")
+        if not _RID_OK.match(rid):
+            rid = "req-" + uuid.uuid4().hex
+        call: Call | None = None
+        model = "-"
+        resp: web.StreamResponse
+        try:
+            key = self.keys.authenticate(request.headers.get(hdrs.AUTHORIZATION))
+            try:
+                raw = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                raise InputError(
+                    f"request body exceeds {self.config.max_body_bytes} bytes",
+                    code="body_too_large", status=413,
+                ) from None
+            body = parse_body(raw)
+            model, stream = validate(endpoint, body)
+            deadline = self._deadline(request, arrival)
+            priority = self._priority(request)
+            so = body.get("stream_options")
+            call = Call(
+                request_id=rid, endpoint=endpoint, path=path, body=body, model=model,
+                stream=stream, key=key, arrival=arrival, deadline=deadline, priority=priority,
+                est_tokens=estimate_tokens(endpoint, body),
+                wants_usage=bool(isinstance(so, dict) and so.get("include_usage")),
+            )
+            if not self.router.known(model) and not any(
+                self.router.known(m) for m in self.router.chain(model, call.est_tokens)
+            ):
+                raise InputError(
+                    f"model {model!r} is not served by this gateway (see GET /v1/models)",
+                    param="model", code="model_not_found", status=404,
+                )
+            self.keys.admit(key, call.est_tokens)
+            if stream:
+                resp = await self.proxy.stream(call, request)
+            elif self.batching.batchable(call):
+                doc = await self.batching.submit(call)
+                self.proxy._usage(call, doc.get("usage"))
+                resp = self.proxy.json_response(call, doc)
+            else:
+                doc = await self.proxy.fetch_json(call)
+                resp = self.proxy.json_response(call, doc)
+        except TimeoutError:  # the batch wait ran past the deadline
+            resp = self._error(call, rid, DeadlineExceeded("request deadline passed"), model)
+        except InfersightError as e:
+            if call is not None and call.committed:
+                raise  # headers already sent; nothing sensible left to answer
+            resp = self._error(call, rid, e, model)
+        except (ConnectionError, Cancelled) as e:
+            # The client went away mid-answer; record it (499, as nginx does) and stop.
+            if call is not None:
+                call.status, call.error = 499, "Cancelled"
+            self._finish(call, endpoint, model, rid, arrival)
+            raise ConnectionResetError("client disconnected") from e
+        self._finish(call, endpoint, model, rid, arrival, resp.status)
+        return resp
+
+    def _error(
+        self, call: Call | None, rid: str, e: InfersightError, model: str
+    ) -> web.Response:
+        resp = error_response(e, rid, (call.queue_delay * 1000.0) if call else 0.0)
+        if call is not None:
+            call.status, call.error = resp.status, e.kind
+        # Gateway-side refusals; admission and routing sheds are counted where they happen.
+        if isinstance(e, InputError):
+            self.metrics.rejections.labels("bad_request").inc()
+        elif isinstance(e, KeyRefused):
+            self.metrics.rejections.labels("auth").inc()
+        elif isinstance(e, KeyThrottled):
+            self.metrics.rejections.labels("rate_limited").inc()
+        return resp
+
+    def _finish(
+        self, call: Call | None, endpoint: str, model: str, rid: str, arrival: float,
+        status: int | None = None,
+    ) -> None:
+        now = time.monotonic()
+        m = self.metrics
+        known = call is not None and self.router.known(call.model)
+        mlabel = call.model if call is not None and known else ("-" if call is None else "unknown")
+        up = call.upstream if call is not None else "-"
+        st = (call.status if call is not None and call.status else status) or 0
+        err = (call.error if call is not None else None) or ("none" if st < 400 else "BadRequest")
+        m.child(m.requests, endpoint, mlabel, up, str(st), err).inc()
+        if call is not None:
+            served = call.served_model or call.model
+            m.child(m.latency, mlabel, up).observe(now - arrival)
+            if call.ttft is not None:
+                m.child(m.ttft, mlabel, up).observe(call.ttft)
+            if call.prompt_tokens or call.completion_tokens:
+                call.cost = m.account(served, call.key, call.prompt_tokens, call.completion_tokens)
+                self.keys.charge_tokens(call.key, call.prompt_tokens + call.completion_tokens)
+        if self.config.access_log and access_log.isEnabledFor(logging.INFO):
+            line: dict[str, Any] = {
+                "ts": time.time(), "request_id": rid, "endpoint": endpoint, "status": st,
+                "latency_ms": round((now - arrival) * 1000.0, 3),
+            }
+            if call is not None:
+                line.update(
+                    model=call.model, served_model=call.served_model, upstream=up,
+                    stream=call.stream, key=call.key, error=call.error,
+                    queue_ms=round(call.queue_delay * 1000.0, 3), attempts=call.attempts,
+                    failovers=call.failovers,
+                    ttft_ms=None if call.ttft is None else round(call.ttft * 1000.0, 3),
+                    prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,
+                    cost_usd=call.cost,
+                )
+            else:
+                line["error"] = err
+            access_log.info(orjson.dumps(line).decode())
+
+    # -- other endpoints -------------------------------------------------------------------------
+    async def models(self, request: web.Request) -> web.Response:
+        """The union of every upstream's models (discovered ones refreshed on demand)."""
+        owners: dict[str, list[str]] = {}
+        for u in self.upstreams:
+            if u.wildcard:
+                await u.discover(timeout=2.0)
+            for m in sorted(u.models):
+                owners.setdefault(m, []).append(u.name)
+        data = [
+            {"id": m, "object": "model", "created": int(self.started), "owned_by": "infersight",
+             "upstreams": ups}
+            for m, ups in sorted(owners.items())
+        ]
+        return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+
+    async def prom(self, request: web.Request) -> web.Response:
+        for u in self.upstreams:
+            u.gauges()
+            u.metrics.circuit.labels(u.name).set(int(u.breaker.state))
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+    def health_reasons(self) -> tuple[list[str], list[str]]:
+        """(reasons the gateway cannot serve some model, warnings)."""
+        reasons: list[str] = []
+        warnings: list[str] = []
+        if not self.upstreams:
+            reasons.append("no upstream configured")
+        for u in self.upstreams:
+            st = u.breaker.state.name.lower().replace("_", "-")
+            if st != "closed":
+                warnings.append(f"upstream {u.name}: circuit {st}")
+            a = u.admission
+            if a.queue_size and a.queued >= a.queue_size:
+                warnings.append(f"upstream {u.name}: queue full ({a.queued})")
+        models = {m for u in self.upstreams for m in u.models}
+        for m in sorted(models):
+            if not self.router.replicas(m):
+                reasons.append(f"model {m}: no upstream with a closed circuit")
+            elif all(
+                u.admission.queue_size and u.admission.queued >= u.admission.queue_size
+                for u in self.upstreams if u.serves(m)
+            ):
+                reasons.append(f"model {m}: every upstream queue is full")
+        return reasons, warnings
+
+    async def health(self, request: web.Request) -> web.Response:
+        reasons, warnings = self.health_reasons()
+        doc = {"status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings}
+        return web.json_response(doc, status=503 if reasons else 200, dumps=_dumps)
+
+    async def stats(self, request: web.Request) -> web.Response:
+        doc = {
+            "uptime_s": time.time() - self.started,
+            "upstreams": [u.state() for u in self.upstreams],
+            "cost": self.metrics.cost_summary(),
+            "batching": {
+                "batches": self.batching.batcher.flushed_batches,
+                "items": self.batching.batcher.flushed_items,
+            },
+        }
+        return web.json_response(doc, dumps=_dumps)
+
+
+def _dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()

@@ -1,0 +1,137 @@
+"""One upstream as the gateway sees it: its client, admission control and breaker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
+from infersight.core.errors import InfersightError
+from infersight.gateway.admission import AdmissionController
+from infersight.gateway.breaker import BreakerState, CircuitBreaker
+from infersight.gateway.config import UpstreamConfig
+from infersight.gateway.limiter import make_limiter
+from infersight.gateway.metrics import GatewayMetrics
+
+__all__ = ["Upstream"]
+
+log = logging.getLogger("infersight.gateway")
+
+
+class Upstream:
+    """An OpenAI-compatible server with its limit, queue, breaker and models."""
+
+    def __init__(self, cfg: UpstreamConfig, metrics: GatewayMetrics) -> None:
+        self.cfg = cfg
+        self.name = cfg.name
+        self.metrics = metrics
+        self.models: set[str] = set(cfg.models)
+        #: True while the model list is unknown: the upstream is tried for any model.
+        self.wildcard = not cfg.models
+        limiter = make_limiter(cfg.limiter, cfg.concurrency, cfg.min_concurrency, cfg.max_concurrency)
+        rejections = metrics.rejections
+        self.admission = AdmissionController(
+            limiter, cfg.queue, on_reject=lambda reason: rejections.labels(reason).inc()
+        )
+        circuit = metrics.circuit.labels(cfg.name)
+        changes = metrics.circuit_changes
+        name = cfg.name
+
+        def on_change(state: BreakerState) -> None:
+            circuit.set(int(state))
+            changes.labels(name, state.name.lower()).inc()
+            log.warning("upstream %s: circuit %s", name, state.name.lower().replace("_", "-"))
+
+        self.breaker = CircuitBreaker(
+            cfg.breaker_failures, cfg.breaker_cooldown_s, cfg.breaker_probes, on_change=on_change
+        )
+        circuit.set(0)
+        metrics.limit.labels(cfg.name).set(self.admission.limit)
+        # Bound metric children once: .labels() on the hot path costs a dict lookup + lock.
+        self.m_inflight = metrics.in_flight.labels(cfg.name)
+        self.m_queue = metrics.queue_depth.labels(cfg.name)
+        self.m_limit = metrics.limit.labels(cfg.name)
+        self.m_queue_delay = metrics.queue_delay.labels(cfg.name)
+        self.m_retries = metrics.retries.labels(cfg.name)
+        self.client: Client | None = None
+
+    # -- Routable -------------------------------------------------------------------
+    def serves(self, model: str) -> bool:
+        return self.wildcard or model in self.models
+
+    def load(self) -> float:
+        a = self.admission
+        return (a.inflight + a.queued) / max(1, a.limit)
+
+    def available(self) -> bool:
+        return self.breaker.available()
+
+    def seconds_until_probe(self) -> float:
+        return self.breaker.seconds_until_probe()
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def api_key(self) -> str | None:
+        if not (self.cfg.api_key_env or self.cfg.api_key_file):
+            return None
+        return resolve_api_key(env=self.cfg.api_key_env, file=self.cfg.api_key_file, required=True)
+
+    async def start(self) -> None:
+        c = self.cfg
+        self.client = Client(
+            c.url,
+            api_key=self.api_key(),
+            timeouts=Timeouts(
+                connect=c.connect_timeout_s,
+                first_token=c.ttft_timeout_s,
+                idle=c.idle_timeout_s,
+                total=None,  # the gateway passes each request's own deadline
+            ),
+            retry=RetryPolicy(max_attempts=c.max_attempts),
+        )
+        await self.client.__aenter__()
+        if self.wildcard:
+            await self.discover()
+
+    async def discover(self, timeout: float = 5.0) -> bool:
+        """Learn the model list from ``/v1/models``; keep the wildcard on failure."""
+        if self.client is None:
+            return False
+        try:
+            async with asyncio.timeout(timeout):
+                models = await self.client.models()
+        except (InfersightError, TimeoutError) as e:
+            log.warning("upstream %s: cannot list models (%s); routing any model to it",
+                        self.name, e)
+            return False
+        if models:
+            self.models = set(models)
+            self.wildcard = False
+        return True
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+
+    # -- bookkeeping ----------------------------------------------------------------------
+    def gauges(self) -> None:
+        """Refresh the queue/in-flight/limit gauges (after any admission change)."""
+        a = self.admission
+        self.m_inflight.set(a.inflight)
+        self.m_queue.set(a.queued)
+        self.m_limit.set(a.limit)
+
+    def state(self) -> dict[str, Any]:
+        a = self.admission
+        return {
+            "name": self.name,
+            "url": self.cfg.url,
+            "models": sorted(self.models) if not self.wildcard else ["*"],
+            "circuit": self.breaker.state.name.lower(),
+            "in_flight": a.inflight,
+            "queued": a.queued,
+            "limit": a.limit,
+            "queue_size": a.queue_size,
+            "drain_rate": a.drain_rate(),
+        }

@@ -1,0 +1,207 @@
+"""``infersight monitor``: live view of GPU, host and an engine, refreshed each round."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from rich.console import Console
+from rich.live import Live
+
+from infersight.core.errors import ConfigError
+from infersight.monitor.state import MonitorState
+from infersight.monitor.view import ViewInfo, render
+from infersight.telemetry import EngineScraper, GpuSampler, HostSampler, Recorder, metrics_url
+from infersight.telemetry.base import Sampler
+
+__all__ = ["DEFAULT_URLS", "MonitorResult", "default_url", "listening_pid", "run_monitor"]
+
+#: Tried in order when no URL is given: `infersight serve`, then `infersight gateway`
+#: (override with INFERSIGHT_TELEMETRY_URLS).
+DEFAULT_URLS = ("http://127.0.0.1:8000", "http://127.0.0.1:8090")
+
+
+@dataclass
+class MonitorResult:
+    rounds: int
+    samples: int
+    record: Path | None
+    engine: str | None
+
+
+def _answers(url: str, timeout: float = 0.5) -> bool:
+    try:
+        with urllib.request.urlopen(metrics_url(url), timeout=timeout) as r:
+            return int(r.status) == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def default_url(candidates: list[str] | tuple[str, ...] = DEFAULT_URLS) -> str:
+    """The embedded engine or gateway on its default port, or a ConfigError."""
+    for url in candidates:
+        if _answers(url):
+            return url
+    ports = " or ".join(urlsplit(u).netloc for u in candidates)
+    raise ConfigError(
+        f"no engine or gateway answers /metrics on {ports}; pass your engine's URL, "
+        "e.g. `infersight monitor http://HOST:PORT`"
+    )
+
+
+def listening_pid(url: str) -> int | None:
+    """The pid of the local process listening on the URL's port (best effort)."""
+    import psutil
+
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1") or parts.port is None:
+        return None
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, OSError):
+        return None
+    for c in conns:
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == parts.port and c.pid:
+            return int(c.pid)
+    return None
+
+
+@contextlib.contextmanager
+def _keys(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> Iterator[None]:
+    """q quits: put the terminal in cbreak mode while the view is up."""
+    if not sys.stdin.isatty():
+        yield
+        return
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    old = termios.tcgetattr(fd)
+
+    def on_key() -> None:
+        ch = os.read(fd, 1)
+        if ch in (b"q", b"Q", b"\x03"):
+            stop.set()
+
+    try:
+        tty.setcbreak(fd)
+        loop.add_reader(fd, on_key)
+        yield
+    finally:
+        loop.remove_reader(fd)
+        termios.tcsetattr(fd, termios.TCSADRAIN, old)
+
+
+async def run_monitor(
+    url: str | None,
+    *,
+    interval: float = 1.0,
+    record: str | Path | None = None,
+    processes: Mapping[str, int] | None = None,
+    gpu: bool = True,
+    api_key: str | None = None,
+    duration: float | None = None,
+    once: bool = False,
+    console: Console | None = None,
+    scrape_timeout: float = 2.0,
+) -> MonitorResult:
+    """Show the live view until q, Ctrl-C, or ``duration`` seconds. ``once`` prints
+    one view after two rounds (so rates exist) and returns."""
+    console = console or Console()
+    # The view shows sampler problems itself; log lines would tear the live display.
+    tlog = logging.getLogger("infersight.telemetry")
+    old_level = tlog.level
+    tlog.setLevel(logging.ERROR)
+    try:
+        return await _run(
+            url, interval, record, processes, gpu, api_key, duration, once, console, scrape_timeout
+        )
+    finally:
+        tlog.setLevel(old_level)
+
+
+async def _run(
+    url: str | None,
+    interval: float,
+    record: str | Path | None,
+    processes: Mapping[str, int] | None,
+    gpu: bool,
+    api_key: str | None,
+    duration: float | None,
+    once: bool,
+    console: Console,
+    scrape_timeout: float,
+) -> MonitorResult:
+    procs = dict(processes or {})
+    scraper = EngineScraper(url, api_key=api_key, timeout=scrape_timeout) if url else None
+    if url and "engine" not in procs:
+        pid = listening_pid(url)
+        if pid is not None and pid != os.getpid():
+            procs["engine"] = pid
+    gpu_sampler = GpuSampler() if gpu else None
+    samplers: list[Sampler] = [HostSampler(procs)]
+    if gpu_sampler is not None:
+        samplers.append(gpu_sampler)
+    if scraper is not None:
+        samplers.append(scraper)
+    rec = Recorder(samplers, interval=interval, record=record)
+    state = MonitorState()
+    rec.add_listener(state.update)
+
+    def info() -> ViewInfo:
+        msg = None if gpu_sampler is None else gpu_sampler.unavailable_reason
+        return ViewInfo(
+            url=None if scraper is None else scraper.url,
+            interval=interval,
+            record=None if record is None else str(record),
+            gpu_message=msg if gpu else "disabled (--no-gpu)",
+            scrape_error=None if scraper is None else scraper.last_error,
+        )
+
+    if once:
+        try:
+            await rec.sample_once()
+            await asyncio.sleep(interval)
+            await rec.sample_once()
+        finally:
+            await rec.stop()
+        console.print(render(state, info()))
+        return MonitorResult(rec.rounds, len(rec.samples()), _p(record), state.engine)
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, stop.set)
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    try:
+        with _keys(loop, stop), Live(console=console, auto_refresh=False, screen=False) as live:
+            rec.add_listener(lambda _r: live.update(render(state, info()), refresh=True))
+            await rec.start()
+            t_end = None if duration is None else time.monotonic() + duration
+            while not stop.is_set():
+                timeout = None if t_end is None else max(0.0, t_end - time.monotonic())
+                if timeout == 0.0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout)
+    finally:
+        await rec.stop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+            loop.remove_signal_handler(signal.SIGTERM)
+    return MonitorResult(rec.rounds, len(rec.samples()), _p(record), state.engine)
+
+
+def _p(record: str | Path | None) -> Path | None:
+    return None if record is None else Path(record)

@@ -1,0 +1,178 @@
+"""The self-contained HTML page: one or several runs, plus the comparison.
+
+The page has inline CSS, inline SVG charts and no script, font, image or stylesheet
+reference, so it opens offline and makes no network request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from infersight import __version__
+from infersight.core.records import RunResult
+from infersight.report.compare import compare_levels, comparison_rows, delta, fmt_delta, judge
+from infersight.report.plots import compare_cdf_charts
+from infersight.report.sections import banner, fmt_cell, run_section, verdicts_html
+from infersight.report.view import RunView, build_views
+
+__all__ = ["comparison_html", "render_html", "render_views_html"]
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
+color:#1d2330;margin:0;background:#f6f7f9}
+main{max-width:1120px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:24px;margin:28px 0 6px}h2{font-size:19px;margin:26px 0 8px;border-bottom:1px solid #dde1e7;
+padding-bottom:4px}h3{font-size:15px;margin:14px 0 6px}
+table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:13px}
+th,td{border:1px solid #dde1e7;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#eef1f5;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;
+white-space:nowrap}td.msg{max-width:520px;word-break:break-word;font-family:monospace;font-size:12px}
+table.kv td:first-child{font-weight:600;white-space:nowrap}table.kv td{word-break:break-word}
+.muted{color:#667085}.tag{font:12px monospace;background:#eef1f5;border-radius:4px;padding:1px 5px}
+.banner{padding:10px 14px;border-radius:6px;margin:10px 0;font-size:15px}
+.banner.bad{background:#fde8e6;border:2px solid #c0392b}.banner.warn{background:#fff4d6;
+border:2px solid #d68910}
+.verdict{background:#fff;border-left:5px solid #0072B2;padding:8px 14px;margin:10px 0;
+border-radius:4px}.verdict.bad{border-left-color:#c0392b}.verdict.ok{border-left-color:#009E73}
+.verdict h3{margin:4px 0}.verdict table.ev{margin:4px 0}
+.facts{display:flex;flex-wrap:wrap;gap:10px 28px;background:#fff;padding:10px 14px;border-radius:6px}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{background:#fff;border:1px solid #dde1e7;
+border-radius:4px}
+svg .pt{font-size:13px;font-weight:600;fill:#1d2330}svg .tk{font-size:10px;fill:#4a5160}
+svg .al{font-size:11px;fill:#4a5160}svg .lg{font-size:11px;fill:#1d2330}svg .bl{font-size:10px;
+fill:#667085}svg .grid{stroke:#e6e9ee;stroke-width:1}
+td.better{background:#dff3e8;color:#146c43}td.worse{background:#fde8e6;color:#a12a1e}
+td.same{color:#667085}pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
+nav a{margin-right:14px}dl.defs dt{font-weight:600;margin-top:6px}dl.defs dd{margin-left:18px}
+"""
+
+DEFINITIONS = (
+    (
+        "TTFT",
+        "first content chunk − intended send time (the load strategy's schedule), so "
+        "client-side queueing is included and coordinated omission is avoided. The variant "
+        "from the actual send is shown beside it.",
+    ),
+    ("e2e latency", "last byte or [DONE] − intended send time."),
+    (
+        "ITL (pooled)",
+        "every gap between content chunks, pooled over requests; a chunk that "
+        "carries k tokens counts its gap with weight k.",
+    ),
+    (
+        "ITL (per request)",
+        "(last chunk − first chunk) / (chunks − 1), averaged per request (GuideLLM's definition).",
+    ),
+    (
+        "TPOT",
+        "(last chunk − first chunk) / (output tokens − 1), for requests with at least "
+        "2 output tokens (vLLM's definition).",
+    ),
+    (
+        "schedule lag",
+        "actual send − intended send: the load generator's own delay. A p99 "
+        "above 5 ms flags the run as client-limited.",
+    ),
+    (
+        "throughput",
+        "completed requests, and output tokens of requests completed, in the "
+        "steady-state window divided by its length (the window method is listed per level).",
+    ),
+    ("success rate", "successes / (successes + errors); a truncated stream is never a success."),
+    ("percentiles", "exact, from all samples, each with its sample count."),
+    (
+        "in flight / queued",
+        "timeline: in flight = intended send..end of each request; queued = "
+        "intended send..actual send plus the gateway's X-Queue-Delay; both averaged over each bin. "
+        "Dashed engine lines are the server's own running/waiting counts.",
+    ),
+    (
+        "utilisation",
+        "GPU utilisation counts time with any kernel running, not how much of the "
+        "GPU it used; SM activity, where shown, is the better measure. Process CPU is % of one core.",
+    ),
+    ("$ per day", "the level's spend rate in its window, projected over 24 h."),
+)
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        # An empty data: icon stops browsers from fetching /favicon.ico.
+        '<link rel="icon" href="data:,">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>{body}"
+        f'<p class="muted">Generated by infersight {escape(__version__)}.</p></main></body></html>\n'
+    )
+
+
+def _definitions() -> str:
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in DEFINITIONS)
+    return f'<h2 id="definitions">Definitions</h2><dl class="defs">{items}</dl>'
+
+
+def comparison_html(views: Sequence[RunView]) -> str:
+    """Before/after tables (baseline = first run) and overlaid CDFs."""
+    out = ['<section id="comparison"><h1>Comparison</h1>']
+    out.append(
+        f"<p>Baseline: <b>{escape(views[0].label)}</b>. Deltas are against the baseline; "
+        "green is better, red is worse (lower latency and cost, higher throughput and "
+        "success are better); changes under 1% count as the same.</p>"
+    )
+    out.extend(banner(v, named=True) for v in views)
+    for level, matched in compare_levels(views):
+        rows = comparison_rows(matched)
+        head = f"<th>metric</th><th>{escape(views[0].label)}</th>" + "".join(
+            f"<th>{escape(v.label)}</th><th>Δ</th><th>Δ%</th>" for v in views[1:]
+        )
+        body = []
+        for row in rows:
+            base = row.values[0]
+            cells = [f"<td>{escape(row.metric)}</td><td class=num>{fmt_cell(base, row.unit)}</td>"]
+            for val in row.values[1:]:
+                d, pct = delta(base, val)
+                cls = judge(row.better, base, val) or ""
+                dtxt = escape(fmt_delta(d, row.unit))
+                ptxt = "-" if pct is None else f"{pct:+.1f}%"
+                cells.append(
+                    f"<td class=num>{fmt_cell(val, row.unit)}</td>"
+                    f'<td class="num {cls}">{dtxt}</td><td class="num {cls}">{escape(ptxt)}</td>'
+                )
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        out.append(f"<h2>Level {escape(level)}</h2><table><tr>{head}</tr>{''.join(body)}</table>")
+        out.append(
+            f'<div class="charts">{"".join(compare_cdf_charts(views, matched, level))}</div>'
+        )
+    out.append("<h2>Verdicts side by side</h2>")
+    for v in views:
+        out.append(f"<h3>{escape(v.label)}</h3>{verdicts_html(v)}")
+    out.append("</section>")
+    return "".join(out)
+
+
+def render_views_html(views: Sequence[RunView]) -> str:
+    """The page for already built views."""
+    if not views:
+        return _page("infersight report", "<h1>infersight report</h1><p>No results.</p>")
+    title = "infersight report: " + (
+        views[0].label if len(views) == 1 else " vs ".join(v.label for v in views)
+    )
+    parts = [f"<h1>{escape(title)}</h1>"]
+    if len(views) > 1:
+        links = ['<a href="#comparison">comparison</a>'] + [
+            f'<a href="#run-{i}">{escape(v.label)}</a>' for i, v in enumerate(views)
+        ]
+        parts.append(f'<nav>{"".join(links)}<a href="#definitions">definitions</a></nav>')
+        parts.append(comparison_html(views))
+    parts.extend(run_section(v, i) for i, v in enumerate(views))
+    parts.append(_definitions())
+    return _page(title, "".join(parts))
+
+
+def render_html(
+    results: RunResult | Sequence[RunResult], labels: Sequence[str] | None = None
+) -> str:
+    """One self-contained HTML report for one or several RunResults (first = baseline)."""
+    seq = [results] if isinstance(results, RunResult) else list(results)
+    return render_views_html(build_views(seq, labels))

@@ -1,0 +1,294 @@
+"""HTML sections for one run: banner, verdicts, tables, charts, identity, notes.
+
+Every user-controlled string (model names, labels, error messages, config values) goes
+through ``html.escape`` here; nothing from a RunResult is ever inserted raw.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from infersight.report.aggregates import PERCENTILES
+from infersight.report.compare import _get
+from infersight.report.plots import cdf_charts, throughput_latency_charts, timeline_charts
+from infersight.report.svg import fmt_value
+from infersight.report.view import RunView
+
+__all__ = ["banner", "fmt_cell", "redact", "run_section", "verdicts_html"]
+
+_SECRET = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|bearer|^token$)", re.I)
+
+#: (title, aggregate key, unit) for the per-level latency tables.
+LATENCY_TABLES = (
+    ("TTFT (from intended send)", "ttft", "s"),
+    ("TTFT (from actual send)", "ttft_from_sent", "s"),
+    ("ITL (pooled, token-weighted)", "itl", "s"),
+    ("ITL (per-request mean)", "itl_per_request", "s"),
+    ("TPOT", "tpot", "s"),
+    ("e2e latency (from intended send)", "e2e", "s"),
+    ("schedule lag (sent - scheduled)", "schedule_lag", "s"),
+    ("gateway queue delay", "queue_delay", "s"),
+)
+
+
+def fmt_cell(v: Any, unit: str = "") -> str:
+    """Escaped table cell text for a number (or '-')."""
+    if isinstance(v, bool) or v is None:
+        return "-" if v is None else str(v)
+    if isinstance(v, int | float):
+        if not math.isfinite(v):
+            return "-"
+        if unit == "$":
+            return f"${v:,.4g}" if abs(v) < 1000 else f"${v:,.0f}"
+        if unit == "int":
+            return f"{int(v):,}"
+        return escape(fmt_value(float(v), unit))
+    return escape(str(v))
+
+
+def redact(obj: Any) -> Any:
+    """A copy with values under secret-looking keys replaced (never print API keys)."""
+    if isinstance(obj, dict):
+        return {k: ("***" if _SECRET.search(str(k)) and v else redact(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact(v) for v in obj]
+    return obj
+
+
+def banner(view: RunView, *, named: bool = False) -> str:
+    """Loud warnings for a client-limited or partial run (``named``: say which run)."""
+    r = view.result
+    out = []
+    who = f"{escape(view.label)}: " if named else ""
+    if r.client_limited:
+        reasons = "; ".join(r.client_limited_reasons) or "see the schedule lag table"
+        out.append(
+            f'<div class="banner bad"><b>{who}Client-limited run:</b> the load generator, not the '
+            f"server, limited this measurement ({escape(reasons)}). Latency and throughput "
+            "below understate what the server can do.</div>"
+        )
+    limited = [
+        (lv.name, (lv.agg.get("client_limited") or {}).get("reasons") or [])
+        for lv in view.levels
+        if isinstance(lv.agg.get("client_limited"), dict) and lv.agg["client_limited"].get("flag")
+    ]
+    if limited and not r.client_limited:
+        items = "; ".join(f"{n}: {', '.join(map(str, rs)) or 'flagged'}" for n, rs in limited)
+        out.append(
+            f'<div class="banner bad"><b>{who}Client-limited levels:</b> {escape(items)}</div>'
+        )
+    if r.partial:
+        out.append(
+            f'<div class="banner warn"><b>{who}Partial run:</b> it was interrupted; the numbers '
+            "cover only what completed.</div>"
+        )
+    return "".join(out)
+
+
+def verdicts_html(view: RunView) -> str:
+    if not view.verdicts:
+        note = escape(view.diagnosis_note or "no diagnosis in this RunResult")
+        return f'<p class="muted">{note}</p>'
+    out = []
+    if view.diagnosis_note:
+        out.append(f'<p class="muted">{escape(view.diagnosis_note)}</p>')
+    for v in view.verdicts:
+        vid = str(v.get("id", ""))
+        cls = (
+            "ok" if vid == "healthy" else "bad" if vid in ("client_limited", "error_driven") else ""
+        )
+        conf = v.get("confidence")
+        conf_s = f"{float(conf) * 100:.0f}%" if isinstance(conf, int | float) else "-"
+        win = v.get("window")
+        if isinstance(win, dict):
+            win = (win.get("start"), win.get("end"))
+        win_s = ""
+        if (
+            isinstance(win, list | tuple)
+            and len(win) == 2
+            and all(isinstance(x, int | float) for x in win)
+        ):
+            # Windows are monotonic times like the records; show them from the run start.
+            off = view.t0 if win[0] >= view.t0 - 1.0 else 0.0
+            win_s = f" · window {win[0] - off:.1f}–{win[1] - off:.1f} s"
+        if v.get("level"):
+            win_s = f" · level {v['level']}{win_s}"
+        ev_rows = "".join(
+            f"<tr><td>{escape(str(e.get('name', '')))}</td>"
+            f"<td class=num>{escape(_ev_value(e.get('value')))} {escape(str(e.get('unit') or ''))}</td>"
+            f"<td class=muted>{escape(str(e.get('source') or ''))}</td></tr>"
+            for e in (v.get("evidence") or [])
+            if isinstance(e, dict)
+        )
+        fixes = "".join(f"<li>{escape(str(f))}</li>" for f in (v.get("fixes") or []))
+        out.append(
+            f'<div class="verdict {cls}"><h3>{escape(str(v.get("title") or vid))} '
+            f'<span class="tag">{escape(vid)}</span> <span class="muted">confidence {conf_s}'
+            f"{escape(win_s)}</span></h3><p>{escape(str(v.get('summary') or ''))}</p>"
+            + (
+                f"<table class=ev><tr><th>evidence</th><th>value</th><th>source</th></tr>{ev_rows}</table>"
+                if ev_rows
+                else ""
+            )
+            + (f"<p><b>Fix</b></p><ul>{fixes}</ul>" if fixes else "")
+            + "</div>"
+        )
+    return "".join(out)
+
+
+def _ev_value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _summary_table(view: RunView) -> str:
+    head = (
+        "<tr><th>level</th><th>requests</th><th>ok</th><th>errors</th><th>success</th>"
+        "<th>req/s</th><th>output tok/s</th><th>goodput req/s</th><th>TTFT p50</th>"
+        "<th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>e2e p99</th><th>window</th></tr>"
+    )
+    rows = []
+    for lv in view.levels:
+        a = lv.agg
+        req = a.get("requests") or {}
+        win = a.get("window") or {}
+        rows.append(
+            f"<tr><td>{escape(lv.name)}</td>"
+            f"<td class=num>{fmt_cell(req.get('total'), 'int')}</td>"
+            f"<td class=num>{fmt_cell(req.get('ok'), 'int')}</td>"
+            f"<td class=num>{fmt_cell(req.get('errors'), 'int')}</td>"
+            f"<td class=num>{fmt_cell(a.get('success_rate'), 'frac')}</td>"
+            f"<td class=num>{fmt_cell(a.get('request_throughput'))}</td>"
+            f"<td class=num>{fmt_cell(a.get('output_token_throughput'))}</td>"
+            f"<td class=num>{fmt_cell(a.get('goodput'))}</td>"
+            + "".join(
+                f"<td class=num>{fmt_cell(_get(a, m, q), 's')}</td>"
+                for m, q in (
+                    ("ttft", "p50"),
+                    ("ttft", "p99"),
+                    ("itl", "p50"),
+                    ("itl", "p99"),
+                    ("e2e", "p99"),
+                )
+            )
+            + f"<td class=muted>{escape(str(win.get('method') or ''))}</td></tr>"
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _latency_tables(view: RunView) -> str:
+    cols = ["count", "mean", *PERCENTILES, "max"]
+    out = []
+    for title, key, unit in LATENCY_TABLES:
+        rows = []
+        for lv in view.levels:
+            s = lv.agg.get(key)
+            if not isinstance(s, dict) or not s.get("count"):
+                continue
+            rows.append(
+                f"<tr><td>{escape(lv.name)}</td>"
+                + "".join(
+                    f"<td class=num>{fmt_cell(s.get(c), 'int' if c == 'count' else unit)}</td>"
+                    for c in cols
+                )
+                + "</tr>"
+            )
+        if rows:
+            head = "".join(f"<th>{escape(c)}</th>" for c in ["level", *cols])
+            out.append(f"<h3>{escape(title)}</h3><table><tr>{head}</tr>{''.join(rows)}</table>")
+    return "".join(out)
+
+
+def _errors_table(view: RunView) -> str:
+    rows = []
+    for lv in view.levels:
+        for kind, e in (lv.agg.get("errors_by_type") or {}).items():
+            e = e if isinstance(e, dict) else {"count": e}
+            rows.append(
+                f"<tr><td>{escape(lv.name)}</td><td>{escape(str(kind))}</td>"
+                f"<td class=num>{fmt_cell(e.get('count'), 'int')}</td>"
+                f"<td class=msg>{escape(str(e.get('example') or ''))[:300]}</td></tr>"
+            )
+    if not rows:
+        return '<p class="muted">No failed requests.</p>'
+    return (
+        "<table><tr><th>level</th><th>error</th><th>count</th><th>example</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _cost_table(view: RunView) -> str:
+    rows = [
+        f"<tr><td>{escape(lv.name)}</td><td class=num>{fmt_cell(c.get('run_usd'), '$')}</td>"
+        f"<td class=num>{fmt_cell(c.get('per_mtok_output_usd'), '$')}</td>"
+        f"<td class=num>{fmt_cell(c.get('per_day_usd'), '$')}</td></tr>"
+        for lv in view.levels
+        if (c := lv.cost)
+    ]
+    if not rows:
+        note = view.price_note or "no price known for this run (use --price-in/--price-out)"
+        return f'<p class="muted">{escape(note)}</p>'
+    return (
+        f'<p class="muted">{escape(view.price_note)}; $/day projects the measured rate over 24 h.</p>'
+        "<table><tr><th>level</th><th>$ per run</th><th>$ per Mtok output</th>"
+        "<th>$ per day</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _kv_table(d: dict[str, Any]) -> str:
+    if not d:
+        return '<p class="muted">not recorded</p>'
+    rows = "".join(
+        f"<tr><td>{escape(str(k))}</td><td>{escape(v if isinstance(v, str) else json.dumps(v, default=str))}</td></tr>"
+        for k, v in redact(d).items()
+    )
+    return f"<table class=kv>{rows}</table>"
+
+
+def identity(view: RunView) -> str:
+    r = view.result
+    when = datetime.fromtimestamp(r.created, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    facts = {
+        "run id": r.run_id or "-",
+        "kind": r.kind,
+        "created": when,
+        "model": view.model or "-",
+        "records": f"{len(r.records):,}",
+        "samples": f"{len(r.samples):,}",
+        "schema": str(r.schema_version),
+    }
+    cells = "".join(
+        f"<div><span class=muted>{escape(k)}</span><br><b>{escape(v)}</b></div>"
+        for k, v in facts.items()
+    )
+    notes = "".join(f"<li>{escape(str(n))}</li>" for n in r.notes)
+    return f'<div class="facts">{cells}</div>' + (f"<ul>{notes}</ul>" if notes else "")
+
+
+def run_section(view: RunView, idx: int) -> str:
+    """The full report of one run."""
+    r = view.result
+    charts = "".join(throughput_latency_charts(view)) if view.levels else ""
+    config = escape(json.dumps(redact(r.config), indent=2, default=str, sort_keys=True))
+    return (
+        f'<section id="run-{idx}"><h1>{escape(view.label)}</h1>{banner(view)}{identity(view)}'
+        f"<h2>Verdicts</h2>{verdicts_html(view)}"
+        f"<h2>Load levels</h2>{_summary_table(view)}"
+        f'<h2>Throughput against latency</h2><div class="charts">{charts}</div>'
+        f'<h2>Latency distributions</h2><div class="charts">{"".join(cdf_charts(view))}</div>'
+        f'<h2>Timeline</h2><div class="charts">{"".join(timeline_charts(view))}</div>'
+        f"<h2>Percentiles per level</h2>{_latency_tables(view)}"
+        f"<h2>Errors</h2>{_errors_table(view)}"
+        f"<h2>Cost</h2>{_cost_table(view)}"
+        f"<h2>Run identity</h2><h3>Versions</h3>{_kv_table(r.versions)}"
+        f"<h3>Environment</h3>{_kv_table(r.environment)}"
+        f"<details><summary>Configuration (JSON)</summary><pre>{config}</pre></details>"
+        "</section>"
+    )

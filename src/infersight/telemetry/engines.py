@@ -1,0 +1,221 @@
+"""The engine name map (``data/telemetry/engines.toml``), engine detection and the
+normaliser that turns one engine's /metrics into normalised samples.
+
+Normalised names (contracts.md section 3) carry labels ``engine`` and ``source``.
+Histograms become ``<name>`` with ``stat=sum|count`` (cumulative since the engine
+started) and ``stat=p50|p90|p99`` (over the interval since the previous scrape of the
+same normaliser; absent in the first round and None when nothing was observed).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from infersight.core.records import Sample
+from infersight.telemetry.promtext import (
+    Histogram,
+    Series,
+    bucket_delta,
+    histogram_quantile,
+    merge_buckets,
+    parse_metrics,
+)
+
+__all__ = [
+    "QUANTILES",
+    "EngineSpec",
+    "MetricRule",
+    "Normalizer",
+    "detect_engine",
+    "engine_specs",
+]
+
+#: Quantiles emitted for every mapped histogram, as (label, q).
+QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRule:
+    name: str
+    agg: str = "sum"
+    scale: float = 1.0
+    part: str | None = None
+    #: Only series whose labels equal these values.
+    match: tuple[tuple[str, str], ...] = ()
+    #: Not series whose labels equal any of these values.
+    exclude: tuple[tuple[str, str], ...] = ()
+
+    def applies(self, labels: dict[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match) and not any(
+            labels.get(k) == v for k, v in self.exclude
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSpec:
+    key: str
+    label: str
+    detect: tuple[str, ...]
+    checked_against: str
+    slot_setting: str
+    slots: tuple[tuple[str, str], ...]
+    metrics: dict[str, tuple[MetricRule, ...]] = field(default_factory=dict)
+
+    def rules_for(self, labels: dict[str, str], *names: str) -> list[MetricRule] | None:
+        """The rules of the first listed spelling, filtered by labels; None when the
+        metric is not in the table at all."""
+        for n in names:
+            rules = self.metrics.get(n)
+            if rules is not None:
+                return [r for r in rules if r.applies(labels)]
+        return None
+
+
+def _rule(v: Any) -> MetricRule:
+    if isinstance(v, str):
+        return MetricRule(v)
+    return MetricRule(
+        name=str(v["name"]),
+        agg=str(v.get("agg", "sum")),
+        scale=float(v.get("scale", 1.0)),
+        part=v.get("part"),
+        match=tuple(sorted((str(k), str(x)) for k, x in v.get("match", {}).items())),
+        exclude=tuple(sorted((str(k), str(x)) for k, x in v.get("exclude", {}).items())),
+    )
+
+
+def _rules(v: Any) -> tuple[MetricRule, ...]:
+    return tuple(_rule(x) for x in v) if isinstance(v, list) else (_rule(v),)
+
+
+@lru_cache(maxsize=1)
+def engine_specs() -> dict[str, EngineSpec]:
+    """The engine table shipped in the package, keyed by engine id."""
+    text = resources.files("infersight.data").joinpath("telemetry/engines.toml").read_text()
+    doc = tomllib.loads(text)
+    out: dict[str, EngineSpec] = {}
+    for key, t in doc.items():
+        out[key] = EngineSpec(
+            key=key,
+            label=str(t.get("label", key)),
+            detect=tuple(t.get("detect", ())),
+            checked_against=str(t.get("checked_against", "")),
+            slot_setting=str(t.get("slot_setting", "")),
+            slots=tuple((str(s["path"]), str(s["field"])) for s in t.get("slots", ())),
+            metrics={k: _rules(v) for k, v in t.get("metrics", {}).items()},
+        )
+    return out
+
+
+def detect_engine(names: list[str] | set[str]) -> str | None:
+    """The engine whose prefixes match the most metric names, or None."""
+    best, best_n = None, 0
+    for key, spec in engine_specs().items():
+        n = sum(1 for name in names if name.startswith(spec.detect))
+        if n > best_n:
+            best, best_n = key, n
+    return best
+
+
+def _combine(values: list[float], agg: str) -> float:
+    if agg == "max":
+        return max(values)
+    if agg == "mean":
+        return sum(values) / len(values)
+    return sum(values)
+
+
+def _candidates(s: Series) -> tuple[str, ...]:
+    # prometheus_client's parser appends _total to counter samples and strips it from
+    # family names; try every spelling an engine's docs might use.
+    n = s.name
+    alt = n[: -len("_total")] if n.endswith("_total") else n + "_total"
+    return (n, s.family, alt)
+
+
+class Normalizer:
+    """Stateful: remembers the previous histogram buckets to compute interval quantiles."""
+
+    def __init__(self, engine: str | None = None, source: str = "") -> None:
+        self.engine = engine
+        self.source = source
+        self._prev_buckets: dict[str, list[tuple[float, float]]] = {}
+
+    @property
+    def spec(self) -> EngineSpec | None:
+        return engine_specs().get(self.engine) if self.engine else None
+
+    def normalize_text(self, text: str, t: float) -> list[Sample]:
+        """Parse a /metrics body and normalise it (raises MalformedStream)."""
+        series, hists = parse_metrics(text)
+        return self.normalize(series, hists, t)
+
+    def normalize(self, series: list[Series], hists: list[Histogram], t: float) -> list[Sample]:
+        if self.engine is None:
+            names = {s.name for s in series} | {h.family for h in hists}
+            self.engine = detect_engine(names)
+        spec = self.spec
+        base = {"engine": self.engine or "unknown", "source": self.source}
+        out: list[Sample] = []
+        plain: dict[str, tuple[MetricRule, list[float]]] = {}
+        grouped: dict[str, tuple[MetricRule, list[Histogram]]] = {}
+
+        for s in series:
+            rules = spec.rules_for(s.labels, *_candidates(s)) if spec else None
+            if not rules:
+                out.append(Sample(t, f"raw.{s.name}", s.value, {**s.labels, **base}))
+            for rule in rules or ():
+                plain.setdefault(rule.name, (rule, []))[1].append(s.value * rule.scale)
+        for h in hists:
+            rules = spec.rules_for(h.labels, h.family) if spec else None
+            if not rules:
+                labels = {**h.labels, **base}
+                out.append(Sample(t, f"raw.{h.family}_sum", h.sum, labels))
+                out.append(Sample(t, f"raw.{h.family}_count", h.count, dict(labels)))
+            for rule in rules or ():
+                if rule.part is not None:
+                    v = h.sum if rule.part == "sum" else h.count
+                    if v is not None:
+                        plain.setdefault(rule.name, (rule, []))[1].append(v * rule.scale)
+                else:
+                    grouped.setdefault(rule.name, (rule, []))[1].append(h)
+
+        for name, (rule, values) in plain.items():
+            out.append(Sample(t, name, _combine(values, rule.agg), dict(base)))
+        for name, (_, hs) in grouped.items():
+            out.extend(self._histogram_samples(name, hs, base, t))
+        return out
+
+    def _histogram_samples(
+        self, name: str, hs: list[Histogram], base: dict[str, str], t: float
+    ) -> list[Sample]:
+        total_sum = sum(h.sum for h in hs if h.sum is not None)
+        total_count = sum(h.count for h in hs if h.count is not None)
+        out = [
+            Sample(t, name, total_sum, {**base, "stat": "sum"}),
+            Sample(t, name, total_count, {**base, "stat": "count"}),
+        ]
+        buckets = merge_buckets(hs)
+        prev = self._prev_buckets.get(name)
+        self._prev_buckets[name] = buckets
+        if prev is None:
+            return out  # no interval yet
+        delta = bucket_delta(buckets, prev)
+        if delta is None:  # engine restarted or layout changed: the totals are the interval
+            delta = buckets
+        for label, q in QUANTILES:
+            out.append(Sample(t, name, histogram_quantile(q, delta), {**base, "stat": label}))
+        return out
+
+
+def by_name(samples: list[Sample]) -> dict[str, list[Sample]]:
+    """Group samples by name (a small helper for consumers and tests)."""
+    d: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        d[s.name].append(s)
+    return dict(d)

@@ -1,0 +1,105 @@
+"""The exporter's HTTP server: ``/metrics`` and ``/health`` (aiohttp, 127.0.0.1).
+
+The recorder refreshes the samples in the background at its interval; a scrape only
+renders the cached latest round, so it never waits on an engine.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from infersight.core.errors import ConfigError
+from infersight.telemetry.exporter import TelemetryCollector
+from infersight.telemetry.recorder import Recorder
+
+__all__ = ["ExporterServer"]
+
+
+class ExporterServer:
+    """Serves a :class:`Recorder`'s latest round as Prometheus metrics.
+
+    ``registry`` defaults to a fresh ``CollectorRegistry`` (never the global one, so
+    tests and several exporters in one process do not collide).
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 9400,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self.host = host
+        self.port = port
+        self.registry = registry or CollectorRegistry(auto_describe=False)
+        self._last_round: float | None = None
+        recorder.add_listener(self._on_round)
+        self.registry.register(
+            TelemetryCollector(
+                recorder.latest,
+                rounds=lambda: recorder.rounds,
+                last_round=lambda: self._last_round,
+            )
+        )
+        self._runner: web.AppRunner | None = None
+
+    def _on_round(self, _samples: list[Any]) -> None:
+        self._last_round = time.monotonic()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def _metrics(self, _req: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _health(self, _req: web.Request) -> web.Response:
+        age = None if self._last_round is None else time.monotonic() - self._last_round
+        fresh = age is not None and age < 3 * self.recorder.interval + 1.0
+        samplers = []
+        for s in self.recorder.samplers:
+            info: dict[str, Any] = {"name": s.name}
+            err = getattr(s, "last_error", None) or getattr(s, "unavailable_reason", None)
+            if err:
+                info["error"] = err
+            samplers.append(info)
+        doc = {
+            "status": "ok" if fresh else "stale",
+            "rounds": self.recorder.rounds,
+            "last_round_age_seconds": age,
+            "interval_seconds": self.recorder.interval,
+            "samplers": samplers,
+        }
+        return web.json_response(doc, status=200 if fresh else 503)
+
+    async def start(self) -> None:
+        """Start the recorder (first round now) and the HTTP server."""
+        await self.recorder.start()
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/health", self._health)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        try:
+            await site.start()
+        except OSError as e:
+            await self.stop()
+            raise ConfigError(
+                f"cannot listen on {self.host}:{self.port} ({e.strerror}); pick another --port"
+            ) from None
+        if self.port == 0:
+            self.port = int(self._runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.recorder.stop()

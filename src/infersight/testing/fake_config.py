@@ -1,0 +1,137 @@
+"""Configuration and scripted faults of the fake OpenAI server.
+
+A :class:`Behavior` says how the server answers one attempt. Behaviours come from,
+in order of precedence: the request header ``X-Fake-Behavior`` (JSON object or a
+shorthand), the script (consumed one per generation request, in order), and
+finally the normal answer. Shorthands: ``"ok"``, ``"reset"`` (close the connection
+before the headers), ``"hang"`` (never answer), ``"malformed"`` (bad JSON after the
+first chunks), a status code such as ``"429"`` or ``"503"``, and ``"cut:5"`` /
+``"reset:5"`` (end cleanly / abort the connection after 5 content chunks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+__all__ = ["Behavior", "FakeConfig", "parse_behavior"]
+
+
+@dataclass(slots=True)
+class Behavior:
+    """How to answer one attempt. None fields fall back to the FakeConfig."""
+
+    #: Answer with this HTTP error status instead of generating.
+    status: int | None = None
+    retry_after: str | None = None  # Retry-After header value, seconds or HTTP date
+    retry_after_ms: float | None = None
+    message: str | None = None
+    #: Abort the connection before sending headers.
+    reset: bool = False
+    #: Never answer (until the client leaves or the server stops).
+    hang: bool = False
+    #: Seconds to wait before sending the headers (the first byte).
+    delay: float = 0.0
+    ttft: float | None = None
+    itl: float | None = None
+    tokens: int | None = None
+    #: End the stream cleanly (no finish_reason, no [DONE]) after this many chunks.
+    cut_after: int | None = None
+    #: Abort the connection after this many chunks.
+    reset_after: int | None = None
+    #: Send an invalid JSON event after this many chunks.
+    malformed_after: int | None = None
+    #: Send an SSE error event (``{"error": ...}``) after this many chunks.
+    error_after: int | None = None
+    #: Pause this long before chunk index ``stall_at`` (for idle timeouts).
+    stall: float = 0.0
+    stall_at: int = 1
+
+
+def parse_behavior(spec: Any) -> Behavior:
+    """A Behavior from a dict, a shorthand string or a JSON text."""
+    if isinstance(spec, Behavior):
+        return spec
+    if isinstance(spec, int):
+        return Behavior(status=spec)
+    if isinstance(spec, str):
+        s = spec.strip()
+        if s.startswith("{"):
+            return parse_behavior(orjson.loads(s))
+        name, _, arg = s.partition(":")
+        if name.isdigit():
+            return Behavior(status=int(name), retry_after=arg or None)
+        if name == "ok" or not name:
+            return Behavior()
+        if name == "reset":
+            return Behavior(reset_after=int(arg)) if arg else Behavior(reset=True)
+        if name == "hang":
+            return Behavior(hang=True)
+        if name == "malformed":
+            return Behavior(malformed_after=int(arg) if arg else 1)
+        if name == "cut":
+            return Behavior(cut_after=int(arg) if arg else 5)
+        if name == "error":
+            return Behavior(error_after=int(arg) if arg else 1)
+        if name == "delay":
+            return Behavior(delay=float(arg))
+        raise ValueError(f"unknown fake behaviour {spec!r}")
+    if isinstance(spec, dict):
+        names = {f.name for f in dataclasses.fields(Behavior)}
+        unknown = set(spec) - names
+        if unknown:
+            raise ValueError(f"unknown fake behaviour keys {sorted(unknown)}")
+        d = dict(spec)
+        if "retry_after" in d and d["retry_after"] is not None:
+            d["retry_after"] = str(d["retry_after"])
+        return Behavior(**d)
+    raise ValueError(f"cannot read a fake behaviour from {spec!r}")
+
+
+@dataclass(slots=True)
+class FakeConfig:
+    """Knobs of the fake server (all times in seconds).
+
+    Generation: ``tokens`` chunks of ``token_text`` after ``ttft``, ``itl`` apart
+    (``max_tokens`` in the request caps them; ``ignore_eos`` makes it exact).
+    ``include_usage`` "auto" honours ``stream_options.include_usage``; "always" /
+    "never" force it. ``script`` is a list of behaviours consumed in order, one per
+    generation request. ``api_key`` set -> 401 for a missing or wrong key.
+    ``max_concurrency`` set -> 429 (with ``Retry-After: 1``) above that many requests
+    in flight. ``queue_delay_ms`` set -> an ``X-Queue-Delay`` header.
+    """
+
+    ttft: float = 0.0
+    itl: float = 0.0
+    tokens: int = 16
+    token_text: str = "tok "
+    model: str = "fake"
+    include_usage: str = "auto"
+    api_key: str | None = None
+    script: list[Any] = field(default_factory=list)
+    max_concurrency: int | None = None
+    queue_delay_ms: float | None = None
+    tokenize: bool = True
+    embedding_dim: int = 16
+    #: Embeddings latency: base + per_item * len(input), per request.
+    embed_base: float = 0.0
+    embed_per_item: float = 0.0
+    #: Extra SSE comment line (keep-alive) before each chunk, to exercise parsers.
+    keepalive: bool = False
+    #: Added to the completion_tokens the server reports (simulates usage that
+    #: disagrees with the chunk count, as servers merging tokens per chunk do).
+    usage_offset: int = 0
+    #: Content-Type of streamed answers (some proxies rewrite or drop it).
+    sse_content_type: str = "text/event-stream"
+
+    def to_json(self) -> bytes:
+        d = dataclasses.asdict(self)
+        d["script"] = [dataclasses.asdict(b) if isinstance(b, Behavior) else b for b in self.script]
+        return orjson.dumps(d)
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> FakeConfig:
+        return cls(**orjson.loads(data))

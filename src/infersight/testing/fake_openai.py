@@ -1,0 +1,365 @@
+"""A configurable OpenAI-compatible server for tests and benchmarks.
+
+It streams like a real engine (role chunk, one content chunk per token, a
+finish_reason chunk, a usage-only chunk when asked, ``[DONE]``) at a chosen TTFT and
+inter-token latency, and injects the faults of :mod:`infersight.testing.fake_config`.
+It also serves ``/v1/models``, ``/v1/embeddings`` (deterministic vectors, batch
+input), ``/tokenize``, ``/health``, and its own counters at ``GET /_fake/stats``.
+
+    async with FakeOpenAI(FakeConfig(ttft=0.05)).running() as srv:   # same loop
+        srv.base_url
+    with FakeOpenAI.subprocess(FakeConfig(itl=0)) as srv:           # own process
+        srv.base_url, srv.stats()
+
+Run standalone: ``python -m infersight.testing.fake_openai --port 8001 --ttft 0.1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import math
+import struct
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from infersight.testing.fake_config import Behavior, FakeConfig, parse_behavior
+from infersight.testing.fake_process import FakeProcess
+
+__all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess"]
+
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+
+def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(obj), status=status, headers=headers, content_type="application/json"
+    )
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    etype = {401: "authentication_error", 429: "rate_limit_error"}.get(status, "api_error")
+    return _json({"error": {"message": message, "type": etype, "code": status}}, status, headers)
+
+
+def _count_words(value: Any) -> int:
+    if isinstance(value, str):
+        return max(1, len(value.split()))
+    if isinstance(value, list):
+        return sum(_count_words(v) for v in value)
+    if isinstance(value, dict):
+        return _count_words(value.get("content", ""))
+    return 1
+
+
+class FakeOpenAI:
+    """The fake server. ``stats`` counts what it received (see ``GET /_fake/stats``)."""
+
+    def __init__(self, config: FakeConfig | None = None) -> None:
+        self.config = config or FakeConfig()
+        self._script: list[Behavior] = [parse_behavior(b) for b in self.config.script]
+        self.base_url = ""
+        self.port = 0
+        self._closing: asyncio.Event | None = None
+        self.stats: dict[str, Any] = {}
+        self.reset_stats()
+
+    # -- control -----------------------------------------------------------------
+    def reset_stats(self) -> None:
+        self.stats = {
+            "requests": 0,
+            "by_path": {},
+            "statuses": {},
+            "in_flight": 0,
+            "max_in_flight": 0,
+            "auth_failures": 0,
+            "arrivals": [],
+            "embedding_batches": [],
+        }
+
+    def set_script(self, script: list[Any]) -> None:
+        """Replace the queue of scripted behaviours (one consumed per request)."""
+        self._script = [parse_behavior(b) for b in script]
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        r = app.router
+        r.add_post("/v1/chat/completions", self._generate)
+        r.add_post("/v1/completions", self._generate)
+        r.add_post("/v1/embeddings", self._embeddings)
+        r.add_get("/v1/models", self._models)
+        r.add_get("/health", self._health)
+        r.add_post("/tokenize", self._tokenize)
+        r.add_get("/_fake/stats", self._stats)
+        r.add_post("/_fake/script", self._set_script)
+        r.add_post("/_fake/reset", self._reset)
+        return app
+
+    @contextlib.asynccontextmanager
+    async def running(self, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[FakeOpenAI]:
+        """Serve on this event loop until the block exits."""
+        self._closing = asyncio.Event()
+        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=0.5)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        server = site._server
+        assert server is not None
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1]
+        self.base_url = f"http://{host}:{self.port}"
+        try:
+            yield self
+        finally:
+            self._closing.set()
+            await runner.cleanup()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def subprocess(
+        config: FakeConfig | None = None, *, startup_timeout: float = 30.0
+    ) -> Iterator[FakeProcess]:
+        """Serve from a separate Python process (clean timing); stopped on exit."""
+        proc = FakeProcess(config or FakeConfig(), startup_timeout=startup_timeout)
+        try:
+            yield proc
+        finally:
+            proc.close()
+
+    # -- helpers -----------------------------------------------------------------
+    def _count(self, request: web.Request, status: int) -> None:
+        s = self.stats
+        s["statuses"][str(status)] = s["statuses"].get(str(status), 0) + 1
+
+    def _check_key(self, request: web.Request) -> web.Response | None:
+        key = self.config.api_key
+        if key is None:
+            return None
+        auth = request.headers.get("Authorization", "")
+        given = auth[7:] if auth.startswith("Bearer ") else ""
+        if given and hmac.compare_digest(given.encode(), key.encode()):
+            return None
+        self.stats["auth_failures"] += 1
+        msg = "Incorrect API key provided." if given else "Missing API key."
+        return _error(401, msg)
+
+    def _behavior(self, request: web.Request) -> Behavior:
+        hdr = request.headers.get("X-Fake-Behavior")
+        if hdr:
+            return parse_behavior(hdr)
+        if self._script:
+            return self._script.pop(0)
+        return Behavior()
+
+    async def _hang(self) -> None:
+        assert self._closing is not None
+        await self._closing.wait()
+
+    # -- endpoints ---------------------------------------------------------------
+    async def _generate(self, request: web.Request) -> web.StreamResponse:
+        s = self.stats
+        s["requests"] += 1
+        s["by_path"][request.path] = s["by_path"].get(request.path, 0) + 1
+        s["arrivals"].append(time.monotonic())
+        del s["arrivals"][:-1000]
+        s["in_flight"] += 1
+        s["max_in_flight"] = max(s["max_in_flight"], s["in_flight"])
+        try:
+            resp = await self._generate_inner(request)
+            self._count(request, resp.status)
+            return resp
+        finally:
+            s["in_flight"] -= 1
+
+    async def _generate_inner(self, request: web.Request) -> web.StreamResponse:
+        denied = self._check_key(request)
+        if denied is not None:
+            return denied
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError:
+            return _error(400, "request body is not JSON")
+        if not isinstance(body, dict):
+            return _error(400, "request body must be a JSON object")
+        b = self._behavior(request)
+        cfg = self.config
+        if cfg.max_concurrency is not None and self.stats["in_flight"] > cfg.max_concurrency:
+            return _error(429, "too many concurrent requests", {"Retry-After": "1"})
+        if b.hang:
+            await self._hang()
+        if b.delay:
+            await asyncio.sleep(b.delay)
+        if b.reset:
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=500)
+        rid = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+        headers = {"X-Request-Id": rid}
+        if cfg.queue_delay_ms is not None:
+            headers["X-Queue-Delay"] = f"{cfg.queue_delay_ms:g}"
+        if b.status is not None and b.error_after is None:
+            if b.retry_after is not None:
+                headers["Retry-After"] = b.retry_after
+            if b.retry_after_ms is not None:
+                headers["retry-after-ms"] = f"{b.retry_after_ms:g}"
+            return _error(b.status, b.message or f"fake error {b.status}", headers)
+        chat = request.path.endswith("/chat/completions")
+        prompts = [body.get("messages")] if chat else body.get("prompt", "")
+        if not isinstance(prompts, list) or chat or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        prompt_tokens = sum(_count_words(p) for p in prompts)
+        n = b.tokens if b.tokens is not None else cfg.tokens
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+        finish = "stop"
+        if (
+            isinstance(max_tokens, int)
+            and max_tokens > 0
+            and (body.get("ignore_eos") or max_tokens <= n)
+        ):
+            n, finish = max_tokens, "length"
+        ttft = b.ttft if b.ttft is not None else cfg.ttft
+        itl = b.itl if b.itl is not None else cfg.itl
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": n * len(prompts) + cfg.usage_offset,
+            "total_tokens": prompt_tokens + n * len(prompts) + cfg.usage_offset,
+        }
+        base = {
+            "id": f"{'chatcmpl' if chat else 'cmpl'}-{rid[:16]}",
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model") or cfg.model,
+        }
+        if not body.get("stream"):
+            await asyncio.sleep(ttft + itl * max(0, n - 1))
+            text = cfg.token_text * n
+            choices = [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": finish,
+                }
+                if chat
+                else {"index": i, "text": text, "finish_reason": finish, "logprobs": None}
+                for i in range(len(prompts))
+            ]
+            obj = "chat.completion" if chat else "text_completion"
+            return _json(
+                {**base, "object": obj, "choices": choices, "usage": usage}, headers=headers
+            )
+        from infersight.testing.fake_stream import stream_answer
+
+        so = body.get("stream_options")
+        want_usage = cfg.include_usage == "always" or (
+            cfg.include_usage == "auto" and isinstance(so, dict) and bool(so.get("include_usage"))
+        )
+        return await stream_answer(
+            request,
+            b,
+            cfg,
+            base=base,
+            headers={**headers, **_SSE_HEADERS, "Content-Type": cfg.sse_content_type},
+            chat=chat,
+            n=n,
+            n_prompts=len(prompts),
+            ttft=ttft,
+            itl=itl,
+            finish=finish,
+            usage=usage if want_usage else None,
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        s = self.stats
+        s["requests"] += 1
+        s["by_path"][request.path] = s["by_path"].get(request.path, 0) + 1
+        denied = self._check_key(request)
+        if denied is not None:
+            return denied
+        body = orjson.loads(await request.read())
+        inp = body.get("input", "")
+        items = inp if isinstance(inp, list) and inp and not isinstance(inp[0], int) else [inp]
+        s["embedding_batches"].append(len(items))
+        del s["embedding_batches"][:-1000]
+        cfg = self.config
+        await asyncio.sleep(cfg.embed_base + cfg.embed_per_item * len(items))
+        data = [
+            {"object": "embedding", "index": i, "embedding": self.vector(item)}
+            for i, item in enumerate(items)
+        ]
+        toks = sum(_count_words(i) if isinstance(i, str) else len(i) for i in items)
+        return _json(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model") or cfg.model,
+                "usage": {"prompt_tokens": toks, "total_tokens": toks},
+            }
+        )
+
+    def vector(self, item: Any) -> list[float]:
+        """The deterministic unit vector the server returns for one input."""
+        seed = orjson.dumps(item)
+        dim = self.config.embedding_dim
+        raw = b""
+        counter = 0
+        while len(raw) < 4 * dim:
+            raw += hashlib.blake2b(seed + struct.pack("<I", counter)).digest()
+            counter += 1
+        vals = [v / 2**31 - 1.0 for v in struct.unpack(f"<{dim}I", raw[: 4 * dim])]
+        norm = math.sqrt(sum(v * v for v in vals)) or 1.0
+        return [v / norm for v in vals]
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return _json(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.config.model,
+                        "object": "model",
+                        "created": 0,
+                        "owned_by": "infersight-fake",
+                    }
+                ],
+            }
+        )
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return _json({"status": "ok"})
+
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        if not self.config.tokenize:
+            raise web.HTTPNotFound()
+        body = orjson.loads(await request.read())
+        text = str(body.get("content") or body.get("prompt") or "")
+        toks = [
+            int.from_bytes(hashlib.blake2b(w.encode(), digest_size=2).digest(), "little")
+            for w in text.split()
+        ]
+        return _json({"tokens": toks})
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        return _json({**self.stats, "script_left": len(self._script)})
+
+    async def _set_script(self, request: web.Request) -> web.Response:
+        script = orjson.loads(await request.read())
+        self.set_script(script if isinstance(script, list) else [script])
+        return _json({"script_left": len(self._script)})
+
+    async def _reset(self, request: web.Request) -> web.Response:
+        self.reset_stats()
+        self._script = []
+        return _json({"ok": True})
+
+
+if __name__ == "__main__":
+    from infersight.testing.fake_process import main
+
+    main()

@@ -1,0 +1,130 @@
+"""Run the fake OpenAI server in its own process (so its CPU never mixes with the
+measured client's), and the ``python -m infersight.testing.fake_openai`` entry."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import urllib.request
+from typing import Any
+
+import orjson
+
+from infersight.testing.fake_config import FakeConfig
+
+__all__ = ["FakeProcess", "main"]
+
+_READY = "FAKE_OPENAI_LISTENING "
+
+
+class FakeProcess:
+    """A fake server in a child process: ``base_url``, ``pid``, ``stats()``, ``close()``."""
+
+    def __init__(self, config: FakeConfig, *, startup_timeout: float = 30.0) -> None:
+        self.config = config
+        cmd = [
+            sys.executable,
+            "-m",
+            "infersight.testing.fake_openai",
+            "--config-json",
+            config.to_json().decode(),
+            "--port",
+            "0",
+        ]
+        self._proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.pid = self._proc.pid
+        line: list[str] = []
+        reader = threading.Thread(
+            target=lambda: line.append(
+                self._proc.stdout.readline()  # type: ignore[union-attr]
+            ),
+            daemon=True,
+        )
+        reader.start()
+        reader.join(startup_timeout)
+        if not line or not line[0].startswith(_READY):
+            self.close()
+            err = self._proc.stderr.read() if self._proc.stderr else ""
+            raise RuntimeError(f"fake OpenAI server did not start: {err.strip()[-500:]}")
+        self.base_url = line[0][len(_READY) :].strip()
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = orjson.dumps(body) if body is not None else None
+        req = urllib.request.Request(self.base_url + path, data=data, method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return orjson.loads(r.read())
+
+    def stats(self) -> dict[str, Any]:
+        """The server's counters (requests, statuses, max_in_flight, arrivals...)."""
+        out: dict[str, Any] = self._call("GET", "/_fake/stats")
+        return out
+
+    def set_script(self, script: list[Any]) -> None:
+        self._call("POST", "/_fake/script", script)
+
+    def reset(self) -> None:
+        self._call("POST", "/_fake/reset", {})
+
+    def close(self) -> None:
+        p = self._proc
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        for f in (p.stdout, p.stderr):
+            if f is not None:
+                f.close()
+
+    def __enter__(self) -> FakeProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m infersight.testing.fake_openai",
+        description="A fake OpenAI-compatible server for tests.",
+    )
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--config-json", default=None, help="FakeConfig as JSON")
+    ap.add_argument("--ttft", type=float, default=None)
+    ap.add_argument("--itl", type=float, default=None)
+    ap.add_argument("--tokens", type=int, default=None)
+    args = ap.parse_args(argv)
+    cfg = FakeConfig.from_json(args.config_json) if args.config_json else FakeConfig()
+    for name in ("ttft", "itl", "tokens"):
+        if getattr(args, name) is not None:
+            setattr(cfg, name, getattr(args, name))
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+
+    async def serve() -> None:
+        from infersight.testing.fake_openai import FakeOpenAI
+
+        async with FakeOpenAI(cfg).running(args.host, args.port) as srv:
+            print(_READY + srv.base_url, flush=True)
+            await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())

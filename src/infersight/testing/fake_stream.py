@@ -1,0 +1,106 @@
+"""The streamed answer of the fake server, with mid-stream faults."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from infersight.testing.fake_config import Behavior, FakeConfig
+
+__all__ = ["stream_answer"]
+
+
+def _event(obj: Any) -> bytes:
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+async def stream_answer(
+    request: web.Request,
+    b: Behavior,
+    cfg: FakeConfig,
+    *,
+    base: dict[str, Any],
+    headers: dict[str, str],
+    chat: bool,
+    n: int,
+    n_prompts: int,
+    ttft: float,
+    itl: float,
+    finish: str,
+    usage: dict[str, Any] | None,
+) -> web.StreamResponse:
+    """Write role chunk, n content chunks per prompt, finish, usage, [DONE]."""
+    resp = web.StreamResponse(status=200, headers=headers)
+    await resp.prepare(request)
+    start = time.monotonic()
+    keep = b": keep-alive\n\n" if cfg.keepalive else b""
+    if chat:
+        role = {
+            **base,
+            "choices": [
+                {"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                for i in range(n_prompts)
+            ],
+        }
+        await resp.write(_event(role))
+    text = cfg.token_text
+    choices: list[dict[str, Any]]
+    if chat:
+        choices = [
+            {"index": i, "delta": {"content": text}, "finish_reason": None}
+            for i in range(n_prompts)
+        ]
+    else:
+        choices = [
+            {"index": i, "text": text, "finish_reason": None, "logprobs": None}
+            for i in range(n_prompts)
+        ]
+    # Every content chunk is the same: encode it once so the server stays fast.
+    chunk = keep + _event({**base, "choices": choices})
+    for k in range(n):
+        target = start + ttft + k * itl
+        if b.stall and k == b.stall_at:
+            target += b.stall
+        delay = target - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if b.cut_after is not None and k >= b.cut_after:
+            await resp.write_eof()
+            return resp
+        if b.reset_after is not None and k >= b.reset_after:
+            if request.transport is not None:
+                request.transport.abort()
+            return resp
+        if b.malformed_after is not None and k >= b.malformed_after:
+            await resp.write(b'data: {"choices": [{"delta": {"content": "x"\n\n')
+            await resp.write_eof()
+            return resp
+        if b.error_after is not None and k >= b.error_after:
+            err = {
+                "error": {
+                    "message": b.message or "fake mid-stream failure",
+                    "type": "server_error",
+                    "code": b.status or 500,
+                }
+            }
+            await resp.write(b"event: error\n" + _event(err))
+            await resp.write_eof()
+            return resp
+        await resp.write(chunk)
+    fin_delta: dict[str, Any] = {}
+    fin: list[dict[str, Any]] = [
+        {"index": i, "delta": fin_delta, "finish_reason": finish}
+        if chat
+        else {"index": i, "text": "", "finish_reason": finish, "logprobs": None}
+        for i in range(n_prompts)
+    ]
+    tail = _event({**base, "choices": fin})
+    if usage is not None:
+        tail += _event({**base, "choices": [], "usage": usage})
+    await resp.write(tail + b"data: [DONE]\n\n")
+    await resp.write_eof()
+    return resp

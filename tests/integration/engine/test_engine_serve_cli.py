@@ -1,0 +1,192 @@
+"""`infersight serve` as a user runs it: a real subprocess, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.engine
+
+_URL = re.compile(r"listening on (http://127\.0\.0\.1:(\d+))")
+
+
+def _cmd(*args: str) -> list[str]:
+    exe = shutil.which("infersight", path=str(Path(sys.executable).parent))
+    if exe:
+        return [exe, "serve", *args]
+    return [sys.executable, "-c", "from infersight.cli import main; main()", "serve", *args]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INFERSIGHT_")}
+    env.update(extra)
+    return env
+
+
+def _run(*args: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        _cmd(*args), capture_output=True, text=True, timeout=timeout, env=_env(**env)
+    )
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[str], url: str, banner: list[str]) -> None:
+        self.proc, self.url, self.banner = proc, url, banner
+
+
+def _start(*args: str, **env: str) -> Served:
+    proc = subprocess.Popen(
+        _cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(**env)
+    )
+    assert proc.stdout is not None
+    banner: list[str] = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"serve exited early: rc={proc.wait()} stderr={err!r}")
+        banner.append(line.rstrip("\n"))
+        if line.startswith("Press Ctrl-C"):
+            m = _URL.search(banner[0])
+            assert m, banner
+            return Served(proc, m.group(1), banner)
+    proc.kill()
+    raise AssertionError(f"no start-up banner: {banner}")
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    s = _start("--port", "0", "--parallel", "2", "--ctx", "1024")
+    yield s
+    if s.proc.poll() is None:
+        s.proc.kill()
+        s.proc.wait()
+
+
+def _engine_children(pid: int) -> list[int]:
+    import psutil
+
+    return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+
+
+def test_serve_prints_url_model_slots_threads_and_stops_on_sigint(served: Served) -> None:
+    text = "\n".join(served.banner)
+    assert "SmolLM2-135M-Instruct" in text
+    assert re.search(r"slots\s+2 x 512 tokens", text)
+    assert re.search(r"threads\s+\d+", text)
+    port = int(served.url.rsplit(":", 1)[1])
+    assert port != 8000 and port > 0  # --port 0 picked a free port and printed it
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}).encode()
+    req = urllib.request.Request(
+        served.url + "/v1/chat/completions", body, {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert json.loads(r.read())["usage"]["completion_tokens"] >= 1
+    children = _engine_children(served.proc.pid)
+    assert children, "the engine runs in a child process"
+    served.proc.send_signal(signal.SIGINT)
+    _, err = served.proc.communicate(timeout=30)
+    assert served.proc.returncode == 0
+    assert "Traceback" not in err
+    import psutil
+
+    time.sleep(0.5)
+    assert not [c for c in children if psutil.pid_exists(c)]
+
+
+def test_serve_stops_on_sigterm(served: Served) -> None:
+    served.proc.send_signal(signal.SIGTERM)
+    _, err = served.proc.communicate(timeout=30)
+    assert served.proc.returncode == 0 and "Traceback" not in err
+
+
+def _assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("error: ")
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_missing_model_is_one_line(tmp_path: Path) -> None:
+    res = _run("--model", str(tmp_path / "nope.gguf"), "--port", "0")
+    _assert_one_line_error(res, "model file not found", "nope.gguf")
+
+
+def test_not_gguf_model_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "model.safetensors"
+    f.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}")
+    _assert_one_line_error(_run("--model", str(f), "--port", "0"), "not a GGUF")
+
+
+def test_port_in_use_is_one_line() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        res = _run("--port", str(port), "--parallel", "1", "--ctx", "512")
+    _assert_one_line_error(res, f"port {port}", "in use")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--parallel", "0"], "--parallel"),
+        (["--threads", "-2"], "--threads"),
+        (["--port", "99999"], "--port"),
+        (["--parallel", "4", "--ctx", "100"], "tokens per slot"),
+    ],
+)
+def test_bad_option_values_are_one_line(args: list[str], needle: str) -> None:
+    _assert_one_line_error(_run(*args), needle)
+
+
+def test_placeholder_key_refused_and_never_printed(tmp_path: Path) -> None:
+    res = _run("--port", "0", INFERSIGHT_API_KEY="sk-xxxxxxxxxxxxxxxx")
+    _assert_one_line_error(res, "INFERSIGHT_API_KEY", "placeholder")
+    assert "sk-xxxx" not in res.stderr + res.stdout
+    keyfile = tmp_path / "key"
+    keyfile.write_text("YOUR_API_KEY\n")
+    res = _run("--port", "0", "--api-key-file", str(keyfile))
+    _assert_one_line_error(res, str(keyfile))
+    assert "YOUR_API_KEY" not in res.stderr + res.stdout
+
+
+def test_api_key_from_file_is_required_and_not_printed(tmp_path: Path) -> None:
+    key = "is-test-" + os.urandom(8).hex()
+    keyfile = tmp_path / "key"
+    keyfile.write_text(key + "\n")
+    s = _start("--port", "0", "--parallel", "1", "--ctx", "512", "--api-key-file", str(keyfile))
+    try:
+        assert "required" in "\n".join(s.banner)
+        req = urllib.request.Request(s.url + "/v1/models")
+        with pytest.raises(urllib.error.HTTPError) as ei:
+            urllib.request.urlopen(req, timeout=30)
+        assert ei.value.code == 401
+        req.add_header("Authorization", f"Bearer {key}")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert r.status == 200
+        s.proc.send_signal(signal.SIGINT)
+        out, err = s.proc.communicate(timeout=30)
+        assert s.proc.returncode == 0
+        assert key not in "\n".join(s.banner) + out + err
+    finally:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()

@@ -1,0 +1,161 @@
+"""`infersight monitor` end to end: live view in a pseudo-terminal, quit on q and on
+Ctrl-C, --record file readable afterwards; `dashboards` and `exporter` commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from infersight.monitor import run_monitor
+from infersight.telemetry import read_samples
+
+CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
+
+
+def _spawn_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int]:
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "120", "LINES": "40", "TERM": "xterm"}
+    proc = subprocess.Popen([*CLI, *args], stdin=slave, stdout=slave, stderr=slave, env=env,
+                            start_new_session=True)  # fmt: skip
+    os.close(slave)
+    return proc, master
+
+
+def _read_until(master: int, needle: bytes, timeout: float) -> bytes:
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while needle not in buf and time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                buf += os.read(master, 65536)
+            except OSError:
+                break
+    return buf
+
+
+def _drain_and_wait(proc: subprocess.Popen[bytes], master: int, timeout: float) -> bytes:
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.1)
+        if r:
+            try:
+                buf += os.read(master, 65536)
+            except OSError:
+                break
+    return buf
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("how", ["q", "ctrl-c"])
+def test_monitor_live_view_quits_cleanly(engine: Any, tmp_path: Path, how: str) -> None:
+    rec = tmp_path / "session.jsonl"
+    proc, master = _spawn_in_pty([
+        "monitor", engine.base_url, "--interval", "0.2", "--record", str(rec), "--no-gpu",
+    ])  # fmt: skip
+    try:
+        out = _read_until(master, b"llama.cpp", timeout=60)
+        assert b"llama.cpp" in out, out[-2000:]
+        time.sleep(0.5)  # a few more rounds
+        if how == "q":
+            os.write(master, b"q")
+        else:
+            os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends on Ctrl-C
+        tail = _drain_and_wait(proc, master, timeout=20)
+        proc.wait(10)
+        assert proc.returncode == 0, (out + tail)[-2000:]
+        assert b"Traceback" not in out + tail
+        assert b"recorded" in tail
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    samples, header = read_samples(rec)
+    assert header["interval"] == 0.2
+    names = {s.name for s in samples}
+    assert {"engine.requests_running", "engine.slots", "host.cpu_percent"} <= names
+    # the monitor found the engine process by its listening port
+    assert any(s.name == "process.cpu_percent" and s.labels.get("name") == "engine"
+               for s in samples)  # fmt: skip
+
+
+@pytest.mark.engine
+async def test_monitor_once_renders_engine_and_host(engine: Any) -> None:
+    console = Console(record=True, width=140, force_terminal=False)
+    res = await run_monitor(engine.base_url, interval=0.2, once=True, console=console, gpu=True)
+    text = console.export_text()
+    assert res.engine == "llamacpp" and res.rounds == 2
+    assert "Engine: llama.cpp" in text
+    assert "/ 8 slots" in text
+    assert "GPU:" in text  # no GPU here: one line saying why (or a GPU table on a GPU box)
+    assert "Host" in text and "CPU" in text
+
+
+def test_monitor_without_url_and_nothing_on_default_ports() -> None:
+    r = subprocess.run([*CLI, "monitor", "--once"], capture_output=True, text=True, timeout=60)
+    if r.returncode == 0:
+        pytest.skip("something answers on the default port on this machine")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "URL" in lines[0]
+
+
+def test_dashboards_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from infersight.cli._app import app
+    from infersight.core.errors import ConfigError
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["dashboards", "grafana"])
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["uid"] == "infersight-llm"
+    out = tmp_path / "rules.yml"
+    r = runner.invoke(app, ["dashboards", "alerts", "--out", str(out)])
+    assert r.exit_code == 0 and "GpuIdleWhileRequestsWait" in out.read_text()
+    r = runner.invoke(app, ["dashboards", "kibana"])
+    assert isinstance(r.exception, ConfigError) and "unknown dashboard" in str(r.exception)
+
+
+def test_exporter_command_serves_and_stops(tmp_path: Path) -> None:
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["exporter", "--port", str(port), "--no-gpu", "--process", f"me={os.getpid()}",
+            "--interval", "0.2"]  # fmt: skip
+    proc = subprocess.Popen([*CLI, *args], stderr=subprocess.PIPE, text=True)
+    try:
+        body = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    body = r.read().decode()
+                break
+            except OSError:
+                time.sleep(0.3)
+        assert 'infersight_host_cpu_percent{cpu="all"}' in body
+        assert f'infersight_process_rss_bytes{{name="me",pid="{os.getpid()}"}}' in body
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+            assert json.loads(r.read())["status"] == "ok"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
+    assert proc.returncode == 0
+    assert proc.stderr is not None and "Traceback" not in proc.stderr.read()

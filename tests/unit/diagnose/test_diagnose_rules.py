@@ -1,0 +1,207 @@
+"""Each verdict from RunResult fixtures with vLLM metric names and GPU readings."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from diag_fixtures import LLAMA3_8B, make_run
+
+from infersight.core.records import RunResult, Sample
+from infersight.diagnose import VERDICT_IDS, Verdict, diagnose
+from infersight.diagnose.physics import decode_floor, find_gpu, shape_from_hf_config
+
+
+def ids(vs: list[Verdict]) -> list[str]:
+    return [v.id for v in vs]
+
+
+def one(vs: list[Verdict], vid: str) -> Verdict:
+    found = [v for v in vs if v.id == vid]
+    assert found, f"no {vid} verdict in {ids(vs)}: {[v.summary for v in vs]}"
+    return found[0]
+
+
+def test_kv_bound() -> None:
+    vs = diagnose(make_run(running=180, waiting=40, kv=0.97, preempt_per_s=2.0, util=0.98,
+                           sm=0.8, itl=0.03))
+    v = one(vs, "kv_bound")
+    assert "slot_bound" not in ids(vs) and "capacity" not in ids(vs)
+    assert v.evidence_value("KV cache usage") == pytest.approx(0.97, abs=0.02)
+    assert v.evidence_value("preemption rate") == pytest.approx(2.0, rel=0.05)
+    assert v.evidence_value("waiting (Q)") == pytest.approx(40, rel=0.05)
+    assert any("--kv-cache-dtype fp8" in f for f in v.fixes)
+    assert any("--max-model-len" in f for f in v.fixes)
+    assert v.engine == "vllm" and v.confidence >= 0.8
+
+
+def test_kv_bound_from_preemptions_alone() -> None:
+    vs = diagnose(make_run(running=120, waiting=10, kv=0.6, preempt_per_s=0.5, util=0.95))
+    assert one(vs, "kv_bound").evidence_value("preemption rate") > 0
+
+
+def test_slot_bound_recommends_slots_that_fit() -> None:
+    vs = diagnose(make_run(running=32, waiting=50, slots=32, kv=0.3, util=0.9, sm=0.6))
+    v = one(vs, "slot_bound")
+    assert v.evidence_value("slots (S)") == 32
+    assert v.evidence_value("running (R)") == pytest.approx(32, rel=0.05)
+    target = v.evidence_value("recommended slots")
+    assert target == math.ceil(32 + v.evidence_value("waiting (Q)") * 1.02) or 80 <= target <= 84
+    # physics: that many 1256-token Llama-3-8B sequences fit on an H100 next to the weights
+    shape = shape_from_hf_config(LLAMA3_8B)
+    h100 = find_gpu("h100")
+    assert h100 is not None
+    kv = target * shape.kv_bytes_for_context(1000 + 256)
+    assert kv + shape.weights_bytes() < 0.9 * h100.memory_bytes
+    assert f"raise --max-num-seqs to {target}, which fits in memory" in v.summary
+    assert v.fixes[0].startswith(f"raise --max-num-seqs to {target}")
+
+
+def test_slot_bound_limited_by_memory() -> None:
+    # 8k-token sequences: the H100 holds ~50 of them, so demand (32 + 300) is capped
+    vs = diagnose(make_run(running=32, waiting=300, slots=32, kv=0.4, prompt=7800,
+                           output=256, util=0.9, duration=10, itl=0.05))
+    target = one(vs, "slot_bound").evidence_value("recommended slots")
+    assert 40 <= target <= 60
+
+
+def test_capacity() -> None:
+    vs = diagnose(make_run(running=100, waiting=20, kv=0.5, util=0.99, sm=0.85, itl=0.03))
+    v = one(vs, "capacity")
+    assert v.title == "Queueing: capacity" and v.confidence >= 0.75
+    assert v.evidence_value("device busy") == pytest.approx(0.85, abs=0.03)
+    assert any("replicas" in f for f in v.fixes) and any("--data-parallel-size" in f for f in v.fixes)
+
+
+def test_bandwidth_bound_decode_states_floor_ratio() -> None:
+    run = make_run(running=64, waiting=0, util=0.95, sm=0.6, itl=0.011, prompt=1000, output=256)
+    v = one(diagnose(run), "bandwidth_bound_decode")
+    shape, h100 = shape_from_hf_config(LLAMA3_8B), find_gpu("h100")
+    assert h100 is not None
+    floor = decode_floor(shape, h100, batch=64, context=1000 + 128)
+    assert v.evidence_value("bandwidth floor") == pytest.approx(floor.bandwidth_s, rel=0.03)
+    assert v.evidence_value("ITL / floor") == pytest.approx(0.011 / floor.itl_s, rel=0.05)
+    assert v.evidence_value("ITL / floor") < 2
+
+
+def test_compute_bound_prefill() -> None:
+    run = make_run(running=4, concurrency=4, prompt=8000, output=4, ttft=0.8, itl=0.02,
+                   util=0.97, sm=0.9)
+    v = one(diagnose(run), "compute_bound_prefill")
+    assert v.evidence_value("prompt tokens (mean)") == 8000
+    assert v.evidence_value("TTFT share of e2e") > 0.9
+    assert any("--enable-prefix-caching" in f for f in v.fixes)
+
+
+def test_host_starved() -> None:
+    vs = diagnose(make_run(running=80, util=0.55, sm=0.35, engine_cpu=99, itl=0.05))
+    v = one(vs, "host_starved")
+    assert v.evidence_value("engine process CPU") == 99
+    assert v.evidence_value("ITL / floor") > 1.5
+    assert "under_loaded" not in ids(vs)
+
+
+def test_busy_illusion() -> None:
+    v = one(diagnose(make_run(running=80, util=0.99, sm=0.25, itl=0.03)), "busy_illusion")
+    assert v.evidence_value("utilisation (U)") == pytest.approx(0.99, abs=0.01)
+    assert v.evidence_value("SM activity") == pytest.approx(0.25, abs=0.02)
+    assert any("--max-num-seqs" in f for f in v.fixes)
+
+
+def test_under_loaded() -> None:
+    v = one(diagnose(make_run(running=4, concurrency=4, util=0.2, sm=0.1)), "under_loaded")
+    assert v.evidence_value("running (R)") == pytest.approx(4, rel=0.05)
+    assert v.evidence_value("slots (S)") == 256
+
+
+def test_error_driven_names_kind_and_source() -> None:
+    v = one(diagnose(make_run(running=16, error_kind="RateLimited", error_every=10)),
+            "error_driven")
+    assert v.evidence_value("error rate") == pytest.approx(0.1, abs=0.02)
+    assert v.evidence_value("errors: RateLimited") > 0
+    assert v.evidence_value("from: vllm-a") == v.evidence_value("failed requests")
+    assert any("Retry-After" in f for f in v.fixes)
+
+
+def test_healthy_says_so() -> None:
+    vs = diagnose(make_run(running=100, util=0.9, sm=0.7, itl=0.04))
+    assert ids(vs) == ["healthy"]
+    assert vs[0].summary.startswith("No limiter found")
+    assert "errors" in vs[0].summary
+
+
+def test_missing_engine_metrics_infers_and_lowers_confidence() -> None:
+    run = make_run(running=32, concurrency=32, engine_metrics=False, queue_delay=0.5)
+    run.samples = [s for s in run.samples if not s.name.startswith("gpu.")]
+    vs = diagnose(run)
+    for v in vs:
+        assert "inferred" in v.summary
+        assert v.confidence <= 0.7
+    q = vs[0].evidence_value("waiting (Q)")
+    # Little's law: Q = arrival rate x queue delay, about 32 x 0.5 / (0.5 + e2e)
+    assert q is not None and 3 < q < 12
+
+
+def test_window_seconds_splits_and_merges() -> None:
+    run = make_run(running=100, util=0.9, sm=0.7, itl=0.04, duration=30)
+    vs = diagnose(run, window_seconds=5)
+    assert ids(vs) == ["healthy"]  # six healthy windows merged into one
+    assert vs[0].window.end - vs[0].window.start > 25
+
+
+def test_phases_detected_per_window() -> None:
+    a = make_run(running=4, concurrency=4, util=0.2, sm=0.1, duration=20)
+    b = make_run(running=180, waiting=40, kv=0.97, preempt_per_s=2.0, util=0.98, sm=0.8,
+                 itl=0.03, duration=20)
+    shift = 25.0
+    for r in b.records:
+        r.scheduled += shift
+        r.sent = (r.sent or 0) + shift
+        r.end = (r.end or 0) + shift
+        r.chunk_times = [t + shift for t in r.chunk_times]
+        r.labels["level"] = "burst"
+    b.samples = [Sample(s.t + shift, s.name, s.value, s.labels) for s in b.samples]
+    a.records += b.records
+    a.samples += b.samples
+    a.config["levels"] = [{"name": "c=4"}, {"name": "burst"}]
+    vs = diagnose(a)
+    assert [(v.level, v.id) for v in vs] == [("c=4", "under_loaded"), ("burst", "kv_bound")]
+
+
+def test_client_limited_flag_from_aggregates() -> None:
+    run = make_run(running=16)
+    run.aggregates = {"c=16": {"client_limited": {"flag": True, "reasons": [
+        "schedule lag p99 12.0 ms > 5 ms"]}}}
+    v = one(diagnose(run), "client_limited")
+    assert v.evidence_value("reason") == "schedule lag p99 12.0 ms > 5 ms"
+
+
+def test_samples_only_monitor_recording() -> None:
+    run = make_run(running=32, waiting=50, slots=32, util=0.9)
+    monitor = RunResult(kind="monitor", config={"engine": {"url": "", "engine": "vllm"}},
+                        samples=run.samples)
+    vs = diagnose(monitor, gpu="h100")
+    assert "slot_bound" in ids(vs)
+
+
+def test_verdicts_serialise_per_contract() -> None:
+    vs = diagnose(make_run(running=32, waiting=50, slots=32))
+    d = vs[0].model_dump()
+    assert set(d) >= {"id", "title", "summary", "window", "evidence", "confidence", "fixes"}
+    assert set(d["window"]) == {"start", "end"}
+    assert set(d["evidence"][0]) == {"name", "value", "unit", "source"}
+    assert all(v.id in VERDICT_IDS for v in vs)
+    assert Verdict.model_validate(d) == vs[0]
+
+
+def test_engine_specific_fix_names() -> None:
+    for engine, flag in (("sglang", "--max-running-requests"), ("tgi", "--max-batch-total-tokens")):
+        run = make_run(running=32, waiting=50, slots=32)
+        run.samples = [Sample(s.t, s.name, s.value, {**s.labels, "engine": engine})
+                       if s.name.startswith("engine.") else s for s in run.samples]
+        v = one(diagnose(run), "slot_bound")
+        assert v.engine == engine and flag in v.fixes[0]
+
+
+def test_no_data() -> None:
+    assert diagnose(RunResult()) == []

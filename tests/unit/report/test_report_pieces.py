@@ -1,0 +1,165 @@
+"""Unit tests of the report's pieces: downsampling, occupancy, ITL pooling, deltas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from report_synth import make_run
+
+from infersight.core.records import RequestRecord, RunResult
+from infersight.report.aggregates import cdf_points, pooled_itl
+from infersight.report.compare import comparison_rows, delta, fmt_delta, judge
+from infersight.report.svg import fmt_value, nice_ticks
+from infersight.report.timeline import build_timeline, mean_occupancy
+from infersight.report.view import build_view, build_views
+
+finite = st.floats(min_value=0.0, max_value=1e4, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(finite, min_size=1, max_size=400))
+def test_cdf_points_are_exact_order_statistics(values: list[float]) -> None:
+    xs, ps = cdf_points(values, n=50)
+    sv = np.sort(np.asarray(values))
+    assert np.all(np.diff(xs) >= 0) and np.all(np.diff(ps) > 0)
+    assert xs[-1] == sv[-1] and ps[-1] == 1.0 and xs[0] == sv[0]
+    for x, p in zip(xs, ps, strict=True):
+        # x is the smallest sample whose empirical CDF reaches p.
+        assert np.mean(sv <= x) >= p - 1e-9
+        if p > 0:
+            assert np.mean(sv < x) < p + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(finite, st.integers(1, 5)), min_size=1, max_size=200))
+def test_weighted_cdf_equals_cdf_of_repeated_values(pairs: list[tuple[float, int]]) -> None:
+    vals = np.asarray([v for v, _ in pairs])
+    w = np.asarray([k for _, k in pairs], dtype=float)
+    xw, pw = cdf_points(vals, w, n=40)
+    xr, pr = cdf_points(np.repeat(vals, w.astype(int)), None, n=40)
+    assert np.array_equal(pw, pr)
+    assert np.allclose(xw, xr)
+
+
+def test_cdf_points_downsamples_large_inputs_and_keeps_the_tail() -> None:
+    v = np.random.default_rng(1).exponential(1.0, 1_000_000)
+    xs, ps = cdf_points(v)
+    assert len(xs) < 200
+    assert xs[-1] == v.max()
+    i = int(np.argmin(np.abs(ps - 0.999)))
+    assert abs(ps[i] - 0.999) < 1e-9 and xs[i] == np.quantile(v, 0.999, method="inverted_cdf")
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(finite, st.floats(0, 50, allow_nan=False)), min_size=1, max_size=60),
+    st.integers(1, 30),
+)
+def test_mean_occupancy_matches_a_brute_force_integral(
+    spans: list[tuple[float, float]], nbins: int
+) -> None:
+    starts = np.asarray([s for s, _ in spans])
+    ends = starts + np.asarray([d for _, d in spans])
+    edges = np.linspace(0.0, float(ends.max()) + 1.0, nbins + 1)
+    got = mean_occupancy(starts, ends, edges)
+    for b in range(nbins):
+        lo, hi = edges[b], edges[b + 1]
+        overlap = np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None).sum()
+        assert math.isclose(got[b], overlap / (hi - lo), rel_tol=1e-6, abs_tol=1e-6)
+
+
+def _rec(i: int, times: list[float], toks: list[int] | None = None) -> RequestRecord:
+    return RequestRecord(
+        request_id=str(i), scheduled=times[0] - 0.1, sent=times[0] - 0.1, chunk_times=times,
+        chunk_tokens=toks or [1] * len(times), end=times[-1], ok=True, status=200,
+    )
+
+
+def test_pooled_itl_skips_gaps_between_requests_and_weights_by_tokens() -> None:
+    recs = [_rec(0, [1.0, 1.5, 1.75], [1, 3, 1]), _rec(1, [10.0]), _rec(2, [20.0, 20.25])]
+    vals, w = pooled_itl(recs)
+    assert vals.tolist() == [0.5, 0.25, 0.25]
+    assert w.tolist() == [3.0, 1.0, 1.0]
+
+
+def test_timeline_counts_in_flight_queued_tokens_and_errors() -> None:
+    run = make_run(900, levels=(2, 16), seed=3, error_rate=0.05)
+    view = build_view(run)
+    tl = build_timeline(run.records, view.t0, bins=50)
+    assert tl is not None
+    # Tokens over time integrate to every chunk's tokens.
+    total = sum(sum(r.chunk_tokens) for r in run.records)
+    assert math.isclose(float(tl.output_tok_s.sum() * tl.width), total, rel_tol=1e-9)
+    failed = sum(1 for r in run.records if not r.ok)
+    assert sum(float(c.sum()) for c in tl.errors.values()) == failed
+    # The c=16 level (above 8 slots) queues in the gateway; c=2 does not.
+    half = len(tl.centers) // 2
+    assert tl.queued[half + 5 :].max() > 1.0
+    assert tl.in_flight[half + 5 :].mean() > tl.in_flight[: half - 5].mean()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(0.001, 1e3), st.floats(0.001, 1e3), st.sampled_from(["lower", "higher"]))
+def test_judge_agrees_with_direction(base: float, new: float, better: str) -> None:
+    d, pct = delta(base, new)
+    assert d is not None and pct is not None
+    assert math.isclose(d, new - base) and math.isclose(pct, (new - base) / base * 100)
+    j = judge(better, base, new)
+    if abs(pct) < 1.0:
+        assert j == "same"
+    elif (new < base) == (better == "lower"):
+        assert j == "better"
+    else:
+        assert j == "worse"
+    assert judge(better, new, base) in ("same", "better" if j == "worse" else "worse")
+
+
+def test_delta_edge_cases_and_formatting() -> None:
+    assert delta(None, 1.0) == (None, None)
+    assert delta(0.0, 2.0) == (2.0, None)
+    assert judge(None, 1.0, 2.0) is None
+    assert fmt_delta(-0.012, "frac") == "-1.2 pp"
+    assert fmt_delta(0.0123, "s") == "+12.3 ms"
+    assert fmt_delta(-2.5, "$") == "-$2.5"
+    assert fmt_value(2.5e-4, "s") == "250 µs" and fmt_value(1.5, "s") == "1.5 s"
+    assert nice_ticks(0, 1, 5) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+
+
+def test_comparison_rows_take_values_from_the_aggregates() -> None:
+    before = make_run(900, levels=(1, 8), seed=4, run_id="before")
+    after = make_run(900, levels=(1, 8), seed=4, base_itl=0.005, run_id="after")
+    vb, va = build_views([before, after])
+    rows = {r.metric: r for r in comparison_rows([vb.levels[1], va.levels[1]])}
+    assert rows["e2e p99"].values == [vb.levels[1].agg["e2e"]["p99"], va.levels[1].agg["e2e"]["p99"]]
+    assert rows["ITL p99"].better == "lower"
+    # Halving the decode step makes ITL and e2e better and throughput higher.
+    for m in ("ITL p99", "e2e p99", "output tok/s"):
+        r = rows[m]
+        assert judge(r.better, r.values[0], r.values[1]) == "better", m
+    assert "GPU util gpu0 mean" in rows and rows["GPU util gpu0 mean"].better is None
+    assert rows["$ per run"].values == [0.0, 0.0]  # the embedded model's price is $0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.floats(0.001, 1.0), max_size=6), st.booleans()), max_size=12
+    )
+)
+def test_pooled_itl_of_ok_records_matches_a_naive_loop(spec: list[tuple[list[float], bool]]) -> None:
+    recs, t = [], 0.0
+    for i, (gaps, ok) in enumerate(spec):
+        times = [t + 1.0 + sum(gaps[:k]) for k in range(len(gaps))]
+        t = (times[-1] if times else t) + 5.0
+        recs.append(RequestRecord(request_id=str(i), scheduled=0.0, chunk_times=times,
+                                  chunk_tokens=[k % 3 + 1 for k in range(len(times))], ok=ok))
+    lv = build_view(RunResult(records=recs)).levels[0] if recs else None
+    naive = [(b - a, k) for r in recs if r.ok for a, b, k in
+             zip(r.chunk_times, r.chunk_times[1:], r.chunk_tokens[1:], strict=False)]
+    if lv is None:
+        return
+    vals, w = lv.itl()
+    assert np.allclose(vals, [g for g, _ in naive]) and w.tolist() == [float(k) for _, k in naive]

@@ -1,0 +1,182 @@
+"""The HTML page and Markdown summary: content, escaping, self-containment, CLI."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from report_synth import make_run, sample_verdict
+
+from infersight.core.records import RequestRecord, RunResult, save_run_result
+from infersight.report import render_html, render_markdown, write_report
+from infersight.report.markdown import md_cell
+from infersight.report.sections import fmt_cell
+from infersight.report.view import build_view
+
+EVIL = '<script>alert("x")</script>'
+
+
+def _evil_run() -> RunResult:
+    run = make_run(300, levels=(2,), model=f"llama{EVIL}", run_id=f"run{EVIL}", error_rate=0.2)
+    for r in run.records:
+        r.labels["level"] = f"c=2{EVIL}"
+        if not r.ok:
+            r.error_message = f"upstream said {EVIL} | pipe"
+    run.config["levels"] = [{"name": f"c=2{EVIL}", "concurrency": 2}]
+    v = sample_verdict(0, 1)
+    v["summary"] = f"summary {EVIL}"
+    v["fixes"] = [f"fix {EVIL}"]
+    v["evidence"][0]["source"] = EVIL
+    run.diagnosis = [v]
+    run.notes = [f"note {EVIL}"]
+    run.environment["host"] = EVIL
+    return run
+
+
+def test_user_strings_are_escaped_in_html() -> None:
+    html = render_html(_evil_run())
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    # Every escaped place: model, run id, level, error message, verdict, note, environment.
+    assert html.count("&lt;script&gt;") >= 8
+
+
+def test_markdown_escapes_html_and_pipes() -> None:
+    md = render_markdown(_evil_run())
+    assert "<script" not in md
+    assert md_cell("a|b\nc<d>") == "a\\|b c&lt;d&gt;"
+    for line in md.splitlines():
+        if line.startswith("| level"):
+            n = line.count(" | ")
+        if line.startswith("| c=2"):
+            assert line.replace("\\|", "").count(" | ") == n  # escaped pipes keep the columns
+
+
+def test_html_is_self_contained() -> None:
+    html = render_html([make_run(600, seed=1), make_run(600, seed=2, run_id="b")])
+    # No script, stylesheet, image, font or frame reference to anything outside the file.
+    assert not re.search(r"<(script|img|iframe|object|embed|link rel=\"stylesheet\")", html, re.I)
+    assert "@import" not in html and "url(" not in html
+    urls = set(re.findall(r"(?:src|href)=\"([^\"]*)\"", html))
+    assert urls <= {"data:,", "#comparison", "#run-0", "#run-1", "#definitions"}
+    assert set(re.findall(r"https?://[^\"' <]+", html)) == {"http://www.w3.org/2000/svg"}
+
+
+def test_secrets_in_config_are_redacted() -> None:
+    run = make_run(200, levels=(1,))
+    html = render_html(run)
+    assert "sk-this-must-never-appear" not in html
+    assert "sk-this-must-never-appear" not in render_markdown(run)
+    assert "max_tokens" in html  # ordinary settings still shown
+
+
+def test_html_has_every_section_and_the_aggregate_numbers() -> None:
+    run = make_run(1500, levels=(1, 4, 16), seed=5)
+    view = build_view(run)
+    html = render_html(run)
+    for heading in ("Verdicts", "Load levels", "Throughput against latency",
+                    "Latency distributions", "Timeline", "Percentiles per level", "Errors",
+                    "Cost", "Versions", "Environment", "Definitions"):
+        assert f">{heading}</h" in html, heading
+    assert html.count('<svg class="plot"') == 2 + 3 + 4  # tput/latency, CDFs, timeline
+    for lv in view.levels:
+        for key in ("ttft", "itl", "e2e"):
+            for q in ("p50", "p99", "p99.9"):
+                assert f">{fmt_cell(lv.agg[key][q], 's')}<" in html
+        assert f">{lv.agg['requests']['total']:,}<" in html
+    assert "Queueing: slot-bound" in html and "raise --parallel from 8 to 16" in html
+    assert "RateLimited" in html and "TruncatedStream" in html
+    assert "Client-limited" not in html and "Partial run" not in html
+
+
+def test_banners_for_client_limited_and_partial_runs() -> None:
+    run = make_run(300, levels=(4,), client_limited=True)
+    run.partial = True
+    html = render_html(run)
+    assert "Client-limited run:" in html and "schedule lag p99 20.1 ms" in html
+    assert "Partial run:" in html
+    md = render_markdown(run)
+    assert "Client-limited run" in md and "Partial run" in md
+
+
+def test_comparison_table_in_html_and_markdown() -> None:
+    before = make_run(800, levels=(1, 8), seed=7, run_id="before")
+    after = make_run(800, levels=(1, 8), seed=7, base_itl=0.004, run_id="after")
+    html = render_html([before, after])
+    assert html.count('<td class="num better">') > 6
+    assert ">Level c=8</h2>" in html and 'id="comparison"' in html
+    md = render_markdown([before, after])
+    assert "### Comparison" in md and "✅" in md
+    row = next(line for line in md.splitlines() if line.startswith("| e2e p99"))
+    assert "-" in row.split("|")[3] and "%" in row and "✅" in row
+
+
+def test_runs_without_shared_levels_are_compared_pooled() -> None:
+    a = make_run(400, levels=(1, 2), seed=1, run_id="a")
+    b = make_run(400, levels=(4,), seed=2, run_id="b")
+    md = render_markdown([a, b])
+    assert "**Level all levels pooled**" in md
+
+
+def test_odd_runs_render() -> None:
+    empty = RunResult(run_id="empty")
+    assert "No failed requests" in render_html(empty)
+    rec = RequestRecord(request_id="x", scheduled=1.0, error="ConnectError", status=None)
+    failed_only = RunResult(run_id="failed", records=[rec])
+    html = render_html(failed_only)
+    assert "ConnectError" in html and "no data" in html
+    assert render_markdown(failed_only).count("| run |") == 1
+
+
+def test_diagnosis_is_computed_when_the_run_has_none() -> None:
+    run = make_run(400, levels=(2,), diagnosis=[])
+    view = build_view(run)
+    assert view.diagnosis_note  # says where the verdicts came from (or why none)
+    if view.verdicts:
+        assert view.diagnosis_note.startswith("diagnosed by this report")
+        assert all("id" in v and "title" in v for v in view.verdicts)
+
+
+def test_write_report_and_cli(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    save_run_result(make_run(300, levels=(1, 4), run_id="base"), a)
+    save_run_result(make_run(300, levels=(1, 4), seed=9, run_id="new"), b)
+    out, md = tmp_path / "r.html", tmp_path / "s.md"
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "from infersight.cli import main; main()", "report", str(a), str(b),
+         "--out", str(out), "--markdown", str(md)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("<!DOCTYPE html>") and "base vs new" in out.read_text()
+    assert md.read_text().startswith("## infersight report")
+    p_html, p_md = write_report(make_run(100, levels=(1,)), tmp_path / "sub" / "x.html")
+    assert p_html.exists() and p_md is None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ('{"hello": 1}', "not a valid infersight RunResult"),
+        ('{"schema_version": 999}', "newer than this infersight"),
+        ("not json", "not a valid infersight RunResult"),
+    ],
+)
+def test_cli_bad_input_is_one_line(tmp_path: Path, content: str | None, message: str) -> None:
+    f = tmp_path / "in.json"
+    if content is not None:
+        f.write_text(content)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from infersight.cli import main; main()", "report", str(f),
+         "--out", str(tmp_path / "r.html")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert not (tmp_path / "r.html").exists()
