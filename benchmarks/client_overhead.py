@@ -182,30 +182,29 @@ def main() -> None:
         plan = [("burst c=1", FakeConfig(itl=0.0), 2000, 2, 1),
                 ("paced c=8", FakeConfig(itl=0.002), 200, 8, 8)]
     else:
-        rounds = 5
-        plan = [("burst c=1", FakeConfig(itl=0.0), 5000, 4, 1),
-                ("burst c=8", FakeConfig(itl=0.0), 2000, 16, 8),
-                ("paced c=8", FakeConfig(itl=0.002), 500, 8, 8),
-                ("paced c=32", FakeConfig(itl=0.01), 200, 32, 32)]
-    rows: list[dict[str, Any]] = []
-    for label, cfg, tokens, requests, conc in plan:
-        rows.extend(asyncio.run(scenario(label, cfg, tokens, requests, conc, rounds, args.only)))
+        rounds = 3
+        plan = [("burst c=1", FakeConfig(itl=0.0), 4000, 2, 1),
+                ("burst c=8", FakeConfig(itl=0.0), 1000, 8, 8),
+                ("paced c=8", FakeConfig(itl=0.002), 300, 8, 8),
+                ("paced c=32", FakeConfig(itl=0.01), 100, 32, 32)]
     loop = "asyncio" if args.no_uvloop else "uvloop"
-    print(f"\nclient CPU per streamed chunk (server: FakeOpenAI in its own process; loop: {loop})")
-    print(f"CPU us/chunk: median (min) of {rounds} interleaved rounds")
+    print(f"client CPU per streamed chunk (server: FakeOpenAI in its own process; loop: {loop})")
+    print(f"CPU us/chunk: median (min) of {rounds} interleaved rounds; Ctrl-C keeps what is done")
     head = f"{'scenario':<12} {'client':<14} {'chunks':>8} {'CPU us/chunk':>16} {'vs bare':>8} " \
            f"{'chunks/s':>10} {'client CPU':>10}"
     print(head)
-    print("-" * len(head))
-    for label in dict.fromkeys(r["scenario"] for r in rows):
-        group = [r for r in rows if r["scenario"] == label]
-        base = next((r["cpu_us"] for r in group if r["client"] == "bare-aiohttp"), None)
-        for r in group:
-            rel = f"{r['cpu_us'] / base:>7.2f}x" if base else f"{'-':>8}"
-            us = f"{r['cpu_us']:.1f} ({r['cpu_us_min']:.1f})"
-            print(f"{label:<12} {r['client']:<14} {r['chunks']:>8} {us:>16} {rel} "
-                  f"{r['chunks_per_s']:>10.0f} {r['cpu_share'] * 100:>9.0f}%")
-
+    print("-" * len(head), flush=True)
+    try:
+        for label, cfg, tokens, requests, conc in plan:
+            rows = asyncio.run(scenario(label, cfg, tokens, requests, conc, rounds, args.only))
+            base = next((r["cpu_us"] for r in rows if r["client"] == "bare-aiohttp"), None)
+            for r in rows:
+                rel = f"{r['cpu_us'] / base:>7.2f}x" if base else f"{'-':>8}"
+                us = f"{r['cpu_us']:.1f} ({r['cpu_us_min']:.1f})"
+                print(f"{label:<12} {r['client']:<14} {r['chunks']:>8} {us:>16} {rel} "
+                      f"{r['chunks_per_s']:>10.0f} {r['cpu_share'] * 100:>9.0f}%", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -63,24 +63,37 @@ class Level:
 
 
 async def _worker(
-    client: Client, stop_at: float, max_tokens: int, out: list[RequestRecord], errors: list[str]
+    client: Client, max_tokens: int, out: list[RequestRecord], errors: list[str]
 ) -> None:
-    while time.monotonic() < stop_at:
+    # Runs until cancelled. The record is created here and handed to the client, so
+    # the tokens of a request cut off at the end of the level are still counted.
+    n = 0
+    while True:
+        n += 1
+        rec = RequestRecord(request_id=f"w{id(out)}-{n}", scheduled=time.monotonic())
+        out.append(rec)
         try:
-            done = await client.chat(
-                PROMPT, max_tokens=max_tokens, stream=True, ignore_eos=True, temperature=0.8
+            await client.chat(
+                PROMPT,
+                max_tokens=max_tokens,
+                stream=True,
+                ignore_eos=True,
+                temperature=0.8,
+                record=rec,
             )
-            out.append(done.record)
         except InfersightError as e:
             errors.append(e.kind)
-            rec = getattr(e, "record", None)
-            if rec is not None:
-                out.append(rec)
             await asyncio.sleep(0.05)
 
 
 async def run_level(
-    client: Client, c: int, *, warmup: float, duration: float, max_tokens: int, engine_pid: int | None
+    client: Client,
+    c: int,
+    *,
+    warmup: float,
+    duration: float,
+    max_tokens: int,
+    engine_pid: int | None,
 ) -> Level:
     records: list[RequestRecord] = []
     errors: list[str] = []
@@ -89,7 +102,11 @@ async def run_level(
     cpu0 = time.process_time()
     t0 = time.monotonic()
     stop_at = t0 + warmup + duration
-    await asyncio.gather(*(_worker(client, stop_at, max_tokens, records, errors) for _ in range(c)))
+    tasks = [asyncio.create_task(_worker(client, max_tokens, records, errors)) for _ in range(c)]
+    await asyncio.sleep(warmup + duration)
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
     lvl = Level(concurrency=c, wall=time.monotonic() - t0)
     lvl.client_cpu_s = time.process_time() - cpu0
     if eng:
@@ -117,7 +134,7 @@ def _median_ms(xs: list[float]) -> str:
 
 def print_table(title: str, levels: list[Level], settings: dict[str, Any]) -> None:
     print(f"\n== {title}")
-    keys = ("parallel", "ctx_per_slot", "threads", "n_batch", "n_ubatch")
+    keys = ("parallel", "ctx_per_slot", "threads", "n_batch", "n_ubatch", "omp_wait_policy")
     print("   " + ", ".join(f"{k}={settings[k]}" for k in keys if k in settings))
     base = levels[0].tok_s if levels and levels[0].concurrency == 1 else None
     head = (
@@ -140,22 +157,28 @@ def print_table(title: str, levels: list[Level], settings: dict[str, Any]) -> No
         print(f"   errors: {errs}")
 
 
-def _parse_variant(text: str) -> dict[str, int]:
-    out: dict[str, int] = {}
+_INT_KEYS = {"parallel", "ctx", "threads", "n_batch", "n_ubatch", "http_threads"}
+
+
+def _parse_variant(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
-        if key not in {"parallel", "ctx", "threads", "n_batch", "n_ubatch", "http_threads"}:
+        if key == "omp":
+            out["omp_wait_policy"] = value.upper()
+        elif key in _INT_KEYS:
+            out[key] = int(value)
+        else:
             raise SystemExit(f"error: unknown engine setting {key!r} in --variant {text!r}")
-        out[key] = int(value)
     return out
 
 
 @contextlib.contextmanager
-def _engine(variant: dict[str, int], url: str | None) -> Iterator[tuple[str, int | None, Any]]:
+def _engine(variant: dict[str, Any], url: str | None) -> Iterator[tuple[str, int | None, Any]]:
     if url:
         yield url, None, {"url": url}
         return
-    with EmbeddedEngine(**variant) as eng:  # type: ignore[arg-type]
+    with EmbeddedEngine(**variant) as eng:
         yield eng.base_url, eng.pid, eng.settings
 
 
@@ -183,21 +206,29 @@ async def bench_variant(
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short levels (whole run < 60 s)")
-    ap.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")],
-                    default=[1, 4, 16, 32])
+    ap.add_argument(
+        "--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 16, 32]
+    )
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--duration", type=float, default=20.0, help="seconds measured per level")
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds cut at each level start")
-    ap.add_argument("--variant", action="append", default=[],
-                    help="engine settings, e.g. 'parallel=16,n_ubatch=256' (repeatable)")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="engine settings, e.g. 'parallel=16,n_ubatch=256' or 'omp=active' "
+        "(repeatable; each variant gets its own engine and table)",
+    )
     ap.add_argument("--url", help="benchmark a running server instead of the embedded engine")
     args = ap.parse_args(argv)
     if args.quick:
         args.duration, args.warmup = min(args.duration, 7.0), min(args.warmup, 1.5)
     variants = [_parse_variant(v) for v in args.variant] or [{}]
-    print(f"engine scaling: {args.max_tokens} output tokens/request, EOS ignored, "
-          f"{args.duration:.0f} s per level after {args.warmup:.1f} s warm-up; "
-          f"{psutil.cpu_count()} CPUs, load avg {psutil.getloadavg()[0]:.1f}")
+    print(
+        f"engine scaling: {args.max_tokens} output tokens/request, EOS ignored, "
+        f"{args.duration:.0f} s per level after {args.warmup:.1f} s warm-up; "
+        f"{psutil.cpu_count()} CPUs, load avg {psutil.getloadavg()[0]:.1f}"
+    )
     for variant in variants:
         with _engine(variant, args.url) as (url, pid, settings):
             levels = asyncio.run(bench_variant(url, pid, args))

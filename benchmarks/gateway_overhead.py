@@ -47,6 +47,7 @@ class Target:
     url: str
     pid: int | None = None
     model: str = "fake"
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -125,7 +126,11 @@ def litellm_process(upstream: str) -> Iterator[Target | None]:
         f"      model: openai/fake\n      api_base: {upstream}/v1\n      api_key: sk-bench\n"
         "litellm_settings:\n  drop_params: true\n  set_verbose: false\n"
     )
-    env = {**os.environ, "LITELLM_LOG": "ERROR", "DISABLE_SCHEMA_UPDATE": "true"}
+    import secrets
+
+    master = "sk-bench-" + secrets.token_hex(16)  # the proxy refuses to start without one
+    env = {**os.environ, "LITELLM_LOG": "ERROR", "DISABLE_SCHEMA_UPDATE": "true",
+           "LITELLM_MASTER_KEY": master}
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(
         [str(exe), "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port),
@@ -148,7 +153,7 @@ def litellm_process(upstream: str) -> Iterator[Target | None]:
                   f"({(tmp / 'err.log').read_text()[-300:]})")
             yield None
             return
-        yield Target("litellm", url, proc.pid)
+        yield Target("litellm", url, proc.pid, headers={"Authorization": f"Bearer {master}"})
     finally:
         proc.terminate()
         try:
@@ -163,7 +168,7 @@ async def one(session: aiohttp.ClientSession, t: Target, stream: bool, out: Samp
     t0 = time.perf_counter()
     try:
         async with session.post(t.url + "/v1/chat/completions", data=body,
-                                headers={"Content-Type": "application/json"}) as r:
+                                headers={"Content-Type": "application/json", **t.headers}) as r:
             if stream:
                 async for _ in r.content.iter_any():
                     pass
@@ -241,6 +246,7 @@ def main() -> None:
     ap.add_argument("--litellm", action="store_true",
                     help="also measure LiteLLM's proxy (installs it into .bench-venvs/litellm)")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     seconds = args.seconds or (2.0 if args.quick else 10.0)
     max_seconds = 3.0 if args.quick else 10.0
     rates = [float(r) for r in args.rates.split(",")]
@@ -263,7 +269,7 @@ def main() -> None:
         print(f"upstream: FakeOpenAI (16 tokens, no delay) at {fake.base_url}; "
               f"{seconds:g} s per rate and target, alternating blocks; "
               f"{os.cpu_count()} CPUs, load avg {os.getloadavg()[0]:.1f}\n")
-        hdr = f"{'mode':<7}{'rate':>6}  {'target':<11}{'p50 ms':>8}{'p99 ms':>8}" \
+        hdr = f"{'mode':<7}{'rate':>6}  {'target':<11}{'p50 ms':>10}{'p99 ms':>10}" \
               f"{'added p50':>11}{'added p99':>11}{'errors':>8}{'n':>7}"
         print(hdr)
         print("-" * len(hdr))
@@ -279,7 +285,7 @@ def main() -> None:
                     added = (f"{add50:>11.3f}{add99:>11.3f}" if t.name != "direct"
                              else f"{'':>11}{'':>11}")
                     print(f"{'stream' if stream else 'json':<7}{rate:>6.0f}  {t.name:<11}"
-                          f"{pct(s.lat, 50):>8.3f}{pct(s.lat, 99):>8.3f}{added}"
+                          f"{pct(s.lat, 50):>10.3f}{pct(s.lat, 99):>10.3f}{added}"
                           f"{s.errors:>8}{len(s.lat):>7}")
         print(f"\nmax req/s (non-streamed, {args.concurrency} concurrent clients, "
               f"{max_seconds:g} s; CPU % of the serving process, 100 = one core):")

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / "report"))
-from report_synth import make_run  # noqa: E402
+from report_synth import make_run
 
-from infersight.core.metrics import aggregate  # noqa: E402
-from infersight.core.records import RunResult, load_run_result, save_run_result  # noqa: E402
-from infersight.report.html import render_views_html  # noqa: E402
-from infersight.report.markdown import render_views_markdown  # noqa: E402
-from infersight.report.view import build_views  # noqa: E402
+from infersight.core.metrics import aggregate
+from infersight.core.records import RunResult, load_run_result, save_run_result
+from infersight.report.html import render_views_html
+from infersight.report.markdown import render_views_markdown
+from infersight.report.view import build_views
 
 LEVELS = (1, 2, 4, 8, 16, 32)
 
@@ -81,7 +81,9 @@ def bench_size(n: int, repeat: int, tmp: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="one repetition (< 60 s)")
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated request counts")
     ap.add_argument("--repeat", type=int, default=None, help="repetitions of the render steps")
@@ -89,9 +91,17 @@ def main() -> None:
     repeat = args.repeat or (1 if args.quick else 3)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     cols = [
-        ("requests", "{:,}"), ("chunks", "{:,}"), ("file_mib", "{:.0f}"), ("gen", "{:.2f}"),
-        ("aggregate", "{:.2f}"), ("load", "{:.2f}"), ("views", "{:.2f}"), ("html", "{:.2f}"),
-        ("md", "{:.3f}"), ("html_kib", "{:.0f}"), ("report", "{:.2f}"),
+        ("requests", "{:,}"),
+        ("chunks", "{:,}"),
+        ("file_mib", "{:.0f}"),
+        ("gen", "{:.2f}"),
+        ("aggregate", "{:.2f}"),
+        ("load", "{:.2f}"),
+        ("views", "{:.2f}"),
+        ("html", "{:.2f}"),
+        ("md", "{:.3f}"),
+        ("html_kib", "{:.0f}"),
+        ("report", "{:.2f}"),
         ("report_recompute", "{:.2f}"),
     ]
     print(f"report render time ({len(LEVELS)} levels, median of {repeat}; seconds)", flush=True)

@@ -30,6 +30,17 @@ def _rows(plan: Plan, model: str | None) -> Iterator[BatchRow]:
             yield row
 
 
+def _api_key(cfg: BatchConfig) -> str | None:
+    """--api-key-env/--api-key-file (then required), else $INFERSIGHT_API_KEY(_FILE)."""
+    import os
+
+    from infersight.client import resolve_api_key
+
+    if cfg.api_key_env or cfg.api_key_file:
+        return resolve_api_key(env=cfg.api_key_env, file=cfg.api_key_file, required=True)
+    return resolve_api_key(env="INFERSIGHT_API_KEY", file=os.environ.get("INFERSIGHT_API_KEY_FILE"))
+
+
 def _controller(cfg: BatchConfig, now: float) -> ConcurrencyController:
     if cfg.concurrency is not None:
         return FixedConcurrency(cfg.concurrency, now=now)
@@ -99,6 +110,12 @@ def _summary(plan: Plan, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: 
     final = load_output(cfg.output, repair=False)
     s.output_rows_ok = len(final.ok_ids & scan.ids)
     s.output_rows_failed = len(final.failed_ids & scan.ids)
+    if s.output_rows_failed:
+        s.notes.append(f"{s.output_rows_failed} rows in {cfg.output} failed: rerun with --retry-failed")
+    if s.not_run and s.stopped == "budget":
+        s.notes.append(f"{s.not_run} rows not run: raise --max-cost and rerun to continue")
+    elif s.not_run and s.stopped == "interrupted":
+        s.notes.append(f"{s.not_run} rows not run: rerun the same command to resume")
     return s
 
 
@@ -109,7 +126,7 @@ async def run_batch_async(
     on_runner: Callable[[RowRunner], None] | None = None,
 ) -> BatchSummary:
     """Run a batch; ``on_runner`` receives the runner (e.g. to wire Ctrl-C to it)."""
-    from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
+    from infersight.client import Client, RetryPolicy, Timeouts
 
     plan = plan_batch(cfg)
     if not plan.todo:
@@ -117,9 +134,7 @@ async def run_batch_async(
     prog = progress or make_progress(quiet=True)
     engine: Any = None
     url = cfg.url
-    api_key = resolve_api_key(env=cfg.api_key_env, file=cfg.api_key_file) if (
-        cfg.api_key_env or cfg.api_key_file
-    ) else None
+    api_key = _api_key(cfg)
     try:
         if url is None:
             from infersight.engine import EmbeddedEngine

@@ -249,8 +249,16 @@ class OutputWriter:
             if not self._buf:
                 return 0
             batch, self._buf = self._buf, []
-            # fsync can take tens of ms; keep it off the event loop.
-            await asyncio.to_thread(self._write, b"".join(batch))
+            # fsync can take tens of ms; keep it off the event loop. Shielded: if the
+            # caller is cancelled the write still completes before the lock is free,
+            # so close() never races a write in flight.
+            fut = asyncio.get_running_loop().run_in_executor(None, self._write, b"".join(batch))
+            try:
+                await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                await asyncio.wait({fut})
+                self.rows_written += len(batch)
+                raise
             self.rows_written += len(batch)
             self.flushes += 1
             return len(batch)

@@ -75,7 +75,6 @@ class _RichProgress(BatchProgress):
         )
         self.task: Any = None
         self.t0 = time.monotonic()
-        self.reason = ""
 
     def start(self, total: int) -> None:
         self.t0 = time.monotonic()
@@ -89,13 +88,10 @@ class _RichProgress(BatchProgress):
             return
         dt = max(1e-6, time.monotonic() - self.t0)
         rate = f"{(done + failed) / dt:.2f} rows/s {tokens / dt:.0f} tok/s"
-        extra = f"c={limit} ({inflight} in flight) errors {errors} failed {failed}"
-        if self.reason:
-            extra += f" | {self.reason}"
+        extra = f"c={limit} ({inflight} in flight) err {errors} failed {failed}"
         self.progress.update(self.task, completed=done + failed, rate=rate, extra=extra)
 
     def decision(self, d: Decision) -> None:
-        self.reason = d.reason if len(d.reason) < 60 else d.reason[:57] + "..."
         self.progress.console.print(f"[dim]{d.t:7.1f}s[/dim] concurrency {d.old} -> {d.new}: {d.reason}")
 
     def note(self, text: str) -> None:

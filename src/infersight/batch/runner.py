@@ -74,10 +74,14 @@ class RowRunner:
         max_attempts: int,
         stream: bool = False,
         default_model: str | None = None,
+        max_retry_wait: float = 300.0,
     ) -> None:
         self.client, self.rows, self.ctrl, self.meter = client, rows, ctrl, meter
         self.writer, self.progress = writer, progress
         self.max_attempts, self.stream, self.default_model = max_attempts, stream, default_model
+        #: A Retry-After longer than this fails the row at once (design.md s.3: fail
+        #: fast when the wait does not fit); --retry-failed runs it later.
+        self.max_retry_wait = max_retry_wait
         self.done = self.failed = self.attempts = self.retries = 0
         self.errors: Counter[str] = Counter()
         self.failed_by_kind: Counter[str] = Counter()
@@ -91,6 +95,7 @@ class RowRunner:
         self._held: BatchRow | None = None
         self._tasks: dict[asyncio.Task[tuple[bool, Any, float]], tuple[BatchRow, int]] = {}
         self._wake = asyncio.Event()
+        self._closing = asyncio.Event()
         self._stopping = False
         self._cancel_at: float | None = None
         self._exhausted = False
@@ -164,6 +169,8 @@ class RowRunner:
             )
         except InfersightError as e:
             return False, e, t0
+        except Exception as e:  # a bug below us must cost one row, never the run
+            return False, InfersightError(f"unexpected {type(e).__name__}: {e}"), t0
         return True, comp, t0
 
     def _done_now(self) -> bool:
@@ -202,14 +209,17 @@ class RowRunner:
                 t.cancel()
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher
+            self._closing.set()
+            await flusher
+            if self._flush_task is not None:
+                await self._flush_task
             await self.writer.flush()
 
     async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(_FLUSH_EVERY)
+        # Ends on _closing, never by cancellation, so no write is ever abandoned.
+        while not self._closing.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), _FLUSH_EVERY)
             await self.writer.flush()
 
     # -- results -----------------------------------------------------------------------
@@ -246,9 +256,13 @@ class RowRunner:
     def _success(self, row: BatchRow, comp: Any, t0: float, now: float) -> None:
         rec: RequestRecord = comp.record
         self.ctrl.on_success(now, started=t0, latency=now - t0, ttft=rec.ttft, tpot=rec.tpot)
-        usage = comp.usage or (comp.response or {}).get("usage") or {}
-        p = int(usage.get("prompt_tokens") or rec.prompt_tokens or 0)
-        c = int(usage.get("completion_tokens") or rec.completion_tokens or 0)
+        usage = comp.usage or (comp.response or {}).get("usage")
+        if isinstance(usage, dict):
+            p, c = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        else:  # no usage from the server: the client's counts (estimated from chunks)
+            p, c = rec.prompt_tokens or 0, rec.output_tokens
+        if row.url == "/v1/embeddings":
+            c = 0
         model = (comp.response or {}).get("model")
         self.meter.record(row, p, c, model if isinstance(model, str) else None)
         rid = rec.server_request_id or comp.headers.get("x-request-id")
@@ -266,7 +280,8 @@ class RowRunner:
                 self.fatal, self.stopped = e, "auth"
                 self._stopping, self._cancel_at = True, now
             return
-        if e.retryable and attempt < self.max_attempts and not self._stopping:
+        too_long = retry_after is not None and retry_after > self.max_retry_wait
+        if e.retryable and attempt < self.max_attempts and not self._stopping and not too_long:
             delay = retry_after if retry_after else random.uniform(0, min(30.0, 0.5 * 2 ** (attempt - 1)))
             heapq.heappush(self._retry, _Retry(now + delay, next(self._seq), row, attempt + 1))
             self.retries += 1

@@ -110,6 +110,7 @@ async def _run_with_target(
                         target_rate=None if level.rate is None or math.isinf(level.rate)
                         else level.rate,
                         loadgen_cpu_percent=outcome.cpu_percent,
+                        check_lag=level.rate is None or not math.isinf(level.rate),
                     )  # fmt: skip
                     result.aggregates[level.name] = agg
                     planner.record(level, agg)
@@ -175,7 +176,7 @@ async def _run_one(
     display.show(level.name, live)
     if cfg.workers > 1:
         return await run_level_in_workers(
-            spec, plan, workers=cfg.workers, t0_delay=2.0,
+            spec, plan, workers=cfg.workers,
             stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live,
         )  # fmt: skip
     return await run_level(

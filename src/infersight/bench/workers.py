@@ -78,7 +78,7 @@ def _worker_main(
     index: int,
     spec: ClientSpec,
     plan: LevelPlan,
-    t0: float,
+    t0: Any,
     counter: Any,
     stop_ev: Any,
     hard_ev: Any,
@@ -95,7 +95,7 @@ async def _worker_async(
     index: int,
     spec: ClientSpec,
     plan: LevelPlan,
-    t0: float,
+    t0: Any,
     counter: Any,
     stop_ev: Any,
     hard_ev: Any,
@@ -118,10 +118,15 @@ async def _worker_async(
             out.put(("progress", index, stats.take()))
 
     async with make_client(spec) as client:
+        # Ready: tell the parent, then wait for the common start time it picks once
+        # every worker is ready (process start-up time must not become schedule lag).
+        out.put(("ready", index))
+        while t0.value <= 0 and not stop_ev.is_set():
+            await asyncio.sleep(0.01)
         reporter = asyncio.ensure_future(report())
         try:
             return await run_level(
-                client, plan, t0=t0, stop=stop_ev.is_set, hard_stop=hard_ev.is_set,
+                client, plan, t0=t0.value, stop=stop_ev.is_set, hard_stop=hard_ev.is_set,
                 next_index=take, live=stats,
             )  # fmt: skip
         finally:
@@ -149,7 +154,6 @@ async def run_level_in_workers(
     plan: LevelPlan,
     *,
     workers: int,
-    t0_delay: float,
     stop: Any,
     hard_stop: Any,
     live: LiveStats,
@@ -157,7 +161,7 @@ async def run_level_in_workers(
     """Run ``plan`` across ``workers`` processes; merge their records.
 
     ``stop``/``hard_stop`` are callables polled here and forwarded to the workers.
-    ``t0_delay`` leaves the workers time to start before the first send.
+    The level starts 0.1 s after the last worker is ready.
     """
     ctx = mp.get_context("spawn")
     out: Any = ctx.Queue()
@@ -165,7 +169,8 @@ async def run_level_in_workers(
     stop_ev, hard_ev = ctx.Event(), ctx.Event()
     shares = _split(plan, workers)
     wall0 = time.monotonic()
-    t0 = wall0 + t0_delay
+    t0: Any = ctx.Value("d", 0.0)
+    ready = 0
     procs = [
         ctx.Process(
             target=_worker_main,
@@ -192,7 +197,11 @@ async def run_level_in_workers(
                     break  # a worker died without reporting
                 await asyncio.sleep(0.05)
                 continue
-            if msg[0] == "progress":
+            if msg[0] == "ready":
+                ready += 1
+                if ready == len(procs):
+                    t0.value = time.monotonic() + 0.1
+            elif msg[0] == "progress":
                 live.merge_snapshot(msg[2])
             else:
                 records.extend(RequestRecord.from_dict(d) for d in msg[2])

@@ -20,9 +20,9 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(None, help="Model for rows that name none (default: the server's first)."),
         max_tokens: int | None = typer.Option(None, help="max_tokens for rows that set none."),
         concurrency: int | None = typer.Option(None, "--concurrency", "-c", help="Fixed concurrency (default: adaptive)."),
-        start_concurrency: int = typer.Option(2, help="Adaptive: where to start."),
-        min_concurrency: int = typer.Option(1, help="Adaptive: lower bound."),
-        max_concurrency: int = typer.Option(256, help="Adaptive: upper bound."),
+        start_concurrency: int | None = typer.Option(None, help="Adaptive: where to start [2]."),
+        min_concurrency: int | None = typer.Option(None, help="Adaptive: lower bound [1]."),
+        max_concurrency: int | None = typer.Option(None, help="Adaptive: upper bound [256]."),
         max_latency: float | None = typer.Option(None, help="Adaptive: keep p90 request latency under this (s)."),
         ttft_slo: float | None = typer.Option(None, help="Adaptive: keep p90 TTFT under this (s); streams requests."),
         tpot_slo: float | None = typer.Option(None, help="Adaptive: keep p90 TPOT under this (s); streams requests."),
@@ -30,20 +30,28 @@ def register(app: typer.Typer) -> None:
         prices: Path | None = typer.Option(None, help="Price table TOML ($ per million tokens per model)."),
         price_in: float | None = typer.Option(None, help="Flat $ per million input tokens."),
         price_out: float | None = typer.Option(None, help="Flat $ per million output tokens."),
-        on_bad_line: str = typer.Option("stop", help="stop (default) or skip invalid input lines."),
+        on_bad_line: str | None = typer.Option(None, help="stop [default] or skip invalid input lines."),
         retry_failed: bool = typer.Option(False, "--retry-failed", help="Run again only the rows the output holds as failed."),
-        max_attempts: int = typer.Option(5, help="Attempts per row for retryable errors (429, 503, connect...)."),
-        timeout: float = typer.Option(600.0, help="Seconds one attempt may take."),
-        grace: float = typer.Option(10.0, help="Seconds Ctrl-C waits for rows in flight before cancelling them."),
-        parallel: int = typer.Option(8, help="Slots of the embedded engine (without --url)."),
+        max_attempts: int | None = typer.Option(None, help="Attempts per row for retryable errors (429, 503, connect...) [5]."),
+        timeout: float | None = typer.Option(None, help="Seconds one attempt may take [600]."),
+        grace: float | None = typer.Option(None, help="Seconds Ctrl-C waits for rows in flight before cancelling them [10]."),
+        parallel: int | None = typer.Option(None, help="Slots of the embedded engine (without --url) [8]."),
         summary_json: Path | None = typer.Option(None, help="Also write the summary as JSON here."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only validate the input and show what would run."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     ) -> None:
         """Run a file of prompts through an endpoint as fast as it takes, resumably.
 
-        Results stream to OUT as they complete (fsync'ed); rerun the same command to
-        resume. Exit 0 when every row is done, 1 when rows failed or were left (budget),
+        Every line is validated before anything is sent. Results stream to OUT as
+        they complete, one OpenAI Batch output line per row (fsync'ed): rerun the same
+        command to resume (rows already in OUT are skipped; a torn last line from a
+        crash is cut). Rows that failed after retries are written with error.code =
+        the error kind; --retry-failed runs only those, appending their new lines
+        (the last line of a custom_id wins) and compacting OUT to one line per row at
+        the end. The first Ctrl-C stops sending and waits --grace s for rows in
+        flight; a second one cancels them.
+
+        Exit 0 when every row is done, 1 when rows failed or were left (budget),
         130 on Ctrl-C, 2 on bad input.
         """
         import sys
@@ -56,18 +64,20 @@ def register(app: typer.Typer) -> None:
         from infersight.batch.progress import make_progress
         from infersight.core.errors import ConfigError
 
-        if on_bad_line not in ("stop", "skip"):
+        if on_bad_line is not None and on_bad_line not in ("stop", "skip"):
             raise ConfigError(f"--on-bad-line must be stop or skip, not {on_bad_line!r}")
-        cfg = BatchConfig.build(
-            input=input, output=out, url=url, api_key_env=api_key_env, api_key_file=api_key_file,
+        given = dict(
+            url=url, api_key_env=api_key_env, api_key_file=api_key_file,
             model=model, max_tokens=max_tokens, concurrency=concurrency,
             start_concurrency=start_concurrency, min_concurrency=min_concurrency,
             max_concurrency=max_concurrency, max_latency=max_latency, ttft_slo=ttft_slo,
             tpot_slo=tpot_slo, max_cost=max_cost, prices=prices, price_in=price_in,
-            price_out=price_out, on_bad_line=on_bad_line, retry_failed=retry_failed,
-            max_attempts=max_attempts, timeout=timeout, grace=grace, engine_parallel=parallel,
-            quiet=quiet,
+            price_out=price_out, on_bad_line=on_bad_line, max_attempts=max_attempts,
+            timeout=timeout, grace=grace, engine_parallel=parallel,
+            retry_failed=retry_failed or None, quiet=quiet or None,
         )
+        # Only flags actually given: the rest come from INFERSIGHT_BATCH_* or defaults.
+        cfg = BatchConfig.build(input=input, output=out, **{k: v for k, v in given.items() if v is not None})
         try:
             if dry_run:
                 plan = plan_batch(cfg)
@@ -78,7 +88,7 @@ def register(app: typer.Typer) -> None:
                     f"{len(plan.state.done)} already in {out}, {len(plan.todo)} to run"
                 )
                 return
-            summary = run_batch(cfg, handle_signals=True, progress=make_progress(quiet=quiet))
+            summary = run_batch(cfg, handle_signals=True, progress=make_progress(quiet=cfg.quiet))
         except BadInput as e:
             for b in e.bad_lines[:50]:
                 typer.echo(f"{input}: {b}", err=True)

@@ -67,7 +67,10 @@ def register(app: typer.Typer) -> None:
         ),
         cooldown: str = typer.Option("auto", help="Cut from the end of the window, like --warmup."),
         workers: int = typer.Option(1, help="Load-generator processes."),
-        max_concurrency: int = typer.Option(0, help="Cap on requests in flight (0 = none); the excess waits in the client and counts in latency."),
+        max_concurrency: int = typer.Option(
+            0,
+            help="Cap on requests in flight (0 = none); the excess waits in the client and counts in latency.",
+        ),
         grace: float = typer.Option(5.0, help="Seconds Ctrl-C waits for requests in flight."),
         input_tokens: str = typer.Option(
             "fixed:128", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."
@@ -149,6 +152,8 @@ def register(app: typer.Typer) -> None:
         )  # fmt: skip
         _check_inputs(cfg)
         console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)  # a file or pipe: keep the table's columns whole
         if cfg.url is None:
             console.print("[dim]starting the embedded engine...[/]")
         result = run_coroutine(run_async(cfg, display=LiveDisplay(cfg.progress)))

@@ -50,6 +50,9 @@ def register(app: typer.Typer) -> None:
         no_access_log: bool = typer.Option(
             False, "--no-access-log", help="Do not print one JSON line per request."
         ),
+        example_config: bool = typer.Option(
+            False, "--example-config", help="Print a commented example config file and exit."
+        ),
         hash_key: bool = typer.Option(
             False, "--hash-key",
             help="Read a gateway API key on stdin, print the sha256 to put in the config, exit.",
@@ -60,10 +63,17 @@ def register(app: typer.Typer) -> None:
         Endpoints: /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models,
         /metrics (Prometheus), /health, /stats. With no --upstream and no upstreams in
         the config, the embedded engine is started and fronted (the default local stack).
+        Start from `infersight gateway --example-config > gateway.toml`.
         """
         from infersight.gateway.config import hash_key as _hash
         from infersight.gateway.config import load_config, parse_upstream_flag
 
+        if example_config:
+            from importlib import resources
+
+            text = resources.files("infersight.data").joinpath("gateway/example.toml")
+            typer.echo(text.read_text(), nl=False)
+            return
         if hash_key:
             key = sys.stdin.readline().strip()
             if not key:
@@ -89,8 +99,12 @@ def register(app: typer.Typer) -> None:
             if ttft_timeout is not None:
                 u["ttft_timeout_s"] = ttft_timeout
         extra: dict[str, Any] = {"upstreams": ups}
-        if not ups and concurrency is not None:
-            extra["engine_parallel"] = concurrency
+        if not ups:  # the embedded engine: --concurrency is also its slot count
+            extra.update(
+                engine_parallel=concurrency,
+                engine_queue=queue,
+                engine_limiter="gradient" if adaptive else None,
+            )
         cfg = load_config(config, **overrides, **extra)
 
         from infersight.gateway.runner import serve

@@ -200,7 +200,9 @@ async def _serve_exporter(
     if gpu:
         samplers.append(GpuSampler())
     samplers.extend(EngineScraper(u, api_key=api_key, timeout=scrape_timeout) for u in urls)
-    srv = ExporterServer(Recorder(samplers, interval=interval), host=host, port=port)
+    # The exporter serves only the latest round; keep a small buffer.
+    rec = Recorder(samplers, interval=interval, capacity=10_000)
+    srv = ExporterServer(rec, host=host, port=port)
     await srv.start()
     typer.echo(f"infersight exporter: {srv.url}/metrics  (health: {srv.url}/health)", err=True)
     for u in urls:

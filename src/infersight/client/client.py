@@ -20,8 +20,9 @@ from typing import Any
 import aiohttp
 import orjson
 
-from infersight.client.attempt import on_headers_sent, send_attempt, simple_call
-from infersight.client.retry import RetryPolicy
+from infersight.client.attempt import on_headers_sent, send_attempt
+from infersight.client.info import ServerInfo
+from infersight.client.retry import RetryPolicy, run_with_retries
 from infersight.client.stream import StreamResponse, fail_record, mark_cancelled
 from infersight.client.types import Completion, Timeouts
 from infersight.core import errors as E
@@ -32,7 +33,7 @@ __all__ = ["Client"]
 _REQUEST_KWARGS = ("scheduled", "deadline", "request_id", "headers", "record")
 
 
-class Client:
+class Client(ServerInfo):
     """Async client for OpenAI-compatible servers (vLLM, SGLang, llama.cpp, TGI, OpenAI).
 
     ``base_url`` is the server root (``http://host:port``); a trailing ``/v1`` is
@@ -53,6 +54,10 @@ class Client:
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise E.ConfigError(f"base URL must start with http:// or https://: {base_url!r}")
+        if max_connections < 0:
+            raise E.ConfigError(
+                f"max_connections must be >= 0 (0 = unlimited), got {max_connections}"
+            )
         self.base_url = base_url.rstrip("/")
         self.timeouts = timeouts or Timeouts()
         self.retry = retry or RetryPolicy()
@@ -150,35 +155,23 @@ class Client:
         budget = policy.budget
         if budget is not None:
             budget.deposit(now)
-        attempt = 0
+        session = self._get_session()
+
+        async def attempt() -> StreamResponse:
+            return await send_attempt(
+                session,
+                url,
+                payload,
+                hdrs,
+                rec,
+                deadline,
+                timeouts=self.timeouts,
+                key=self._key,
+                key_source=self._key_source,
+            )
+
         try:
-            while True:
-                attempt += 1
-                rec.attempts = attempt
-                try:
-                    if time.monotonic() >= deadline:
-                        raise E.DeadlineExceeded(f"the request to {url} passed its deadline")
-                    return await send_attempt(
-                        self._get_session(),
-                        url,
-                        payload,
-                        hdrs,
-                        rec,
-                        deadline,
-                        timeouts=self.timeouts,
-                        key=self._key,
-                        key_source=self._key_source,
-                    )
-                except E.InfersightError as e:
-                    if not e.retryable or attempt >= policy.max_attempts:
-                        raise
-                    ra = e.retry_after if isinstance(e, E.StatusError) else None
-                    wait = ra + 0.001 if ra is not None else policy.backoff(attempt)
-                    if time.monotonic() + wait >= deadline:
-                        raise  # Retry-After (or backoff) does not fit: fail fast with it
-                    if budget is not None and not budget.withdraw():
-                        raise
-                    await asyncio.sleep(wait)
+            return await run_with_retries(attempt, policy, rec, deadline, url)
         except E.InfersightError as e:
             raise fail_record(rec, e) from None
         except asyncio.CancelledError:
@@ -286,59 +279,3 @@ class Client:
         """POST /v1/completions (a prompt string, or a list for a batch)."""
         body, kw = self._body("prompt", prompt, model, max_tokens, stream, extra)
         return await self.request("/v1/completions", body, **kw)
-
-    async def get(self, path: str) -> tuple[int, bytes]:
-        """GET any path (``/metrics``, ``/health``...): (status, body) for 2xx and 404;
-        other statuses raise a StatusError, transport failures a TransportError."""
-        return await self._simple("GET", path)
-
-    async def _simple(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-        return await simple_call(
-            self._get_session(),
-            method,
-            self.url(path),
-            headers=self._headers,
-            body=body,
-            total=self.timeouts.total,
-            key=self._key,
-            key_source=self._key_source,
-        )
-
-    async def get_json(self, path: str) -> Any:
-        """GET a JSON document, with typed errors (404 -> BadRequest)."""
-        status, data = await self._simple("GET", path)
-        if status == 404:
-            raise E.BadRequest(f"HTTP 404 from {self.url(path)}", status=404)
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise E.MalformedStream(f"{self.url(path)} did not answer JSON") from None
-
-    async def models(self) -> list[str]:
-        """The model ids the server lists at /v1/models."""
-        doc = await self.get_json("/v1/models")
-        data = doc.get("data") if isinstance(doc, dict) else None
-        if not isinstance(data, list):
-            return []
-        return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
-
-    async def tokenize(self, text: str) -> list[int] | None:
-        """Token ids from the server's /tokenize (llama.cpp, vLLM); None if it has none."""
-        status, data = await self._simple("POST", "/tokenize", {"content": text, "prompt": text})
-        if status == 404:
-            return None
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return None
-        toks = doc.get("tokens") if isinstance(doc, dict) else None
-        if not isinstance(toks, list):
-            return None
-        return [int(t["id"]) if isinstance(t, dict) else int(t) for t in toks]
-
-    async def warmup(self) -> float:
-        """Send one tiny chat request (1 token); return its latency in seconds."""
-        c = await self.chat([{"role": "user", "content": "Hi"}], max_tokens=1, stream=False)
-        rec = c.record
-        start = rec.sent if rec.sent is not None else rec.scheduled
-        return (rec.end or time.monotonic()) - start

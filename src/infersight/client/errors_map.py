@@ -198,6 +198,12 @@ def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return E.ConnectTimeout(f"connecting to {url} timed out")
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
+        err = E.ConnectError(
+            f"TLS handshake with {url} failed (certificate or TLS setup): {detail}"
+        )
+        err.retryable = False  # retrying cannot fix a certificate
+        return err
     if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.InvalidURL):
         if isinstance(exc, aiohttp.InvalidURL):
             return E.ConfigError(f"invalid URL {url}")

@@ -10,7 +10,14 @@ import orjson
 from infersight.core import errors as E
 from infersight.core.records import RequestRecord
 
-__all__ = ["fail_record", "mark_cancelled", "merge_tool_calls", "merged_response", "parse_body"]
+__all__ = [
+    "fail_record",
+    "mark_cancelled",
+    "merge_tool_calls",
+    "merged_response",
+    "parse_body",
+    "settle_tokens",
+]
 
 
 def fail_record(rec: RequestRecord, exc: E.InfersightError) -> E.InfersightError:
@@ -109,3 +116,22 @@ def merged_response(
         "choices": [choice],
         "usage": usage,
     }
+
+
+def settle_tokens(rec: RequestRecord, usage: dict[str, Any] | None, *, estimated_ok: bool) -> None:
+    """Token counts of a finished answer: the server's usage first, else the chunks.
+
+    ``usage_mismatch`` flags usage that disagrees with the content-chunk count
+    (only meaningful for streams, hence ``estimated_ok``).
+    """
+    counted = sum(rec.chunk_tokens)
+    ct = usage.get("completion_tokens") if usage else None
+    pt = usage.get("prompt_tokens") if usage else None
+    if isinstance(pt, int):
+        rec.prompt_tokens = pt
+    if isinstance(ct, int):
+        rec.completion_tokens = ct
+        rec.usage_mismatch = ct != counted and estimated_ok
+    else:
+        rec.completion_tokens = counted
+        rec.tokens_estimated = True

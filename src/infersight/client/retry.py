@@ -10,14 +10,21 @@ into a retry storm.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from infersight.core import errors as E
 from infersight.core.errors import ConfigError
+from infersight.core.records import RequestRecord
 
-__all__ = ["RetryBudget", "RetryPolicy"]
+T = TypeVar("T")
+
+__all__ = ["RetryBudget", "RetryPolicy", "run_with_retries"]
 
 
 class RetryBudget:
@@ -102,3 +109,38 @@ class RetryPolicy:
     def none(cls) -> RetryPolicy:
         """A policy that never retries."""
         return cls(max_attempts=1, budget=None)
+
+
+async def run_with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    rec: RequestRecord,
+    deadline: float,
+    url: str,
+) -> T:
+    """Call ``attempt`` until it succeeds or the policy says stop; count attempts.
+
+    A retryable error is retried after the server's Retry-After, or else a
+    full-jitter backoff, if that wait fits before the deadline and the budget allows;
+    otherwise the error itself is raised at once (fail fast).
+    """
+    budget = policy.budget
+    n = 0
+    while True:
+        n += 1
+        rec.attempts = n
+        try:
+            if time.monotonic() >= deadline:
+                raise E.DeadlineExceeded(f"the request to {url} passed its deadline")
+            return await attempt()
+        except E.InfersightError as e:
+            if not e.retryable or n >= policy.max_attempts:
+                raise
+            ra = e.retry_after if isinstance(e, E.StatusError) else None
+            # +1 ms so that a timer firing a hair early never undercuts Retry-After.
+            wait = ra + 0.001 if ra is not None else policy.backoff(n)
+            if time.monotonic() + wait >= deadline:
+                raise  # the wait does not fit before the deadline: fail fast with the error
+            if budget is not None and not budget.withdraw():
+                raise
+            await asyncio.sleep(wait)

@@ -24,6 +24,7 @@ from infersight.client.outcome import (
     merge_tool_calls,
     merged_response,
     parse_body,
+    settle_tokens,
 )
 from infersight.client.sse import SSEEvent, SSEParser
 from infersight.client.types import Completion
@@ -34,6 +35,8 @@ from infersight.core.records import RequestRecord
 __all__ = ["StreamResponse", "fail_record", "mark_cancelled"]
 
 INF = math.inf
+#: Seconds to wait for the end of the body after [DONE] before dropping the connection.
+_EOF_GRACE = 0.2
 _SSE_STARTS = (b"data:", b"event", b": ", b":ok", b"id: ", b"retry")
 
 
@@ -177,11 +180,12 @@ class StreamResponse:
         """Read to the end without yielding events (used by ``Client.request``)."""
         try:
             while not self._eof and self._error is None:
+                if self._done:
+                    await self._finish_eof()
+                    break
                 await self._read()
                 if self.is_sse:
                     self._pending.clear()
-                if self._done and not self._eof:
-                    await self._finish_eof()
         except E.InfersightError as e:
             raise self._fail(e) from None
         except asyncio.CancelledError:
@@ -191,11 +195,19 @@ class StreamResponse:
         self._settle()
 
     async def _finish_eof(self) -> None:
-        """After [DONE], read the rest so the connection can be reused; errors ignored."""
+        """After [DONE], read the body's end so the connection can be reused.
+
+        Never wait long: some servers hold the stream open after [DONE]; then the
+        connection is dropped instead. Errors after [DONE] do not matter.
+        """
         try:
+            if not self._content.is_eof():
+                async with asyncio.timeout(_EOF_GRACE):
+                    while not self._eof:
+                        await self._read()
             while not self._eof:
-                await self._read()
-        except E.InfersightError:
+                await self._read()  # the rest is buffered: no wait
+        except (E.InfersightError, TimeoutError):
             self._eof = True
             self._resp.close()
 
@@ -248,18 +260,7 @@ class StreamResponse:
         self._resp.release()
         rec.end = self._done_at if self._done_at is not None else time.monotonic()
         rec.finish_reason = self.finish_reason
-        counted = sum(rec.chunk_tokens)
-        usage = self.usage
-        ct = usage.get("completion_tokens") if usage else None
-        pt = usage.get("prompt_tokens") if usage else None
-        if isinstance(pt, int):
-            rec.prompt_tokens = pt
-        if isinstance(ct, int):
-            rec.completion_tokens = ct
-            rec.usage_mismatch = ct != counted and self.is_sse
-        else:
-            rec.completion_tokens = counted
-            rec.tokens_estimated = True
+        settle_tokens(rec, self.usage, estimated_ok=self.is_sse)
         rec.ok = True
         rec.error = None
 
@@ -293,6 +294,12 @@ class StreamResponse:
         """A non-streamed answer: the whole body is the one chunk."""
         body = b"".join(ev.data for ev in self._pending)
         obj, texts, finish, usage = parse_body(body, self._url)
+        err = obj.get("error")
+        if err and "choices" not in obj and "data" not in obj:
+            # An error wrapped in a 200 answer (some proxies and servers do this).
+            raise error_from_event(
+                err if isinstance(err, dict) else {"message": str(err)}, self.status, self._key
+            )
         self._text.extend(texts)
         self.finish_reason = finish
         self.usage = usage

@@ -125,8 +125,8 @@ def diagnose(
                 # every request alive in the slice counts towards it
                 ids = np.flatnonzero((ra.scheduled < b) & (ends >= a))
                 names, counts = np.unique(level_of[ids], return_counts=True)
-                name = str(names[np.argmax(counts)]) if ids.size else ""
-                windows.append((name or None, ids, float(a), float(b)))
+                top = str(names[np.argmax(counts)]) if ids.size else ""
+                windows.append((top or None, ids, float(a), float(b)))
         else:
             for name, ids in levels:
                 a, b = _span(ra, ids)

@@ -82,6 +82,17 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext) -> EngineS
         s.Q_max = idx.max_sum("engine.requests_waiting", t0, t1) or 0.0
         s.Q_frac = idx.frac_positive("engine.requests_waiting", t0, t1) or 0.0
         s.rq_source = "engine /metrics (engine.requests_running / engine.requests_waiting)"
+        # Requests the client has in flight but the engine neither runs nor lists as
+        # waiting are queued before its scheduler (HTTP accept queue, proxy): count them.
+        q_client = w.inflight_mean - s.R
+        if w.n and q_client > s.Q + max(1.0, 0.1 * w.inflight_mean):
+            s.Q = q_client
+            s.Q_max = max(s.Q_max, float(w.inflight_max) - s.R)
+            s.Q_frac = max(s.Q_frac, 1.0 if q_client >= 0.5 else 0.0)
+            s.rq_source = (
+                "engine /metrics running + client in-flight count (requests "
+                "waiting before the engine's scheduler)"
+            )
     else:
         _client_rq(w, s, ctx.slots)
     s.kv = idx.mean_avg("engine.kv_cache_usage", t0, t1)

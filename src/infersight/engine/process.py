@@ -36,6 +36,14 @@ class EngineStartError(ConfigError):
     """The embedded engine did not start; the message says why in one line."""
 
 
+def child_env(config: EngineConfig) -> dict[str, str]:
+    """The engine's environment: the caller's, with the configured OpenMP wait policy."""
+    env = dict(os.environ)
+    env["OMP_WAIT_POLICY"] = config.omp_wait_policy
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
 def _llama_error_line(lines: list[str]) -> str | None:
     """llama.cpp's first error line (usually the root cause), without its time stamp."""
     for raw in lines:
@@ -107,6 +115,9 @@ class EmbeddedEngine:
         verbose: show llama.cpp's info log on stderr (default: only kept in
             :meth:`log_tail`).
         log: where to echo the log when verbose (default ``sys.stderr``).
+        http_threads, n_batch, n_ubatch, omp_wait_policy: tuning; see
+            :class:`~infersight.engine.config.EngineConfig` and
+            :func:`~infersight.engine.config.resolve_config`.
     """
 
     def __init__(
@@ -125,6 +136,7 @@ class EmbeddedEngine:
         http_threads: int | None = None,
         n_batch: int | None = None,
         n_ubatch: int | None = None,
+        omp_wait_policy: str | None = None,
     ) -> None:
         self.config: EngineConfig = resolve_config(
             model=model,
@@ -138,6 +150,7 @@ class EmbeddedEngine:
             http_threads=http_threads,
             n_batch=n_batch,
             n_ubatch=n_ubatch,
+            omp_wait_policy=omp_wait_policy,
         )
         self.startup_timeout = startup_timeout
         self._echo = (log or sys.stderr) if verbose else None
@@ -196,6 +209,7 @@ class EmbeddedEngine:
             "n_batch": c.n_batch,
             "n_ubatch": c.n_ubatch,
             "http_threads": c.http_threads,
+            "omp_wait_policy": c.omp_wait_policy,
             "api_key": c.api_key is not None,  # whether one is set; never the key
             "load_seconds": self._ready.get("load_seconds"),
             "versions": self._ready.get("versions", {}),
@@ -214,8 +228,7 @@ class EmbeddedEngine:
         """
         if self.running:
             return self
-        env = dict(os.environ)
-        env.setdefault("PYTHONUNBUFFERED", "1")
+        env = child_env(self.config)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "infersight.engine", "--child"],
             stdin=subprocess.PIPE,

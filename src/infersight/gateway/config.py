@@ -175,6 +175,8 @@ class GatewayConfig(BaseConfig):
     #: With no upstream: start the embedded engine with these slots.
     engine_parallel: int = Field(default=8, ge=1)
     engine_ctx: int | None = None
+    engine_limiter: LimiterKind = "static"
+    engine_queue: int | None = Field(default=None, ge=0)
 
 
 def hash_key(key: str) -> str:

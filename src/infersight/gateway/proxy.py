@@ -14,6 +14,7 @@ to the client as soon as each event is complete, never buffered.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -72,6 +73,8 @@ class Call:
     cost: float | None = None
     #: Set once a byte of the answer reached the client: no failover after that.
     committed: bool = False
+    #: When the upstream's first content arrived (streams): the limiter's latency signal.
+    first_content_at: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -149,14 +152,20 @@ class Proxy:
                 if call.error == "TruncatedStream":
                     up.breaker.record_failure()
                     dropped = True
+                elif call.error == "Cancelled":
+                    up.breaker.record_neutral()
                 else:
                     up.breaker.record_success()
                 if cand.fallback:
                     self.metrics.fallbacks.labels(call.model, cand.model).inc()
                 return result
             finally:
-                # Queue/in-flight gauges are refreshed when /metrics is scraped, not here.
-                adm.release(time.monotonic() - t0, dropped=dropped)
+                # For streams the limiter learns from time-to-first-content: it rises with
+                # queueing inside the upstream but not with the answer's length.
+                # (Queue/in-flight gauges are refreshed when /metrics is scraped.)
+                end = call.first_content_at if call.first_content_at else time.monotonic()
+                call.first_content_at = None
+                adm.release(end - t0, dropped=dropped)
         raise self._no_candidate(call, last)
 
     def _count_attempts(self, call: Call, up: Upstream, attempts: int) -> None:
@@ -213,13 +222,16 @@ class Proxy:
         """Pass a stream through; fail over only until the first byte is written."""
 
         async def attempt(up: Upstream, cand: Candidate) -> web.StreamResponse:
-            assert up.client is not None
+            assert up.stream_client is not None
             self.metrics.child(self.metrics.upstream_calls, up.name, call.endpoint).inc()
-            cm = up.client.stream(
-                call.path, self._body_for(call, cand),
-                deadline=call.deadline, request_id=call.request_id,
+            cm = up.stream_client.stream(
+                call.path,
+                self._body_for(call, cand),
+                deadline=call.deadline,
+                request_id=call.request_id,
             )
             async with cm as sr:
+                call.first_content_at = time.monotonic()
                 self._count_attempts(call, up, sr.record.attempts or 1)
                 resp = web.StreamResponse(status=200, headers={**_SSE_HEADERS, **self.headers(call)})
                 await resp.prepare(request)
@@ -234,8 +246,14 @@ class Proxy:
         write = resp.write
         wants_usage = call.wants_usage
         saw_done = False
+        sse = getattr(sr, "is_sse", True)
         try:
             async for ev in sr.events():
+                if not sse:  # the upstream ignored "stream": relay its body as one event
+                    self._usage(call, ev.json.get("usage") if ev.json else None)
+                    call.ttft = time.monotonic() - call.arrival
+                    await write(b"data: " + orjson.dumps(ev.json) + b"\n\n")
+                    continue
                 if ev.done:
                     saw_done = True
                 if ev.usage is not None:
@@ -245,14 +263,20 @@ class Proxy:
                 if ev.has_content and call.ttft is None:
                     call.ttft = time.monotonic() - call.arrival
                 await write(ev.raw)
+        except ConnectionError:
+            # The client hung up: stop; leaving the upstream stream drops that request too.
+            call.status, call.error = 499, "Cancelled"
+            return
         except InfersightError as e:
             # Content already reached the client: end with an SSE error event, never [DONE].
             call.error = "TruncatedStream"
             self.metrics.truncations.labels(call.served_model or call.model, call.upstream).inc()
             trunc = TruncatedStream(f"upstream stream broke after content was sent: {e}")
-            await write(b"data: " + orjson.dumps(error_body(trunc)) + b"\n\n")
-            await resp.write_eof()
+            with contextlib.suppress(ConnectionError):
+                await write(b"data: " + orjson.dumps(error_body(trunc)) + b"\n\n")
+                await resp.write_eof()
             return
-        if not saw_done:
-            await write(_DONE)
-        await resp.write_eof()
+        with contextlib.suppress(ConnectionError):
+            if not saw_done:
+                await write(_DONE)
+            await resp.write_eof()

@@ -39,7 +39,9 @@ def embedded_upstream(cfg: GatewayConfig) -> Iterator[GatewayConfig]:
             # The engine has `parallel` slots: a deeper limit would only queue inside it,
             # where the gateway can neither see nor shed the wait.
             concurrency=cfg.engine_parallel,
-            queue=max(16, cfg.engine_parallel * 8),
+            max_concurrency=max(cfg.engine_parallel * 4, 8),
+            limiter=cfg.engine_limiter,
+            queue=cfg.engine_queue if cfg.engine_queue is not None else cfg.engine_parallel * 8,
         )
         yield cfg.model_copy(update={"upstreams": [up]})
 

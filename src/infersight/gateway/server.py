@@ -23,12 +23,13 @@ from aiohttp import hdrs, web
 
 from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
 from infersight.core.pricing import PriceTable
+from infersight.gateway.admin import AdminEndpoints
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.batching import Batching
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.errors import InputError, KeyRefused, KeyThrottled
 from infersight.gateway.http import ENDPOINTS, error_response, estimate_tokens, parse_body, validate
-from infersight.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
 from infersight.gateway.router import Router
 from infersight.gateway.upstream import Upstream
@@ -41,7 +42,7 @@ access_log = logging.getLogger("infersight.gateway.access")
 _RID_OK = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
 
-class Gateway:
+class Gateway(AdminEndpoints):
     """An OpenAI-compatible gateway over the configured upstreams."""
 
     def __init__(self, config: GatewayConfig, prices: PriceTable | None = None) -> None:
@@ -69,6 +70,10 @@ class Gateway:
         app.router.add_get("/metrics", self.prom)
         app.router.add_get("/health", self.health)
         app.router.add_get("/stats", self.stats)
+        # Anything else gets an OpenAI-style error body too (aiohttp's default is text).
+        for path in ENDPOINTS:
+            app.router.add_route("*", path, self._method_not_allowed)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
         return app
@@ -194,12 +199,11 @@ class Gateway:
             if call is not None and call.committed:
                 raise  # headers already sent; nothing sensible left to answer
             resp = self._error(call, rid, e, model)
-        except (ConnectionError, Cancelled) as e:
-            # The client went away mid-answer; record it (499, as nginx does) and stop.
+        except (ConnectionError, Cancelled):
+            # The client went away (499, as nginx logs it); nothing can reach it any more.
             if call is not None:
                 call.status, call.error = 499, "Cancelled"
-            self._finish(call, endpoint, model, rid, arrival)
-            raise ConnectionResetError("client disconnected") from e
+            resp = web.Response(status=499)
         self._finish(call, endpoint, model, rid, arrival, resp.status)
         return resp
 
@@ -257,69 +261,20 @@ class Gateway:
                 line["error"] = err
             access_log.info(orjson.dumps(line).decode())
 
-    # -- other endpoints -------------------------------------------------------------------------
-    async def models(self, request: web.Request) -> web.Response:
-        """The union of every upstream's models (discovered ones refreshed on demand)."""
-        owners: dict[str, list[str]] = {}
-        for u in self.upstreams:
-            if u.wildcard:
-                await u.discover(timeout=2.0)
-            for m in sorted(u.models):
-                owners.setdefault(m, []).append(u.name)
-        data = [
-            {"id": m, "object": "model", "created": int(self.started), "owned_by": "infersight",
-             "upstreams": ups}
-            for m, ups in sorted(owners.items())
-        ]
-        return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+    async def _not_found(self, request: web.Request) -> web.Response:
+        return error_response(
+            InputError(
+                f"no such endpoint: {request.method} {request.path}", code="not_found", status=404
+            ),
+            "req-" + uuid.uuid4().hex,
+        )
 
-    async def prom(self, request: web.Request) -> web.Response:
-        for u in self.upstreams:
-            u.gauges()
-            u.metrics.circuit.labels(u.name).set(int(u.breaker.state))
-        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
-
-    def health_reasons(self) -> tuple[list[str], list[str]]:
-        """(reasons the gateway cannot serve some model, warnings)."""
-        reasons: list[str] = []
-        warnings: list[str] = []
-        if not self.upstreams:
-            reasons.append("no upstream configured")
-        for u in self.upstreams:
-            st = u.breaker.state.name.lower().replace("_", "-")
-            if st != "closed":
-                warnings.append(f"upstream {u.name}: circuit {st}")
-            a = u.admission
-            if a.queue_size and a.queued >= a.queue_size:
-                warnings.append(f"upstream {u.name}: queue full ({a.queued})")
-        models = {m for u in self.upstreams for m in u.models}
-        for m in sorted(models):
-            if not self.router.replicas(m):
-                reasons.append(f"model {m}: no upstream with a closed circuit")
-            elif all(
-                u.admission.queue_size and u.admission.queued >= u.admission.queue_size
-                for u in self.upstreams if u.serves(m)
-            ):
-                reasons.append(f"model {m}: every upstream queue is full")
-        return reasons, warnings
-
-    async def health(self, request: web.Request) -> web.Response:
-        reasons, warnings = self.health_reasons()
-        doc = {"status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings}
-        return web.json_response(doc, status=503 if reasons else 200, dumps=_dumps)
-
-    async def stats(self, request: web.Request) -> web.Response:
-        doc = {
-            "uptime_s": time.time() - self.started,
-            "upstreams": [u.state() for u in self.upstreams],
-            "cost": self.metrics.cost_summary(),
-            "batching": {
-                "batches": self.batching.batcher.flushed_batches,
-                "items": self.batching.batcher.flushed_items,
-            },
-        }
-        return web.json_response(doc, dumps=_dumps)
-
-
-def _dumps(obj: Any) -> str:
-    return orjson.dumps(obj).decode()
+    async def _method_not_allowed(self, request: web.Request) -> web.Response:
+        return error_response(
+            InputError(
+                f"{request.path} accepts POST, not {request.method}",
+                code="method_not_allowed",
+                status=405,
+            ),
+            "req-" + uuid.uuid4().hex,
+        )

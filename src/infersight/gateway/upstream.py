@@ -55,6 +55,7 @@ class Upstream:
         self.m_queue_delay = metrics.queue_delay.labels(cfg.name)
         self.m_retries = metrics.retries.labels(cfg.name)
         self.client: Client | None = None
+        self.stream_client: Client | None = None
 
     # -- Routable -------------------------------------------------------------------
     def serves(self, model: str) -> bool:
@@ -78,18 +79,27 @@ class Upstream:
 
     async def start(self) -> None:
         c = self.cfg
-        self.client = Client(
-            c.url,
-            api_key=self.api_key(),
-            timeouts=Timeouts(
-                connect=c.connect_timeout_s,
-                first_token=c.ttft_timeout_s,
-                idle=c.idle_timeout_s,
-                total=None,  # the gateway passes each request's own deadline
-            ),
-            retry=RetryPolicy(max_attempts=c.max_attempts),
-        )
-        await self.client.__aenter__()
+        key = self.api_key()
+
+        def make(first_token: float | None, idle: float | None) -> Client:
+            return Client(
+                c.url,
+                api_key=key,
+                timeouts=Timeouts(
+                    connect=c.connect_timeout_s,
+                    first_token=first_token,
+                    idle=idle,
+                    total=None,  # the gateway passes each request's own deadline
+                ),
+                retry=RetryPolicy(max_attempts=c.max_attempts, budget=budget),
+            )
+
+        # One retry budget per upstream, shared by both clients.
+        budget = RetryPolicy().budget
+        # A non-streamed answer's first byte is the whole answer, so the TTFT limit
+        # applies to streams only; non-streamed requests are bound by the deadline.
+        self.client = await make(None, None).__aenter__()
+        self.stream_client = await make(c.ttft_timeout_s, c.idle_timeout_s).__aenter__()
         if self.wildcard:
             await self.discover()
 
@@ -110,9 +120,10 @@ class Upstream:
         return True
 
     async def close(self) -> None:
-        if self.client is not None:
-            await self.client.close()
-            self.client = None
+        for c in (self.client, self.stream_client):
+            if c is not None:
+                await c.close()
+        self.client = self.stream_client = None
 
     # -- bookkeeping ----------------------------------------------------------------------
     def gauges(self) -> None:

@@ -145,17 +145,20 @@ async def _run(
 ) -> MonitorResult:
     procs = dict(processes or {})
     scraper = EngineScraper(url, api_key=api_key, timeout=scrape_timeout) if url else None
-    if url and "engine" not in procs:
+    if scraper is not None and url:
+        await scraper.sample()  # detect the engine before naming its process
+        role = "gateway" if scraper.engine == "infersight" else "engine"
         pid = listening_pid(url)
-        if pid is not None and pid != os.getpid():
-            procs["engine"] = pid
+        if role not in procs and pid is not None and pid != os.getpid():
+            procs[role] = pid
     gpu_sampler = GpuSampler() if gpu else None
     samplers: list[Sampler] = [HostSampler(procs)]
     if gpu_sampler is not None:
         samplers.append(gpu_sampler)
     if scraper is not None:
         samplers.append(scraper)
-    rec = Recorder(samplers, interval=interval, record=record)
+    # The file keeps everything; memory holds the last ~50k samples.
+    rec = Recorder(samplers, interval=interval, record=record, capacity=50_000)
     state = MonitorState()
     rec.add_listener(state.update)
 

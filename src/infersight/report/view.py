@@ -152,11 +152,40 @@ def _price(result: RunResult) -> tuple[tuple[float, float] | None, str]:
     return (found.input, found.output), f"price table entry for {model}{note}"
 
 
+#: Key names of the cost that ``bench`` stores per level, and the report's own names.
+_COST_KEYS = {
+    "run_usd": ("usd", "run_usd"),
+    "per_mtok_output_usd": ("usd_per_million_output_tokens", "per_mtok_output_usd"),
+    "per_day_usd": ("projected_usd_per_day", "per_day_usd"),
+}
+
+
+def _stored_cost(d: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for key, names in _COST_KEYS.items():
+        v = next((d[n] for n in names if isinstance(d.get(n), int | float)), None)
+        out[key] = math.nan if v is None else float(v)
+    return out
+
+
+def _run_cost_note(result: RunResult) -> str | None:
+    """The price note of the cost ``bench`` stored (the RunResult's extra ``cost``)."""
+    cost = (result.model_extra or {}).get("cost")
+    if not isinstance(cost, dict):
+        return None
+    p = cost.get("price_per_million") or {}
+    note = f" ({p['note']})" if p.get("note") else ""
+    return (
+        f"cost recorded by the run for {cost.get('model', 'the model')}: "
+        f"${p.get('input', '?')}/Mtok input, ${p.get('output', '?')}/Mtok output{note}"
+    )
+
+
 def _level_cost(
     lv: LevelView, price: tuple[float, float] | None, stored: dict[str, Any]
 ) -> dict[str, float] | None:
     if isinstance(stored.get("cost"), dict):
-        return {k: float(v) for k, v in stored["cost"].items() if isinstance(v, int | float)}
+        return _stored_cost(stored["cost"])
     if price is None:
         return None
     done = [r for r in lv.records if r.ok or r.completion_tokens is not None]
@@ -239,6 +268,7 @@ def build_view(result: RunResult, label: str | None = None) -> RunView:
         by_level[r.labels.get("level", DEFAULT_LEVEL)].append(r)
     t0 = min((r.scheduled for r in result.records), default=0.0)
     price, price_note = _price(result)
+    price_note = _run_cost_note(result) or price_note
     util = utilisation_series(result, t0)
     specs = {
         str(lv["name"]): lv

@@ -1,13 +1,36 @@
 """infersight.telemetry: GPU (NVML), host (psutil) and engine (/metrics) samplers,
 one normalised stream of :class:`~infersight.core.records.Sample`, and a recorder.
 
-Sample names are listed in ``.notes/contracts.md`` section 3 and in
-:mod:`infersight.telemetry.engines` (engine histograms, raw metrics).
+Usage::
 
->>> rec = Recorder([HostSampler(processes={"engine": pid}),
-...                 EngineScraper("http://127.0.0.1:8000/metrics")], interval=1.0)
->>> async with rec: ...
->>> rec.samples()
+    rec = Recorder([HostSampler(processes={"engine": pid, "loadgen": os.getpid()}),
+                    GpuSampler(),
+                    EngineScraper("http://127.0.0.1:8000/metrics")], interval=1.0)
+    async with rec:
+        ...
+    result.samples = rec.samples()
+
+Sample names (value None = not available):
+
+- host: ``host.cpu_percent`` {cpu="all"|index} (0..100), ``host.memory_used_bytes``,
+  ``host.memory_total_bytes``, ``host.net_rx_bytes_total``, ``host.net_tx_bytes_total``,
+  ``process.cpu_percent`` {name, pid} (100 = one core), ``process.rss_bytes``;
+- GPU {gpu=index}: ``gpu.utilization``, ``gpu.sm_activity``, ``gpu.sm_occupancy``
+  (0..1), ``gpu.memory_used_bytes``, ``gpu.memory_total_bytes``, ``gpu.power_watts``,
+  ``gpu.power_limit_watts``, ``gpu.sm_clock_mhz``, ``gpu.mem_clock_mhz``,
+  ``gpu.temperature_c``, ``gpu.pcie_rx_bytes_per_s``, ``gpu.pcie_tx_bytes_per_s``,
+  ``gpu.throttle_reasons`` (bitmask, see :func:`throttle_reason_names`),
+  ``gpu.process_memory_bytes`` {gpu, pid};
+- engine {engine, source}: ``engine.up``, ``engine.scrape_duration_seconds``,
+  ``engine.requests_running``, ``engine.requests_waiting``, ``engine.slots``,
+  ``engine.kv_cache_usage`` (0..1), ``engine.preemptions_total``,
+  ``engine.prompt_tokens_total``, ``engine.generation_tokens_total``,
+  ``engine.requests_total``, ``engine.requests_finished_total``,
+  ``engine.request_errors_total`` and the histograms ``engine.ttft_seconds``,
+  ``engine.itl_seconds``, ``engine.tpot_seconds``, ``engine.e2e_seconds``,
+  ``engine.queue_time_seconds`` with {stat=sum|count} (cumulative) and
+  {stat=p50|p90|p99} (over the last scrape interval); what each engine provides is in
+  ``data/telemetry/engines.toml``. Anything else an engine exports: ``raw.<name>``.
 """
 
 from infersight.telemetry.base import Sampler

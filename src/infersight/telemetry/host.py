@@ -17,6 +17,9 @@ from infersight.core.records import Sample
 
 __all__ = ["HostSampler"]
 
+#: Shortest interval (s) over which a CPU percentage is reported.
+_MIN_CPU_INTERVAL = 0.05
+
 
 class _Watched:
     """A named process and the psutil handle used to read it."""
@@ -109,7 +112,7 @@ class HostSampler:
         self._watched = [_Watched(n, int(p), children) for n, p in (processes or {}).items()]
         # Prime the system-wide CPU counters.
         psutil.cpu_percent(None, percpu=True)
-        self._cpu_times_prev = psutil.cpu_times()
+        self._last = time.monotonic()
 
     def add_process(self, name: str, pid: int, *, children: bool = False) -> None:
         """Start watching another process (e.g. an engine started later)."""
@@ -118,15 +121,20 @@ class HostSampler:
     def sample_sync(self) -> list[Sample]:
         """One round of readings (synchronous; psutil calls take microseconds)."""
         t = time.monotonic()
+        # CPU percentages over less than this are noise (psutil reports 0.0): N/A.
+        measurable = t - self._last >= _MIN_CPU_INTERVAL
+        self._last = t
         out: list[Sample] = []
-        per_core = psutil.cpu_percent(None, percpu=True)
+        per_core: list[float | None] = list(psutil.cpu_percent(None, percpu=True))
+        if not measurable:
+            per_core = [None] * len(per_core)
         # The total is computed from the same interval as the per-core figures.
-        total = sum(per_core) / len(per_core) if per_core else None
+        known = [v for v in per_core if v is not None]
+        total = sum(known) / len(known) if known else None
         out.append(Sample(t, "host.cpu_percent", total, {"cpu": "all"}))
         if self.per_cpu:
             out.extend(
-                Sample(t, "host.cpu_percent", float(v), {"cpu": str(i)})
-                for i, v in enumerate(per_core)
+                Sample(t, "host.cpu_percent", v, {"cpu": str(i)}) for i, v in enumerate(per_core)
             )
         vm = psutil.virtual_memory()
         out.append(Sample(t, "host.memory_used_bytes", float(vm.total - vm.available), {}))
@@ -140,6 +148,8 @@ class HostSampler:
         watched = frozenset(w.pid for w in self._watched)
         for w in self._watched:
             cpu, rss = w.read(watched - {w.pid})
+            if not measurable:
+                cpu = None
             labels = {"name": w.name, "pid": str(w.pid)}
             out.append(Sample(t, "process.cpu_percent", cpu, labels))
             out.append(Sample(t, "process.rss_bytes", rss, dict(labels)))

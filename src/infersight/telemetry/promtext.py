@@ -112,10 +112,7 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
     """
     if not buckets or not 0.0 <= q <= 1.0:
         return None
-    total = buckets[-1][1]
-    if not math.isinf(buckets[-1][0]):
-        # Without +Inf the last bucket is the best total we have.
-        total = buckets[-1][1]
+    total = buckets[-1][1]  # the +Inf bucket (or, without one, the best total we have)
     if total <= 0:
         return None
     rank = q * total

@@ -122,7 +122,8 @@ class Recorder:
 
     async def _one(self, s: Sampler) -> list[Sample]:
         try:
-            return await asyncio.wait_for(s.sample(), timeout=max(self.interval, 0.5) * 2)
+            # A safety net only: samplers have their own, shorter timeouts.
+            return await asyncio.wait_for(s.sample(), timeout=max(2 * self.interval, 5.0))
         except asyncio.CancelledError:
             raise
         except Exception as e:

@@ -144,7 +144,12 @@ class EngineScraper:
                     doc = await resp.json(content_type=None)
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
                 continue
-            v = _dig(doc, field)
+            # "#count": the number of entries of a JSON list (llama.cpp's /slots)
+            v = (
+                (len(doc) if isinstance(doc, list) else None)
+                if field == "#count"
+                else _dig(doc, field)
+            )
             if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
                 self._slots = int(v)
                 return self._slots

@@ -124,6 +124,8 @@ class FakeConfig:
     #: Added to the completion_tokens the server reports (simulates usage that
     #: disagrees with the chunk count, as servers merging tokens per chunk do).
     usage_offset: int = 0
+    #: Keep the stream open this long after ``[DONE]`` (some servers do).
+    hold_after_done: float = 0.0
     #: Content-Type of streamed answers (some proxies rewrite or drop it).
     sse_content_type: str = "text/event-stream"
 

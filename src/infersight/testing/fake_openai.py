@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
-import math
-import struct
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -31,6 +28,12 @@ import orjson
 from aiohttp import web
 
 from infersight.testing.fake_config import Behavior, FakeConfig, parse_behavior
+from infersight.testing.fake_extras import (
+    ExtraEndpoints,
+    count_words,
+    error_response,
+    json_response,
+)
 from infersight.testing.fake_process import FakeProcess
 
 __all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess"]
@@ -38,28 +41,7 @@ __all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess"]
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
-def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(
-        body=orjson.dumps(obj), status=status, headers=headers, content_type="application/json"
-    )
-
-
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    etype = {401: "authentication_error", 429: "rate_limit_error"}.get(status, "api_error")
-    return _json({"error": {"message": message, "type": etype, "code": status}}, status, headers)
-
-
-def _count_words(value: Any) -> int:
-    if isinstance(value, str):
-        return max(1, len(value.split()))
-    if isinstance(value, list):
-        return sum(_count_words(v) for v in value)
-    if isinstance(value, dict):
-        return _count_words(value.get("content", ""))
-    return 1
-
-
-class FakeOpenAI:
+class FakeOpenAI(ExtraEndpoints):
     """The fake server. ``stats`` counts what it received (see ``GET /_fake/stats``)."""
 
     def __init__(self, config: FakeConfig | None = None) -> None:
@@ -80,6 +62,7 @@ class FakeOpenAI:
             "in_flight": 0,
             "max_in_flight": 0,
             "auth_failures": 0,
+            "client_gone": 0,
             "arrivals": [],
             "embedding_batches": [],
         }
@@ -148,7 +131,7 @@ class FakeOpenAI:
             return None
         self.stats["auth_failures"] += 1
         msg = "Incorrect API key provided." if given else "Missing API key."
-        return _error(401, msg)
+        return error_response(401, msg)
 
     def _behavior(self, request: web.Request) -> Behavior:
         hdr = request.headers.get("X-Fake-Behavior")
@@ -175,6 +158,10 @@ class FakeOpenAI:
             resp = await self._generate_inner(request)
             self._count(request, resp.status)
             return resp
+        except ConnectionResetError:
+            # The client left (a timeout, a cancelled test): nothing to answer.
+            s["client_gone"] += 1
+            return web.Response(status=499)
         finally:
             s["in_flight"] -= 1
 
@@ -185,13 +172,13 @@ class FakeOpenAI:
         try:
             body = orjson.loads(await request.read())
         except orjson.JSONDecodeError:
-            return _error(400, "request body is not JSON")
+            return error_response(400, "request body is not JSON")
         if not isinstance(body, dict):
-            return _error(400, "request body must be a JSON object")
+            return error_response(400, "request body must be a JSON object")
         b = self._behavior(request)
         cfg = self.config
         if cfg.max_concurrency is not None and self.stats["in_flight"] > cfg.max_concurrency:
-            return _error(429, "too many concurrent requests", {"Retry-After": "1"})
+            return error_response(429, "too many concurrent requests", {"Retry-After": "1"})
         if b.hang:
             await self._hang()
         if b.delay:
@@ -209,12 +196,12 @@ class FakeOpenAI:
                 headers["Retry-After"] = b.retry_after
             if b.retry_after_ms is not None:
                 headers["retry-after-ms"] = f"{b.retry_after_ms:g}"
-            return _error(b.status, b.message or f"fake error {b.status}", headers)
+            return error_response(b.status, b.message or f"fake error {b.status}", headers)
         chat = request.path.endswith("/chat/completions")
         prompts = [body.get("messages")] if chat else body.get("prompt", "")
         if not isinstance(prompts, list) or chat or (prompts and isinstance(prompts[0], int)):
             prompts = [prompts]
-        prompt_tokens = sum(_count_words(p) for p in prompts)
+        prompt_tokens = sum(count_words(p) for p in prompts)
         n = b.tokens if b.tokens is not None else cfg.tokens
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
         finish = "stop"
@@ -251,7 +238,7 @@ class FakeOpenAI:
                 for i in range(len(prompts))
             ]
             obj = "chat.completion" if chat else "text_completion"
-            return _json(
+            return json_response(
                 {**base, "object": obj, "choices": choices, "usage": usage}, headers=headers
             )
         from infersight.testing.fake_stream import stream_answer
@@ -274,89 +261,6 @@ class FakeOpenAI:
             finish=finish,
             usage=usage if want_usage else None,
         )
-
-    async def _embeddings(self, request: web.Request) -> web.Response:
-        s = self.stats
-        s["requests"] += 1
-        s["by_path"][request.path] = s["by_path"].get(request.path, 0) + 1
-        denied = self._check_key(request)
-        if denied is not None:
-            return denied
-        body = orjson.loads(await request.read())
-        inp = body.get("input", "")
-        items = inp if isinstance(inp, list) and inp and not isinstance(inp[0], int) else [inp]
-        s["embedding_batches"].append(len(items))
-        del s["embedding_batches"][:-1000]
-        cfg = self.config
-        await asyncio.sleep(cfg.embed_base + cfg.embed_per_item * len(items))
-        data = [
-            {"object": "embedding", "index": i, "embedding": self.vector(item)}
-            for i, item in enumerate(items)
-        ]
-        toks = sum(_count_words(i) if isinstance(i, str) else len(i) for i in items)
-        return _json(
-            {
-                "object": "list",
-                "data": data,
-                "model": body.get("model") or cfg.model,
-                "usage": {"prompt_tokens": toks, "total_tokens": toks},
-            }
-        )
-
-    def vector(self, item: Any) -> list[float]:
-        """The deterministic unit vector the server returns for one input."""
-        seed = orjson.dumps(item)
-        dim = self.config.embedding_dim
-        raw = b""
-        counter = 0
-        while len(raw) < 4 * dim:
-            raw += hashlib.blake2b(seed + struct.pack("<I", counter)).digest()
-            counter += 1
-        vals = [v / 2**31 - 1.0 for v in struct.unpack(f"<{dim}I", raw[: 4 * dim])]
-        norm = math.sqrt(sum(v * v for v in vals)) or 1.0
-        return [v / norm for v in vals]
-
-    async def _models(self, request: web.Request) -> web.Response:
-        return _json(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": self.config.model,
-                        "object": "model",
-                        "created": 0,
-                        "owned_by": "infersight-fake",
-                    }
-                ],
-            }
-        )
-
-    async def _health(self, request: web.Request) -> web.Response:
-        return _json({"status": "ok"})
-
-    async def _tokenize(self, request: web.Request) -> web.Response:
-        if not self.config.tokenize:
-            raise web.HTTPNotFound()
-        body = orjson.loads(await request.read())
-        text = str(body.get("content") or body.get("prompt") or "")
-        toks = [
-            int.from_bytes(hashlib.blake2b(w.encode(), digest_size=2).digest(), "little")
-            for w in text.split()
-        ]
-        return _json({"tokens": toks})
-
-    async def _stats(self, request: web.Request) -> web.Response:
-        return _json({**self.stats, "script_left": len(self._script)})
-
-    async def _set_script(self, request: web.Request) -> web.Response:
-        script = orjson.loads(await request.read())
-        self.set_script(script if isinstance(script, list) else [script])
-        return _json({"script_left": len(self._script)})
-
-    async def _reset(self, request: web.Request) -> web.Response:
-        self.reset_stats()
-        self._script = []
-        return _json({"ok": True})
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 from typing import Any
@@ -27,6 +28,7 @@ class FakeProcess:
 
     def __init__(self, config: FakeConfig, *, startup_timeout: float = 30.0) -> None:
         self.config = config
+        self.stderr_tail = ""
         cmd = [
             sys.executable,
             "-m",
@@ -36,27 +38,25 @@ class FakeProcess:
             "--port",
             "0",
         ]
+        # stderr goes to a file, not a pipe: a chatty server must never block on it.
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
         self._proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self._stderr,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self.pid = self._proc.pid
+        out = self._proc.stdout
+        assert out is not None
         line: list[str] = []
-        reader = threading.Thread(
-            target=lambda: line.append(
-                self._proc.stdout.readline()  # type: ignore[union-attr]
-            ),
-            daemon=True,
-        )
+        reader = threading.Thread(target=lambda: line.append(out.readline()), daemon=True)
         reader.start()
         reader.join(startup_timeout)
         if not line or not line[0].startswith(_READY):
-            self.close()
-            err = self._proc.stderr.read() if self._proc.stderr else ""
-            raise RuntimeError(f"fake OpenAI server did not start: {err.strip()[-500:]}")
+            self.close(read_stderr=True)
+            raise RuntimeError(f"fake OpenAI server did not start: {self.stderr_tail}")
         self.base_url = line[0][len(_READY) :].strip()
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
@@ -76,7 +76,8 @@ class FakeProcess:
     def reset(self) -> None:
         self._call("POST", "/_fake/reset", {})
 
-    def close(self) -> None:
+    def close(self, *, read_stderr: bool = False) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
         p = self._proc
         if p.poll() is None:
             p.terminate()
@@ -85,9 +86,13 @@ class FakeProcess:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(5)
-        for f in (p.stdout, p.stderr):
-            if f is not None:
-                f.close()
+        if p.stdout is not None:
+            p.stdout.close()
+        if not self._stderr.closed:
+            if read_stderr:
+                self._stderr.seek(0)
+                self.stderr_tail = self._stderr.read()[-2000:].strip()
+            self._stderr.close()
 
     def __enter__(self) -> FakeProcess:
         return self

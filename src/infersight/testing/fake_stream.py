@@ -102,5 +102,7 @@ async def stream_answer(
     if usage is not None:
         tail += _event({**base, "choices": [], "usage": usage})
     await resp.write(tail + b"data: [DONE]\n\n")
+    if cfg.hold_after_done:
+        await asyncio.sleep(cfg.hold_after_done)
     await resp.write_eof()
     return resp

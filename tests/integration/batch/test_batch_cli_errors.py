@@ -13,6 +13,11 @@ from infersight.testing.fake_openai import FakeConfig
 Cli = Callable[..., Awaitable[tuple[int, str, str]]]
 
 
+def text_of(path: str | Path) -> str:
+    p = Path(path)
+    return p.read_text() if p.exists() else ""
+
+
 def one_error_line(err: str) -> str:
     assert "Traceback" not in err
     lines = [x for x in err.splitlines() if x.startswith("error: ")]
@@ -69,7 +74,7 @@ async def test_missing_file_unreachable_url_bad_flags_and_wrong_key(
         # The fake lists models without a key, so the first rows (up to the starting
         # concurrency) reach it; the run stops at the first 401 and writes none of them.
         assert sum(srv.counts.values()) <= 2
-        assert not Path(out).exists() or Path(out).read_text() == ""
+        assert text_of(out) == ""
         rc, _, err = await cli("batch", str(inp), "--out", out, "--url", srv.base_url, "-q",
                                "--api-key-env", "BATCH_TEST_KEY", env={"BATCH_TEST_KEY": "right-key-123"})
         assert rc == 0, err

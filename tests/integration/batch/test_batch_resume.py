@@ -19,11 +19,15 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_bytes().splitlines()]
 
 
+def count_lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
 async def wait_for_rows(path: Path, n: int, proc: asyncio.subprocess.Process, timeout: float = 60) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while loop.time() < end:
-        if path.exists() and path.read_bytes().count(b"\n") >= n:
+        if count_lines(path) >= n:
             return
         assert proc.returncode is None, "the batch ended before it was interrupted"
         await asyncio.sleep(0.02)
@@ -108,3 +112,34 @@ async def test_failed_rows_are_typed_and_retry_failed_replaces_them(
     assert all(x["error"] is None for x in final)
     resent = srv.counts - before
     assert set(resent) == set(failed)  # only the failed rows ran again
+
+
+async def test_stop_with_no_grace_cancels_in_flight_rows_and_writes_none_of_them(
+    tmp_path: Path, write_input: Callable[..., list[str]], counting_server: Any,
+) -> None:
+    from infersight.batch import BatchConfig, run_batch_async
+    from infersight.batch.progress import BatchProgress
+
+    ids = write_input(tmp_path / "in.jsonl", 12)
+    out = tmp_path / "out.jsonl"
+    async with counting_server(FakeConfig(ttft=0.3, tokens=2)).running() as srv:
+        cfg = BatchConfig(input=tmp_path / "in.jsonl", output=out, url=srv.base_url, concurrency=4)
+        loop = asyncio.get_running_loop()
+        runners: list[Any] = []
+
+        class StopAfterFour(BatchProgress):
+            # Once 4 rows are done, the next 4 go out at once; stop (no grace) while
+            # they are in flight (each takes 0.3 s).
+            def update(self, *, done: int, **_: int) -> None:
+                if done >= 4 and len(runners) == 1:
+                    runners.append(loop.call_later(0.1, runners[0].request_stop, 0.0))
+
+        s = await run_batch_async(cfg, progress=StopAfterFour(), on_runner=runners.append)
+        assert s.stopped == "interrupted" and s.partial
+        assert s.done == 4 and s.not_run == 8
+        assert sum(srv.counts.values()) == 8  # 4 more were sent, then cancelled
+        assert set(read_output(out)) == {x["custom_id"] for x in lines_of(out)}
+        assert len(lines_of(out)) == 4
+        s = await run_batch_async(cfg)
+        assert s.done == 8 and s.already_done == 4
+    assert sorted(x["custom_id"] for x in lines_of(out)) == sorted(ids)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Iterator
 from typing import Any
@@ -83,7 +84,7 @@ def test_open_loop_in_workers_keeps_every_send_time(fake: Any) -> None:
     result = run(_cfg(fake.base_url, rate=[10.0], requests=12, workers=2, arrival="poisson"))
     recs = sorted(result.records, key=lambda r: r.scheduled)
     assert len(recs) == 12 and all(r.ok for r in recs)
-    gaps = [b.scheduled - a.scheduled for a, b in zip(recs, recs[1:], strict=False)]
+    gaps = [b.scheduled - a.scheduled for a, b in itertools.pairwise(recs)]
     assert all(g >= 0 for g in gaps)
     assert max(r.schedule_lag or 0 for r in recs) < 0.05
 

@@ -23,15 +23,15 @@ def assert_ordered(rec: RequestRecord) -> None:
 async def test_engine_streamed_chat(engine: Any) -> None:
     async with Client(engine.base_url, api_key=engine.api_key,
                       timeouts=Timeouts(first_token=60, total=120)) as c:
-        done = await c.chat(MSG, model=engine.model_name, max_tokens=12, temperature=0,
+        done = await c.chat(MSG, model=engine.model_name, max_tokens=8, temperature=0,
                             ignore_eos=True)
     rec = done.record
     assert rec.ok and rec.status == 200 and rec.attempts == 1 and rec.error is None
     assert rec.prompt_tokens is not None and rec.prompt_tokens > 5
-    assert rec.completion_tokens == 12 and not rec.tokens_estimated
-    assert done.usage is not None and done.usage["completion_tokens"] == 12
+    assert rec.completion_tokens == 8 and not rec.tokens_estimated
+    assert done.usage is not None and done.usage["completion_tokens"] == 8
     assert rec.finish_reason == "length" and done.text.strip()
-    assert len(rec.chunk_times) >= 6  # llama.cpp streams about one token per event
+    assert len(rec.chunk_times) >= 4  # llama.cpp streams about one token per event
     assert_ordered(rec)
     assert rec.ttft is not None and rec.tpot is not None and rec.tpot > 0
 

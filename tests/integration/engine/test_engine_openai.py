@@ -40,6 +40,9 @@ def test_engine_properties(engine: Any) -> None:
     assert s["engine"] == "llama.cpp" and s["parallel"] == 8 and s["ctx"] == 8192
     assert s["ctx_per_slot"] == 1024 and s["threads"] >= 1
     assert s["versions"]["xllamacpp"]
+    with open(f"/proc/{engine.pid}/environ", "rb") as f:
+        environ = f.read().split(b"\0")
+    assert f"OMP_WAIT_POLICY={s['omp_wait_policy']}".encode() in environ
 
 
 def test_chat_non_streamed_with_usage(engine: Any) -> None:

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import orjson
 
@@ -72,3 +73,14 @@ def test_cli_hash_key() -> None:
     r = subprocess.run([*CLI, "gateway", "--hash-key"], input="sk-abc\n", capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == hash_key("sk-abc")
+
+
+def test_cli_example_config_round_trips(tmp_path: Path) -> None:
+    from infersight.gateway import load_config
+
+    r = subprocess.run([*CLI, "gateway", "--example-config"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0
+    f = tmp_path / "gw.toml"
+    f.write_text(r.stdout)
+    assert len(load_config(f).upstreams) == 3

@@ -216,3 +216,14 @@ async def test_fallback_model_on_overload(make_stack: StackFactory) -> None:
         assert status == 200 and orjson.loads(raw)["model"] == "small"
         assert await s.metric("infersight_gateway_fallbacks_total", model="big",
                               fallback="small") == 1
+
+
+async def test_ttft_limit_does_not_cut_a_slow_non_streamed_answer(
+    make_stack: StackFactory,
+) -> None:
+    async with make_stack([FakeConfig(ttft=0.1, itl=0.05, tokens=8)],
+                          upstreams=[{"ttft_timeout_s": 0.2}]) as s:
+        status, _, raw = await s.post("/v1/chat/completions", CHAT)  # ~0.45 s in all
+        assert status == 200, raw
+        status, _, _ = await s.post("/v1/chat/completions", STREAM)  # first token at 0.1 s
+        assert status == 200

@@ -143,3 +143,12 @@ def test_fuzzed_bodies_never_get_a_gateway_5xx(fuzz_url: str, path: str, body: A
     if status >= 400:
         err = orjson.loads(raw)["error"]
         assert isinstance(err["message"], str) and err["type"] and err["code"]
+
+
+async def test_unknown_paths_and_methods_get_openai_errors(make_stack: StackFactory) -> None:
+    async with make_stack([FakeConfig(tokens=1)]) as s:
+        async with s.session.get(s.url + "/v1/chat/completions") as r:
+            assert_openai_error(r.status, await r.read(), 405)
+            assert r.headers["X-Queue-Delay"] == "0.000" and r.headers["X-Request-Id"]
+        async with s.session.post(s.url + "/v2/nothing", data=b"{}") as r:
+            assert_openai_error(r.status, await r.read(), 404)

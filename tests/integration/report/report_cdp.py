@@ -12,7 +12,6 @@ import asyncio
 import base64
 import itertools
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,17 +47,20 @@ class Browser:
 
     async def __aenter__(self) -> Browser:
         self._tmp = tempfile.TemporaryDirectory(prefix="infersight-chromium-")
-        self._proc = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={self._tmp.name}",
-             f"--window-size={self.width},{self.height}", "about:blank"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        self._proc = await asyncio.create_subprocess_exec(
+            CHROMIUM,
+            *FLAGS,
+            f"--user-data-dir={self._tmp.name}",
+            f"--window-size={self.width},{self.height}",
+            "about:blank",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
         )
         port_file = Path(self._tmp.name) / "DevToolsActivePort"
         for _ in range(600):  # Chromium writes its port here once listening
             if port_file.exists() and len(port_file.read_text().splitlines()) >= 2:
                 break
-            if self._proc.poll() is not None:
+            if self._proc.returncode is not None:
                 raise RuntimeError(f"chromium exited with {self._proc.returncode}")
             await asyncio.sleep(0.1)
         else:
@@ -75,10 +77,10 @@ class Browser:
         await self._session.close()
         self._proc.terminate()
         try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+            await asyncio.wait_for(self._proc.wait(), 10)
+        except TimeoutError:
             self._proc.kill()
-            self._proc.wait()
+            await self._proc.wait()
         self._tmp.cleanup()
 
     async def _read(self) -> None:
@@ -89,8 +91,13 @@ class Browser:
             else:
                 self.events.append(data)
 
-    async def send(self, method: str, params: dict[str, Any] | None = None,
-                   session: str | None = None, timeout: float = 60.0) -> dict[str, Any]:
+    async def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        session: str | None = None,
+        timeout: float = 60.0,
+    ) -> dict[str, Any]:
         mid = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[mid] = fut
@@ -106,17 +113,23 @@ class Browser:
 
     async def open(self, url: str, settle: float = 0.5) -> Page:
         target = await self.send("Target.createTarget", {"url": "about:blank"})
-        att = await self.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
+        att = await self.send(
+            "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+        )
         page = Page(self, att["sessionId"])
         for domain in ("Page", "Runtime", "Log", "Network"):
             await page.send(f"{domain}.enable")
-        await page.send("Emulation.setDeviceMetricsOverride",
-                        {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False})
+        await page.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+        )
         start = len(self.events)
         await page.send("Page.navigate", {"url": url})
         for _ in range(600):
-            if any(e.get("method") == "Page.loadEventFired" and e.get("sessionId") == page.session
-                   for e in self.events[start:]):
+            if any(
+                e.get("method") == "Page.loadEventFired" and e.get("sessionId") == page.session
+                for e in self.events[start:]
+            ):
                 break
             await asyncio.sleep(0.1)
         else:
@@ -133,8 +146,11 @@ class Page:
         return await self.browser.send(method, params, self.session)
 
     def events(self, method: str) -> list[dict[str, Any]]:
-        return [e.get("params", {}) for e in self.browser.events
-                if e.get("method") == method and e.get("sessionId") == self.session]
+        return [
+            e.get("params", {})
+            for e in self.browser.events
+            if e.get("method") == method and e.get("sessionId") == self.session
+        ]
 
     def requested_urls(self) -> list[str]:
         return [e["request"]["url"] for e in self.events("Network.requestWillBeSent")]
@@ -145,10 +161,16 @@ class Page:
         for e in self.events("Runtime.exceptionThrown"):
             d = e.get("exceptionDetails", {})
             out.append(f"{d.get('text')} {d.get('exception', {}).get('description', '')}")
-        out += [str(e.get("args")) for e in self.events("Runtime.consoleAPICalled")
-                if e.get("type") in ("error", "assert")]
-        out += [str(e["entry"].get("text")) for e in self.events("Log.entryAdded")
-                if e.get("entry", {}).get("level") == "error"]
+        out += [
+            str(e.get("args"))
+            for e in self.events("Runtime.consoleAPICalled")
+            if e.get("type") in ("error", "assert")
+        ]
+        out += [
+            str(e["entry"].get("text"))
+            for e in self.events("Log.entryAdded")
+            if e.get("entry", {}).get("level") == "error"
+        ]
         return out
 
     async def evaluate(self, expression: str) -> Any:
@@ -158,7 +180,13 @@ class Page:
     async def screenshot(self, clip_height: int | None = None) -> bytes:
         params: dict[str, Any] = {"format": "png"}
         if clip_height:
-            params["clip"] = {"x": 0, "y": 0, "width": self.browser.width, "height": clip_height, "scale": 1}
+            params["clip"] = {
+                "x": 0,
+                "y": 0,
+                "width": self.browser.width,
+                "height": clip_height,
+                "scale": 1,
+            }
             params["captureBeyondViewport"] = True
         r = await self.send("Page.captureScreenshot", params)
         return base64.b64decode(r["data"])

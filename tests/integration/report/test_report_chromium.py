@@ -16,9 +16,9 @@ from matplotlib import image as mpimg
 from report_cdp import CHROMIUM, Browser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "report"))
-from report_synth import make_run  # noqa: E402
+from report_synth import make_run
 
-from infersight.report import render_html  # noqa: E402
+from infersight.report import render_html
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed")
 
@@ -62,7 +62,10 @@ async def test_report_renders_offline_with_plots_in_chromium(tmp_path: Path) -> 
         "<!DOCTYPE html><html><head><title>control</title></head><body>"
         '<img src="/pixel.png"><script>console.error("boom"); undefined_fn();</script></body></html>'
     )
-    async with serve({"/report.html": html, "/control.html": control}) as (base, hits), Browser() as b:
+    async with (
+        serve({"/report.html": html, "/control.html": control}) as (base, hits),
+        Browser() as b,
+    ):
         page = await b.open(f"{base}/report.html")
         assert page.errors() == []
         assert page.requested_urls() == [f"{base}/report.html"]

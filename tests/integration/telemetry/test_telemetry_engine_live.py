@@ -24,7 +24,7 @@ def _v(out: list[Sample], name: str) -> float | None:
 async def _chat(session: aiohttp.ClientSession, base: str, model: str, n: int) -> dict[str, Any]:
     body = {
         "model": model,
-        "messages": [{"role": "user", "content": "Count from one to fifty in words."}],
+        "messages": [{"role": "user", "content": "Say hello."}],
         "max_tokens": n,
         "temperature": 0,
     }
@@ -34,6 +34,7 @@ async def _chat(session: aiohttp.ClientSession, base: str, model: str, n: int) -
         return doc
 
 
+@pytest.mark.timeout(240)
 async def test_live_llamacpp_metrics_normalised(engine: Any) -> None:
     sc = EngineScraper(engine.base_url, api_key=engine.api_key)
     before = await sc.sample()
@@ -45,12 +46,14 @@ async def test_live_llamacpp_metrics_normalised(engine: Any) -> None:
 
     headers = {"Authorization": f"Bearer {engine.api_key}"} if engine.api_key else {}
     running_seen = 0.0
-    async with aiohttp.ClientSession(headers=headers) as session:
+    # small and bounded: the shared 2-core box may be heavily loaded
+    timeout = aiohttp.ClientTimeout(total=150)
+    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         tasks = [
-            asyncio.create_task(_chat(session, engine.base_url, engine.model_name, 48))
-            for _ in range(6)
+            asyncio.create_task(_chat(session, engine.base_url, engine.model_name, 12))
+            for _ in range(4)
         ]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 150
         while not all(t.done() for t in tasks) and time.monotonic() < deadline:
             out = await sc.sample()
             running_seen = max(running_seen, _v(out, "engine.requests_running") or 0.0)
@@ -66,7 +69,7 @@ async def test_live_llamacpp_metrics_normalised(engine: Any) -> None:
     assert (_v(after, "engine.generation_tokens_total") or 0) - g0 == completion
     dp = (_v(after, "engine.prompt_tokens_total") or 0) - p0
     assert 0 < dp <= prompt
-    assert 1 <= running_seen <= 8
+    assert 1 <= running_seen <= 8  # polled while the 4 requests were in flight
     assert _v(after, "engine.requests_waiting") == 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -120,7 +121,5 @@ def test_round_trip_any_ids_and_prompts(rows: list[tuple[str, str]], tmp_path_fa
     max_leaves=10,
 ).map(lambda v: json.dumps(v).encode())))
 def test_parse_line_only_raises_value_error(raw: bytes) -> None:
-    try:
+    with contextlib.suppress(ValueError):
         parse_line(raw, 1)
-    except ValueError:
-        pass

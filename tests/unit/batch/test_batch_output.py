@@ -99,3 +99,31 @@ def test_compaction_equals_last_wins_reader(ops: list[tuple[str, bool]], cut: in
     after = read_output(p)
     assert {k: v["error"] is None for k, v in after.items()} == expect == state.done
     assert len(p.read_bytes().splitlines()) == len(expect)
+
+
+async def test_a_cancelled_flush_still_writes_its_rows_before_close(tmp_path: Path) -> None:
+    """Regression: cancelling a flush mid-write used to free the lock while the write
+    thread still ran, and close() could then lose the rows."""
+    import asyncio
+
+    p = tmp_path / "out.jsonl"
+    w = OutputWriter(p)
+    slow = w._write
+
+    def slow_write(data: bytes) -> None:
+        import time
+
+        time.sleep(0.2)
+        slow(data)
+
+    w._write = slow_write  # type: ignore[method-assign]
+    for i in range(50):
+        w.add(ok_line(f"r{i}"))
+    task = asyncio.create_task(w.flush())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    w.add(ok_line("last"))
+    w.close()
+    assert len(read_output(p)) == 51

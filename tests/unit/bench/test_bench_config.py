@@ -62,7 +62,9 @@ def test_distributions_have_their_mean(text: str, mean: float) -> None:
     assert abs(np.mean(draws) - mean) < 0.03 * mean + 0.5
 
 
-@pytest.mark.parametrize("bad", ["fixed", "uniform:5", "normal:a:b", "zipf:1:2", "uniform:9:3", "0"])
+@pytest.mark.parametrize(
+    "bad", ["fixed", "uniform:5", "normal:a:b", "zipf:1:2", "uniform:9:3", "0"]
+)
 def test_distribution_syntax_errors(bad: str) -> None:
     with pytest.raises(ConfigError):
         Distribution.parse(bad, "--input-tokens")
@@ -97,7 +99,12 @@ def test_datasets(tmp_path: Path) -> None:
     sg.write_text(
         json.dumps(
             [
-                {"conversations": [{"from": "human", "value": "q?"}, {"from": "gpt", "value": "a" * 40}]},
+                {
+                    "conversations": [
+                        {"from": "human", "value": "q?"},
+                        {"from": "gpt", "value": "a" * 40},
+                    ]
+                },
                 {"conversations": [{"from": "gpt", "value": "orphan"}]},
             ]
         )

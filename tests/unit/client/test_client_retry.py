@@ -102,10 +102,10 @@ def test_bad_settings_are_config_errors() -> None:
 
     for bad in ({"max_attempts": 0}, {"base_delay": -1.0}, {"max_delay": -0.1}):
         with pytest.raises(E.ConfigError):
-            RetryPolicy(**bad)  # type: ignore[arg-type]
+            RetryPolicy(**bad)
     for bad_t in ({"connect": 0.0}, {"first_token": -1.0}, {"idle": 0.0}, {"total": -5.0}):
         with pytest.raises(E.ConfigError):
-            Timeouts(**bad_t)  # type: ignore[arg-type]
+            Timeouts(**bad_t)
     with pytest.raises(E.ConfigError):
         RetryBudget(ratio=-0.1)
     assert RetryPolicy.none().max_attempts == 1 and RetryPolicy.none().budget is None

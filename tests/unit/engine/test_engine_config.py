@@ -63,3 +63,13 @@ def test_bad_model_is_rejected_before_any_process_starts(tmp_path: Path) -> None
     bad.write_bytes(b"\x00" * 64)
     with pytest.raises(ConfigError, match="not a GGUF"):
         resolve_config(model=bad)
+
+
+def test_omp_wait_policy_defaults_to_passive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert resolve_config().omp_wait_policy == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")  # the caller's environment wins
+    assert resolve_config().omp_wait_policy == "ACTIVE"
+    assert resolve_config(omp_wait_policy="passive").omp_wait_policy == "PASSIVE"
+    with pytest.raises(ConfigError, match="OMP_WAIT_POLICY"):
+        resolve_config(omp_wait_policy="sometimes")

@@ -79,3 +79,14 @@ def test_upstream_flag() -> None:
     for bad in ("nourl", "a=http://x,color=red", "=http://x"):
         with pytest.raises(ConfigError):
             parse_upstream_flag(bad)
+
+
+def test_shipped_example_config_is_valid() -> None:
+    from importlib import resources
+
+    text = resources.files("infersight.data").joinpath("gateway/example.toml").read_text()
+    import tomllib
+
+    cfg = load_config(None, **tomllib.loads(text))
+    assert [u.name for u in cfg.upstreams] == ["vllm-a", "vllm-b", "openai"]
+    assert cfg.upstreams[0].limiter == "gradient" and cfg.fallbacks

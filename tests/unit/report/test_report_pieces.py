@@ -73,8 +73,14 @@ def test_mean_occupancy_matches_a_brute_force_integral(
 
 def _rec(i: int, times: list[float], toks: list[int] | None = None) -> RequestRecord:
     return RequestRecord(
-        request_id=str(i), scheduled=times[0] - 0.1, sent=times[0] - 0.1, chunk_times=times,
-        chunk_tokens=toks or [1] * len(times), end=times[-1], ok=True, status=200,
+        request_id=str(i),
+        scheduled=times[0] - 0.1,
+        sent=times[0] - 0.1,
+        chunk_times=times,
+        chunk_tokens=toks or [1] * len(times),
+        end=times[-1],
+        ok=True,
+        status=200,
     )
 
 
@@ -133,7 +139,10 @@ def test_comparison_rows_take_values_from_the_aggregates() -> None:
     after = make_run(900, levels=(1, 8), seed=4, base_itl=0.005, run_id="after")
     vb, va = build_views([before, after])
     rows = {r.metric: r for r in comparison_rows([vb.levels[1], va.levels[1]])}
-    assert rows["e2e p99"].values == [vb.levels[1].agg["e2e"]["p99"], va.levels[1].agg["e2e"]["p99"]]
+    assert rows["e2e p99"].values == [
+        vb.levels[1].agg["e2e"]["p99"],
+        va.levels[1].agg["e2e"]["p99"],
+    ]
     assert rows["ITL p99"].better == "lower"
     # Halving the decode step makes ITL and e2e better and throughput higher.
     for m in ("ITL p99", "e2e p99", "output tok/s"):
@@ -144,21 +153,30 @@ def test_comparison_rows_take_values_from_the_aggregates() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.lists(st.floats(0.001, 1.0), max_size=6), st.booleans()), max_size=12
-    )
-)
-def test_pooled_itl_of_ok_records_matches_a_naive_loop(spec: list[tuple[list[float], bool]]) -> None:
+@given(st.lists(st.tuples(st.lists(st.floats(0.001, 1.0), max_size=6), st.booleans()), max_size=12))
+def test_pooled_itl_of_ok_records_matches_a_naive_loop(
+    spec: list[tuple[list[float], bool]],
+) -> None:
     recs, t = [], 0.0
     for i, (gaps, ok) in enumerate(spec):
         times = [t + 1.0 + sum(gaps[:k]) for k in range(len(gaps))]
         t = (times[-1] if times else t) + 5.0
-        recs.append(RequestRecord(request_id=str(i), scheduled=0.0, chunk_times=times,
-                                  chunk_tokens=[k % 3 + 1 for k in range(len(times))], ok=ok))
+        recs.append(
+            RequestRecord(
+                request_id=str(i),
+                scheduled=0.0,
+                chunk_times=times,
+                chunk_tokens=[k % 3 + 1 for k in range(len(times))],
+                ok=ok,
+            )
+        )
     lv = build_view(RunResult(records=recs)).levels[0] if recs else None
-    naive = [(b - a, k) for r in recs if r.ok for a, b, k in
-             zip(r.chunk_times, r.chunk_times[1:], r.chunk_tokens[1:], strict=False)]
+    naive = [
+        (b - a, k)
+        for r in recs
+        if r.ok
+        for a, b, k in zip(r.chunk_times, r.chunk_times[1:], r.chunk_tokens[1:], strict=False)
+    ]
     if lv is None:
         return
     vals, w = lv.itl()

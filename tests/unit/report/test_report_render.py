@@ -77,9 +77,19 @@ def test_html_has_every_section_and_the_aggregate_numbers() -> None:
     run = make_run(1500, levels=(1, 4, 16), seed=5)
     view = build_view(run)
     html = render_html(run)
-    for heading in ("Verdicts", "Load levels", "Throughput against latency",
-                    "Latency distributions", "Timeline", "Percentiles per level", "Errors",
-                    "Cost", "Versions", "Environment", "Definitions"):
+    for heading in (
+        "Verdicts",
+        "Load levels",
+        "Throughput against latency",
+        "Latency distributions",
+        "Timeline",
+        "Percentiles per level",
+        "Errors",
+        "Cost",
+        "Versions",
+        "Environment",
+        "Definitions",
+    ):
         assert f">{heading}</h" in html, heading
     assert html.count('<svg class="plot"') == 2 + 3 + 4  # tput/latency, CDFs, timeline
     for lv in view.levels:
@@ -146,10 +156,21 @@ def test_write_report_and_cli(tmp_path: Path) -> None:
     save_run_result(make_run(300, levels=(1, 4), seed=9, run_id="new"), b)
     out, md = tmp_path / "r.html", tmp_path / "s.md"
     proc = subprocess.run(
-        [sys.executable, "-c",
-         "from infersight.cli import main; main()", "report", str(a), str(b),
-         "--out", str(out), "--markdown", str(md)],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            "from infersight.cli import main; main()",
+            "report",
+            str(a),
+            str(b),
+            "--out",
+            str(out),
+            "--markdown",
+            str(md),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert out.read_text().startswith("<!DOCTYPE html>") and "base vs new" in out.read_text()
@@ -172,11 +193,54 @@ def test_cli_bad_input_is_one_line(tmp_path: Path, content: str | None, message:
     if content is not None:
         f.write_text(content)
     proc = subprocess.run(
-        [sys.executable, "-c", "from infersight.cli import main; main()", "report", str(f),
-         "--out", str(tmp_path / "r.html")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            "from infersight.cli import main; main()",
+            "report",
+            str(f),
+            "--out",
+            str(tmp_path / "r.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
     assert not (tmp_path / "r.html").exists()
+
+
+def test_cost_from_bench_fields_and_from_flat_prices() -> None:
+    """bench's per-level ``cost`` and run-level extra ``cost``; else config prices."""
+    run = make_run(400, levels=(1, 4), seed=11)
+    run.aggregates = {lv.name: dict(lv.agg) for lv in build_view(run).levels}
+    run.aggregates["c=1"]["cost"] = {
+        "usd": 1.25,
+        "usd_per_million_output_tokens": 37.5,
+        "projected_usd_per_day": 4321.0,
+    }
+    extra = {"model": "gpt-4o", "price_per_million": {"input": 2.5, "output": 10.0, "note": "list"}}
+    run.cost = extra  # type: ignore[attr-defined]  # bench stores it as an extra field
+    run = RunResult.from_json_bytes(run.to_json_bytes())  # as read back from result.json
+    view = build_view(run)
+    c1 = next(lv for lv in view.levels if lv.name == "c=1")
+    assert c1.cost == {"run_usd": 1.25, "per_mtok_output_usd": 37.5, "per_day_usd": 4321.0}
+    html = render_html(run)
+    assert ">$1.25<" in html and ">$37.5<" in html and ">$4,321<" in html
+    assert "$2.5/Mtok input, $10.0/Mtok output (list)" in html
+
+    flat = make_run(400, levels=(2,), seed=12, model="my-own-model")
+    flat.config["price_in"], flat.config["price_out"] = 1.0, 2.0
+    lv = build_view(flat).levels[0]
+    ok = [r for r in flat.records if r.ok]
+    expect = sum((r.prompt_tokens or 0) * 1.0 + r.output_tokens * 2.0 for r in ok) / 1e6
+    assert lv.cost is not None and abs(lv.cost["run_usd"] - expect) < 1e-12
+    out_tok = sum(r.output_tokens for r in ok)
+    assert abs(lv.cost["per_mtok_output_usd"] - expect / out_tok * 1e6) < 1e-9
+    assert lv.cost["per_day_usd"] > 0
+
+    unpriced = make_run(200, levels=(1,), model="unknown-model-xyz")
+    assert build_view(unpriced).levels[0].cost is None
+    assert "no price for model" in render_html(unpriced)

@@ -110,3 +110,37 @@ async def test_real_nvml_without_a_gpu_here(caplog: pytest.LogCaptureFixture) ->
         await g.sample()
         assert len([r for r in caplog.records if r.name == "infersight.telemetry.gpu"]) == 1
     await g.close()
+
+
+async def test_every_nvml_call_exists_in_pynvml() -> None:
+    """No GPU here: at least prove the real backend would call functions that exist in
+    the installed nvidia-ml-py (a typo would silently read as N/A on a real GPU)."""
+    import pynvml
+
+    backend = ReplayBackend(_fixture("nvml_replay_h100_a100.json"))
+    g = GpuSampler(backend)
+    g.describe()
+    for _ in range(3):
+        await g.sample()
+    await g.close()
+    called = set(backend.calls)
+    assert {"nvmlGpmSampleGet", "nvmlDeviceGetPcieThroughput", "nvmlGpmSampleFree"} <= called
+    missing = sorted(fn for fn in called if not hasattr(pynvml, fn))
+    assert missing == []
+    # and the constants the sampler hard-codes match nvml.h as pynvml spells them
+    from infersight.telemetry import gpu, nvml
+
+    assert (gpu._CLOCK_SM, gpu._CLOCK_MEM) == (pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM)
+    assert gpu._TEMP_GPU == pynvml.NVML_TEMPERATURE_GPU
+    assert (gpu._PCIE_TX, gpu._PCIE_RX) == (
+        pynvml.NVML_PCIE_UTIL_TX_BYTES,
+        pynvml.NVML_PCIE_UTIL_RX_BYTES,
+    )
+    assert nvml.GPM_SM_UTIL == pynvml.NVML_GPM_METRIC_SM_UTIL
+    assert nvml.GPM_SM_OCCUPANCY == pynvml.NVML_GPM_METRIC_SM_OCCUPANCY
+    reasons = {
+        0x4: pynvml.nvmlClocksThrottleReasonSwPowerCap,
+        0x40: pynvml.nvmlClocksThrottleReasonHwThermalSlowdown,
+        0x1: pynvml.nvmlClocksThrottleReasonGpuIdle,
+    }
+    assert all(bit == value for bit, value in reasons.items())

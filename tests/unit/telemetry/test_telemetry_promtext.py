@@ -73,7 +73,7 @@ def test_bucket_delta(a: list[int], d: list[int]) -> None:
         assert bucket_delta(before, now) is None
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     st.dictionaries(
         st.from_regex(r"[a-z][a-z0-9_]{0,10}(:[a-z_]{1,8})?", fullmatch=True),

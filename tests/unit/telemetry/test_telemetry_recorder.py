@@ -35,8 +35,15 @@ class _Metrics:
         self.hits += 1
         return web.Response(text=self.text, status=self.status)
 
+    props_ok = True
+
     async def props(self, _req: web.Request) -> web.Response:
+        if not self.props_ok:  # e.g. an older llama.cpp without /props
+            return web.json_response({"error": "not found"}, status=404)
         return web.json_response({"total_slots": 6})
+
+    async def slots(self, _req: web.Request) -> web.Response:
+        return web.json_response([{"id": i, "is_processing": False} for i in range(5)])
 
 
 @pytest_asyncio.fixture(loop_scope="function")
@@ -45,6 +52,7 @@ async def metrics_server() -> AsyncIterator[tuple[str, _Metrics]]:
     app = web.Application()
     app.router.add_get("/metrics", m.handle)
     app.router.add_get("/props", m.props)
+    app.router.add_get("/slots", m.slots)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -78,6 +86,15 @@ async def test_scraper_normalises_and_reads_slot_limit(
     assert vals["engine.slots"] == 6  # from /props total_slots
     assert 0 <= (vals["engine.scrape_duration_seconds"] or 0) < 2
     assert all(s.labels["source"] == url + "/metrics" for s in out)
+    _m.props_ok = False
+    sc2 = EngineScraper(url)
+    vals2 = {s.name: s.value for s in await sc2.sample()}
+    await sc2.close()
+    assert vals2["engine.slots"] == 5  # counted from /slots
+    forced = EngineScraper(url, slots=3)
+    vals3 = {s.name: s.value for s in await forced.sample()}
+    await forced.close()
+    assert vals3["engine.slots"] == 3  # the caller knows best
 
 
 async def test_scraper_down_and_bad_text_report_up_zero(
@@ -104,16 +121,21 @@ def _spawn(code: str, **kw: Any) -> subprocess.Popen[str]:
 async def test_host_sampler_sees_a_busy_child_process() -> None:
     busy = _spawn("while True: pass")
     try:
-        hs = HostSampler({"busy": busy.pid, "self": os.getpid()})
-        await asyncio.sleep(0.6)
+        idle = _spawn("import time; time.sleep(30)")
+        hs = HostSampler({"busy": busy.pid, "self": os.getpid(), "idle": idle.pid})
+        await asyncio.sleep(1.0)
         out = await hs.sample()
+        idle.kill()
+        idle.wait()
     finally:
         busy.kill()
         busy.wait()
     cpu = {s.labels["name"]: s.value for s in out if s.name == "process.cpu_percent"}
     rss = {s.labels["name"]: s.value for s in out if s.name == "process.rss_bytes"}
-    # a spinning process uses a large share of a core even on a loaded 2-core box
-    assert cpu["busy"] is not None and cpu["busy"] > 20.0
+    # a spinning process gets CPU even on a loaded box (relative check: the share a
+    # busy process gets on a box with load 15 on 2 cores is only ~13% of a core)
+    assert cpu["busy"] is not None and cpu["idle"] is not None
+    assert cpu["busy"] > 2.0 and cpu["busy"] > 5 * cpu["idle"]
     assert rss["self"] is not None and rss["self"] > 10e6
     cores = [s for s in out if s.name == "host.cpu_percent" and s.labels["cpu"] != "all"]
     assert len(cores) == os.cpu_count()
@@ -147,12 +169,14 @@ async def test_recorder_interval_ring_buffer_file_and_reader(
     rec.add_listener(lambda r: seen.append(len(r)))
     t0 = time.monotonic()
     async with rec:
-        await asyncio.sleep(0.75)
-    elapsed = time.monotonic() - t0
+        # wait for rounds instead of a fixed time: the box may be heavily loaded
+        while rec.rounds < 5 and time.monotonic() - t0 < 20:
+            await asyncio.sleep(0.05)
+        elapsed = time.monotonic() - t0
     assert not rec.running
-    # about one round per interval (first round immediately), never a burst
-    assert 4 <= rec.rounds <= elapsed / 0.1 + 2
-    assert m.hits >= 4
+    # one round per interval at most (first round immediately): never a burst
+    assert 5 <= rec.rounds <= elapsed / 0.1 + 2
+    assert m.hits >= 5
     assert len(seen) == rec.rounds
     # ring buffer keeps only the newest `capacity` samples
     buf = rec.samples()
@@ -205,7 +229,7 @@ async def test_children_are_counted_once() -> None:
         alone = HostSampler({"parent": parent.pid}, children=True)
         await both.sample()
         await alone.sample()
-        await asyncio.sleep(0.8)
+        await asyncio.sleep(1.0)
         out_both = await both.sample()
         out_alone = await alone.sample()
     finally:
@@ -217,6 +241,8 @@ async def test_children_are_counted_once() -> None:
         parent.wait()
     cpu_both = {s.labels["name"]: s.value for s in out_both if s.name == "process.cpu_percent"}
     cpu_alone = {s.labels["name"]: s.value for s in out_alone if s.name == "process.cpu_percent"}
-    assert cpu_both["child"] is not None and cpu_both["child"] > 20
-    assert cpu_both["parent"] is not None and cpu_both["parent"] < 10  # the sleeper only
-    assert cpu_alone["parent"] is not None and cpu_alone["parent"] > 20  # child included
+    child, p_both, p_alone = cpu_both["child"], cpu_both["parent"], cpu_alone["parent"]
+    assert child is not None and p_both is not None and p_alone is not None
+    assert child > 2.0
+    assert p_both < child / 3  # the sleeping parent only
+    assert p_alone > child / 2  # the spinning child included

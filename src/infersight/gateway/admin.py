@@ -1,0 +1,95 @@
+"""The gateway's non-proxy endpoints: /v1/models, /metrics, /health and /stats."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from infersight.gateway.metrics import CONTENT_TYPE
+
+if TYPE_CHECKING:
+    from infersight.gateway.batching import Batching
+    from infersight.gateway.metrics import GatewayMetrics
+    from infersight.gateway.router import Router
+    from infersight.gateway.upstream import Upstream
+
+__all__ = ["AdminEndpoints"]
+
+
+def _dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+class AdminEndpoints:
+    """Mixed into :class:`~infersight.gateway.server.Gateway`."""
+
+    upstreams: list[Upstream]
+    router: Router
+    metrics: GatewayMetrics
+    batching: Batching
+    started: float
+
+    async def models(self, request: web.Request) -> web.Response:
+        """The union of every upstream's models (discovered ones refreshed on demand)."""
+        owners: dict[str, list[str]] = {}
+        for u in self.upstreams:
+            if u.wildcard:
+                await u.discover(timeout=2.0)
+            for m in sorted(u.models):
+                owners.setdefault(m, []).append(u.name)
+        data = [
+            {"id": m, "object": "model", "created": int(self.started), "owned_by": "infersight",
+             "upstreams": ups}
+            for m, ups in sorted(owners.items())
+        ]
+        return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+
+    async def prom(self, request: web.Request) -> web.Response:
+        for u in self.upstreams:
+            u.gauges()
+            u.metrics.circuit.labels(u.name).set(int(u.breaker.state))
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+    def health_reasons(self) -> tuple[list[str], list[str]]:
+        """(reasons the gateway cannot serve some model, warnings)."""
+        reasons: list[str] = []
+        warnings: list[str] = []
+        if not self.upstreams:
+            reasons.append("no upstream configured")
+        for u in self.upstreams:
+            st = u.breaker.state.name.lower().replace("_", "-")
+            if st != "closed":
+                warnings.append(f"upstream {u.name}: circuit {st}")
+            a = u.admission
+            if a.queue_size and a.queued >= a.queue_size:
+                warnings.append(f"upstream {u.name}: queue full ({a.queued})")
+        models = {m for u in self.upstreams for m in u.models}
+        for m in sorted(models):
+            if not self.router.replicas(m):
+                reasons.append(f"model {m}: no upstream with a closed circuit")
+            elif all(
+                u.admission.queue_size and u.admission.queued >= u.admission.queue_size
+                for u in self.upstreams if u.serves(m)
+            ):
+                reasons.append(f"model {m}: every upstream queue is full")
+        return reasons, warnings
+
+    async def health(self, request: web.Request) -> web.Response:
+        reasons, warnings = self.health_reasons()
+        doc = {"status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings}
+        return web.json_response(doc, status=503 if reasons else 200, dumps=_dumps)
+
+    async def stats(self, request: web.Request) -> web.Response:
+        doc = {
+            "uptime_s": time.time() - self.started,
+            "upstreams": [u.state() for u in self.upstreams],
+            "cost": self.metrics.cost_summary(),
+            "batching": {
+                "batches": self.batching.batcher.flushed_batches,
+                "items": self.batching.batcher.flushed_items,
+            },
+        }
+        return web.json_response(doc, dumps=_dumps)

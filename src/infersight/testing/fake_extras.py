@@ -1,0 +1,144 @@
+"""The fake server's secondary endpoints: embeddings, models, tokenize, health, and
+its own control endpoints (``/_fake/stats``, ``/_fake/script``, ``/_fake/reset``)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import struct
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from infersight.testing.fake_config import Behavior, FakeConfig
+
+__all__ = ["ExtraEndpoints", "count_words", "error_response", "json_response"]
+
+
+def json_response(
+    obj: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(obj), status=status, headers=headers, content_type="application/json"
+    )
+
+
+def error_response(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    etype = {401: "authentication_error", 429: "rate_limit_error"}.get(status, "api_error")
+    return json_response(
+        {"error": {"message": message, "type": etype, "code": status}}, status, headers
+    )
+
+
+def count_words(value: Any) -> int:
+    if isinstance(value, str):
+        return max(1, len(value.split()))
+    if isinstance(value, list):
+        return sum(count_words(v) for v in value)
+    if isinstance(value, dict):
+        return count_words(value.get("content", ""))
+    return 1
+
+
+class ExtraEndpoints:
+    """Mixin of FakeOpenAI: everything but generation."""
+
+    config: FakeConfig
+    stats: dict[str, Any]
+    _script: list[Behavior]
+
+    def _check_key(self, request: web.Request) -> web.Response | None:
+        raise NotImplementedError
+
+    def reset_stats(self) -> None:
+        raise NotImplementedError
+
+    def set_script(self, script: list[Any]) -> None:
+        raise NotImplementedError
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        s = self.stats
+        s["requests"] += 1
+        s["by_path"][request.path] = s["by_path"].get(request.path, 0) + 1
+        denied = self._check_key(request)
+        if denied is not None:
+            return denied
+        body = orjson.loads(await request.read())
+        inp = body.get("input", "")
+        items = inp if isinstance(inp, list) and inp and not isinstance(inp[0], int) else [inp]
+        s["embedding_batches"].append(len(items))
+        del s["embedding_batches"][:-1000]
+        cfg = self.config
+        await asyncio.sleep(cfg.embed_base + cfg.embed_per_item * len(items))
+        data = [
+            {"object": "embedding", "index": i, "embedding": self.vector(item)}
+            for i, item in enumerate(items)
+        ]
+        toks = sum(count_words(i) if isinstance(i, str) else len(i) for i in items)
+        return json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model") or cfg.model,
+                "usage": {"prompt_tokens": toks, "total_tokens": toks},
+            }
+        )
+
+    def vector(self, item: Any) -> list[float]:
+        """The deterministic unit vector the server returns for one input."""
+        seed = orjson.dumps(item)
+        dim = self.config.embedding_dim
+        raw = b""
+        counter = 0
+        while len(raw) < 4 * dim:
+            raw += hashlib.blake2b(seed + struct.pack("<I", counter)).digest()
+            counter += 1
+        vals = [v / 2**31 - 1.0 for v in struct.unpack(f"<{dim}I", raw[: 4 * dim])]
+        norm = math.sqrt(sum(v * v for v in vals)) or 1.0
+        return [v / norm for v in vals]
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return json_response(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.config.model,
+                        "object": "model",
+                        "created": 0,
+                        "owned_by": "infersight-fake",
+                    }
+                ],
+            }
+        )
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return json_response({"status": "ok"})
+
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        if not self.config.tokenize:
+            raise web.HTTPNotFound()
+        body = orjson.loads(await request.read())
+        text = str(body.get("content") or body.get("prompt") or "")
+        toks = [
+            int.from_bytes(hashlib.blake2b(w.encode(), digest_size=2).digest(), "little")
+            for w in text.split()
+        ]
+        return json_response({"tokens": toks})
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        return json_response({**self.stats, "script_left": len(self._script)})
+
+    async def _set_script(self, request: web.Request) -> web.Response:
+        script = orjson.loads(await request.read())
+        self.set_script(script if isinstance(script, list) else [script])
+        return json_response({"script_left": len(self._script)})
+
+    async def _reset(self, request: web.Request) -> web.Response:
+        self.reset_stats()
+        self._script = []
+        return json_response({"ok": True})

@@ -1,0 +1,150 @@
+"""`infersight bench` as a user runs it: Ctrl-C, bad input, outputs on disk."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from infersight.bench import BenchConfig, run
+from infersight.core.records import RunResult, load_run_result
+from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+CLI = [sys.executable, "-c", "from infersight.cli import main; main()", "bench"]
+
+
+def _bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args, "--no-progress", "--no-diagnose"],
+        capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "INFERSIGHT_DEBUG": ""},
+    )  # fmt: skip
+
+
+def _one_clear_line(p: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr
+    lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), p.stderr
+    for n in needles:
+        assert n.lower() in lines[0].lower(), lines[0]
+
+
+def test_sigint_leaves_a_valid_partial_result(tmp_path: Path) -> None:
+    slow = FakeConfig(ttft=0.05, itl=0.2, tokens=100)  # 20 s per request
+    with FakeOpenAI.subprocess(slow) as srv:
+        out = tmp_path / "run"
+        proc = subprocess.Popen(
+            [*CLI, "--url", srv.base_url, "--concurrency", "3", "--requests", "30",
+             "--max-tokens", "100", "--input-tokens", "8", "--grace", "0.5",
+             "--out", str(out), "--no-progress", "--no-diagnose"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                # All three users have a request in flight.
+                if srv.stats().get("in_flight", 0) >= 3:
+                    break
+                time.sleep(0.2)
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    doc = json.loads((out / "result.json").read_text())
+    jsonschema.validate(doc, json.loads((out / "schema.json").read_text()))
+    result = load_run_result(out / "result.json")
+    assert result.partial is True
+    cancelled = [r for r in result.records if r.cancelled]
+    assert len(cancelled) == 3
+    assert all(r.error == "Cancelled" and not r.ok for r in cancelled)
+    assert result.aggregates["c=3"]["requests"]["cancelled"] == 3
+    assert any("interrupted" in n for n in result.notes)
+    rows = list(csv.DictReader((out / "records.csv").open()))
+    assert sum(r["cancelled"] == "True" for r in rows) == 3
+    assert "PARTIAL" in stdout
+
+
+def test_unreachable_url() -> None:
+    p = _bench("--url", f"http://127.0.0.1:{free_port()}", "--requests", "1")
+    _one_clear_line(p, "cannot reach")
+
+
+def test_bad_key_and_unknown_model(tmp_path: Path) -> None:
+    with FakeOpenAI.subprocess(FakeConfig(api_key="right-key-123")) as srv:
+        p = _bench("--url", srv.base_url, "--requests", "1")
+        _one_clear_line(p, "401")
+        key = tmp_path / "key"
+        key.write_text("right-key-123\n")
+        p = _bench("--url", srv.base_url, "--api-key-file", str(key), "--model", "nope")
+        _one_clear_line(p, "nope", "fake")
+        assert "right-key-123" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--concurrency", "1,x"], "--concurrency"),
+        (["--slo", "ttft_p99>5ms"], "--slo"),
+        (["--endpoint", "foo"], "--endpoint"),
+        (["--input-tokens", "zipf:1:2"], "--input-tokens"),
+        (["--find-max"], "--slo"),
+        (["--rate", "1", "--concurrency", "2"], "one of"),
+        (["--dataset", "/nonexistent.jsonl"], "cannot read"),
+    ],
+)
+def test_bad_flags(
+    args: list[str],
+    needle: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # In-process through the real entry point (a subprocess per case is slow here).
+    from infersight.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["infersight", "bench", "--url", "http://127.0.0.1:9", *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err
+    p = subprocess.CompletedProcess(args, int(exc.value.code or 0), "", err)
+    _one_clear_line(p, needle)
+
+
+def test_reset_before_headers_is_sent_once_more() -> None:
+    # The first generation attempt is reset before any answer (like a stale pooled
+    # connection): the bench sends it once more and records two attempts.
+    with FakeOpenAI.subprocess(FakeConfig(tokens=3, script=["ok", "reset"])) as srv:
+        result = run(
+            BenchConfig(url=srv.base_url, concurrency=[1], requests=3, input_tokens="4",
+                        max_tokens=3, diagnose=False, progress=False)
+        )  # fmt: skip
+    recs = sorted(result.records, key=lambda r: r.scheduled)
+    assert all(r.ok for r in recs)
+    assert [r.attempts for r in recs] == [2, 1, 1]
+
+
+def test_schema_file_matches_the_model() -> None:
+    assert RunResult.model_json_schema()["title"] == "RunResult"

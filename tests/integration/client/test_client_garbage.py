@@ -1,0 +1,77 @@
+"""End to end: whatever bytes a server streams, the client raises only typed errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from infersight.client import Client, RetryPolicy, Timeouts
+from infersight.core.errors import InfersightError
+
+PIECES = [b"data: ", b"data:", b"\n", b"\r\n", b"\n\n", b"{", b"}", b"[DONE]", b'"choices"', b":",
+          b"[", b"]", b'{"choices":[{"delta":{"content":"x"}}]}', b"event: error\n", b"\xff\xfe",
+          b'{"error":{"code":503}}', b'{"choices":[{"finish_reason":"stop"}]}', b"id: 1\n"]
+
+
+class Box:
+    body = b""
+
+
+@pytest.fixture(scope="module")
+def garbage_server() -> Iterator[tuple[asyncio.AbstractEventLoop, Client]]:
+    loop = asyncio.new_event_loop()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        body = Box.body
+        for i in range(0, len(body), 7):  # several writes: events split across reads
+            await resp.write(body[i : i + 7])
+        await resp.write_eof()
+        return resp
+
+    async def start() -> tuple[web.AppRunner, Client]:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        client = Client(f"http://127.0.0.1:{port}", retry=RetryPolicy.none(),
+                        timeouts=Timeouts(total=10.0))
+        return runner, client
+
+    runner, client = loop.run_until_complete(start())
+    yield loop, client
+    loop.run_until_complete(client.close())
+    loop.run_until_complete(runner.cleanup())
+    loop.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.sampled_from(PIECES), st.binary(max_size=8)), max_size=25))
+def test_any_stream_gives_result_or_typed_error(
+    garbage_server: tuple[asyncio.AbstractEventLoop, Client], pieces: list[bytes]
+) -> None:
+    loop, client = garbage_server
+    Box.body = b"".join(pieces)
+
+    async def go() -> Any:
+        try:
+            return await client.chat([{"role": "user", "content": "x"}])
+        except InfersightError as e:
+            return e
+
+    out = loop.run_until_complete(go())
+    if isinstance(out, InfersightError):
+        rec = out.record  # type: ignore[attr-defined]
+        assert not rec.ok and rec.error == out.kind and rec.attempts == 1
+    else:
+        assert out.record.ok and out.record.end is not None

@@ -1,0 +1,109 @@
+"""Odd but real server behaviours, served by small aiohttp apps on 127.0.0.1."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+
+from infersight.client import Client, RetryPolicy
+from infersight.core import errors as E
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+MSG = [{"role": "user", "content": "hi"}]
+
+
+@asynccontextmanager
+async def serve(handler: Handler) -> AsyncIterator[str]:
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def sse(request: web.Request, body: bytes) -> web.StreamResponse:
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    await resp.write(body)
+    await resp.write_eof()
+    return resp
+
+
+async def test_crlf_and_cr_line_endings() -> None:
+    for eol in (b"\r\n", b"\r"):
+        chunk = b'data: {"choices":[{"delta":{"content":"a"}}]}' + eol + eol
+        body = b": hello" + eol + eol + chunk * 3 + b'data: {"choices":[{"delta":{},' \
+            b'"finish_reason":"stop"}]}' + eol + eol + b"data: [DONE]" + eol + eol
+
+        async def h(request: web.Request, body: bytes = body) -> web.StreamResponse:
+            return await sse(request, body)
+
+        async with serve(h) as url, Client(url) as c:
+            done = await c.chat(MSG)
+        assert done.record.ok and done.text == "aaa" and done.record.tokens_estimated
+
+
+async def test_200_with_error_body() -> None:
+    async def h(request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "model is loading", "code": 503}})
+
+    async with serve(h) as url, Client(url, retry=RetryPolicy.none()) as c:
+        with pytest.raises(E.Overloaded, match="model is loading"):
+            await c.chat(MSG, stream=False)
+
+
+async def test_retry_after_http_date() -> None:
+    calls: list[float] = []
+
+    async def h(request: web.Request) -> web.StreamResponse:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            when = email.utils.formatdate(time.time() + 2, usegmt=True)
+            return web.json_response({"error": {"message": "slow down"}}, status=429,
+                                     headers={"Retry-After": when})
+        return web.json_response({"choices": [{"message": {"content": "ok"},
+                                               "finish_reason": "stop"}]})
+
+    async with serve(h) as url, Client(url) as c:
+        done = await c.chat(MSG, stream=False)
+    # an HTTP date has 1 s resolution: the wait is between 1 and 2 s
+    assert done.text == "ok" and done.record.attempts == 2 and calls[1] - calls[0] >= 1.0
+
+
+async def test_html_error_page_message() -> None:
+    async def h(request: web.Request) -> web.Response:
+        return web.Response(status=502, text="<html>Bad Gateway</html>",
+                            content_type="text/html")
+
+    async with serve(h) as url, Client(url, retry=RetryPolicy.none()) as c:
+        with pytest.raises(E.ServerError) as ei:
+            await c.chat(MSG)
+    assert ei.value.status == 502 and "Bad Gateway" in str(ei.value) and ei.value.retryable
+
+
+async def test_finish_reason_without_done_is_ok_and_empty_stream_truncated() -> None:
+    async def h(request: web.Request) -> web.StreamResponse:
+        return await sse(request, b'data: {"choices":[{"delta":{"content":"x"},'
+                                  b'"finish_reason":"length"}]}\n\n')
+
+    async with serve(h) as url, Client(url) as c:
+        done = await c.chat(MSG)
+    assert done.record.ok and done.finish_reason == "length" and done.text == "x"
+
+    async def empty(request: web.Request) -> web.StreamResponse:
+        return await sse(request, b": keep-alive\n\n")
+
+    async with serve(empty) as url, Client(url, retry=RetryPolicy.none()) as c:
+        with pytest.raises(E.TruncatedStream):
+            await c.chat(MSG)

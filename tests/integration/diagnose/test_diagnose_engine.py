@@ -1,0 +1,150 @@
+"""Verdicts from real, short runs of the embedded llama.cpp engine (design.md s.5).
+
+The states a CPU can make: under-loaded (1 client, 16 slots), slot-bound (32 clients,
+2 slots), client-limited (a load generator whose event loop is hogged) and
+error-driven (a stale API key). Runs are a few seconds each with tiny outputs. The
+box is shared and noisy, so each test asserts its own verdict and evidence; other
+verdicts the noise may add (host_starved, client_limited) are allowed beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from infersight.core.records import RequestRecord, RunResult
+from infersight.diagnose import Verdict, diagnose
+
+pytestmark = [pytest.mark.engine, pytest.mark.timeout(240)]
+
+KEY = "sk-infersight-test-" + uuid.uuid4().hex[:8]
+
+
+def one(vs: list[Verdict], vid: str) -> Verdict:
+    found = [v for v in vs if v.id == vid]
+    assert found, f"no {vid} verdict in {[(v.id, v.summary) for v in vs]}"
+    return found[0]
+
+
+def _bench(**kw: Any) -> RunResult:
+    from infersight.bench import BenchConfig, run
+
+    cfg = BenchConfig(progress=False, diagnose=False, warmup="0", cooldown="0",
+                      input_tokens="fixed:24", sample_interval=0.25, grace=2.0, **kw)
+    return run(cfg)
+
+
+@pytest.fixture(scope="module")
+def key_engine() -> Iterator[Any]:
+    """A 2-slot embedded engine that requires an API key."""
+    from infersight.engine import EmbeddedEngine
+
+    with EmbeddedEngine(parallel=2, ctx=2 * 512, api_key=KEY) as eng:
+        yield eng
+
+
+def test_under_loaded_one_client_sixteen_slots() -> None:
+    r = _bench(engine_parallel=16, engine_ctx=16 * 256, concurrency=[1], duration=4.0,
+               max_tokens=4)
+    assert any(rec.ok for rec in r.records)
+    v = one(diagnose(r), "under_loaded")
+    assert v.engine == "embedded"
+    assert v.evidence_value("slots (S)") == 16
+    assert 0.2 <= v.evidence_value("running (R)") <= 1.5
+    assert v.evidence_value("waiting (Q)") < 0.1
+    assert v.evidence_value("SM activity / MFU") < 0.5
+    # the diagnosis states observed ITL against the computed CPU floor
+    assert v.evidence_value("ITL / floor") >= 1.0
+    assert any("concurren" in f for f in v.fixes)
+
+
+def test_slot_bound_two_slots_thirty_two_clients() -> None:
+    r = _bench(engine_parallel=2, engine_ctx=2 * 256, concurrency=[32], duration=6.0,
+               max_tokens=4)
+    v = one(diagnose(r), "slot_bound")
+    assert v.engine == "embedded"
+    assert v.evidence_value("slots (S)") == 2
+    assert v.evidence_value("running (R)") >= 1.7
+    assert v.evidence_value("waiting (Q)") >= 10
+    target = v.evidence_value("recommended slots")
+    assert 2 < target <= 40
+    assert "which fits in memory" in v.summary
+    assert v.fixes[0].startswith(f"raise infersight serve --parallel to {target} --ctx {target * 256}")
+
+
+def test_error_driven_api_key_mismatch(key_engine: Any) -> None:
+    from infersight.client import Client, RetryPolicy
+    from infersight.core.errors import InfersightError
+    from infersight.telemetry import EngineScraper, HostSampler, Recorder
+
+    async def main() -> RunResult:
+        rec = Recorder([HostSampler(processes={"engine": key_engine.pid}),
+                        EngineScraper(f"{key_engine.base_url}/metrics", api_key=KEY)],
+                       interval=0.25)
+        records: list[RequestRecord] = []
+        body = {"model": key_engine.model_name, "max_tokens": 2, "stream": True,
+                "messages": [{"role": "user", "content": "Say hi."}]}
+        async with rec, \
+                Client(key_engine.base_url, api_key=KEY, retry=RetryPolicy(max_attempts=1)) as good, \
+                Client(key_engine.base_url, api_key="sk-stale-0000",
+                       retry=RetryPolicy(max_attempts=1)) as bad:
+            async def send(c: Client) -> None:
+                r = RequestRecord(request_id=uuid.uuid4().hex[:8], scheduled=time.monotonic(),
+                                  labels={"level": "mixed"})
+                try:
+                    await c.request("/v1/chat/completions", body, record=r)
+                except InfersightError:
+                    pass
+                records.append(r)
+
+            await asyncio.gather(*(send(good) for _ in range(4)), *(send(bad) for _ in range(6)))
+        result = RunResult(config={"engine": key_engine.settings, "levels": [{"name": "mixed"}]},
+                           records=records)
+        rec.write_to(result)
+        return result
+
+    result = asyncio.run(main())
+    assert sum(r.ok for r in result.records) == 4
+    v = one(diagnose(result), "error_driven")
+    assert v.evidence_value("errors: AuthError") == 6
+    assert v.evidence_value("error rate") == pytest.approx(0.6)
+    assert v.evidence_value("from: HTTP 401") == 6
+    assert "AuthError" in v.summary and "API key" in v.fixes[0]
+    assert KEY not in v.model_dump_json()  # the key never appears in a verdict
+
+
+def test_client_limited_starved_load_generator(key_engine: Any, monkeypatch: Any) -> None:
+    from infersight.bench import BenchConfig, run_async
+
+    monkeypatch.setenv("DIAG_TEST_KEY", KEY)
+
+    async def main() -> RunResult:
+        stop = asyncio.Event()
+
+        async def hog() -> None:
+            # Blocks the load generator's event loop in 40 ms slices: sends run late.
+            while not stop.is_set():
+                time.sleep(0.04)
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(hog())
+        try:
+            cfg = BenchConfig(url=key_engine.base_url, api_key_env="DIAG_TEST_KEY",
+                              rate=[8.0], requests=12, max_tokens=2, progress=False,
+                              diagnose=False, warmup="0", cooldown="0",
+                              input_tokens="fixed:16", sample_interval=0.25)
+            return await run_async(cfg)
+        finally:
+            stop.set()
+            await task
+
+    result = asyncio.run(main())
+    v = one(diagnose(result), "client_limited")
+    assert v.evidence_value("schedule lag p99") > 0.005
+    assert any("schedule lag" in str(e.value) for e in v.evidence if e.name == "reason")
+    assert result.client_limited
