@@ -58,7 +58,8 @@ class Sample:
 
 # -- servers --------------------------------------------------------------------------------
 @contextlib.contextmanager
-def gateway_process(upstream: str, *extra: str) -> Iterator[Target]:
+def gateway_process(upstream: str, *extra: str, env: dict[str, str] | None = None
+                    ) -> Iterator[Target]:
     """`infersight gateway` in its own process; access log on (to a file), as deployed."""
     fd, log_name = tempfile.mkstemp(suffix=".log")
     log = os.fdopen(fd, "w")
@@ -66,7 +67,7 @@ def gateway_process(upstream: str, *extra: str) -> Iterator[Target]:
            "--upstream", f"up={upstream},models=fake,concurrency=4096,queue=8192",
            "--port", "0", *extra]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     try:
         url = None
         deadline = time.monotonic() + 60
@@ -232,6 +233,46 @@ async def rate_compare(targets: list[Target], rate: float, stream: bool, seconds
     return res
 
 
+async def embed_loop(t: Target, concurrency: int, seconds: float) -> tuple[float, float]:
+    """Closed-loop embeddings (one input each): req/s and p50 latency (ms)."""
+    lat: list[float] = []
+    body = orjson.dumps({"model": "fake", "input": "some text to embed"})
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        stop = time.perf_counter() + seconds
+
+        async def worker() -> None:
+            while time.perf_counter() < stop:
+                t0 = time.perf_counter()
+                async with session.post(t.url + "/v1/embeddings", data=body,
+                                        headers={"Content-Type": "application/json"}) as r:
+                    await r.read()
+                    if r.status == 200:
+                        lat.append(time.perf_counter() - t0)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return len(lat) / (time.perf_counter() - t0), pct(lat, 50)
+
+
+def batching_gain(seconds: float, concurrency: int) -> None:
+    """Embeddings through the gateway with and without dynamic batching.
+
+    The fake upstream costs 5 ms per call + 0.2 ms per input, a fixed per-call cost
+    like a real embedding server's (one forward pass, one HTTP exchange)."""
+    cfg = FakeConfig(embed_base=0.005, embed_per_item=0.0002)
+    print(f"\nbatching gain (embeddings, {concurrency} concurrent clients, upstream 5 ms/call "
+          "+ 0.2 ms/input):")
+    with FakeOpenAI.subprocess(cfg) as fake:
+        for label, env in (("batching off", '{"enabled": false}'),
+                           ("batching on ", '{"max_batch_size": 64, "max_wait_ms": 2}')):
+            with gateway_process(fake.base_url, env={"INFERSIGHT_GATEWAY_BATCH": env}) as gw:
+                fake.reset()
+                rps, p50 = asyncio.run(embed_loop(gw, concurrency, seconds))
+                calls = fake.stats()["by_path"].get("/v1/embeddings", 0)
+                print(f"  {label}  {rps:>8.0f} req/s   p50 {p50:>8.2f} ms   "
+                      f"upstream calls {calls}")
+
+
 def pct(v: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(v), q)) * 1000.0 if v else float("nan")
 
@@ -245,11 +286,15 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=64, help="clients for the max req/s run")
     ap.add_argument("--litellm", action="store_true",
                     help="also measure LiteLLM's proxy (installs it into .bench-venvs/litellm)")
+    ap.add_argument("--litellm-rate", type=float, default=20.0,
+                    help="an extra, low rate that LiteLLM's single worker can hold")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     seconds = args.seconds or (2.0 if args.quick else 10.0)
     max_seconds = 3.0 if args.quick else 10.0
     rates = [float(r) for r in args.rates.split(",")]
+    if args.litellm and args.litellm_rate not in rates:
+        rates.insert(0, args.litellm_rate)
     try:
         import uvloop
 
@@ -293,8 +338,9 @@ def main() -> None:
             rps, cpu = asyncio.run(closed_loop(t, args.concurrency, max_seconds))
             cpu_s = f"{cpu:.0f}%" if cpu is not None else "-"
             print(f"  {t.name:<11}{rps:>9.0f} req/s   cpu {cpu_s}")
-        print("\nnote: on a shared machine the load generator competes with both servers; "
-              "the lead re-runs this on a quiet one.")
+    batching_gain(max_seconds, args.concurrency)
+    print("\nnote: on a shared machine the load generator competes with both servers; "
+          "the lead re-runs this on a quiet one.")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ Each row is one RunResult size. Columns, in seconds unless noted:
 - views: group records, per-level arrays, verdicts (stored aggregates: nothing recomputed);
 - html / md: render the HTML page / the Markdown summary;
 - report: load + views + html + md, i.e. the command's wall time on a bench output file;
-- report (recompute): the same when the file has no stored aggregates.
+- render_cpu: CPU seconds of views + html + md (less sensitive to a busy machine);
+- report_recompute: the command's wall time when the file has no stored aggregates
+  (skipped above 10,000 requests with --quick).
 
 Usage: python benchmarks/report_render.py [--quick] [--sizes 10000,100000] [--repeat N]
 """
@@ -46,7 +48,7 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return statistics.median(times), out
 
 
-def bench_size(n: int, repeat: int, tmp: Path) -> dict[str, Any]:
+def bench_size(n: int, repeat: int, tmp: Path, recompute_too: bool = True) -> dict[str, Any]:
     t = time.perf_counter()
     run = make_run(n, levels=LEVELS, seed=n)
     row: dict[str, Any] = {"requests": n, "gen": time.perf_counter() - t}
@@ -70,6 +72,14 @@ def bench_size(n: int, repeat: int, tmp: Path) -> dict[str, Any]:
     row["md"], _ = timed(lambda: render_views_markdown(views), repeat)
     row["html_kib"] = len(html.encode()) / 1024
     row["report"] = row["load"] + row["views"] + row["html"] + row["md"]
+    cpu = time.process_time()
+    v2 = build_views([loaded])
+    render_views_html(v2)
+    render_views_markdown(v2)
+    row["render_cpu"] = time.process_time() - cpu  # views + html + md, CPU seconds
+    if not recompute_too:
+        row["report_recompute"] = float("nan")
+        return row
 
     def recompute() -> str:
         r: RunResult = load_run_result(bare)
@@ -102,13 +112,15 @@ def main() -> None:
         ("md", "{:.3f}"),
         ("html_kib", "{:.0f}"),
         ("report", "{:.2f}"),
+        ("render_cpu", "{:.2f}"),
         ("report_recompute", "{:.2f}"),
     ]
     print(f"report render time ({len(LEVELS)} levels, median of {repeat}; seconds)", flush=True)
     print(" ".join(f"{c:>16}" for c, _ in cols), flush=True)
     with tempfile.TemporaryDirectory(prefix="infersight-report-bench-") as d:
         for n in sizes:
-            row = bench_size(n, repeat, Path(d))
+            # --quick skips the slow no-stored-aggregates variant above 10k requests.
+            row = bench_size(n, repeat, Path(d), recompute_too=not args.quick or n <= 10_000)
             print(" ".join(f"{f.format(row[c]):>16}" for c, f in cols), flush=True)
 
 

@@ -5,14 +5,16 @@ requests sent under the new limit have come back (``max(min_samples, limit)`` of
 and ``min_interval`` seconds) and estimates throughput with Little's law (requests in
 flight / mean latency of those requests). Then:
 
-* **start**: double the limit while throughput rises by at least half the ideal
-  gain; when a doubling still helps a little, keep it, otherwise step back;
+* **start**: double the limit while throughput rises by at least 20% of the ideal
+  (linear) gain; when a doubling still helps a little (> ``min_gain``) keep it,
+  otherwise step back;
 * **hold / probe**: hold the level for a few windows, then probe one step (25%) up
-  or down. An up-probe is kept if throughput rose by 30% of the ideal gain; a
+  or down. An up-probe is kept if throughput rose by 20% of the ideal gain; a
   down-probe is kept if throughput held (within ``min_gain``), because the same
-  work with fewer requests queued is better. A failed probe returns, reverses the
-  direction and doubles the hold, so probing gets rare once the level is right.
-  The first window after a change is discarded (a queue is forming or draining);
+  work with fewer requests queued is better. A kept probe goes on at once in the
+  same direction; a failed one returns, reverses the direction and doubles the
+  hold, so probing gets rare once the level is right. The first window after a
+  change is discarded (a queue is forming or draining);
 * **latency / SLO**: if the p90 latency (or TTFT/TPOT) of a window breaks
   ``max_latency`` (or the SLO), cut the limit x0.75 and remember a ceiling;
 * **congestion** (429, 503, 408/502/504, timeouts): multiplicative back-off
@@ -83,7 +85,7 @@ class AdaptiveConcurrency(_Base):
         self.probe_from = start
         self.recover_target = start
         self.probe_dir = 1
-        self.warm = False
+        self.warm = True  # the very first window mixes in the ramp from zero
         self.last_cut = -math.inf
         self.cut_epoch = -math.inf
         self.history.append((now, start))
@@ -189,9 +191,10 @@ class AdaptiveConcurrency(_Base):
         return self.maximum if self.ceiling is None else max(self.minimum, self.ceiling - 1)
 
     def _gain_needed(self, a: int, b: int) -> float:
-        # A fraction of the ideal (linear) gain: half for a doubling, whose first
-        # window is biased upwards while a queue forms, 30% for a small probe step.
-        return max(self.min_gain, (0.5 if b >= 2 * a else 0.3) * (b / a - 1))
+        # 20% of the ideal (linear) gain: CPU engines scale far from linearly (a
+        # doubling may give +25%) yet every step of it is worth taking. A doubling
+        # past the knee can read high while a queue forms; down-probes trim that.
+        return max(self.min_gain, 0.2 * (b / a - 1))
 
     def _step(self, level: int) -> int:
         return max(1, math.ceil(level * 0.25))
@@ -255,7 +258,7 @@ class AdaptiveConcurrency(_Base):
             self.warm = False  # slow start judges the first window (big steps)
         elif tput >= prev * (1 + self.min_gain):
             # Better, but not by enough to keep doubling: stay; probes refine it.
-            self.best_level, self.probe_dir = lvl, -1  # maybe past the knee: look below first
+            self.best_level, self.probe_dir = lvl, 1  # it still paid: look above first
             self._log(now, lvl, f"slow start ends at {lvl} ({_pct(prev, tput, prev_lvl)}): hold, then probe")
             self._hold(now, lvl, "")
             # That window was biased upwards (a queue was forming); hold measures it again.
@@ -277,35 +280,47 @@ class AdaptiveConcurrency(_Base):
             ok = tput >= base * (1 - self.min_gain)
         change = _pct(base, tput, base_lvl)
         if ok:
+            # Keep going the same way at once: a climb is not slowed down by holds.
             self.best_level, self.hold_len = lvl, self.base_hold
-            self._hold(now, lvl, "")
-            self._log(now, lvl, f"probe {lvl} kept ({change}); next probe {'up' if self.probe_dir > 0 else 'down'}")
+            if not self._probe(now, lvl, f"probe {lvl} kept ({change})"):
+                self._log(now, lvl, f"probe {lvl} kept ({change}); at a bound: hold")
+                self._hold(now, lvl, "")
+        elif lvl > base_lvl and tput > base * (1 + self.min_gain):
+            # Better, but not clearly: noise or a small real gain. Return, and try the
+            # same way again after a short hold rather than give up on it.
+            self.hold_len = self.base_hold
+            self._hold(now, base_lvl, f"probe {lvl} unclear ({change}): back to {base_lvl}, retry later")
         else:
             self.hold_len = min(self.hold_len * 2, self.max_hold)
             self.probe_dir = -self.probe_dir
             self._hold(now, base_lvl, f"probe {lvl} worse ({change}): back to {base_lvl}, hold {self.hold_len}")
+
+    def _probe(self, now: float, lvl: int, why: str) -> bool:
+        """Step one probe from ``lvl`` in ``probe_dir``; False if that way is closed."""
+        if self.probe_dir > 0:
+            new = min(lvl + self._step(lvl), self.maximum)
+            if self.ceiling is not None:
+                new = min(new, self.ceiling)  # re-test the congestion point, rarely
+        else:
+            new = max(lvl - self._step(lvl), self.minimum)
+        if new == lvl:
+            return False
+        self.state, self.probe_from = "probe", lvl
+        self._set(now, new, f"{why}: probe {'up' if new > lvl else 'down'} to {new}")
+        return True
 
     def _hold_tick(self, now: float, lvl: int) -> None:
         self.hold_left -= 1
         if self.hold_left > 0:
             self._begin(now)
             return
-        for _ in range(2):
-            if self.probe_dir > 0:
-                new = min(lvl + self._step(lvl), self.maximum)
-                if self.ceiling is not None:
-                    new = min(new, self.ceiling)  # re-test the congestion point, rarely
-            else:
-                new = max(lvl - self._step(lvl), self.minimum)
-            if new != lvl:
-                break
+        why = f"held {lvl} for {self.hold_len} windows"
+        if not self._probe(now, lvl, why):
             self.probe_dir = -self.probe_dir
-        else:
-            self.hold_left = self.hold_len
-            self._begin(now)
-            return
-        self.state, self.probe_from = "probe", lvl
-        self._set(now, new, f"probe {'up' if new > lvl else 'down'}: try {new} after holding {lvl}")
+            if not self._probe(now, lvl, why):
+                self.hold_left = self.hold_len
+                self._begin(now)
+
 
 def _pct(base: float, now: float, base_lvl: int) -> str:
     if base <= 0:

@@ -14,7 +14,7 @@ from infersight.batch.config import BatchConfig
 from infersight.batch.controller import ConcurrencyController, FixedConcurrency
 from infersight.batch.input import BatchRow, RowDefaults, iter_rows
 from infersight.batch.output import OutputWriter, compact_output, load_output
-from infersight.batch.prepare import Plan, make_meter, plan_batch
+from infersight.batch.prepare import Plan, make_meter, plan_batch, prior_cost
 from infersight.batch.progress import BatchProgress, make_progress
 from infersight.batch.runner import RowRunner
 from infersight.batch.summary import BatchSummary
@@ -89,7 +89,9 @@ def _summary(plan: Plan, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: 
         concurrency_mode="fixed" if cfg.concurrency else "adaptive",
         **kw,
     )
-    if runner is not None:
+    if runner is None:
+        s.cost_total = prior_cost(plan.state, plan.prices, plan.state.ok_ids)
+    else:
         elapsed = (runner.t_last or 0.0) - (runner.t_first or 0.0)
         s.done, s.failed, s.attempts, s.retries = runner.done, runner.failed, runner.attempts, runner.retries
         s.not_run = s.to_do - s.done - s.failed
@@ -126,9 +128,22 @@ async def run_batch_async(
     on_runner: Callable[[RowRunner], None] | None = None,
 ) -> BatchSummary:
     """Run a batch; ``on_runner`` receives the runner (e.g. to wire Ctrl-C to it)."""
+    plan = plan_batch(cfg)
+    try:
+        return await _run_plan(plan, progress, on_runner)
+    finally:
+        if plan.lock is not None:
+            plan.lock.release()
+
+
+async def _run_plan(
+    plan: Plan,
+    progress: BatchProgress | None,
+    on_runner: Callable[[RowRunner], None] | None,
+) -> BatchSummary:
     from infersight.client import Client, RetryPolicy, Timeouts
 
-    plan = plan_batch(cfg)
+    cfg = plan.cfg
     if not plan.todo:
         return _summary(plan, None, None, None, stopped="nothing-to-do")
     prog = progress or make_progress(quiet=True)

@@ -78,4 +78,4 @@ class BatchConfig(BaseConfig):
             err = e.errors()[0]
             where = ".".join(str(x) for x in err.get("loc", ())) or "batch options"
             msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-            raise ConfigError(f"{where.replace('_', '-')}: {msg}" if err.get("loc") else msg) from None
+            raise ConfigError(f"--{where.replace('_', '-')}: {msg}" if err.get("loc") else msg) from None

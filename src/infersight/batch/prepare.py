@@ -8,11 +8,12 @@ from pathlib import Path
 from infersight.batch.budget import CostMeter
 from infersight.batch.config import BatchConfig
 from infersight.batch.input import BadInput, InputScan, RowDefaults, scan_input
+from infersight.batch.lock import OutputLock
 from infersight.batch.output import OutputState, compact_output, load_output
 from infersight.core.errors import ConfigError
 from infersight.core.pricing import PriceTable
 
-__all__ = ["Plan", "plan_batch"]
+__all__ = ["Plan", "make_meter", "plan_batch", "prior_cost"]
 
 
 @dataclass
@@ -27,6 +28,8 @@ class Plan:
     compacted: int = 0
     foreign: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Held while the run writes the output (None for a dry run).
+    lock: OutputLock | None = None
 
 
 def _prices(cfg: BatchConfig) -> PriceTable:
@@ -50,8 +53,12 @@ def prior_cost(state: OutputState, prices: PriceTable, keep: set[str]) -> float 
     return total
 
 
-def plan_batch(cfg: BatchConfig) -> Plan:
-    """Validate input and output; raise ConfigError before anything is sent."""
+def plan_batch(cfg: BatchConfig, *, lock: bool = True) -> Plan:
+    """Validate input and output; raise ConfigError before anything is sent.
+
+    With ``lock`` the output is locked for this process (release with
+    ``plan.lock.release()``) and a torn last line is repaired; a dry run reads only.
+    """
     inp, out = Path(cfg.input), Path(cfg.output)
     if inp.resolve() == out.resolve():
         raise ConfigError("--out is the input file; give a different output path")
@@ -62,15 +69,27 @@ def plan_batch(cfg: BatchConfig) -> Plan:
     if scan.rows == 0:
         what = f" ({len(scan.bad)} bad lines skipped)" if scan.bad else ""
         raise ConfigError(f"{inp}: no valid rows to run{what}")
-    state = load_output(out)
-    plan = Plan(cfg, scan, state, prices, set())
+    out_lock = OutputLock(out) if lock else None
+    try:
+        return _plan_output(cfg, scan, prices, out_lock)
+    except BaseException:
+        if out_lock is not None:
+            out_lock.release()
+        raise
+
+
+def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock: OutputLock | None) -> Plan:
+    inp, out = Path(cfg.input), Path(cfg.output)
+    state = load_output(out, repair=out_lock is not None)
+    plan = Plan(cfg, scan, state, prices, set(), lock=out_lock)
     if state.repaired_bytes:
         plan.notes.append(
             f"{out}: cut a torn final line ({state.repaired_bytes} bytes) left by a crash; "
             "that row runs again"
         )
-    if state.duplicates:
+    if state.duplicates and out_lock is not None:
         plan.compacted = compact_output(out)
+        out_lock.relock()
         plan.notes.append(f"{out}: compacted {plan.compacted} superseded lines (last wins)")
     plan.foreign = len(set(state.done) - scan.ids)
     if plan.foreign:

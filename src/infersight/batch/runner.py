@@ -161,11 +161,12 @@ class RowRunner:
             body["model"] = self.default_model
         if self.stream and row.url != "/v1/embeddings":
             body["stream"] = True
-        rec = RequestRecord(request_id=row.custom_id, scheduled=t0)
-        headers = {CUSTOM_ID_HEADER: quote(row.custom_id, safe="")}
+        # Percent-encoded: a custom_id may hold characters a header cannot.
+        rid = quote(row.custom_id, safe="")
+        rec = RequestRecord(request_id=rid, scheduled=t0)
         try:
             comp = await self.client.request(
-                row.url, body, request_id=row.custom_id, headers=headers, record=rec
+                row.url, body, request_id=rid, headers={CUSTOM_ID_HEADER: rid}, record=rec
             )
         except InfersightError as e:
             return False, e, t0

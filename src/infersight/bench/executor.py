@@ -65,9 +65,13 @@ class LevelPlan:
 
 @dataclass(slots=True)
 class LevelOutcome:
+    """A level's records and the load generator's cost: ``cpu_percent`` of one core
+    for the busiest process, ``cpu_seconds`` summed over all of them."""
+
     records: list[RequestRecord]
     cpu_percent: float
     wall: float
+    cpu_seconds: float = 0.0
 
 
 async def run_level(
@@ -170,7 +174,7 @@ async def run_level(
     cpu1 = proc.cpu_times()
     wall = time.monotonic() - wall0
     used = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
-    return LevelOutcome(records, 100.0 * used / wall if wall > 0 else 0.0, wall)
+    return LevelOutcome(records, 100.0 * used / wall if wall > 0 else 0.0, wall, used)
 
 
 async def _dispatch_open(

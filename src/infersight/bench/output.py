@@ -118,12 +118,12 @@ def render(result: RunResult, console: Any) -> None:
     cost = (result.model_extra or {}).get("cost")
     if cost:
         console.print(
-            f"cost: ${cost['usd']:.4f} for the run, "
-            f"${_num(cost['usd_per_million_output_tokens'])} per million output tokens"
+            f"cost: ${cost['usd']:.4g} for the run, "
+            f"${_num(cost['usd_per_million_output_tokens'], '.4g')} per million output tokens"
         )
         for name, c in cost["levels"].items():
             if c["projected_usd_per_day"] is not None:
-                console.print(f"  {name}: ${c['projected_usd_per_day']:.2f}/day at this throughput")
+                console.print(f"  {name}: ${c['projected_usd_per_day']:.4g}/day at this throughput")
     fm = result.config.get("find_max")
     if fm:
         ans = fm["max_rate"]

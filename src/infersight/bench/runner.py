@@ -114,11 +114,16 @@ async def _run_with_target(
                     )  # fmt: skip
                     result.aggregates[level.name] = agg
                     planner.record(level, agg)
-                    levels_done.append({**level.as_dict(), "wall_s": outcome.wall})
+                    levels_done.append(
+                        {**level.as_dict(), "wall_s": outcome.wall,
+                         "loadgen_cpu_s": outcome.cpu_seconds, "workers": cfg.workers}
+                    )  # fmt: skip
                     if stop.stop:
                         stop.during = level.name
         finally:
             result.samples = await telemetry.stop()
+            result.notes.extend(telemetry.notes)
+            result.environment["gpus"] = telemetry.gpus
     _finish(result, cfg, target, prompts, planner, levels_done, stop)
     return result
 
@@ -211,6 +216,7 @@ def _finish(
         result.config["find_max"] = fm
     result.versions = _versions(__version__)
     result.environment = {
+        **result.environment,
         "host": platform.node(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),

@@ -6,7 +6,6 @@ embedded engine's own ``/metrics`` automatically). All wiring to
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from typing import Any
@@ -27,6 +26,8 @@ class BenchTelemetry:
         self.cfg = cfg
         self.target = target
         self._rec: Any = None
+        self.notes: list[str] = []
+        self.gpus: list[dict[str, Any]] = []
 
     async def start(self) -> None:
         from infersight.telemetry import EngineScraper, GpuSampler, HostSampler, Recorder
@@ -35,8 +36,21 @@ class BenchTelemetry:
         if self.target.engine_pid is not None:
             procs["engine"] = self.target.engine_pid
         samplers: list[Any] = [HostSampler(processes=procs, children=True)]
-        with contextlib.suppress(Exception):
-            samplers.append(GpuSampler())
+        gpu_log = logging.getLogger("infersight.telemetry.gpu")
+        level = gpu_log.level
+        # No GPU is normal for a CPU engine: say so once in the result, not on stderr.
+        gpu_log.setLevel(logging.ERROR)
+        try:
+            gpu = GpuSampler()
+            self.gpus = gpu.describe()
+            if gpu.available and self.gpus:
+                samplers.append(gpu)
+            else:
+                self.notes.append(f"no GPU metrics: {gpu.unavailable_reason}")
+        except Exception as e:
+            self.notes.append(f"no GPU metrics: {e}")
+        finally:
+            gpu_log.setLevel(level)
         urls = list(self.cfg.scrape)
         if self.target.metrics_url and self.target.metrics_url not in urls:
             urls.append(self.target.metrics_url)

@@ -88,7 +88,10 @@ def _worker_main(
     from infersight.bench.runtime import run_coroutine
 
     outcome = run_coroutine(_worker_async(index, spec, plan, t0, counter, stop_ev, hard_ev, out))
-    out.put(("done", index, [r.to_dict() for r in outcome.records], outcome.cpu_percent))
+    out.put(
+        ("done", index, [r.to_dict() for r in outcome.records], outcome.cpu_percent,
+         outcome.cpu_seconds)
+    )  # fmt: skip
 
 
 async def _worker_async(
@@ -183,6 +186,7 @@ async def run_level_in_workers(
         p.start()
     records: list[RequestRecord] = []
     cpu: list[float] = []
+    cpu_s = 0.0
     pending = len(procs)
     try:
         while pending:
@@ -206,6 +210,7 @@ async def run_level_in_workers(
             else:
                 records.extend(RequestRecord.from_dict(d) for d in msg[2])
                 cpu.append(msg[3])
+                cpu_s += msg[4]
                 pending -= 1
     finally:
         stop_ev.set()
@@ -214,4 +219,6 @@ async def run_level_in_workers(
             if p.is_alive():
                 p.kill()
     # The busiest worker decides whether the load generator limited the run.
-    return LevelOutcome(records, max(cpu, default=0.0), time.monotonic() - wall0)
+    # The level's wall time runs from the common start, not from process start-up.
+    start = t0.value if t0.value > 0 else wall0
+    return LevelOutcome(records, max(cpu, default=0.0), time.monotonic() - start, cpu_s)

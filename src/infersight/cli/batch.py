@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
         cfg = BatchConfig.build(input=input, output=out, **{k: v for k, v in given.items() if v is not None})
         try:
             if dry_run:
-                plan = plan_batch(cfg)
+                plan = plan_batch(cfg, lock=False)
                 for b in plan.scan.bad:
                     typer.echo(f"{input}: {b}", err=True)
                 typer.echo(

@@ -12,9 +12,7 @@ if TYPE_CHECKING:
 
 _HELP = """Load-test an OpenAI-compatible server and explain the result.
 
-With no --url the embedded engine is started for the run. Latency counts from the
-intended send time (no coordinated omission); a run the load generator itself limited
-is flagged at the top of every output.
+With no --url the embedded engine is started for the run. Latency counts from the intended send time (no coordinated omission); a run the load generator itself limited is flagged at the top of every output.
 
 Examples:
 

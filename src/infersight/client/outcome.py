@@ -29,7 +29,7 @@ def fail_record(rec: RequestRecord, exc: E.InfersightError) -> E.InfersightError
     rec.error_message = str(exc)
     if rec.status is None and isinstance(exc, E.StatusError) and exc.status:
         rec.status = exc.status
-    exc.record = rec  # type: ignore[attr-defined]
+    exc.record = rec
     return exc
 
 

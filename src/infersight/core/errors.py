@@ -14,6 +14,11 @@ Messages never contain API keys.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from infersight.core.records import RequestRecord
+
 __all__ = [
     "AuthError",
     "BadRequest",
@@ -52,6 +57,8 @@ class InfersightError(Exception):
     def __init__(self, message: str = "") -> None:
         super().__init__(message)
         self.message = message or self.__class__.__doc__ or self.__class__.__name__
+        #: The request's filled timing record, when the error ended a request.
+        self.record: RequestRecord | None = None
 
     @property
     def kind(self) -> str:

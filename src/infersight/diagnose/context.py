@@ -10,7 +10,8 @@ from typing import Any
 
 from infersight.core.records import RunResult
 from infersight.diagnose.physics.hardware import Device, find_gpu, measure_cpu
-from infersight.diagnose.physics.shape import ModelShape, shape_from_hf_config
+from infersight.diagnose.physics.loaders import shape_from_hf_config
+from infersight.diagnose.physics.shape import ModelShape
 from infersight.diagnose.signals import SampleIndex
 
 __all__ = ["RunContext", "detect_engine", "resolve_context"]

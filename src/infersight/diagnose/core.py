@@ -20,6 +20,7 @@ __all__ = ["diagnose"]
 #: Own fallback for files without the bench's flag (design.md section 2).
 LAG_P99_LIMIT = 0.005
 LOADGEN_CPU_LIMIT = 90.0
+MAX_WINDOWS = 5000
 
 
 def _levels(result: RunResult, ra: RecordArrays) -> list[tuple[str | None, np.ndarray]]:
@@ -43,6 +44,14 @@ def _span(ra: RecordArrays, idx: np.ndarray) -> tuple[float, float]:
     ends = np.concatenate([ra.end[idx], ra.first[idx], ra.sent[idx], ra.scheduled[idx]])
     t1 = float(np.nanmax(ends))
     return t0, max(t1, t0 + 1e-6)
+
+
+def _edges(t0: float, t1: float, step: float) -> np.ndarray:
+    """Window boundaries covering [t0, t1] in slices of ``step`` (at least one)."""
+    n = max(1, int(np.ceil((t1 - t0) / step - 1e-9)))
+    if n > MAX_WINDOWS:  # a tiny --window over a long recording: widen it
+        n, step = MAX_WINDOWS, (t1 - t0) / MAX_WINDOWS
+    return np.asarray(t0 + step * np.arange(n + 1), dtype=float)
 
 
 def _client_flag(result: RunResult, agg: dict[str, Any], level: str | None,
@@ -120,7 +129,7 @@ def diagnose(
             t0, t1 = _span(ra, np.arange(len(ra.records)))
             level_of = np.array([r.labels.get("level") or "" for r in ra.records], dtype=object)
             ends = np.where(np.isfinite(ra.end), ra.end, t1)
-            edges = np.arange(t0, t1 + window_seconds, window_seconds)
+            edges = _edges(t0, t1, window_seconds)
             for a, b in itertools.pairwise(edges):
                 # every request alive in the slice counts towards it
                 ids = np.flatnonzero((ra.scheduled < b) & (ends >= a))
@@ -137,7 +146,7 @@ def diagnose(
             return []
         t0, t1 = span
         step = window_seconds or max(1e-6, t1 - t0)
-        edges = np.arange(t0, t1 + step, step)
+        edges = _edges(t0, t1, step)
         empty = np.zeros(0, dtype=int)
         windows = [(None, empty, float(a), float(b)) for a, b in itertools.pairwise(edges)]
     order = {vid: i for i, vid in enumerate(VERDICT_IDS)}

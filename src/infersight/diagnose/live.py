@@ -57,8 +57,11 @@ async def _sample(url: str, seconds: float, *, api_key: str | None, probe: bool,
         base = base[:-3]
     scraper = EngineScraper(f"{base}/metrics", api_key=api_key)
     samplers: list[Any] = [HostSampler(), scraper]
+    gpus: list[dict[str, Any]] = []
     with contextlib.suppress(Exception):
-        samplers.append(GpuSampler())
+        gpu = GpuSampler()
+        gpus = [g for g in gpu.describe() if g.get("name")]  # names pick the peak-table row
+        samplers.append(gpu)
     rec = Recorder(samplers, interval=interval)
     records: list[RequestRecord] = []
     stop = asyncio.Event()
@@ -79,6 +82,7 @@ async def _sample(url: str, seconds: float, *, api_key: str | None, probe: bool,
         "engine": {"url": base, "engine": scraper.engine or "unknown"},
         "source": "infersight diagnose --url", "seconds": seconds, "probe": probe,
     })
+    result.environment = {"gpus": gpus}
     result.records = records
     rec.write_to(result)
     return result

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from infersight.diagnose.physics.hardware import GIB
-from infersight.diagnose.physics.plan import Plan
+from infersight.diagnose.physics.plan import KNEE_NEVER, Plan
 from infersight.diagnose.verdict import Verdict
 
 __all__ = ["print_plan", "print_verdicts"]
@@ -70,9 +70,11 @@ def print_plan(plan: Plan, *, console: Console | None = None) -> None:
     mem.add_row(f"KV per {plan.ctx:,}-token sequence", _gib(plan.kv_bytes_per_sequence))
     con.print(mem)
     style = "green" if plan.fits else "red"
+    knee = (f"decode turns compute-bound near {plan.compute_knee:,} sequences"
+            if plan.compute_knee < KNEE_NEVER else
+            "at this context KV reads keep decode memory-bound at any batch")
     con.print(f"[{style}]max concurrent sequences at {plan.ctx:,} tokens: "
-              f"{plan.max_sequences:,}[/{style}]   (decode turns compute-bound near "
-              f"{plan.compute_knee:,} sequences)")
+              f"{plan.max_sequences:,}[/{style}]   ({knee})")
     for n in plan.notes:
         con.print(f"[yellow]note:[/yellow] {escape(n)}")
     if plan.fits:

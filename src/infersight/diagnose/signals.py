@@ -125,26 +125,39 @@ class RecordArrays:
     @classmethod
     def build(cls, records: list[RequestRecord]) -> RecordArrays:
         nan = float("nan")
-
-        def col(f: Any) -> np.ndarray:
-            return np.fromiter((f(r) for r in records), dtype=float, count=len(records))
-
+        n = len(records)
+        sched, sent, end, first, prompt, output, tpot, qd, lag = ([nan] * n for _ in range(9))
+        ok = [False] * n
+        failed = [False] * n
+        # One pass in plain Python over lists (attribute reads only), then numpy.
+        for i, r in enumerate(records):
+            sched[i] = r.scheduled
+            if r.sent is not None:
+                sent[i] = r.sent
+                lag[i] = r.sent - r.scheduled
+            if r.end is not None:
+                end[i] = r.end
+            ct = r.chunk_times
+            if ct:
+                first[i] = ct[0]
+            if r.prompt_tokens is not None:
+                prompt[i] = r.prompt_tokens
+            if r.ok:
+                ok[i] = True
+                out = r.completion_tokens if r.completion_tokens is not None else sum(r.chunk_tokens)
+                output[i] = out
+                if out >= 2 and len(ct) >= 2:
+                    tpot[i] = (ct[-1] - ct[0]) / (out - 1)
+            elif r.error and not r.cancelled:
+                failed[i] = True
+            if r.queue_delay is not None:
+                qd[i] = r.queue_delay
+        cols = np.array([sched, sent, end, first, prompt, output, tpot, qd, lag], dtype=float)
+        cols = cols.reshape(9, n)
         return cls(
-            scheduled=col(lambda r: r.scheduled),
-            sent=col(lambda r: r.sent if r.sent is not None else nan),
-            end=col(lambda r: r.end if r.end is not None else nan),
-            first=col(lambda r: r.chunk_times[0] if r.chunk_times else nan),
-            ok=np.fromiter((r.ok for r in records), dtype=bool, count=len(records)),
-            failed=np.fromiter(
-                (bool(r.error) and not r.cancelled and not r.ok for r in records),
-                dtype=bool, count=len(records),
-            ),
-            prompt=col(lambda r: r.prompt_tokens if r.prompt_tokens is not None else nan),
-            output=col(lambda r: r.output_tokens if r.ok else nan),
-            tpot=col(lambda r: (r.tpot if r.tpot is not None else nan)),
-            queue_delay=col(lambda r: r.queue_delay if r.queue_delay is not None else nan),
-            lag=col(lambda r: (r.sent - r.scheduled) if r.sent is not None else nan),
-            records=records,
+            scheduled=cols[0], sent=cols[1], end=cols[2], first=cols[3],
+            prompt=cols[4], output=cols[5], tpot=cols[6], queue_delay=cols[7], lag=cols[8],
+            ok=np.array(ok, dtype=bool), failed=np.array(failed, dtype=bool), records=records,
         )
 
 
@@ -218,7 +231,7 @@ def window_stats(ra: RecordArrays, t0: float, t1: float, idx: np.ndarray) -> Win
         r = ra.records[int(i)]
         kind = r.error or "unknown"
         w.errors[kind] += 1
-        src = r.labels.get("upstream") or (f"HTTP {r.status}" if r.status else "client")
+        src = r.labels.get("upstream") or (f"HTTP {r.status}" if r.status else "no HTTP response")
         w.error_sources[src] += 1
         if kind not in w.error_example and r.error_message:
             w.error_example[kind] = r.error_message[:160]

@@ -67,6 +67,9 @@ class EngineConfig:
     #: engine's own queue (visible as ``llamacpp:requests_deferred``) instead of waiting
     #: unseen in the accept backlog, and ``/metrics`` must stay reachable under load.
     http_threads: int = 64
+    #: Host-RAM cache of evicted slots' prompt state (MiB). llama.cpp's default of
+    #: 8 GiB is too much for a laptop or a shared box; a small model needs little.
+    cache_ram_mib: int = 512
     #: llama.cpp log verbosity: 1 = errors only (quiet), 3 = info, 4 = debug.
     verbosity: int = 1
     #: OpenMP wait policy of the compute threads (see :func:`resolve_config`).

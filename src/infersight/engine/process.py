@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -24,6 +22,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from infersight.core.errors import ConfigError, InfersightError
+from infersight.engine._procio import child_env, llama_error_line, pump_log, read_events, terminate
 from infersight.engine.config import EngineConfig, resolve_config
 
 __all__ = ["EmbeddedEngine", "EngineStartError"]
@@ -34,65 +33,6 @@ _LOG_TAIL_LINES = 200
 
 class EngineStartError(ConfigError):
     """The embedded engine did not start; the message says why in one line."""
-
-
-def child_env(config: EngineConfig) -> dict[str, str]:
-    """The engine's environment: the caller's, with the configured OpenMP wait policy."""
-    env = dict(os.environ)
-    env["OMP_WAIT_POLICY"] = config.omp_wait_policy
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
-
-
-def _llama_error_line(lines: list[str]) -> str | None:
-    """llama.cpp's first error line (usually the root cause), without its time stamp."""
-    for raw in lines:
-        stamp, sep, rest = raw.partition(" E ")  # "0.00.004.566 E gguf_init...: ..."
-        if sep and stamp.replace(".", "").strip().isdigit() and rest.strip():
-            return " ".join(rest.split())
-    return None
-
-
-def _pump(stream: IO[bytes], tail: collections.deque[str], echo: IO[str] | None) -> None:
-    # Drains the child's stderr so it never blocks on a full pipe.
-    for raw in iter(stream.readline, b""):
-        line = raw.decode("utf-8", "replace").rstrip("\n")
-        tail.append(line)
-        if echo is not None:
-            try:
-                echo.write(line + "\n")
-                echo.flush()
-            except (OSError, ValueError):
-                echo = None
-    stream.close()
-
-
-def _read_events(stream: IO[bytes], events: queue.Queue[dict[str, Any] | None]) -> None:
-    for raw in iter(stream.readline, b""):
-        try:
-            events.put(json.loads(raw))
-        except ValueError:
-            continue
-    events.put(None)  # end of file: the child has exited
-    stream.close()
-
-
-def _terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        if proc.stdin is not None:
-            proc.stdin.close()  # end-of-file alone makes the child stop
-    except OSError:
-        pass
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-    except ProcessLookupError:
-        pass
 
 
 class EmbeddedEngine:
@@ -209,6 +149,7 @@ class EmbeddedEngine:
             "n_batch": c.n_batch,
             "n_ubatch": c.n_ubatch,
             "http_threads": c.http_threads,
+            "cache_ram_mib": c.cache_ram_mib,
             "omp_wait_policy": c.omp_wait_policy,
             "api_key": c.api_key is not None,  # whether one is set; never the key
             "load_seconds": self._ready.get("load_seconds"),
@@ -241,13 +182,13 @@ class EmbeddedEngine:
             start_new_session=True,
         )
         proc = self._proc
-        self._finalizer = weakref.finalize(self, _terminate, proc, _STOP_GRACE_S)
+        self._finalizer = weakref.finalize(self, terminate, proc, _STOP_GRACE_S)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         threading.Thread(
-            target=_pump, args=(proc.stderr, self._tail, self._echo), daemon=True
+            target=pump_log, args=(proc.stderr, self._tail, self._echo), daemon=True
         ).start()
-        threading.Thread(target=_read_events, args=(proc.stdout, events), daemon=True).start()
+        threading.Thread(target=read_events, args=(proc.stdout, events), daemon=True).start()
         try:
             proc.stdin.write(json.dumps(self.config.to_child()).encode() + b"\n")
             proc.stdin.flush()
@@ -272,7 +213,7 @@ class EmbeddedEngine:
                 continue
             if ev is None:
                 time.sleep(0.2)  # let the stderr pump catch the last lines
-                detail = _llama_error_line(list(self._tail))
+                detail = llama_error_line(list(self._tail))
                 raise EngineStartError(
                     "the engine process exited during start-up"
                     + (f": {detail}" if detail else "; rerun with --verbose to see its log")
@@ -281,7 +222,7 @@ class EmbeddedEngine:
                 message = str(ev.get("message"))
                 if ev.get("generic"):
                     time.sleep(0.2)
-                    detail = _llama_error_line(list(self._tail))
+                    detail = llama_error_line(list(self._tail))
                     if detail:
                         message += f" ({detail})"
                 raise EngineStartError(message)
@@ -311,7 +252,7 @@ class EmbeddedEngine:
             self._finalizer.detach()
             self._finalizer = None
         if proc is not None:
-            _terminate(proc, _STOP_GRACE_S)
+            terminate(proc, _STOP_GRACE_S)
         self._ready = {}
 
     def wait(self, timeout: float | None = None) -> int | None:

@@ -28,7 +28,7 @@ from infersight.core.errors import ConfigError
 from infersight.engine.config import EngineConfig
 from infersight.engine.locate import validate_gguf
 
-__all__ = ["diagnose_start_failure", "main"]
+__all__ = ["client_url", "diagnose_start_failure", "main"]
 
 #: Seconds the llama.cpp server gets to stop by itself before the process just exits.
 _SHUTDOWN_GRACE_S = 3
@@ -86,6 +86,7 @@ def _build_params(cfg: EngineConfig) -> Any:
     p.cpuparams.n_threads = cfg.threads
     p.cpuparams_batch.n_threads = cfg.threads
     p.n_threads_http = cfg.http_threads
+    p.cache_ram_mib = cfg.cache_ram_mib
     p.endpoint_metrics = True
     p.endpoint_slots = True
     p.hostnames = [cfg.host]
@@ -105,6 +106,18 @@ def _versions() -> dict[str, Any]:
         "llama.cpp": build.get("commit", "unknown") if isinstance(build, dict) else "unknown",
         "system_info": xllamacpp.get_system_info().strip(),
     }
+
+
+def client_url(host: str, listening_address: str) -> str:
+    """The URL a local client should use (a wildcard bind is reached via loopback)."""
+    port = int(listening_address.rstrip("/").rsplit(":", 1)[1])
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def _watch_stdin(stop: threading.Event) -> None:
@@ -156,7 +169,7 @@ def main() -> int:
     _emit(
         chan,
         event="ready",
-        url=str(server.listening_address),
+        url=client_url(cfg.host, str(server.listening_address)),
         pid=os.getpid(),
         load_seconds=round(time.monotonic() - t0, 3),
         versions=_versions(),

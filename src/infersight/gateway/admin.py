@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -21,6 +22,11 @@ __all__ = ["AdminEndpoints"]
 
 def _dumps(obj: Any) -> str:
     return orjson.dumps(obj).decode()
+
+
+def _headers() -> dict[str, str]:
+    """Every response carries a request id and X-Queue-Delay (0: these never queue)."""
+    return {"X-Request-Id": "req-" + uuid.uuid4().hex, "X-Queue-Delay": "0.000"}
 
 
 class AdminEndpoints:
@@ -45,13 +51,15 @@ class AdminEndpoints:
              "upstreams": ups}
             for m, ups in sorted(owners.items())
         ]
-        return web.json_response({"object": "list", "data": data}, dumps=_dumps)
+        return web.json_response({"object": "list", "data": data}, dumps=_dumps, headers=_headers())
 
     async def prom(self, request: web.Request) -> web.Response:
         for u in self.upstreams:
             u.gauges()
             u.metrics.circuit.labels(u.name).set(int(u.breaker.state))
-        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+        return web.Response(
+            body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE, **_headers()}
+        )
 
     def health_reasons(self) -> tuple[list[str], list[str]]:
         """(reasons the gateway cannot serve some model, warnings)."""
@@ -80,7 +88,9 @@ class AdminEndpoints:
     async def health(self, request: web.Request) -> web.Response:
         reasons, warnings = self.health_reasons()
         doc = {"status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings}
-        return web.json_response(doc, status=503 if reasons else 200, dumps=_dumps)
+        return web.json_response(
+            doc, status=503 if reasons else 200, dumps=_dumps, headers=_headers()
+        )
 
     async def stats(self, request: web.Request) -> web.Response:
         doc = {
@@ -92,4 +102,4 @@ class AdminEndpoints:
                 "items": self.batching.batcher.flushed_items,
             },
         }
-        return web.json_response(doc, dumps=_dumps)
+        return web.json_response(doc, dumps=_dumps, headers=_headers())

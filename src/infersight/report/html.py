@@ -11,9 +11,8 @@ from html import escape
 
 from infersight import __version__
 from infersight.core.records import RunResult
-from infersight.report.compare import compare_levels, comparison_rows, delta, fmt_delta, judge
-from infersight.report.plots import compare_cdf_charts
-from infersight.report.sections import banner, fmt_cell, run_section, verdicts_html
+from infersight.report.compare_html import comparison_html
+from infersight.report.sections import run_section
 from infersight.report.view import RunView, build_views
 
 __all__ = ["comparison_html", "render_html", "render_views_html"]
@@ -44,7 +43,7 @@ svg .al{font-size:11px;fill:#4a5160}svg .lg{font-size:11px;fill:#1d2330}svg .bl{
 fill:#667085}svg .grid{stroke:#e6e9ee;stroke-width:1}
 td.better{background:#dff3e8;color:#146c43}td.worse{background:#fde8e6;color:#a12a1e}
 td.same{color:#667085}pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
-nav a{margin-right:14px}dl.defs dt{font-weight:600;margin-top:6px}dl.defs dd{margin-left:18px}
+nav a{margin-right:14px}h2.inline{display:inline-block;border:0;margin:18px 0 6px}summary{cursor:pointer}.wide{overflow-x:auto;max-width:100%}dl.defs dt{font-weight:600;margin-top:6px}dl.defs dd{margin-left:18px}
 """
 
 DEFINITIONS = (
@@ -110,45 +109,6 @@ def _page(title: str, body: str) -> str:
 def _definitions() -> str:
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in DEFINITIONS)
     return f'<h2 id="definitions">Definitions</h2><dl class="defs">{items}</dl>'
-
-
-def comparison_html(views: Sequence[RunView]) -> str:
-    """Before/after tables (baseline = first run) and overlaid CDFs."""
-    out = ['<section id="comparison"><h1>Comparison</h1>']
-    out.append(
-        f"<p>Baseline: <b>{escape(views[0].label)}</b>. Deltas are against the baseline; "
-        "green is better, red is worse (lower latency and cost, higher throughput and "
-        "success are better); changes under 1% count as the same.</p>"
-    )
-    out.extend(banner(v, named=True) for v in views)
-    for level, matched in compare_levels(views):
-        rows = comparison_rows(matched)
-        head = f"<th>metric</th><th>{escape(views[0].label)}</th>" + "".join(
-            f"<th>{escape(v.label)}</th><th>Δ</th><th>Δ%</th>" for v in views[1:]
-        )
-        body = []
-        for row in rows:
-            base = row.values[0]
-            cells = [f"<td>{escape(row.metric)}</td><td class=num>{fmt_cell(base, row.unit)}</td>"]
-            for val in row.values[1:]:
-                d, pct = delta(base, val)
-                cls = judge(row.better, base, val) or ""
-                dtxt = escape(fmt_delta(d, row.unit))
-                ptxt = "-" if pct is None else f"{pct:+.1f}%"
-                cells.append(
-                    f"<td class=num>{fmt_cell(val, row.unit)}</td>"
-                    f'<td class="num {cls}">{dtxt}</td><td class="num {cls}">{escape(ptxt)}</td>'
-                )
-            body.append("<tr>" + "".join(cells) + "</tr>")
-        out.append(f"<h2>Level {escape(level)}</h2><table><tr>{head}</tr>{''.join(body)}</table>")
-        out.append(
-            f'<div class="charts">{"".join(compare_cdf_charts(views, matched, level))}</div>'
-        )
-    out.append("<h2>Verdicts side by side</h2>")
-    for v in views:
-        out.append(f"<h3>{escape(v.label)}</h3>{verdicts_html(v)}")
-    out.append("</section>")
-    return "".join(out)
 
 
 def render_views_html(views: Sequence[RunView]) -> str:

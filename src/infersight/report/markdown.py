@@ -7,7 +7,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from infersight.core.records import RunResult
-from infersight.report.compare import _get, compare_levels, comparison_rows, delta, fmt_delta, judge
+from infersight.report.compare import (
+    CompareRow,
+    _get,
+    compare_levels,
+    comparison_rows,
+    delta,
+    fmt_delta,
+    judge,
+)
+from infersight.report.compare_html import OVERVIEW_METRICS
+from infersight.report.floors import floors_markdown
+from infersight.report.sections import ev_value
 from infersight.report.svg import fmt_value
 from infersight.report.view import RunView, build_views
 
@@ -88,6 +99,7 @@ def _run_md(view: RunView) -> list[str]:
         "$/Mtok out",
     ]
     out += [*_table(head, rows), ""]
+    out += floors_markdown(view)
     out += _verdicts_md(view)
     return out
 
@@ -99,11 +111,14 @@ def _verdicts_md(view: RunView) -> list[str]:
     for v in view.verdicts:
         conf = v.get("confidence")
         c = f" ({float(conf) * 100:.0f}% confidence)" if isinstance(conf, int | float) else ""
+        if v.get("level"):
+            c += f", level {md_cell(v['level'])}"
         out.append(
             f"- **{md_cell(v.get('title') or v.get('id'))}**{c}: {md_cell(v.get('summary') or '')}"
         )
         ev = [
-            f"{md_cell(e.get('name'))}={md_cell(e.get('value'))}{md_cell(e.get('unit') or '')}"
+            f"{md_cell(e.get('name'))} = {md_cell(ev_value(e.get('value')))}"
+            + (f" {md_cell(e['unit'])}" if e.get("unit") else "")
             for e in (v.get("evidence") or [])[:6]
             if isinstance(e, dict)
         ]
@@ -114,22 +129,54 @@ def _verdicts_md(view: RunView) -> list[str]:
     return [*out, ""]
 
 
+def _change(row: CompareRow, base: float | None, val: float | None, *, short: bool) -> str:
+    d, pct = delta(base, val)
+    mark = _MARK.get(judge(row.better, base, val) or "", "")
+    if short:
+        return f"{_num(val, row.unit)}" + (f" ({pct:+.1f}%)" if pct is not None else "") + mark
+    ptxt = "" if pct is None else f", {pct:+.1f}%"
+    return f"{_num(val, row.unit)} ({md_cell(fmt_delta(d, row.unit))}{ptxt}){mark}"
+
+
 def _compare_md(views: Sequence[RunView]) -> list[str]:
     out = ["### Comparison", "", f"Baseline: {md_cell(views[0].label)} (✅ better, ❌ worse)", ""]
-    for level, matched in compare_levels(views):
+    pairs = compare_levels(views)
+    if len(pairs) > 1:  # overview: one line per level, headline metrics only
+        per = [(lv, {r.metric: r for r in comparison_rows(m)}) for lv, m in pairs]
+        metrics = [m for m in OVERVIEW_METRICS if any(m in by for _, by in per)]
+        head = ["level"] + [f"{m} ({v.label})" for m in metrics for v in views]
+        table = []
+        for level, by in per:
+            cells = [md_cell(level)]
+            for m in metrics:
+                row = by.get(m)
+                if row is None:
+                    cells += ["-"] * len(views)
+                    continue
+                cells.append(_num(row.values[0], row.unit))
+                cells += [_change(row, row.values[0], v, short=True) for v in row.values[1:]]
+            table.append(cells)
+        out += [*_table(head, table), ""]
+    fold = len(pairs) > 3
+    for level, matched in pairs:
         head = ["metric", views[0].label] + [f"{v.label} (Δ, Δ%)" for v in views[1:]]
-        rows = []
-        for row in comparison_rows(matched):
-            base = row.values[0]
-            cells = [md_cell(row.metric), _num(base, row.unit)]
-            for val in row.values[1:]:
-                d, pct = delta(base, val)
-                mark = _MARK.get(judge(row.better, base, val) or "", "")
-                dtxt = md_cell(fmt_delta(d, row.unit))
-                ptxt = "" if pct is None else f", {pct:+.1f}%"
-                cells.append(f"{_num(val, row.unit)} ({dtxt}{ptxt}){mark}")
-            rows.append(cells)
-        out += [f"**Level {md_cell(level)}**", "", *_table(head, rows), ""]
+        rows = [
+            [md_cell(r.metric), _num(r.values[0], r.unit)]
+            + [_change(r, r.values[0], v, short=False) for v in r.values[1:]]
+            for r in comparison_rows(matched)
+        ]
+        title = f"Level {md_cell(level)}"
+        if fold:  # GitHub folds <details>; the blank line lets the table render inside
+            out += [
+                f"<details><summary>{title}</summary>",
+                "",
+                *_table(head, rows),
+                "",
+                "</details>",
+                "",
+            ]
+        else:
+            out += [f"**{title}**", "", *_table(head, rows), ""]
     return out
 
 

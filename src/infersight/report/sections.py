@@ -15,11 +15,12 @@ from typing import Any
 
 from infersight.report.aggregates import PERCENTILES
 from infersight.report.compare import _get
+from infersight.report.floors import floors_html
 from infersight.report.plots import cdf_charts, throughput_latency_charts, timeline_charts
-from infersight.report.svg import fmt_value
+from infersight.report.svg import PALETTE, fmt_value
 from infersight.report.view import RunView
 
-__all__ = ["banner", "fmt_cell", "redact", "run_section", "verdicts_html"]
+__all__ = ["banner", "ev_value", "fmt_cell", "redact", "run_section", "verdicts_html"]
 
 _SECRET = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|bearer|^token$)", re.I)
 
@@ -120,7 +121,7 @@ def verdicts_html(view: RunView) -> str:
             win_s = f" · level {v['level']}{win_s}"
         ev_rows = "".join(
             f"<tr><td>{escape(str(e.get('name', '')))}</td>"
-            f"<td class=num>{escape(_ev_value(e.get('value')))} {escape(str(e.get('unit') or ''))}</td>"
+            f"<td class=num>{escape(ev_value(e.get('value')))} {escape(str(e.get('unit') or ''))}</td>"
             f"<td class=muted>{escape(str(e.get('source') or ''))}</td></tr>"
             for e in (v.get("evidence") or [])
             if isinstance(e, dict)
@@ -141,10 +142,11 @@ def verdicts_html(view: RunView) -> str:
     return "".join(out)
 
 
-def _ev_value(v: Any) -> str:
+def ev_value(v: Any) -> str:
+    """An evidence value as text: floats to 4 significant digits, None as n/a."""
     if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return "n/a" if v is None else str(v)
 
 
 def _summary_table(view: RunView) -> str:
@@ -272,6 +274,15 @@ def identity(view: RunView) -> str:
     return f'<div class="facts">{cells}</div>' + (f"<ul>{notes}</ul>" if notes else "")
 
 
+def _cdf_note(view: RunView) -> str:
+    if len(view.levels) <= len(PALETTE):
+        return ""
+    return (
+        f'<p class="muted">The CDFs show {len(PALETTE)} of {len(view.levels)} levels, evenly '
+        "spaced; every level is in the tables.</p>"
+    )
+
+
 def run_section(view: RunView, idx: int) -> str:
     """The full report of one run."""
     r = view.result
@@ -282,8 +293,10 @@ def run_section(view: RunView, idx: int) -> str:
         f"<h2>Verdicts</h2>{verdicts_html(view)}"
         f"<h2>Load levels</h2>{_summary_table(view)}"
         f'<h2>Throughput against latency</h2><div class="charts">{charts}</div>'
-        f'<h2>Latency distributions</h2><div class="charts">{"".join(cdf_charts(view))}</div>'
+        f"<h2>Latency distributions</h2>{_cdf_note(view)}"
+        f'<div class="charts">{"".join(cdf_charts(view))}</div>'
         f'<h2>Timeline</h2><div class="charts">{"".join(timeline_charts(view))}</div>'
+        f"<h2>Against the physics floors</h2>{floors_html(view)}"
         f"<h2>Percentiles per level</h2>{_latency_tables(view)}"
         f"<h2>Errors</h2>{_errors_table(view)}"
         f"<h2>Cost</h2>{_cost_table(view)}"

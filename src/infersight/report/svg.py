@@ -203,7 +203,7 @@ def chart(
             f'<rect x="{bx0:.1f}" y="{mt}" width="{max(bx1 - bx0, 0.5):.1f}" '
             f'height="{height - mb - mt}" fill="{fill}"/>'
         )
-        if b.label:
+        if b.label and bx1 - bx0 > 6.0 * len(b.label):  # skip labels that do not fit
             out.append(
                 f'<text x="{(bx0 + bx1) / 2:.1f}" y="{mt + 10}" text-anchor="middle" '
                 f'class="bl">{escape(b.label)}</text>'
@@ -251,7 +251,13 @@ def chart(
             f'<text transform="translate({width - 6},{(mt + height - mb) / 2:.0f}) rotate(-90)" '
             f'text-anchor="middle" class="al">{escape(y2label)}</text>'
         )
-    out.append(_legend(series, ml, height - 12, width - mr))
+    legend, rows = _legend(series, ml, height - 12, width - mr)
+    out.append(legend)
+    if rows > 1:  # grow the picture downwards for the extra legend rows
+        extra = 14 * (rows - 1)
+        out[0] = out[0].replace(f'0 0 {width} {height}"', f'0 0 {width} {height + extra}"')
+        out[0] = out[0].replace(f'height="{height}"', f'height="{height + extra}"')
+        out[2] = out[2].replace(f'height="{height}"', f'height="{height + extra}"')
     if not any(pts.values()):
         out.append(
             f'<text x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" class="al">'
@@ -314,20 +320,22 @@ def _draw(
     ]
 
 
-def _legend(series: Sequence[Series], x: float, y: float, xmax: float) -> str:
+def _legend(series: Sequence[Series], x: float, y: float, xmax: float) -> tuple[str, int]:
+    """Legend entries left to right, wrapping onto more rows; returns (svg, rows)."""
     out = []
-    cx = x
+    cx, row = x, 0
     for s in series:
         if not s.label:
             continue
         w = 26 + 6.2 * len(s.label)
         if cx + w > xmax and cx > x:
-            break  # legend overflow: the table beside the chart names everything
+            cx, row = x, row + 1
+        ly = y + 14 * row
         dash = ' stroke-dasharray="5 3"' if s.dash else ""
         out.append(
-            f'<line x1="{cx:.0f}" x2="{cx + 16:.0f}" y1="{y - 4}" y2="{y - 4}" '
+            f'<line x1="{cx:.0f}" x2="{cx + 16:.0f}" y1="{ly - 4}" y2="{ly - 4}" '
             f'stroke="{escape(s.color)}" stroke-width="{6 if s.kind == "bars" else 2.5}"{dash}/>'
-            f'<text x="{cx + 20:.0f}" y="{y}" class="lg">{escape(s.label)}</text>'
+            f'<text x="{cx + 20:.0f}" y="{ly}" class="lg">{escape(s.label)}</text>'
         )
         cx += w
-    return "".join(out)
+    return "".join(out), row + 1

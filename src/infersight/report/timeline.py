@@ -92,12 +92,13 @@ def build_timeline(
     )
     t_end = float(max(ends.max(), starts.max()))
     span = t_end if t_end > 0 else 1.0
-    nb = max(1, min(bins, n))
+    ch = chunks if chunks is not None else flatten_chunks(records)
+    # Aim for ~10 chunks per bin so short runs are not all noise; at most ``bins``.
+    nb = int(np.clip(max(ch.times.size, n) / 10, min(30, bins), bins))
     edges = np.linspace(0.0, span, nb + 1)
     width = span / nb
     centers = (edges[:-1] + edges[1:]) / 2
 
-    ch = chunks if chunks is not None else flatten_chunks(records)
     toks, _ = np.histogram(ch.times - t0, bins=edges, weights=ch.tokens)
 
     failed = [r for r in records if not r.ok and not r.cancelled]

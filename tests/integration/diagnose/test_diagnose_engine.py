@@ -10,6 +10,7 @@ verdicts the noise may add (host_starved, client_limited) are allowed beside it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -96,10 +97,8 @@ def test_error_driven_api_key_mismatch(key_engine: Any) -> None:
             async def send(c: Client) -> None:
                 r = RequestRecord(request_id=uuid.uuid4().hex[:8], scheduled=time.monotonic(),
                                   labels={"level": "mixed"})
-                try:
+                with contextlib.suppress(InfersightError):
                     await c.request("/v1/chat/completions", body, record=r)
-                except InfersightError:
-                    pass
                 records.append(r)
 
             await asyncio.gather(*(send(good) for _ in range(4)), *(send(bad) for _ in range(6)))
@@ -129,7 +128,7 @@ def test_client_limited_starved_load_generator(key_engine: Any, monkeypatch: Any
         async def hog() -> None:
             # Blocks the load generator's event loop in 40 ms slices: sends run late.
             while not stop.is_set():
-                time.sleep(0.04)
+                time.sleep(0.04)  # noqa: ASYNC251 - blocking on purpose
                 await asyncio.sleep(0)
 
         task = asyncio.create_task(hog())
@@ -148,3 +147,19 @@ def test_client_limited_starved_load_generator(key_engine: Any, monkeypatch: Any
     assert v.evidence_value("schedule lag p99") > 0.005
     assert any("schedule lag" in str(e.value) for e in v.evidence if e.name == "reason")
     assert result.client_limited
+
+
+def test_diagnose_live_url_window(key_engine: Any) -> None:
+    from infersight.diagnose.live import sample_live
+
+    result = sample_live(key_engine.base_url, 3.0, api_key=KEY, probe=True, interval=0.5,
+                         max_tokens=4)
+    names = {s.name for s in result.samples}
+    assert {"engine.requests_running", "engine.slots", "host.cpu_percent"} <= names
+    assert result.config["engine"]["engine"] == "llamacpp"
+    assert any(r.ok for r in result.records)  # the probes went through with the key
+    vs = diagnose(result)
+    assert vs and all(v.engine == "llamacpp" for v in vs)
+    # one prober on 2 slots: nothing queues, so no queueing verdict
+    assert not {"slot_bound", "kv_bound", "capacity"} & {v.id for v in vs}
+    assert vs[0].evidence_value("slots (S)") == 2

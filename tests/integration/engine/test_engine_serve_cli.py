@@ -190,3 +190,15 @@ def test_api_key_from_file_is_required_and_not_printed(tmp_path: Path) -> None:
         if s.proc.poll() is None:
             s.proc.kill()
             s.proc.wait()
+
+
+def test_engine_crash_is_reported_in_one_line(served: Served) -> None:
+    children = _engine_children(served.proc.pid)
+    assert children
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    _, err = served.proc.communicate(timeout=30)
+    assert served.proc.returncode == 1
+    assert "Traceback" not in err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and "exited unexpectedly" in errors[0]

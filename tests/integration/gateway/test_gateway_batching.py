@@ -16,7 +16,7 @@ async def test_embeddings_are_batched_and_each_caller_gets_its_own(
     n = 24
     async with make_stack(
         [FakeConfig(embed_base=0.05, embedding_dim=8)],
-        batch={"max_batch_size": 64, "max_wait_ms": 30},
+        batch={"max_batch_size": 64, "max_wait_ms": 100},
     ) as s:
         inputs: list[str | list[str]] = [f"text number {i}" for i in range(n - 2)]
         inputs += [["multi a", "multi b"], "x"]
@@ -25,7 +25,7 @@ async def test_embeddings_are_batched_and_each_caller_gets_its_own(
         )
         fake = s.fakes[0]
         calls = fake.stats["embedding_batches"]
-        assert len(calls) < n / 4, calls
+        assert len(calls) <= n // 3, calls
         assert sum(calls) == n + 1  # every input went upstream exactly once
         for inp, (status, headers, raw) in zip(inputs, results, strict=True):
             assert status == 200, raw
@@ -45,7 +45,7 @@ async def test_completions_prompt_lists_are_batched(make_stack: StackFactory) ->
     async with make_stack(
         [FakeConfig(tokens=2, ttft=0.02)],
         batch={"endpoints": ["embeddings", "completions"], "max_batch_size": 16,
-               "max_wait_ms": 30},
+               "max_wait_ms": 100},
     ) as s:
         prompts: list[str | list[str]] = [f"p{i}" for i in range(6)] + [["q1", "q2"]]
         res = await asyncio.gather(*(

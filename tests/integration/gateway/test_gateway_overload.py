@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import orjson
 from gateway_stack import CHAT, StackFactory
@@ -48,8 +49,11 @@ async def test_predicted_wait_beyond_deadline_is_shed_early(make_stack: StackFac
         # learn the drain rate (~5/s) from a few requests
         for _ in range(3):
             assert (await s.post("/v1/chat/completions", CHAT))[0] == 200
-        busy = [asyncio.create_task(s.post("/v1/chat/completions", CHAT)) for _ in range(5)]
-        await asyncio.sleep(0.05)
+        busy = [asyncio.create_task(s.post("/v1/chat/completions", CHAT)) for _ in range(6)]
+        for _ in range(100):  # until they are queued in the gateway
+            await asyncio.sleep(0.02)
+            if s.gw.upstreams[0].admission.queued >= 4:
+                break
         status, headers, raw = await s.post(
             "/v1/chat/completions", CHAT, {"X-Infersight-Deadline-Ms": "300"}
         )
@@ -61,9 +65,16 @@ async def test_predicted_wait_beyond_deadline_is_shed_early(make_stack: StackFac
 
 async def test_priority_header_is_served_first(make_stack: StackFactory) -> None:
     async with make_stack(
-        [FakeConfig(ttft=0.1, tokens=1)], upstreams=[{"concurrency": 1, "queue": 10}]
+        [FakeConfig(ttft=0.4, tokens=1)], upstreams=[{"concurrency": 1, "queue": 10}]
     ) as s:
         order: list[str] = []
+        adm = s.gw.upstreams[0].admission
+
+        async def until(cond: Callable[[], bool]) -> None:
+            for _ in range(300):
+                if cond():
+                    return
+                await asyncio.sleep(0.01)
 
         async def one(name: str, prio: int | None) -> None:
             h = {"X-Infersight-Priority": str(prio)} if prio is not None else None
@@ -72,9 +83,9 @@ async def test_priority_header_is_served_first(make_stack: StackFactory) -> None
             order.append(name)
 
         first = asyncio.create_task(one("first", None))
-        await asyncio.sleep(0.03)
+        await until(lambda: adm.inflight == 1)
         lows = [asyncio.create_task(one(f"low{i}", None)) for i in range(3)]
-        await asyncio.sleep(0.03)
+        await until(lambda: adm.queued >= 3)
         high = asyncio.create_task(one("high", 10))
         await asyncio.gather(first, high, *lows)
         assert order[:2] == ["first", "high"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -46,7 +47,11 @@ class Browser:
         self.events: list[dict[str, Any]] = []
 
     async def __aenter__(self) -> Browser:
-        self._tmp = tempfile.TemporaryDirectory(prefix="infersight-chromium-")
+        # Chromium's helper processes may still write to the profile for a moment after
+        # the browser exits; a leftover file must not fail the test.
+        self._tmp = tempfile.TemporaryDirectory(
+            prefix="infersight-chromium-", ignore_cleanup_errors=True
+        )
         self._proc = await asyncio.create_subprocess_exec(
             CHROMIUM,
             *FLAGS,
@@ -81,6 +86,11 @@ class Browser:
         except TimeoutError:
             self._proc.kill()
             await self._proc.wait()
+        for _ in range(20):
+            shutil.rmtree(self._tmp.name, ignore_errors=True)
+            if not os.path.exists(self._tmp.name):
+                break
+            await asyncio.sleep(0.1)
         self._tmp.cleanup()
 
     async def _read(self) -> None:

@@ -34,9 +34,12 @@ def simulate(
     retry_after: float = 1.0,
     jitter: float = 0.1,
     seed: int = 0,
+    alpha: float = 0.0,
 ) -> SimResult:
     """Slots serve requests in parallel (``service`` s each); more wait in a FIFO queue.
 
+    With ``alpha`` > 0 a request's service time grows as ``busy ** alpha`` (a CPU
+    engine batching its slots: throughput rises sublinearly with concurrency).
     With ``reject_above`` set, a request arriving while more than that many are in the
     server is answered 429 at once (with Retry-After), like a rate-limiting proxy.
     """
@@ -61,7 +64,8 @@ def simulate(
     def start_service(row: int, started: float) -> None:
         nonlocal busy
         busy += 1
-        push(now + service * (1 + rng.uniform(-jitter, jitter)), "done", (row, started))
+        t = service * busy**alpha * (1 + rng.uniform(-jitter, jitter))
+        push(now + t, "done", (row, started))
 
     def fill() -> None:
         nonlocal inflight, in_server

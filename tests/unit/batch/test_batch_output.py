@@ -127,3 +127,19 @@ async def test_a_cancelled_flush_still_writes_its_rows_before_close(tmp_path: Pa
     w.add(ok_line("last"))
     w.close()
     assert len(read_output(p)) == 51
+
+
+def test_one_run_per_output_file(tmp_path: Path) -> None:
+    from infersight.batch.lock import OutputLock
+
+    p = tmp_path / "out.jsonl"
+    first = OutputLock(p)
+    with pytest.raises(ConfigError, match="another infersight batch is writing"):
+        OutputLock(p)
+    p.write_bytes(ok_line("a") + ok_line("a"))
+    compact_output(p)  # replaces the file: the lock must follow it
+    first.relock()
+    with pytest.raises(ConfigError, match="another infersight batch"):
+        OutputLock(p)
+    first.release()
+    OutputLock(p).release()

@@ -244,3 +244,22 @@ def test_cost_from_bench_fields_and_from_flat_prices() -> None:
     unpriced = make_run(200, levels=(1,), model="unknown-model-xyz")
     assert build_view(unpriced).levels[0].cost is None
     assert "no price for model" in render_html(unpriced)
+
+
+def test_observed_latency_against_the_physics_floors() -> None:
+    v = sample_verdict(0, 1)
+    v["level"] = "c=16"
+    v["evidence"] += [
+        {"name": "ITL p50", "value": 0.0164, "unit": "s", "source": "records"},
+        {"name": "ITL floor", "value": 0.004, "unit": "s", "source": "roofline: H100 HBM3"},
+        {"name": "ITL / floor", "value": 4.1, "unit": "x", "source": "observed / floor"},
+    ]
+    run = make_run(300, levels=(16,), diagnosis=[v])
+    html = render_html(run)
+    assert ">Against the physics floors</h2>" in html
+    assert ">16.4 ms<" in html and ">4 ms<" in html and ">4.1×<" in html
+    assert "roofline: H100 HBM3" in html
+    md = render_markdown(run)
+    assert "| c=16 | 16.4 ms | 4 ms | 4.1× | - | - | - |" in md
+    bare = make_run(300, levels=(16,))
+    assert "No roofline floors" in render_html(bare)

@@ -16,13 +16,9 @@ from infersight.diagnose.physics.hardware import (
     gpu_table,
     measure_cpu,
 )
+from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
 from infersight.diagnose.physics.plan import Plan, embedded_model_path, load_shape, make_plan
-from infersight.diagnose.physics.shape import (
-    ModelShape,
-    dtype_bytes,
-    shape_from_gguf,
-    shape_from_hf_config,
-)
+from infersight.diagnose.physics.shape import ModelShape, dtype_bytes
 
 __all__ = [
     "DecodeFloor",

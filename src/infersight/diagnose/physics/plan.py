@@ -15,14 +15,17 @@ from typing import Any
 
 from infersight.diagnose.physics.floors import compute_knee, decode_floor, prefill_floor
 from infersight.diagnose.physics.hardware import GIB, Device
-from infersight.diagnose.physics.shape import ModelShape, shape_from_gguf, shape_from_hf_config
+from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
+from infersight.diagnose.physics.shape import ModelShape
 
-__all__ = ["Plan", "embedded_model_path", "load_shape", "make_plan"]
+__all__ = ["KNEE_NEVER", "Plan", "embedded_model_path", "load_shape", "make_plan"]
 
 #: Fraction of device memory engines claim by default (vLLM --gpu-memory-utilization).
 GPU_UTILISATION = 0.90
 #: CUDA context, cuBLAS workspaces and CUDA graphs: not visible to the model (estimate).
 GPU_RUNTIME_OVERHEAD = 1.5 * GIB
+#: compute_knee() answer meaning "never compute-bound below this batch".
+KNEE_NEVER = 1 << 14
 #: Tokens one prefill step processes (vLLM's default max_num_batched_tokens with chunked prefill).
 BATCHED_TOKENS = 8192
 
@@ -143,9 +146,10 @@ def make_plan(
             f"use --gpus {n_needed}, quantised weights or a smaller --ctx"
         )
     knee = compute_knee(shape, device, context=ctx / 2, kv_bytes_per_element=kv_b,
-                        weight_bytes_per_param=weight_bytes_per_param)
+                        weight_bytes_per_param=weight_bytes_per_param, limit=KNEE_NEVER)
     seqs = max(1, max_seqs)
-    settings = _settings(shape, device, ctx=ctx, seqs=seqs, kv_name=kv_name, util=util)
+    settings = _settings(shape, device, ctx=ctx, seqs=seqs, kv_name=kv_name, util=util,
+                         want=concurrency or (2 * knee if knee < KNEE_NEVER else 16))
     plan = Plan(
         model=shape.name, device=device.name, devices=n_dev, ctx=ctx,
         weights_bytes=weights, kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,
@@ -161,11 +165,12 @@ def make_plan(
 
 
 def _settings(shape: ModelShape, device: Device, *, ctx: int, seqs: int, kv_name: str,
-              util: float) -> dict[str, list[str]]:
+              util: float, want: int) -> dict[str, list[str]]:
     n = device.count
     if device.kind == "cpu":
         cache = [] if kv_name == "f16" else [f"--cache-type-k {kv_name}", f"--cache-type-v {kv_name}"]
-        par = min(seqs, 64)
+        # A CPU gains little past the compute knee: size slots to the demand, not memory.
+        par = max(1, min(seqs, max(4, want), 256))
         return {
             "llama.cpp": [f"--parallel {par}", f"--ctx-size {ctx * par}", "-t <physical cores>", *cache],
             "infersight serve": [f"--parallel {par}", f"--ctx {ctx * par}"],

@@ -1,0 +1,98 @@
+"""Shared pieces of the diagnosis rules: thresholds, the rule input, evidence helpers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from infersight.diagnose.context import RunContext
+from infersight.diagnose.signals import WindowStats
+from infersight.diagnose.signals_engine import EngineSignals
+from infersight.diagnose.verdict import Evidence, Verdict, Window
+
+__all__ = ["RuleInput", "evidence", "fmt", "make_verdict", "rq_evidence"]
+
+#: Thresholds (design.md section 5); named so reports can cite them.
+Q_SUSTAINED = 0.5  # fraction of samples with Q > 0
+R_NEAR_S = 0.85
+KV_FULL = 0.90
+UNDER_R_OF_S = 0.25
+BUSY_LOW = 0.50
+SATURATED = 0.80
+ERROR_RATE = 0.01
+HOST_BUSY_MAX = 0.60
+HOST_ITL_RATIO = 1.5
+HOST_CPU = 90.0
+ILLUSION_U, ILLUSION_SM = 0.85, 0.50
+BW_RATIO = 2.0
+PREFILL_RATIO = 2.5
+#: Batches beyond this are not searched for the compute knee.
+KNEE_LIMIT = 4096
+
+
+@dataclass(slots=True)
+class RuleInput:
+    w: WindowStats
+    s: EngineSignals
+    ctx: RunContext
+    level: str | None = None
+    client_limited: bool | None = None
+    client_reasons: list[str] = field(default_factory=list)
+    agg: dict[str, Any] = field(default_factory=dict)
+
+
+def evidence(name: str, value: Any, unit: str = "", source: str = "") -> Evidence:
+    if isinstance(value, float) and not math.isfinite(value):
+        value = None
+    return Evidence(name=name, value=value, unit=unit, source=source)
+
+
+def fmt(x: float | None, nd: int = 1) -> str:
+    return "n/a" if x is None else f"{x:.{nd}f}"
+
+
+def rq_evidence(ri: RuleInput) -> list[Evidence]:
+    s, c = ri.s, ri.ctx
+    out = [evidence("running (R)", s.R, "requests", s.rq_source),
+           evidence("waiting (Q)", s.Q, "requests", s.rq_source)]
+    if s.S is not None:
+        out.append(evidence("slots (S)", s.S, "sequences", c.slots_source))
+    if s.kv is not None:
+        out.append(evidence("KV cache usage", s.kv, "fraction", "engine /metrics (engine.kv_cache_usage)"))
+    return out
+
+
+def _floor_evidence(ri: RuleInput) -> list[Evidence]:
+    s, w = ri.s, ri.w
+    out: list[Evidence] = []
+    if s.itl_ratio is not None:
+        out += [evidence("ITL p50", w.itl_p50, "s", w.itl_source),
+                evidence("ITL floor", s.itl_floor, "s", s.floor_source),
+                evidence("ITL / floor", s.itl_ratio, "x", "observed / roofline floor")]
+    if s.ttft_ratio is not None:
+        out += [evidence("TTFT p50 (from sent)", w.ttft_sent_p50, "s", "records"),
+                evidence("TTFT floor (prefill)", s.ttft_floor, "s", s.floor_source),
+                evidence("TTFT / floor", s.ttft_ratio, "x", "observed / prefill floor")]
+    return out
+
+
+def _conf(base: float, ri: RuleInput) -> float:
+    c = base * (0.7 if ri.s.inferred else 1.0)
+    if ri.w.n < 10:
+        c *= 0.85
+    return round(max(0.05, min(0.99, c)), 2)
+
+
+def _inferred_note(ri: RuleInput) -> str:
+    return (" Engine metrics were missing: R and Q were inferred from client-side in-flight "
+            "counts, so confidence is lower." if ri.s.inferred else "")
+
+
+def make_verdict(ri: RuleInput, vid: str, title: str, summary: str, evidence: list[Evidence],
+             base_conf: float, fixes: list[str]) -> Verdict:
+    return Verdict(
+        id=vid, title=title, summary=summary + _inferred_note(ri),
+        window=Window(start=ri.w.t0, end=ri.w.t1), evidence=evidence + _floor_evidence(ri),
+        confidence=_conf(base_conf, ri), fixes=fixes, level=ri.level, engine=ri.ctx.engine,
+    )

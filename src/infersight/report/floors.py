@@ -1,0 +1,97 @@
+"""Observed ITL and TTFT against the roofline floors, from the verdicts' evidence.
+
+The diagnosis computes the floors (shared/design.md section 6) and attaches them to each
+verdict as evidence ("ITL floor", "ITL / floor", "TTFT floor (prefill)", ...). The
+report gathers them per level into one table instead of recomputing the physics.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Any
+
+from infersight.report.svg import fmt_value
+from infersight.report.view import RunView
+
+__all__ = ["FLOOR_EVIDENCE", "floor_rows", "floors_html", "floors_markdown"]
+
+#: Evidence names the diagnosis uses for the floors, and the report's column keys.
+FLOOR_EVIDENCE = {
+    "ITL p50": "itl",
+    "ITL floor": "itl_floor",
+    "ITL / floor": "itl_ratio",
+    "TTFT p50 (from sent)": "ttft",
+    "TTFT floor (prefill)": "ttft_floor",
+    "TTFT / floor": "ttft_ratio",
+}
+
+
+def floor_rows(view: RunView) -> list[dict[str, Any]]:
+    """One row per level (or verdict window) that has floor evidence."""
+    rows: dict[str, dict[str, Any]] = {}
+    for v in view.verdicts:
+        found = {
+            FLOOR_EVIDENCE[e["name"]]: e.get("value")
+            for e in v.get("evidence") or []
+            if isinstance(e, dict) and e.get("name") in FLOOR_EVIDENCE
+        }
+        if not found:
+            continue
+        key = str(v.get("level") or v.get("id") or "run")
+        row = rows.setdefault(key, {"level": key, "source": ""})
+        for k, val in found.items():
+            row.setdefault(k, val)
+        for e in v.get("evidence") or []:
+            if isinstance(e, dict) and e.get("name") in ("ITL floor", "TTFT floor (prefill)"):
+                row["source"] = row["source"] or str(e.get("source") or "")
+    return list(rows.values())
+
+
+def _s(v: Any) -> str:
+    return fmt_value(float(v), "s") if isinstance(v, int | float) and math.isfinite(v) else "-"
+
+
+def _x(v: Any) -> str:
+    return f"{float(v):.3g}×" if isinstance(v, int | float) and math.isfinite(v) else "-"
+
+
+def floors_html(view: RunView) -> str:
+    rows = floor_rows(view)
+    if not rows:
+        return (
+            '<p class="muted">No roofline floors: the model shape or the device is unknown '
+            "(run <code>infersight diagnose RESULT.json --model CONFIG --gpu NAME</code>).</p>"
+        )
+    body = "".join(
+        f"<tr><td>{escape(r['level'])}</td><td class=num>{_s(r.get('itl'))}</td>"
+        f"<td class=num>{_s(r.get('itl_floor'))}</td><td class=num>{_x(r.get('itl_ratio'))}</td>"
+        f"<td class=num>{_s(r.get('ttft'))}</td><td class=num>{_s(r.get('ttft_floor'))}</td>"
+        f"<td class=num>{_x(r.get('ttft_ratio'))}</td><td class=muted>{escape(r['source'])}</td></tr>"
+        for r in rows
+    )
+    return (
+        '<p class="muted">A ratio near 1× means the step runs at the hardware limit; far '
+        "above it, time goes elsewhere (scheduling, host, queueing).</p>"
+        "<table><tr><th>level</th><th>ITL p50</th><th>ITL floor</th><th>ITL / floor</th>"
+        "<th>TTFT p50 (from sent)</th><th>TTFT floor</th><th>TTFT / floor</th><th>source</th></tr>"
+        f"{body}</table>"
+    )
+
+
+def floors_markdown(view: RunView) -> list[str]:
+    rows = floor_rows(view)
+    if not rows:
+        return []
+    out = [
+        "| level | ITL p50 | ITL floor | ITL/floor | TTFT p50 | TTFT floor | TTFT/floor |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        level = r["level"].replace("|", "\\|").replace("<", "&lt;")
+        out.append(
+            f"| {level} | {_s(r.get('itl'))} | {_s(r.get('itl_floor'))} | "
+            f"{_x(r.get('itl_ratio'))} | {_s(r.get('ttft'))} | {_s(r.get('ttft_floor'))} | "
+            f"{_x(r.get('ttft_ratio'))} |"
+        )
+    return [*out, ""]

@@ -1,0 +1,70 @@
+"""Level planning: fixed lists, --sweep auto, --find-max bisection."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infersight.bench.config import BenchConfig
+from infersight.bench.planner import LevelPlanner
+
+
+def agg(throughput: float, met: bool | None = None) -> dict[str, Any]:
+    return {
+        "request_throughput": throughput,
+        "goodput": throughput if met else 0.0,
+        "slo": None if met is None else {"met": met, "checks": {}},
+    }
+
+
+def test_fixed_levels_in_order() -> None:
+    p = LevelPlanner(BenchConfig(concurrency=[1, 4, 16]))
+    names = []
+    while (lv := p.next()) is not None:
+        names.append(lv.name)
+        p.record(lv, agg(1.0))
+    assert names == ["c=1", "c=4", "c=16"] and p.summary() is None
+
+
+def test_sweep_auto_spans_baseline_to_saturation() -> None:
+    p = LevelPlanner(BenchConfig(sweep="auto", sweep_levels=3))
+    first = p.next()
+    assert first is not None and first.concurrency == 1
+    p.record(first, agg(2.0))
+    second = p.next()
+    assert second is not None and second.rate == math.inf
+    p.record(second, agg(10.0))
+    rates = []
+    while (lv := p.next()) is not None:
+        assert lv.rate is not None
+        rates.append(lv.rate)
+        p.record(lv, agg(lv.rate))
+    assert rates == [4.0, 6.0, 8.0]
+
+
+def test_find_max_bisects_to_the_highest_rate_meeting_the_slo() -> None:
+    capacity, true_max = 20.0, 7.3  # the SLO holds up to 7.3 req/s
+    p = LevelPlanner(BenchConfig(find_max=True, slo="ttft_p99<1s", find_max_steps=6))
+    lv = p.next()
+    assert lv is not None and lv.name == "throughput"
+    p.record(lv, agg(capacity, met=False))
+    tried = []
+    while (lv := p.next()) is not None:
+        assert lv.rate is not None
+        tried.append(lv.rate)
+        p.record(lv, agg(lv.rate, met=lv.rate <= true_max))
+    assert len(tried) == 6
+    s = p.summary()
+    assert s is not None
+    assert s["capacity"] == capacity and len(s["curve"]) == 7
+    assert s["max_rate"] <= true_max and true_max - s["max_rate"] < capacity / 2**6 * 2
+
+
+def test_find_max_when_even_saturation_meets_the_slo() -> None:
+    p = LevelPlanner(BenchConfig(find_max=True, slo="ttft_p99<10s"))
+    lv = p.next()
+    assert lv is not None
+    p.record(lv, agg(12.0, met=True))
+    assert p.next() is None
+    s = p.summary()
+    assert s is not None and s["max_rate"] == 12.0

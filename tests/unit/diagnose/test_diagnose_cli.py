@@ -1,0 +1,107 @@
+"""`infersight plan` and `infersight diagnose` on files (CLI level)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from diag_fixtures import LLAMA3_8B, make_run
+from typer.testing import CliRunner
+
+from infersight.cli._app import app
+from infersight.core.errors import ConfigError
+from infersight.core.records import save_run_result
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def llama_config(tmp_path: Path) -> Path:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(LLAMA3_8B))
+    return p
+
+
+def test_plan_json_llama_h100(llama_config: Path) -> None:
+    res = runner.invoke(app, ["plan", "--model", str(llama_config), "--gpu", "h100", "--ctx",
+                              "8192", "--concurrency", "32", "--tokens", "256", "--json"])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.stdout)
+    assert plan["kv_bytes_per_token"] == 131072
+    assert plan["kv_bytes_per_sequence"] == 8192 * 131072
+    assert plan["fits"] and 45 <= plan["max_sequences"] <= 60
+    assert plan["estimate"]["batch"] == 32 and plan["estimate"]["itl_floor_s"] > 0.004
+    assert any(f.startswith("--max-num-seqs") for f in plan["settings"]["vllm"])
+
+
+def test_plan_console_embedded_gguf() -> None:
+    res = runner.invoke(app, ["plan", "--model", "embedded", "--gpu", "a10g", "--ctx", "4096",
+                              "--kv-dtype", "fp8", "--gpus", "2"])
+    assert res.exit_code == 0, res.output
+    assert "max concurrent sequences" in res.stdout
+    assert "--tensor-parallel-size 2" in res.stdout and "--kv-cache-dtype fp8" in res.stdout
+
+
+def test_plan_unknown_gpu_lists_close_names(llama_config: Path) -> None:
+    res = runner.invoke(app, ["plan", "--model", str(llama_config), "--gpu", "h300",
+                              "--ctx", "4096"])
+    assert isinstance(res.exception, ConfigError)
+    msg = str(res.exception)
+    assert "unknown GPU 'h300'" in msg and "h200" in msg and "\n" not in msg
+
+
+def test_plan_bad_inputs(tmp_path: Path, llama_config: Path) -> None:
+    for args, text in (
+        (["--model", str(tmp_path / "nope.json"), "--gpu", "h100", "--ctx", "10"], "no such file"),
+        (["--model", str(llama_config), "--gpu", "h100", "--ctx", "0"], "--ctx"),
+        (["--model", str(llama_config), "--gpu", "h100", "--ctx", "10", "--kv-dtype", "fp3"],
+         "kv-dtype"),
+    ):
+        res = runner.invoke(app, ["plan", *args])
+        assert isinstance(res.exception, ConfigError), res.output
+        assert text in str(res.exception)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    res = runner.invoke(app, ["plan", "--model", str(bad), "--gpu", "h100", "--ctx", "10"])
+    assert isinstance(res.exception, ConfigError) and "hidden_size" in str(res.exception)
+
+
+def test_diagnose_file_json_and_console(tmp_path: Path) -> None:
+    path = save_run_result(make_run(running=32, waiting=50, slots=32), tmp_path / "run.json")
+    res = runner.invoke(app, ["diagnose", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    verdicts = json.loads(res.stdout)
+    assert verdicts[0]["id"] == "slot_bound"
+    assert verdicts[0]["fixes"][0].startswith("raise --max-num-seqs to ")
+    res = runner.invoke(app, ["diagnose", str(path)])
+    assert res.exit_code == 0 and "slot-bound" in res.stdout and "--max-num-seqs" in res.stdout
+
+
+def test_diagnose_monitor_recording(tmp_path: Path) -> None:
+    run = make_run(running=180, waiting=40, kv=0.97, preempt_per_s=2.0)
+    rec = tmp_path / "mon.jsonl"
+    lines = [orjson.dumps({"infersight_samples": 1, "interval": 1.0})]
+    lines += [orjson.dumps(s.to_dict()) for s in run.samples]
+    rec.write_bytes(b"\n".join(lines) + b"\n")
+    res = runner.invoke(app, ["diagnose", str(rec), "--json", "--gpu", "h100"])
+    assert res.exit_code == 0, res.output
+    assert next(v["id"] for v in json.loads(res.stdout)) == "kv_bound"
+
+
+def test_diagnose_errors_are_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text('{"hello": 1}')
+    proc = subprocess.run([sys.executable, "-m", "infersight.cli", "diagnose", str(bad)],
+                          capture_output=True, text=True, timeout=60)
+    if "No module named infersight.cli.__main__" in proc.stderr:
+        proc = subprocess.run([str(Path(sys.executable).parent / "infersight"), "diagnose",
+                               str(bad)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+    res = runner.invoke(app, ["diagnose"])
+    assert isinstance(res.exception, ConfigError)
