@@ -14,8 +14,7 @@ if TYPE_CHECKING:
 
 _DIAG_HELP = """Explain a run: the verdict per time window, its evidence and the fix.
 
-Reads a RunResult (infersight bench --out) or monitor recordings (infersight monitor
---record FILE.jsonl), or watches a live server for --seconds.
+Reads a RunResult (infersight bench --out) or monitor recordings (infersight monitor --record FILE.jsonl), or watches a live server for --seconds.
 
 Examples:
 
@@ -26,13 +25,9 @@ Examples:
   infersight diagnose run.json --model path/to/config.json --gpu h100 --json
 """
 
-_PLAN_HELP = """Plan serving capacity: memory breakdown, max concurrent sequences and
-engine settings for a model on a device at a context length.
+_PLAN_HELP = """Plan serving capacity: memory breakdown, max concurrent sequences and engine settings for a model on a device at a context length.
 
---model takes an HF config.json, a .gguf file, a folder holding either, or
-'embedded' (the built-in SmolLM2-135M). --gpu takes a name from the peak table
-(h100, h200, a100-80gb, l4, l40s, a10g, t4, rtx-4090, mi300x, ...) or 'cpu' (this host,
-measured).
+--model takes an HF config.json, a .gguf file, a folder holding either, or 'embedded' (the built-in SmolLM2-135M). --gpu takes a name from the peak table (h100, h200, a100-80gb, l4, l40s, a10g, t4, rtx-4090, mi300x, ...) or 'cpu' (this host, measured).
 
 Examples:
 

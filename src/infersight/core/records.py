@@ -122,12 +122,18 @@ class RequestRecord:
         return (self.chunk_times[-1] - self.chunk_times[0]) / (len(self.chunk_times) - 1)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in _RECORD_FIELDS}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        # Files written by newer versions may carry extra keys: ignore them.
+        if d.keys() <= _RECORD_FIELD_SET:
+            return cls(**d)
+        return cls(**{k: v for k, v in d.items() if k in _RECORD_FIELD_SET})
+
+
+_RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RequestRecord))
+_RECORD_FIELD_SET = frozenset(_RECORD_FIELDS)
 
 
 @dataclass(slots=True, frozen=True)
@@ -176,6 +182,9 @@ class RunResult(BaseModel):
     aggregates: dict[str, Any] = Field(default_factory=dict)
     #: Verdicts from diagnose, when embedded.
     diagnosis: list[dict[str, Any]] = Field(default_factory=list)
+    #: Cost of the run when prices are known: ``usd``, ``usd_per_million_output_tokens``,
+    #: ``projected_usd_per_day`` (also per level in ``aggregates[level]["cost"]``).
+    cost: dict[str, Any] | None = None
     #: True when the run was interrupted and holds partial results.
     partial: bool = False
     #: Whether the load generator limited the run (design.md section 2) and why.

@@ -61,6 +61,8 @@ def _client_flag(result: RunResult, agg: dict[str, Any], level: str | None,
         return bool(cl["flag"]), [str(r) for r in cl.get("reasons") or []]
     if level is None and (result.client_limited or result.client_limited_reasons):
         return result.client_limited, list(result.client_limited_reasons)
+    if result.kind == "monitor":
+        return False, []  # probes or passive watching: there is no load generator to limit
     reasons = []
     if lag_p99 is not None and lag_p99 > LAG_P99_LIMIT:
         reasons.append(f"schedule lag p99 {lag_p99 * 1000:.1f} ms > 5 ms")

@@ -196,6 +196,7 @@ def under_loaded(ri: RuleInput) -> Verdict | None:
         ev.append(evidence("SM activity / MFU", s.SM, "fraction", s.busy_source))
     return make_verdict(
         ri, "under_loaded", "Under-loaded (request-starved)",
-        f"The server waits for work: {fmt(s.R)} of {s.S:.0f} slots busy, nothing queued, device "
-        f"{min(low) * 100:.1f}% busy; throughput is limited by the offered load.",
+        f"The server waits for work: {fmt(s.R)} of {s.S:.0f} slots busy, nothing queued, "
+        f"{'compute used (MFU)' if s.busy_source.startswith('model FLOP') else 'device busy'} "
+        f"{min(low) * 100:.1f}%; throughput is limited by the offered load.",
         ev, 0.85, under_loaded_fixes(ri.ctx.engine, s.S))

@@ -5,8 +5,10 @@
 - **half-open**: at most ``probes`` requests at a time are let through as probes. One
   success closes the breaker; one failure opens it again for another cooldown.
 
-Only upstream faults count as failures (connect errors, resets, timeouts, 5xx, 429,
-malformed streams); a client's bad request says nothing about the upstream's health.
+Only upstream faults count as failures (connect errors, resets, timeouts, 5xx,
+malformed streams). A client's bad request says nothing about the upstream's health,
+and a 429 asks for less load, which the concurrency limiter handles. Outcomes of
+requests sent before the circuit opened are ignored while it is open.
 """
 
 from __future__ import annotations
@@ -73,11 +75,15 @@ class CircuitBreaker:
 
     def record_success(self) -> None:
         self._consecutive = 0
-        if self._state is not BreakerState.CLOSED:
+        # While open, a success can only come from a request sent before the circuit
+        # opened: stale evidence. Only a success in half-open (a probe) closes it.
+        if self.state is BreakerState.HALF_OPEN:
             self._probes_out = 0
             self._set(BreakerState.CLOSED)
 
     def record_failure(self) -> None:
+        if self.state is BreakerState.OPEN:
+            return  # stale: a request from before the circuit opened
         self._consecutive += 1
         if self._state is BreakerState.HALF_OPEN or (
             self._state is BreakerState.CLOSED and self._consecutive >= self.failures

@@ -93,7 +93,7 @@ class GradientLimit(Limiter):
         smoothing: float = 0.2,
         short_alpha: float = 0.1,
         relearn_s: float = 60.0,
-        probe_every: int = 1000,
+        probe_every: int = 10_000,
         clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__(initial, min_limit, max_limit)

@@ -28,6 +28,7 @@ from infersight.core.errors import (
     BadRequest,
     DeadlineExceeded,
     InfersightError,
+    RateLimited,
     TruncatedStream,
 )
 from infersight.gateway.errors import Shed
@@ -138,7 +139,12 @@ class Proxy:
                     up.breaker.record_neutral()
                     raise
                 dropped = True
-                up.breaker.record_failure()
+                if isinstance(e, RateLimited):
+                    # "Slow down" is the limiter's business (dropped=True shrinks it) and a
+                    # reason to try another replica, not proof that the upstream is broken.
+                    up.breaker.record_neutral()
+                else:
+                    up.breaker.record_failure()
                 last = e
                 if isinstance(e, DeadlineExceeded) or time.monotonic() >= call.deadline:
                     raise

@@ -152,6 +152,26 @@ def _engine_series(view: RunView, edges: FloatArray) -> list[Series]:
     return out
 
 
+def _util_chart(view: RunView, edges: FloatArray, bands: list[Band]) -> str:
+    """Utilisation per source over time, binned to ``edges`` when there are many samples."""
+    series = []
+    for i, (name, (ts, vs)) in enumerate(view.util.items()):
+        if ts.size > MAX_TIMELINE_POINTS:
+            vs, ts = binned_means(ts, vs, edges), (edges[:-1] + edges[1:]) / 2
+        dash = "SM" in name or "% core" in name
+        series.append(Series(name, ts.tolist(), vs.tolist(), _color(i), dash=dash))
+    return chart(
+        series,
+        title="Utilisation over time",
+        xlabel="seconds since run start",
+        ylabel="percent",
+        yunit="%",
+        bands=bands,
+        width=1060,
+        height=240,
+    )
+
+
 def timeline_charts(view: RunView, bins: int = 240) -> list[str]:
     """In flight and queued, throughput, utilisation and errors over time."""
     records = [r for lv in view.levels for r in lv.records]
@@ -166,8 +186,11 @@ def timeline_charts(view: RunView, bins: int = 240) -> list[str]:
         else None
     )
     tl: Timeline | None = build_timeline(records, view.t0, bins=bins, chunks=chunks)
-    if tl is None:
-        return []
+    if tl is None:  # e.g. a monitor recording: samples, no requests
+        if not view.util:
+            return []
+        t_max = max(float(ts.max()) for ts, _ in view.util.values() if ts.size)
+        return [_util_chart(view, np.linspace(0.0, max(t_max, 1.0), bins + 1), [])]
     bands = _bands(view)
     edges = np.concatenate([tl.centers - tl.width / 2, [tl.centers[-1] + tl.width / 2]])
     xs = tl.centers.tolist()
@@ -194,29 +217,8 @@ def timeline_charts(view: RunView, bins: int = 240) -> list[str]:
             height=240,
         ),
     ]
-    util = view.util
-    if util:
-        series = []
-        for i, (name, (ts, vs)) in enumerate(util.items()):
-            if ts.size > MAX_TIMELINE_POINTS:
-                vs, ts = binned_means(ts, vs, edges), (edges[:-1] + edges[1:]) / 2
-            series.append(
-                Series(
-                    name, ts.tolist(), vs.tolist(), _color(i), dash="SM" in name or "% core" in name
-                )
-            )
-        charts.append(
-            chart(
-                series,
-                title="Utilisation over time",
-                xlabel="seconds since run start",
-                ylabel="percent",
-                yunit="%",
-                bands=bands,
-                width=1060,
-                height=240,
-            )
-        )
+    if view.util:
+        charts.append(_util_chart(view, edges, bands))
     if tl.errors:
         base = np.zeros_like(tl.centers)
         series = []

@@ -7,7 +7,6 @@ renderers, so both always print the same numbers.
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from infersight.report.aggregates import (
     itl_from_chunks,
     level_aggregate,
 )
+from infersight.report.cost import level_cost, model_name, run_cost_note, run_price
 
 __all__ = ["LevelView", "RunView", "build_view", "build_views"]
 
@@ -112,100 +112,6 @@ def level_order(result: RunResult) -> list[str]:
     return names
 
 
-def model_name(result: RunResult) -> str | None:
-    for key in ("model", "served_model"):
-        v = result.config.get(key)
-        if isinstance(v, str) and v:
-            return v
-    eng = result.config.get("engine")
-    if isinstance(eng, dict) and isinstance(eng.get("model_name"), str):
-        return str(eng["model_name"])
-    for r in result.records[:100]:
-        if "model" in r.labels:
-            return r.labels["model"]
-    return None
-
-
-def _price(result: RunResult) -> tuple[tuple[float, float] | None, str]:
-    """($/Mtok in, $/Mtok out) and where it came from; None when nothing prices it."""
-    cfg = result.config
-    p_in, p_out = cfg.get("price_in"), cfg.get("price_out")
-    if isinstance(p_in, int | float) and isinstance(p_out, int | float):
-        return (float(p_in), float(p_out)), "price from the run's --price-in/--price-out"
-    price = cfg.get("price")
-    if isinstance(price, dict) and {"input", "output"} <= set(price):
-        return (float(price["input"]), float(price["output"])), "price from the run config"
-    model = model_name(result)
-    if model is None:
-        return None, ""
-    from infersight.core.errors import ConfigError
-    from infersight.core.pricing import PriceTable
-
-    table_file = cfg.get("prices") if isinstance(cfg.get("prices"), str) else None
-    try:
-        found = PriceTable.load(table_file).price(model)
-    except ConfigError:  # the run's price file is not on this machine: shipped table
-        found = PriceTable.load(None).price(model)
-    if found is None:
-        return None, f"no price for model {model!r} in the price table"
-    note = f" ({found.note})" if found.note else ""
-    return (found.input, found.output), f"price table entry for {model}{note}"
-
-
-#: Key names of the cost that ``bench`` stores per level, and the report's own names.
-_COST_KEYS = {
-    "run_usd": ("usd", "run_usd"),
-    "per_mtok_output_usd": ("usd_per_million_output_tokens", "per_mtok_output_usd"),
-    "per_day_usd": ("projected_usd_per_day", "per_day_usd"),
-}
-
-
-def _stored_cost(d: dict[str, Any]) -> dict[str, float]:
-    out = {}
-    for key, names in _COST_KEYS.items():
-        v = next((d[n] for n in names if isinstance(d.get(n), int | float)), None)
-        out[key] = math.nan if v is None else float(v)
-    return out
-
-
-def _run_cost_note(result: RunResult) -> str | None:
-    """The price note of the cost ``bench`` stored (the RunResult's extra ``cost``)."""
-    cost = (result.model_extra or {}).get("cost")
-    if not isinstance(cost, dict):
-        return None
-    p = cost.get("price_per_million") or {}
-    note = f" ({p['note']})" if p.get("note") else ""
-    return (
-        f"cost recorded by the run for {cost.get('model', 'the model')}: "
-        f"${p.get('input', '?')}/Mtok input, ${p.get('output', '?')}/Mtok output{note}"
-    )
-
-
-def _level_cost(
-    lv: LevelView, price: tuple[float, float] | None, stored: dict[str, Any]
-) -> dict[str, float] | None:
-    if isinstance(stored.get("cost"), dict):
-        return _stored_cost(stored["cost"])
-    if price is None:
-        return None
-    done = [r for r in lv.records if r.ok or r.completion_tokens is not None]
-    prompt = sum(r.prompt_tokens or 0 for r in done)
-    output = sum(r.output_tokens for r in done)
-    run = (prompt * price[0] + output * price[1]) / 1e6
-    window = lv.agg.get("window") or {}
-    length = (window.get("end") or 0.0) - (window.get("start") or 0.0)
-    if length <= 0:
-        length = lv.span[1] - lv.span[0]
-    # $/day at the measured rate: the window's spend rate projected over 24 h.
-    n_win = (lv.agg.get("requests") or {}).get("in_window") or len(lv.records)
-    per_s = run * (n_win / max(len(lv.records), 1)) / length if length > 0 else math.nan
-    return {
-        "run_usd": run,
-        "per_mtok_output_usd": (run / output * 1e6) if output else math.nan,
-        "per_day_usd": per_s * 86400.0,
-    }
-
-
 def _diagnosis(result: RunResult) -> tuple[list[dict[str, Any]], str]:
     if result.diagnosis:
         return list(result.diagnosis), ""
@@ -266,9 +172,12 @@ def build_view(result: RunResult, label: str | None = None) -> RunView:
     by_level: dict[str, list[RequestRecord]] = {n: [] for n in level_order(result)}
     for r in result.records:
         by_level[r.labels.get("level", DEFAULT_LEVEL)].append(r)
-    t0 = min((r.scheduled for r in result.records), default=0.0)
-    price, price_note = _price(result)
-    price_note = _run_cost_note(result) or price_note
+    # Time zero: the first intended send, else the first sample (a monitor recording).
+    t0 = min((r.scheduled for r in result.records), default=None)
+    if t0 is None:
+        t0 = min((s.t for s in result.samples), default=0.0)
+    price, price_note = run_price(result)
+    price_note = run_cost_note(result) or price_note
     util = utilisation_series(result, t0)
     specs = {
         str(lv["name"]): lv
@@ -286,7 +195,7 @@ def build_view(result: RunResult, label: str | None = None) -> RunView:
             else (0.0, 0.0)
         )
         lv = LevelView(name, recs, level_aggregate(stored, recs, specs.get(name)), span)
-        lv.cost = _level_cost(lv, price, stored if isinstance(stored, dict) else {})
+        lv.cost = level_cost(recs, lv.agg, span, price)
         _util_means(lv, util)
         levels.append(lv)
     verdicts, note = _diagnosis(result)

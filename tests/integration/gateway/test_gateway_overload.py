@@ -89,3 +89,20 @@ async def test_priority_header_is_served_first(make_stack: StackFactory) -> None
         high = asyncio.create_task(one("high", 10))
         await asyncio.gather(first, high, *lows)
         assert order[:2] == ["first", "high"]
+
+
+async def test_adaptive_limit_backs_off_when_the_upstream_sheds(make_stack: StackFactory) -> None:
+    # The upstream answers 429 above 4 requests in flight; AIMD starts at 16 and must
+    # come down, after which requests stop being refused upstream.
+    async with make_stack(
+        [FakeConfig(ttft=0.05, tokens=1, max_concurrency=4)],
+        upstreams=[{"concurrency": 16, "queue": 200, "limiter": "aimd", "min_concurrency": 1}],
+    ) as s:
+        adm = s.gw.upstreams[0].admission
+        for _ in range(4):
+            await asyncio.gather(*(s.post("/v1/chat/completions", CHAT) for _ in range(16)))
+        assert adm.limit <= 8
+        s.fakes[0].reset_stats()
+        res = await asyncio.gather(*(s.post("/v1/chat/completions", CHAT) for _ in range(16)))
+        assert sum(r[0] == 200 for r in res) >= 14
+        assert await s.metric("infersight_gateway_concurrency_limit", upstream="a") == adm.limit

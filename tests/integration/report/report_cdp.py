@@ -37,6 +37,12 @@ FLAGS = (
 )
 
 
+def _remove(path: str) -> bool:
+    """Delete a directory tree; True once it is gone."""
+    shutil.rmtree(path, ignore_errors=True)
+    return not os.path.exists(path)
+
+
 class Browser:
     """``async with Browser() as b: page = await b.open(url)``."""
 
@@ -87,8 +93,7 @@ class Browser:
             self._proc.kill()
             await self._proc.wait()
         for _ in range(20):
-            shutil.rmtree(self._tmp.name, ignore_errors=True)
-            if not os.path.exists(self._tmp.name):
+            if _remove(self._tmp.name):
                 break
             await asyncio.sleep(0.1)
         self._tmp.cleanup()

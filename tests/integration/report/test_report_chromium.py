@@ -54,8 +54,8 @@ def _png(data: bytes) -> np.ndarray:
 
 
 async def test_report_renders_offline_with_plots_in_chromium(tmp_path: Path) -> None:
-    before = make_run(3000, levels=(1, 4, 16), seed=1, run_id="before", model="SmolLM2 <b>x</b>")
-    after = make_run(3000, levels=(1, 4, 16), seed=2, run_id="after", base_itl=0.006)
+    before = make_run(1500, levels=(1, 4, 16), seed=1, run_id="before", model="SmolLM2 <b>x</b>")
+    after = make_run(1500, levels=(1, 4, 16), seed=2, run_id="after", base_itl=0.006)
     html = render_html([before, after])
     n_svg = html.count('<svg class="plot"')
     control = (
@@ -85,7 +85,7 @@ async def test_report_renders_offline_with_plots_in_chromium(tmp_path: Path) -> 
         assert info["title"] == "infersight report: before vs after"
         assert "SmolLM2 <b>x</b>" in await page.evaluate("document.body.innerText")
 
-        height = min(int(info["h"]), 16000)
+        height = min(int(info["h"]), 9000)
         shot = _png(await page.screenshot(clip_height=height))
         assert shot.shape[0] == height
         background = np.abs(shot - shot[0, 0]).sum(axis=2) < 0.05

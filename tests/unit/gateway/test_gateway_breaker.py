@@ -76,3 +76,16 @@ def test_opens_only_after_threshold_consecutive_failures(events: list[str]) -> N
                 assert b.state is BreakerState.OPEN
             else:
                 assert b.state is BreakerState.CLOSED
+
+
+def test_outcomes_of_requests_sent_before_opening_are_ignored() -> None:
+    t = [0.0]
+    b = CircuitBreaker(failures=1, cooldown=5.0, clock=lambda: t[0])
+    b.record_failure()
+    assert b.state is BreakerState.OPEN
+    b.record_success()  # a slow request that started while closed
+    assert b.state is BreakerState.OPEN
+    t[0] = 3.0
+    b.record_failure()  # stale failure does not extend the cooldown
+    t[0] = 5.0
+    assert b.state is BreakerState.HALF_OPEN

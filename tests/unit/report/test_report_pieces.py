@@ -181,3 +181,15 @@ def test_pooled_itl_of_ok_records_matches_a_naive_loop(
         return
     vals, w = lv.itl()
     assert np.allclose(vals, [g for g, _ in naive]) and w.tolist() == [float(k) for _, k in naive]
+
+
+def test_big_runs_are_downsampled_in_the_page() -> None:
+    from infersight.report import render_html
+
+    run = make_run(20_000, levels=(1, 4, 16, 32), seed=8, tokens=(4, 24))
+    html = render_html(run)
+    assert len(html) < 600_000  # size does not grow with the number of requests
+    import re
+
+    for pts in re.findall(r'<polyline[^>]* points="([^"]*)"', html):
+        assert len(pts.split()) <= 2 * 240 + 2  # a step line over at most 240 bins

@@ -263,3 +263,12 @@ def test_observed_latency_against_the_physics_floors() -> None:
     assert "| c=16 | 16.4 ms | 4 ms | 4.1× | - | - | - |" in md
     bare = make_run(300, levels=(16,))
     assert "No roofline floors" in render_html(bare)
+
+
+def test_samples_only_recording_still_shows_utilisation() -> None:
+    run = make_run(200, levels=(8,))
+    samples_only = RunResult(kind="monitor", run_id="mon", samples=run.samples)
+    html = render_html(samples_only)
+    assert "Utilisation over time" in html and html.count('<svg class="plot"') >= 1
+    # The time axis starts at the first sample, not at the raw monotonic clock (5000 s).
+    assert ">0</text>" in html and not re.search(r">5\d\d\d</text>", html)
