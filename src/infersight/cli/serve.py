@@ -102,6 +102,12 @@ def serve(
         "(or set INFERSIGHT_API_KEY). Without one, access is open.",
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log."),
+    gateway: bool = typer.Option(
+        False,
+        "--gateway",
+        help="Run the default local stack: the engine on a private loopback port and the "
+        "infersight gateway (admission control, metrics, cost) on --host/--port in front.",
+    ),
 ) -> None:
     """Serve a GGUF model with llama.cpp on an OpenAI-compatible API.
 
@@ -112,16 +118,23 @@ def serve(
 
     env = _settings()
     key, key_source = _api_key(str(api_key_file) if api_key_file else env.api_key_file)
+    public_host = host or env.host
+    public_port = port if port is not None else env.port
     engine = EmbeddedEngine(
         model=model or env.model,
         parallel=parallel if parallel is not None else env.parallel,
         ctx=ctx if ctx is not None else env.ctx,
         threads=threads if threads is not None else env.threads,
-        host=host or env.host,
-        port=port if port is not None else env.port,
-        api_key=key,
+        # Behind the gateway the engine is private: loopback, free port, no key (the
+        # gateway checks the key instead).
+        host="127.0.0.1" if gateway else public_host,
+        port=0 if gateway else public_port,
+        api_key=None if gateway else key,
         verbose=verbose,
     )
+    if gateway:
+        _serve_with_gateway(engine, public_host, public_port, key, key_source)
+        return
     if engine.config.host not in _LOOPBACK and key is None:
         typer.echo(
             f"warning: listening on {engine.config.host} without an API key: anyone who "
@@ -167,6 +180,42 @@ def serve(
         typer.echo(f"stopped ({signal.Signals(received[0]).name})", err=True)
     if exit_code:
         raise typer.Exit(exit_code)
+
+
+def _serve_with_gateway(
+    engine: Any, host: str, port: int, key: str | None, key_source: str | None
+) -> None:
+    """Engine + gateway in front of it, until SIGINT/SIGTERM."""
+    from infersight.gateway import KeyConfig, UpstreamConfig, hash_key, load_config
+    from infersight.gateway import serve as serve_gateway
+
+    if host not in _LOOPBACK and key is None:
+        typer.echo(
+            f"warning: listening on {host} without an API key (set INFERSIGHT_API_KEY)",
+            err=True,
+        )
+    with engine:
+        slots = engine.config.parallel
+        upstream = UpstreamConfig(
+            name="engine",
+            url=engine.base_url,
+            models=[engine.model_name],
+            concurrency=slots,
+            max_concurrency=max(slots * 4, 8),
+            queue=slots * 8,
+        )
+        keys = [KeyConfig(name="default", sha256=hash_key(key))] if key else []
+        cfg = load_config(
+            None, host=host, port=port, upstreams=[upstream], keys=keys, require_key=bool(key)
+        )
+
+        def on_ready(gw: Any) -> None:
+            lines = _banner(engine, key_source).replace(engine.base_url, gw.url).splitlines()
+            lines.insert(-1, f"  engine   {engine.base_url} (private, behind the gateway)")
+            typer.echo("\n".join(lines))
+            sys.stdout.flush()
+
+        serve_gateway(cfg, on_ready)
 
 
 def register(app: typer.Typer) -> None:
