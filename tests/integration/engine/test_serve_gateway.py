@@ -7,7 +7,6 @@ import urllib.request
 
 import openai
 import pytest
-
 from test_engine_serve_cli import _start
 
 pytestmark = pytest.mark.engine
