@@ -80,8 +80,8 @@ class PromptSource:
                 "exact in the target's tokenizer (via /tokenize), message content only; "
                 "the chat template adds a fixed overhead"
                 if self._exact
-                else "approximate: the target offers no /tokenize (or a prompt could not "
-                "be matched), so lengths count words that are usually one token each"
+                else "the target offers no /tokenize (or a prompt could not be matched), "
+                "so lengths count words that are usually one token each"
             ),
         )
 

@@ -53,18 +53,30 @@ def cost_summary(result: RunResult, prices: PriceTable, model: str) -> dict[str,
         agg["cost"] = levels[name]
         total_usd += usd
         total_out += o_tok
+    # The run-level projection uses the level with the highest output throughput:
+    # what a day at the best measured operating point would cost.
+    best = max(
+        (n for n in levels if levels[n]["projected_usd_per_day"] is not None),
+        key=lambda n: result.aggregates[n].get("output_token_throughput") or 0.0,
+        default=None,
+    )
     return {
         "model": model,
         "price_per_million": {"input": price.input, "output": price.output, "note": price.note},
         "usd": total_usd,
         "usd_per_million_output_tokens": total_usd / total_out * 1e6 if total_out else None,
+        "projected_usd_per_day": None if best is None else levels[best]["projected_usd_per_day"],
+        "projected_at_level": best,
         "levels": levels,
     }
 
 
 def _ms(s: dict[str, Any] | None, key: str) -> str:
     v = None if s is None else s.get(key)
-    return "-" if v is None else f"{v * 1e3:.1f}"
+    if v is None:
+        return "-"
+    ms = v * 1e3
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.1f}"
 
 
 def _num(v: float | None, fmt: str = ".2f") -> str:
@@ -73,6 +85,7 @@ def _num(v: float | None, fmt: str = ".2f") -> str:
 
 def render(result: RunResult, console: Any) -> None:
     """Print the banner, one table row per level, cost, find-max and diagnosis."""
+    from rich import box
     from rich.table import Table
 
     if result.client_limited:
@@ -82,32 +95,39 @@ def render(result: RunResult, console: Any) -> None:
         )
     if result.partial:
         console.print("[bold yellow]PARTIAL:[/] the run was interrupted; results are partial")
-    table = Table(
-        title=f"infersight bench · {result.config.get('model', '')}", title_justify="left"
-    )
-    for col in (
-        "level", "req/s", "out tok/s", "ok", "TTFT p50", "TTFT p99", "TPOT p50", "ITL p50",
-        "ITL p99", "e2e p50", "e2e p99", "lag p99", "goodput",
-    ):  # fmt: skip
-        table.add_column(col, justify="left" if col == "level" else "right")
+    cols = ("req/s", "tok/s", "ok", "TTFT p50/p99", "TPOT p50", "ITL p50/p99",
+            "e2e p50/p99", "lag p99", "goodput")  # fmt: skip
+    rows: dict[str, list[str]] = {}
     for name, a in result.aggregates.items():
         req = a["requests"]
         flag = " [red]![/]" if a["client_limited"]["flag"] else ""
-        table.add_row(
-            name + flag,
+        rows[name + flag] = [
             _num(a["request_throughput"]),
             _num(a["output_token_throughput"], ".1f"),
             f"{req['ok']}/{req['total']}",
-            _ms(a["ttft"], "p50"),
-            _ms(a["ttft"], "p99"),
+            f"{_ms(a['ttft'], 'p50')}/{_ms(a['ttft'], 'p99')}",
             _ms(a["tpot"], "p50"),
-            _ms(a["itl"], "p50"),
-            _ms(a["itl"], "p99"),
-            _ms(a["e2e"], "p50"),
-            _ms(a["e2e"], "p99"),
+            f"{_ms(a['itl'], 'p50')}/{_ms(a['itl'], 'p99')}",
+            f"{_ms(a['e2e'], 'p50')}/{_ms(a['e2e'], 'p99')}",
             _ms(a["schedule_lag"], "p99"),
             _num(a["goodput"]),
-        )
+        ]
+    title = f"infersight bench · {result.config.get('model', '')}"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    # One row per level when it fits; on a narrow terminal, one row per metric.
+    wide = sum(max(len(c), 9) + 3 for c in cols) + max((len(n) for n in rows), default=5) + 3
+    if console.width >= wide or len(rows) > 6:
+        table.add_column("level", no_wrap=True)
+        for col in cols:
+            table.add_column(col, justify="right", no_wrap=True)
+        for name, cells in rows.items():
+            table.add_row(name, *cells)
+    else:
+        table.add_column("metric", no_wrap=True)
+        for name in rows:
+            table.add_column(name, justify="right", no_wrap=True)
+        for i, col in enumerate(cols):
+            table.add_row(col, *(cells[i] for cells in rows.values()))
     console.print(table)
     console.print("[dim]times in ms; TTFT and e2e from the intended send time; ITL pooled[/]")
     for name, a in result.aggregates.items():
@@ -115,7 +135,7 @@ def render(result: RunResult, console: Any) -> None:
         if errs:
             parts = [f"{k} x{v['count']} (e.g. {v['example']})" for k, v in errs.items()]
             console.print(f"[red]errors in {name}:[/] " + "; ".join(parts))
-    cost = (result.model_extra or {}).get("cost")
+    cost = result.cost
     if cost:
         console.print(
             f"cost: ${cost['usd']:.4g} for the run, "

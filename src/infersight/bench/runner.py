@@ -124,6 +124,8 @@ async def _run_with_target(
             result.samples = await telemetry.stop()
             result.notes.extend(telemetry.notes)
             result.environment["gpus"] = telemetry.gpus
+            if telemetry.gpu_note:
+                result.environment["gpu_note"] = telemetry.gpu_note
     _finish(result, cfg, target, prompts, planner, levels_done, stop)
     return result
 
@@ -133,11 +135,14 @@ def _safe_tokenize(fn: Any) -> Any:
         return None
 
     async def tokenize(text: str) -> list[int] | None:
-        try:
-            out: list[int] | None = await fn(text)
-            return out
-        except Exception:
-            return None
+        # Twice: a pooled connection the server already closed fails the first try.
+        for _ in range(2):
+            try:
+                out: list[int] | None = await fn(text)
+                return out
+            except Exception:
+                continue
+        return None  # no /tokenize means approximate lengths
 
     return tokenize
 
@@ -255,7 +260,7 @@ def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
         table = PriceTable.load(cfg.prices)
     cost = cost_summary(result, table, target.model)
     if cost is not None:
-        result.cost = cost  # type: ignore[attr-defined]  # an extra field of RunResult
+        result.cost = cost
 
 
 def _diagnose(result: RunResult) -> None:

@@ -28,6 +28,7 @@ class BenchTelemetry:
         self._rec: Any = None
         self.notes: list[str] = []
         self.gpus: list[dict[str, Any]] = []
+        self.gpu_note: str | None = None
 
     async def start(self) -> None:
         from infersight.telemetry import EngineScraper, GpuSampler, HostSampler, Recorder
@@ -46,9 +47,9 @@ class BenchTelemetry:
             if gpu.available and self.gpus:
                 samplers.append(gpu)
             else:
-                self.notes.append(f"no GPU metrics: {gpu.unavailable_reason}")
+                self.gpu_note = f"no GPU metrics: {gpu.unavailable_reason}"
         except Exception as e:
-            self.notes.append(f"no GPU metrics: {e}")
+            self.gpu_note = f"no GPU metrics: {e}"
         finally:
             gpu_log.setLevel(level)
         urls = list(self.cfg.scrape)

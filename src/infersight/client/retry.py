@@ -53,8 +53,12 @@ class RetryBudget:
                 q.popleft()
 
     def deposit(self, now: float | None = None) -> None:
-        """Count one new request."""
-        self._requests.append(time.monotonic() if now is None else now)
+        """Count one new request (old ones are dropped as they leave the window)."""
+        t = time.monotonic() if now is None else now
+        q = self._requests
+        q.append(t)
+        if q[0] < t - self.window:  # bounded memory when no retry ever prunes
+            self._prune(t)
 
     def withdraw(self, now: float | None = None) -> bool:
         """Take one retry from the budget; False when it is spent."""

@@ -9,16 +9,20 @@ Each data payload is decoded once with orjson and the facts the client records p
 event (content or not, how many tokens, finish_reason, usage, error) are extracted
 in the same pass. Anything that is not a valid stream raises
 :class:`~infersight.core.errors.MalformedStream` and nothing else.
+
+Hot path: LF-only streams (what every engine sends) are cut into whole events with
+one ``find(b"\\n\\n")`` per event; an event that is a single ``data: `` line is
+decoded without walking its lines. Everything else (CR line endings, comments,
+``event``/``id``/``retry`` fields, multi-line data) takes the general line walk.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
+from infersight.client.sse_event import SSEEvent, analyse
 from infersight.core.errors import MalformedStream
 
 __all__ = ["SSEEvent", "SSEParser"]
@@ -27,114 +31,20 @@ _EOL = re.compile(rb"\r\n|\r|\n")
 _DONE = b"[DONE]"
 
 
-@dataclass(slots=True)
-class SSEEvent:
-    """One dispatched SSE event.
-
-    ``data`` is the payload (multi-line data joined with ``\\n``), ``raw`` the event's
-    bytes exactly as received (for passthrough proxies), ``json`` the decoded payload
-    (None for ``[DONE]``). ``has_content`` is true for events carrying text, reasoning
-    or tool-call deltas; ``n_tokens`` is how many tokens they carry (1 per content
-    event unless the server's logprobs say how many).
-    """
-
-    data: bytes
-    raw: bytes = b""
-    json: dict[str, Any] | None = None
-    done: bool = False
-    has_content: bool = False
-    n_tokens: int = 0
-    event: str = "message"
-    id: str | None = None
-    retry: int | None = None
-    #: Text of the content deltas in this event (all choices, in order).
-    text: str = ""
-    finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
-    #: The ``error`` object of an error event (``{"error": ...}`` or ``event: error``).
-    error: dict[str, Any] | None = None
-    #: Tool-call deltas in this event (None when there are none).
-    tool_calls: list[Any] | None = None
-
-
-def _choice_tokens(ch: dict[str, Any]) -> int:
-    """Tokens in one content-bearing choice: 1, unless logprobs list several."""
-    lp = ch.get("logprobs")
-    if lp.__class__ is dict:
-        lpc = lp.get("content")
-        if lpc.__class__ is list and lpc:
-            return len(lpc)
-        toks = lp.get("tokens")
-        if toks.__class__ is list and toks:
-            return len(toks)
-    return 1
-
-
-def _analyse(ev: SSEEvent, obj: dict[str, Any]) -> None:
-    """Fill the per-event facts from the decoded payload (one pass, no exceptions).
-
-    Written for speed: this runs once per streamed token.
-    """
-    if "error" in obj or ev.event == "error":
-        err = obj.get("error")
-        if isinstance(err, dict):
-            ev.error = err
-        elif err is not None:
-            ev.error = {"message": str(err)}
-        else:
-            ev.error = {"message": str(obj.get("message") or obj)}
-    if "usage" in obj:
-        usage = obj["usage"]
-        if usage.__class__ is dict:
-            ev.usage = usage
-    choices = obj.get("choices")
-    if choices.__class__ is not list or not choices:
-        return
-    parts: list[str] = []
-    tokens = 0
-    for ch in choices:
-        if ch.__class__ is not dict:
-            continue
-        fr = ch.get("finish_reason")
-        if fr is not None:
-            ev.finish_reason = str(fr)
-        delta = ch.get("delta")
-        content = False
-        if delta.__class__ is dict:
-            text = delta.get("content")
-            if text and text.__class__ is str:
-                parts.append(text)
-                content = True
-            if not content or len(delta) > 1:  # rarer fields: reasoning, tool calls
-                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                if reasoning and isinstance(reasoning, str):
-                    content = True
-                tcs = delta.get("tool_calls")
-                if tcs and isinstance(tcs, list):
-                    ev.tool_calls = (ev.tool_calls or []) + tcs
-                    content = True
-        else:
-            text = ch.get("text")
-            if text and text.__class__ is str:
-                parts.append(text)
-                content = True
-        if content:
-            tokens += _choice_tokens(ch) if "logprobs" in ch else 1
-    if tokens:
-        ev.has_content = True
-        ev.n_tokens = tokens
-        ev.text = parts[0] if len(parts) == 1 else "".join(parts)
-
-
 class SSEParser:
     """Incremental SSE parser: ``feed(bytes) -> [SSEEvent]``, ``close() -> [SSEEvent]``.
 
     Handles LF, CRLF and CR line endings (also a CRLF split across reads), comments and
     keep-alive lines, multi-line ``data``, and the ``event``, ``id`` and ``retry``
     fields. Blocks with no ``data`` line (comments, keep-alives) dispatch nothing.
+
+    When one read holds good events followed by a malformed one, ``feed`` returns the
+    good events and keeps the :class:`MalformedStream` in :attr:`error`; the next
+    ``feed`` or ``close`` raises it. So nothing that arrived intact is lost, and the
+    error is never skipped.
     """
 
-    __slots__ = ("_buf", "_data", "_event", "_id", "_raw", "_retry", "_skip_lf")
+    __slots__ = ("_buf", "_data", "_event", "_id", "_raw", "_retry", "_skip_lf", "error")
 
     def __init__(self) -> None:
         self._buf = b""
@@ -144,56 +54,23 @@ class SSEParser:
         self._id: str | None = None
         self._retry: int | None = None
         self._skip_lf = False
+        #: A MalformedStream found after good events of the same read (raised next).
+        self.error: MalformedStream | None = None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse one read; return the events it completed (possibly none)."""
+        if self.error is not None:
+            raise self.error
         if not chunk:
             return []
-        if self._skip_lf:
-            # The previous read ended with CR; a following LF belongs to that CRLF.
-            self._skip_lf = False
-            if chunk[0] == 10:
-                chunk = chunk[1:]
-                if not chunk:
-                    return []
-        buf = self._buf + chunk if self._buf else chunk
         out: list[SSEEvent] = []
-        pos = 0
-        start = 0  # where the current event's bytes begin in buf
-        if 13 not in chunk:
-            find = buf.find
-            while True:
-                end = find(b"\n", pos)
-                if end < 0:
-                    break
-                nxt = end + 1
-                if end == pos:
-                    ev = self._dispatch(buf, start, nxt)
-                    if ev is not None:
-                        out.append(ev)
-                    start = nxt
-                elif buf.startswith(b"data: ", pos):
-                    self._data.append(buf[pos + 6 : end])
-                else:
-                    self._line(buf[pos:end])
-                pos = nxt
-        else:
-            n = len(buf)
-            for m in _EOL.finditer(buf, pos):
-                end, nxt = m.span()
-                if nxt == n and buf[end] == 13 and nxt - end == 1:
-                    self._skip_lf = True
-                if end == pos:
-                    ev = self._dispatch(buf, start, nxt)
-                    if ev is not None:
-                        out.append(ev)
-                    start = nxt
-                else:
-                    self._line(buf[pos:end])
-                pos = nxt
-        if start < pos:
-            self._raw += buf[start:pos]
-        self._buf = buf[pos:]
+        try:
+            self._feed(chunk, out)
+        except MalformedStream as e:
+            if not out:
+                raise
+            self.error = e
+            self._buf = b""
         return out
 
     def close(self) -> list[SSEEvent]:
@@ -202,6 +79,8 @@ class SSEParser:
         An unfinished event whose payload does not decode is a cut stream, not a
         malformed one, so it is dropped (the caller decides about truncation).
         """
+        if self.error is not None:
+            raise self.error
         out: list[SSEEvent] = []
         if self._buf:
             tail = self._buf
@@ -217,7 +96,88 @@ class SSEParser:
                 out.append(ev)
         return out
 
-    # -- internals -------------------------------------------------------------
+    # -- framing -----------------------------------------------------------------
+    def _feed(self, chunk: bytes, out: list[SSEEvent]) -> None:
+        if self._skip_lf:
+            # The previous read ended with CR; a following LF belongs to that CRLF.
+            self._skip_lf = False
+            if chunk[0] == 10:
+                chunk = chunk[1:]
+                if not chunk:
+                    return
+        buf = self._buf + chunk if self._buf else chunk
+        if 13 in chunk:
+            self._buf = buf[self._lines_any(buf, out) :]
+            return
+        pos = 0
+        if not self._data and not self._raw and self._event is None:
+            # Between events: cut whole blocks; a lone "data: " line needs no walk.
+            find = buf.find
+            decode = self._decode
+            while True:
+                end = find(b"\n\n", pos)
+                if end < 0:
+                    break
+                nxt = end + 2
+                if buf.startswith(b"data: ", pos) and find(b"\n", pos, end) < 0:
+                    out.append(decode(buf[pos + 6 : end], buf[pos:nxt], "message"))
+                else:  # the block ends with a blank line: the state is clean after it
+                    self._lines_lf(buf, pos, nxt, out)
+                pos = nxt
+            if pos == len(buf):
+                self._buf = b""
+                return
+            # An unfinished event: keep whole lines as state, the partial line as tail.
+        pos = self._lines_lf(buf, pos, len(buf), out)
+        self._buf = buf[pos:] if pos else buf
+
+    def _lines_lf(self, buf: bytes, pos: int, stop: int, out: list[SSEEvent]) -> int:
+        """Walk the LF-terminated lines of ``buf[pos:stop]``, dispatching at blank lines.
+
+        Returns the end of the last complete line; the lines of an event that is not
+        finished yet are kept as parser state.
+        """
+        find = buf.find
+        start = pos  # where the current event's bytes begin
+        while True:
+            end = find(b"\n", pos, stop)
+            if end < 0:
+                break
+            nxt = end + 1
+            if end == pos:
+                ev = self._dispatch(buf, start, nxt)
+                if ev is not None:
+                    out.append(ev)
+                start = nxt
+            elif buf.startswith(b"data: ", pos):
+                self._data.append(buf[pos + 6 : end])
+            else:
+                self._line(buf[pos:end])
+            pos = nxt
+        if start < pos:
+            self._raw += buf[start:pos]
+        return pos
+
+    def _lines_any(self, buf: bytes, out: list[SSEEvent]) -> int:
+        """Like :meth:`_lines_lf` for LF, CRLF and CR line endings."""
+        pos = start = 0
+        n = len(buf)
+        for m in _EOL.finditer(buf):
+            end, nxt = m.span()
+            if nxt == n and buf[end] == 13 and nxt - end == 1:
+                self._skip_lf = True
+            if end == pos:
+                ev = self._dispatch(buf, start, nxt)
+                if ev is not None:
+                    out.append(ev)
+                start = nxt
+            else:
+                self._line(buf[pos:end])
+            pos = nxt
+        if start < pos:
+            self._raw += buf[start:pos]
+        return pos
+
     def _line(self, line: bytes) -> None:
         if line[0] == 58:  # ":" comment / keep-alive
             return
@@ -247,6 +207,7 @@ class SSEParser:
         except UnicodeDecodeError:
             raise MalformedStream("SSE field is not valid UTF-8") from None
 
+    # -- events ------------------------------------------------------------------
     def _dispatch(self, buf: bytes, start: int, nxt: int) -> SSEEvent | None:
         data_lines = self._data
         raw = self._raw + buf[start:nxt] if self._raw else buf[start:nxt]
@@ -257,12 +218,16 @@ class SSEParser:
             return None
         self._data = []
         data = data_lines[0] if len(data_lines) == 1 else b"\n".join(data_lines)
+        return self._decode(data, raw, event)
+
+    def _decode(self, data: bytes, raw: bytes, event: str) -> SSEEvent:
         ev = SSEEvent(data, raw, None, False, False, 0, event, self._id, self._retry)
-        if data == _DONE or ((data[:1].isspace() or data[-1:].isspace()) and data.strip() == _DONE):
-            ev.done = True
-            return ev
-        if not data.strip() and event != "error":
-            return ev  # an empty data line: valid SSE, nothing to decode
+        if data[:1] != b"{":
+            if data == _DONE or data.strip() == _DONE:
+                ev.done = True
+                return ev
+            if not data.strip() and event != "error":
+                return ev  # an empty data line: valid SSE, nothing to decode
         try:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -272,8 +237,8 @@ class SSEParser:
             raise MalformedStream(
                 f"SSE data is not JSON: {data[:80]!r}" + ("..." if len(data) > 80 else "")
             ) from None
-        if not isinstance(obj, dict):
+        if obj.__class__ is not dict:
             raise MalformedStream(f"SSE data is not a JSON object: {data[:80]!r}")
         ev.json = obj
-        _analyse(ev, obj)
+        analyse(ev, obj)
         return ev

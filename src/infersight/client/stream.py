@@ -2,9 +2,13 @@
 
 The hot path is :meth:`StreamResponse._read`: one ``readany()``, one clock read, the
 parser, and a few list appends per content event. Time limits after the headers are
-kept by a lazy watchdog timer that re-arms itself instead of being rescheduled per
-chunk; when a limit passes it puts a typed timeout into the response stream, which
-the pending read then raises, whichever task is reading.
+kept by one lazy timer (:mod:`.watchdog`) that re-arms itself instead of being
+rescheduled per chunk; when a limit passes it puts a typed timeout into the response
+stream, which the pending read then raises, whichever task is reading.
+
+Proxies use :meth:`StreamResponse.raw_chunks` (passthrough): one bytes object per
+read holding that read's whole events exactly as received, so forwarding costs one
+write per read instead of one per event, while the record is filled as usual.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from infersight.client.outcome import (
 )
 from infersight.client.sse import SSEEvent, SSEParser
 from infersight.client.types import Completion
-from infersight.client.watchdog import Watchdog
+from infersight.client.watchdog import arm, cancel
 from infersight.core import errors as E
 from infersight.core.records import RequestRecord
 
@@ -44,9 +48,17 @@ class StreamResponse:
     """An open response: status, headers, the record, and its events.
 
     Obtained from ``Client.stream()``; iterate :meth:`events` (it replays the events
-    already read while waiting for the first content). The record is finished when
-    iteration ends: ok, or failed with the raised error.
+    already read while waiting for the first content), or :meth:`raw_chunks` to pass
+    the bytes through. The record is finished when iteration ends: ok, or failed with
+    the raised error.
     """
+
+    __slots__ = (
+        "_consumed", "_content", "_deadline", "_done", "_done_at", "_eof", "_error",
+        "_finished", "_ft_due", "_idle", "_key", "_last_json", "_loop", "_parser",
+        "_pending", "_resp", "_text", "_timer", "_timer_at", "_tool_calls", "_url",
+        "finish_reason", "headers", "is_sse", "record", "response", "status", "usage",
+    )
 
     def __init__(
         self,
@@ -59,6 +71,7 @@ class StreamResponse:
         idle: float | None,
         deadline: float,
         key: str | None,
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
         self.status: int = resp.status
         self.headers: Mapping[str, str] = resp.headers
@@ -86,10 +99,17 @@ class StreamResponse:
         self.usage: dict[str, Any] | None = None
         self.response: dict[str, Any] | None = None
         self._last_json: dict[str, Any] | None = None
-        self._dog = Watchdog(self)
+        self._loop = loop
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = INF
+        due = self._ft_due if self._ft_due < deadline else deadline
+        if due < INF:
+            arm(self, due)
 
     # -- time limits -------------------------------------------------------------
     def _due(self) -> tuple[float, type[E.Timeout]]:
+        if self._done:  # only the end of the body is missing: wait a moment for it
+            return (self._done_at or 0.0) + _EOF_GRACE, E.IdleTimeout
         ct = self.record.chunk_times
         if not ct:
             if self._ft_due < self._deadline:
@@ -99,6 +119,8 @@ class StreamResponse:
         return self._deadline, E.DeadlineExceeded
 
     def _timeout(self, kind: type[E.Timeout]) -> E.Timeout:
+        if self._done:
+            return kind(f"the body from {self._url} did not end after [DONE]")
         if kind is E.FirstTokenTimeout:
             return kind(f"no content from {self._url} within the first-token limit")
         if kind is E.IdleTimeout:
@@ -106,7 +128,8 @@ class StreamResponse:
         return kind(f"the request to {self._url} passed its deadline")
 
     # -- reading -----------------------------------------------------------------
-    async def _read(self) -> None:
+    async def _read(self) -> list[SSEEvent] | None:
+        """One read: parse it, fill the record; returns the read's events (SSE only)."""
         try:
             data = await self._content.readany()
         except E.InfersightError:
@@ -116,34 +139,39 @@ class StreamResponse:
                 e, url=self._url, before_content=not self.record.chunk_times
             ) from None
         t = time.monotonic()
+        parser = self._parser
         if data:
-            if not self.is_sse and not self._consumed and data.lstrip()[:5] in _SSE_STARTS:
+            if not self.is_sse:
+                if self._consumed or data.lstrip()[:5] not in _SSE_STARTS:
+                    self._consumed += len(data)
+                    self._pending.append(SSEEvent(data))  # body piece; decoded at EOF
+                    return None
                 self.is_sse = True  # an SSE stream served without its Content-Type
             self._consumed += len(data)
-            if self.is_sse:
-                evs = self._parser.feed(data)
-            else:
-                self._pending.append(SSEEvent(data))  # body piece; decoded at EOF
-                return
+            evs = parser.feed(data)
         else:
             self._eof = True
             if not self.is_sse:
                 self._body_done(t)
-                return
-            evs = self._parser.close()
+                return None
+            evs = parser.close()
+        if parser.error is not None and self._error is None:
+            self._error = parser.error  # raised after this read's good events
         if not evs:
-            return
+            return evs
         rec = self.record
-        first = not rec.chunk_times
+        times = rec.chunk_times
+        first = not times
         for i, ev in enumerate(evs):
             if ev.has_content:
-                rec.chunk_times.append(t)
+                times.append(t)
                 rec.chunk_tokens.append(ev.n_tokens)
                 if ev.text:
                     self._text.append(ev.text)
                 if ev.tool_calls:
                     merge_tool_calls(self._tool_calls, ev.tool_calls)
-            if ev.json is not None:
+            js = ev.json
+            if js is not None:
                 if ev.error is not None:
                     self._error = error_from_event(ev.error, self.status, self._key)
                     evs = evs[:i]
@@ -152,7 +180,7 @@ class StreamResponse:
                     self.finish_reason = ev.finish_reason
                 if ev.usage is not None:
                     self.usage = ev.usage
-                self._last_json = ev.json
+                self._last_json = js
             elif ev.done:
                 self._done = True
                 self._done_at = t
@@ -160,15 +188,17 @@ class StreamResponse:
                 self._error = error_from_event(ev.error, self.status, self._key)
                 evs = evs[:i]
                 break
-        self._pending.extend(evs)
-        if first and rec.chunk_times and self._idle is not None:
-            self._dog.arm()
+        if first and times and self._idle is not None:
+            arm(self, t + self._idle)
+        return evs
 
     async def _prime(self) -> None:
         """Read until the first content event, an error, or the end (before retries end)."""
         try:
             while not self.record.chunk_times and not self._eof and self._error is None:
-                await self._read()
+                evs = await self._read()
+                if evs:
+                    self._pending.extend(evs)
             if self._error is not None and not self.record.chunk_times:
                 err, self._error = self._error, None
                 raise err
@@ -184,8 +214,6 @@ class StreamResponse:
                     await self._finish_eof()
                     break
                 await self._read()
-                if self.is_sse:
-                    self._pending.clear()
         except E.InfersightError as e:
             raise self._fail(e) from None
         except asyncio.CancelledError:
@@ -198,33 +226,34 @@ class StreamResponse:
         """After [DONE], read the body's end so the connection can be reused.
 
         Never wait long: some servers hold the stream open after [DONE]; then the
-        connection is dropped instead. Errors after [DONE] do not matter.
+        connection is dropped instead (the response's timer, see :meth:`_due`).
+        Errors after [DONE] do not matter.
         """
         try:
             if not self._content.is_eof():
-                async with asyncio.timeout(_EOF_GRACE):
-                    while not self._eof:
-                        await self._read()
+                arm(self, (self._done_at or time.monotonic()) + _EOF_GRACE)
             while not self._eof:
-                await self._read()  # the rest is buffered: no wait
-        except (E.InfersightError, TimeoutError):
+                await self._read()
+        except E.InfersightError:
             self._eof = True
             self._resp.close()
 
     async def events(self) -> AsyncIterator[SSEEvent]:
         """Every event of the answer, starting with those read before entering."""
         try:
-            while True:
-                if self._pending:
-                    evs, self._pending = self._pending, []
-                    for ev in evs:
-                        yield ev
-                if self._error is not None or self._eof:
-                    break
+            if self._pending:
+                evs, self._pending = self._pending, []
+                for ev in evs:
+                    yield ev
+            read = self._read
+            while self._error is None and not self._eof:
                 if self._done:
                     await self._finish_eof()
                     break
-                await self._read()
+                got = await read()
+                if got:
+                    for ev in got:
+                        yield ev
         except E.InfersightError as e:
             raise self._fail(e) from None
         except GeneratorExit:
@@ -236,9 +265,53 @@ class StreamResponse:
             raise
         self._settle()
 
+    async def raw_chunks(self, *, drop_usage_only: bool = False) -> AsyncIterator[bytes]:
+        """Passthrough: the answer's bytes, one piece per read, cut at event boundaries.
+
+        Each piece is the whole events that read completed, exactly as received
+        (keep-alive comments dropped), so a proxy forwards them with one write per read
+        and never splits an event. The events already read before entering come first,
+        as one piece. The record, ``finish_reason``, ``usage`` and :attr:`done` are
+        filled as with :meth:`events`; an error event is not passed on but raised
+        (typed), after the good events before it. ``drop_usage_only`` leaves out the
+        usage-only event (no ``choices``) that ``include_usage`` adds, for callers
+        that did not ask for it. A non-SSE body comes as one piece.
+        """
+        try:
+            if self._pending:
+                evs, self._pending = self._pending, []
+                piece = _join(evs, drop_usage_only) if self.is_sse else evs[0].raw
+                if piece:
+                    yield piece
+            read = self._read
+            while self._error is None and not self._eof:
+                if self._done:
+                    await self._finish_eof()
+                    break
+                got = await read()
+                if got:
+                    piece = _join(got, drop_usage_only)
+                    if piece:
+                        yield piece
+        except E.InfersightError as e:
+            raise self._fail(e) from None
+        except GeneratorExit:
+            self.close()
+            raise
+        except asyncio.CancelledError:
+            mark_cancelled(self.record)
+            self.close()
+            raise
+        self._settle()
+
+    @property
+    def done(self) -> bool:
+        """True once ``[DONE]`` arrived (or a non-streamed body was read)."""
+        return self._done
+
     def _fail(self, e: E.InfersightError) -> E.InfersightError:
         self._finished = True
-        self._dog.cancel()
+        cancel(self)
         self._resp.close()
         return fail_record(self.record, e)
 
@@ -256,7 +329,7 @@ class StreamResponse:
                 )
             )
         self._finished = True
-        self._dog.cancel()
+        cancel(self)
         self._resp.release()
         rec.end = self._done_at if self._done_at is not None else time.monotonic()
         rec.finish_reason = self.finish_reason
@@ -270,7 +343,7 @@ class StreamResponse:
         A caller that stops after ``[DONE]`` or the finish_reason has a complete
         answer (ok); one that stops earlier cancelled it.
         """
-        self._dog.cancel()
+        cancel(self)
         if self._finished:
             return
         if self._error is None and (self._done or self.finish_reason is not None):
@@ -328,3 +401,12 @@ class StreamResponse:
             status=self.status,
             headers=self.headers,
         )
+
+
+def _join(evs: list[SSEEvent], drop_usage_only: bool) -> bytes:
+    """The raw bytes of a read's events, in order (one event: no copy)."""
+    if drop_usage_only:
+        evs = [e for e in evs if not (e.usage is not None and e.json and not e.json.get("choices"))]
+    if len(evs) == 1:
+        return evs[0].raw
+    return b"".join([e.raw for e in evs])

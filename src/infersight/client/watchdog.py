@@ -1,9 +1,11 @@
-"""A lazy timer that raises time limits into a response stream.
+"""One lazy timer per response that raises time limits into its stream.
 
-It is armed once and, when it fires early (content arrived meanwhile), re-arms
-itself for the new due time, so the per-chunk cost is nothing. When a limit has
-passed it puts the typed timeout into the aiohttp stream; the pending read raises
-it, whichever task is reading.
+The timer is set for the earliest due time and, when it fires early (content arrived
+meanwhile, so the due time moved), re-arms itself, so a content chunk costs one
+comparison and no timer work. When a limit has passed it puts the typed timeout into
+the aiohttp stream; the pending read raises it, whichever task is reading. Nothing
+here holds the response after the timer is cancelled, so a finished response is
+freed by reference counting, not by the cycle collector.
 """
 
 from __future__ import annotations
@@ -17,56 +19,54 @@ from aiohttp import StreamReader
 
 from infersight.core import errors as E
 
-__all__ = ["Watchdog"]
+__all__ = ["arm", "cancel"]
+
+INF = math.inf
 
 
 class Watched(Protocol):
     _finished: bool
     _consumed: int
     _content: StreamReader
+    _loop: asyncio.AbstractEventLoop
+    _timer: asyncio.TimerHandle | None
+    _timer_at: float
 
     def _due(self) -> tuple[float, type[E.Timeout]]: ...
 
     def _timeout(self, kind: type[E.Timeout]) -> E.Timeout: ...
 
 
-class Watchdog:
-    """Raises the first-token, idle or deadline timeout into a response stream."""
+def arm(r: Watched, due: float) -> None:
+    """Make the timer fire no later than ``due`` (monotonic seconds)."""
+    if due >= r._timer_at:
+        return
+    if r._timer is not None:
+        r._timer.cancel()
+    r._timer_at = due
+    loop = r._loop
+    r._timer = loop.call_at(loop.time() + max(0.0, due - time.monotonic()), _fire, r)
 
-    __slots__ = ("_handle", "_loop", "_r")
 
-    def __init__(self, reader: Watched) -> None:
-        self._r = reader
-        self._loop = asyncio.get_running_loop()
-        self._handle: asyncio.TimerHandle | None = None
-        self.arm()
+def cancel(r: Watched) -> None:
+    if r._timer is not None:
+        r._timer.cancel()
+        r._timer = None
+    r._timer_at = INF
 
-    def arm(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        due, _ = self._r._due()
-        if due < math.inf:
-            delay = max(0.0, due - time.monotonic())
-            self._handle = self._loop.call_at(self._loop.time() + delay, self._fire)
 
-    def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    def _fire(self) -> None:
-        self._handle = None
-        r = self._r
-        if r._finished:
-            return
-        due, kind = r._due()
-        now = time.monotonic()
-        if due - now > 0.0005:
-            self._handle = self._loop.call_at(self._loop.time() + (due - now), self._fire)
-            return
-        if kind is not E.DeadlineExceeded and r._content.total_bytes > r._consumed:
-            # Data is waiting unread: the caller is slow, not the server.
-            self._handle = self._loop.call_at(self._loop.time() + 0.01, self._fire)
-            return
-        r._content.set_exception(r._timeout(kind))
+def _fire(r: Watched) -> None:
+    r._timer = None
+    r._timer_at = INF
+    if r._finished or r._content.is_eof():
+        return  # everything has arrived: no limit can pass any more
+    due, kind = r._due()
+    now = time.monotonic()
+    if due - now > 0.0005:
+        arm(r, due)
+        return
+    if kind is not E.DeadlineExceeded and r._content.total_bytes > r._consumed:
+        # Data is waiting unread: the caller is slow, not the server.
+        arm(r, now + 0.01)
+        return
+    r._content.set_exception(r._timeout(kind))

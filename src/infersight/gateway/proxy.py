@@ -8,8 +8,9 @@ A client error (400...) is returned as is. Once the first byte of a stream was
 written to the client there is no failover: a later break ends the stream with an
 SSE error event and is recorded as ``TruncatedStream``.
 
-Streams are passed through event by event: the upstream's raw SSE bytes are written
-to the client as soon as each event is complete, never buffered.
+Streams are passed through read by read (``StreamResponse.raw_chunks``): the whole
+events each upstream read completed are written to the client at once, exactly as
+received, never buffered longer and never split mid-event.
 """
 
 from __future__ import annotations
@@ -250,31 +251,28 @@ class Proxy:
 
     async def _pump(self, call: Call, sr: Any, resp: web.StreamResponse) -> None:
         write = resp.write
-        wants_usage = call.wants_usage
-        saw_done = False
-        sse = getattr(sr, "is_sse", True)
         try:
-            async for ev in sr.events():
-                if not sse:  # the upstream ignored "stream": relay its body as one event
+            if not getattr(sr, "is_sse", True):
+                # The upstream ignored "stream": relay its body as one event.
+                async for ev in sr.events():
                     self._usage(call, ev.json.get("usage") if ev.json else None)
                     call.ttft = time.monotonic() - call.arrival
                     await write(b"data: " + orjson.dumps(ev.json) + b"\n\n")
-                    continue
-                if ev.done:
-                    saw_done = True
-                if ev.usage is not None:
-                    self._usage(call, ev.usage)
-                    if not wants_usage and ev.json is not None and not ev.json.get("choices"):
-                        continue  # the usage-only chunk we asked for; the client did not
-                if ev.has_content and call.ttft is None:
-                    call.ttft = time.monotonic() - call.arrival
-                await write(ev.raw)
+            else:
+                # Passthrough: one write per upstream read, whole events, bytes as received
+                # (the client fills the record and finds usage/finish/[DONE]/errors).
+                async for piece in sr.raw_chunks(drop_usage_only=not call.wants_usage):
+                    if call.ttft is None:  # the first piece holds the first content
+                        call.ttft = time.monotonic() - call.arrival
+                    await write(piece)
         except ConnectionError:
             # The client hung up: stop; leaving the upstream stream drops that request too.
             call.status, call.error = 499, "Cancelled"
             return
         except InfersightError as e:
             # Content already reached the client: end with an SSE error event, never [DONE].
+            if getattr(sr, "usage", None) is not None:
+                self._usage(call, sr.usage)
             call.error = "TruncatedStream"
             self.metrics.truncations.labels(call.served_model or call.model, call.upstream).inc()
             trunc = TruncatedStream(f"upstream stream broke after content was sent: {e}")
@@ -282,7 +280,9 @@ class Proxy:
                 await write(b"data: " + orjson.dumps(error_body(trunc)) + b"\n\n")
                 await resp.write_eof()
             return
+        if getattr(sr, "usage", None) is not None:
+            self._usage(call, sr.usage)
         with contextlib.suppress(ConnectionError):
-            if not saw_done:
+            if not getattr(sr, "done", False):
                 await write(_DONE)
             await resp.write_eof()

@@ -148,7 +148,7 @@ def test_sweep_auto_and_find_max(fake: Any) -> None:
 
 def test_cost_from_flat_prices(fake: Any) -> None:
     result = run(_cfg(fake.base_url, concurrency=[2], requests=6, price_in=1.0, price_out=2.0))
-    cost = result.model_extra["cost"] if result.model_extra else None
+    cost = result.cost
     assert cost is not None
     recs = result.records
     expected = sum((r.prompt_tokens or 0) * 1.0 + r.output_tokens * 2.0 for r in recs) / 1e6
