@@ -6,6 +6,7 @@ The server is FakeOpenAI in its own process, so only the client's CPU is counted
 - ``burst``: itl=0, many tokens; several SSE events arrive per read (parser-bound).
 - ``paced``: a small itl and several concurrent streams; about one event per read,
   as against a real engine (loop-wakeup bound).
+- ``short``: 20-token answers, no pacing: per-request cost (the gateway's case).
 
 Clients compared in one run:
 
@@ -13,6 +14,8 @@ Clients compared in one run:
   record): the floor any aiohttp client pays.
 - ``bare+split``: the floor plus splitting events and ``orjson.loads`` per event.
 - ``infersight``: ``Client.request`` with the full RequestRecord, retries, timeouts.
+- ``is-events``: ``Client.stream`` + ``events()`` (one SSEEvent per event).
+- ``is-raw``: ``Client.stream`` + ``raw_chunks()`` (passthrough, as the gateway uses).
 - ``openai``: the official ``openai`` AsyncOpenAI client, for context (if installed).
 
     python benchmarks/client_overhead.py --quick
@@ -104,7 +107,34 @@ def makers() -> dict[str, Maker]:
 
         return run, close
 
-    out: dict[str, Maker] = {"bare-aiohttp": m_bare, "bare+split": m_split, "infersight": m_infersight}
+    def m_stream(raw: bool) -> Maker:
+        async def make() -> tuple[Runner, Callable[[], Awaitable[None]]]:
+            held: dict[str, Client] = {}
+
+            async def run(u: str, t: int) -> int:
+                c = held.get(u)
+                if c is None:
+                    c = held[u] = Client(u, retry=RetryPolicy.none(), timeouts=Timeouts())
+                body = {"messages": MSG, "max_tokens": t, "stream": True, "ignore_eos": True}
+                async with c.stream("/v1/chat/completions", body) as sr:
+                    if raw:
+                        async for _piece in sr.raw_chunks():
+                            pass
+                    else:
+                        async for _ev in sr.events():
+                            pass
+                return len(sr.record.chunk_times)
+
+            async def close() -> None:
+                for c in held.values():
+                    await c.close()
+
+            return run, close
+
+        return make
+
+    out: dict[str, Maker] = {"bare-aiohttp": m_bare, "bare+split": m_split, "infersight": m_infersight,
+                             "is-events": m_stream(False), "is-raw": m_stream(True)}
     try:
         import openai
     except ImportError:
@@ -180,13 +210,15 @@ def main() -> None:
     if args.quick:
         rounds = 3
         plan = [("burst c=1", FakeConfig(itl=0.0), 2000, 2, 1),
-                ("paced c=8", FakeConfig(itl=0.002), 200, 8, 8)]
+                ("paced c=8", FakeConfig(itl=0.002), 200, 8, 8),
+                ("short c=4", FakeConfig(itl=0.0, ttft=0.0), 20, 100, 4)]
     else:
         rounds = 3
         plan = [("burst c=1", FakeConfig(itl=0.0), 4000, 2, 1),
                 ("burst c=8", FakeConfig(itl=0.0), 1000, 8, 8),
                 ("paced c=8", FakeConfig(itl=0.002), 300, 8, 8),
-                ("paced c=32", FakeConfig(itl=0.01), 100, 32, 32)]
+                ("paced c=32", FakeConfig(itl=0.01), 100, 32, 32),
+                ("short c=4", FakeConfig(itl=0.0, ttft=0.0), 20, 200, 4)]
     loop = "asyncio" if args.no_uvloop else "uvloop"
     print(f"client CPU per streamed chunk (server: FakeOpenAI in its own process; loop: {loop})")
     print(f"CPU us/chunk: median (min) of {rounds} interleaved rounds; Ctrl-C keeps what is done")

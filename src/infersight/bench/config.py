@@ -83,7 +83,7 @@ class BenchConfig(BaseConfig):
     max_concurrency: int = Field(0, ge=0)
     grace: float = Field(5.0, ge=0)
     # Workload
-    input_tokens: str = "fixed:128"
+    input_tokens: str = "fixed:64"
     output_tokens: str | None = None
     max_tokens: int = Field(128, ge=1)
     dataset: str | None = None

@@ -195,6 +195,10 @@ async def _dispatch_open(
             return
         if delay > 0:
             await asyncio.sleep(delay)
+        # The loop's timers have millisecond resolution and may fire a little early;
+        # never send before the intended time.
+        while time.monotonic() < at:
+            await asyncio.sleep(0)
         _spawn(tasks, one(index, at))
 
 

@@ -136,7 +136,8 @@ def render(result: RunResult, console: Any) -> None:
             parts = [f"{k} x{v['count']} (e.g. {v['example']})" for k, v in errs.items()]
             console.print(f"[red]errors in {name}:[/] " + "; ".join(parts))
     cost = result.cost
-    if cost:
+    price = (cost or {}).get("price_per_million") or {}
+    if cost and (price.get("input") or price.get("output")):
         console.print(
             f"cost: ${cost['usd']:.4g} for the run, "
             f"${_num(cost['usd_per_million_output_tokens'], '.4g')} per million output tokens"

@@ -61,10 +61,13 @@ async def run_async(config: BenchConfig, *, display: LiveDisplay | None = None) 
     cfg = config
     stop = _Stop()
     loop = asyncio.get_running_loop()
-    handled = False
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGINT, stop.press)
-        handled = True
+    handled: list[signal.Signals] = []
+    # SIGTERM (a scheduler or `timeout` stopping the run) is treated like Ctrl-C:
+    # stop scheduling, let requests in flight finish within the grace, keep everything.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.press)
+            handled.append(sig)
     try:
         target = await open_target(cfg)
         try:
@@ -72,8 +75,8 @@ async def run_async(config: BenchConfig, *, display: LiveDisplay | None = None) 
         finally:
             await target.close()
     finally:
-        if handled:
-            loop.remove_signal_handler(signal.SIGINT)
+        for sig in handled:
+            loop.remove_signal_handler(sig)
 
 
 async def _run_with_target(

@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
         ),
         grace: float = typer.Option(5.0, help="Seconds Ctrl-C waits for requests in flight."),
         input_tokens: str = typer.Option(
-            "fixed:128", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."
+            "fixed:64", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."
         ),
         output_tokens: str = typer.Option(
             None, help="Output lengths (max_tokens per request), same syntax."

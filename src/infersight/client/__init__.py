@@ -7,6 +7,14 @@ section 3 with the record attached as ``.record``::
     async with Client("http://127.0.0.1:8000") as c:
         done = await c.chat([{"role": "user", "content": "Hi"}], max_tokens=16)
         print(done.text, done.record.ttft)
+
+Proxies forward a stream with :meth:`StreamResponse.raw_chunks` (passthrough): one
+bytes piece per upstream read, cut at event boundaries, bytes exactly as received,
+while the record, ``usage``, ``finish_reason`` and ``done`` are filled as usual::
+
+    async with c.stream("/v1/chat/completions", body) as sr:   # enters at first content
+        async for piece in sr.raw_chunks(drop_usage_only=True):
+            await downstream.write(piece)
 """
 
 from infersight.client.auth import is_placeholder, resolve_api_key

@@ -77,6 +77,21 @@ def analyse(ev: SSEEvent, obj: dict[str, Any]) -> None:
     choices = obj.get("choices")
     if choices.__class__ is not list or not choices:
         return
+    if len(choices) == 1:
+        ch = choices[0]
+        if ch.__class__ is dict:
+            delta = ch.get("delta")
+            if delta.__class__ is dict and len(delta) == 1:
+                # The common chunk: one choice whose delta is just {"content": text}.
+                text = delta.get("content")
+                if text and text.__class__ is str:
+                    fr = ch.get("finish_reason")
+                    if fr is not None:
+                        ev.finish_reason = str(fr)
+                    ev.has_content = True
+                    ev.n_tokens = _choice_tokens(ch) if "logprobs" in ch else 1
+                    ev.text = text
+                    return
     parts: list[str] = []
     tokens = 0
     for ch in choices:

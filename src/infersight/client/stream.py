@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
+import orjson
 
 from infersight.client.errors_map import error_from_event, map_transport_error
 from infersight.client.outcome import (
@@ -39,6 +40,7 @@ from infersight.core.records import RequestRecord
 __all__ = ["StreamResponse", "fail_record", "mark_cancelled"]
 
 INF = math.inf
+_loads = orjson.loads
 #: Seconds to wait for the end of the body after [DONE] before dropping the connection.
 _EOF_GRACE = 0.2
 _SSE_STARTS = (b"data:", b"event", b": ", b":ok", b"id: ", b"retry")
@@ -54,10 +56,35 @@ class StreamResponse:
     """
 
     __slots__ = (
-        "_consumed", "_content", "_deadline", "_done", "_done_at", "_eof", "_error",
-        "_finished", "_ft_due", "_idle", "_key", "_last_json", "_loop", "_parser",
-        "_pending", "_resp", "_text", "_timer", "_timer_at", "_tool_calls", "_url",
-        "finish_reason", "headers", "is_sse", "record", "response", "status", "usage",
+        "_consumed",
+        "_content",
+        "_deadline",
+        "_done",
+        "_done_at",
+        "_eof",
+        "_error",
+        "_finished",
+        "_ft_due",
+        "_idle",
+        "_key",
+        "_last_json",
+        "_lazy",
+        "_loop",
+        "_parser",
+        "_pending",
+        "_resp",
+        "_text",
+        "_timer",
+        "_timer_at",
+        "_tool_calls",
+        "_url",
+        "finish_reason",
+        "headers",
+        "is_sse",
+        "record",
+        "response",
+        "status",
+        "usage",
     )
 
     def __init__(
@@ -87,6 +114,7 @@ class StreamResponse:
         self.is_sse = ctype.startswith("text/event-stream")
         self._parser = SSEParser()
         self._pending: list[SSEEvent] = []
+        self._lazy = False
         self._error: E.InfersightError | None = None
         self._eof = False
         self._finished = False
@@ -129,7 +157,8 @@ class StreamResponse:
 
     # -- reading -----------------------------------------------------------------
     async def _read(self) -> list[SSEEvent] | None:
-        """One read: parse it, fill the record; returns the read's events (SSE only)."""
+        """One read: parse it, fill the record; returns the read's events (SSE only;
+        after ``_drain`` switched to lazy parsing, what it returns is not for use)."""
         try:
             data = await self._content.readany()
         except E.InfersightError:
@@ -148,7 +177,7 @@ class StreamResponse:
                     return None
                 self.is_sse = True  # an SSE stream served without its Content-Type
             self._consumed += len(data)
-            evs = parser.feed(data)
+            evs: list[Any] = parser.feed_lazy(data) if self._lazy else parser.feed(data)
         else:
             self._eof = True
             if not self.is_sse:
@@ -162,7 +191,13 @@ class StreamResponse:
         rec = self.record
         times = rec.chunk_times
         first = not times
-        for i, ev in enumerate(evs):
+        for i, item in enumerate(evs):
+            if item.__class__ is bytes:  # a plain data line, from feed_lazy (drain only)
+                if self._quick(item, t):
+                    continue
+                ev: SSEEvent = parser.decode(item)
+            else:
+                ev = item
             if ev.has_content:
                 times.append(t)
                 rec.chunk_tokens.append(ev.n_tokens)
@@ -192,6 +227,48 @@ class StreamResponse:
             arm(self, t + self._idle)
         return evs
 
+    def _quick(self, data: bytes, t: float) -> bool:
+        """Record the common chunk without an SSEEvent: one choice with text content.
+
+        Same facts as ``analyse`` for such a chunk (1 token, its text, its
+        finish_reason). Returns False for anything else (usage, errors, logprobs, tool
+        calls, several choices, [DONE], bad JSON), which then takes the full path.
+        """
+        if data[:1] != b"{":
+            return False
+        try:
+            obj = _loads(data)
+        except orjson.JSONDecodeError:
+            return False
+        if obj.__class__ is not dict or "error" in obj or obj.get("usage") is not None:
+            return False
+        choices = obj.get("choices")
+        if choices.__class__ is not list or len(choices) != 1:
+            return False
+        ch = choices[0]
+        if ch.__class__ is not dict or ch.get("logprobs") is not None:
+            return False
+        delta = ch.get("delta")
+        if delta.__class__ is dict:
+            text = delta.get("content")
+            if len(delta) > 1 and delta.get("tool_calls"):
+                return False
+        elif delta is None:
+            text = ch.get("text")
+        else:
+            return False
+        if not text or text.__class__ is not str:
+            return False
+        fr = ch.get("finish_reason")
+        if fr is not None:
+            self.finish_reason = str(fr)
+        rec = self.record
+        rec.chunk_times.append(t)
+        rec.chunk_tokens.append(1)
+        self._text.append(text)
+        self._last_json = obj
+        return True
+
     async def _prime(self) -> None:
         """Read until the first content event, an error, or the end (before retries end)."""
         try:
@@ -208,6 +285,7 @@ class StreamResponse:
 
     async def _drain(self) -> None:
         """Read to the end without yielding events (used by ``Client.request``)."""
+        self._lazy = self.is_sse  # no SSEEvent objects for plain chunks from here on
         try:
             while not self._eof and self._error is None:
                 if self._done:

@@ -73,8 +73,8 @@ def _stored_cost(d: dict[str, Any]) -> dict[str, float]:
 
 
 def run_cost_note(result: RunResult) -> str | None:
-    """The price note of the cost ``bench`` stored (the RunResult's extra ``cost``)."""
-    cost = (result.model_extra or {}).get("cost")
+    """The price note of the cost ``bench`` stored (``RunResult.cost``)."""
+    cost = result.cost if result.cost is not None else (result.model_extra or {}).get("cost")
     if not isinstance(cost, dict):
         return None
     p = cost.get("price_per_million") or {}

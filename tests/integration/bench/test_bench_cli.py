@@ -49,7 +49,8 @@ def _one_clear_line(p: subprocess.CompletedProcess[str], *needles: str) -> None:
         assert n.lower() in lines[0].lower(), lines[0]
 
 
-def test_sigint_leaves_a_valid_partial_result(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_sigint_leaves_a_valid_partial_result(tmp_path: Path, sig: signal.Signals) -> None:
     slow = FakeConfig(ttft=0.05, itl=0.2, tokens=100)  # 20 s per request
     with FakeOpenAI.subprocess(slow) as srv:
         out = tmp_path / "run"
@@ -67,7 +68,7 @@ def test_sigint_leaves_a_valid_partial_result(tmp_path: Path) -> None:
                     break
                 time.sleep(0.2)
             time.sleep(0.5)
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(sig)
             stdout, stderr = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:

@@ -68,7 +68,8 @@ async def test_503_exhausts_attempts() -> None:
     async with served(FakeConfig(script=["503"] * 5)) as (srv, c):
         err, _ = await fail(c)
     assert isinstance(err, E.Overloaded) and err.status == 503
-    rec = err.record  # type: ignore[attr-defined]
+    rec = err.record
+    assert rec is not None
     assert rec.attempts == 3 and rec.error == "Overloaded" and not rec.ok
     assert srv.stats["requests"] == 3
 
@@ -80,7 +81,8 @@ async def test_connection_refused_is_connect_error() -> None:
     async with Client(f"http://127.0.0.1:{port}", retry=FAST) as c:
         err, _ = await fail(c)
     assert isinstance(err, E.ConnectError)
-    rec = err.record  # type: ignore[attr-defined]
+    rec = err.record
+    assert rec is not None
     assert rec.attempts == 3 and rec.sent is None and rec.error == "ConnectError"
 
 
@@ -96,21 +98,22 @@ async def test_first_byte_after_3s_with_1s_first_token_timeout() -> None:
         err, took = await fail(c)
     assert isinstance(err, E.FirstTokenTimeout)
     assert 0.95 <= took < 2.5
-    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[attr-defined]
+    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
 
 
 async def test_first_token_timeout_after_headers() -> None:
     async with served(FakeConfig(ttft=3.0), timeouts=Timeouts(first_token=0.5)) as (_, c):
         err, took = await fail(c)
     assert isinstance(err, E.FirstTokenTimeout) and 0.45 <= took < 2.0
-    assert err.record.headers is not None and not err.record.chunk_times  # type: ignore[attr-defined]
+    assert err.record.headers is not None and not err.record.chunk_times  # type: ignore[union-attr]
 
 
 async def test_cut_after_5_chunks_is_truncated_without_retry() -> None:
     async with served(FakeConfig(tokens=20, script=["cut:5"])) as (srv, c):
         err, _ = await fail(c, ignore_eos=True, max_tokens=20)
     assert isinstance(err, E.TruncatedStream)
-    rec = err.record  # type: ignore[attr-defined]
+    rec = err.record
+    assert rec is not None
     assert rec.attempts == 1 and len(rec.chunk_times) == 5 and srv.stats["requests"] == 1
     assert rec.error == "TruncatedStream" and not rec.ok
 
@@ -119,7 +122,7 @@ async def test_reset_after_content_is_not_retried() -> None:
     async with served(FakeConfig(tokens=20, script=["reset:5"])) as (srv, c):
         err, _ = await fail(c, max_tokens=20)
     assert isinstance(err, E.ResetError) and not err.before_content
-    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[attr-defined]
+    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
 
 
 async def test_401_auth_error_not_retried_and_key_not_shown() -> None:
@@ -127,7 +130,7 @@ async def test_401_auth_error_not_retried_and_key_not_shown() -> None:
     async with served(FakeConfig(api_key="right-key-123"), api_key=key) as (srv, c):
         err, _ = await fail(c)
     assert isinstance(err, E.AuthError) and err.status == 401
-    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[attr-defined]
+    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
     assert key not in str(err) and key not in repr(c) and "rejected" in str(err)
     async with served(FakeConfig(api_key="right-key-123")) as (_, c2):
         err2, _ = await fail(c2)
@@ -144,7 +147,7 @@ async def test_retry_after_beyond_deadline_fails_fast() -> None:
     async with served(cfg, timeouts=Timeouts(total=5.0)) as (srv, c):
         err, took = await fail(c)
     assert isinstance(err, E.RateLimited) and err.retry_after == 30.0
-    assert took < 1.0 and err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[attr-defined]
+    assert took < 1.0 and err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
 
 
 async def test_retry_budget_limits_a_storm() -> None:
@@ -167,7 +170,8 @@ async def test_idle_timeout() -> None:
     async with served(cfg, timeouts=Timeouts(idle=0.5)) as (_, c):
         err, took = await fail(c, max_tokens=10)
     assert isinstance(err, E.IdleTimeout) and took < 2.0
-    rec = err.record  # type: ignore[attr-defined]
+    rec = err.record
+    assert rec is not None
     assert len(rec.chunk_times) == 3 and rec.attempts == 1
 
 
@@ -190,14 +194,14 @@ async def test_malformed_sse() -> None:
     async with served(FakeConfig(script=["malformed:2"])) as (srv, c):
         err, _ = await fail(c)
     assert isinstance(err, E.MalformedStream)
-    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[attr-defined]
+    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
 
 
 async def test_error_event_mid_stream() -> None:
     async with served(FakeConfig(script=[{"error_after": 3, "status": 500}])) as (_, c):
         err, _ = await fail(c)
     assert isinstance(err, E.ServerError) and "fake mid-stream failure" in str(err)
-    assert len(err.record.chunk_times) == 3  # type: ignore[attr-defined]
+    assert len(err.record.chunk_times) == 3  # type: ignore[union-attr]
 
 
 async def test_400_bad_request_not_retried() -> None:

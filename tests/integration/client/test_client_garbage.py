@@ -71,7 +71,8 @@ def test_any_stream_gives_result_or_typed_error(
 
     out = loop.run_until_complete(go())
     if isinstance(out, InfersightError):
-        rec = out.record  # type: ignore[attr-defined]
+        rec = out.record
+        assert rec is not None
         assert not rec.ok and rec.error == out.kind and rec.attempts == 1
     else:
         assert out.record.ok and out.record.end is not None

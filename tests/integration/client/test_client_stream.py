@@ -230,9 +230,11 @@ async def test_failed_record_attached_and_ordered() -> None:
             Client(srv.base_url) as c:
         with pytest.raises(E.TruncatedStream) as ei:
             await c.chat(MSG, request_id="r-9")
-    rec = ei.value.record  # type: ignore[attr-defined]
+    rec = ei.value.record
+    assert rec is not None
     assert rec.request_id == "r-9" and rec.status == 200 and not rec.ok
     assert rec.error_message == str(ei.value) and rec.end is not None
+    assert rec.sent is not None and rec.headers is not None
     assert rec.scheduled <= rec.sent <= rec.headers <= rec.chunk_times[0] <= rec.end
 
 

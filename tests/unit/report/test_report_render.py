@@ -222,7 +222,7 @@ def test_cost_from_bench_fields_and_from_flat_prices() -> None:
         "projected_usd_per_day": 4321.0,
     }
     extra = {"model": "gpt-4o", "price_per_million": {"input": 2.5, "output": 10.0, "note": "list"}}
-    run.cost = extra  # type: ignore[attr-defined]  # bench stores it as an extra field
+    run.cost = extra
     run = RunResult.from_json_bytes(run.to_json_bytes())  # as read back from result.json
     view = build_view(run)
     c1 = next(lv for lv in view.levels if lv.name == "c=1")
