@@ -86,6 +86,7 @@ class AdaptiveConcurrency(_Base):
         self.recover_target = start
         self.probe_dir = 1
         self.warm = True  # the very first window mixes in the ramp from zero
+        self.rechecked = False
         self.last_cut = -math.inf
         self.cut_epoch = -math.inf
         self.history.append((now, start))
@@ -204,6 +205,8 @@ class AdaptiveConcurrency(_Base):
         if new != self.limit:
             self._log(now, new, reason)
             self.warm = True
+            self.rechecked = False
+            self.measured.pop(new, None)  # judge the new level on fresh windows only
         self._begin(now)
 
     def _decide(self, now: float, tput: float, busy: float) -> None:
@@ -232,7 +235,7 @@ class AdaptiveConcurrency(_Base):
             self._begin(now)
             return
         old = self.measured.get(lvl)
-        self.measured[lvl] = tput if old is None else 0.5 * (old + tput)
+        self.measured[lvl] = tput = tput if old is None else 0.5 * (old + tput)
         if self.state == "start":
             self._slow_start(now, lvl, tput)
         elif self.state == "probe":
@@ -256,6 +259,8 @@ class AdaptiveConcurrency(_Base):
             why = "first measurement" if prev is None else _pct(prev, tput, prev_lvl)
             self._set(now, new, f"slow start: {tput:.2f} rows/s at {lvl} ({why}): double")
             self.warm = False  # slow start judges the first window (big steps)
+        elif not self.rechecked:
+            self._recheck(now)
         elif tput >= prev * (1 + self.min_gain):
             # Better, but not by enough to keep doubling: stay; probes refine it.
             self.best_level, self.probe_dir = lvl, 1  # it still paid: look above first
@@ -279,6 +284,9 @@ class AdaptiveConcurrency(_Base):
             # Going down pays if throughput holds: same work, fewer requests queued.
             ok = tput >= base * (1 - self.min_gain)
         change = _pct(base, tput, base_lvl)
+        if not ok and not self.rechecked:
+            self._recheck(now)
+            return
         if ok:
             # Keep going the same way at once: a climb is not slowed down by holds.
             self.best_level, self.hold_len = lvl, self.base_hold
@@ -294,6 +302,12 @@ class AdaptiveConcurrency(_Base):
             self.hold_len = min(self.hold_len * 2, self.max_hold)
             self.probe_dir = -self.probe_dir
             self._hold(now, base_lvl, f"probe {lvl} worse ({change}): back to {base_lvl}, hold {self.hold_len}")
+
+    def _recheck(self, now: float) -> None:
+        # One noisy window must not undo a step: measure this level once more (the
+        # two windows are averaged) before acting on a disappointing result.
+        self.rechecked = True
+        self._begin(now)
 
     def _probe(self, now: float, lvl: int, why: str) -> bool:
         """Step one probe from ``lvl`` in ``probe_dir``; False if that way is closed."""

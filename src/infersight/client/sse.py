@@ -101,8 +101,13 @@ class SSEParser:
         if self._buf:
             tail = self._buf
             self._buf = b""
-            self._line(tail)
-            self._raw += tail
+            cut = tail.rfind(b"\n")
+            if cut >= 0 and 13 not in tail:  # whole lines of a block kept by the fast path
+                self._lines_lf(tail, 0, cut + 1, out)
+                tail = tail[cut + 1 :]
+            if tail:
+                self._line(tail)
+                self._raw += tail
         if self._data:
             try:
                 ev = self._dispatch(b"", 0, 0)
@@ -143,10 +148,10 @@ class SSEParser:
                 else:  # the block ends with a blank line: the state is clean after it
                     self._lines_lf(buf, pos, nxt, out)
                 pos = nxt
-            if pos == len(buf):
-                self._buf = b""
-                return
-            # An unfinished event: keep whole lines as state, the partial line as tail.
+            # An unfinished event stays whole in the buffer, so the next read cuts it
+            # as a block too (TCP often splits events; rescanning a few bytes is cheap).
+            self._buf = buf[pos:] if pos else buf
+            return
         pos = self._lines_lf(buf, pos, len(buf), out)
         self._buf = buf[pos:] if pos else buf
 

@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
-import orjson
 
 from infersight.client.errors_map import error_from_event, map_transport_error
 from infersight.client.outcome import (
@@ -32,6 +31,7 @@ from infersight.client.outcome import (
     settle_tokens,
 )
 from infersight.client.sse import SSEEvent, SSEParser
+from infersight.client.stream_fast import join_raw, quick_chunk
 from infersight.client.types import Completion
 from infersight.client.watchdog import arm, cancel
 from infersight.core import errors as E
@@ -40,7 +40,6 @@ from infersight.core.records import RequestRecord
 __all__ = ["StreamResponse", "fail_record", "mark_cancelled"]
 
 INF = math.inf
-_loads = orjson.loads
 #: Seconds to wait for the end of the body after [DONE] before dropping the connection.
 _EOF_GRACE = 0.2
 _SSE_STARTS = (b"data:", b"event", b": ", b":ok", b"id: ", b"retry")
@@ -56,35 +55,10 @@ class StreamResponse:
     """
 
     __slots__ = (
-        "_consumed",
-        "_content",
-        "_deadline",
-        "_done",
-        "_done_at",
-        "_eof",
-        "_error",
-        "_finished",
-        "_ft_due",
-        "_idle",
-        "_key",
-        "_last_json",
-        "_lazy",
-        "_loop",
-        "_parser",
-        "_pending",
-        "_resp",
-        "_text",
-        "_timer",
-        "_timer_at",
-        "_tool_calls",
-        "_url",
-        "finish_reason",
-        "headers",
-        "is_sse",
-        "record",
-        "response",
-        "status",
-        "usage",
+        "_consumed", "_content", "_deadline", "_done", "_done_at", "_eof", "_error",
+        "_finished", "_ft_due", "_idle", "_key", "_last_json", "_lazy", "_loop", "_parser",
+        "_pending", "_resp", "_text", "_timer", "_timer_at", "_tool_calls", "_url",
+        "finish_reason", "headers", "is_sse", "record", "response", "status", "usage",
     )
 
     def __init__(
@@ -157,8 +131,10 @@ class StreamResponse:
 
     # -- reading -----------------------------------------------------------------
     async def _read(self) -> list[SSEEvent] | None:
-        """One read: parse it, fill the record; returns the read's events (SSE only;
-        after ``_drain`` switched to lazy parsing, what it returns is not for use)."""
+        """One read: parse it, fill the record; returns the read's events (SSE only).
+
+        In lazy mode (``_drain``, ``raw_chunks``) a plain content event stays as its
+        payload bytes in the returned list; other events are SSEEvents."""
         try:
             data = await self._content.readany()
         except E.InfersightError:
@@ -192,10 +168,12 @@ class StreamResponse:
         times = rec.chunk_times
         first = not times
         for i, item in enumerate(evs):
-            if item.__class__ is bytes:  # a plain data line, from feed_lazy (drain only)
-                if self._quick(item, t):
+            if item.__class__ is bytes:  # a plain data line, from feed_lazy
+                if quick_chunk(self, item, t):
                     continue
                 ev: SSEEvent = parser.decode(item)
+                ev.raw = b"data: " + item + b"\n\n"  # what the fast path cut
+                evs[i] = ev
             else:
                 ev = item
             if ev.has_content:
@@ -226,48 +204,6 @@ class StreamResponse:
         if first and times and self._idle is not None:
             arm(self, t + self._idle)
         return evs
-
-    def _quick(self, data: bytes, t: float) -> bool:
-        """Record the common chunk without an SSEEvent: one choice with text content.
-
-        Same facts as ``analyse`` for such a chunk (1 token, its text, its
-        finish_reason). Returns False for anything else (usage, errors, logprobs, tool
-        calls, several choices, [DONE], bad JSON), which then takes the full path.
-        """
-        if data[:1] != b"{":
-            return False
-        try:
-            obj = _loads(data)
-        except orjson.JSONDecodeError:
-            return False
-        if obj.__class__ is not dict or "error" in obj or obj.get("usage") is not None:
-            return False
-        choices = obj.get("choices")
-        if choices.__class__ is not list or len(choices) != 1:
-            return False
-        ch = choices[0]
-        if ch.__class__ is not dict or ch.get("logprobs") is not None:
-            return False
-        delta = ch.get("delta")
-        if delta.__class__ is dict:
-            text = delta.get("content")
-            if len(delta) > 1 and delta.get("tool_calls"):
-                return False
-        elif delta is None:
-            text = ch.get("text")
-        else:
-            return False
-        if not text or text.__class__ is not str:
-            return False
-        fr = ch.get("finish_reason")
-        if fr is not None:
-            self.finish_reason = str(fr)
-        rec = self.record
-        rec.chunk_times.append(t)
-        rec.chunk_tokens.append(1)
-        self._text.append(text)
-        self._last_json = obj
-        return True
 
     async def _prime(self) -> None:
         """Read until the first content event, an error, or the end (before retries end)."""
@@ -358,9 +294,10 @@ class StreamResponse:
         try:
             if self._pending:
                 evs, self._pending = self._pending, []
-                piece = _join(evs, drop_usage_only) if self.is_sse else evs[0].raw
+                piece = join_raw(evs, drop_usage_only) if self.is_sse else evs[0].raw
                 if piece:
                     yield piece
+            self._lazy = self.is_sse
             read = self._read
             while self._error is None and not self._eof:
                 if self._done:
@@ -368,7 +305,7 @@ class StreamResponse:
                     break
                 got = await read()
                 if got:
-                    piece = _join(got, drop_usage_only)
+                    piece = join_raw(got, drop_usage_only)
                     if piece:
                         yield piece
         except E.InfersightError as e:
@@ -480,11 +417,3 @@ class StreamResponse:
             headers=self.headers,
         )
 
-
-def _join(evs: list[SSEEvent], drop_usage_only: bool) -> bytes:
-    """The raw bytes of a read's events, in order (one event: no copy)."""
-    if drop_usage_only:
-        evs = [e for e in evs if not (e.usage is not None and e.json and not e.json.get("choices"))]
-    if len(evs) == 1:
-        return evs[0].raw
-    return b"".join([e.raw for e in evs])

@@ -135,9 +135,10 @@ def test_bad_flags(
 
 
 def test_reset_before_headers_is_sent_once_more() -> None:
-    # The first generation attempt is reset before any answer (like a stale pooled
-    # connection): the bench sends it once more and records two attempts.
-    with FakeOpenAI.subprocess(FakeConfig(tokens=3, script=["ok", "reset"])) as srv:
+    # The first level request is reset before any answer (like a stale pooled
+    # connection): the bench sends it once more and records two attempts. (The two
+    # "ok" answers go to the start-up checks.)
+    with FakeOpenAI.subprocess(FakeConfig(tokens=3, script=["ok", "ok", "reset"])) as srv:
         result = run(
             BenchConfig(url=srv.base_url, concurrency=[1], requests=3, input_tokens="4",
                         max_tokens=3, diagnose=False, progress=False)
@@ -149,3 +150,15 @@ def test_reset_before_headers_is_sent_once_more() -> None:
 
 def test_schema_file_matches_the_model() -> None:
     assert RunResult.model_json_schema()["title"] == "RunResult"
+
+
+def test_server_that_breaks_keep_alive_gets_a_connection_per_request() -> None:
+    # The start-up check's second request on the pooled connection is reset: the run
+    # then asks for a fresh connection per request and says so.
+    with FakeOpenAI.subprocess(FakeConfig(tokens=3, script=["ok", "reset"])) as srv:
+        result = run(
+            BenchConfig(url=srv.base_url, concurrency=[2], requests=4, input_tokens="4",
+                        max_tokens=3, diagnose=False, progress=False)
+        )  # fmt: skip
+    assert all(r.ok and r.attempts == 1 for r in result.records)
+    assert any("new connection per request" in n for n in result.notes)
