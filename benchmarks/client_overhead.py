@@ -19,21 +19,34 @@ Clients compared in one run:
 - ``openai``: the official ``openai`` AsyncOpenAI client, for context (if installed).
 
     python benchmarks/client_overhead.py --quick
+    python benchmarks/client_overhead.py --quick --baseline HEAD   # + an older client
+
+``--baseline REV`` loads ``src/infersight/client`` as it was at git revision REV (a
+private copy, imported under another name) and adds its ``Client.request`` and
+``stream()+events()`` as ``base:request`` / ``base:events``: before/after in one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import importlib
+import io
+import shutil
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 
-from infersight.client import Client, RetryPolicy, Timeouts
 from infersight.testing import FakeConfig, FakeOpenAI
 
 MSG = [{"role": "user", "content": "hello"}]
@@ -81,7 +94,74 @@ async def measure_round(run: Runner, url: str, tokens: int, requests: int,
     return chunks, time.process_time() - cpu0, time.perf_counter() - wall0
 
 
-def makers() -> dict[str, Maker]:
+def load_baseline(rev: str) -> Any:
+    """The client package at git revision ``rev``, imported as ``_baseline_client``."""
+    root = Path(__file__).resolve().parent.parent
+    tar = subprocess.run(["git", "archive", rev, "src/infersight/client"], cwd=root,
+                         capture_output=True, check=True).stdout
+    dest = Path(tempfile.mkdtemp(prefix="infersight-baseline-"))
+    atexit.register(shutil.rmtree, dest, True)
+    pkg = dest / "_baseline_client"
+    pkg.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+        for m in tf.getmembers():
+            f = tf.extractfile(m) if m.name.endswith(".py") else None
+            if f is not None:
+                text = f.read().decode().replace("infersight.client.", "_baseline_client.")
+                text = text.replace("from infersight.client import", "from _baseline_client import")
+                (pkg / Path(m.name).name).write_text(text)
+    sys.path.insert(0, str(dest))
+    return importlib.import_module("_baseline_client")
+
+
+def stream_maker(mod: Any, raw: bool) -> Maker:
+    """``Client.stream`` + ``events()`` (or ``raw_chunks()``) of client module ``mod``."""
+
+    async def make() -> tuple[Runner, Callable[[], Awaitable[None]]]:
+        held: dict[str, Any] = {}
+
+        async def run(u: str, t: int) -> int:
+            c = held.get(u)
+            if c is None:
+                c = held[u] = mod.Client(u, retry=mod.RetryPolicy.none(), timeouts=mod.Timeouts())
+            body = {"messages": MSG, "max_tokens": t, "stream": True, "ignore_eos": True}
+            async with c.stream("/v1/chat/completions", body) as sr:
+                async for _x in (sr.raw_chunks() if raw else sr.events()):
+                    pass
+            return len(sr.record.chunk_times)
+
+        async def close() -> None:
+            for c in held.values():
+                await c.close()
+
+        return run, close
+
+    return make
+
+
+def request_maker(mod: Any) -> Maker:
+    """``Client.request`` (via ``chat``) of client module ``mod``."""
+
+    async def make() -> tuple[Runner, Callable[[], Awaitable[None]]]:
+        held: dict[str, Any] = {}
+
+        async def run(u: str, t: int) -> int:
+            c = held.get(u)
+            if c is None:
+                c = held[u] = mod.Client(u, retry=mod.RetryPolicy.none(), timeouts=mod.Timeouts())
+            done = await c.chat(MSG, max_tokens=t, ignore_eos=True)
+            return len(done.record.chunk_times)
+
+        async def close() -> None:
+            for c in held.values():
+                await c.close()
+
+        return run, close
+
+    return make
+
+
+def makers(baseline: Any = None) -> dict[str, Maker]:
     async def m_bare() -> tuple[Runner, Callable[[], Awaitable[None]]]:
         s = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         return (lambda u, t: bare(s, u, t)), s.close
@@ -90,51 +170,16 @@ def makers() -> dict[str, Maker]:
         s = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         return (lambda u, t: bare_split(s, u, t)), s.close
 
-    clients: dict[str, Client] = {}
+    import infersight.client as current
 
-    async def m_infersight() -> tuple[Runner, Callable[[], Awaitable[None]]]:
-        async def run(u: str, t: int) -> int:
-            c = clients.get(u)
-            if c is None:
-                c = clients[u] = Client(u, retry=RetryPolicy.none(), timeouts=Timeouts())
-            done = await c.chat(MSG, max_tokens=t, ignore_eos=True)
-            return len(done.record.chunk_times)
-
-        async def close() -> None:
-            for c in clients.values():
-                await c.close()
-            clients.clear()
-
-        return run, close
-
-    def m_stream(raw: bool) -> Maker:
-        async def make() -> tuple[Runner, Callable[[], Awaitable[None]]]:
-            held: dict[str, Client] = {}
-
-            async def run(u: str, t: int) -> int:
-                c = held.get(u)
-                if c is None:
-                    c = held[u] = Client(u, retry=RetryPolicy.none(), timeouts=Timeouts())
-                body = {"messages": MSG, "max_tokens": t, "stream": True, "ignore_eos": True}
-                async with c.stream("/v1/chat/completions", body) as sr:
-                    if raw:
-                        async for _piece in sr.raw_chunks():
-                            pass
-                    else:
-                        async for _ev in sr.events():
-                            pass
-                return len(sr.record.chunk_times)
-
-            async def close() -> None:
-                for c in held.values():
-                    await c.close()
-
-            return run, close
-
-        return make
-
-    out: dict[str, Maker] = {"bare-aiohttp": m_bare, "bare+split": m_split, "infersight": m_infersight,
-                             "is-events": m_stream(False), "is-raw": m_stream(True)}
+    out: dict[str, Maker] = {"bare-aiohttp": m_bare, "bare+split": m_split}
+    if baseline is not None:
+        out["base:request"] = request_maker(baseline)
+    out["infersight"] = request_maker(current)
+    if baseline is not None:
+        out["base:events"] = stream_maker(baseline, False)
+    out["is-events"] = stream_maker(current, False)
+    out["is-raw"] = stream_maker(current, True)
     try:
         import openai
     except ImportError:
@@ -167,12 +212,12 @@ def makers() -> dict[str, Maker]:
 
 
 async def scenario(label: str, cfg: FakeConfig, tokens: int, requests: int, conc: int,
-                   rounds: int, only: list[str]) -> list[dict[str, Any]]:
+                   rounds: int, only: list[str], baseline: Any) -> list[dict[str, Any]]:
     """Interleave the clients round by round (so load noise hits all alike); report
     the median round per client."""
     with FakeOpenAI.subprocess(cfg) as srv:
         opened = {}
-        for name, make in makers().items():
+        for name, make in makers(baseline).items():
             if only and name not in only:
                 continue
             run, close = await make()
@@ -199,7 +244,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="finish in well under 60 s")
     ap.add_argument("--no-uvloop", action="store_true")
     ap.add_argument("--only", action="append", default=[], help="client name (repeatable)")
+    ap.add_argument("--baseline", metavar="REV", help="also run the client of git revision REV")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per scenario")
     args = ap.parse_args()
+    baseline = load_baseline(args.baseline) if args.baseline else None
     if not args.no_uvloop:
         try:
             import uvloop
@@ -207,13 +255,12 @@ def main() -> None:
             uvloop.install()
         except ImportError:
             pass
+    rounds = max(1, args.rounds)
     if args.quick:
-        rounds = 3
         plan = [("burst c=1", FakeConfig(itl=0.0), 2000, 2, 1),
                 ("paced c=8", FakeConfig(itl=0.002), 200, 8, 8),
                 ("short c=4", FakeConfig(itl=0.0, ttft=0.0), 20, 100, 4)]
     else:
-        rounds = 3
         plan = [("burst c=1", FakeConfig(itl=0.0), 4000, 2, 1),
                 ("burst c=8", FakeConfig(itl=0.0), 1000, 8, 8),
                 ("paced c=8", FakeConfig(itl=0.002), 300, 8, 8),
@@ -228,7 +275,8 @@ def main() -> None:
     print("-" * len(head), flush=True)
     try:
         for label, cfg, tokens, requests, conc in plan:
-            rows = asyncio.run(scenario(label, cfg, tokens, requests, conc, rounds, args.only))
+            rows = asyncio.run(scenario(label, cfg, tokens, requests, conc, rounds, args.only,
+                                        baseline))
             base = next((r["cpu_us"] for r in rows if r["client"] == "bare-aiohttp"), None)
             for r in rows:
                 rel = f"{r['cpu_us'] / base:>7.2f}x" if base else f"{'-':>8}"

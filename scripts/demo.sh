@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/infersight bench --concurrency 1,4,16 --requests 48 --max-tokens 64 --out runs/demo "$@"
+exec .venv/bin/infersight bench --concurrency 1,4,16 --requests 32 --max-tokens 48 --out runs/demo "$@"

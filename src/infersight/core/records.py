@@ -168,6 +168,13 @@ class RunResult(BaseModel):
     schema_version: int = SCHEMA_VERSION
     kind: str = "bench"
     run_id: str = ""
+    # The flags come first so that they head the JSON document (design.md section 2:
+    # a client-limited run says so at the top of every output).
+    #: True when the run was interrupted and holds partial results.
+    partial: bool = False
+    #: Whether the load generator limited the run (design.md section 2) and why.
+    client_limited: bool = False
+    client_limited_reasons: list[str] = Field(default_factory=list)
     created: float = Field(default_factory=time.time)
     clock: ClockAnchor = Field(default_factory=ClockAnchor)
     #: The exact configuration the run used (flags, workload, load strategy, engine).
@@ -185,11 +192,6 @@ class RunResult(BaseModel):
     #: Cost of the run when prices are known: ``usd``, ``usd_per_million_output_tokens``,
     #: ``projected_usd_per_day`` (also per level in ``aggregates[level]["cost"]``).
     cost: dict[str, Any] | None = None
-    #: True when the run was interrupted and holds partial results.
-    partial: bool = False
-    #: Whether the load generator limited the run (design.md section 2) and why.
-    client_limited: bool = False
-    client_limited_reasons: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
     def to_json_bytes(self) -> bytes:
