@@ -99,10 +99,15 @@ async def test_adaptive_limit_backs_off_when_the_upstream_sheds(make_stack: Stac
         upstreams=[{"concurrency": 16, "queue": 200, "limiter": "aimd", "min_concurrency": 1}],
     ) as s:
         adm = s.gw.upstreams[0].admission
-        for _ in range(4):
+        first = await asyncio.gather(*(s.post("/v1/chat/completions", CHAT) for _ in range(16)))
+        for _ in range(5):
             await asyncio.gather(*(s.post("/v1/chat/completions", CHAT) for _ in range(16)))
         assert adm.limit <= 8
         s.fakes[0].reset_stats()
         res = await asyncio.gather(*(s.post("/v1/chat/completions", CHAT) for _ in range(16)))
-        assert sum(r[0] == 200 for r in res) >= 14
+        # With the limit near the upstream's 4, most requests wait in the gateway's
+        # queue instead of being refused upstream: more succeed than in the first round.
+        ok_first = sum(r[0] == 200 for r in first)
+        ok_last = sum(r[0] == 200 for r in res)
+        assert ok_last >= 12 and ok_last >= ok_first
         assert await s.metric("infersight_gateway_concurrency_limit", upstream="a") == adm.limit
