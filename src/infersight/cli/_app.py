@@ -65,7 +65,7 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
-    except Exception as e:  # noqa: BLE001 - last line of defence: never a traceback
+    except Exception as e:  # last line of defence: never a traceback
         if debug:
             raise
         typer.echo(
