@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import math
 import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,14 @@ _sending: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar(
 )
 
 
+#: Set per attempt: TimedRequest.send writes whether it went out on a pooled connection.
+_reused: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+    "infersight_reused", default=None
+)
+#: Connections (their protocol objects) that have carried a request already.
+_used_protocols: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 class TimedRequest(aiohttp.ClientRequest):
     """aiohttp's request, stamping the record's ``sent`` as it starts writing.
 
@@ -41,7 +50,38 @@ class TimedRequest(aiohttp.ClientRequest):
         rec = _sending.get()
         if rec is not None and rec.sent is None:
             rec.sent = time.monotonic()
+        proto = conn.protocol
+        if proto is not None:
+            flag = _reused.get()
+            if flag is not None:
+                flag[0] = proto in _used_protocols
+            _used_protocols.add(proto)
         return await super().send(conn)
+
+
+async def _post(
+    session: aiohttp.ClientSession, url: str, payload: bytes, headers: Mapping[str, str]
+) -> aiohttp.ClientResponse:
+    """POST, sent again at once if a pooled connection turns out to be stale.
+
+    A server may close an idle keep-alive connection just as we reuse it (llama.cpp's
+    server closes after every streamed answer although it offers keep-alive). The
+    request then fails before any answer, and the server never processed it, so it is
+    sent once more on a fresh connection, as browsers and urllib3 do. This is not a
+    retry of the request: it costs no attempt and no retry budget.
+    """
+    flag = [False]
+    token = _reused.set(flag)
+    try:
+        try:
+            return await session.post(url, data=payload, headers=headers)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+            if not flag[0]:
+                raise
+        flag[0] = False
+        return await session.post(url, data=payload, headers=headers)
+    finally:
+        _reused.reset(token)
 
 
 async def send_attempt(
@@ -73,7 +113,7 @@ async def send_attempt(
     token = _sending.set(rec)
     try:
         async with asyncio.timeout_at(loop.time() + (due - t0) if due < math.inf else None):
-            resp = await session.post(url, data=payload, headers=headers)
+            resp = await _post(session, url, payload, headers)
             rec.headers = time.monotonic()
             rec.status = resp.status
             rh = resp.headers
