@@ -85,7 +85,7 @@ async def _run_with_target(
     result = RunResult(kind="bench", run_id=uuid.uuid4().hex[:12], clock=ClockAnchor())
     spec = ClientSpec(
         target.base_url, target.api_key, target.api_key_source,
-        max_connections=cfg.max_concurrency,
+        max_connections=cfg.max_concurrency, close_connections=target.close_connections,
     )  # fmt: skip
     result.notes.extend(target.notes)
     planner = LevelPlanner(cfg)
