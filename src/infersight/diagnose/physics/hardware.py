@@ -25,6 +25,7 @@ __all__ = [
     "find_gpu",
     "gpu_table",
     "measure_cpu",
+    "with_nvml_memory",
 ]
 
 GIB = 1024**3
@@ -78,6 +79,20 @@ class Device:
             self, name=f"{self.name.split(' (')[0]} ({cores} of {self.cores} cores)",
             flops={k: v * f for k, v in self.flops.items()}, cores=cores)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (stored in a RunResult so readers reuse the same peaks)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Device:
+        """The inverse of :meth:`to_dict`; raises KeyError/TypeError/ValueError on bad input."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in doc.items() if k in names}
+        kw["flops"] = {str(k): float(v) for k, v in dict(kw.get("flops") or {}).items()}
+        for k in ("memory_bytes", "bandwidth"):
+            kw[k] = float(kw[k])
+        return cls(**kw)
+
     def describe(self) -> str:
         n = f"{self.count}x " if self.count > 1 else ""
         return (f"{n}{self.name}: {self.memory_bytes / GIB:.1f} GiB, "
@@ -108,29 +123,87 @@ def gpu_table() -> dict[str, Device]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """How one table entry is matched against a device name."""
+
+    key: str
+    family: str
+    form: str
+    marketed_gb: float
+    aliases: tuple[str, ...]
+
+
 @functools.lru_cache(maxsize=1)
-def _aliases() -> dict[str, str]:
+def _entries() -> tuple[_Entry, ...]:
     doc = tomllib.loads(
         resources.files("infersight.data").joinpath("physics/gpus.toml").read_text()
     )
-    out: dict[str, str] = {}
+    out = []
     for key, e in doc.get("gpu", {}).items():
-        for n in [key, e["name"], *e.get("aliases", [])]:
-            out[_norm(str(n))] = key
-    return out
+        names = [key, e["name"], *e.get("aliases", [])]
+        out.append(_Entry(key=key, family=str(e.get("family", "")), form=str(e.get("form", "")),
+                          marketed_gb=float(e.get("memory_marketed_gb", 0.0)),
+                          aliases=tuple(_norm(str(n)) for n in names)))
+    return tuple(out)
+
+
+_MEM_RE = re.compile(r"\b(\d+)\s*gb?\b")
+
+
+def _form_of(tokens: list[str]) -> str:
+    if "pcie" in tokens:
+        return "pcie"
+    if "nvl" in tokens:
+        return "nvl"
+    if any(t.startswith(("sxm", "hgx")) for t in tokens):
+        return "sxm"
+    return ""
 
 
 def find_gpu(name: str) -> Device | None:
-    """Look up a GPU by id, name, alias or an NVML name ("NVIDIA H100 80GB HBM3")."""
+    """Look up a GPU by id, name, alias or an NVML name ("NVIDIA A100-PCIE-40GB").
+
+    An exact id/alias wins. Otherwise the part is found by its family token ("a100"),
+    then the memory size the name states ("40GB": never a card with more memory than
+    stated; None when only bigger ones are known), then the form (PCIe, NVL, SXM;
+    NVML names of SXM parts often state none), then the longest alias in the name.
+    """
     n = _norm(name)
-    table, aliases = gpu_table(), _aliases()
-    if n in aliases:
-        return table[aliases[n]]
-    # NVML names carry extra words: take the longest alias contained in the name.
-    hits = [a for a in aliases if a and re.search(rf"\b{re.escape(a)}\b", n)]
-    if hits:
-        return table[aliases[max(hits, key=len)]]
-    return None
+    table, entries = gpu_table(), _entries()
+    for e in entries:
+        if n in e.aliases:
+            return table[e.key]
+    tokens = n.split()
+    cands = [e for e in entries if e.family and e.family in tokens]
+    if not cands:  # no family token: an alias inside a longer name
+        cands = [e for e in entries
+                 if any(a and re.search(rf"\b{re.escape(a)}\b", n) for a in e.aliases)]
+    m = _MEM_RE.search(n)
+    if m and cands:
+        gb = float(m.group(1))
+        same = [e for e in cands if e.marketed_gb == gb]
+        cands = same or [e for e in cands if e.marketed_gb <= gb]
+    if not cands:
+        return None
+    form = _form_of(tokens)
+
+    def score(e: _Entry) -> tuple[int, int, float]:
+        f = 2 if form and e.form == form else (1 if not form and e.form in ("", "sxm") else 0)
+        contained = max((len(a) for a in e.aliases
+                         if a and re.search(rf"\b{re.escape(a)}\b", n)), default=0)
+        return f, contained, -e.marketed_gb  # the smaller card when nothing else decides
+
+    return table[max(cands, key=score).key]
+
+
+def with_nvml_memory(device: Device, memory_bytes: float | None) -> Device:
+    """``device`` with the memory NVML reported (what the engine can really use)."""
+    if not memory_bytes or memory_bytes <= 0 or device.kind != "gpu":
+        return device
+    return dataclasses.replace(
+        device, memory_bytes=float(memory_bytes),
+        source=f"{device.source}; memory {memory_bytes / GIB:.1f} GiB from NVML memory.total")
 
 
 def close_gpu_names(name: str, n: int = 5) -> list[str]:
