@@ -1,5 +1,5 @@
 """RunResult fixtures shaped like a vLLM deployment: the engine's documented metric
-names normalised per contracts.md section 3 (vllm:num_requests_running ->
+names normalised by data/telemetry/engines.toml (vllm:num_requests_running ->
 engine.requests_running, vllm:num_requests_waiting -> engine.requests_waiting,
 vllm:gpu_cache_usage_perc / kv_cache_usage_perc -> engine.kv_cache_usage,
 vllm:num_preemptions_total -> engine.preemptions_total) and GPU readings in the

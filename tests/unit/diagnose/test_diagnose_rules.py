@@ -53,8 +53,8 @@ def test_slot_bound_recommends_slots_that_fit() -> None:
     assert h100 is not None
     kv = target * shape.kv_bytes_for_context(1000 + 256)
     assert kv + shape.weights_bytes() < 0.9 * h100.memory_bytes
-    assert f"raise --max-num-seqs to {target}, which fits in memory" in v.summary
-    assert v.fixes[0].startswith(f"raise --max-num-seqs to {target}")
+    assert f"raise --max-num-seqs 32 \u2192 {target}, which fits in memory" in v.summary
+    assert v.fixes[0].startswith(f"raise --max-num-seqs 32 \u2192 {target}")
 
 
 def test_slot_bound_limited_by_memory() -> None:
