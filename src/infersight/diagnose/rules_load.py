@@ -145,20 +145,26 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     s, ctx = ri.s, ri.ctx
     assert s.S is not None
     current = round(s.S)
-    target, why = _recommend_slots(ri)
+    demand = max(current + 1, math.ceil(current + (s.Q_max or s.Q or 0)))
+    target, why = _recommend_slots(ri, demand)
     ev.append(evidence("recommended slots", target, "sequences", why))
+    ev.append(evidence("demand (R + Q, max)", demand, "requests", s.rq_source))
     if s.kv is not None:
         kv_txt = f", KV at {fmt(s.kv * 100, 0)}%"
     else:
         kv_txt = ", KV usage unknown (the engine exports none)" if ctx.has_engine_metrics else ""
     head = f"{s.plateau.sentence()}. " if s.plateau is not None else ""
+    fixes: list[str] = []
     if target > current:
         act = f"raise {slot_flag(ctx.engine)} {current} \u2192 {target}, {why}."
         fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=why,
                          inferred=s.plateau is not None)
     else:
         act = f"{slot_flag(ctx.engine)} {current} cannot usefully go higher: {why}."
-        fixes = replica_fixes(ctx.engine)
+    if target < demand:
+        act += (f" Up to {demand} requests were in the system: beyond {target} slots they "
+                "queue, so add replicas for the rest.")
+        fixes += replica_fixes(ctx.engine)
     conf = 0.85 if s.plateau is None else 0.75
     if s.kv is None:
         conf -= 0.1  # a plateau could also be an unexported KV limit
@@ -176,17 +182,16 @@ def _saturated(s: EngineSignals) -> bool:
     return s.U >= SATURATED and (s.SM is None or s.SM >= ILLUSION_SM)
 
 
-def _recommend_slots(ri: RuleInput) -> tuple[int, str]:
-    """The shared recommendation (physics.slots), with the demand this window saw."""
-    s, ctx, w = ri.s, ri.ctx, ri.w
-    current = round(s.S or 1)
-    demand = max(current + 1, math.ceil(current + (s.Q_max or s.Q or 0)))
+def _recommend_slots(ri: RuleInput, demand: int) -> tuple[int, str]:
+    """The shared recommendation (physics.slots, as `plan` gives it); without the model
+    and device, the demand this window saw."""
+    ctx, w = ri.ctx, ri.w
     shape, dev = ctx.shape, ctx.device
     if shape is None or dev is None:
-        return demand, "if memory allows (pass --model and --gpu to check)"
+        return demand, "the demand seen, if memory allows (pass --model and --gpu to check)"
     seq_ctx = ctx.ctx_per_slot or int((w.prompt_mean or 512) + (w.output_mean or 256))
-    adv = recommend_slots(shape, dev, ctx=seq_ctx, demand=demand)
-    return max(current, adv.target), adv.why()
+    adv = recommend_slots(shape, dev, ctx=seq_ctx)
+    return adv.target, adv.why()
 
 
 def under_loaded(ri: RuleInput) -> Verdict | None:

@@ -109,15 +109,15 @@ def make_plan(
 ) -> Plan:
     """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``.
 
-    The slot / sequence limit comes from :func:`recommend_slots` with ``concurrency``
-    as the demand, the same function ``diagnose`` uses for a slot-bound run.
+    The slot / sequence limit comes from :func:`recommend_slots`, the function
+    ``diagnose`` uses for a slot-bound run, so both name the same number.
     """
     if ctx <= 0:
         raise ValueError("--ctx must be positive")
     cpu = device.kind == "cpu"
     n_dev = device.count
     kv_b, kv_name = _kv_elem(kv_dtype, cpu)
-    adv = recommend_slots(shape, device, ctx=ctx, demand=concurrency, kv_bytes_per_element=kv_b,
+    adv = recommend_slots(shape, device, ctx=ctx, kv_bytes_per_element=kv_b,
                           weight_bytes_per_param=weight_bytes_per_param)
     b = adv.budget
     fits = b.kv_budget > 0 and b.max_seqs >= 1
@@ -132,8 +132,11 @@ def make_plan(
             f"{b.per_seq / GIB:.2f} GiB exceed {b.usable / GIB:.1f} GiB usable per device; "
             f"use --gpus {n_needed}, quantised weights or a smaller --ctx"
         )
-    elif cpu:
+    else:
         notes.append(f"slots: {adv.target}, {adv.why()}")
+        if concurrency and concurrency > adv.target:
+            notes.append(f"--concurrency {concurrency} exceeds the {adv.target} slots one "
+                         f"server runs well: the rest queue, or add replicas")
     plan = Plan(
         model=shape.name, device=device.name, devices=n_dev, ctx=ctx,
         weights_bytes=b.weights, kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,

@@ -4,10 +4,14 @@ share (shared/design.md section 6), so both name the same ``--parallel`` /
 
 - Memory: device memory x the engine's utilisation target, less the weights and the
   activations of one step, divided by one sequence's KV cache at ``ctx`` tokens.
-- GPU: allow what memory holds (capped at 1024), or the demand when it is known and
-  smaller. Extra sequences cost a GPU engine nothing until they are used.
+- GPU: allow what memory holds (capped at 1024). Sequences beyond the demand cost a
+  GPU engine nothing until they are used, and an overloaded server's demand has no
+  useful upper bound, so the number depends on the model and the device only.
 - CPU: throughput stops growing once decode turns compute-bound (the knee), and every
-  llama.cpp slot claims its share of ``--ctx-size``; allow up to twice the knee.
+  llama.cpp slot claims its share of ``--ctx-size``; allow twice the knee.
+
+The demand a run showed does not change the number; `diagnose` compares it with the
+number to say whether raising the limit is enough or replicas are needed too.
 """
 
 from __future__ import annotations
@@ -32,8 +36,6 @@ KNEE_NEVER = 1 << 14
 BATCHED_TOKENS = 8192
 #: The most sequences recommended for a GPU engine / a CPU engine.
 GPU_MAX_SEQS, CPU_MAX_SEQS = 1024, 256
-#: With no demand known and decode memory-bound at any batch, a CPU engine gets this many.
-CPU_DEFAULT_SEQS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +85,9 @@ class SlotAdvice:
     mem_max: int
     #: The batch at which decode turns compute-bound (KNEE_NEVER: never).
     knee: int
-    #: The most worth setting on this device (memory on a GPU, 2x the knee on a CPU).
-    cap: int
     ctx: int
     budget: MemoryBudget
-    #: What limits ``target``: "demand", "memory", "compute knee" or "cap".
+    #: What limits ``target``: "memory", "compute knee" or "cap" (the most recommended).
     limited_by: str
 
     def why(self) -> str:
@@ -97,39 +97,30 @@ class SlotAdvice:
         fits = (f"{self.target} x {self.ctx}-token sequences = {kv:.2f} GiB of KV, "
                 f"{free:.1f} GiB free")
         if self.limited_by == "memory":
-            return f"memory holds no more ({fits})"
+            return f"all the memory holds ({fits})"
         if self.limited_by == "compute knee":
-            return (f"decode turns compute-bound near {self.knee} sequences on this device, so "
-                    f"slots beyond twice that add latency, not throughput ({fits})")
+            return (f"twice the {self.knee} sequences where decode turns compute-bound on this "
+                    f"device: more slots add latency, not throughput ({fits})")
         return f"which fits in memory ({fits})"
 
 
-def recommend_slots(shape: ModelShape, device: Device, *, ctx: int, demand: int | None = None,
+def recommend_slots(shape: ModelShape, device: Device, *, ctx: int,
                     kv_bytes_per_element: float | None = None,
                     weight_bytes_per_param: float | None = None) -> SlotAdvice:
-    """The slot / sequence limit for ``shape`` on ``device`` at ``ctx`` tokens per sequence.
-
-    ``demand``: the concurrency the workload brings (`plan --concurrency`, or the
-    running + waiting requests `diagnose` saw); without it, what the device can use.
-    """
+    """The slot / sequence limit for ``shape`` on ``device`` at ``ctx`` tokens per sequence."""
     kv_b = kv_bytes_per_element if kv_bytes_per_element is not None else shape.kv_bytes_per_element
     b = memory_budget(shape, device, ctx=ctx, kv_bytes_per_element=kv_b,
                       weight_bytes_per_param=weight_bytes_per_param)
     knee = compute_knee(shape, device, context=ctx / 2, kv_bytes_per_element=kv_b,
                         weight_bytes_per_param=weight_bytes_per_param, limit=KNEE_NEVER)
     mem_max = max(1, b.max_seqs)
+    limits = [(mem_max, "memory")]
     if device.kind == "cpu":
-        knee_cap = max(4, 2 * knee) if knee < KNEE_NEVER else CPU_MAX_SEQS
-        cap = min(mem_max, CPU_MAX_SEQS, knee_cap)
-        bound = "memory" if cap == mem_max else ("compute knee" if cap == knee_cap else "cap")
-        default = cap if knee < KNEE_NEVER else min(cap, CPU_DEFAULT_SEQS)
+        limits.append((CPU_MAX_SEQS, "cap"))
+        if knee < KNEE_NEVER:
+            limits.append((max(4, 2 * knee), "compute knee"))
     else:
-        cap = min(mem_max, GPU_MAX_SEQS)
-        bound = "memory" if cap == mem_max else "cap"
-        default = cap
-    if demand is not None and demand < cap:
-        target, bound = max(1, demand), "demand"
-    else:
-        target = cap if demand is not None else default
-    return SlotAdvice(target=target, mem_max=b.max_seqs, knee=knee, cap=cap, ctx=ctx, budget=b,
-                      limited_by=bound)
+        limits.append((GPU_MAX_SEQS, "cap"))
+    target, bound = min(limits, key=lambda x: x[0])
+    return SlotAdvice(target=target, mem_max=b.max_seqs, knee=knee, ctx=ctx,
+                      budget=b, limited_by=bound)
