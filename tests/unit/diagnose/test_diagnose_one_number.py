@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from diag_fixtures import LLAMA3_8B, make_run
+from diag_fixtures import LLAMA3_8B, make_run, one
 
 from infersight.core.records import RunResult, Sample, load_run_result, save_run_result
-from infersight.diagnose import Verdict, diagnose
+from infersight.diagnose import diagnose
 from infersight.diagnose.physics import (
     Device,
     decode_floor,
@@ -28,12 +28,6 @@ from infersight.report import render_markdown
 CPU = Device(key="cpu", name="test CPU (2 cores)", memory_bytes=16 * GIB, bandwidth=12e9,
              flops={"bf16": 1e11, "fp16": 1e11, "fp32": 1e11}, source="fixed for the test",
              kind="cpu", cores=2, measured=True)
-
-
-def one(vs: list[Verdict], vid: str) -> Verdict:
-    found = [v for v in vs if v.id == vid]
-    assert found, f"no {vid} verdict in {[v.id for v in vs]}: {[v.summary for v in vs]}"
-    return found[0]
 
 
 def embedded_run(slots: int = 8, clients: int = 16, ctx_per_slot: int = 2048) -> RunResult:

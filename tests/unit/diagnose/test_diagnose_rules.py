@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from diag_fixtures import LLAMA3_8B, make_run
+from diag_fixtures import LLAMA3_8B, ids, make_run, one
 
 from infersight.core.records import RunResult, Sample
 from infersight.diagnose import VERDICT_IDS, Verdict, diagnose
@@ -13,16 +13,6 @@ from infersight.diagnose.physics import (
     recommend_slots,
     shape_from_hf_config,
 )
-
-
-def ids(vs: list[Verdict]) -> list[str]:
-    return [v.id for v in vs]
-
-
-def one(vs: list[Verdict], vid: str) -> Verdict:
-    found = [v for v in vs if v.id == vid]
-    assert found, f"no {vid} verdict in {ids(vs)}: {[v.summary for v in vs]}"
-    return found[0]
 
 
 def test_kv_bound() -> None:

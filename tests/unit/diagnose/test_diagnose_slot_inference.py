@@ -8,26 +8,16 @@ from pathlib import Path
 
 import orjson
 import pytest
-from diag_fixtures import make_run
+from diag_fixtures import ids, make_run, one
 from typer.testing import CliRunner
 
 from infersight.bench import BenchConfig
 from infersight.cli._app import app
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult, Sample, save_run_result
-from infersight.diagnose import Verdict, diagnose
+from infersight.diagnose import diagnose
 
 runner = CliRunner()
-
-
-def ids(vs: list[Verdict]) -> list[str]:
-    return [v.id for v in vs]
-
-
-def one(vs: list[Verdict], vid: str) -> Verdict:
-    found = [v for v in vs if v.id == vid]
-    assert found, f"no {vid} verdict in {ids(vs)}: {[v.summary for v in vs]}"
-    return found[0]
 
 
 def engine_run(*, running: float | Sequence[float], waiting: float, kv: float | None,
