@@ -9,13 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from infersight.core.records import RunResult
-from infersight.diagnose.physics.hardware import (
-    GIB,
-    Device,
-    find_gpu,
-    measure_cpu,
-    with_nvml_memory,
-)
+from infersight.diagnose.physics.gpus import find_gpu, with_nvml_memory
+from infersight.diagnose.physics.hardware import GIB, Device, measure_cpu
 from infersight.diagnose.physics.loaders import shape_from_hf_config
 from infersight.diagnose.physics.shape import ModelShape
 from infersight.diagnose.signals import SampleIndex

@@ -8,15 +8,8 @@ from infersight.diagnose.physics.floors import (
     prefill_floor,
 )
 from infersight.diagnose.physics.gguf import GGUFError, GGUFFile, GGUFTensor, read_gguf
-from infersight.diagnose.physics.hardware import (
-    Device,
-    close_gpu_names,
-    cpu_device,
-    find_gpu,
-    gpu_table,
-    measure_cpu,
-    with_nvml_memory,
-)
+from infersight.diagnose.physics.gpus import close_gpu_names, find_gpu, gpu_table, with_nvml_memory
+from infersight.diagnose.physics.hardware import Device, cpu_device, measure_cpu
 from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
 from infersight.diagnose.physics.plan import Plan, embedded_model_path, load_shape, make_plan
 from infersight.diagnose.physics.shape import ModelShape, dtype_bytes
