@@ -35,7 +35,7 @@ Examples:
 
   infersight plan --model embedded --gpu cpu --ctx 2048 --concurrency 16 --tokens 64
 
-The slot limit (--parallel, --max-num-seqs) comes from the same function `diagnose` uses for a slot-bound run: --concurrency is the demand it sizes for.
+The slot limit (--parallel, --max-num-seqs) comes from the same function `diagnose` uses for a slot-bound run, so both name the same number: what the memory holds on a GPU, twice the batch where decode turns compute-bound on a CPU.
 """
 
 
