@@ -66,6 +66,9 @@ class BenchConfig(BaseConfig):
     # Embedded engine (used when url is None)
     engine_parallel: int = Field(8, ge=1)
     engine_ctx: int | None = None
+    #: The target's slot / sequence limit, stated by the user (vLLM exports none); kept
+    #: in the RunResult config so `diagnose` of the file uses it.
+    engine_slots: int | None = Field(None, ge=1)
     # Load
     concurrency: list[int] = Field(default_factory=list)
     rate: list[float] = Field(default_factory=list)

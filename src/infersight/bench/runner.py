@@ -274,7 +274,9 @@ def _diagnose(result: RunResult) -> None:
         result.notes.append("diagnosis skipped: infersight.diagnose is not available")
         return
     try:
-        result.diagnosis = [v.model_dump(mode="json") for v in diagnose(result)]
+        # store_physics: the peaks and floors measured here travel with the file
+        verdicts = diagnose(result, store_physics=True)
+        result.diagnosis = [v.model_dump(mode="json") for v in verdicts]
     except Exception as e:
         result.notes.append(f"diagnosis failed: {type(e).__name__}: {e}")
 

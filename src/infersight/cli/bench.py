@@ -108,6 +108,10 @@ def register(app: typer.Typer) -> None:
             True, "--progress/--no-progress", help="Live progress on the terminal."
         ),
         parallel: int = typer.Option(8, help="Embedded engine: slots (ignored with --url)."),
+        engine_slots: int = typer.Option(
+            None, help="The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; "
+            "default: the engine's own export, else inferred from its running count.",
+        ),
         ctx: int = typer.Option(None, help="Embedded engine: total context (ignored with --url)."),
         timeout: float = typer.Option(
             600.0, help="Seconds one request may take, from its intended send."
@@ -134,7 +138,7 @@ def register(app: typer.Typer) -> None:
         cfg = BenchConfig.build(
             url=url, model=model, api_key_env=api_key_env,
             api_key_file=str(api_key_file) if api_key_file else None, endpoint=endpoint,
-            stream=stream, engine_parallel=parallel, engine_ctx=ctx,
+            stream=stream, engine_parallel=parallel, engine_ctx=ctx, engine_slots=engine_slots,
             concurrency=parse_levels(concurrency, int, "--concurrency") if concurrency else None,
             rate=parse_levels(rate or poisson, float, "--rate" if rate else "--poisson")
             if (rate or poisson) else None,

@@ -34,6 +34,8 @@ Examples:
   infersight plan --model config.json --gpu h100 --ctx 8192
 
   infersight plan --model embedded --gpu cpu --ctx 2048 --concurrency 16 --tokens 64
+
+The slot limit (--parallel, --max-num-seqs) comes from the same function `diagnose` uses for a slot-bound run, so both name the same number: what the memory holds on a GPU, twice the batch where decode turns compute-bound on a CPU.
 """
 
 
@@ -62,6 +64,10 @@ def register(app: typer.Typer) -> None:
             None, help="Model config.json / .gguf / 'embedded' for the roofline floors."
         ),
         gpu: str = typer.Option(None, help="GPU name from the peak table, for the floors."),
+        engine_slots: int = typer.Option(
+            None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports "
+            "none; default: the run's --engine-slots, else inferred from R's plateau.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
         interval: float = typer.Option(1.0, help="With --url: sampling interval (s)."),
     ) -> None:
@@ -72,6 +78,8 @@ def register(app: typer.Typer) -> None:
 
         if window is not None and window <= 0:
             raise _err("--window must be > 0 seconds")
+        if engine_slots is not None and engine_slots < 1:
+            raise _err("--engine-slots must be >= 1")
         device = _check_gpu(gpu) if gpu else None
         if url:
             if files:
@@ -96,7 +104,8 @@ def register(app: typer.Typer) -> None:
 
         con = Console()
         for name, result in inputs:
-            verdicts = diagnose(result, window_seconds=window, model=model, gpu=device)
+            verdicts = diagnose(result, window_seconds=window, model=model, gpu=device,
+                                engine_slots=engine_slots)
             out[name] = [v.model_dump(mode="json") for v in verdicts]
             if not as_json:
                 if result.client_limited:
@@ -116,6 +125,9 @@ def register(app: typer.Typer) -> None:
         tokens: int = typer.Option(None, help="Output tokens per request for the estimate."),
         kv_dtype: str = typer.Option("auto", help="KV cache dtype: auto, fp8, q8_0, q4_0."),
         gpus: int = typer.Option(1, help="Devices (tensor parallel)."),
+        threads: int = typer.Option(
+            None, help="With --gpu cpu: the engine's threads (default: physical cores, as "
+            "infersight serve and llama.cpp use)."),
         weights: str = typer.Option(
             None, help="Override weight dtype: bf16, fp8, int4, q4_0... (default: the model's)."
         ),
@@ -134,9 +146,16 @@ def register(app: typer.Typer) -> None:
             raise _err("--concurrency must be >= 1")
         if tokens is not None and tokens < 1:
             raise _err("--tokens must be >= 1")
+        if threads is not None and threads < 1:
+            raise _err("--threads must be >= 1")
         device = _check_gpu(gpu)
         if device.kind != "cpu":
             device = device.scaled(gpus)
+        else:
+            from infersight.engine.config import default_threads
+
+            # the cores the engine computes on, as diagnose sees a run of it
+            device = device.with_cores(threads or default_threads())
         try:
             shape = load_shape(model)
         except FileNotFoundError as e:

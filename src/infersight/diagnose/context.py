@@ -4,17 +4,18 @@ shape and the device, so rules can name the right settings and compute floors.""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from infersight.core.records import RunResult
-from infersight.diagnose.physics.hardware import Device, find_gpu, measure_cpu
+from infersight.diagnose.physics.gpus import find_gpu, with_nvml_memory
+from infersight.diagnose.physics.hardware import GIB, Device, measure_cpu
 from infersight.diagnose.physics.loaders import shape_from_hf_config
 from infersight.diagnose.physics.shape import ModelShape
 from infersight.diagnose.signals import SampleIndex
 
-__all__ = ["RunContext", "detect_engine", "resolve_context"]
+__all__ = ["RunContext", "detect_engine", "resolve_context", "stored_physics"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,12 @@ class RunContext:
     has_engine_metrics: bool
     has_gpu: bool
     notes: list[str]
+    #: Whether the engine exports KV-cache usage (no export: KV-bound is never claimed).
+    kv_exported: bool = False
+    #: Floors the run stored per level (reused so every reader shows the same numbers).
+    stored_floors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Where the device peaks come from: "given", "stored", "table" or "measured".
+    device_origin: str = ""
 
 
 def _is_embedded(eng_cfg: Any) -> bool:
@@ -67,7 +74,14 @@ def detect_engine(result: RunResult, idx: SampleIndex) -> str:
     return "unknown"
 
 
-def _slots(result: RunResult, idx: SampleIndex) -> tuple[float | None, str]:
+def _slots(result: RunResult, idx: SampleIndex, stated: int | None) -> tuple[float | None, str]:
+    """S, in order: --engine-slots now, --engine-slots at bench time, the engine's own
+    export, the engine settings bench recorded. None: the rules may infer it."""
+    if stated:
+        return float(stated), "stated (--engine-slots)"
+    at_bench = result.config.get("engine_slots")
+    if isinstance(at_bench, int | float) and not isinstance(at_bench, bool) and at_bench > 0:
+        return float(at_bench), "stated at bench time (--engine-slots)"
     if idx.has("engine.slots"):
         vals = idx.values("engine.slots", float("-inf"), float("inf"))
         if vals:
@@ -80,6 +94,35 @@ def _slots(result: RunResult, idx: SampleIndex) -> tuple[float | None, str]:
             if isinstance(v, int | float) and v > 0:
                 return float(v), f"run config (engine.{key})"
     return None, ""
+
+
+def _nvml_memory(result: RunResult, idx: SampleIndex) -> float | None:
+    """Per-device memory NVML reported: the GPU description, else the samples."""
+    gpus = result.environment.get("gpus") if isinstance(result.environment, dict) else None
+    if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict):
+        v = gpus[0].get("memory_total_bytes")
+        if isinstance(v, int | float) and v > 0:
+            return float(v)
+    vals = idx.values("gpu.memory_total_bytes", float("-inf"), float("inf"))
+    return float(min(a.max() for a in vals)) if vals else None
+
+
+def stored_physics(result: RunResult) -> dict[str, Any]:
+    """What an earlier diagnosis stored (``environment["physics"]``), or {}."""
+    env = result.environment if isinstance(result.environment, dict) else {}
+    phys = env.get("physics")
+    return phys if isinstance(phys, dict) else {}
+
+
+def _stored_device(result: RunResult) -> Device | None:
+    doc = stored_physics(result).get("device")
+    if not isinstance(doc, dict):
+        return None
+    try:
+        return Device.from_dict(doc)
+    except (KeyError, TypeError, ValueError) as e:
+        log.info("ignoring the stored device peaks: %s", e)
+        return None
 
 
 def _gpu_name(result: RunResult) -> tuple[str | None, int]:
@@ -112,16 +155,55 @@ def _load_shape(spec: Any) -> ModelShape | None:
     return None
 
 
+def _device(result: RunResult, idx: SampleIndex, engine: str, gpu: str | Device | None,
+            eng_cfg: dict[str, Any], phys: dict[str, Any], notes: list[str]) -> tuple[Device | None, str]:
+    """Peaks, in order: given now, stored by the run, the table entry of the run's GPU
+    (with NVML's memory), measured now on this machine (CPU engines)."""
+    if isinstance(gpu, Device):
+        return gpu, "given"
+    if not gpu:
+        stored = _stored_device(result)
+        if stored is not None:
+            where = stored_physics(result).get("measured_on") or "the run's host"
+            kind = f"measured on {where}" if stored.measured else "peak table"
+            notes.append(f"device peaks as stored in the run ({kind}): {stored.describe()}")
+            return stored, "stored"
+    gname, _ = _gpu_name(result)
+    gname = gpu or phys.get("gpu") or gname
+    if gname:
+        device = find_gpu(str(gname))
+        if device is None:
+            notes.append(f"GPU {gname!r} is not in the peak table: no roofline floors")
+            return None, ""
+        n = int(phys.get("gpus") or eng_cfg.get("tensor_parallel_size") or 1)
+        nvml = None if gpu else _nvml_memory(result, idx)
+        if nvml and abs(nvml - device.memory_bytes) > 0.01 * device.memory_bytes:
+            notes.append(f"GPU memory {nvml / GIB:.1f} GiB as NVML reported it (the peak "
+                         f"table's {device.name} has {device.memory_bytes / GIB:.1f} GiB)")
+        device = with_nvml_memory(device, nvml)
+        return device.scaled(n), "table"
+    if engine == "embedded":
+        device = measure_cpu()
+        threads = eng_cfg.get("threads")
+        if isinstance(threads, int) and threads > 0:
+            device = device.with_cores(threads)  # the engine computes on its threads only
+        notes.append("CPU peaks measured now on the machine reading this run (it stored "
+                     "none): " + device.source)
+        return device, "measured"
+    return None, ""
+
+
 def resolve_context(
     result: RunResult,
     idx: SampleIndex,
     *,
     model: Any = None,
     gpu: str | Device | None = None,
+    engine_slots: int | None = None,
 ) -> RunContext:
-    """Engine, slots and physics for ``result``; explicit ``model``/``gpu`` win."""
+    """Engine, slots and physics for ``result``; explicit ``model``/``gpu``/``engine_slots`` win."""
     engine = detect_engine(result, idx)
-    slots, slots_src = _slots(result, idx)
+    slots, slots_src = _slots(result, idx, engine_slots)
     eng_cfg = result.config.get("engine") if isinstance(result.config.get("engine"), dict) else {}
     assert isinstance(eng_cfg, dict)
     phys = result.config.get("physics") if isinstance(result.config.get("physics"), dict) else {}
@@ -133,26 +215,11 @@ def resolve_context(
         spec = "embedded"
     shape = _load_shape(spec) if spec is not None else None
     has_gpu = idx.has("gpu.utilization") or idx.has("gpu.sm_activity")
-    gname, gcount = _gpu_name(result)
-    device: Device | None = None
-    if isinstance(gpu, Device):
-        device = gpu
-    else:
-        gname = gpu or phys.get("gpu") or gname
-        if gname:
-            device = find_gpu(str(gname))
-            if device is None:
-                notes.append(f"GPU {gname!r} is not in the peak table: no roofline floors")
-            else:
-                n = int(phys.get("gpus") or eng_cfg.get("tensor_parallel_size") or 1)
-                device = device.scaled(n)
+    _, gcount = _gpu_name(result)
+    device, origin = _device(result, idx, engine, gpu, eng_cfg, phys, notes)
     threads = eng_cfg.get("threads")
-    if device is None and engine == "embedded":
-        device = measure_cpu()
-        if isinstance(threads, int) and threads > 0:
-            device = device.with_cores(threads)  # the engine computes on its threads only
-        notes.append("CPU peaks measured on this host (numpy copy + matmul)")
     ctx_slot = eng_cfg.get("ctx_per_slot")
+    floors = stored_physics(result).get("floors") if model is None and gpu is None else None
     return RunContext(
         engine=engine,
         slots=slots,
@@ -165,4 +232,7 @@ def resolve_context(
         has_engine_metrics=idx.has("engine.requests_running") or idx.has("engine.requests_waiting"),
         has_gpu=has_gpu,
         notes=notes,
+        kv_exported=idx.has("engine.kv_cache_usage"),
+        stored_floors=floors if isinstance(floors, dict) else {},
+        device_origin=origin,
     )

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import platform
 from typing import Any
 
 import numpy as np
 
 from infersight.core.records import RunResult
-from infersight.diagnose.context import RunContext, resolve_context
+from infersight.diagnose.context import RunContext, resolve_context, stored_physics
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.rules import RuleInput, evaluate
-from infersight.diagnose.signals import RecordArrays, SampleIndex, window_stats
-from infersight.diagnose.signals_engine import engine_signals
+from infersight.diagnose.signals import RecordArrays, SampleIndex, WindowStats, window_stats
+from infersight.diagnose.signals_engine import EngineSignals, engine_signals, floor_record
 from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, Window
 
 __all__ = ["diagnose"]
@@ -71,20 +72,46 @@ def _client_flag(result: RunResult, agg: dict[str, Any], level: str | None,
     return bool(reasons), reasons
 
 
+def _agg_stat(agg: dict[str, Any], key: str, stat: str) -> tuple[float | None, int]:
+    summ = agg.get(key)
+    if not isinstance(summ, dict) or not isinstance(summ.get(stat), int | float):
+        return None, 0
+    return float(summ[stat]), int(summ.get("count") or 0)
+
+
+def use_aggregates(w: WindowStats, agg: dict[str, Any], level: str) -> None:
+    """Quote the level's latencies as the aggregates tables do (same requests, same
+    definitions: design.md section 2), not as this window's own records would."""
+    win = agg.get("window") if isinstance(agg.get("window"), dict) else {}
+    method = f", window {win['method']}" if isinstance(win, dict) and win.get("method") else ""
+    for key, stat, attr, what in (
+        ("itl", "p50", "itl_p50", "pooled, token-weighted"),
+        ("ttft_from_sent", "p50", "ttft_sent_p50", "from actual send"),
+        ("e2e_from_sent", "p50", "e2e_sent_p50", "from actual send"),
+        ("schedule_lag", "p99", "lag_p99", "sent - scheduled"),
+    ):
+        v, n = _agg_stat(agg, key, stat)
+        if v is not None:
+            setattr(w, attr, v)
+            w.extra[f"{attr}_source"] = f"bench aggregates[{level}].{key}.{stat} ({what}; {n} samples{method})"
+    if "itl_p50_source" in w.extra:
+        w.itl_source = str(w.extra["itl_p50_source"])
+
+
 def _evaluate_window(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunContext,
-                     level: str | None, idx: np.ndarray, t0: float, t1: float) -> list[Verdict]:
+                     level: str | None, idx: np.ndarray, t0: float, t1: float,
+                     whole_level: bool) -> tuple[list[Verdict], EngineSignals]:
     w = window_stats(ra, t0, t1, idx)
     agg = result.aggregates.get(level, {}) if level is not None else {}
     if not isinstance(agg, dict):
         agg = {}
-    itl = agg.get("itl")
-    if isinstance(itl, dict) and itl.get("p50") is not None:
-        w.itl_p50, w.itl_source = float(itl["p50"]), f"bench aggregates[{level}].itl.p50 (pooled)"
-    s = engine_signals(sidx, w, ctx)
+    if whole_level and level is not None:
+        use_aggregates(w, agg, level)
+    s = engine_signals(sidx, w, ctx, level if whole_level else None)
     flag, reasons = _client_flag(result, agg, level, w.lag_p99, s.loadgen_cpu)
     ri = RuleInput(w=w, s=s, ctx=ctx, level=level, client_limited=flag,
                    client_reasons=reasons, agg=agg)
-    return evaluate(ri)
+    return evaluate(ri), s
 
 
 def _merge(verdicts: list[Verdict]) -> list[Verdict]:
@@ -112,21 +139,47 @@ def diagnose(
     window_seconds: float | None = None,
     model: Any = None,
     gpu: str | Device | None = None,
+    engine_slots: int | None = None,
+    store_physics: bool = False,
 ) -> list[Verdict]:
     """Diagnose a run: the verdicts of shared/design.md section 5, per time window.
 
     Windows are the bench's load levels (``records[i].labels["level"]``) by default, or
     consecutive slices of ``window_seconds``. ``model`` (config.json / GGUF path,
     ``"embedded"``, a dict) and ``gpu`` (a peak-table name) enable the roofline floors
-    when the RunResult does not name them itself. A window where nothing is wrong gets
-    one ``healthy`` verdict.
+    when the RunResult does not name them itself. ``engine_slots`` states the engine's
+    slot limit (else: the run's ``--engine-slots``, the engine's export, or R's plateau).
+    With ``store_physics`` the device peaks and per-level floors used are written to
+    ``result.environment["physics"]``, so later readers of the file reuse them instead
+    of measuring their own machine. A window where nothing is wrong gets one
+    ``healthy`` verdict.
     """
     ra = RecordArrays.build(result.records)
     sidx = SampleIndex(result.samples)
-    ctx = resolve_context(result, sidx, model=model, gpu=gpu)
+    ctx = resolve_context(result, sidx, model=model, gpu=gpu, engine_slots=engine_slots)
+    windows = _windows(result, ra, sidx, window_seconds)
+    order = {vid: i for i, vid in enumerate(VERDICT_IDS)}
+    verdicts: list[Verdict] = []
+    floors: dict[str, dict[str, Any]] = {}
+    for level, ids, a, b in windows:
+        vs, sig = _evaluate_window(result, ra, sidx, ctx, level, ids, a, b,
+                                   whole_level=not window_seconds)
+        verdicts.extend(sorted(vs, key=lambda v: order.get(v.id, 99)))
+        if level is not None and not window_seconds and sig.itl_floor is not None:
+            floors[level] = floor_record(sig)
+    if window_seconds:
+        verdicts = _merge(verdicts)
+    for v in verdicts:
+        v.evidence.extend(Evidence(name="note", value=n, source="diagnose") for n in ctx.notes)
+    if store_physics:
+        _store(result, ctx, floors)
+    return verdicts
+
+
+def _windows(result: RunResult, ra: RecordArrays, sidx: SampleIndex,
+             window_seconds: float | None) -> list[tuple[str | None, np.ndarray, float, float]]:
     windows: list[tuple[str | None, np.ndarray, float, float]] = []
     if ra.records:
-        levels = _levels(result, ra)
         if window_seconds:
             t0, t1 = _span(ra, np.arange(len(ra.records)))
             level_of = np.array([r.labels.get("level") or "" for r in ra.records], dtype=object)
@@ -139,25 +192,32 @@ def diagnose(
                 top = str(names[np.argmax(counts)]) if ids.size else ""
                 windows.append((top or None, ids, float(a), float(b)))
         else:
-            for name, ids in levels:
+            for name, ids in _levels(result, ra):
                 a, b = _span(ra, ids)
                 windows.append((name, ids, a, b))
-    else:
-        span = sidx.span()
-        if span is None:
-            return []
-        t0, t1 = span
-        step = window_seconds or max(1e-6, t1 - t0)
-        edges = _edges(t0, t1, step)
-        empty = np.zeros(0, dtype=int)
-        windows = [(None, empty, float(a), float(b)) for a, b in itertools.pairwise(edges)]
-    order = {vid: i for i, vid in enumerate(VERDICT_IDS)}
-    verdicts: list[Verdict] = []
-    for level, ids, a, b in windows:
-        vs = _evaluate_window(result, ra, sidx, ctx, level, ids, a, b)
-        verdicts.extend(sorted(vs, key=lambda v: order.get(v.id, 99)))
-    if window_seconds:
-        verdicts = _merge(verdicts)
-    for v in verdicts:
-        v.evidence.extend(Evidence(name="note", value=n, source="diagnose") for n in ctx.notes)
-    return verdicts
+        return windows
+    span = sidx.span()
+    if span is None:
+        return []
+    t0, t1 = span
+    step = window_seconds or max(1e-6, t1 - t0)
+    empty = np.zeros(0, dtype=int)
+    return [(None, empty, float(a), float(b)) for a, b in itertools.pairwise(_edges(t0, t1, step))]
+
+
+def _store(result: RunResult, ctx: RunContext, floors: dict[str, dict[str, Any]]) -> None:
+    """Keep the peaks and floors this diagnosis used (design.md section 1: the file
+    alone gives the same numbers on any machine)."""
+    if ctx.device is None:
+        return
+    doc: dict[str, Any] = {
+        "device": ctx.device.to_dict(),
+        "device_origin": ctx.device_origin,
+        "model": ctx.shape.name if ctx.shape is not None else None,
+        "floors": floors,
+    }
+    if ctx.device.measured and ctx.device_origin == "measured":
+        doc["measured_on"] = platform.node()
+    elif ctx.device_origin == "stored":
+        doc["measured_on"] = stored_physics(result).get("measured_on")
+    result.environment = {**result.environment, "physics": doc}

@@ -2,50 +2,55 @@
 
 from __future__ import annotations
 
+from infersight.telemetry.engines import engine_specs
+
 __all__ = ["kv_fixes", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
 
-#: The setting that limits concurrent sequences, per engine.
-_SLOT_FLAG = {
-    "vllm": "--max-num-seqs",
-    "sglang": "--max-running-requests",
-    "tgi": "--max-batch-total-tokens",
-    "llamacpp": "--parallel",
+#: Engines whose slot setting is not in the telemetry name map (data/telemetry/engines.toml).
+_OWN_SLOT_FLAG = {
     "embedded": "infersight serve --parallel",
     "gateway": "the gateway's upstream concurrency limit (`concurrency` in its config)",
 }
+_ANY = ("the server's sequence limit (vLLM --max-num-seqs, llama.cpp --parallel, "
+        "SGLang --max-running-requests, TGI --max-batch-size)")
 
 
 def slot_flag(engine: str) -> str:
     """The slot/sequence limit's setting name for ``engine``."""
-    return _SLOT_FLAG.get(
-        engine, "the server's sequence limit (vLLM --max-num-seqs, llama.cpp --parallel, "
-        "SGLang --max-running-requests)"
-    )
+    if engine in _OWN_SLOT_FLAG:
+        return _OWN_SLOT_FLAG[engine]
+    spec = engine_specs().get(engine)
+    return spec.slot_setting if spec is not None and spec.slot_setting else _ANY
 
 
-def slot_fix(engine: str, target: int, *, ctx_per_slot: int | None, fits: str) -> list[str]:
-    """How to raise the slot limit to ``target``; ``fits`` says why it is safe."""
+def slot_fix(engine: str, current: int, target: int, *, ctx_per_slot: int | None, why: str,
+             inferred: bool = False) -> list[str]:
+    """How to raise the slot limit from ``current`` to ``target``; ``why`` says why that
+    number (memory, compute knee, demand)."""
     flag = slot_flag(engine)
+    step = f"{current} \u2192 {target}"
     out: list[str]
-    if engine in ("llamacpp", "embedded"):
+    if engine == "embedded":
+        ctx = f" --ctx {target * ctx_per_slot}" if ctx_per_slot else ""
+        out = [f"raise {flag} {step}{ctx}, {why}"]
+    elif engine == "llamacpp":
         ctx = f" and --ctx-size {target * ctx_per_slot}" if ctx_per_slot else ""
-        if engine == "embedded":
-            ctx = f" --ctx {target * ctx_per_slot}" if ctx_per_slot else ""
-            out = [f"raise {flag} to {target}{ctx}{fits}"]
-        else:
-            out = [f"raise --parallel to {target}{ctx} (llama.cpp splits --ctx-size across "
-                   f"slots, so keep each slot's context){fits}"]
+        out = [f"raise --parallel {step}{ctx} (llama.cpp splits --ctx-size across slots, "
+               f"so keep each slot's context), {why}"]
     elif engine == "tgi":
-        out = [f"raise --max-batch-total-tokens (and --max-concurrent-requests) so {target} "
-               f"sequences fit{fits}"]
+        out = [f"raise {flag} {step} with --max-concurrent-requests above it; TGI also caps "
+               f"a batch by --max-batch-total-tokens, so let {target} sequences fit, {why}"]
     elif engine == "gateway":
-        out = [f"raise {flag} to {target} if the upstream has free slots, else raise the "
-               f"upstream's own limit{fits}"]
+        out = [f"raise {flag} {step} if the upstream has free slots, else raise the "
+               f"upstream's own limit, {why}"]
     else:
-        out = [f"raise {flag} to {target}{fits}"]
+        out = [f"raise {flag} {step}, {why}"]
     if engine == "vllm":
         out.append("if vLLM's startup log shows KV blocks for fewer sequences, also raise "
                    "--gpu-memory-utilization (e.g. 0.92-0.95)")
+    if inferred:
+        out.append(f"the limit {current} was inferred from R's plateau; if {flag} is set "
+                   f"otherwise, state it with --engine-slots N")
     return out
 
 

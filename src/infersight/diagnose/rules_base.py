@@ -11,7 +11,7 @@ from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
 from infersight.diagnose.verdict import Evidence, Verdict, Window
 
-__all__ = ["RuleInput", "evidence", "fmt", "make_verdict", "rq_evidence"]
+__all__ = ["TTFT_FLOOR_LABEL", "RuleInput", "evidence", "fmt", "make_verdict", "rq_evidence"]
 
 #: Thresholds (design.md section 5); named so reports can cite them.
 Q_SUSTAINED = 0.5  # fraction of samples with Q > 0
@@ -27,6 +27,9 @@ HOST_CPU = 90.0
 ILLUSION_U, ILLUSION_SM = 0.85, 0.50
 BW_RATIO = 2.0
 PREFILL_RATIO = 2.5
+#: The observed TTFT the prefill floor is compared with: from the actual send, the
+#: same definition as the report's "TTFT (from actual send)" table.
+TTFT_FLOOR_LABEL = "TTFT p50 (from actual send)"
 #: Batches beyond this are not searched for the compute knee.
 KNEE_LIMIT = 4096
 
@@ -57,9 +60,14 @@ def rq_evidence(ri: RuleInput) -> list[Evidence]:
     out = [evidence("running (R)", s.R, "requests", s.rq_source),
            evidence("waiting (Q)", s.Q, "requests", s.rq_source)]
     if s.S is not None:
-        out.append(evidence("slots (S)", s.S, "sequences", c.slots_source))
+        out.append(evidence("slots (S)", s.S, "sequences", s.S_source or c.slots_source))
+    if s.plateau is not None:
+        out.append(evidence("slot limit (inferred)", s.plateau.sentence(), "", s.plateau.source()))
     if s.kv is not None:
         out.append(evidence("KV cache usage", s.kv, "fraction", "engine /metrics (engine.kv_cache_usage)"))
+    elif c.has_engine_metrics:
+        out.append(evidence("KV cache usage", "unknown", "",
+                            f"the engine ({c.engine}) exports no KV-cache usage"))
     return out
 
 
@@ -71,7 +79,8 @@ def _floor_evidence(ri: RuleInput) -> list[Evidence]:
                 evidence("ITL floor", s.itl_floor, "s", s.floor_source),
                 evidence("ITL / floor", s.itl_ratio, "x", "observed / roofline floor")]
     if s.ttft_ratio is not None:
-        out += [evidence("TTFT p50 (from sent)", w.ttft_sent_p50, "s", "records"),
+        src = str(w.extra.get("ttft_sent_p50_source") or "the window's records")
+        out += [evidence(TTFT_FLOOR_LABEL, w.ttft_sent_p50, "s", src),
                 evidence("TTFT floor (prefill)", s.ttft_floor, "s", s.floor_source),
                 evidence("TTFT / floor", s.ttft_ratio, "x", "observed / prefill floor")]
     return out

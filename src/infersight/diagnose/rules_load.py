@@ -12,13 +12,11 @@ from infersight.diagnose.fixes import (
     slot_flag,
     under_loaded_fixes,
 )
-from infersight.diagnose.physics.floors import compute_knee
-from infersight.diagnose.physics.hardware import GIB
+from infersight.diagnose.physics.slots import recommend_slots
 from infersight.diagnose.rules_base import (
     BUSY_LOW,
     ERROR_RATE,
     ILLUSION_SM,
-    KNEE_LIMIT,
     KV_FULL,
     Q_SUSTAINED,
     R_NEAR_S,
@@ -31,7 +29,7 @@ from infersight.diagnose.rules_base import (
     rq_evidence,
 )
 from infersight.diagnose.signals_engine import EngineSignals
-from infersight.diagnose.verdict import Verdict
+from infersight.diagnose.verdict import Evidence, Verdict
 
 __all__ = ["client_limited", "error_driven", "queueing", "under_loaded"]
 
@@ -111,8 +109,9 @@ def queueing(ri: RuleInput) -> Verdict | None:
     if s.Q is None or s.Q_frac is None or s.Q_frac < Q_SUSTAINED or s.Q < 0.5:
         return None
     ev = rq_evidence(ri)
+    # An engine that exports no KV usage is never called KV-bound (design.md section 5).
     kv_hi = s.kv_p90 is not None and s.kv_p90 >= KV_FULL
-    if kv_hi or (s.P is not None and s.P > 0):
+    if s.kv is not None and (kv_hi or (s.P is not None and s.P > 0)):
         ev.append(evidence("preemption rate", s.P, "1/s", "engine /metrics (engine.preemptions_total)"))
         why = (f"KV cache at {fmt((s.kv_p90 or 0) * 100, 0)}% (p90)" if kv_hi
                else f"{fmt(s.P, 2)} preemptions/s")
@@ -121,14 +120,8 @@ def queueing(ri: RuleInput) -> Verdict | None:
             f"{fmt(s.Q)} requests wait while {fmt(s.R)} run and the {why}: the KV cache, "
             "not the slot limit, caps concurrency.", ev, 0.85, kv_fixes(ctx.engine))
     if s.S is not None and s.R is not None and s.R >= R_NEAR_S * s.S:
-        target, fits = _recommend_slots(ri)
-        ev.append(evidence("recommended slots", target, "sequences", fits.strip(" ,;") or "demand"))
-        kv_txt = f", KV at {fmt((s.kv or 0) * 100, 0)}%" if s.kv is not None else ""
-        return make_verdict(
-            ri, "slot_bound", "Queueing: slot-bound",
-            f"Queueing is slot-bound: {fmt(s.R)} of {s.S:.0f} slots busy, {fmt(s.Q)} waiting"
-            f"{kv_txt}; raise {slot_flag(ctx.engine)} to {target}{fits}.",
-            ev, 0.85, slot_fix(ctx.engine, target, ctx_per_slot=ctx.ctx_per_slot, fits=fits))
+        return _slot_bound(ri, ev)
+    kv_txt = "" if s.kv is not None else "; KV usage is unknown (the engine exports none)"
     saturated = _saturated(s)
     ev.append(evidence("device busy", s.busy, "fraction", s.busy_source))
     if s.U is not None and s.busy is not s.U:
@@ -137,15 +130,48 @@ def queueing(ri: RuleInput) -> Verdict | None:
         return make_verdict(
             ri, "capacity", "Queueing: capacity",
             f"{fmt(s.Q)} requests wait with {fmt(s.R)} running, no slot or KV limit binding, and "
-            f"the device busy ({fmt((s.busy or 0) * 100, 0)}%): the server is at capacity.",
+            f"the device busy ({fmt((s.busy or 0) * 100, 0)}%): the server is at capacity{kv_txt}.",
             ev, 0.8, replica_fixes(ctx.engine))
     return make_verdict(
         ri, "capacity", "Queueing: capacity (limiter unclear)",
         f"{fmt(s.Q)} requests wait with {fmt(s.R)} running but neither slots, KV nor the device "
-        "look saturated; the engine's scheduler budget may be the limit.",
+        f"look saturated{kv_txt}; the engine's scheduler budget may be the limit.",
         ev, 0.4, [*replica_fixes(ctx.engine)[:1],
                   "check the scheduler's token budget (vLLM --max-num-batched-tokens, "
                   "SGLang --chunked-prefill-size, TGI --max-batch-prefill-tokens)"])
+
+
+def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
+    s, ctx = ri.s, ri.ctx
+    assert s.S is not None
+    current = round(s.S)
+    demand = max(current + 1, math.ceil(current + (s.Q_max or s.Q or 0)))
+    target, why = _recommend_slots(ri, demand)
+    ev.append(evidence("recommended slots", target, "sequences", why))
+    ev.append(evidence("demand (R + Q, max)", demand, "requests", s.rq_source))
+    if s.kv is not None:
+        kv_txt = f", KV at {fmt(s.kv * 100, 0)}%"
+    else:
+        kv_txt = ", KV usage unknown (the engine exports none)" if ctx.has_engine_metrics else ""
+    head = f"{s.plateau.sentence()}. " if s.plateau is not None else ""
+    fixes: list[str] = []
+    if target > current:
+        act = f"raise {slot_flag(ctx.engine)} {current} \u2192 {target}, {why}."
+        fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=why,
+                         inferred=s.plateau is not None)
+    else:
+        act = f"{slot_flag(ctx.engine)} {current} cannot usefully go higher: {why}."
+    if target < demand:
+        act += (f" Up to {demand} requests were in the system: beyond {target} slots they "
+                "queue, so add replicas for the rest.")
+        fixes += replica_fixes(ctx.engine)
+    conf = 0.85 if s.plateau is None else 0.75
+    if s.kv is None:
+        conf -= 0.1  # a plateau could also be an unexported KV limit
+    return make_verdict(
+        ri, "slot_bound", "Queueing: slot-bound",
+        f"{head}Queueing is slot-bound: {fmt(s.R)} of {current} slots busy, {fmt(s.Q)} "
+        f"waiting{kv_txt}; {act}", ev, conf, fixes)
 
 
 def _saturated(s: EngineSignals) -> bool:
@@ -156,30 +182,16 @@ def _saturated(s: EngineSignals) -> bool:
     return s.U >= SATURATED and (s.SM is None or s.SM >= ILLUSION_SM)
 
 
-def _recommend_slots(ri: RuleInput) -> tuple[int, str]:
-    s, ctx, w = ri.s, ri.ctx, ri.w
-    S = int(s.S or 1)
-    demand = max(S + 1, math.ceil(S + (s.Q_max or s.Q or 0)))
+def _recommend_slots(ri: RuleInput, demand: int) -> tuple[int, str]:
+    """The shared recommendation (physics.slots, as `plan` gives it); without the model
+    and device, the demand this window saw."""
+    ctx, w = ri.ctx, ri.w
     shape, dev = ctx.shape, ctx.device
     if shape is None or dev is None:
-        return demand, " if memory allows (pass --model and --gpu to check)"
+        return demand, "the demand seen, if memory allows (pass --model and --gpu to check)"
     seq_ctx = ctx.ctx_per_slot or int((w.prompt_mean or 512) + (w.output_mean or 256))
-    per_seq = shape.kv_bytes_for_context(seq_ctx)
-    util = 0.8 if dev.kind == "cpu" else 0.9
-    overhead = 0.0 if dev.kind == "cpu" else 1.5 * GIB
-    budget = dev.total_memory * util - shape.weights_bytes() - overhead
-    mem_max = int(budget // per_seq) if per_seq > 0 else demand
-    target = max(S, min(demand, mem_max))
-    if target <= S:
-        return S, (f"; memory does not allow more ({per_seq / GIB:.2f} GiB of KV per "
-                   f"{seq_ctx}-token sequence, {max(0.0, budget) / GIB:.1f} GiB free)")
-    kv_total = target * per_seq / GIB
-    fits = (f", which fits in memory ({target} x {seq_ctx}-token sequences = {kv_total:.2f} GiB "
-            f"of KV, {budget / GIB:.1f} GiB free)")
-    knee = compute_knee(shape, dev, context=seq_ctx / 2, limit=KNEE_LIMIT)
-    if knee < target:
-        fits += f"; decode turns compute-bound near {knee} sequences, so throughput gains taper beyond it"
-    return target, fits
+    adv = recommend_slots(shape, dev, ctx=seq_ctx)
+    return adv.target, adv.why()
 
 
 def under_loaded(ri: RuleInput) -> Verdict | None:

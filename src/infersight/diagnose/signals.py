@@ -64,6 +64,30 @@ class SampleIndex:
                 out.append(v[i:j])
         return out
 
+    def times(self, metric: str, t0: float, t1: float) -> np.ndarray:
+        """Every sample time of ``metric`` inside ``[t0, t1]`` (all series, sorted)."""
+        ts = [t[(t >= t0) & (t <= t1)] for lab, t, _ in self._series.get(metric, [])
+              if "stat" not in lab]
+        return np.unique(np.concatenate(ts)) if ts else np.zeros(0)
+
+    def held(self, metric: str, times: np.ndarray, agg: str = "sum") -> np.ndarray | None:
+        """Each series' last value at or before each of ``times`` (a gauge holds its
+        value between scrapes), combined across series by ``agg`` ("sum" or "max");
+        NaN where no series has a value yet. None when the metric was never sampled."""
+        cols = []
+        for lab, t, v in self._series.get(metric, []):
+            if "stat" in lab:
+                continue
+            i = np.searchsorted(t, times, "right") - 1
+            cols.append(np.where(i >= 0, v[np.clip(i, 0, None)], np.nan))
+        if not cols:
+            return None
+        m = np.vstack(cols)
+        seen = np.isfinite(m).any(axis=0)
+        filled = np.where(np.isfinite(m), m, 0.0 if agg == "sum" else -np.inf)
+        out = filled.sum(axis=0) if agg == "sum" else filled.max(axis=0)
+        return np.where(seen, out, np.nan)
+
     def mean_sum(self, metric: str, t0: float, t1: float, **m: str) -> float | None:
         """Sum over series (e.g. replicas) of each series' mean in the window."""
         vals = self.values(metric, t0, t1, **m)

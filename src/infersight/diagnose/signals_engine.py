@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from infersight.diagnose.context import RunContext
 from infersight.diagnose.physics.floors import decode_floor, prefill_floor
+from infersight.diagnose.plateau import Plateau, infer_slots
 from infersight.diagnose.signals import SampleIndex, WindowStats
 
-__all__ = ["EngineSignals", "engine_signals"]
+__all__ = ["EngineSignals", "engine_signals", "floor_record"]
 
 
 @dataclass(slots=True)
@@ -25,6 +27,9 @@ class EngineSignals:
     rq_source: str = ""
     inferred: bool = False
     S: float | None = None
+    S_source: str = ""
+    #: Set when S was inferred from R's plateau (the engine exports no slot limit).
+    plateau: Plateau | None = None
     kv: float | None = None
     kv_p90: float | None = None
     P: float | None = None
@@ -43,6 +48,9 @@ class EngineSignals:
     ttft_floor: float | None = None
     ttft_ratio: float | None = None
     floor_source: str = ""
+    floor_batch: float | None = None
+    floor_context: float | None = None
+    floor_prompt: float | None = None
 
 
 def _client_rq(w: WindowStats, s: EngineSignals, S: float | None) -> None:
@@ -69,10 +77,59 @@ def _client_rq(w: WindowStats, s: EngineSignals, S: float | None) -> None:
     s.inferred = True
 
 
-def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext) -> EngineSignals:
+def floor_record(s: EngineSignals) -> dict[str, Any]:
+    """The floors of one window as stored in ``environment["physics"]["floors"]``."""
+    return {"itl_floor_s": s.itl_floor, "itl_floor_bandwidth_s": s.itl_floor_bw,
+            "itl_floor_compute_s": s.itl_floor_compute, "ttft_floor_s": s.ttft_floor,
+            "batch": s.floor_batch, "context_tokens": s.floor_context,
+            "prompt_tokens": s.floor_prompt, "source": s.floor_source}
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _floors(s: EngineSignals, w: WindowStats, ctx: RunContext, level: str | None) -> None:
+    """ITL and prefill floors (design.md section 6): the run's stored ones for this
+    level when it has them, else computed from the model shape and device peaks."""
+    shape, dev = ctx.shape, ctx.device
+    if shape is not None and dev is not None:
+        flops = (w.output_tps + w.prompt_tps) * 2.0 * shape.n_active_params
+        peak = dev.peak_flops("bf16")
+        s.mfu = flops / peak if peak else None
+    stored = ctx.stored_floors.get(level) if level is not None else None
+    if isinstance(stored, dict) and _num(stored.get("itl_floor_s")) is not None:
+        s.itl_floor = _num(stored.get("itl_floor_s"))
+        s.itl_floor_bw = _num(stored.get("itl_floor_bandwidth_s"))
+        s.itl_floor_compute = _num(stored.get("itl_floor_compute_s"))
+        s.ttft_floor = _num(stored.get("ttft_floor_s"))
+        s.floor_batch = _num(stored.get("batch"))
+        s.floor_context = _num(stored.get("context_tokens"))
+        s.floor_prompt = _num(stored.get("prompt_tokens"))
+        s.floor_source = f"{stored.get('source') or 'roofline'} (stored in the run)"
+    elif shape is not None and dev is not None:
+        ctx_tokens = (w.prompt_mean or 0.0) + (w.output_mean or 0.0) / 2
+        batch = max(1, round(s.R or 1.0))
+        f = decode_floor(shape, dev, batch=batch, context=ctx_tokens)
+        s.itl_floor, s.itl_floor_bw, s.itl_floor_compute = f.itl_s, f.bandwidth_s, f.compute_s
+        s.floor_batch, s.floor_context = float(batch), ctx_tokens
+        if w.prompt_mean:
+            s.floor_prompt = float(max(1, round(w.prompt_mean)))
+            s.ttft_floor = prefill_floor(shape, dev, tokens=round(s.floor_prompt)).ttft_s
+        s.floor_source = f"roofline: {shape.name} on {dev.describe()}"
+    else:
+        return
+    if w.itl_p50 is not None and s.itl_floor:
+        s.itl_ratio = w.itl_p50 / s.itl_floor
+    if w.ttft_sent_p50 is not None and s.ttft_floor:
+        s.ttft_ratio = w.ttft_sent_p50 / s.ttft_floor
+
+
+def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext,
+                   level: str | None = None) -> EngineSignals:
     """Compute the symbols of one window from samples, records and physics."""
     t0, t1 = w.t0, w.t1
-    s = EngineSignals(S=ctx.slots)
+    s = EngineSignals(S=ctx.slots, S_source=ctx.slots_source)
     s.R = idx.mean_sum("engine.requests_running", t0, t1)
     s.Q = idx.mean_sum("engine.requests_waiting", t0, t1)
     if s.R is not None or s.Q is not None:
@@ -95,6 +152,12 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext) -> EngineS
             )
     else:
         _client_rq(w, s, ctx.slots)
+    if s.S is None and not s.inferred:
+        outside = max(0.0, w.inflight_mean - (s.R or 0.0)) if s.rq_source.startswith(
+            "engine /metrics running + client") else 0.0
+        s.plateau = infer_slots(idx, t0, t1, queued_outside=outside)
+        if s.plateau is not None:
+            s.S, s.S_source = float(s.plateau.slots), s.plateau.source()
     s.kv = idx.mean_avg("engine.kv_cache_usage", t0, t1)
     s.kv_p90 = idx.max_quantile("engine.kv_cache_usage", 0.9, t0, t1)
     s.P = idx.counter_rate("engine.preemptions_total", t0, t1)
@@ -103,23 +166,7 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext) -> EngineS
     s.engine_cpu = idx.mean_sum("process.cpu_percent", t0, t1, name="engine")
     s.loadgen_cpu = idx.mean_sum("process.cpu_percent", t0, t1, name="loadgen")
     s.host_cpu = idx.mean_avg("host.cpu_percent", t0, t1, cpu="all")
-    shape, dev = ctx.shape, ctx.device
-    if shape is not None and dev is not None:
-        flops = (w.output_tps + w.prompt_tps) * 2.0 * shape.n_active_params
-        peak = dev.peak_flops("bf16")
-        s.mfu = flops / peak if peak else None
-        ctx_tokens = (w.prompt_mean or 0.0) + (w.output_mean or 0.0) / 2
-        batch = max(1, round(s.R or 1.0))
-        f = decode_floor(shape, dev, batch=batch, context=ctx_tokens)
-        s.itl_floor, s.itl_floor_bw, s.itl_floor_compute = f.itl_s, f.bandwidth_s, f.compute_s
-        if w.itl_p50 is not None and f.itl_s > 0:
-            s.itl_ratio = w.itl_p50 / f.itl_s
-        if w.prompt_mean:
-            p = prefill_floor(shape, dev, tokens=max(1, round(w.prompt_mean)))
-            s.ttft_floor = p.ttft_s
-            if w.ttft_sent_p50 is not None and p.ttft_s > 0:
-                s.ttft_ratio = w.ttft_sent_p50 / p.ttft_s
-        s.floor_source = f"roofline: {shape.name} on {dev.describe()}"
+    _floors(s, w, ctx, level)
     if s.U is not None:
         s.busy, s.busy_source = s.U, "NVML gpu.utilization"
         if s.SM is not None:

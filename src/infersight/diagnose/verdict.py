@@ -1,4 +1,4 @@
-"""The Verdict document (contracts.md section 6): what is wrong, the evidence, the fix."""
+"""The Verdict document (design.md section 5): what is wrong, the evidence, the fix."""
 
 from __future__ import annotations
 

@@ -14,17 +14,23 @@ from typing import Any
 from infersight.report.svg import fmt_value
 from infersight.report.view import RunView
 
-__all__ = ["FLOOR_EVIDENCE", "floor_rows", "floors_html", "floors_markdown"]
+__all__ = ["FLOOR_EVIDENCE", "HEAD", "floor_rows", "floors_html", "floors_markdown"]
 
 #: Evidence names the diagnosis uses for the floors, and the report's column keys.
+#: The observed values are the level's aggregates (the percentile tables' numbers):
+#: ITL pooled and token-weighted, TTFT from the actual send (what prefill can explain).
 FLOOR_EVIDENCE = {
     "ITL p50": "itl",
     "ITL floor": "itl_floor",
     "ITL / floor": "itl_ratio",
-    "TTFT p50 (from sent)": "ttft",
+    "TTFT p50 (from actual send)": "ttft",
+    "TTFT p50 (from sent)": "ttft",  # files written before the label was aligned
     "TTFT floor (prefill)": "ttft_floor",
     "TTFT / floor": "ttft_ratio",
 }
+#: Column headings: one definition per column, named as in the percentile tables.
+HEAD = ("level", "ITL p50 (pooled)", "ITL floor", "ITL / floor", "TTFT p50 (from actual send)",
+        "TTFT floor (prefill)", "TTFT / floor")
 
 
 def floor_rows(view: RunView) -> list[dict[str, Any]]:
@@ -70,12 +76,12 @@ def floors_html(view: RunView) -> str:
         f"<td class=num>{_x(r.get('ttft_ratio'))}</td><td class=muted>{escape(r['source'])}</td></tr>"
         for r in rows
     )
+    head = "".join(f"<th>{escape(h)}</th>" for h in (*HEAD, "source"))
     return (
         '<p class="muted">A ratio near 1× means the step runs at the hardware limit; far '
-        "above it, time goes elsewhere (scheduling, host, queueing).</p>"
-        "<table><tr><th>level</th><th>ITL p50</th><th>ITL floor</th><th>ITL / floor</th>"
-        "<th>TTFT p50 (from sent)</th><th>TTFT floor</th><th>TTFT / floor</th><th>source</th></tr>"
-        f"{body}</table>"
+        "above it, time goes elsewhere (scheduling, host, queueing). Observed values are "
+        "the level's aggregates, as in the percentile tables.</p>"
+        f"<table><tr>{head}</tr>{body}</table>"
     )
 
 
@@ -83,10 +89,7 @@ def floors_markdown(view: RunView) -> list[str]:
     rows = floor_rows(view)
     if not rows:
         return []
-    out = [
-        "| level | ITL p50 | ITL floor | ITL/floor | TTFT p50 | TTFT floor | TTFT/floor |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
+    out = ["| " + " | ".join(HEAD) + " |", "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         level = r["level"].replace("|", "\\|").replace("<", "&lt;")
         out.append(

@@ -1,7 +1,8 @@
 """The engine name map (``data/telemetry/engines.toml``), engine detection and the
 normaliser that turns one engine's /metrics into normalised samples.
 
-Normalised names (contracts.md section 3) carry labels ``engine`` and ``source``.
+Normalised names (``engine.*``, listed in ``infersight.telemetry``) carry labels ``engine``
+and ``source``.
 Histograms become ``<name>`` with ``stat=sum|count`` (cumulative since the engine
 started) and ``stat=p50|p90|p99`` (over the interval since the previous scrape of the
 same normaliser; absent in the first round and None when nothing was observed).

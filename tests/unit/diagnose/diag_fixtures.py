@@ -1,5 +1,5 @@
 """RunResult fixtures shaped like a vLLM deployment: the engine's documented metric
-names normalised per contracts.md section 3 (vllm:num_requests_running ->
+names normalised by data/telemetry/engines.toml (vllm:num_requests_running ->
 engine.requests_running, vllm:num_requests_waiting -> engine.requests_waiting,
 vllm:gpu_cache_usage_perc / kv_cache_usage_perc -> engine.kv_cache_usage,
 vllm:num_preemptions_total -> engine.preemptions_total) and GPU readings in the
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from infersight.core.records import RequestRecord, RunResult, Sample
+from infersight.diagnose import Verdict
 
 LLAMA3_8B: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],
@@ -129,3 +130,15 @@ def build_run(sc: Scenario) -> RunResult:
 def make_run(**kw: Any) -> RunResult:
     """A RunResult for the scenario given by keyword arguments."""
     return build_run(Scenario(**kw))
+
+
+def ids(vs: list[Verdict]) -> list[str]:
+    """The verdict ids, in order."""
+    return [v.id for v in vs]
+
+
+def one(vs: list[Verdict], vid: str) -> Verdict:
+    """The verdict ``vid`` (the test fails, listing what there is, when it is absent)."""
+    found = [v for v in vs if v.id == vid]
+    assert found, f"no {vid} verdict in {ids(vs)}: {[v.summary for v in vs]}"
+    return found[0]

