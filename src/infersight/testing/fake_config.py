@@ -102,6 +102,13 @@ class FakeConfig:
     generation request. ``api_key`` set -> 401 for a missing or wrong key.
     ``max_concurrency`` set -> 429 (with ``Retry-After: 1``) above that many requests
     in flight. ``queue_delay_ms`` set -> an ``X-Queue-Delay`` header.
+
+    Engine model: ``slots`` set -> at most that many generations at once, the rest
+    wait in arrival order inside the server, before their headers (a real queue, so
+    each request's service time is ``ttft + itl * (tokens - 1)`` after its wait).
+    ``metrics_dialect`` "vllm" / "llamacpp" -> ``GET /metrics`` in that engine's names
+    (running = holders of a slot, waiting = the queue); the KV usage it reports is
+    ``kv_usage``, or ``kv_per_running * running`` (capped at 1) when that is set.
     """
 
     ttft: float = 0.0
@@ -128,6 +135,14 @@ class FakeConfig:
     hold_after_done: float = 0.0
     #: Content-Type of streamed answers (some proxies rewrite or drop it).
     sse_content_type: str = "text/event-stream"
+    #: Generation slots (None: unlimited); the rest wait FIFO.
+    slots: int | None = None
+    #: Engine whose ``/metrics`` names to export: "vllm", "llamacpp" or None (no /metrics).
+    metrics_dialect: str | None = None
+    #: Fixed KV-cache usage (0..1) reported by the vllm dialect.
+    kv_usage: float = 0.02
+    #: KV usage per running request, for a KV-full engine (overrides ``kv_usage``).
+    kv_per_running: float | None = None
 
     def to_json(self) -> bytes:
         d = dataclasses.asdict(self)

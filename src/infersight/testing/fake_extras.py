@@ -13,6 +13,7 @@ import orjson
 from aiohttp import web
 
 from infersight.testing.fake_config import Behavior, FakeConfig
+from infersight.testing.fake_slots import SlotPool
 
 __all__ = ["ExtraEndpoints", "count_words", "error_response", "json_response"]
 
@@ -49,6 +50,7 @@ class ExtraEndpoints:
 
     config: FakeConfig
     stats: dict[str, Any]
+    pool: SlotPool
     _script: list[Behavior]
 
     def _check_key(self, request: web.Request) -> web.Response | None:
@@ -131,7 +133,9 @@ class ExtraEndpoints:
         return json_response({"tokens": toks})
 
     async def _stats(self, request: web.Request) -> web.Response:
-        return json_response({**self.stats, "script_left": len(self._script)})
+        return json_response(
+            {**self.stats, **self.pool.gauges(), "script_left": len(self._script)}
+        )
 
     async def _set_script(self, request: web.Request) -> web.Response:
         script = orjson.loads(await request.read())

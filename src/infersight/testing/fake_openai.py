@@ -34,9 +34,14 @@ from infersight.testing.fake_extras import (
     error_response,
     json_response,
 )
+from infersight.testing.fake_metrics import EngineMetrics
 from infersight.testing.fake_process import FakeProcess
+from infersight.testing.fake_slots import SlotPool, record_timeline
 
 __all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess"]
+
+#: ttft, itl, prompt tokens, completion tokens, finish reason of one answer.
+_Gen = tuple[float, float, int, int, str]
 
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
@@ -50,6 +55,10 @@ class FakeOpenAI(ExtraEndpoints):
         self.base_url = ""
         self.port = 0
         self._closing: asyncio.Event | None = None
+        self.pool = SlotPool(self.config.slots)
+        self.engine_metrics: EngineMetrics | None = None
+        if self.config.metrics_dialect is not None:
+            self.engine_metrics = EngineMetrics(self.config, self.pool)
         self.stats: dict[str, Any] = {}
         self.reset_stats()
 
@@ -65,6 +74,10 @@ class FakeOpenAI(ExtraEndpoints):
             "client_gone": 0,
             "arrivals": [],
             "embedding_batches": [],
+            # The true wait for a slot of every finished generation, and its
+            # [arrival, slot start, end] (host monotonic clock), in finishing order.
+            "queue_waits": [],
+            "timelines": [],
         }
 
     def set_script(self, script: list[Any]) -> None:
@@ -83,6 +96,10 @@ class FakeOpenAI(ExtraEndpoints):
         r.add_get("/_fake/stats", self._stats)
         r.add_post("/_fake/script", self._set_script)
         r.add_post("/_fake/reset", self._reset)
+        if self.engine_metrics is not None:
+            r.add_get("/metrics", self._metrics)
+        if self.config.metrics_dialect == "llamacpp":
+            r.add_get("/props", self._props)
         return app
 
     @contextlib.asynccontextmanager
@@ -150,12 +167,13 @@ class FakeOpenAI(ExtraEndpoints):
         s = self.stats
         s["requests"] += 1
         s["by_path"][request.path] = s["by_path"].get(request.path, 0) + 1
-        s["arrivals"].append(time.monotonic())
+        arrival = time.monotonic()
+        s["arrivals"].append(arrival)
         del s["arrivals"][:-1000]
         s["in_flight"] += 1
         s["max_in_flight"] = max(s["max_in_flight"], s["in_flight"])
         try:
-            resp = await self._generate_inner(request)
+            resp = await self._generate_inner(request, arrival)
             self._count(request, resp.status)
             return resp
         except ConnectionResetError:
@@ -165,7 +183,7 @@ class FakeOpenAI(ExtraEndpoints):
         finally:
             s["in_flight"] -= 1
 
-    async def _generate_inner(self, request: web.Request) -> web.StreamResponse:
+    async def _generate_inner(self, request: web.Request, arrival: float) -> web.StreamResponse:
         denied = self._check_key(request)
         if denied is not None:
             return denied
@@ -197,6 +215,33 @@ class FakeOpenAI(ExtraEndpoints):
             if b.retry_after_ms is not None:
                 headers["retry-after-ms"] = f"{b.retry_after_ms:g}"
             return error_response(b.status, b.message or f"fake error {b.status}", headers)
+        # The engine's queue: wait for a slot (FIFO) before the first byte of the answer.
+        await self.pool.acquire()
+        start = time.monotonic()
+        try:
+            resp, gen = await self._answer(request, body, b, headers)
+        finally:
+            self.pool.release()
+        end = time.monotonic()
+        record_timeline(self.stats, arrival, start, end)
+        if self.engine_metrics is not None:
+            ttft, itl, prompt, tokens, finish = gen
+            self.engine_metrics.observe(
+                queue=start - arrival,
+                ttft=start - arrival + ttft,
+                itl=itl,
+                e2e=end - arrival,
+                prompt=prompt,
+                tokens=tokens,
+                finish=finish,
+            )
+        return resp
+
+    async def _answer(
+        self, request: web.Request, body: dict[str, Any], b: Behavior, headers: dict[str, str]
+    ) -> tuple[web.StreamResponse, _Gen]:
+        """Generate the answer (holding a slot): JSON, or a stream; and its figures."""
+        cfg = self.config
         chat = request.path.endswith("/chat/completions")
         prompts = [body.get("messages")] if chat else body.get("prompt", "")
         if not isinstance(prompts, list) or chat or (prompts and isinstance(prompts[0], int)):
@@ -213,13 +258,15 @@ class FakeOpenAI(ExtraEndpoints):
             n, finish = max_tokens, "length"
         ttft = b.ttft if b.ttft is not None else cfg.ttft
         itl = b.itl if b.itl is not None else cfg.itl
+        # What the engine's counters need once the answer is done.
+        gen: _Gen = (ttft, itl, prompt_tokens, n * len(prompts), finish)
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": n * len(prompts) + cfg.usage_offset,
             "total_tokens": prompt_tokens + n * len(prompts) + cfg.usage_offset,
         }
         base = {
-            "id": f"{'chatcmpl' if chat else 'cmpl'}-{rid[:16]}",
+            "id": f"{'chatcmpl' if chat else 'cmpl'}-{headers['X-Request-Id'][:16]}",
             "object": "chat.completion.chunk" if chat else "text_completion",
             "created": int(time.time()),
             "model": body.get("model") or cfg.model,
@@ -238,16 +285,17 @@ class FakeOpenAI(ExtraEndpoints):
                 for i in range(len(prompts))
             ]
             obj = "chat.completion" if chat else "text_completion"
-            return json_response(
+            answer = json_response(
                 {**base, "object": obj, "choices": choices, "usage": usage}, headers=headers
             )
+            return answer, gen
         from infersight.testing.fake_stream import stream_answer
 
         so = body.get("stream_options")
         want_usage = cfg.include_usage == "always" or (
             cfg.include_usage == "auto" and isinstance(so, dict) and bool(so.get("include_usage"))
         )
-        return await stream_answer(
+        streamed = await stream_answer(
             request,
             b,
             cfg,
@@ -260,6 +308,20 @@ class FakeOpenAI(ExtraEndpoints):
             itl=itl,
             finish=finish,
             usage=usage if want_usage else None,
+        )
+        return streamed, gen
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        assert self.engine_metrics is not None
+        return web.Response(
+            body=self.engine_metrics.render(),
+            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+        )
+
+    async def _props(self, request: web.Request) -> web.Response:
+        # llama.cpp's /props: where infersight reads the slot limit of that engine.
+        return json_response(
+            {"total_slots": self.config.slots or 1, "model_path": self.config.model}
         )
 
 

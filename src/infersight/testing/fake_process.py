@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from infersight.testing.fake_config import FakeConfig
+from infersight.testing.fake_metrics import DIALECTS
 
 __all__ = ["FakeProcess", "main"]
 
@@ -112,9 +113,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ttft", type=float, default=None)
     ap.add_argument("--itl", type=float, default=None)
     ap.add_argument("--tokens", type=int, default=None)
+    ap.add_argument(
+        "--slots", type=int, default=None, help="at most N generations at once; the rest wait"
+    )
+    ap.add_argument(
+        "--metrics-dialect",
+        choices=DIALECTS,
+        default=None,
+        help="serve /metrics with this engine's metric names",
+    )
+    ap.add_argument("--kv-usage", type=float, default=None, help="fixed KV usage 0..1")
+    ap.add_argument(
+        "--kv-per-running", type=float, default=None, help="KV usage per running request"
+    )
     args = ap.parse_args(argv)
     cfg = FakeConfig.from_json(args.config_json) if args.config_json else FakeConfig()
-    for name in ("ttft", "itl", "tokens"):
+    if args.slots is not None and args.slots < 1:
+        ap.error("--slots must be at least 1")
+    for name in ("ttft", "itl", "tokens", "slots", "metrics_dialect", "kv_usage", "kv_per_running"):
         if getattr(args, name) is not None:
             setattr(cfg, name, getattr(args, name))
     try:
