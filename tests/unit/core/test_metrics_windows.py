@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from queue_sim import simulate
 
 from infersight.core.metrics import Window, aggregate
 from infersight.core.records import RequestRecord
 from infersight.core.sustain import inflight_trend
 from infersight.core.windows import MIN_REQUESTS
+from infersight.testing.queue_sim import simulate
 
 
 def test_overload_tail_is_not_dropped() -> None:

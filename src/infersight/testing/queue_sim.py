@@ -1,4 +1,5 @@
-"""A FIFO queue with N slots and a service time, producing the records a client would.
+"""A simulated FIFO server with N slots and a service time: the records a client would
+keep, and the truth behind them.
 
 Used to check windows and sustainability against a ground truth: every record's true
 queue wait is known, and so is the server's capacity (slots / service time).
