@@ -89,7 +89,7 @@ def verdicts_html(view: RunView) -> str:
     for v in view.verdicts:
         vid = str(v.get("id", ""))
         cls = (
-            "ok" if vid == "healthy" else "bad" if vid in ("client_limited", "error_driven") else ""
+            "ok" if vid == "healthy" else "bad" if vid in ("client_limited", "error_driven", "overloaded") else ""
         )
         conf = v.get("confidence")
         conf_s = f"{float(conf) * 100:.0f}%" if isinstance(conf, int | float) else "-"
