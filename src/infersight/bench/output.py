@@ -12,10 +12,11 @@ import math
 from pathlib import Path
 from typing import Any
 
+from infersight.core.metrics import client_headline, level_notes, level_state
 from infersight.core.pricing import PriceTable
 from infersight.core.records import RunResult, save_run_result
 
-__all__ = ["cost_summary", "render", "write_outputs"]
+__all__ = ["cost_summary", "headline", "render", "write_outputs"]
 
 CSV_FIELDS = (
     "request_id", "level", "worker", "ok", "error", "cancelled", "status", "scheduled",
@@ -39,12 +40,12 @@ def cost_summary(result: RunResult, prices: PriceTable, model: str) -> dict[str,
         p_tok = sum(r.prompt_tokens or 0 for r in recs)
         o_tok = sum(r.output_tokens for r in recs)
         usd = price.cost(p_tok, o_tok)
-        w = agg["window"]
-        span = w["end"] - w["start"]
+        # A day at the level's measured throughput: the mean cost of its window's
+        # requests times its completions per second.
+        tk, n_win, tput = agg["tokens"], agg["requests"]["in_window"], agg["request_throughput"]
         per_day = None
-        if span > 0:
-            tk = agg["tokens"]
-            per_day = price.cost(tk["prompt"], tk["output"]) / span * 86400.0
+        if n_win and tput:
+            per_day = price.cost(tk["prompt"], tk["output"]) / n_win * tput * 86400.0
         levels[name] = {
             "usd": usd,
             "usd_per_million_output_tokens": usd / o_tok * 1e6 if o_tok else None,
@@ -83,20 +84,28 @@ def _num(v: float | None, fmt: str = ".2f") -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
 
+def headline(result: RunResult) -> str | None:
+    """The line every output starts with when the client may have limited the run."""
+    head = client_headline(result)
+    return None if head is None else f"{head[0]}: {head[1]}"
+
+
 def render(result: RunResult, console: Any) -> None:
     """Print the banner, one table row per level, cost, find-max and diagnosis."""
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
-    if result.client_limited:
-        console.print(
-            "[bold red]CLIENT-LIMITED:[/] the load generator, not the server, may have "
-            "limited these numbers: " + "; ".join(result.client_limited_reasons)
-        )
+    head = client_headline(result)
+    if head is not None:
+        console.print(f"[bold red]{head[0]}:[/] {head[1]}", highlight=False)
     if result.partial:
         console.print("[bold yellow]PARTIAL:[/] the run was interrupted; results are partial")
-    cols = ("req/s", "tok/s", "ok", "TTFT p50/p99", "TPOT p50", "ITL p50/p99",
-            "e2e p50/p99", "lag p99", "goodput")  # fmt: skip
+    differ = any(
+        a["requests"]["in_window"] != a["requests"]["total"] for a in result.aggregates.values()
+    )
+    cols = ("req/s", "tok/s", "ok/sent", *(("in stats",) if differ else ()), "state",
+            "TTFT p50/p99", "TPOT p50", "ITL p50/p99", "e2e p50/p99", "lag p99", "goodput")  # fmt: skip
     rows: dict[str, list[str]] = {}
     for name, a in result.aggregates.items():
         req = a["requests"]
@@ -105,6 +114,8 @@ def render(result: RunResult, console: Any) -> None:
             _num(a["request_throughput"]),
             _num(a["output_token_throughput"], ".1f"),
             f"{req['ok']}/{req['total']}",
+            *((str(req["in_window"]),) if differ else ()),
+            "[bold red]UNSUSTAINABLE[/]" if (st := level_state(a)) == "unsustainable" else st,
             f"{_ms(a['ttft'], 'p50')}/{_ms(a['ttft'], 'p99')}",
             _ms(a["tpot"], "p50"),
             f"{_ms(a['itl'], 'p50')}/{_ms(a['itl'], 'p99')}",
@@ -129,7 +140,15 @@ def render(result: RunResult, console: Any) -> None:
         for i, col in enumerate(cols):
             table.add_row(col, *(cells[i] for cells in rows.values()))
     console.print(table)
-    console.print("[dim]times in ms; TTFT and e2e from the intended send time; ITL pooled[/]")
+    console.print(
+        "[dim]times in ms; TTFT and e2e from the intended send time; ITL pooled; latency "
+        "over the requests sent in each level's window (in stats), throughput over its "
+        "completions until the window's requests drained[/]"
+    )
+    for name, a in result.aggregates.items():
+        for kind, text in level_notes(name, a):
+            style = "bold red" if kind == "unsustainable" else "dim"
+            console.print(f"[{style}]{escape(text)}[/]", highlight=False)
     for name, a in result.aggregates.items():
         errs = a["errors_by_type"]
         if errs:
@@ -149,7 +168,7 @@ def render(result: RunResult, console: Any) -> None:
     if fm:
         ans = fm["max_rate"]
         console.print(
-            f"[bold]find-max:[/] highest rate meeting {fm['slo']}: "
+            f"[bold]find-max:[/] highest sustainable rate meeting {fm['slo']}: "
             + ("none of the rates tried" if ans is None else f"{ans:.3g} req/s")
         )
     for v in result.diagnosis:
@@ -173,8 +192,10 @@ def write_outputs(result: RunResult, out_dir: str | Path) -> dict[str, Path]:
     tmp = csv_path.with_suffix(".csv.tmp")
     with tmp.open("w", newline="") as f:
         w = csv.writer(f)
-        if result.client_limited:
-            w.writerow(["# CLIENT-LIMITED: " + "; ".join(result.client_limited_reasons)])
+        head = headline(result)
+        if head is not None:
+            # A comment line, written raw: csv quoting would hide the leading '#'.
+            f.write("# " + " ".join(head.split()) + "\n")
         w.writerow(CSV_FIELDS)
         for r in result.records:
             row = {

@@ -3,10 +3,13 @@
 - Fixed: the ``--concurrency`` or ``--rate`` list, in order.
 - ``--sweep auto``: a sequential baseline (concurrency 1), then the throughput level
   (everything at once: the server's saturation rate), then ``sweep_levels`` rates
-  evenly between the two.
+  evenly between the two, lowest first. Once a rate is unsustainable (design.md
+  section 2) the higher ones are skipped: they would only queue for longer.
 - ``--find-max``: the throughput level bounds the search; then a bisection on the rate
-  keeps the highest rate whose level met every SLO. The curve (every rate tried) and
-  the answer go into ``RunResult.config["find_max"]``.
+  keeps the highest rate whose level met every SLO *and* was sustainable. An
+  unsustainable level fails whatever its percentiles: they only measure how long the
+  level ran. The curve (every rate tried) and the answer go into
+  ``RunResult.config["find_max"]``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,18 @@ from typing import Any
 
 from infersight.bench.config import BenchConfig, LevelSpec, rate_name
 
-__all__ = ["LevelPlanner"]
+__all__ = ["LevelPlanner", "level_passed", "unsustainable"]
+
+
+def unsustainable(agg: dict[str, Any]) -> bool:
+    """True when the level was judged and found unsustainable."""
+    sus = agg.get("sustainability") or {}
+    return bool(sus.get("judged")) and sus.get("sustainable") is False
+
+
+def level_passed(agg: dict[str, Any]) -> bool:
+    """A level passes when it met every SLO and was not unsustainable."""
+    return bool((agg.get("slo") or {}).get("met")) and not unsustainable(agg)
 
 
 class LevelPlanner:
@@ -59,6 +73,8 @@ class LevelPlanner:
         k = n - 2
         if k >= self.cfg.sweep_levels or top <= 0:
             return None
+        if k > 0 and unsustainable(self._done[-1][1]):
+            return None  # every higher rate is unsustainable too
         lo, hi = min(base, top), max(base, top)
         rate = lo + (hi - lo) * (k + 1) / (self.cfg.sweep_levels + 1)
         if rate <= 0:
@@ -69,7 +85,7 @@ class LevelPlanner:
         if n == 0:
             return LevelSpec("throughput", rate=math.inf)
         spec, agg = self._done[-1]
-        met = bool((agg.get("slo") or {}).get("met"))
+        met = level_passed(agg)
         if n == 1:
             self._hi = agg.get("request_throughput") or 0.0
             if self._hi <= 0:
@@ -113,6 +129,8 @@ class LevelPlanner:
                     "request_throughput": agg.get("request_throughput"),
                     "goodput": agg.get("goodput"),
                     "slo_met": bool((agg.get("slo") or {}).get("met")),
+                    "sustainable": (agg.get("sustainability") or {}).get("sustainable"),
+                    "passed": level_passed(agg),
                     "checks": (agg.get("slo") or {}).get("checks"),
                 }
             )

@@ -20,6 +20,7 @@ import time
 import uuid
 from typing import Any
 
+from infersight.bench.colocation import cpu_contention
 from infersight.bench.config import BenchConfig, LevelSpec
 from infersight.bench.datasets import PromptSource
 from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
@@ -90,6 +91,9 @@ async def _run_with_target(
     result.notes.extend(target.notes)
     planner = LevelPlanner(cfg)
     window = cfg.window()
+    contention = cpu_contention(target.base_url, target.engine_pid)
+    if contention:
+        result.environment["cpu_contention"] = contention
     async with make_client(spec) as client:
         tokenize = client.tokenize if cfg.dataset is None else None
         prompts = PromptSource(
@@ -115,6 +119,7 @@ async def _run_with_target(
                         else level.rate,
                         loadgen_cpu_percent=outcome.cpu_percent,
                         check_lag=level.rate is None or not math.isinf(level.rate),
+                        contention=contention,
                     )  # fmt: skip
                     result.aggregates[level.name] = agg
                     planner.record(level, agg)

@@ -100,6 +100,7 @@ def register(app: typer.Typer) -> None:
         out: dict[str, list[dict[str, object]]] = {}
         from rich.console import Console
 
+        from infersight.core.metrics import client_headline
         from infersight.diagnose.render import print_verdicts
 
         con = Console()
@@ -108,9 +109,9 @@ def register(app: typer.Typer) -> None:
                                 engine_slots=engine_slots)
             out[name] = [v.model_dump(mode="json") for v in verdicts]
             if not as_json:
-                if result.client_limited:
-                    con.print("[bold magenta]CLIENT-LIMITED RUN:[/bold magenta] "
-                              + "; ".join(result.client_limited_reasons))
+                head = client_headline(result)
+                if head is not None:
+                    con.print(f"[bold magenta]{head[0]}:[/bold magenta] {head[1]}", highlight=False)
                 print_verdicts(verdicts, console=con, title=name)
         if as_json:
             doc = out[inputs[0][0]] if len(inputs) == 1 else out

@@ -15,11 +15,12 @@ from infersight.diagnose.rules_load import (
     queueing,
     under_loaded,
 )
+from infersight.diagnose.rules_overload import overloaded
 from infersight.diagnose.verdict import Verdict
 
 __all__ = ["RULES", "RuleInput", "evaluate"]
 
-RULES = (client_limited, error_driven, queueing, host_starved, busy_illusion,
+RULES = (client_limited, error_driven, overloaded, queueing, host_starved, busy_illusion,
          under_loaded, compute_prefill, bandwidth_decode)
 
 

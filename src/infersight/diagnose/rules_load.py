@@ -42,6 +42,15 @@ def client_limited(ri: RuleInput) -> Verdict | None:
           evidence("load generator CPU", s.loadgen_cpu, "% of a core", "process.cpu_percent{name=loadgen}")]
     ev += [evidence("reason", r, "", "client-limited flag (design.md s.2)") for r in ri.client_reasons]
     why = "; ".join(ri.client_reasons) or "schedule lag / load generator CPU over limits"
+    contention = (ri.agg.get("client_limited") or {}).get("contention")
+    if contention:  # design.md s.2: name the contention, do not blame the client alone
+        return make_verdict(
+            ri, "client_limited", "Benchmark client and server share cores",
+            f"The client's schedule slipped ({why}): {contention}, so the figures include "
+            "the contention between them.", ev, 0.8,
+            ["run the load generator on another host (or pin client and engine to "
+             "separate cores) to measure the server alone",
+             "give the engine fewer threads than the host has cores"])
     return make_verdict(
         ri, "client_limited", "Benchmark client-limited",
         f"The load generator, not the server, limited this run ({why}); its latencies "

@@ -12,6 +12,7 @@ __all__ = ["VERDICT_IDS", "Evidence", "Verdict", "Window"]
 VERDICT_IDS: tuple[str, ...] = (
     "client_limited",
     "error_driven",
+    "overloaded",
     "kv_bound",
     "slot_bound",
     "capacity",

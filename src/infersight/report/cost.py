@@ -105,13 +105,14 @@ def level_cost(
     prompt = sum(r.prompt_tokens or 0 for r in done)
     output = sum(r.output_tokens for r in done)
     run = (prompt * price[0] + output * price[1]) / 1e6
-    window = agg.get("window") or {}
-    length = (window.get("end") or 0.0) - (window.get("start") or 0.0)
-    if length <= 0:
+    # $/day at the measured rate: the cost of a completed request times the level's
+    # request throughput (completions over its throughput span), over 24 h.
+    tput = agg.get("request_throughput")
+    if isinstance(tput, int | float) and tput > 0 and done:
+        per_s = run / len(done) * tput
+    else:
         length = span[1] - span[0]
-    # $/day at the measured rate: the window's spend rate projected over 24 h.
-    n_win = (agg.get("requests") or {}).get("in_window") or len(records)
-    per_s = run * (n_win / max(len(records), 1)) / length if length > 0 else math.nan
+        per_s = run / length if length > 0 else math.nan
     return {
         "run_usd": run,
         "per_mtok_output_usd": (run / output * 1e6) if output else math.nan,

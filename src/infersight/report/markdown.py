@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from infersight.core.metrics import client_headline, level_state
 from infersight.core.records import RunResult
 from infersight.report.compare import (
     CompareRow,
@@ -18,6 +19,7 @@ from infersight.report.compare import (
 )
 from infersight.report.compare_html import OVERVIEW_METRICS
 from infersight.report.floors import floors_markdown
+from infersight.report.levels import level_notes_md
 from infersight.report.sections import ev_value
 from infersight.report.svg import fmt_value
 from infersight.report.view import RunView, build_views
@@ -57,13 +59,10 @@ def _run_md(view: RunView) -> list[str]:
     if r.versions.get("infersight"):
         facts.append(f"infersight {md_cell(r.versions['infersight'])}")
     out += [" · ".join(facts), ""]
-    if r.client_limited:
-        out += [
-            "> [!WARNING]",
-            "> **Client-limited run**: "
-            + md_cell("; ".join(r.client_limited_reasons) or "the load generator limited it"),
-            "",
-        ]
+    flagged = client_headline(r)
+    if flagged is not None:
+        label = flagged[0].capitalize() if r.environment.get("cpu_contention") else "Client-limited run"
+        out += ["> [!WARNING]", f"> **{label}**: " + md_cell(flagged[1]), ""]
     if r.partial:
         out += ["> [!WARNING]", "> **Partial run**: interrupted; numbers cover what completed.", ""]
     rows = []
@@ -74,6 +73,7 @@ def _run_md(view: RunView) -> list[str]:
             [
                 md_cell(lv.name),
                 f"{req.get('total', len(lv.records)):,}",
+                f"{req['in_window']:,}" if isinstance(req.get("in_window"), int) else "-",
                 _num(_get(a, "success_rate"), "frac"),
                 _num(_get(a, "output_token_throughput")),
                 _num(_get(a, "request_throughput")),
@@ -83,11 +83,13 @@ def _run_md(view: RunView) -> list[str]:
                 _num(_get(a, "itl", "p99"), "s"),
                 _num(_get(a, "e2e", "p99"), "s"),
                 _num((lv.cost or {}).get("per_mtok_output_usd"), "$"),
+                "**UNSUSTAINABLE**" if (st := level_state(a)) == "unsustainable" else st,
             ]
         )
     head = [
         "level",
-        "requests",
+        "sent",
+        "in stats",
         "success",
         "out tok/s",
         "req/s",
@@ -97,8 +99,10 @@ def _run_md(view: RunView) -> list[str]:
         "ITL p99",
         "e2e p99",
         "$/Mtok out",
+        "state",
     ]
     out += [*_table(head, rows), ""]
+    out += level_notes_md(view)
     out += floors_markdown(view)
     out += _verdicts_md(view)
     return out

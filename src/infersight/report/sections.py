@@ -7,17 +7,17 @@ through ``html.escape`` here; nothing from a RunResult is ever inserted raw.
 from __future__ import annotations
 
 import json
-import math
 import re
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from infersight.core.metrics import client_headline
 from infersight.report.aggregates import PERCENTILES
-from infersight.report.compare import _get
 from infersight.report.floors import floors_html
+from infersight.report.levels import fmt_cell, level_notes_html, summary_table
 from infersight.report.plots import cdf_charts, throughput_latency_charts, timeline_charts
-from infersight.report.svg import PALETTE, fmt_value
+from infersight.report.svg import PALETTE
 from infersight.report.view import RunView
 
 __all__ = ["banner", "ev_value", "fmt_cell", "redact", "run_section", "verdicts_html"]
@@ -37,21 +37,6 @@ LATENCY_TABLES = (
 )
 
 
-def fmt_cell(v: Any, unit: str = "") -> str:
-    """Escaped table cell text for a number (or '-')."""
-    if isinstance(v, bool) or v is None:
-        return "-" if v is None else str(v)
-    if isinstance(v, int | float):
-        if not math.isfinite(v):
-            return "-"
-        if unit == "$":
-            return f"${v:,.4g}" if abs(v) < 1000 else f"${v:,.0f}"
-        if unit == "int":
-            return f"{int(v):,}"
-        return escape(fmt_value(float(v), unit))
-    return escape(str(v))
-
-
 def redact(obj: Any) -> Any:
     """A copy with values under secret-looking keys replaced (never print API keys)."""
     if isinstance(obj, dict):
@@ -66,7 +51,10 @@ def banner(view: RunView, *, named: bool = False) -> str:
     r = view.result
     out = []
     who = f"{escape(view.label)}: " if named else ""
-    if r.client_limited:
+    head = client_headline(r)
+    if head is not None and r.environment.get("cpu_contention"):
+        out.append(f'<div class="banner bad"><b>{who}{escape(head[0].capitalize())}:</b> {escape(head[1])}</div>')
+    elif r.client_limited:
         reasons = "; ".join(r.client_limited_reasons) or "see the schedule lag table"
         out.append(
             f'<div class="banner bad"><b>{who}Client-limited run:</b> the load generator, not the '
@@ -101,7 +89,7 @@ def verdicts_html(view: RunView) -> str:
     for v in view.verdicts:
         vid = str(v.get("id", ""))
         cls = (
-            "ok" if vid == "healthy" else "bad" if vid in ("client_limited", "error_driven") else ""
+            "ok" if vid == "healthy" else "bad" if vid in ("client_limited", "error_driven", "overloaded") else ""
         )
         conf = v.get("confidence")
         conf_s = f"{float(conf) * 100:.0f}%" if isinstance(conf, int | float) else "-"
@@ -147,41 +135,6 @@ def ev_value(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
     return "n/a" if v is None else str(v)
-
-
-def _summary_table(view: RunView) -> str:
-    head = (
-        "<tr><th>level</th><th>requests</th><th>ok</th><th>errors</th><th>success</th>"
-        "<th>req/s</th><th>output tok/s</th><th>goodput req/s</th><th>TTFT p50</th>"
-        "<th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>e2e p99</th><th>window</th></tr>"
-    )
-    rows = []
-    for lv in view.levels:
-        a = lv.agg
-        req = a.get("requests") or {}
-        win = a.get("window") or {}
-        rows.append(
-            f"<tr><td>{escape(lv.name)}</td>"
-            f"<td class=num>{fmt_cell(req.get('total'), 'int')}</td>"
-            f"<td class=num>{fmt_cell(req.get('ok'), 'int')}</td>"
-            f"<td class=num>{fmt_cell(req.get('errors'), 'int')}</td>"
-            f"<td class=num>{fmt_cell(a.get('success_rate'), 'frac')}</td>"
-            f"<td class=num>{fmt_cell(a.get('request_throughput'))}</td>"
-            f"<td class=num>{fmt_cell(a.get('output_token_throughput'))}</td>"
-            f"<td class=num>{fmt_cell(a.get('goodput'))}</td>"
-            + "".join(
-                f"<td class=num>{fmt_cell(_get(a, m, q), 's')}</td>"
-                for m, q in (
-                    ("ttft", "p50"),
-                    ("ttft", "p99"),
-                    ("itl", "p50"),
-                    ("itl", "p99"),
-                    ("e2e", "p99"),
-                )
-            )
-            + f"<td class=muted>{escape(str(win.get('method') or ''))}</td></tr>"
-        )
-    return f"<table>{head}{''.join(rows)}</table>"
 
 
 def _latency_tables(view: RunView) -> str:
@@ -291,7 +244,7 @@ def run_section(view: RunView, idx: int) -> str:
     return (
         f'<section id="run-{idx}"><h1>{escape(view.label)}</h1>{banner(view)}{identity(view)}'
         f"<h2>Verdicts</h2>{verdicts_html(view)}"
-        f"<h2>Load levels</h2>{_summary_table(view)}"
+        f"<h2>Load levels</h2>{summary_table(view)}{level_notes_html(view)}"
         f'<h2>Throughput against latency</h2><div class="charts">{charts}</div>'
         f"<h2>Latency distributions</h2>{_cdf_note(view)}"
         f'<div class="charts">{"".join(cdf_charts(view))}</div>'

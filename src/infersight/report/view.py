@@ -45,10 +45,27 @@ class LevelView:
     )
     _chunks: Chunks | None = field(default=None, repr=False)
 
+    def in_stats(self) -> list[bool]:
+        """Which records the level's statistics cover: those sent inside its window.
+
+        The CDFs use the same requests as the tables (design.md section 2).
+        """
+        w = self.agg.get("window") or {}
+        lo, hi = w.get("start"), w.get("end")
+        if not w.get("steady") or not isinstance(lo, float) or not isinstance(hi, float):
+            return [True] * len(self.records)
+        return [lo <= r.scheduled <= hi for r in self.records]
+
     def ok_values(self, attr: str) -> FloatArray:
-        """Values of a per-record metric (``ttft``, ``e2e``...) over successful requests."""
+        """Values of a per-record metric (``ttft``, ``e2e``...) over successful requests
+        of the level's window."""
         if attr not in self._cache:
-            vals = [v for r in self.records if r.ok and (v := getattr(r, attr)) is not None]
+            mask = self.in_stats()
+            vals = [
+                v
+                for r, m in zip(self.records, mask, strict=True)
+                if m and r.ok and (v := getattr(r, attr)) is not None
+            ]
             self._cache[attr] = (np.asarray(vals, dtype=np.float64), None)
         return self._cache[attr][0]
 
@@ -61,7 +78,11 @@ class LevelView:
     def itl(self) -> tuple[FloatArray, FloatArray]:
         """Pooled inter-chunk gaps of successful requests and their token weights."""
         if "itl" not in self._cache:
-            ok = np.fromiter((r.ok for r in self.records), bool, len(self.records))
+            ok = np.fromiter(
+                (r.ok and m for r, m in zip(self.records, self.in_stats(), strict=True)),
+                bool,
+                len(self.records),
+            )
             self._cache["itl"] = itl_from_chunks(self.chunks().select(ok))
         vals, weights = self._cache["itl"]
         assert weights is not None

@@ -1,4 +1,6 @@
-"""infersight.testing: helpers for tests and benchmarks (a fake OpenAI server)."""
+"""infersight.testing: helpers for tests and benchmarks: a fake OpenAI server (with
+scripted faults, N slots and engine-dialect /metrics) and, in ``queue_sim``, a simulated
+FIFO slot server that yields request records with their true queue waits."""
 
 from infersight.testing.fake_config import Behavior, FakeConfig, parse_behavior
 from infersight.testing.fake_openai import FakeOpenAI

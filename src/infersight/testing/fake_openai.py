@@ -5,13 +5,17 @@ finish_reason chunk, a usage-only chunk when asked, ``[DONE]``) at a chosen TTFT
 inter-token latency, and injects the faults of :mod:`infersight.testing.fake_config`.
 It also serves ``/v1/models``, ``/v1/embeddings`` (deterministic vectors, batch
 input), ``/tokenize``, ``/health``, and its own counters at ``GET /_fake/stats``.
+With ``slots`` it models an engine with N generation slots and a FIFO queue (each
+request's true wait is in the stats), and ``metrics_dialect`` serves ``/metrics`` with
+vLLM's or llama.cpp's own metric names (see ``fake_slots`` and ``fake_metrics``).
 
     async with FakeOpenAI(FakeConfig(ttft=0.05)).running() as srv:   # same loop
         srv.base_url
     with FakeOpenAI.subprocess(FakeConfig(itl=0)) as srv:           # own process
         srv.base_url, srv.stats()
 
-Run standalone: ``python -m infersight.testing.fake_openai --port 8001 --ttft 0.1``.
+Run standalone: ``python -m infersight.testing.fake_openai --port 8001 --ttft 0.1``
+(``--slots 4 --metrics-dialect vllm`` for an engine that queues).
 """
 
 from __future__ import annotations

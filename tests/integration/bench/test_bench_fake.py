@@ -116,6 +116,7 @@ def test_workers_split_the_schedule_and_merge_exactly(fake: Any) -> None:
     again = aggregate(
         list(reversed(recs)), window=_cfg("http://x").window(), target_concurrency=4,
         loadgen_cpu_percent=a["loadgen_cpu_percent"],
+        contention=result.environment.get("cpu_contention"),
     )  # fmt: skip
     assert again == a
 

@@ -54,7 +54,10 @@ def test_output_keys_and_definitions() -> None:
     recs = [make(i, i * 0.1) for i in range(20)]
     a = aggregate(recs)
     assert set(a) >= KEYS
-    assert a["requests"] == {"total": 20, "ok": 20, "errors": 0, "cancelled": 0, "in_window": 20}
+    assert a["requests"] == {
+        "total": 20, "ok": 20, "errors": 0, "cancelled": 0, "in_window": 20, "in_window_ok": 20,
+        "completions_in_span": 20,
+    }  # fmt: skip
     assert a["ttft"]["p50"] == pytest.approx(0.051)  # from the intended send time
     assert a["ttft_from_sent"]["p50"] == pytest.approx(0.05)
     assert a["tpot"]["p50"] == pytest.approx(0.01)
@@ -84,8 +87,9 @@ def test_errors_by_type_and_success_rate() -> None:
 def test_goodput_and_slo_verdict() -> None:
     recs = [make(i, i * 0.1, ttft=0.05 if i % 2 else 0.5) for i in range(20)]
     a = aggregate(recs, slo={"ttft_p99": 0.1})
-    span = a["window"]["end"] - a["window"]["start"]
-    assert a["goodput"] == pytest.approx(10 / span)
+    lo, hi = a["window"]["throughput_span"]  # first send to the last completion
+    assert hi == pytest.approx(max(r.end or 0 for r in recs))
+    assert a["goodput"] == pytest.approx(10 / (hi - lo))
     assert a["slo"]["met"] is False
     assert a["slo"]["checks"]["ttft_p99"]["value"] > 0.1
 
@@ -102,33 +106,48 @@ def test_client_limited_by_achieved_rate() -> None:
     # Scheduled at 10/s but sent at 5/s (lag grows linearly).
     recs = [make(i, i * 0.1, lag=i * 0.1) for i in range(20)]
     a = aggregate(recs, target_rate=10.0)
-    assert any("achieved rate" in x for x in a["client_limited"]["reasons"])
+    assert any("achieved send rate" in x for x in a["client_limited"]["reasons"])
 
 
 def test_time_and_count_windows() -> None:
-    recs = [make(i, i * 1.0) for i in range(10)]
+    # Membership by intended send time: sends at 0..39 s, cut 2 s at each end.
+    recs = [make(i, i * 1.0) for i in range(40)]
     a = aggregate(recs, window=Window.parse("2s", "2s"))
     assert a["window"]["method"].startswith("time")
-    assert 0 < a["requests"]["in_window"] < 10
+    assert a["window"]["steady"] is True
+    assert a["requests"]["in_window"] == 40 - 2 - 2
     b = aggregate(recs, window=Window.parse("2", "3"))
-    assert b["requests"]["in_window"] == 10 - 2 - 3
+    assert b["requests"]["in_window"] == 40 - 2 - 3
+    # Too few requests left: every request counts, and the window says so.
+    c = aggregate(recs[:10], window=Window.parse("2s", "2s"))
+    assert c["requests"]["in_window"] == 10
+    assert c["window"]["steady"] is False and "no steady state" in c["window"]["note"]
     with pytest.raises(ValueError):
         Window.parse("2s", "3")
 
 
 def test_auto_window_closed_loop() -> None:
-    # Concurrency 2: two users, each sending back to back; then one user stops early.
+    # Concurrency 2: two users, each sending back to back (0.3 s per request); the
+    # second starts 0.5 s late and stops after 20 requests, the first goes on to 30.
     recs = []
     for u in range(2):
         t = 0.5 * u
-        for _k in range(5 if u == 0 else 3):
+        for _k in range(30 if u == 0 else 20):
             recs.append(make(len(recs), t, lag=0.0, ttft=0.1, itl=0.05, n=5))
             t = recs[-1].end or 0.0
     a = aggregate(recs, window=Window("auto"), target_concurrency=2)
     w = a["window"]
-    assert w["method"].startswith("auto")
+    assert w["method"].startswith("auto") and w["steady"] is True
     assert w["start"] == pytest.approx(0.5)
-    assert w["end"] < max(r.end or 0 for r in recs)
+    last_of_second = max(r.end or 0 for r in recs[30:])
+    # The window ends at the last send before in-flight falls for good.
+    assert w["end"] == max(r.scheduled for r in recs if r.scheduled <= last_of_second)
+    members = [r for r in recs if w["start"] <= r.scheduled <= w["end"]]
+    assert a["requests"]["in_window"] == len(members) >= 20
+    assert a["ttft"]["count"] == len(members)
+    # Too few requests at the target: no steady state, every request counts.
+    b = aggregate(recs[:5] + recs[30:33], window=Window("auto"), target_concurrency=2)
+    assert b["window"]["steady"] is False and b["requests"]["in_window"] == 8
 
 
 record_params = st.lists(

@@ -68,3 +68,39 @@ def test_find_max_when_even_saturation_meets_the_slo() -> None:
     assert p.next() is None
     s = p.summary()
     assert s is not None and s["max_rate"] == 12.0
+
+
+def _sus(sustainable: bool) -> dict[str, Any]:
+    return {"judged": True, "sustainable": sustainable}
+
+
+def test_find_max_fails_an_unsustainable_level_whatever_its_percentiles() -> None:
+    # Every SLO check passes, but rates above 7 cannot be sustained: the answer stays
+    # below 7 (a short level's percentiles look fine while its queue grows).
+    p = LevelPlanner(BenchConfig(find_max=True, slo="ttft_p99<1s", find_max_steps=5))
+    lv = p.next()
+    assert lv is not None
+    p.record(lv, agg(20.0, met=False))
+    while (lv := p.next()) is not None:
+        assert lv.rate is not None
+        p.record(lv, {**agg(lv.rate, met=True), "sustainability": _sus(lv.rate <= 7.0)})
+    s = p.summary()
+    assert s is not None and s["max_rate"] is not None
+    assert s["max_rate"] <= 7.0
+    failed = [c for c in s["curve"][1:] if not c["passed"]]
+    assert failed and all(c["slo_met"] and c["sustainable"] is False for c in failed)
+
+
+def test_sweep_stops_after_an_unsustainable_rate() -> None:
+    p = LevelPlanner(BenchConfig(sweep="auto", sweep_levels=4))
+    for throughput in (2.0, 12.0):
+        lv = p.next()
+        assert lv is not None
+        p.record(lv, agg(throughput))
+    lv = p.next()
+    assert lv is not None and lv.rate == 4.0
+    p.record(lv, {**agg(4.0), "sustainability": _sus(True)})
+    lv = p.next()
+    assert lv is not None and lv.rate == 6.0
+    p.record(lv, {**agg(5.0), "sustainability": _sus(False)})
+    assert p.next() is None  # 8 and 10 req/s would only queue longer

@@ -1,0 +1,148 @@
+"""What every output says beside a level's figures (design.md section 2).
+
+- the client-limited flag, relative to the level's own latency, and the headline a
+  flagged run starts with (naming the contention when the server shares the client's
+  cores);
+- the notes that say which requests the statistics cover and whether an open-loop
+  level was sustainable.
+
+The console table, the JSON, the CSV, the HTML report and the Markdown all take their
+words from here, so they never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infersight.core.records import RunResult
+
+__all__ = [
+    "CLIENT_CPU_LIMIT",
+    "LAG_P99_LIMIT",
+    "LAG_TTFT_FRACTION",
+    "RATE_RATIO_LIMIT",
+    "client_headline",
+    "client_limited",
+    "level_notes",
+    "level_state",
+]
+
+#: Client-limited thresholds (design.md section 2).
+LAG_P99_LIMIT = 0.005
+#: ... or this fraction of TTFT p50, whichever is larger.
+LAG_TTFT_FRACTION = 0.01
+CLIENT_CPU_LIMIT = 90.0  # percent of one core, per worker
+RATE_RATIO_LIMIT = 0.95
+
+
+def client_limited(
+    agg: dict[str, Any],
+    scheduled_rate: float | None,
+    loadgen_cpu_percent: float | None,
+    *,
+    check_lag: bool = True,
+    contention: str | None = None,
+) -> dict[str, Any]:
+    """The client-limited flag of a level (design.md section 2), relative to the level.
+
+    Schedule lag only matters against the latency it distorts: it is flagged above
+    max(5 ms, 1% of TTFT p50). When the server shares the client's cores, the reasons
+    say so: the two compete for the same CPUs, which is not a starved client alone.
+    """
+    reasons: list[str] = []
+    lag99 = agg["schedule_lag"]["p99"]
+    ttft50 = agg["ttft"]["p50"]
+    lag_limit = max(LAG_P99_LIMIT, LAG_TTFT_FRACTION * (ttft50 or 0.0))
+    if check_lag and lag99 is not None and lag99 > lag_limit:
+        reasons.append(
+            f"schedule lag p99 {lag99 * 1e3:.1f} ms > {lag_limit * 1e3:.1f} ms "
+            f"(the larger of {LAG_P99_LIMIT * 1e3:.0f} ms and {LAG_TTFT_FRACTION:.0%} of TTFT p50)"
+        )
+    if loadgen_cpu_percent is not None and loadgen_cpu_percent > CLIENT_CPU_LIMIT:
+        reasons.append(
+            f"load generator CPU {loadgen_cpu_percent:.0f}% of a core "
+            f"> {CLIENT_CPU_LIMIT:.0f}% per worker"
+        )
+    achieved = agg["achieved_rate"]
+    if scheduled_rate and achieved is not None and achieved < RATE_RATIO_LIMIT * scheduled_rate:
+        reasons.append(
+            f"achieved send rate {achieved:.2f}/s < {RATE_RATIO_LIMIT:.0%} of "
+            f"scheduled {scheduled_rate:.2f}/s"
+        )
+    if reasons and contention:
+        # Both sides slow each other down: name the contention, not the client alone.
+        reasons = [f"{r}, while {contention} (contention, not the client alone)" for r in reasons]
+    return {
+        "flag": bool(reasons),
+        "reasons": reasons,
+        "lag_limit": lag_limit,
+        "contention": contention,
+    }
+
+
+def client_headline(result: RunResult) -> tuple[str, str] | None:
+    """``(label, text)`` of the line every output of a flagged run starts with.
+
+    When the server under test shared the client's cores, the label names the
+    contention instead of blaming the client alone (design.md section 2).
+    """
+    if not result.client_limited:
+        return None
+    reasons = "; ".join(result.client_limited_reasons) or "see the schedule lag"
+    contention = result.environment.get("cpu_contention")
+    if contention:
+        return (
+            "CLIENT AND SERVER SHARE CORES",
+            f"{contention} and compete for them, so the schedule slipped ({reasons}); "
+            "run the load generator on another host to measure the server alone",
+        )
+    return (
+        "CLIENT-LIMITED",
+        f"the load generator, not the server, may have limited these numbers: {reasons}",
+    )
+
+
+def level_state(agg: dict[str, Any]) -> str:
+    """The level's state in one word or two: "unsustainable", "steady" (a steady-state
+    window), "no steady state" (too few requests: all counted) or "all requests"."""
+    sus = agg.get("sustainability") or {}
+    if sus.get("judged") and sus.get("sustainable") is False:
+        return "unsustainable"
+    w = agg.get("window") or {}
+    if w.get("steady"):
+        return "steady"
+    return "no steady state" if w.get("note") else "all requests"
+
+
+def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(kind, text)`` lines that say what a level's figures cover, for every output.
+
+    ``kind`` is "unsustainable" (the level could not keep up with its rate: its
+    latency percentiles grow with its duration), "no_steady_state" (every request of
+    the level counts) or "window" (the statistics cover fewer requests than were sent).
+    """
+    out: list[tuple[str, str]] = []
+    sus = agg.get("sustainability") or {}
+    if sus.get("judged") and sus.get("sustainable") is False:
+        cap = sus.get("capacity_estimate")
+        cap_txt = "-" if cap is None else f"{cap:.3g}"
+        out.append((
+            "unsustainable",
+            f"{name} is unsustainable: {'; '.join(sus.get('reasons') or [])}. Capacity ≈ "
+            f"{cap_txt} req/s (the rate it completed); its latency percentiles grow with "
+            "the level's duration and are not a property of the server",
+        ))  # fmt: skip
+    req, w = agg.get("requests") or {}, agg.get("window") or {}
+    if w.get("note"):
+        out.append(("no_steady_state", f"{name}: {w['note']}"))
+    elif req.get("in_window") is not None and req.get("in_window") != req.get("total"):
+        tp = (agg.get("basis") or {}).get("throughput") or {}
+        span = tp.get("span_s")
+        out.append((
+            "window",
+            f"{name}: latency over the {req['in_window']} of {req.get('total')} requests sent "
+            f"in the window ({w.get('method')}); throughput over "
+            f"{'-' if span is None else f'{span:.1f}'} s ({tp.get('completions', '-')} "
+            "completions, until the window's requests drained)",
+        ))  # fmt: skip
+    return out

@@ -1,0 +1,66 @@
+"""The "overloaded (unsustainable rate)" verdict (design.md section 5).
+
+An open-loop level is overloaded when bench judged it unsustainable (design.md
+section 2): the server completed fewer requests than were offered, or the number in
+flight grew through the window. Its latency percentiles then measure how long the
+level ran, not the server, and its achieved rate is an estimate of capacity. The
+limiter verdicts (slot-, KV- or capacity-bound) say *why* the server cannot keep up.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
+from infersight.diagnose.verdict import Verdict
+
+__all__ = ["overloaded"]
+
+_SOURCE = "bench aggregates[{level}].sustainability (design.md s.2)"
+
+
+def overloaded(ri: RuleInput) -> Verdict | None:
+    sus: Any = ri.agg.get("sustainability") if isinstance(ri.agg, dict) else None
+    if not isinstance(sus, dict) or not sus.get("judged") or sus.get("sustainable") is not False:
+        return None
+    offered, cap = sus.get("offered_rate"), sus.get("capacity_estimate")
+    slope = sus.get("inflight_slope")
+    src = _SOURCE.format(level=ri.level)
+    ev = [
+        evidence("offered rate", offered, "req/s", src),
+        evidence("achieved rate (capacity estimate)", cap, "req/s", src),
+        evidence("completed / offered", sus.get("completion_ratio"), "fraction", src),
+        evidence("queue growth (in flight)", slope, "req/s", src + ", least-squares slope"),
+    ]
+    ci = sus.get("inflight_slope_ci")
+    if isinstance(ci, list) and len(ci) == 2:
+        ev.append(evidence("queue growth 95% CI", f"{ci[0]:.3g} to {ci[1]:.3g}", "req/s", src))
+    ev += [evidence("reason", r, "", src) for r in sus.get("reasons") or []]
+    ev += rq_evidence(ri)
+    growth = f"; the queue grew by {fmt(slope, 1)} req/s" if slope is not None and slope > 0 else ""
+    summary = (
+        f"Offered {fmt(offered, 1)} req/s, the server completed {fmt(cap, 1)} req/s"
+        f"{growth}: this rate is unsustainable, so its latency percentiles grow with the "
+        "level's duration and describe the run, not the server. The server's capacity is "
+        f"about {fmt(cap, 1)} req/s; the queueing verdicts say what limits it."
+    )
+    return make_verdict(ri, "overloaded", "Overloaded (unsustainable rate)", summary, ev, 0.9,
+                        _fixes(offered, cap))  # fmt: skip
+
+
+def _fixes(offered: float | None, cap: float | None) -> list[str]:
+    fixes = []
+    if offered and cap and cap > 0:
+        fixes.append(
+            f"offer at most about {0.8 * cap:.3g} req/s per replica (80% of the measured "
+            f"capacity), or run {math.ceil(offered / (0.8 * cap))} replicas for {offered:.3g} req/s"
+        )
+    fixes += [
+        "shed or shape load before the server: a gateway with a bounded queue and a "
+        "deadline answers 429/503 with Retry-After instead of queueing without limit",
+        "find the highest sustainable rate that meets your SLO: infersight bench "
+        "--find-max --slo 'ttft_p99<...'",
+        "raise the server's capacity: see the slot-, KV- or capacity-bound verdict for the limit",
+    ]
+    return fixes
