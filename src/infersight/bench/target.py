@@ -34,8 +34,6 @@ class Target:
     metrics_url: str | None = None
     slots: int | None = None
     engine: Any = None
-    #: The server breaks keep-alive: send ``Connection: close`` on every request.
-    close_connections: bool = False
     notes: list[str] = field(default_factory=list)
 
     async def close(self) -> None:
@@ -130,20 +128,6 @@ async def _check(cfg: BenchConfig, target: Target, client: Any) -> None:
         ) from None
     except E.TransportError as e:
         raise E.ConfigError(f"test request to {url}{target.path} failed: {e}") from None
-    # A second request on the same pooled connection: some servers (llama.cpp's HTTP
-    # server after a streamed answer) advertise keep-alive but close the connection,
-    # so every reused connection would fail once. Then the run opens one per request.
-    try:
-        await client.request(target.path, body)
-    except E.ResetError:
-        target.close_connections = True
-        target.notes.append(
-            "the server closes connections after a response although it offers "
-            "keep-alive; the run opens a new connection per request (connect time is "
-            "before 'sent', so it counts in schedule lag, not in TTFT from sent)"
-        )
-    except E.InfersightError:
-        pass
     if target.engine is None:
         target.engine_info["engine"] = await _detect(client)
 
