@@ -2,13 +2,15 @@
 
 Every failure here is turned into one clear line before any load is sent: an
 unreachable URL, a rejected API key, a model the server does not serve, an endpoint
-it does not offer.
+it does not offer. A given URL's own ``/metrics`` is scraped during the run when it
+answers in Prometheus format (its engine is detected from the metric names, as
+``monitor`` does), unless ``--no-scrape`` or an explicit ``--scrape URL`` says
+otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +85,8 @@ async def open_target(cfg: BenchConfig) -> Target:
     if engine is not None:
         target.model = cfg.model or engine.model_name
         target.engine_pid = engine.pid
-        target.metrics_url = f"{url}/metrics"
+        if not cfg.no_scrape:
+            target.metrics_url = f"{url}/metrics"
         target.slots = cfg.engine_parallel
     return target
 
@@ -128,21 +131,38 @@ async def _check(cfg: BenchConfig, target: Target, client: Any) -> None:
         ) from None
     except E.TransportError as e:
         raise E.ConfigError(f"test request to {url}{target.path} failed: {e}") from None
-    if target.engine is None:
-        target.engine_info["engine"] = await _detect(client)
+    if target.engine is None and not cfg.no_scrape:
+        await _find_metrics(cfg, target, client)
 
 
-async def _detect(client: Any) -> str:
-    """Engine name from its /metrics names (vllm, sglang, tgi, llamacpp) or 'unknown'."""
-    from infersight.telemetry import detect_engine
+async def _find_metrics(cfg: BenchConfig, target: Target, client: Any) -> None:
+    """Detect the engine from the target's /metrics and scrape it during the run."""
+    from infersight.telemetry import detect_engine, metrics_url, parse_metrics
 
-    with contextlib.suppress(Exception):
-        status, data = await client._simple("GET", "/metrics")
-        if status == 200:
-            names = {
-                line.split("{", 1)[0].split(None, 1)[0]
-                for line in data.decode("utf-8", "replace").splitlines()
-                if line.strip() and not line.startswith("#")
-            }
-            return detect_engine(names) or "unknown"
-    return "unknown"
+    url = metrics_url(target.base_url)
+    try:
+        status, data = await client.get("/metrics")
+    except E.InfersightError as e:
+        target.notes.append(f"no engine metrics: {url} did not answer ({e})")
+        return
+    if status != 200:
+        target.notes.append(f"no engine metrics: {url} answered HTTP {status}")
+        return
+    try:
+        series, hists = parse_metrics(data.decode("utf-8", "replace"))
+    except E.MalformedStream as e:
+        target.notes.append(f"no engine metrics: {url} is not Prometheus text ({e})")
+        return
+    names = {s.name for s in series} | {h.family for h in hists}
+    if not names:
+        target.notes.append(f"no engine metrics: {url} exports no metric")
+        return
+    engine = detect_engine(names) or "unknown"
+    target.engine_info["engine"] = engine
+    if cfg.scrape:
+        return  # the user chose what to scrape
+    target.metrics_url = url
+    target.notes.append(
+        f"scraping the target's own metrics at {url} (engine: {engine}); "
+        "--no-scrape turns it off"
+    )
