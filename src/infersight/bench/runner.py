@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 import platform
@@ -36,6 +37,8 @@ from infersight.core.metrics import aggregate
 from infersight.core.records import ClockAnchor, RequestRecord, RunResult
 
 __all__ = ["run", "run_async"]
+
+log = logging.getLogger(__name__)
 
 
 class _Stop:
@@ -273,15 +276,15 @@ def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
 
 
 def _diagnose(result: RunResult) -> None:
-    try:
-        from infersight.diagnose import diagnose
-    except ImportError:
-        result.notes.append("diagnosis skipped: infersight.diagnose is not available")
-        return
+    from infersight.diagnose import diagnose
+
+    # A bug in diagnose must not cost the user the measurements: keep them, but say
+    # so loudly (a logged traceback and a note in every output), never pass quietly.
     try:
         result.diagnosis = [v.model_dump(mode="json") for v in diagnose(result)]
     except Exception as e:
-        result.notes.append(f"diagnosis failed: {type(e).__name__}: {e}")
+        log.exception("diagnosis failed")
+        result.notes.append(f"diagnosis failed (a bug, please report it): {type(e).__name__}: {e}")
 
 
 def _versions(ours: str) -> dict[str, str]:
