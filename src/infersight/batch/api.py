@@ -172,8 +172,10 @@ async def _run_plan(
             writer = OutputWriter(cfg.output, fsync=cfg.fsync)
             stream = cfg.ttft_slo is not None or cfg.tpot_slo is not None
             runner = RowRunner(client, _rows(plan, model), ctrl=ctrl, meter=meter, writer=writer,
-                               progress=prog, max_attempts=cfg.max_attempts, stream=stream,
-                               default_model=model)
+                               progress=prog, retry=RetryPolicy(
+                                   max_attempts=cfg.max_attempts, base_delay=0.5,
+                                   max_delay=30.0, budget=None),
+                               stream=stream, default_model=model)
             if on_runner is not None:
                 on_runner(runner)
             prog.start(len(plan.todo))

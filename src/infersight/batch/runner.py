@@ -1,9 +1,12 @@
 """The batch run loop: schedule rows under the controller's limit, retry, write, stop.
 
-The runner owns retries (the client is built with ``RetryPolicy.none()``) so that the
-concurrency controller sees every attempt, 429s included, and a row waiting for its
-Retry-After does not hold a slot. Rows that stay failed after ``max_attempts`` (or
-fail with a non-retryable error) are written with their typed error.
+The runner schedules retries itself (the client is built with ``RetryPolicy.none()``)
+so that the concurrency controller sees every attempt, 429s included, and a row
+waiting for its Retry-After does not hold a slot; how many attempts and how long to
+wait between them come from the caller's :class:`~infersight.client.RetryPolicy`
+(design.md section 3: the client's policy owns backoff). Rows that stay failed after
+the policy's ``max_attempts`` (or fail with a non-retryable error) are written with
+their typed error.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import asyncio
 import contextlib
 import heapq
 import itertools
-import random
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -27,6 +29,7 @@ from infersight.batch.controller import ConcurrencyController
 from infersight.batch.input import BatchRow
 from infersight.batch.output import OutputWriter, result_line
 from infersight.batch.progress import BatchProgress
+from infersight.client import RetryPolicy
 from infersight.core.errors import (
     AuthError,
     InfersightError,
@@ -71,14 +74,14 @@ class RowRunner:
         meter: CostMeter,
         writer: OutputWriter,
         progress: BatchProgress,
-        max_attempts: int,
+        retry: RetryPolicy,
         stream: bool = False,
         default_model: str | None = None,
         max_retry_wait: float = 300.0,
     ) -> None:
         self.client, self.rows, self.ctrl, self.meter = client, rows, ctrl, meter
         self.writer, self.progress = writer, progress
-        self.max_attempts, self.stream, self.default_model = max_attempts, stream, default_model
+        self.retry, self.stream, self.default_model = retry, stream, default_model
         #: A Retry-After longer than this fails the row at once (design.md s.3: fail
         #: fast when the wait does not fit); --retry-failed runs it later.
         self.max_retry_wait = max_retry_wait
@@ -282,12 +285,12 @@ class RowRunner:
                 self._stopping, self._cancel_at = True, now
             return
         too_long = retry_after is not None and retry_after > self.max_retry_wait
-        if e.retryable and attempt < self.max_attempts and not self._stopping and not too_long:
-            delay = retry_after if retry_after else random.uniform(0, min(30.0, 0.5 * 2 ** (attempt - 1)))
+        if e.retryable and attempt < self.retry.max_attempts and not self._stopping and not too_long:
+            delay = retry_after if retry_after else self.retry.backoff(attempt)
             heapq.heappush(self._retry, _Retry(now + delay, next(self._seq), row, attempt + 1))
             self.retries += 1
             return
-        if self._stopping and e.retryable and attempt < self.max_attempts:
+        if self._stopping and e.retryable and attempt < self.retry.max_attempts:
             self.meter.release(row)  # would have been retried: leave it for the rerun
             return
         self.meter.release(row)

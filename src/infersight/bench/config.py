@@ -99,6 +99,8 @@ class BenchConfig(BaseConfig):
     find_max_steps: int = Field(5, ge=1, le=20)
     # Telemetry, outputs, cost
     scrape: list[str] = Field(default_factory=list)
+    #: Scrape nothing (by default the target's own /metrics is scraped when it answers).
+    no_scrape: bool = False
     sample_interval: float = Field(1.0, gt=0)
     out: str | None = None
     price_in: float | None = Field(None, ge=0)
@@ -123,6 +125,8 @@ class BenchConfig(BaseConfig):
             raise ValueError("--concurrency values must be >= 1")
         if any(not (r > 0) for r in self.rate):
             raise ValueError("--rate values must be > 0")
+        if self.no_scrape and self.scrape:
+            raise ValueError("give --scrape or --no-scrape, not both")
         if (self.price_in is None) != (self.price_out is None):
             raise ValueError("give both --price-in and --price-out (dollars per million tokens)")
         Window.parse(self.warmup, self.cooldown)

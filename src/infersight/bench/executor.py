@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import psutil
 
 from infersight.bench.progress import LiveStats
-from infersight.core.errors import InfersightError, ResetError
+from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord
 
 __all__ = ["LevelPlan", "RequestSender", "run_level"]
@@ -100,25 +100,12 @@ async def run_level(
         )
         live.started()
         body = plan.bodies[index % len(plan.bodies)]
-        retried = False
         try:
-            try:
-                done = await client.request(
-                    plan.path, dict(body), scheduled=scheduled,
-                    deadline=scheduled + plan.timeout, request_id=rec.request_id, record=rec,
-                )  # fmt: skip
-            except ResetError:
-                if rec.headers is not None or rec.chunk_times:
-                    raise
-                # A pooled keep-alive connection the server had already closed: nothing
-                # was processed, so send once more on a fresh connection. Latency still
-                # counts from the intended send time, and attempts says it happened.
-                rec = RequestRecord(rec.request_id, scheduled, labels=rec.labels)
-                retried = True
-                done = await client.request(
-                    plan.path, dict(body), scheduled=scheduled,
-                    deadline=scheduled + plan.timeout, request_id=rec.request_id, record=rec,
-                )  # fmt: skip
+            # Resends on dropped keep-alive connections are the client's (design.md s.3).
+            done = await client.request(
+                plan.path, dict(body), scheduled=scheduled,
+                deadline=scheduled + plan.timeout, request_id=rec.request_id, record=rec,
+            )  # fmt: skip
             rec = _adopt(rec, getattr(done, "record", None))
         except asyncio.CancelledError:
             rec.cancelled, rec.ok, rec.error = True, False, "Cancelled"
@@ -133,8 +120,6 @@ async def run_level(
             rec.ok, rec.error = False, type(e).__name__
             rec.error_message = str(e)[:300]
         finally:
-            if retried:
-                rec.attempts = max(rec.attempts, 1) + 1
             if rec.end is None and not rec.cancelled:
                 rec.end = time.monotonic()
             records.append(rec)

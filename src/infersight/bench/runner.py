@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 import platform
@@ -32,10 +33,13 @@ from infersight.bench.target import Target, open_target
 from infersight.bench.telemetry import BenchTelemetry
 from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
+from infersight.core.errors import InfersightError
 from infersight.core.metrics import aggregate
 from infersight.core.records import ClockAnchor, RequestRecord, RunResult
 
 __all__ = ["run", "run_async"]
+
+log = logging.getLogger(__name__)
 
 
 class _Stop:
@@ -86,7 +90,7 @@ async def _run_with_target(
     result = RunResult(kind="bench", run_id=uuid.uuid4().hex[:12], clock=ClockAnchor())
     spec = ClientSpec(
         target.base_url, target.api_key, target.api_key_source,
-        max_connections=cfg.max_concurrency, close_connections=target.close_connections,
+        max_connections=cfg.max_concurrency,
     )  # fmt: skip
     result.notes.extend(target.notes)
     planner = LevelPlanner(cfg)
@@ -130,6 +134,11 @@ async def _run_with_target(
                     if stop.stop:
                         stop.during = level.name
         finally:
+            if client.closes_after_stream:
+                result.notes.append(
+                    f"{client.closes_after_stream}: each streamed request used a new "
+                    "connection (connecting counts in schedule lag, not in TTFT from sent)"
+                )
             result.samples = await telemetry.stop()
             result.notes.extend(telemetry.notes)
             result.environment["gpus"] = telemetry.gpus
@@ -144,14 +153,13 @@ def _safe_tokenize(fn: Any) -> Any:
         return None
 
     async def tokenize(text: str) -> list[int] | None:
-        # Twice: a pooled connection the server already closed fails the first try.
-        for _ in range(2):
-            try:
-                out: list[int] | None = await fn(text)
-                return out
-            except Exception:
-                continue
-        return None  # no /tokenize means approximate lengths
+        # Resends on dropped connections are the client's; an error here means the
+        # target has no usable /tokenize: prompt lengths become approximate (noted).
+        try:
+            out: list[int] | None = await fn(text)
+        except InfersightError:
+            return None
+        return out
 
     return tokenize
 
@@ -273,17 +281,17 @@ def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
 
 
 def _diagnose(result: RunResult) -> None:
-    try:
-        from infersight.diagnose import diagnose
-    except ImportError:
-        result.notes.append("diagnosis skipped: infersight.diagnose is not available")
-        return
+    from infersight.diagnose import diagnose
+
+    # A bug in diagnose must not cost the user the measurements: keep them, but say
+    # so loudly (a logged traceback and a note in every output), never pass quietly.
     try:
         # store_physics: the peaks and floors measured here travel with the file
         verdicts = diagnose(result, store_physics=True)
         result.diagnosis = [v.model_dump(mode="json") for v in verdicts]
     except Exception as e:
-        result.notes.append(f"diagnosis failed: {type(e).__name__}: {e}")
+        log.exception("diagnosis failed")
+        result.notes.append(f"diagnosis failed (a bug, please report it): {type(e).__name__}: {e}")
 
 
 def _versions(ours: str) -> dict[str, str]:

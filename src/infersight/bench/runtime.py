@@ -36,5 +36,4 @@ def make_client(spec: ClientSpec) -> Client:
         retry=RetryPolicy.none(),
         api_key_source=spec.api_key_source,
         max_connections=spec.max_connections,
-        headers={"Connection": "close"} if spec.close_connections else None,
     )

@@ -2,13 +2,15 @@
 
 Every failure here is turned into one clear line before any load is sent: an
 unreachable URL, a rejected API key, a model the server does not serve, an endpoint
-it does not offer.
+it does not offer. A given URL's own ``/metrics`` is scraped during the run when it
+answers in Prometheus format (its engine is detected from the metric names, as
+``monitor`` does), unless ``--no-scrape`` or an explicit ``--scrape URL`` says
+otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +36,6 @@ class Target:
     metrics_url: str | None = None
     slots: int | None = None
     engine: Any = None
-    #: The server breaks keep-alive: send ``Connection: close`` on every request.
-    close_connections: bool = False
     notes: list[str] = field(default_factory=list)
 
     async def close(self) -> None:
@@ -85,7 +85,8 @@ async def open_target(cfg: BenchConfig) -> Target:
     if engine is not None:
         target.model = cfg.model or engine.model_name
         target.engine_pid = engine.pid
-        target.metrics_url = f"{url}/metrics"
+        if not cfg.no_scrape:
+            target.metrics_url = f"{url}/metrics"
         target.slots = cfg.engine_parallel
     return target
 
@@ -130,35 +131,38 @@ async def _check(cfg: BenchConfig, target: Target, client: Any) -> None:
         ) from None
     except E.TransportError as e:
         raise E.ConfigError(f"test request to {url}{target.path} failed: {e}") from None
-    # A second request on the same pooled connection: some servers (llama.cpp's HTTP
-    # server after a streamed answer) advertise keep-alive but close the connection,
-    # so every reused connection would fail once. Then the run opens one per request.
+    if target.engine is None and not cfg.no_scrape:
+        await _find_metrics(cfg, target, client)
+
+
+async def _find_metrics(cfg: BenchConfig, target: Target, client: Any) -> None:
+    """Detect the engine from the target's /metrics and scrape it during the run."""
+    from infersight.telemetry import detect_engine, metrics_url, parse_metrics
+
+    url = metrics_url(target.base_url)
     try:
-        await client.request(target.path, body)
-    except E.ResetError:
-        target.close_connections = True
-        target.notes.append(
-            "the server closes connections after a response although it offers "
-            "keep-alive; the run opens a new connection per request (connect time is "
-            "before 'sent', so it counts in schedule lag, not in TTFT from sent)"
-        )
-    except E.InfersightError:
-        pass
-    if target.engine is None:
-        target.engine_info["engine"] = await _detect(client)
-
-
-async def _detect(client: Any) -> str:
-    """Engine name from its /metrics names (vllm, sglang, tgi, llamacpp) or 'unknown'."""
-    from infersight.telemetry import detect_engine
-
-    with contextlib.suppress(Exception):
-        status, data = await client._simple("GET", "/metrics")
-        if status == 200:
-            names = {
-                line.split("{", 1)[0].split(None, 1)[0]
-                for line in data.decode("utf-8", "replace").splitlines()
-                if line.strip() and not line.startswith("#")
-            }
-            return detect_engine(names) or "unknown"
-    return "unknown"
+        status, data = await client.get("/metrics")
+    except E.InfersightError as e:
+        target.notes.append(f"no engine metrics: {url} did not answer ({e})")
+        return
+    if status != 200:
+        target.notes.append(f"no engine metrics: {url} answered HTTP {status}")
+        return
+    try:
+        series, hists = parse_metrics(data.decode("utf-8", "replace"))
+    except E.MalformedStream as e:
+        target.notes.append(f"no engine metrics: {url} is not Prometheus text ({e})")
+        return
+    names = {s.name for s in series} | {h.family for h in hists}
+    if not names:
+        target.notes.append(f"no engine metrics: {url} exports no metric")
+        return
+    engine = detect_engine(names) or "unknown"
+    target.engine_info["engine"] = engine
+    if cfg.scrape:
+        return  # the user chose what to scrape
+    target.metrics_url = url
+    target.notes.append(
+        f"scraping the target's own metrics at {url} (engine: {engine}); "
+        "--no-scrape turns it off"
+    )

@@ -39,8 +39,6 @@ class ClientSpec:
     connect_timeout: float = 10.0
     #: Connection cap (0 = none): requests beyond it wait in the client's pool.
     max_connections: int = 0
-    #: Ask for a fresh connection per request (the server breaks keep-alive).
-    close_connections: bool = False
 
 
 class _ReportingStats(LiveStats):

@@ -91,7 +91,12 @@ def register(app: typer.Typer) -> None:
         ),
         find_max_steps: int = typer.Option(5, help="Bisection steps for --find-max."),
         scrape: list[str] = typer.Option(
-            None, help="Prometheus /metrics URL to sample every second (repeatable)."
+            None,
+            help="Prometheus /metrics URL to sample every second (repeatable); by default "
+            "the target's own /metrics when it answers.",
+        ),
+        no_scrape: bool = typer.Option(
+            False, "--no-scrape", help="Scrape no /metrics (not even the target's own)."
         ),
         out: Path = typer.Option(
             None, help="Directory for result.json, records.csv and schema.json."
@@ -148,6 +153,7 @@ def register(app: typer.Typer) -> None:
             max_tokens=max_tokens, dataset=str(dataset) if dataset else None,
             shared_prefix=shared_prefix, ignore_eos=ignore_eos, seed=seed, slo=slo,
             find_max=find_max, find_max_steps=find_max_steps, scrape=scrape or None,
+            no_scrape=no_scrape,
             out=str(out) if out else None, price_in=price_in, price_out=price_out,
             prices=str(prices) if prices else None, diagnose=diagnose, progress=progress,
             timeout=timeout,

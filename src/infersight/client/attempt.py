@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import math
 import time
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,73 +13,14 @@ import aiohttp
 import orjson
 
 from infersight.client.errors_map import map_transport_error, status_error
+from infersight.client.keepalive import KeepAlive
+from infersight.client.resend import open_response
 from infersight.client.stream import StreamResponse
 from infersight.client.types import Timeouts
 from infersight.core import errors as E
 from infersight.core.records import RequestRecord
 
-__all__ = ["TimedRequest", "send_attempt", "simple_call"]
-
-#: The record of the request this task is sending (read by TimedRequest.send).
-_sending: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar(
-    "infersight_sending", default=None
-)
-
-
-#: Set per attempt: TimedRequest.send writes whether it went out on a pooled connection.
-_reused: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
-    "infersight_reused", default=None
-)
-#: Connections (their protocol objects) that have carried a request already.
-_used_protocols: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-class TimedRequest(aiohttp.ClientRequest):
-    """aiohttp's request, stamping the record's ``sent`` as it starts writing.
-
-    ``send`` runs once the connection is ready (so connecting is not counted), right
-    before the request line and headers are written. The record comes through a
-    context variable set by :func:`send_attempt` in the same task; this costs far
-    less than aiohttp's tracing signals, which it replaces. Only the first attempt
-    stamps ``sent`` (design.md section 2: schedule lag is the client's own delay).
-    """
-
-    async def send(self, conn: Any) -> aiohttp.ClientResponse:
-        rec = _sending.get()
-        if rec is not None and rec.sent is None:
-            rec.sent = time.monotonic()
-        proto = conn.protocol
-        if proto is not None:
-            flag = _reused.get()
-            if flag is not None:
-                flag[0] = proto in _used_protocols
-            _used_protocols.add(proto)
-        return await super().send(conn)
-
-
-async def _post(
-    session: aiohttp.ClientSession, url: str, payload: bytes, headers: Mapping[str, str]
-) -> aiohttp.ClientResponse:
-    """POST, sent again at once if a pooled connection turns out to be stale.
-
-    A server may close an idle keep-alive connection just as we reuse it (llama.cpp's
-    server closes after every streamed answer although it offers keep-alive). The
-    request then fails before any answer, and the server never processed it, so it is
-    sent once more on a fresh connection, as browsers and urllib3 do. This is not a
-    retry of the request: it costs no attempt and no retry budget.
-    """
-    flag = [False]
-    token = _reused.set(flag)
-    try:
-        try:
-            return await session.post(url, data=payload, headers=headers)
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
-            if not flag[0]:
-                raise
-        flag[0] = False
-        return await session.post(url, data=payload, headers=headers)
-    finally:
-        _reused.reset(token)
+__all__ = ["send_attempt", "simple_call"]
 
 
 async def send_attempt(
@@ -95,6 +34,7 @@ async def send_attempt(
     timeouts: Timeouts,
     key: str | None,
     key_source: str | None,
+    keepalive: KeepAlive,
 ) -> StreamResponse:
     """Send one attempt; return once its first content (or its end) has arrived.
 
@@ -110,10 +50,11 @@ async def send_attempt(
     due = min(ft_due, deadline)
     loop = asyncio.get_running_loop()
     resp: aiohttp.ClientResponse | None = None
-    token = _sending.set(rec)
     try:
         async with asyncio.timeout_at(loop.time() + (due - t0) if due < math.inf else None):
-            resp = await _post(session, url, payload, headers)
+            resp = await open_response(
+                session, "POST", url, data=payload, headers=headers, rec=rec, keepalive=keepalive
+            )
             rec.headers = time.monotonic()
             rec.status = resp.status
             rh = resp.headers
@@ -162,8 +103,6 @@ async def send_attempt(
         if resp is not None:
             resp.close()
         raise
-    finally:
-        _sending.reset(token)
     sr = StreamResponse(
         resp,
         rec,
@@ -189,31 +128,31 @@ async def simple_call(
     total: float | None,
     key: str | None,
     key_source: str | None,
+    keepalive: KeepAlive,
 ) -> tuple[int, bytes]:
     """One request without retries or record (GET /v1/models, /tokenize...).
 
     Returns (status, body) for 2xx and 404; other statuses raise a StatusError.
     """
+    data = orjson.dumps(body) if body is not None else None
     try:
         async with asyncio.timeout(total):
-            async with session.request(
-                method,
-                url,
-                headers=headers,
-                data=orjson.dumps(body) if body is not None else None,
-            ) as resp:
-                data = await resp.read()
+            resp = await open_response(
+                session, method, url, data=data, headers=headers, rec=None, keepalive=keepalive
+            )
+            async with resp:
+                answer = await resp.read()
                 if resp.status >= 300 and resp.status != 404:
                     raise status_error(
                         resp.status,
-                        data,
+                        answer,
                         resp.headers,
                         url=url,
                         request_id=None,
                         key=key,
                         key_source=key_source,
                     )
-                return resp.status, data
+                return resp.status, answer
     except TimeoutError as e:
         if isinstance(e, aiohttp.ConnectionTimeoutError):
             raise E.ConnectTimeout(f"connecting to {url} timed out") from None

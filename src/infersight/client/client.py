@@ -21,8 +21,10 @@ from typing import Any
 import aiohttp
 import orjson
 
-from infersight.client.attempt import TimedRequest, send_attempt
+from infersight.client.attempt import send_attempt
 from infersight.client.info import ServerInfo
+from infersight.client.keepalive import KeepAlive
+from infersight.client.resend import TimedRequest
 from infersight.client.retry import RetryPolicy, run_with_retries
 from infersight.client.stream import StreamResponse, fail_record, mark_cancelled
 from infersight.client.types import Completion, Timeouts
@@ -92,6 +94,13 @@ class Client(ServerInfo):
         self._hdrs_plain = {**self._headers, "Content-Type": "application/json"}
         self._hdrs_sse = {**self._hdrs_plain, "Accept": "text/event-stream"}
         self._session: aiohttp.ClientSession | None = None
+        self._keepalive = KeepAlive()
+
+    @property
+    def closes_after_stream(self) -> str | None:
+        """Why the client believes its server closes the connection after each
+        streamed answer (then such connections are not reused), or None."""
+        return self._keepalive.closes_after_stream
 
     def __repr__(self) -> str:  # never shows the key
         return f"Client({self.base_url!r}, api_key={'***' if self._key else None})"
@@ -110,6 +119,11 @@ class Client(ServerInfo):
                 auto_decompress=True,
                 raise_for_status=False,
             )
+            # aiohttp would send an idempotent request (GET) once more when a reused
+            # connection breaks, even after the server may have read it. The client owns
+            # resends (client.resend: only when provably unsent) and retries (the policy).
+            if hasattr(s, "_retry_connection"):
+                s._retry_connection = False
         return s
 
     async def __aenter__(self) -> Client:
@@ -187,6 +201,7 @@ class Client(ServerInfo):
                 timeouts=self.timeouts,
                 key=self._key,
                 key_source=self._key_source,
+                keepalive=self._keepalive,
             )
 
         try:

@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from infersight.client.resend import MAX_RESENDS, StaleConnection
 from infersight.core import errors as E
 
 __all__ = [
@@ -198,6 +199,10 @@ def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return E.ConnectTimeout(f"connecting to {url} timed out")
+    if isinstance(exc, StaleConnection):
+        # Only after too many resends (client.resend): nothing was sent, like a
+        # failed connect.
+        return E.ConnectError(f"{detail} (after {MAX_RESENDS} resends)")
     if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
         err = E.ConnectError(
             f"TLS handshake with {url} failed (certificate or TLS setup): {detail}"

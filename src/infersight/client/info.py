@@ -9,6 +9,7 @@ import aiohttp
 import orjson
 
 from infersight.client.attempt import simple_call
+from infersight.client.keepalive import KeepAlive
 from infersight.client.types import Completion, Timeouts
 from infersight.core import errors as E
 
@@ -22,6 +23,7 @@ class ServerInfo:
     _headers: dict[str, str]
     _key: str | None
     _key_source: str | None
+    _keepalive: KeepAlive
 
     def _get_session(self) -> aiohttp.ClientSession:
         raise NotImplementedError
@@ -55,6 +57,7 @@ class ServerInfo:
             total=self.timeouts.total,
             key=self._key,
             key_source=self._key_source,
+            keepalive=self._keepalive,
         )
 
     async def get_json(self, path: str) -> Any:

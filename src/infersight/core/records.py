@@ -69,6 +69,10 @@ class RequestRecord:
     #: Seconds spent queued in a gateway, from the ``X-Queue-Delay`` header (ms).
     queue_delay: float | None = None
     attempts: int = 0
+    #: Times the request was written again, without an attempt, because the pooled
+    #: connection it was given had been closed by the server before any byte of it was
+    #: written (design.md section 3: resend is not retry).
+    resends: int = 0
     #: Request id from the server's ``X-Request-Id`` header, when given.
     server_request_id: str | None = None
     cancelled: bool = False

@@ -38,8 +38,19 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
     assert result.config["workload"]["lengths_exact"] is True
     assert result.config["engine"]["engine"] == "llamacpp"
     assert {r.completion_tokens for r in result.records} == {32}
-    # Samples were taken (host every second, the engine's /metrics when scraped).
+    # Samples were taken: host every second, and the target's own /metrics (scraped
+    # by default for a --url target that answers it).
     assert any(s.name == "host.cpu_percent" for s in result.samples)
+    assert any(s.name == "engine.requests_running" for s in result.samples)
+    _assert_diagnosed(result)
+    # At most 8 users on 8 slots: nothing queues, so no level is called queueing.
+    # One user leaves the server waiting for work (or, when the engine's busy time is
+    # unknown as for a --url target, healthy); a busy shared host may add
+    # client-limited or CPU-starved verdicts, rightly.
+    ids = {(v["level"], v["id"]) for v in result.diagnosis}
+    assert not {i for _, i in ids} & {"slot_bound", "kv_bound", "capacity"}, ids
+    c1 = {i for lv, i in ids if lv == "c=1"}
+    assert c1 and c1 <= {"under_loaded", "healthy", "client_limited", "host_starved"}, ids
     paths = write_outputs(result, tmp_path)
     doc = json.loads(paths["json"].read_text())
     jsonschema.validate(doc, RunResult.model_json_schema())
@@ -49,12 +60,33 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
 
 def test_bench_starts_the_engine_when_no_url_is_given() -> None:
     cfg = BenchConfig(
-        concurrency=[2], requests=2, max_tokens=4, input_tokens="8", progress=False,
-        engine_parallel=2, engine_ctx=1024,
+        concurrency=[1], requests=6, max_tokens=32, input_tokens="fixed:16", ignore_eos=True,
+        progress=False, engine_parallel=6, engine_ctx=1536,
     )  # fmt: skip
     result = run(cfg)
     eng = result.config["engine"]
-    assert eng["started_by"] == "bench" and eng["parallel"] == 2
-    assert result.aggregates["c=2"]["requests"]["ok"] == 2
-    assert any(s.name.startswith("engine.") for s in result.samples) or result.samples
-    assert isinstance(result.diagnosis, list)
+    assert eng["started_by"] == "bench" and eng["parallel"] == 6
+    assert result.aggregates["c=1"]["requests"]["ok"] == 6
+    # The engine bench started is scraped, and knows its slot count.
+    slots = {s.value for s in result.samples if s.name == "engine.slots"}
+    assert slots == {6.0}
+    assert any(s.name == "engine.requests_running" for s in result.samples)
+    _assert_diagnosed(result)
+    # One user on 6 slots: the server waits for work (on a busy shared host the
+    # engine may also be called CPU-starved, rightly).
+    ids = [(v["level"], v["id"]) for v in result.diagnosis]
+    assert ("c=1", "under_loaded") in ids, ids
+    assert {i for _, i in ids} <= {"under_loaded", "host_starved"}, ids
+
+
+def _assert_diagnosed(result: RunResult) -> None:
+    """The diagnosis ran (a failure would be a note) and its verdicts are complete."""
+    assert not [n for n in result.notes if "diagnosis failed" in n], result.notes
+    assert result.diagnosis
+    for v in result.diagnosis:
+        assert v["level"] in result.aggregates and 0 < v["confidence"] <= 1
+        assert v["window"]["end"] > v["window"]["start"]
+        assert v["evidence"]
+        # Every measured value names its source (a value not available may not).
+        assert all(e["source"] for e in v["evidence"] if e["value"] is not None), v
+        assert v["id"] == "healthy" or v["fixes"], v

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from infersight.client import Client, Timeouts
+from infersight.client import Client, RetryPolicy, Timeouts
 from infersight.core.records import RequestRecord
 
 pytestmark = pytest.mark.engine
@@ -53,3 +54,27 @@ async def test_engine_non_streamed_chat_and_extras(engine: Any) -> None:
     assert engine.model_name in models
     assert toks is not None and len(toks) >= 2
     assert 0 < warm < 60
+
+
+async def test_engine_closed_loop_streams_lose_no_request(engine: Any) -> None:
+    # llama.cpp closes the connection after each streamed answer (announcing
+    # keep-alive); a request written into such a connection is lost. Four users in a
+    # closed loop, no retries: every request must succeed at its first attempt,
+    # without a resend, because the client keeps those connections out of the pool.
+    async with Client(engine.base_url, api_key=engine.api_key, retry=RetryPolicy.none(),
+                      timeouts=Timeouts(first_token=60, total=120)) as c:
+
+        async def user(u: int) -> list[RequestRecord]:
+            out = []
+            for i in range(6):
+                done = await c.chat([{"role": "user", "content": f"Say {u}-{i}."}],
+                                    model=engine.model_name, max_tokens=4)
+                out.append(done.record)
+            return out
+
+        runs = await asyncio.gather(*(user(u) for u in range(4)))
+        why = c.closes_after_stream
+    recs = [r for run in runs for r in run]
+    assert len(recs) == 24 and all(r.ok and r.attempts == 1 for r in recs)
+    assert sum(r.resends for r in recs) == 0
+    assert why is not None and "llama.cpp" in why

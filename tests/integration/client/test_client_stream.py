@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import openai
 import pytest
 
 from infersight.client import Client, RetryPolicy, Timeouts
@@ -181,7 +182,6 @@ def test_subprocess_server_and_script() -> None:
 
 
 async def test_official_openai_client_against_fake() -> None:
-    openai = pytest.importorskip("openai")
     async with FakeOpenAI(FakeConfig(tokens=5)).running() as srv:
         oc = openai.AsyncOpenAI(base_url=srv.base_url + "/v1", api_key="none", max_retries=0)
         stream = await oc.chat.completions.create(

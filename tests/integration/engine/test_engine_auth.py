@@ -7,11 +7,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
+import openai
 import pytest
 
 from infersight.engine import EmbeddedEngine
-
-openai = pytest.importorskip("openai")
 
 pytestmark = pytest.mark.engine
 

@@ -6,9 +6,8 @@ import json
 import urllib.request
 from typing import Any
 
+import openai
 import pytest
-
-openai = pytest.importorskip("openai")
 
 pytestmark = pytest.mark.engine
 

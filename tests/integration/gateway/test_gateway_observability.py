@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 from urllib.parse import quote
 
@@ -14,7 +13,7 @@ from gateway_stack import CHAT, StackFactory
 from infersight.testing.fake_openai import FakeConfig
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+@pytest.mark.needs("promtool")
 async def test_metrics_pass_promtool(make_stack: StackFactory) -> None:
     async with make_stack([FakeConfig(tokens=2)]) as s:
         await s.post("/v1/chat/completions", CHAT)
@@ -30,7 +29,7 @@ async def test_metrics_pass_promtool(make_stack: StackFactory) -> None:
     assert proc.returncode == 0, out
 
 
-@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed")
+@pytest.mark.needs("prometheus")
 async def test_real_prometheus_scrapes_the_gateway(make_stack: StackFactory,
                                                    tmp_path: Path) -> None:
     import socket

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from aiohttp import web
 from matplotlib import image as mpimg
-from report_cdp import CHROMIUM, Browser
+from report_cdp import Browser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "report"))
 from report_synth import make_run
 
 from infersight.report import render_html
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed")
+pytestmark = pytest.mark.needs("chromium")
 
 
 @asynccontextmanager

@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from infersight.gateway.metrics import GatewayMetrics
 from infersight.telemetry import (
     EngineScraper,
     ExporterServer,
@@ -38,9 +39,7 @@ PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 FIX = Path(__file__).parents[2] / "unit" / "telemetry" / "fixtures"
 DATA = Path(str(resources.files("infersight.data").joinpath("telemetry")))
 
-needs_prometheus = pytest.mark.skipif(
-    not Path(PROMETHEUS).exists(), reason="Debian package prometheus not installed"
-)
+needs_prometheus = pytest.mark.needs("prometheus")
 
 
 def _free_port() -> int:
@@ -51,7 +50,7 @@ def _free_port() -> int:
 
 
 # -- promtool ---------------------------------------------------------------------------
-@pytest.mark.skipif(not Path(PROMTOOL).exists(), reason="promtool not installed")
+@pytest.mark.needs("promtool")
 def test_promtool_check_rules() -> None:
     r = subprocess.run([PROMTOOL, "check", "rules", str(DATA / "alerts.yml")],
                        capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -59,7 +58,7 @@ def test_promtool_check_rules() -> None:
     assert "SUCCESS: 9 rules found" in r.stdout
 
 
-@pytest.mark.skipif(not Path(PROMTOOL).exists(), reason="promtool not installed")
+@pytest.mark.needs("promtool")
 def test_promtool_test_rules_fire_on_synthetic_series(tmp_path: Path) -> None:
     shutil.copy(DATA / "alerts.yml", tmp_path / "alerts.yml")
     shutil.copy(DATA / "alerts_test.yml", tmp_path / "alerts_test.yml")
@@ -227,9 +226,8 @@ async def test_dashboard_and_alerts_name_only_exported_metrics(exporter: Exporte
         if line and not line.startswith("#")
     }
     # the gateway's own registry (src/infersight/gateway/metrics.py)
-    gm_mod = pytest.importorskip("infersight.gateway.metrics")
     gateway: set[str] = set()
-    for fam in gm_mod.GatewayMetrics().registry.collect():
+    for fam in GatewayMetrics().registry.collect():
         suffixes = {"histogram": ("_bucket", "_sum", "_count"), "counter": ("_total",)}
         gateway |= {fam.name + sfx for sfx in suffixes.get(fam.type, ("",))}
     doc = json.loads((DATA / "grafana_dashboard.json").read_text())

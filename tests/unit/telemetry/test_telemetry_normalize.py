@@ -10,6 +10,7 @@ import pytest
 
 from infersight.core.errors import MalformedStream
 from infersight.core.records import Sample
+from infersight.gateway.metrics import GatewayMetrics
 from infersight.telemetry import Normalizer, detect_engine, engine_specs, parse_metrics
 
 FIX = Path(__file__).parent / "fixtures"
@@ -169,8 +170,7 @@ def test_table_is_complete() -> None:
 def test_gateway_metrics_from_the_real_gateway_registry() -> None:
     """The map entry for the infersight gateway against its actual prometheus_client
     registry (src/infersight/gateway/metrics.py)."""
-    gm_mod = pytest.importorskip("infersight.gateway.metrics")
-    gm = gm_mod.GatewayMetrics()
+    gm = GatewayMetrics()
     gm.in_flight.labels("a").set(3)
     gm.in_flight.labels("b").set(2)
     gm.queue_depth.labels("a").set(7)

@@ -84,7 +84,8 @@ async def test_scraper_normalises_and_reads_slot_limit(
     assert vals["engine.requests_running"] == 4
     assert vals["engine.requests_waiting"] == 3
     assert vals["engine.slots"] == 6  # from /props total_slots
-    assert 0 <= (vals["engine.scrape_duration_seconds"] or 0) < 2
+    took = vals["engine.scrape_duration_seconds"]
+    assert took is not None and 0 <= took < 2
     assert all(s.labels["source"] == url + "/metrics" for s in out)
     _m.props_ok = False
     sc2 = EngineScraper(url)
@@ -139,7 +140,7 @@ async def test_host_sampler_sees_a_busy_child_process() -> None:
     assert rss["self"] is not None and rss["self"] > 10e6
     cores = [s for s in out if s.name == "host.cpu_percent" and s.labels["cpu"] != "all"]
     assert len(cores) == os.cpu_count()
-    assert all(0.0 <= (s.value or 0) <= 100.0 for s in cores)
+    assert all(s.value is not None and 0.0 <= s.value <= 100.0 for s in cores)
     names = {s.name for s in out}
     assert {"host.memory_used_bytes", "host.memory_total_bytes", "host.net_rx_bytes_total",
             "host.net_tx_bytes_total"} <= names  # fmt: skip
