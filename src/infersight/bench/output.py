@@ -172,7 +172,7 @@ def render(result: RunResult, console: Any) -> None:
             + ("none of the rates tried" if ans is None else f"{ans:.3g} req/s")
         )
     for v in result.diagnosis:
-        console.print(f"[bold]{v.get('title', v.get('id'))}[/]: {v.get('summary', '')}")
+        console.print(f"[bold]{v.title or v.id}[/]: {v.summary}")
     for note in result.notes:
         console.print(f"[dim]note: {note}[/]")
 

@@ -2,17 +2,17 @@
 
 Order of work: start or check the target (one-line errors before any load), prepare
 prompts, start telemetry (host every second, the engine's /metrics), run each level
-(fixed list, sweep or find-max), aggregate, embed the diagnosis, price it, and return
-the RunResult. Ctrl-C stops scheduling, waits ``grace`` seconds for requests in
-flight, marks the rest cancelled and still returns everything (``partial=True``); a
-second Ctrl-C skips the grace period.
+(fixed list, sweep or find-max), aggregate, price it, and return the RunResult. The
+caller diagnoses it (``infersight.diagnose.embed_diagnosis``) before writing outputs.
+Ctrl-C stops scheduling, waits ``grace`` seconds for requests in flight, marks the
+rest cancelled and still returns everything (``partial=True``); a second Ctrl-C skips
+the grace period.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import os
 import platform
@@ -38,8 +38,6 @@ from infersight.core.metrics import aggregate
 from infersight.core.records import ClockAnchor, RequestRecord, RunResult
 
 __all__ = ["run", "run_async"]
-
-log = logging.getLogger(__name__)
 
 
 class _Stop:
@@ -263,8 +261,6 @@ def _finish(
     if "note" in prompts.desc:
         result.notes.append(prompts.desc["note"])
     _price(result, cfg, target)
-    if cfg.diagnose:
-        _diagnose(result)
 
 
 def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
@@ -278,20 +274,6 @@ def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
     cost = cost_summary(result, table, target.model)
     if cost is not None:
         result.cost = cost
-
-
-def _diagnose(result: RunResult) -> None:
-    from infersight.diagnose import diagnose
-
-    # A bug in diagnose must not cost the user the measurements: keep them, but say
-    # so loudly (a logged traceback and a note in every output), never pass quietly.
-    try:
-        # store_physics: the peaks and floors measured here travel with the file
-        verdicts = diagnose(result, store_physics=True)
-        result.diagnosis = [v.model_dump(mode="json") for v in verdicts]
-    except Exception as e:
-        log.exception("diagnosis failed")
-        result.notes.append(f"diagnosis failed (a bug, please report it): {type(e).__name__}: {e}")
 
 
 def _versions(ours: str) -> dict[str, str]:

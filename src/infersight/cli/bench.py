@@ -165,6 +165,11 @@ def register(app: typer.Typer) -> None:
         if cfg.url is None:
             console.print("[dim]starting the embedded engine...[/]")
         result = run_coroutine(run_async(cfg, display=LiveDisplay(cfg.progress)))
+        if cfg.diagnose:
+            from infersight.diagnose import embed_diagnosis
+
+            # store_physics: the peaks and floors measured here travel with the file
+            embed_diagnosis(result, store_physics=True)
         render(result, console)
         if cfg.out:
             paths = write_outputs(result, cfg.out)

@@ -6,7 +6,6 @@ renderers, so both always print the same numbers.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from infersight.core.records import RequestRecord, RunResult
+from infersight.core.verdicts import Verdict
 from infersight.report.aggregates import (
     Chunks,
     FloatArray,
@@ -23,7 +23,7 @@ from infersight.report.aggregates import (
 )
 from infersight.report.cost import level_cost, model_name, run_cost_note, run_price
 
-__all__ = ["LevelView", "RunView", "build_view", "build_views"]
+__all__ = ["NOT_DIAGNOSED", "LevelView", "RunView", "build_view", "build_views"]
 
 #: Label used when records carry no ``labels["level"]``.
 DEFAULT_LEVEL = "run"
@@ -97,7 +97,7 @@ class RunView:
     label: str
     t0: float
     levels: list[LevelView]
-    verdicts: list[dict[str, Any]]
+    verdicts: list[Verdict]
     diagnosis_note: str = ""
     price_note: str = ""
     #: Utilisation series (percent) by source, times from the run start.
@@ -133,24 +133,11 @@ def level_order(result: RunResult) -> list[str]:
     return names
 
 
-def _diagnosis(result: RunResult) -> tuple[list[dict[str, Any]], str]:
-    if result.diagnosis:
-        return list(result.diagnosis), ""
-    try:
-        diagnose = getattr(importlib.import_module("infersight.diagnose"), "diagnose", None)
-    except ImportError:
-        diagnose = None
-    if diagnose is None:
-        return [], "diagnosis not available in this installation"
-    try:
-        verdicts = diagnose(result)
-    except Exception as e:  # a report must still render when diagnosis fails
-        return [], f"diagnosis failed: {type(e).__name__}: {e}"
-    out: list[dict[str, Any]] = []
-    for v in verdicts:
-        dump = getattr(v, "model_dump", None)
-        out.append(dump() if callable(dump) else dict(v))
-    return out, "diagnosed by this report (the run had no embedded diagnosis)"
+#: What the report says for a run without verdicts (it never diagnoses by itself).
+NOT_DIAGNOSED = (
+    "not diagnosed: run `infersight diagnose FILE` (or `infersight report FILE`, which "
+    "diagnoses a file that holds no verdicts)"
+)
 
 
 def _util_means(lv: LevelView, util: dict[str, tuple[FloatArray, FloatArray]]) -> None:
@@ -219,14 +206,13 @@ def build_view(result: RunResult, label: str | None = None) -> RunView:
         lv.cost = level_cost(recs, lv.agg, span, price)
         _util_means(lv, util)
         levels.append(lv)
-    verdicts, note = _diagnosis(result)
     return RunView(
         result,
         label or result.run_id or "run",
         t0,
         levels,
-        verdicts,
-        diagnosis_note=note,
+        list(result.diagnosis),
+        diagnosis_note="" if result.diagnosis else NOT_DIAGNOSED,
         price_note=price_note,
         util=util,
     )

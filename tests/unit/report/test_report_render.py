@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from report_synth import make_run, sample_verdict
 
-from infersight.core.records import RequestRecord, RunResult, save_run_result
+from infersight.core.records import RequestRecord, RunResult, load_run_result, save_run_result
+from infersight.core.verdicts import Verdict
 from infersight.report import render_html, render_markdown, write_report
 from infersight.report.markdown import md_cell
 from infersight.report.sections import fmt_cell
@@ -30,7 +31,7 @@ def _evil_run() -> RunResult:
     v["summary"] = f"summary {EVIL}"
     v["fixes"] = [f"fix {EVIL}"]
     v["evidence"][0]["source"] = EVIL
-    run.diagnosis = [v]
+    run.diagnosis = [Verdict.model_validate(v)]
     run.notes = [f"note {EVIL}"]
     run.environment["host"] = EVIL
     return run
@@ -141,11 +142,26 @@ def test_odd_runs_render() -> None:
     assert render_markdown(failed_only).count("| run |") == 1
 
 
-def test_diagnosis_is_computed_when_the_run_has_none() -> None:
+def test_a_run_without_verdicts_says_how_to_diagnose_it(tmp_path: Path) -> None:
     run = make_run(400, levels=(2,), diagnosis=[])
     view = build_view(run)
-    assert view.verdicts and view.diagnosis_note.startswith("diagnosed by this report")
-    assert all("id" in v and "title" in v for v in view.verdicts)
+    assert not view.verdicts and view.diagnosis_note.startswith("not diagnosed: run `infersight")
+    assert "not diagnosed: run `infersight diagnose FILE`" in render_html(run)
+    # The report command diagnoses such a file first (unless --no-diagnose).
+    f = save_run_result(run, tmp_path / "run.json")
+    for flag, diagnosed in (("--diagnose", True), ("--no-diagnose", False)):
+        out = tmp_path / f"r{flag}.html"
+        proc = subprocess.run(
+            [sys.executable, "-c", "from infersight.cli import main; main()",
+             "report", str(f), "--out", str(out), flag],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        html = out.read_text()
+        assert ('<div class="verdict' in html) is diagnosed
+        assert ("diagnosed by `infersight report`" in html) is diagnosed
+        assert ("not diagnosed: run" in html) is not diagnosed
+    assert not load_run_result(f).diagnosis  # the file itself is left as it was
 
 
 def test_write_report_and_cli(tmp_path: Path) -> None:
