@@ -12,15 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from infersight.core.chunks import Chunks, FloatArray, flatten_chunks, itl_from_chunks
 from infersight.core.records import RequestRecord, RunResult
 from infersight.core.verdicts import Verdict
-from infersight.report.aggregates import (
-    Chunks,
-    FloatArray,
-    flatten_chunks,
-    itl_from_chunks,
-    level_aggregate,
-)
+from infersight.report.aggregates import level_aggregate
 from infersight.report.cost import level_cost, model_name, run_cost_note, run_price
 
 __all__ = ["NOT_DIAGNOSED", "LevelView", "RunView", "build_view", "build_views"]
