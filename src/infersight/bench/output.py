@@ -1,4 +1,4 @@
-"""Bench outputs: the console table, the RunResult JSON, the CSV of records, cost.
+"""Bench outputs: the console table, the RunResult JSON, the CSV of records.
 
 A client-limited run says so first, in every output: the banner above the table,
 ``RunResult.client_limited`` at the top of the JSON, and the first line of the CSV's
@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from infersight.core.metrics import client_headline, level_notes, level_state
-from infersight.core.pricing import PriceTable
 from infersight.core.records import RunResult, save_run_result
 
-__all__ = ["cost_summary", "headline", "render", "write_outputs"]
+__all__ = ["headline", "render", "write_outputs"]
 
 CSV_FIELDS = (
     "request_id", "level", "worker", "ok", "error", "cancelled", "status", "scheduled",
@@ -25,51 +24,6 @@ CSV_FIELDS = (
     "tokens_estimated", "usage_mismatch", "queue_delay", "attempts", "resends", "finish_reason",
     "error_message",
 )  # fmt: skip
-
-
-def cost_summary(result: RunResult, prices: PriceTable, model: str) -> dict[str, Any] | None:
-    """$ per run, $ per million output tokens and projected $ per day, per level."""
-    price = prices.price(model)
-    if price is None:
-        return None
-    levels: dict[str, Any] = {}
-    total_usd = 0.0
-    total_out = 0
-    for name, agg in result.aggregates.items():
-        recs = [r for r in result.records if r.labels.get("level") == name]
-        p_tok = sum(r.prompt_tokens or 0 for r in recs)
-        o_tok = sum(r.output_tokens for r in recs)
-        usd = price.cost(p_tok, o_tok)
-        # A day at the level's measured throughput: the mean cost of its window's
-        # requests times its completions per second.
-        tk, n_win, tput = agg["tokens"], agg["requests"]["in_window"], agg["request_throughput"]
-        per_day = None
-        if n_win and tput:
-            per_day = price.cost(tk["prompt"], tk["output"]) / n_win * tput * 86400.0
-        levels[name] = {
-            "usd": usd,
-            "usd_per_million_output_tokens": usd / o_tok * 1e6 if o_tok else None,
-            "projected_usd_per_day": per_day,
-        }
-        agg["cost"] = levels[name]
-        total_usd += usd
-        total_out += o_tok
-    # The run-level projection uses the level with the highest output throughput:
-    # what a day at the best measured operating point would cost.
-    best = max(
-        (n for n in levels if levels[n]["projected_usd_per_day"] is not None),
-        key=lambda n: result.aggregates[n].get("output_token_throughput") or 0.0,
-        default=None,
-    )
-    return {
-        "model": model,
-        "price_per_million": {"input": price.input, "output": price.output, "note": price.note},
-        "usd": total_usd,
-        "usd_per_million_output_tokens": total_usd / total_out * 1e6 if total_out else None,
-        "projected_usd_per_day": None if best is None else levels[best]["projected_usd_per_day"],
-        "projected_at_level": best,
-        "levels": levels,
-    }
 
 
 def _ms(s: dict[str, Any] | None, key: str) -> str:

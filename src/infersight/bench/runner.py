@@ -33,6 +33,7 @@ from infersight.bench.target import Target, open_target
 from infersight.bench.telemetry import BenchTelemetry
 from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
+from infersight.core.cost import price_run
 from infersight.core.errors import InfersightError
 from infersight.core.metrics import aggregate
 from infersight.core.records import ClockAnchor, RequestRecord, RunResult
@@ -260,20 +261,7 @@ def _finish(
         result.notes.append("prompt lengths are approximate: " + prompts.desc["lengths_note"])
     if "note" in prompts.desc:
         result.notes.append(prompts.desc["note"])
-    _price(result, cfg, target)
-
-
-def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
-    from infersight.bench.output import cost_summary
-    from infersight.core.pricing import PriceTable
-
-    if cfg.price_in is not None and cfg.price_out is not None:
-        table = PriceTable.flat(cfg.price_in, cfg.price_out)
-    else:
-        table = PriceTable.load(cfg.prices)
-    cost = cost_summary(result, table, target.model)
-    if cost is not None:
-        result.cost = cost
+    price_run(result)  # from the flags, --prices or the price table (config above)
 
 
 def _versions(ours: str) -> dict[str, str]:

@@ -82,7 +82,7 @@ def _run_md(view: RunView) -> list[str]:
                 _num(_get(a, "itl", "p50"), "s"),
                 _num(_get(a, "itl", "p99"), "s"),
                 _num(_get(a, "e2e", "p99"), "s"),
-                _num((lv.cost or {}).get("per_mtok_output_usd"), "$"),
+                _num((lv.cost or {}).get("usd_per_million_output_tokens"), "$"),
                 "**UNSUSTAINABLE**" if (st := level_state(a)) == "unsustainable" else st,
             ]
         )

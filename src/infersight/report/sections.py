@@ -170,9 +170,9 @@ def _errors_table(view: RunView) -> str:
 
 def _cost_table(view: RunView) -> str:
     rows = [
-        f"<tr><td>{escape(lv.name)}</td><td class=num>{fmt_cell(c.get('run_usd'), '$')}</td>"
-        f"<td class=num>{fmt_cell(c.get('per_mtok_output_usd'), '$')}</td>"
-        f"<td class=num>{fmt_cell(c.get('per_day_usd'), '$')}</td></tr>"
+        f"<tr><td>{escape(lv.name)}</td><td class=num>{fmt_cell(c.get('usd'), '$')}</td>"
+        f"<td class=num>{fmt_cell(c.get('usd_per_million_output_tokens'), '$')}</td>"
+        f"<td class=num>{fmt_cell(c.get('projected_usd_per_day'), '$')}</td></tr>"
         for lv in view.levels
         if (c := lv.cost)
     ]

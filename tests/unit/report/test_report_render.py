@@ -240,7 +240,11 @@ def test_cost_from_bench_fields_and_from_flat_prices() -> None:
     run = RunResult.from_json_bytes(run.to_json_bytes())  # as read back from result.json
     view = build_view(run)
     c1 = next(lv for lv in view.levels if lv.name == "c=1")
-    assert c1.cost == {"run_usd": 1.25, "per_mtok_output_usd": 37.5, "per_day_usd": 4321.0}
+    assert c1.cost == {
+        "usd": 1.25,
+        "usd_per_million_output_tokens": 37.5,
+        "projected_usd_per_day": 4321.0,
+    }
     html = render_html(run)
     assert ">$1.25<" in html and ">$37.5<" in html and ">$4,321<" in html
     assert "$2.5/Mtok input, $10.0/Mtok output (list)" in html
@@ -250,10 +254,10 @@ def test_cost_from_bench_fields_and_from_flat_prices() -> None:
     lv = build_view(flat).levels[0]
     ok = [r for r in flat.records if r.ok]
     expect = sum((r.prompt_tokens or 0) * 1.0 + r.output_tokens * 2.0 for r in ok) / 1e6
-    assert lv.cost is not None and abs(lv.cost["run_usd"] - expect) < 1e-12
+    assert lv.cost is not None and abs((lv.cost["usd"] or 0) - expect) < 1e-12
     out_tok = sum(r.output_tokens for r in ok)
-    assert abs(lv.cost["per_mtok_output_usd"] - expect / out_tok * 1e6) < 1e-9
-    assert lv.cost["per_day_usd"] > 0
+    assert abs((lv.cost["usd_per_million_output_tokens"] or 0) - expect / out_tok * 1e6) < 1e-9
+    assert (lv.cost["projected_usd_per_day"] or 0) > 0
 
     unpriced = make_run(200, levels=(1,), model="unknown-model-xyz")
     assert build_view(unpriced).levels[0].cost is None
