@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 
 from infersight.bench import BenchConfig, run
-from infersight.bench.output import write_outputs
 from infersight.core.records import RunResult
 from infersight.diagnose import embed_diagnosis
+from infersight.report import write_outputs
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 

@@ -18,9 +18,9 @@ import pytest
 from rich.console import Console
 
 from infersight.bench import BenchConfig, run
-from infersight.bench.output import render
 from infersight.core.records import RunResult
 from infersight.diagnose import embed_diagnosis
+from infersight.report import render_console
 from infersight.testing import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(180)
@@ -74,7 +74,7 @@ def test_overload_reports_the_true_tail_and_the_capacity(engine: Any) -> None:
     ids = [v.id for v in result.diagnosis if v.level == name]
     assert "overloaded" in ids and "healthy" not in ids
     buf = io.StringIO()
-    render(result, Console(file=buf, width=220))
+    render_console(result, Console(file=buf, width=220))
     text = buf.getvalue()
     assert "UNSUSTAINABLE" in text and f"{name} is unsustainable" in text
     assert "in stats" in text  # sent and counted differ, and the table says so

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from infersight.bench.output import render, write_outputs
 from infersight.core.metrics import aggregate
 from infersight.core.records import RequestRecord, RunResult, load_run_result
+from infersight.report import render_console, write_outputs
 
 
 def _result(lag: float) -> RunResult:
@@ -44,7 +44,7 @@ def _result(lag: float) -> RunResult:
 def test_client_limited_banner_is_first_in_every_output(tmp_path: Path) -> None:
     r = _result(lag=0.02)
     buf = io.StringIO()
-    render(r, Console(file=buf, width=200))
+    render_console(r, Console(file=buf, width=200))
     text = buf.getvalue()
     assert text.startswith("CLIENT-LIMITED")
     paths = write_outputs(r, tmp_path)
