@@ -114,7 +114,7 @@ def timing(n: int) -> list[tuple[str, float]]:
         except ImportError:
             out.append(("render report (infersight.report not available)", float("nan")))
         else:
-            loaded.diagnosis = [v.model_dump(mode="json") for v in vs]
+            loaded.diagnosis = vs
             t0 = time.perf_counter()
             html = render_html(loaded)
             out.append((f"render HTML report ({len(html) / 1e6:.1f} MB)", time.perf_counter() - t0))

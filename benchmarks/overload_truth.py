@@ -23,6 +23,7 @@ from rich.table import Table
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
+from infersight.diagnose import embed_diagnosis
 from infersight.testing import FakeConfig, FakeOpenAI
 
 
@@ -34,7 +35,9 @@ def _truth(srv: Any, result: RunResult) -> np.ndarray:
 
 def _bench(url: str, **kw: Any) -> RunResult:
     cfg = BenchConfig(url=url, max_tokens=1, input_tokens="fixed:8", progress=False, **kw)
-    return run(cfg)
+    result = run(cfg)
+    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
+    return result
 
 
 def _ratio(reported: float | None, true: float) -> str:
@@ -71,7 +74,7 @@ def main() -> None:
         ]
         for fig, rep, true in rows:
             table.add_row(f"r={rate} (2x)", fig, f"{rep:.3g}", f"{true:.3g}", _ratio(rep, true))
-        verdicts = sorted({v["id"] for v in over.diagnosis if v.get("level") == name})
+        verdicts = sorted({v.id for v in over.diagnosis if v.level == name})
         srv.reset()
         small = _bench(srv.base_url, concurrency=[8], requests=8)
         t = _truth(srv, small)

@@ -2,17 +2,17 @@
 
 Order of work: start or check the target (one-line errors before any load), prepare
 prompts, start telemetry (host every second, the engine's /metrics), run each level
-(fixed list, sweep or find-max), aggregate, embed the diagnosis, price it, and return
-the RunResult. Ctrl-C stops scheduling, waits ``grace`` seconds for requests in
-flight, marks the rest cancelled and still returns everything (``partial=True``); a
-second Ctrl-C skips the grace period.
+(fixed list, sweep or find-max), aggregate, price it, and return the RunResult. The
+caller diagnoses it (``infersight.diagnose.embed_diagnosis``) before writing outputs.
+Ctrl-C stops scheduling, waits ``grace`` seconds for requests in flight, marks the
+rest cancelled and still returns everything (``partial=True``); a second Ctrl-C skips
+the grace period.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import os
 import platform
@@ -33,13 +33,12 @@ from infersight.bench.target import Target, open_target
 from infersight.bench.telemetry import BenchTelemetry
 from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
+from infersight.core.cost import price_run
 from infersight.core.errors import InfersightError
 from infersight.core.metrics import aggregate
 from infersight.core.records import ClockAnchor, RequestRecord, RunResult
 
 __all__ = ["run", "run_async"]
-
-log = logging.getLogger(__name__)
 
 
 class _Stop:
@@ -262,36 +261,7 @@ def _finish(
         result.notes.append("prompt lengths are approximate: " + prompts.desc["lengths_note"])
     if "note" in prompts.desc:
         result.notes.append(prompts.desc["note"])
-    _price(result, cfg, target)
-    if cfg.diagnose:
-        _diagnose(result)
-
-
-def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
-    from infersight.bench.output import cost_summary
-    from infersight.core.pricing import PriceTable
-
-    if cfg.price_in is not None and cfg.price_out is not None:
-        table = PriceTable.flat(cfg.price_in, cfg.price_out)
-    else:
-        table = PriceTable.load(cfg.prices)
-    cost = cost_summary(result, table, target.model)
-    if cost is not None:
-        result.cost = cost
-
-
-def _diagnose(result: RunResult) -> None:
-    from infersight.diagnose import diagnose
-
-    # A bug in diagnose must not cost the user the measurements: keep them, but say
-    # so loudly (a logged traceback and a note in every output), never pass quietly.
-    try:
-        # store_physics: the peaks and floors measured here travel with the file
-        verdicts = diagnose(result, store_physics=True)
-        result.diagnosis = [v.model_dump(mode="json") for v in verdicts]
-    except Exception as e:
-        log.exception("diagnosis failed")
-        result.notes.append(f"diagnosis failed (a bug, please report it): {type(e).__name__}: {e}")
+    price_run(result)  # from the flags, --prices or the price table (config above)
 
 
 def _versions(ours: str) -> dict[str, str]:

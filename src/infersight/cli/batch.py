@@ -63,6 +63,7 @@ def register(app: typer.Typer) -> None:
         from infersight.batch.prepare import plan_batch
         from infersight.batch.progress import make_progress
         from infersight.core.errors import ConfigError
+        from infersight.report import write_json
 
         if on_bad_line is not None and on_bad_line not in ("stop", "skip"):
             raise ConfigError(f"--on-bad-line must be stop or skip, not {on_bad_line!r}")
@@ -99,6 +100,6 @@ def register(app: typer.Typer) -> None:
             for bad in summary.bad_lines[:50]:
                 typer.echo(f"{input}: skipped line {bad['line']}: {bad['reason']}", err=True)
         if summary_json is not None:
-            summary_json.write_text(summary.model_dump_json(indent=2))
+            write_json(summary_json, summary)
         Console(file=sys.stdout).print(render_summary(summary))
         raise typer.Exit(summary.exit_code)

@@ -125,11 +125,11 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from infersight.bench import BenchConfig, parse_levels
-        from infersight.bench.output import render, write_outputs
         from infersight.bench.progress import LiveDisplay
         from infersight.bench.runner import run_async
         from infersight.bench.runtime import run_coroutine
         from infersight.core.errors import ConfigError
+        from infersight.report import render_console, write_outputs
 
         if endpoint not in ("chat", "completions"):
             raise ConfigError(f"--endpoint {endpoint!r}: use chat or completions")
@@ -165,7 +165,12 @@ def register(app: typer.Typer) -> None:
         if cfg.url is None:
             console.print("[dim]starting the embedded engine...[/]")
         result = run_coroutine(run_async(cfg, display=LiveDisplay(cfg.progress)))
-        render(result, console)
+        if cfg.diagnose:
+            from infersight.diagnose import embed_diagnosis
+
+            # store_physics: the peaks and floors measured here travel with the file
+            embed_diagnosis(result, store_physics=True)
+        render_console(result, console)
         if cfg.out:
             paths = write_outputs(result, cfg.out)
             console.print(f"wrote {paths['json']} and {paths['csv']}")

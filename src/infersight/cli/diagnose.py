@@ -100,8 +100,7 @@ def register(app: typer.Typer) -> None:
         out: dict[str, list[dict[str, object]]] = {}
         from rich.console import Console
 
-        from infersight.core.metrics import client_headline
-        from infersight.diagnose.render import print_verdicts
+        from infersight.report import render_diagnosis
 
         con = Console()
         for name, result in inputs:
@@ -109,10 +108,7 @@ def register(app: typer.Typer) -> None:
                                 engine_slots=engine_slots)
             out[name] = [v.model_dump(mode="json") for v in verdicts]
             if not as_json:
-                head = client_headline(result)
-                if head is not None:
-                    con.print(f"[bold magenta]{head[0]}:[/bold magenta] {head[1]}", highlight=False)
-                print_verdicts(verdicts, console=con, title=name)
+                render_diagnosis(result, verdicts, console=con, title=name)
         if as_json:
             doc = out[inputs[0][0]] if len(inputs) == 1 else out
             sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
@@ -137,7 +133,7 @@ def register(app: typer.Typer) -> None:
         import orjson
 
         from infersight.diagnose.physics import dtype_bytes, load_shape, make_plan
-        from infersight.diagnose.render import print_plan
+        from infersight.diagnose.plan_console import print_plan
 
         if ctx <= 0:
             raise _err("--ctx must be a positive number of tokens")

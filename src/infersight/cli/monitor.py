@@ -166,8 +166,10 @@ def register(app: typer.Typer) -> None:
         if out is None:
             typer.echo(text, nl=False)
             return
+        from infersight.report import write_text
+
         try:
-            out.write_text(text)
+            write_text(out, text)
         except OSError as e:
             raise ConfigError(f"cannot write {out}: {e.strerror}") from None
         typer.echo(f"wrote {out}", err=True)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from infersight.core.records import RunResult
 
 
 def register(app: typer.Typer) -> None:
@@ -27,6 +31,11 @@ def register(app: typer.Typer) -> None:
             "-l",
             help="Name of each run in the comparison (default: run id or file name).",
         ),
+        diagnose: bool = typer.Option(
+            True,
+            "--diagnose/--no-diagnose",
+            help="Diagnose a file that holds no verdicts before rendering it.",
+        ),
     ) -> None:
         """Render one self-contained HTML report: verdicts, latency CDFs, timeline, cost.
 
@@ -46,6 +55,8 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--out {out} is a directory; give a file name like report.html")
         t0 = time.perf_counter()
         loaded = load_results(results)
+        if diagnose:
+            _diagnose_missing(loaded)
         labels = (
             list(label)
             if label
@@ -64,3 +75,15 @@ def register(app: typer.Typer) -> None:
                 typer.echo(
                     f"warning: {p} is a client-limited run (see the report's banner)", err=True
                 )
+
+
+def _diagnose_missing(results: list[RunResult]) -> None:
+    """Embed verdicts in the results that hold none (the report only renders them)."""
+    undiagnosed = [r for r in results if not r.diagnosis]
+    if not undiagnosed:
+        return
+    from infersight.diagnose import embed_diagnosis
+
+    for r in undiagnosed:
+        if embed_diagnosis(r):
+            r.notes.append("diagnosed by `infersight report` (the file holds no verdicts)")

@@ -2,5 +2,14 @@
 
 from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord, RunResult, Sample
+from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 
-__all__ = ["InfersightError", "RequestRecord", "RunResult", "Sample"]
+__all__ = [
+    "Evidence",
+    "InfersightError",
+    "RequestRecord",
+    "RunResult",
+    "Sample",
+    "Verdict",
+    "VerdictWindow",
+]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from infersight.core.chunks import pooled_itl
 from infersight.core.level_flags import (
     CLIENT_CPU_LIMIT,
     LAG_P99_LIMIT,
@@ -196,14 +197,7 @@ def _latency(members: Sequence[RequestRecord], ok_in: Sequence[RequestRecord]) -
         out[name] = summarize(pick(members, name))
     for name in ("e2e", "e2e_from_sent", "tpot"):
         out[name] = summarize(pick(ok_in, name))
-    gaps: list[float] = []
-    weights: list[int] = []
-    for r in ok_in:
-        ct, tk = r.chunk_times, r.chunk_tokens
-        for i in range(1, len(ct)):
-            gaps.append(ct[i] - ct[i - 1])
-            weights.append(max(tk[i], 1) if i < len(tk) else 1)
-    out["itl"] = summarize(gaps, weights)
+    out["itl"] = summarize(*pooled_itl(ok_in))
     out["itl_per_request"] = summarize(pick(ok_in, "itl_mean"))
     out["schedule_lag"] = summarize(pick(members, "schedule_lag"))
     out["queue_delay"] = summarize(pick(members, "queue_delay"))

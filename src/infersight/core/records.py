@@ -21,6 +21,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from infersight.core.verdicts import Verdict
+
 __all__ = [
     "SCHEMA_VERSION",
     "ClockAnchor",
@@ -191,8 +193,8 @@ class RunResult(BaseModel):
     samples: list[Sample] = Field(default_factory=list)
     #: Per load level aggregates, keyed by level name; recomputable from records.
     aggregates: dict[str, Any] = Field(default_factory=dict)
-    #: Verdicts from diagnose, when embedded.
-    diagnosis: list[dict[str, Any]] = Field(default_factory=list)
+    #: Verdicts from diagnose, when embedded (files with plain verdict dicts load too).
+    diagnosis: list[Verdict] = Field(default_factory=list)
     #: Cost of the run when prices are known: ``usd``, ``usd_per_million_output_tokens``,
     #: ``projected_usd_per_day`` (also per level in ``aggregates[level]["cost"]``).
     cost: dict[str, Any] | None = None

@@ -14,7 +14,7 @@ from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.rules import RuleInput, evaluate
 from infersight.diagnose.signals import RecordArrays, SampleIndex, WindowStats, window_stats
 from infersight.diagnose.signals_engine import EngineSignals, engine_signals, floor_record
-from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, Window
+from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, VerdictWindow
 
 __all__ = ["diagnose"]
 
@@ -123,8 +123,8 @@ def _merge(verdicts: list[Verdict]) -> list[Verdict]:
         prev = open_.get(key)
         if prev is not None and abs(prev.window.end - v.window.start) < 1e-6:
             keep = v if v.confidence > prev.confidence else prev
-            merged = keep.model_copy(update={"window": Window(start=prev.window.start,
-                                                              end=v.window.end)})
+            merged = keep.model_copy(update={"window": VerdictWindow(
+                start=prev.window.start, end=v.window.end)})
             out[out.index(prev)] = merged
             open_[key] = merged
         else:
@@ -170,7 +170,7 @@ def diagnose(
     if window_seconds:
         verdicts = _merge(verdicts)
     for v in verdicts:
-        v.evidence.extend(Evidence(name="note", value=n, source="diagnose") for n in ctx.notes)
+        v.evidence.extend(Evidence(key="note", name="note", value=n, source="diagnose") for n in ctx.notes)
     if store_physics:
         _store(result, ctx, floors)
     return verdicts

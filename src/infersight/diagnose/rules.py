@@ -37,6 +37,6 @@ def evaluate(ri: RuleInput) -> list[Verdict]:
         parts.append(f"Q {fmt(s.Q)}")
     if s.itl_ratio is not None:
         parts.append(f"ITL {fmt(s.itl_ratio)}x floor")
-    ev = [*rq_evidence(ri), evidence("device busy", s.busy, "fraction", s.busy_source)]
+    ev = [*rq_evidence(ri), evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source)]
     return [make_verdict(ri, "healthy", "Healthy",
                      "No limiter found: " + ", ".join(parts) + ".", ev, 0.7, [])]

@@ -9,7 +9,7 @@ from typing import Any
 from infersight.diagnose.context import RunContext
 from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
-from infersight.diagnose.verdict import Evidence, Verdict, Window
+from infersight.diagnose.verdict import Evidence, Verdict, VerdictWindow
 
 __all__ = ["TTFT_FLOOR_LABEL", "RuleInput", "evidence", "fmt", "make_verdict", "rq_evidence"]
 
@@ -45,10 +45,11 @@ class RuleInput:
     agg: dict[str, Any] = field(default_factory=dict)
 
 
-def evidence(name: str, value: Any, unit: str = "", source: str = "") -> Evidence:
+def evidence(key: str, name: str, value: Any, unit: str = "", source: str = "") -> Evidence:
+    """One piece of evidence: ``key`` for programs, ``name`` for people."""
     if isinstance(value, float) and not math.isfinite(value):
         value = None
-    return Evidence(name=name, value=value, unit=unit, source=source)
+    return Evidence(key=key, name=name, value=value, unit=unit, source=source)
 
 
 def fmt(x: float | None, nd: int = 1) -> str:
@@ -57,16 +58,16 @@ def fmt(x: float | None, nd: int = 1) -> str:
 
 def rq_evidence(ri: RuleInput) -> list[Evidence]:
     s, c = ri.s, ri.ctx
-    out = [evidence("running (R)", s.R, "requests", s.rq_source),
-           evidence("waiting (Q)", s.Q, "requests", s.rq_source)]
+    out = [evidence("running", "running (R)", s.R, "requests", s.rq_source),
+           evidence("waiting", "waiting (Q)", s.Q, "requests", s.rq_source)]
     if s.S is not None:
-        out.append(evidence("slots (S)", s.S, "sequences", s.S_source or c.slots_source))
+        out.append(evidence("slots", "slots (S)", s.S, "sequences", s.S_source or c.slots_source))
     if s.plateau is not None:
-        out.append(evidence("slot limit (inferred)", s.plateau.sentence(), "", s.plateau.source()))
+        out.append(evidence("slot_limit_inferred", "slot limit (inferred)", s.plateau.sentence(), "", s.plateau.source()))
     if s.kv is not None:
-        out.append(evidence("KV cache usage", s.kv, "fraction", "engine /metrics (engine.kv_cache_usage)"))
+        out.append(evidence("kv_cache_usage", "KV cache usage", s.kv, "fraction", "engine /metrics (engine.kv_cache_usage)"))
     elif c.has_engine_metrics:
-        out.append(evidence("KV cache usage", "unknown", "",
+        out.append(evidence("kv_cache_usage", "KV cache usage", "unknown", "",
                             f"the engine ({c.engine}) exports no KV-cache usage"))
     return out
 
@@ -75,14 +76,14 @@ def _floor_evidence(ri: RuleInput) -> list[Evidence]:
     s, w = ri.s, ri.w
     out: list[Evidence] = []
     if s.itl_ratio is not None:
-        out += [evidence("ITL p50", w.itl_p50, "s", w.itl_source),
-                evidence("ITL floor", s.itl_floor, "s", s.floor_source),
-                evidence("ITL / floor", s.itl_ratio, "x", "observed / roofline floor")]
+        out += [evidence("itl_p50", "ITL p50", w.itl_p50, "s", w.itl_source),
+                evidence("itl_floor", "ITL floor", s.itl_floor, "s", s.floor_source),
+                evidence("itl_ratio", "ITL / floor", s.itl_ratio, "x", "observed / roofline floor")]
     if s.ttft_ratio is not None:
         src = str(w.extra.get("ttft_sent_p50_source") or "the window's records")
-        out += [evidence(TTFT_FLOOR_LABEL, w.ttft_sent_p50, "s", src),
-                evidence("TTFT floor (prefill)", s.ttft_floor, "s", s.floor_source),
-                evidence("TTFT / floor", s.ttft_ratio, "x", "observed / prefill floor")]
+        out += [evidence("ttft_sent_p50", TTFT_FLOOR_LABEL, w.ttft_sent_p50, "s", src),
+                evidence("ttft_floor", "TTFT floor (prefill)", s.ttft_floor, "s", s.floor_source),
+                evidence("ttft_ratio", "TTFT / floor", s.ttft_ratio, "x", "observed / prefill floor")]
     return out
 
 
@@ -102,6 +103,6 @@ def make_verdict(ri: RuleInput, vid: str, title: str, summary: str, evidence: li
              base_conf: float, fixes: list[str]) -> Verdict:
     return Verdict(
         id=vid, title=title, summary=summary + _inferred_note(ri),
-        window=Window(start=ri.w.t0, end=ri.w.t1), evidence=evidence + _floor_evidence(ri),
+        window=VerdictWindow(start=ri.w.t0, end=ri.w.t1), evidence=evidence + _floor_evidence(ri),
         confidence=_conf(base_conf, ri), fixes=fixes, level=ri.level, engine=ri.ctx.engine,
     )

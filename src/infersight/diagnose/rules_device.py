@@ -33,8 +33,8 @@ def host_starved(ri: RuleInput) -> Verdict | None:
         return None
     if s.itl_ratio is None or s.itl_ratio <= HOST_ITL_RATIO or (s.engine_cpu or 0) < HOST_CPU:
         return None
-    ev = [*rq_evidence(ri), evidence("GPU busy", s.busy, "fraction", s.busy_source),
-          evidence("engine process CPU", s.engine_cpu, "% of a core", "process.cpu_percent{name=engine}")]
+    ev = [*rq_evidence(ri), evidence("device_busy", "GPU busy", s.busy, "fraction", s.busy_source),
+          evidence("engine_cpu", "engine process CPU", s.engine_cpu, "% of a core", "process.cpu_percent{name=engine}")]
     return make_verdict(
         ri, "host_starved", "Host/CPU-starved",
         f"The GPU is only {fmt(s.busy * 100, 0)}% busy with {fmt(s.R)} requests running while the "
@@ -55,9 +55,9 @@ def _cpu_engine_starved(ri: RuleInput) -> Verdict | None:
     if s.U >= HOST_BUSY_MAX or host < HOST_CPU or s.itl_ratio <= HOST_ITL_RATIO:
         return None
     ev = [*rq_evidence(ri),
-          evidence("engine CPU share", s.U, "fraction of its threads", "process.cpu_percent{name=engine}"),
-          evidence("host CPU", host, "%", "host.cpu_percent{cpu=all}"),
-          evidence("load generator CPU", s.loadgen_cpu, "% of a core", "process.cpu_percent{name=loadgen}")]
+          evidence("engine_cpu_share", "engine CPU share", s.U, "fraction of its threads", "process.cpu_percent{name=engine}"),
+          evidence("host_cpu", "host CPU", host, "%", "host.cpu_percent{cpu=all}"),
+          evidence("loadgen_cpu", "load generator CPU", s.loadgen_cpu, "% of a core", "process.cpu_percent{name=loadgen}")]
     return make_verdict(
         ri, "host_starved", "Host/CPU-starved",
         f"The engine's threads get only {s.U * 100:.0f}% of their cores while the host is "
@@ -83,8 +83,8 @@ def busy_illusion(ri: RuleInput) -> Verdict | None:
         return None
     if s.U < ILLUSION_U or s.SM > ILLUSION_SM:
         return None
-    ev = [evidence("utilisation (U)", s.U, "fraction", "NVML gpu.utilization"),
-          evidence("SM activity", s.SM, "fraction", "NVML GPM gpu.sm_activity"), *rq_evidence(ri)]
+    ev = [evidence("utilisation", "utilisation (U)", s.U, "fraction", "NVML gpu.utilization"),
+          evidence("sm_activity", "SM activity", s.SM, "fraction", "NVML GPM gpu.sm_activity"), *rq_evidence(ri)]
     return make_verdict(
         ri, "busy_illusion", "\"100% busy\" illusion",
         f"NVML says the GPU is {s.U * 100:.0f}% utilised, but only {s.SM * 100:.0f}% of its SMs "
@@ -107,10 +107,10 @@ def bandwidth_decode(ri: RuleInput) -> Verdict | None:
     if ri.ctx.shape is not None and ri.ctx.device is not None:
         ctx_t = (w.prompt_mean or 0) + (w.output_mean or 0) / 2
         knee = compute_knee(ri.ctx.shape, ri.ctx.device, context=ctx_t, limit=KNEE_LIMIT)
-    ev = [evidence("bandwidth floor", s.itl_floor_bw, "s", s.floor_source),
-          evidence("compute floor", s.itl_floor_compute, "s", s.floor_source),
-          evidence("running (R)", s.R, "requests", s.rq_source),
-          evidence("compute knee", knee, "sequences", "batch where compute floor = bandwidth floor")]
+    ev = [evidence("itl_floor_bandwidth", "bandwidth floor", s.itl_floor_bw, "s", s.floor_source),
+          evidence("itl_floor_compute", "compute floor", s.itl_floor_compute, "s", s.floor_source),
+          evidence("running", "running (R)", s.R, "requests", s.rq_source),
+          evidence("compute_knee", "compute knee", knee, "sequences", "batch where compute floor = bandwidth floor")]
     return make_verdict(
         ri, "bandwidth_bound_decode", "Memory-bandwidth-bound decode",
         f"Decode runs at {fmt(s.itl_ratio)}x the memory-bandwidth floor (ITL {fmt((w.itl_p50 or 0) * 1000)} ms "
@@ -136,10 +136,10 @@ def compute_prefill(ri: RuleInput) -> Verdict | None:
     ratio = w.ttft_sent_p50 / (s.ttft_floor * concurrent)
     if ratio > PREFILL_RATIO:
         return None
-    ev = [evidence("TTFT share of e2e", share, "fraction", "records"),
-          evidence("prompt tokens (mean)", w.prompt_mean, "tokens", "records (usage)"),
-          evidence("concurrent prefills", concurrent, "requests", "R x TTFT share"),
-          evidence("TTFT / (floor x concurrent prefills)", ratio, "x", s.floor_source)]
+    ev = [evidence("ttft_share_of_e2e", "TTFT share of e2e", share, "fraction", "records"),
+          evidence("prompt_tokens_mean", "prompt tokens (mean)", w.prompt_mean, "tokens", "records (usage)"),
+          evidence("concurrent_prefills", "concurrent prefills", concurrent, "requests", "R x TTFT share"),
+          evidence("ttft_prefill_ratio", "TTFT / (floor x concurrent prefills)", ratio, "x", s.floor_source)]
     eng = ri.ctx.engine
     chunk = {"vllm": "--enable-chunked-prefill with a larger --max-num-batched-tokens",
              "sglang": "--chunked-prefill-size", "tgi": "--max-batch-prefill-tokens",

@@ -38,9 +38,9 @@ def client_limited(ri: RuleInput) -> Verdict | None:
     if not ri.client_limited:
         return None
     w, s = ri.w, ri.s
-    ev = [evidence("schedule lag p99", w.lag_p99, "s", "records (sent - scheduled)"),
-          evidence("load generator CPU", s.loadgen_cpu, "% of a core", "process.cpu_percent{name=loadgen}")]
-    ev += [evidence("reason", r, "", "client-limited flag (design.md s.2)") for r in ri.client_reasons]
+    ev = [evidence("schedule_lag_p99", "schedule lag p99", w.lag_p99, "s", "records (sent - scheduled)"),
+          evidence("loadgen_cpu", "load generator CPU", s.loadgen_cpu, "% of a core", "process.cpu_percent{name=loadgen}")]
+    ev += [evidence("reason", "reason", r, "", "client-limited flag (design.md s.2)") for r in ri.client_reasons]
     why = "; ".join(ri.client_reasons) or "schedule lag / load generator CPU over limits"
     contention = (ri.agg.get("client_limited") or {}).get("contention")
     if contention:  # design.md s.2: name the contention, do not blame the client alone
@@ -69,13 +69,13 @@ def error_driven(ri: RuleInput) -> Verdict | None:
         return None
     rate = w.n_failed / total
     kind, count = w.errors.most_common(1)[0]
-    ev = [evidence("error rate", rate, "fraction", "records"),
-          evidence("failed requests", w.n_failed, "requests", "records")]
-    ev += [evidence(f"errors: {k}", n, "requests", "records (error kind)") for k, n in w.errors.most_common(5)]
-    ev += [evidence(f"from: {k}", n, "requests", "records (upstream label / HTTP status)")
+    ev = [evidence("error_rate", "error rate", rate, "fraction", "records"),
+          evidence("failed_requests", "failed requests", w.n_failed, "requests", "records")]
+    ev += [evidence(f"errors.{k}", f"errors: {k}", n, "requests", "records (error kind)") for k, n in w.errors.most_common(5)]
+    ev += [evidence(f"from.{k}", f"from: {k}", n, "requests", "records (upstream label / HTTP status)")
            for k, n in w.error_sources.most_common(3)]
     if kind in w.error_example:
-        ev.append(evidence(f"example {kind}", w.error_example[kind], "", "records (error_message)"))
+        ev.append(evidence(f"example.{kind}", f"example {kind}", w.error_example[kind], "", "records (error_message)"))
     fixes = _error_fixes(kind, ri.ctx.engine)
     where = ", ".join(f"{k} ({n})" for k, n in w.error_sources.most_common(3))
     return make_verdict(
@@ -121,7 +121,7 @@ def queueing(ri: RuleInput) -> Verdict | None:
     # An engine that exports no KV usage is never called KV-bound (design.md section 5).
     kv_hi = s.kv_p90 is not None and s.kv_p90 >= KV_FULL
     if s.kv is not None and (kv_hi or (s.P is not None and s.P > 0)):
-        ev.append(evidence("preemption rate", s.P, "1/s", "engine /metrics (engine.preemptions_total)"))
+        ev.append(evidence("preemption_rate", "preemption rate", s.P, "1/s", "engine /metrics (engine.preemptions_total)"))
         why = (f"KV cache at {fmt((s.kv_p90 or 0) * 100, 0)}% (p90)" if kv_hi
                else f"{fmt(s.P, 2)} preemptions/s")
         return make_verdict(
@@ -132,9 +132,9 @@ def queueing(ri: RuleInput) -> Verdict | None:
         return _slot_bound(ri, ev)
     kv_txt = "" if s.kv is not None else "; KV usage is unknown (the engine exports none)"
     saturated = _saturated(s)
-    ev.append(evidence("device busy", s.busy, "fraction", s.busy_source))
+    ev.append(evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source))
     if s.U is not None and s.busy is not s.U:
-        ev.append(evidence("utilisation (U)", s.U, "fraction", "NVML gpu.utilization / process CPU"))
+        ev.append(evidence("utilisation", "utilisation (U)", s.U, "fraction", "NVML gpu.utilization / process CPU"))
     if saturated:
         return make_verdict(
             ri, "capacity", "Queueing: capacity",
@@ -156,8 +156,8 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     current = round(s.S)
     demand = max(current + 1, math.ceil(current + (s.Q_max or s.Q or 0)))
     target, why = _recommend_slots(ri, demand)
-    ev.append(evidence("recommended slots", target, "sequences", why))
-    ev.append(evidence("demand (R + Q, max)", demand, "requests", s.rq_source))
+    ev.append(evidence("recommended_slots", "recommended slots", target, "sequences", why))
+    ev.append(evidence("demand", "demand (R + Q, max)", demand, "requests", s.rq_source))
     if s.kv is not None:
         kv_txt = f", KV at {fmt(s.kv * 100, 0)}%"
     else:
@@ -210,11 +210,11 @@ def under_loaded(ri: RuleInput) -> Verdict | None:
     low = [x for x in (s.U, s.SM) if x is not None]
     if not low or min(low) >= BUSY_LOW:
         return None
-    ev = [*rq_evidence(ri), evidence("device busy", s.busy, "fraction", s.busy_source)]
+    ev = [*rq_evidence(ri), evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source)]
     if s.U is not None:
-        ev.append(evidence("utilisation (U)", s.U, "fraction", "NVML gpu.utilization / engine process CPU"))
+        ev.append(evidence("utilisation", "utilisation (U)", s.U, "fraction", "NVML gpu.utilization / engine process CPU"))
     if s.SM is not None:
-        ev.append(evidence("SM activity / MFU", s.SM, "fraction", s.busy_source))
+        ev.append(evidence("sm_activity", "SM activity / MFU", s.SM, "fraction", s.busy_source))
     return make_verdict(
         ri, "under_loaded", "Under-loaded (request-starved)",
         f"The server waits for work: {fmt(s.R)} of {s.S:.0f} slots busy, nothing queued, "

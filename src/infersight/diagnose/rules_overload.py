@@ -28,15 +28,15 @@ def overloaded(ri: RuleInput) -> Verdict | None:
     slope = sus.get("inflight_slope")
     src = _SOURCE.format(level=ri.level)
     ev = [
-        evidence("offered rate", offered, "req/s", src),
-        evidence("achieved rate (capacity estimate)", cap, "req/s", src),
-        evidence("completed / offered", sus.get("completion_ratio"), "fraction", src),
-        evidence("queue growth (in flight)", slope, "req/s", src + ", least-squares slope"),
+        evidence("offered_rate", "offered rate", offered, "req/s", src),
+        evidence("capacity_estimate", "achieved rate (capacity estimate)", cap, "req/s", src),
+        evidence("completion_ratio", "completed / offered", sus.get("completion_ratio"), "fraction", src),
+        evidence("queue_growth", "queue growth (in flight)", slope, "req/s", src + ", least-squares slope"),
     ]
     ci = sus.get("inflight_slope_ci")
     if isinstance(ci, list) and len(ci) == 2:
-        ev.append(evidence("queue growth 95% CI", f"{ci[0]:.3g} to {ci[1]:.3g}", "req/s", src))
-    ev += [evidence("reason", r, "", src) for r in sus.get("reasons") or []]
+        ev.append(evidence("queue_growth_ci", "queue growth 95% CI", f"{ci[0]:.3g} to {ci[1]:.3g}", "req/s", src))
+    ev += [evidence("reason", "reason", r, "", src) for r in sus.get("reasons") or []]
     ev += rq_evidence(ri)
     growth = f"; the queue grew by {fmt(slope, 1)} req/s" if slope is not None and slope > 0 else ""
     summary = (

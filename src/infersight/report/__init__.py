@@ -1,41 +1,51 @@
-"""infersight.report: a self-contained HTML report and a Markdown summary of RunResults.
+"""infersight.report: every output of a RunResult, one writer per format.
 
-    from infersight.report import render_html, render_markdown, write_report
-    html = render_html(result)                 # one run
+    from infersight.report import render_console, write_outputs, write_report
+    render_console(result, console)            # the bench table, cost and verdict lines
+    render_verdicts(result.diagnosis)          # one panel per verdict (diagnose)
+    write_outputs(result, "runs/demo")         # result.json, schema.json, records.csv
     html = render_html([before, after])        # side-by-side comparison, first = baseline
     write_report([result], "report.html", markdown="summary.md")
 
-The HTML has inline CSS and inline SVG charts only: it opens offline and makes no
-network request. Plots are downsampled (quantile CDFs, binned timelines), so a run of
-100,000 requests renders in seconds.
+Outputs render what the RunResult holds: its aggregates, cost and verdicts (the CLI
+diagnoses a run before its outputs are written; this package never diagnoses). The
+HTML has inline CSS and inline SVG charts only: it opens offline and makes no network
+request. Plots are downsampled (quantile CDFs, binned timelines), so a run of 100,000
+requests renders in seconds.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from infersight.core.records import RunResult, load_run_result
+from infersight.report.console import headline, render_console
+from infersight.report.files import write_csv, write_json, write_outputs, write_text
 from infersight.report.html import render_html, render_views_html
 from infersight.report.markdown import render_markdown, render_views_markdown
+from infersight.report.verdict_panels import render_diagnosis, render_verdicts
 from infersight.report.view import build_views
 
-__all__ = ["load_results", "render_html", "render_markdown", "write_report"]
+__all__ = [
+    "headline",
+    "load_results",
+    "render_console",
+    "render_diagnosis",
+    "render_html",
+    "render_markdown",
+    "render_verdicts",
+    "write_csv",
+    "write_json",
+    "write_outputs",
+    "write_report",
+    "write_text",
+]
 
 
 def load_results(paths: Sequence[str | Path]) -> list[RunResult]:
     """Load RunResult files; a missing or invalid file raises ConfigError (one line)."""
     return [load_run_result(p) for p in paths]
-
-
-def _write(path: Path, text: str) -> Path:
-    # Temp file + rename: an interrupted write never leaves a half report behind.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
 
 
 def write_report(
@@ -48,6 +58,6 @@ def write_report(
     """Write the HTML report (and optionally the Markdown summary); returns the paths."""
     seq = [results] if isinstance(results, RunResult) else list(results)
     views = build_views(seq, labels)
-    html_path = _write(Path(out), render_views_html(views))
-    md_path = _write(Path(markdown), render_views_markdown(views)) if markdown else None
+    html_path = write_text(out, render_views_html(views))
+    md_path = write_text(markdown, render_views_markdown(views)) if markdown else None
     return html_path, md_path

@@ -1,4 +1,4 @@
-"""Per-level aggregates for the report, and the downsampling helpers for its plots.
+"""Per-level aggregates for the report, and the downsampling of its CDF plots.
 
 The report shows the aggregates stored in the RunResult (what the console printed)
 and recomputes them with ``infersight.core.metrics.aggregate`` only when a level has
@@ -8,78 +8,18 @@ none, so report and console never disagree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from infersight.core.chunks import FloatArray
 from infersight.core.records import RequestRecord
 from infersight.core.stats import PERCENTILES as _SHARED_PERCENTILES
 
-__all__ = [
-    "PERCENTILES",
-    "Chunks",
-    "cdf_points",
-    "flatten_chunks",
-    "itl_from_chunks",
-    "level_aggregate",
-    "pooled_itl",
-]
-
-FloatArray = npt.NDArray[np.float64]
+__all__ = ["PERCENTILES", "cdf_points", "level_aggregate"]
 
 #: The percentiles every latency summary carries (design.md section 2).
 PERCENTILES: tuple[str, ...] = tuple(_SHARED_PERCENTILES)
-
-
-@dataclass(frozen=True)
-class Chunks:
-    """Every content chunk of a list of records, flattened: time, tokens, per-record count."""
-
-    times: FloatArray
-    tokens: FloatArray
-    lens: npt.NDArray[np.int64]
-
-    def select(self, mask: npt.NDArray[np.bool_]) -> Chunks:
-        """The chunks of the records where ``mask`` is true."""
-        flat = np.repeat(mask, self.lens)
-        return Chunks(self.times[flat], self.tokens[flat], self.lens[mask])
-
-
-def flatten_chunks(records: Sequence[RequestRecord]) -> Chunks:
-    """One pass over the records into flat numpy arrays (the slow, Python-level part)."""
-    lens = np.fromiter((len(r.chunk_times) for r in records), np.int64, len(records))
-    total = int(lens.sum())
-    times = np.fromiter(chain.from_iterable(r.chunk_times for r in records), np.float64, total)
-    tokens = np.fromiter(
-        chain.from_iterable(
-            r.chunk_tokens
-            if len(r.chunk_tokens) == len(r.chunk_times)
-            else [1] * len(r.chunk_times)
-            for r in records
-        ),
-        np.float64,
-        total,
-    )
-    return Chunks(times, tokens, lens)
-
-
-def itl_from_chunks(chunks: Chunks) -> tuple[FloatArray, FloatArray]:
-    """Inter-chunk gaps within each record, weighted by the tokens of the later chunk."""
-    lens = chunks.lens[chunks.lens > 0]
-    if chunks.times.size < 2:
-        return np.empty(0), np.empty(0)
-    gaps = np.diff(chunks.times)
-    keep = np.ones(gaps.size, dtype=bool)
-    keep[np.cumsum(lens)[:-1] - 1] = False  # the gap between two requests is not an ITL
-    return gaps[keep], np.maximum(chunks.tokens[1:][keep], 1.0)
-
-
-def pooled_itl(records: Sequence[RequestRecord]) -> tuple[FloatArray, FloatArray]:
-    """Every inter-chunk gap of the records (pooled ITL, design.md section 2) and weights."""
-    return itl_from_chunks(flatten_chunks(records))
 
 
 def cdf_points(values: Any, weights: Any = None, n: int = 160) -> tuple[FloatArray, FloatArray]:

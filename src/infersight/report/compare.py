@@ -95,9 +95,9 @@ _METRICS: list[tuple[str, str, str | None, Callable[[LevelView], float | None]]]
 ]
 
 _COST = [
-    ("$ per run", "$", "run_usd"),
-    ("$ per Mtok out", "$", "per_mtok_output_usd"),
-    ("$ per day", "$", "per_day_usd"),
+    ("$ per run", "$", "usd"),
+    ("$ per Mtok out", "$", "usd_per_million_output_tokens"),
+    ("$ per day", "$", "projected_usd_per_day"),
 ]
 
 
@@ -113,10 +113,10 @@ def pooled_level(view: RunView) -> LevelView:
     )
     pooled = LevelView("all", recs, level_aggregate(None, recs), span)
     costs = [lv.cost for lv in view.levels if lv.cost]
-    if costs and "run_usd" in costs[0]:
-        run = sum(c.get("run_usd", 0.0) for c in costs)
+    if costs and "usd" in costs[0]:
+        run = sum(c.get("usd") or 0.0 for c in costs)
         out = sum(int(_get(lv.agg, "tokens", "output") or 0) for lv in view.levels)
-        pooled.cost = {"run_usd": run, "per_mtok_output_usd": run / out * 1e6 if out else math.nan}
+        pooled.cost = {"usd": run, "usd_per_million_output_tokens": run / out * 1e6 if out else None}
     for name in {k for lv in view.levels for k in lv.util}:
         vals = [lv.util[name] for lv in view.levels if name in lv.util]
         pooled.util[name] = float(np.mean(vals))

@@ -1,7 +1,7 @@
 """Observed ITL and TTFT against the roofline floors, from the verdicts' evidence.
 
 The diagnosis computes the floors (shared/design.md section 6) and attaches them to each
-verdict as evidence ("ITL floor", "ITL / floor", "TTFT floor (prefill)", ...). The
+verdict as evidence (keys ``itl_floor``, ``itl_ratio``, ``ttft_floor``, ...). The
 report gathers them per level into one table instead of recomputing the physics.
 """
 
@@ -16,17 +16,16 @@ from infersight.report.view import RunView
 
 __all__ = ["FLOOR_EVIDENCE", "HEAD", "floor_rows", "floors_html", "floors_markdown"]
 
-#: Evidence names the diagnosis uses for the floors, and the report's column keys.
-#: The observed values are the level's aggregates (the percentile tables' numbers):
-#: ITL pooled and token-weighted, TTFT from the actual send (what prefill can explain).
+#: Evidence keys of the floors, and the report's column for each. The observed values
+#: are the level's aggregates (the percentile tables' numbers): ITL pooled and
+#: token-weighted, TTFT from the actual send (what prefill can explain).
 FLOOR_EVIDENCE = {
-    "ITL p50": "itl",
-    "ITL floor": "itl_floor",
-    "ITL / floor": "itl_ratio",
-    "TTFT p50 (from actual send)": "ttft",
-    "TTFT p50 (from sent)": "ttft",  # files written before the label was aligned
-    "TTFT floor (prefill)": "ttft_floor",
-    "TTFT / floor": "ttft_ratio",
+    "itl_p50": "itl",
+    "itl_floor": "itl_floor",
+    "itl_ratio": "itl_ratio",
+    "ttft_sent_p50": "ttft",
+    "ttft_floor": "ttft_floor",
+    "ttft_ratio": "ttft_ratio",
 }
 #: Column headings: one definition per column, named as in the percentile tables.
 HEAD = ("level", "ITL p50 (pooled)", "ITL floor", "ITL / floor", "TTFT p50 (from actual send)",
@@ -37,20 +36,16 @@ def floor_rows(view: RunView) -> list[dict[str, Any]]:
     """One row per level (or verdict window) that has floor evidence."""
     rows: dict[str, dict[str, Any]] = {}
     for v in view.verdicts:
-        found = {
-            FLOOR_EVIDENCE[e["name"]]: e.get("value")
-            for e in v.get("evidence") or []
-            if isinstance(e, dict) and e.get("name") in FLOOR_EVIDENCE
-        }
+        found = {FLOOR_EVIDENCE[e.key]: e for e in v.evidence if e.key in FLOOR_EVIDENCE}
         if not found:
             continue
-        key = str(v.get("level") or v.get("id") or "run")
+        key = v.level or v.id or "run"
         row = rows.setdefault(key, {"level": key, "source": ""})
-        for k, val in found.items():
-            row.setdefault(k, val)
-        for e in v.get("evidence") or []:
-            if isinstance(e, dict) and e.get("name") in ("ITL floor", "TTFT floor (prefill)"):
-                row["source"] = row["source"] or str(e.get("source") or "")
+        for col, e in found.items():
+            row.setdefault(col, e.value)
+        for col in ("itl_floor", "ttft_floor"):
+            if col in found:
+                row["source"] = row["source"] or found[col].source
     return list(rows.values())
 
 

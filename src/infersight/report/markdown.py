@@ -22,7 +22,7 @@ from infersight.report.floors import floors_markdown
 from infersight.report.levels import level_notes_md
 from infersight.report.sections import ev_value
 from infersight.report.svg import fmt_value
-from infersight.report.view import RunView, build_views
+from infersight.report.view import NOT_DIAGNOSED, RunView, build_views
 
 __all__ = ["md_cell", "render_markdown", "render_views_markdown"]
 
@@ -82,7 +82,7 @@ def _run_md(view: RunView) -> list[str]:
                 _num(_get(a, "itl", "p50"), "s"),
                 _num(_get(a, "itl", "p99"), "s"),
                 _num(_get(a, "e2e", "p99"), "s"),
-                _num((lv.cost or {}).get("per_mtok_output_usd"), "$"),
+                _num((lv.cost or {}).get("usd_per_million_output_tokens"), "$"),
                 "**UNSUSTAINABLE**" if (st := level_state(a)) == "unsustainable" else st,
             ]
         )
@@ -110,25 +110,21 @@ def _run_md(view: RunView) -> list[str]:
 
 def _verdicts_md(view: RunView) -> list[str]:
     if not view.verdicts:
-        return [f"_{md_cell(view.diagnosis_note or 'no diagnosis')}_", ""]
+        return [f"_{md_cell(view.diagnosis_note or NOT_DIAGNOSED)}_", ""]
     out = ["**Verdicts**", ""]
     for v in view.verdicts:
-        conf = v.get("confidence")
-        c = f" ({float(conf) * 100:.0f}% confidence)" if isinstance(conf, int | float) else ""
-        if v.get("level"):
-            c += f", level {md_cell(v['level'])}"
-        out.append(
-            f"- **{md_cell(v.get('title') or v.get('id'))}**{c}: {md_cell(v.get('summary') or '')}"
-        )
+        c = f" ({v.confidence * 100:.0f}% confidence)"
+        if v.level:
+            c += f", level {md_cell(v.level)}"
+        out.append(f"- **{md_cell(v.title or v.id)}**{c}: {md_cell(v.summary)}")
         ev = [
-            f"{md_cell(e.get('name'))} = {md_cell(ev_value(e.get('value')))}"
-            + (f" {md_cell(e['unit'])}" if e.get("unit") else "")
-            for e in (v.get("evidence") or [])[:6]
-            if isinstance(e, dict)
+            f"{md_cell(e.name)} = {md_cell(ev_value(e.value))}"
+            + (f" {md_cell(e.unit)}" if e.unit else "")
+            for e in v.evidence[:6]
         ]
         if ev:
             out.append(f"  - evidence: {', '.join(ev)}")
-        for f in (v.get("fixes") or [])[:4]:
+        for f in v.fixes[:4]:
             out.append(f"  - fix: {md_cell(f)}")
     return [*out, ""]
 

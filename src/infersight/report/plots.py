@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from infersight.report.aggregates import Chunks, FloatArray, cdf_points
+from infersight.core.chunks import Chunks, FloatArray
+from infersight.report.aggregates import cdf_points
 from infersight.report.compare import _get
 from infersight.report.svg import PALETTE, Band, Series, chart
 from infersight.report.timeline import Timeline, binned_means, build_timeline

@@ -13,12 +13,13 @@ from html import escape
 from typing import Any
 
 from infersight.core.metrics import client_headline
+from infersight.core.verdicts import Verdict
 from infersight.report.aggregates import PERCENTILES
 from infersight.report.floors import floors_html
 from infersight.report.levels import fmt_cell, level_notes_html, summary_table
 from infersight.report.plots import cdf_charts, throughput_latency_charts, timeline_charts
 from infersight.report.svg import PALETTE
-from infersight.report.view import RunView
+from infersight.report.view import NOT_DIAGNOSED, RunView
 
 __all__ = ["banner", "ev_value", "fmt_cell", "redact", "run_section", "verdicts_html"]
 
@@ -79,55 +80,43 @@ def banner(view: RunView, *, named: bool = False) -> str:
     return "".join(out)
 
 
+_BAD_VERDICTS = ("client_limited", "error_driven", "overloaded")
+
+
+def _verdict_html(view: RunView, v: Verdict) -> str:
+    cls = "ok" if v.id == "healthy" else "bad" if v.id in _BAD_VERDICTS else ""
+    # Windows are monotonic times like the records; show them from the run start.
+    off = view.t0 if v.window.start >= view.t0 - 1.0 else 0.0
+    where = f" · window {v.window.start - off:.1f}–{v.window.end - off:.1f} s"
+    if v.level:
+        where = f" · level {v.level}{where}"
+    ev_rows = "".join(
+        f"<tr><td>{escape(e.name)}</td>"
+        f"<td class=num>{escape(ev_value(e.value))} {escape(e.unit)}</td>"
+        f"<td class=muted>{escape(e.source)}</td></tr>"
+        for e in v.evidence
+    )
+    fixes = "".join(f"<li>{escape(f)}</li>" for f in v.fixes)
+    return (
+        f'<div class="verdict {cls}"><h3>{escape(v.title or v.id)} '
+        f'<span class="tag">{escape(v.id)}</span> <span class="muted">confidence '
+        f"{v.confidence * 100:.0f}%{escape(where)}</span></h3><p>{escape(v.summary)}</p>"
+        + (
+            f"<table class=ev><tr><th>evidence</th><th>value</th><th>source</th></tr>{ev_rows}</table>"
+            if ev_rows
+            else ""
+        )
+        + (f"<p><b>Fix</b></p><ul>{fixes}</ul>" if fixes else "")
+        + "</div>"
+    )
+
+
 def verdicts_html(view: RunView) -> str:
+    """One box per stored verdict; a run without verdicts says how to get them."""
     if not view.verdicts:
-        note = escape(view.diagnosis_note or "no diagnosis in this RunResult")
-        return f'<p class="muted">{note}</p>'
-    out = []
-    if view.diagnosis_note:
-        out.append(f'<p class="muted">{escape(view.diagnosis_note)}</p>')
-    for v in view.verdicts:
-        vid = str(v.get("id", ""))
-        cls = (
-            "ok" if vid == "healthy" else "bad" if vid in ("client_limited", "error_driven", "overloaded") else ""
-        )
-        conf = v.get("confidence")
-        conf_s = f"{float(conf) * 100:.0f}%" if isinstance(conf, int | float) else "-"
-        win = v.get("window")
-        if isinstance(win, dict):
-            win = (win.get("start"), win.get("end"))
-        win_s = ""
-        if (
-            isinstance(win, list | tuple)
-            and len(win) == 2
-            and all(isinstance(x, int | float) for x in win)
-        ):
-            # Windows are monotonic times like the records; show them from the run start.
-            off = view.t0 if win[0] >= view.t0 - 1.0 else 0.0
-            win_s = f" · window {win[0] - off:.1f}–{win[1] - off:.1f} s"
-        if v.get("level"):
-            win_s = f" · level {v['level']}{win_s}"
-        ev_rows = "".join(
-            f"<tr><td>{escape(str(e.get('name', '')))}</td>"
-            f"<td class=num>{escape(ev_value(e.get('value')))} {escape(str(e.get('unit') or ''))}</td>"
-            f"<td class=muted>{escape(str(e.get('source') or ''))}</td></tr>"
-            for e in (v.get("evidence") or [])
-            if isinstance(e, dict)
-        )
-        fixes = "".join(f"<li>{escape(str(f))}</li>" for f in (v.get("fixes") or []))
-        out.append(
-            f'<div class="verdict {cls}"><h3>{escape(str(v.get("title") or vid))} '
-            f'<span class="tag">{escape(vid)}</span> <span class="muted">confidence {conf_s}'
-            f"{escape(win_s)}</span></h3><p>{escape(str(v.get('summary') or ''))}</p>"
-            + (
-                f"<table class=ev><tr><th>evidence</th><th>value</th><th>source</th></tr>{ev_rows}</table>"
-                if ev_rows
-                else ""
-            )
-            + (f"<p><b>Fix</b></p><ul>{fixes}</ul>" if fixes else "")
-            + "</div>"
-        )
-    return "".join(out)
+        return f'<p class="muted">{escape(view.diagnosis_note or NOT_DIAGNOSED)}</p>'
+    note = f'<p class="muted">{escape(view.diagnosis_note)}</p>' if view.diagnosis_note else ""
+    return note + "".join(_verdict_html(view, v) for v in view.verdicts)
 
 
 def ev_value(v: Any) -> str:
@@ -181,9 +170,9 @@ def _errors_table(view: RunView) -> str:
 
 def _cost_table(view: RunView) -> str:
     rows = [
-        f"<tr><td>{escape(lv.name)}</td><td class=num>{fmt_cell(c.get('run_usd'), '$')}</td>"
-        f"<td class=num>{fmt_cell(c.get('per_mtok_output_usd'), '$')}</td>"
-        f"<td class=num>{fmt_cell(c.get('per_day_usd'), '$')}</td></tr>"
+        f"<tr><td>{escape(lv.name)}</td><td class=num>{fmt_cell(c.get('usd'), '$')}</td>"
+        f"<td class=num>{fmt_cell(c.get('usd_per_million_output_tokens'), '$')}</td>"
+        f"<td class=num>{fmt_cell(c.get('projected_usd_per_day'), '$')}</td></tr>"
         for lv in view.levels
         if (c := lv.cost)
     ]

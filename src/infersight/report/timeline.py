@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from infersight.core.chunks import Chunks, FloatArray, flatten_chunks
 from infersight.core.records import RequestRecord
-from infersight.report.aggregates import Chunks, FloatArray, flatten_chunks
 from infersight.report.view import record_end
 
 __all__ = ["Timeline", "binned_means", "build_timeline", "mean_occupancy"]

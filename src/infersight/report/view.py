@@ -6,24 +6,19 @@ renderers, so both always print the same numbers.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from infersight.core.chunks import Chunks, FloatArray, flatten_chunks, itl_from_chunks
+from infersight.core.cost import level_cost, run_model, run_price
 from infersight.core.records import RequestRecord, RunResult
-from infersight.report.aggregates import (
-    Chunks,
-    FloatArray,
-    flatten_chunks,
-    itl_from_chunks,
-    level_aggregate,
-)
-from infersight.report.cost import level_cost, model_name, run_cost_note, run_price
+from infersight.core.verdicts import Verdict
+from infersight.report.aggregates import level_aggregate
 
-__all__ = ["LevelView", "RunView", "build_view", "build_views"]
+__all__ = ["NOT_DIAGNOSED", "LevelView", "RunView", "build_view", "build_views"]
 
 #: Label used when records carry no ``labels["level"]``.
 DEFAULT_LEVEL = "run"
@@ -38,7 +33,7 @@ class LevelView:
     agg: dict[str, Any]
     #: Seconds from the run start: first scheduled to last finish.
     span: tuple[float, float]
-    cost: dict[str, float] | None = None
+    cost: dict[str, float | None] | None = None
     util: dict[str, float] = field(default_factory=dict)
     _cache: dict[str, tuple[FloatArray, FloatArray | None]] = field(
         default_factory=dict, repr=False
@@ -97,7 +92,7 @@ class RunView:
     label: str
     t0: float
     levels: list[LevelView]
-    verdicts: list[dict[str, Any]]
+    verdicts: list[Verdict]
     diagnosis_note: str = ""
     price_note: str = ""
     #: Utilisation series (percent) by source, times from the run start.
@@ -105,7 +100,7 @@ class RunView:
 
     @property
     def model(self) -> str | None:
-        return model_name(self.result)
+        return run_model(self.result)
 
 
 def record_end(r: RequestRecord) -> float:
@@ -133,24 +128,24 @@ def level_order(result: RunResult) -> list[str]:
     return names
 
 
-def _diagnosis(result: RunResult) -> tuple[list[dict[str, Any]], str]:
-    if result.diagnosis:
-        return list(result.diagnosis), ""
-    try:
-        diagnose = getattr(importlib.import_module("infersight.diagnose"), "diagnose", None)
-    except ImportError:
-        diagnose = None
-    if diagnose is None:
-        return [], "diagnosis not available in this installation"
-    try:
-        verdicts = diagnose(result)
-    except Exception as e:  # a report must still render when diagnosis fails
-        return [], f"diagnosis failed: {type(e).__name__}: {e}"
-    out: list[dict[str, Any]] = []
-    for v in verdicts:
-        dump = getattr(v, "model_dump", None)
-        out.append(dump() if callable(dump) else dict(v))
-    return out, "diagnosed by this report (the run had no embedded diagnosis)"
+#: What the report says for a run without verdicts (it never diagnoses by itself).
+NOT_DIAGNOSED = (
+    "not diagnosed: run `infersight diagnose FILE` (or `infersight report FILE`, which "
+    "diagnoses a file that holds no verdicts)"
+)
+
+
+def _stored_price_note(result: RunResult) -> str | None:
+    """Where the cost ``bench`` stored (``RunResult.cost``) took its price from."""
+    cost = result.cost
+    if not isinstance(cost, dict):
+        return None
+    p = cost.get("price_per_million") or {}
+    note = f" ({p['note']})" if p.get("note") else ""
+    return (
+        f"cost recorded by the run for {cost.get('model', 'the model')}: "
+        f"${p.get('input', '?')}/Mtok input, ${p.get('output', '?')}/Mtok output{note}"
+    )
 
 
 def _util_means(lv: LevelView, util: dict[str, tuple[FloatArray, FloatArray]]) -> None:
@@ -198,7 +193,7 @@ def build_view(result: RunResult, label: str | None = None) -> RunView:
     if t0 is None:
         t0 = min((s.t for s in result.samples), default=0.0)
     price, price_note = run_price(result)
-    price_note = run_cost_note(result) or price_note
+    price_note = _stored_price_note(result) or price_note
     util = utilisation_series(result, t0)
     specs = {
         str(lv["name"]): lv
@@ -216,17 +211,20 @@ def build_view(result: RunResult, label: str | None = None) -> RunView:
             else (0.0, 0.0)
         )
         lv = LevelView(name, recs, level_aggregate(stored, recs, specs.get(name)), span)
-        lv.cost = level_cost(recs, lv.agg, span, price)
+        stored_cost = lv.agg.get("cost")
+        if isinstance(stored_cost, dict):  # what bench priced (and printed)
+            lv.cost = stored_cost
+        elif price is not None:
+            lv.cost = level_cost(recs, lv.agg, price)
         _util_means(lv, util)
         levels.append(lv)
-    verdicts, note = _diagnosis(result)
     return RunView(
         result,
         label or result.run_id or "run",
         t0,
         levels,
-        verdicts,
-        diagnosis_note=note,
+        list(result.diagnosis),
+        diagnosis_note="" if result.diagnosis else NOT_DIAGNOSED,
         price_note=price_note,
         util=util,
     )

@@ -159,3 +159,23 @@ def test_schema_file_matches_the_model() -> None:
     assert RunResult.model_json_schema()["title"] == "RunResult"
 
 
+
+
+def test_the_command_chains_bench_diagnose_and_outputs(tmp_path: Path) -> None:
+    # bench.run measures only; the command diagnoses the run before any output, so
+    # the console and result.json show the same typed verdicts.
+    with FakeOpenAI.subprocess(FakeConfig(tokens=4)) as srv:
+        out = tmp_path / "run"
+        p = subprocess.run(
+            [*CLI, "--url", srv.base_url, "--concurrency", "1", "--requests", "6",
+             "--max-tokens", "4", "--input-tokens", "8", "--out", str(out), "--no-progress"],
+            capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    result = load_run_result(out / "result.json")
+    assert result.diagnosis and not [n for n in result.notes if "diagnosis failed" in n]
+    for v in result.diagnosis:
+        assert v.level == "c=1" and v.evidence and all(e.key for e in v.evidence)
+        assert f"{v.title}: {v.summary}"[:60] in " ".join(p.stdout.split())
+    doc = json.loads((out / "result.json").read_text())
+    jsonschema.validate(doc, json.loads((out / "schema.json").read_text()))

@@ -10,8 +10,9 @@ import jsonschema
 import pytest
 
 from infersight.bench import BenchConfig, run
-from infersight.bench.output import write_outputs
 from infersight.core.records import RunResult
+from infersight.diagnose import embed_diagnosis
+from infersight.report import write_outputs
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
@@ -26,6 +27,7 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
     best: dict[str, float] = {}
     for _ in range(3):
         result = run(cfg)
+        embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
         assert list(result.aggregates) == ["c=1", "c=4", "c=8"]
         for name, a in result.aggregates.items():
             assert a["requests"]["ok"] == 8, a["errors_by_type"]
@@ -47,7 +49,7 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
     # One user leaves the server waiting for work (or, when the engine's busy time is
     # unknown as for a --url target, healthy); a busy shared host may add
     # client-limited or CPU-starved verdicts, rightly.
-    ids = {(v["level"], v["id"]) for v in result.diagnosis}
+    ids = {(v.level, v.id) for v in result.diagnosis}
     assert not {i for _, i in ids} & {"slot_bound", "kv_bound", "capacity"}, ids
     c1 = {i for lv, i in ids if lv == "c=1"}
     assert c1 and c1 <= {"under_loaded", "healthy", "client_limited", "host_starved"}, ids
@@ -64,6 +66,7 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
         progress=False, engine_parallel=6, engine_ctx=1536,
     )  # fmt: skip
     result = run(cfg)
+    embed_diagnosis(result, store_physics=True)
     eng = result.config["engine"]
     assert eng["started_by"] == "bench" and eng["parallel"] == 6
     assert result.aggregates["c=1"]["requests"]["ok"] == 6
@@ -74,7 +77,7 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
     _assert_diagnosed(result)
     # One user on 6 slots: the server waits for work (on a busy shared host the
     # engine may also be called CPU-starved, rightly).
-    ids = [(v["level"], v["id"]) for v in result.diagnosis]
+    ids = [(v.level, v.id) for v in result.diagnosis]
     assert ("c=1", "under_loaded") in ids, ids
     assert {i for _, i in ids} <= {"under_loaded", "host_starved"}, ids
 
@@ -84,9 +87,9 @@ def _assert_diagnosed(result: RunResult) -> None:
     assert not [n for n in result.notes if "diagnosis failed" in n], result.notes
     assert result.diagnosis
     for v in result.diagnosis:
-        assert v["level"] in result.aggregates and 0 < v["confidence"] <= 1
-        assert v["window"]["end"] > v["window"]["start"]
-        assert v["evidence"]
+        assert v.level in result.aggregates and 0 < v.confidence <= 1
+        assert v.window.end > v.window.start
+        assert v.evidence
         # Every measured value names its source (a value not available may not).
-        assert all(e["source"] for e in v["evidence"] if e["value"] is not None), v
-        assert v["id"] == "healthy" or v["fixes"], v
+        assert all(e.source for e in v.evidence if e.value is not None), v
+        assert v.id == "healthy" or v.fixes, v

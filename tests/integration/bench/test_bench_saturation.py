@@ -18,8 +18,9 @@ import pytest
 from rich.console import Console
 
 from infersight.bench import BenchConfig, run
-from infersight.bench.output import render
 from infersight.core.records import RunResult
+from infersight.diagnose import embed_diagnosis
+from infersight.report import render_console
 from infersight.testing import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(180)
@@ -38,7 +39,9 @@ def _bench(url: str, **kw: Any) -> RunResult:
     base: dict[str, Any] = {
         "url": url, "max_tokens": 1, "input_tokens": "fixed:8", "progress": False,
     }  # fmt: skip
-    return run(BenchConfig(**{**base, **kw}))
+    result = run(BenchConfig(**{**base, **kw}))
+    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
+    return result
 
 
 def _truth(srv: Any, result: RunResult) -> np.ndarray:
@@ -68,10 +71,10 @@ def test_overload_reports_the_true_tail_and_the_capacity(engine: Any) -> None:
     capacity = SLOTS / SERVICE
     assert sus["capacity_estimate"] == pytest.approx(capacity, rel=0.10)
     assert sus["offered_rate"] == pytest.approx(33.0, rel=0.10)
-    ids = [v["id"] for v in result.diagnosis if v.get("level") == name]
+    ids = [v.id for v in result.diagnosis if v.level == name]
     assert "overloaded" in ids and "healthy" not in ids
     buf = io.StringIO()
-    render(result, Console(file=buf, width=220))
+    render_console(result, Console(file=buf, width=220))
     text = buf.getvalue()
     assert "UNSUSTAINABLE" in text and f"{name} is unsustainable" in text
     assert "in stats" in text  # sent and counted differ, and the table says so
@@ -99,6 +102,6 @@ def test_a_server_on_the_client_cores_is_named(engine: Any) -> None:
     assert f"pid {engine.pid}" in contention and "share" in contention
     a = result.aggregates["r=5"]
     assert a["sustainability"]["judged"] and a["sustainability"]["sustainable"] is True
-    assert "overloaded" not in [v["id"] for v in result.diagnosis]
+    assert "overloaded" not in [v.id for v in result.diagnosis]
     for reason in a["client_limited"]["reasons"]:
         assert contention in reason  # a slipped schedule is blamed on the contention

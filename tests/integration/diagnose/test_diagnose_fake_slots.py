@@ -12,6 +12,8 @@ import pytest
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
+from infersight.core.verdicts import Verdict
+from infersight.diagnose import embed_diagnosis
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(120)
@@ -35,15 +37,17 @@ def _bench(url: str, **kw: Any) -> RunResult:
     cfg = BenchConfig(url=url, scrape=[url + "/metrics"], sample_interval=0.25,
                       concurrency=[32], duration=4.0, max_tokens=5, input_tokens="fixed:16",
                       progress=False, diagnose=True, **kw)
-    return run(cfg)
+    result = run(cfg)
+    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
+    return result
 
 
 def _ids(result: RunResult) -> list[str]:
-    return [str(v["id"]) for v in result.diagnosis]
+    return [v.id for v in result.diagnosis]
 
 
-def _ev(verdict: dict[str, Any], name: str) -> Any:
-    return next((e["value"] for e in verdict["evidence"] if e["name"] == name), None)
+def _ev(verdict: Verdict, name: str) -> Any:
+    return verdict.evidence_value(name)
 
 
 def test_vllm_shaped_server_is_slot_bound(vllm_4_slots: Any) -> None:
@@ -51,29 +55,29 @@ def test_vllm_shaped_server_is_slot_bound(vllm_4_slots: Any) -> None:
     assert result.diagnosis, result.notes
     assert any(s.name == "engine.requests_waiting" for s in result.samples)
     assert not any(s.name == "engine.slots" and s.value for s in result.samples)
-    assert "slot_bound" in _ids(result), [v["summary"] for v in result.diagnosis]
+    assert "slot_bound" in _ids(result), [v.summary for v in result.diagnosis]
     assert "capacity" not in _ids(result)
-    v = next(v for v in result.diagnosis if v["id"] == "slot_bound")
+    v = next(v for v in result.diagnosis if v.id == "slot_bound")
     m = re.fullmatch(r"R stays at 4 with (\d+) waiting: the slot limit is 4",
                      str(_ev(v, "slot limit (inferred)")))
     assert m and int(m.group(1)) >= 16, _ev(v, "slot limit (inferred)")
     target = _ev(v, "recommended slots")
     assert target > SLOTS
-    assert v["fixes"][0].startswith(f"raise --max-num-seqs 4 \u2192 {target}")
-    assert v["engine"] == "vllm"
+    assert v.fixes[0].startswith(f"raise --max-num-seqs 4 \u2192 {target}")
+    assert v.engine == "vllm"
 
 
 def test_stated_engine_slots_is_kept_and_used(vllm_4_slots: Any) -> None:
     result = _bench(vllm_4_slots.base_url, engine_slots=SLOTS)
     assert result.config["engine_slots"] == SLOTS
-    v = next(v for v in result.diagnosis if v["id"] == "slot_bound")
+    v = next(v for v in result.diagnosis if v.id == "slot_bound")
     assert _ev(v, "slot limit (inferred)") is None
-    src = next(e["source"] for e in v["evidence"] if e["name"] == "slots (S)")
+    src = next(e.source for e in v.evidence if e.name == "slots (S)")
     assert src == "stated at bench time (--engine-slots)"
 
 
 def test_kv_full_server_is_kv_bound() -> None:
     for srv in _server(kv_per_running=0.25):  # 4 running fill the KV cache
         result = _bench(srv.base_url)
-    assert "kv_bound" in _ids(result), [v["summary"] for v in result.diagnosis]
+    assert "kv_bound" in _ids(result), [v.summary for v in result.diagnosis]
     assert "slot_bound" not in _ids(result)

@@ -28,17 +28,19 @@ def _floor_evidence(verdicts: list[dict[str, object]]) -> dict[str, object]:
 
 def test_bench_stores_peaks_and_diagnose_of_the_file_reuses_them(tmp_path: Path) -> None:
     from infersight.bench import BenchConfig, run
+    from infersight.diagnose import embed_diagnosis
 
     cfg = BenchConfig(progress=False, diagnose=True, engine_parallel=2, engine_ctx=2 * 256,
                       concurrency=[8], duration=4.0, max_tokens=4, input_tokens="fixed:24",
                       sample_interval=0.25, grace=2.0)
     result = run(cfg)
+    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
     phys = result.environment.get("physics")
     assert isinstance(phys, dict), result.notes
     device = Device.from_dict(phys["device"])
     assert device.kind == "cpu" and device.measured and phys["device_origin"] == "measured"
     assert set(phys["floors"]) == {"c=8"} and phys["floors"]["c=8"]["itl_floor_s"] > 0
-    embedded = _floor_evidence(result.diagnosis)
+    embedded = _floor_evidence([v.model_dump(mode="json") for v in result.diagnosis])
     assert embedded["c=8/ITL floor"] == phys["floors"]["c=8"]["itl_floor_s"]
 
     # A reader of the file (any machine) shows the run's own numbers and measures nothing.

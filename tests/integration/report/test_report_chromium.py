@@ -117,6 +117,7 @@ async def test_report_of_a_real_bench_run(engine: object, tmp_path: Path) -> Non
     from html import escape
 
     from infersight.bench import BenchConfig, run
+    from infersight.diagnose import embed_diagnosis
     from infersight.report import write_report
     from infersight.report.sections import fmt_cell
 
@@ -129,6 +130,7 @@ async def test_report_of_a_real_bench_run(engine: object, tmp_path: Path) -> Non
         sample_interval=0.25,
     )
     result = await asyncio.to_thread(run, cfg)
+    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
     assert [lv["name"] for lv in result.config["levels"]] == ["c=1", "c=2"]
     html_path, md_path = write_report(result, tmp_path / "r.html", markdown=tmp_path / "s.md")
     html, md = html_path.read_text(), md_path.read_text() if md_path else ""
@@ -137,9 +139,9 @@ async def test_report_of_a_real_bench_run(engine: object, tmp_path: Path) -> Non
         assert f">{fmt_cell(agg['ttft']['p99'], 's')}<" in html
         assert f">{fmt_cell(agg['e2e']['p99'], 's')}<" in html
         assert f"| {name} | {agg['requests']['total']:,} |" in md
-    assert result.diagnosis, "bench embeds the diagnosis by default"
+    assert result.diagnosis, "the report renders the verdicts the run holds"
     for v in result.diagnosis:
-        assert escape(str(v["title"])) in html
+        assert escape(v.title) in html
     async with serve({"/r.html": html}) as (base, hits), Browser(height=1600) as b:
         page = await b.open(f"{base}/r.html")
         assert page.errors() == [] and hits == ["/r.html"]

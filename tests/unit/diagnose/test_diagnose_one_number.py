@@ -128,7 +128,7 @@ def test_verdicts_quote_the_aggregates_numbers() -> None:
                    "samples, window auto (closed loop))")
     assert v.evidence_value("ITL p50") == 0.0201
     assert v.evidence_value("TTFT share of e2e") == pytest.approx(0.777 / 0.84)
-    run.diagnosis = [x.model_dump(mode="json") for x in diagnose(run)]
+    run.diagnosis = diagnose(run)
     md = render_markdown(run)
     assert "| level | ITL p50 (pooled) | ITL floor | ITL / floor | TTFT p50 (from actual send) |" in md
     row = next(ln for ln in md.splitlines() if ln.startswith(f"| {level} | 20.1 ms | "))

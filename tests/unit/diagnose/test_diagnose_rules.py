@@ -184,7 +184,7 @@ def test_verdicts_serialise_per_contract() -> None:
     d = vs[0].model_dump()
     assert set(d) >= {"id", "title", "summary", "window", "evidence", "confidence", "fixes"}
     assert set(d["window"]) == {"start", "end"}
-    assert set(d["evidence"][0]) == {"name", "value", "unit", "source"}
+    assert set(d["evidence"][0]) == {"key", "name", "value", "unit", "source"}
     assert all(v.id in VERDICT_IDS for v in vs)
     assert Verdict.model_validate(d) == vs[0]
 

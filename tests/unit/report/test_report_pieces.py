@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from report_synth import make_run
 
 from infersight.core.records import RequestRecord, RunResult
-from infersight.report.aggregates import cdf_points, pooled_itl
+from infersight.report.aggregates import cdf_points
 from infersight.report.compare import comparison_rows, delta, fmt_delta, judge
 from infersight.report.svg import fmt_value, nice_ticks
 from infersight.report.timeline import build_timeline, mean_occupancy
@@ -69,26 +69,6 @@ def test_mean_occupancy_matches_a_brute_force_integral(
         lo, hi = edges[b], edges[b + 1]
         overlap = np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None).sum()
         assert math.isclose(got[b], overlap / (hi - lo), rel_tol=1e-6, abs_tol=1e-6)
-
-
-def _rec(i: int, times: list[float], toks: list[int] | None = None) -> RequestRecord:
-    return RequestRecord(
-        request_id=str(i),
-        scheduled=times[0] - 0.1,
-        sent=times[0] - 0.1,
-        chunk_times=times,
-        chunk_tokens=toks or [1] * len(times),
-        end=times[-1],
-        ok=True,
-        status=200,
-    )
-
-
-def test_pooled_itl_skips_gaps_between_requests_and_weights_by_tokens() -> None:
-    recs = [_rec(0, [1.0, 1.5, 1.75], [1, 3, 1]), _rec(1, [10.0]), _rec(2, [20.0, 20.25])]
-    vals, w = pooled_itl(recs)
-    assert vals.tolist() == [0.5, 0.25, 0.25]
-    assert w.tolist() == [3.0, 1.0, 1.0]
 
 
 def test_timeline_counts_in_flight_queued_tokens_and_errors() -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from report_synth import make_run, sample_verdict
 
-from infersight.core.records import RequestRecord, RunResult, save_run_result
+from infersight.core.records import RequestRecord, RunResult, load_run_result, save_run_result
+from infersight.core.verdicts import Verdict
 from infersight.report import render_html, render_markdown, write_report
 from infersight.report.markdown import md_cell
 from infersight.report.sections import fmt_cell
@@ -30,7 +31,7 @@ def _evil_run() -> RunResult:
     v["summary"] = f"summary {EVIL}"
     v["fixes"] = [f"fix {EVIL}"]
     v["evidence"][0]["source"] = EVIL
-    run.diagnosis = [v]
+    run.diagnosis = [Verdict.model_validate(v)]
     run.notes = [f"note {EVIL}"]
     run.environment["host"] = EVIL
     return run
@@ -141,11 +142,26 @@ def test_odd_runs_render() -> None:
     assert render_markdown(failed_only).count("| run |") == 1
 
 
-def test_diagnosis_is_computed_when_the_run_has_none() -> None:
+def test_a_run_without_verdicts_says_how_to_diagnose_it(tmp_path: Path) -> None:
     run = make_run(400, levels=(2,), diagnosis=[])
     view = build_view(run)
-    assert view.verdicts and view.diagnosis_note.startswith("diagnosed by this report")
-    assert all("id" in v and "title" in v for v in view.verdicts)
+    assert not view.verdicts and view.diagnosis_note.startswith("not diagnosed: run `infersight")
+    assert "not diagnosed: run `infersight diagnose FILE`" in render_html(run)
+    # The report command diagnoses such a file first (unless --no-diagnose).
+    f = save_run_result(run, tmp_path / "run.json")
+    for flag, diagnosed in (("--diagnose", True), ("--no-diagnose", False)):
+        out = tmp_path / f"r{flag}.html"
+        proc = subprocess.run(
+            [sys.executable, "-c", "from infersight.cli import main; main()",
+             "report", str(f), "--out", str(out), flag],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        html = out.read_text()
+        assert ('<div class="verdict' in html) is diagnosed
+        assert ("diagnosed by `infersight report`" in html) is diagnosed
+        assert ("not diagnosed: run" in html) is not diagnosed
+    assert not load_run_result(f).diagnosis  # the file itself is left as it was
 
 
 def test_write_report_and_cli(tmp_path: Path) -> None:
@@ -224,7 +240,11 @@ def test_cost_from_bench_fields_and_from_flat_prices() -> None:
     run = RunResult.from_json_bytes(run.to_json_bytes())  # as read back from result.json
     view = build_view(run)
     c1 = next(lv for lv in view.levels if lv.name == "c=1")
-    assert c1.cost == {"run_usd": 1.25, "per_mtok_output_usd": 37.5, "per_day_usd": 4321.0}
+    assert c1.cost == {
+        "usd": 1.25,
+        "usd_per_million_output_tokens": 37.5,
+        "projected_usd_per_day": 4321.0,
+    }
     html = render_html(run)
     assert ">$1.25<" in html and ">$37.5<" in html and ">$4,321<" in html
     assert "$2.5/Mtok input, $10.0/Mtok output (list)" in html
@@ -234,10 +254,10 @@ def test_cost_from_bench_fields_and_from_flat_prices() -> None:
     lv = build_view(flat).levels[0]
     ok = [r for r in flat.records if r.ok]
     expect = sum((r.prompt_tokens or 0) * 1.0 + r.output_tokens * 2.0 for r in ok) / 1e6
-    assert lv.cost is not None and abs(lv.cost["run_usd"] - expect) < 1e-12
+    assert lv.cost is not None and abs((lv.cost["usd"] or 0) - expect) < 1e-12
     out_tok = sum(r.output_tokens for r in ok)
-    assert abs(lv.cost["per_mtok_output_usd"] - expect / out_tok * 1e6) < 1e-9
-    assert lv.cost["per_day_usd"] > 0
+    assert abs((lv.cost["usd_per_million_output_tokens"] or 0) - expect / out_tok * 1e6) < 1e-9
+    assert (lv.cost["projected_usd_per_day"] or 0) > 0
 
     unpriced = make_run(200, levels=(1,), model="unknown-model-xyz")
     assert build_view(unpriced).levels[0].cost is None

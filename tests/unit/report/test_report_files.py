@@ -1,4 +1,4 @@
-"""Outputs: console table with the client-limited banner, CSV, JSON, cost."""
+"""Outputs: console table with the client-limited banner, CSV, JSON."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from infersight.bench.output import cost_summary, render, write_outputs
 from infersight.core.metrics import aggregate
-from infersight.core.pricing import PriceTable
 from infersight.core.records import RequestRecord, RunResult, load_run_result
+from infersight.report import render_console, write_outputs
 
 
 def _result(lag: float) -> RunResult:
@@ -45,7 +44,7 @@ def _result(lag: float) -> RunResult:
 def test_client_limited_banner_is_first_in_every_output(tmp_path: Path) -> None:
     r = _result(lag=0.02)
     buf = io.StringIO()
-    render(r, Console(file=buf, width=200))
+    render_console(r, Console(file=buf, width=200))
     text = buf.getvalue()
     assert text.startswith("CLIENT-LIMITED")
     paths = write_outputs(r, tmp_path)
@@ -62,13 +61,3 @@ def test_csv_has_one_row_per_record_with_derived_metrics(tmp_path: Path) -> None
     assert len(rows) == 10
     assert abs(float(rows[0]["ttft"]) - 0.05) < 1e-9
     assert rows[0]["level"] == "c=2" and rows[0]["ok"] == "True"
-
-
-def test_cost_summary() -> None:
-    r = _result(lag=0.001)
-    cost = cost_summary(r, PriceTable.flat(1.0, 10.0), "m")
-    assert cost is not None
-    assert abs(cost["usd"] - (1000 * 1.0 + 20 * 10.0) / 1e6) < 1e-12
-    assert abs(cost["usd_per_million_output_tokens"] - cost["usd"] / 20 * 1e6) < 1e-9
-    assert cost["levels"]["c=2"]["projected_usd_per_day"] > 0
-    assert cost_summary(r, PriceTable({}), "m") is None

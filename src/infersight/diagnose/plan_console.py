@@ -1,52 +1,19 @@
-"""Console output of verdicts and plans (rich)."""
+"""Console output of a capacity plan (``infersight plan``).
+
+Run results and verdicts are rendered by ``infersight.report``; a plan is the physics
+package's own answer, so it is printed next to it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 from rich.table import Table
 
 from infersight.diagnose.physics.hardware import GIB
 from infersight.diagnose.physics.plan import KNEE_NEVER, Plan
-from infersight.diagnose.verdict import Verdict
 
-__all__ = ["print_plan", "print_verdicts"]
-
-_STYLE = {"healthy": "green", "bandwidth_bound_decode": "cyan", "compute_bound_prefill": "cyan",
-          "under_loaded": "yellow", "client_limited": "magenta"}
-
-
-def print_verdicts(verdicts: list[Verdict], *, console: Console | None = None,
-                   title: str = "", t_origin: float | None = None) -> None:
-    """One panel per verdict: summary, evidence with sources, fixes."""
-    con = console or Console()
-    if title:
-        con.print(f"[bold]{escape(title)}[/bold]")
-    if not verdicts:
-        con.print("no requests or samples to diagnose")
-        return
-    origin = t_origin if t_origin is not None else min(v.window.start for v in verdicts)
-    for v in verdicts:
-        tab = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        tab.add_column("evidence")
-        tab.add_column("value", justify="right")
-        tab.add_column("source", style="dim")
-        for e in v.evidence:
-            val = e.text().split(" = ", 1)[1] if " = " in e.text() else e.text()
-            tab.add_row(escape(e.name), escape(val), escape(e.source))
-        fixes = "\n".join(f"  - {escape(f)}" for f in v.fixes)
-        w0, w1 = v.window.start - origin, v.window.end - origin
-        head = (f"{escape(v.summary)}\n[dim]window {w0:.1f}-{w1:.1f} s"
-                f"{' · level ' + escape(v.level) if v.level else ''} · engine {v.engine} · "
-                f"confidence {v.confidence:.2f}[/dim]")
-        body: list[Any] = [head, tab]
-        if fixes:
-            body.append(f"[bold]fix[/bold]\n{fixes}")
-        con.print(Panel(Group(*body), title=f"[bold]{escape(v.title)}[/bold]",
-                        border_style=_STYLE.get(v.id, "red"), expand=True))
+__all__ = ["print_plan"]
 
 
 def _gib(x: float) -> str:

@@ -1,0 +1,112 @@
+"""The Verdict document (design.md section 5): what is wrong, the evidence, the fix.
+
+``diagnose`` produces these models and ``RunResult.diagnosis`` stores them, so every
+reader (the console, the report, a script) gets typed verdicts from the file alone.
+Each piece of evidence has a stable ``key`` ("itl_floor", "slots") for programs and a
+``name`` ("ITL floor", "slots (S)") for people; renaming a label never breaks a reader.
+
+Files written before evidence had keys still load: a known old label is given its
+key, any other label a key derived from its words.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+__all__ = ["Evidence", "Verdict", "VerdictWindow", "evidence_key"]
+
+#: Keys of the labels older files used for evidence that readers look up (the floors).
+_LEGACY_KEYS = {
+    "ITL p50": "itl_p50",
+    "ITL floor": "itl_floor",
+    "ITL / floor": "itl_ratio",
+    "TTFT p50 (from actual send)": "ttft_sent_p50",
+    "TTFT p50 (from sent)": "ttft_sent_p50",
+    "TTFT floor (prefill)": "ttft_floor",
+    "TTFT / floor": "ttft_ratio",
+}
+
+
+def evidence_key(name: str) -> str:
+    """The key of an evidence that was stored without one (files from older versions)."""
+    known = _LEGACY_KEYS.get(name)
+    if known is not None:
+        return known
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "evidence"
+
+
+class VerdictWindow(BaseModel):
+    """The time span a verdict covers (monotonic seconds, as in the RunResult)."""
+
+    start: float
+    end: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_pair(cls, data: Any) -> Any:
+        # Some older files store the window as a [start, end] pair.
+        if isinstance(data, list | tuple) and len(data) == 2:
+            return {"start": data[0], "end": data[1]}
+        return data
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, self.end - self.start)
+
+
+class Evidence(BaseModel):
+    """One measured value behind a verdict, and where it came from."""
+
+    #: Stable identifier for programs (``itl_floor``); ``name`` is the label people read.
+    key: str = ""
+    name: str
+    value: float | int | str | None
+    unit: str = ""
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _default_key(self) -> Evidence:
+        if not self.key:
+            self.key = evidence_key(self.name)
+        return self
+
+    def value_text(self) -> str:
+        """The value as console text: 3 significant digits, thousands separated."""
+        v = self.value
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return "n/a" if v is None else str(v)
+
+    def text(self) -> str:
+        return f"{self.name} = {self.value_text()}{(' ' + self.unit) if self.unit else ''}"
+
+
+class Verdict(BaseModel):
+    """A diagnosis for one time window, as stored in ``RunResult.diagnosis``."""
+
+    id: str
+    title: str
+    summary: str
+    window: VerdictWindow
+    evidence: list[Evidence] = Field(default_factory=list)
+    confidence: float = Field(ge=0.0, le=1.0)
+    fixes: list[str] = Field(default_factory=list)
+    #: The load level (bench sweep) the window belongs to, if any.
+    level: str | None = None
+    #: The engine the fixes are named for ("vllm", "llamacpp", "embedded", ...).
+    engine: str = "unknown"
+
+    def find(self, key: str) -> Evidence | None:
+        """The first evidence with this key (or, failing that, this label)."""
+        for e in self.evidence:
+            if e.key == key:
+                return e
+        return next((e for e in self.evidence if e.name == key), None)
+
+    def evidence_value(self, key: str) -> Any:
+        """The value of the evidence with this key or label (None if absent)."""
+        e = self.find(key)
+        return None if e is None else e.value

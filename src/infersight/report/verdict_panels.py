@@ -1,0 +1,69 @@
+"""Verdicts on the console: one panel each with the summary, evidence, sources and fixes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from infersight.core.metrics import client_headline
+from infersight.core.records import RunResult
+from infersight.core.verdicts import Verdict
+
+__all__ = ["render_diagnosis", "render_verdicts"]
+
+_STYLE = {"healthy": "green", "bandwidth_bound_decode": "cyan", "compute_bound_prefill": "cyan",
+          "under_loaded": "yellow", "client_limited": "magenta"}  # fmt: skip
+
+
+def _panel(v: Verdict, origin: float) -> Panel:
+    tab = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    tab.add_column("evidence")
+    tab.add_column("value", justify="right")
+    tab.add_column("source", style="dim")
+    for e in v.evidence:
+        val = e.value_text() + (f" {e.unit}" if e.unit else "")
+        tab.add_row(escape(e.name), escape(val), escape(e.source))
+    fixes = "\n".join(f"  - {escape(f)}" for f in v.fixes)
+    w0, w1 = v.window.start - origin, v.window.end - origin
+    head = (f"{escape(v.summary)}\n[dim]window {w0:.1f}-{w1:.1f} s"
+            f"{' · level ' + escape(v.level) if v.level else ''} · engine {v.engine} · "
+            f"confidence {v.confidence:.2f}[/dim]")  # fmt: skip
+    body: list[Any] = [head, tab]
+    if fixes:
+        body.append(f"[bold]fix[/bold]\n{fixes}")
+    return Panel(Group(*body), title=f"[bold]{escape(v.title)}[/bold]",
+                 border_style=_STYLE.get(v.id, "red"), expand=True)  # fmt: skip
+
+
+def render_verdicts(
+    verdicts: Sequence[Verdict],
+    *,
+    console: Console | None = None,
+    title: str = "",
+    t_origin: float | None = None,
+) -> None:
+    """One panel per verdict; windows in seconds from ``t_origin`` (default: the first)."""
+    con = console or Console()
+    if title:
+        con.print(f"[bold]{escape(title)}[/bold]")
+    if not verdicts:
+        con.print("no requests or samples to diagnose")
+        return
+    origin = t_origin if t_origin is not None else min(v.window.start for v in verdicts)
+    for v in verdicts:
+        con.print(_panel(v, origin))
+
+
+def render_diagnosis(
+    result: RunResult, verdicts: Sequence[Verdict], *, console: Console, title: str = ""
+) -> None:
+    """What ``infersight diagnose`` prints for one run: the client-limited line first."""
+    head = client_headline(result)
+    if head is not None:
+        console.print(f"[bold magenta]{head[0]}:[/bold magenta] {head[1]}", highlight=False)
+    render_verdicts(verdicts, console=console, title=title)
