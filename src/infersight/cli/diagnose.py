@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import orjson
 
-        from infersight.diagnose.physics import dtype_bytes, load_shape, make_plan
+        from infersight.diagnose.physics import dtype_bytes, load_shape, plan_capacity
         from infersight.diagnose.render import print_plan
 
         if ctx <= 0:
@@ -165,8 +165,8 @@ def register(app: typer.Typer) -> None:
             raise _err(f"--model {model}: cannot read the model shape: {e}") from None
         try:
             wb = dtype_bytes(weights) if weights else None
-            plan = make_plan(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
-                             tokens=tokens, weight_bytes_per_param=wb)
+            plan = plan_capacity(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
+                                 tokens=tokens, weight_bytes_per_param=wb)
         except ValueError as e:
             raise _err(str(e)) from None
         if as_json:

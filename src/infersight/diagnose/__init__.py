@@ -5,7 +5,7 @@
 and the capacity planner of section 6.
 """
 
-from infersight.diagnose.core import diagnose
+from infersight.diagnose.analyze import diagnose
 from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, Window
 
 __all__ = ["VERDICT_IDS", "Evidence", "Verdict", "Window", "diagnose"]

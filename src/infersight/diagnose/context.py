@@ -141,7 +141,7 @@ def _gpu_name(result: RunResult) -> tuple[str | None, int]:
 
 
 def _load_shape(spec: Any) -> ModelShape | None:
-    from infersight.diagnose.physics.plan import load_shape
+    from infersight.diagnose.physics.capacity import load_shape
 
     try:
         if isinstance(spec, ModelShape):

@@ -1,4 +1,4 @@
-"""Dynamic batching: merge concurrent caller requests into fewer upstream calls.
+"""Dynamic batcher: group concurrent items and decide when each group is flushed.
 
 Callers :meth:`DynamicBatcher.submit` an item under a *key* (items with different
 keys, e.g. different models or parameters, never share a batch) and a *length*

@@ -43,7 +43,7 @@ from infersight.core.errors import ConfigError
 from infersight.core.settings import BaseConfig
 
 __all__ = [
-    "BatchConfig",
+    "BatchingConfig",
     "CostRule",
     "GatewayConfig",
     "KeyConfig",
@@ -136,7 +136,7 @@ class CostRule(_Strict):
     max_tokens: int = Field(gt=0)
 
 
-class BatchConfig(_Strict):
+class BatchingConfig(_Strict):
     """Dynamic batching of embeddings and of non-streamed completions with prompt arrays."""
 
     enabled: bool = True
@@ -161,7 +161,7 @@ class GatewayConfig(BaseConfig):
     keys: list[KeyConfig] = Field(default_factory=list)
     #: Require a key even when ``keys`` is empty (then every request is refused).
     require_key: bool = False
-    batch: BatchConfig = Field(default_factory=BatchConfig)
+    batch: BatchingConfig = Field(default_factory=BatchingConfig)
     #: One deadline per request across queueing, retries and failover.
     default_deadline_s: float = Field(default=300.0, gt=0)
     max_deadline_s: float = Field(default=3600.0, gt=0)

