@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 
 from infersight.batch.controller import Decision, _Base
+from infersight.core.errors import ConfigError
 
 __all__ = ["AdaptiveConcurrency"]
 
@@ -67,9 +68,9 @@ class AdaptiveConcurrency(_Base):
         max_pause: float = 120.0,
     ) -> None:
         if not 1 <= minimum <= maximum:
-            raise ValueError("need 1 <= min concurrency <= max concurrency")
+            raise ConfigError("need 1 <= min concurrency <= max concurrency")
         if not 0 < backoff < 1:
-            raise ValueError("backoff must be between 0 and 1")
+            raise ConfigError("backoff must be between 0 and 1")
         start = min(max(initial, minimum), maximum)
         super().__init__(limit=start, t0=now, max_pause=max_pause)
         self.minimum, self.maximum = minimum, maximum

@@ -217,7 +217,7 @@ class OutputWriter:
         self.max_rows = max_rows
         self._buf: list[bytes] = []
         self._lock = asyncio.Lock()
-        self.rows_written = 0
+        #: Checkpoints (write + fsync) done so far.
         self.flushes = 0
         created = not self.path.exists()
         try:
@@ -257,9 +257,7 @@ class OutputWriter:
                 await asyncio.shield(fut)
             except asyncio.CancelledError:
                 await asyncio.wait({fut})
-                self.rows_written += len(batch)
                 raise
-            self.rows_written += len(batch)
             self.flushes += 1
             return len(batch)
 
@@ -268,7 +266,6 @@ class OutputWriter:
         if self._buf:
             batch, self._buf = self._buf, []
             self._write(b"".join(batch))
-            self.rows_written += len(batch)
 
     def close(self) -> None:
         self.flush_sync()

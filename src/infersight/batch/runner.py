@@ -308,7 +308,3 @@ class RowRunner:
         )
         self.failed += 1
         self.failed_by_kind[e.kind] += 1
-
-    @property
-    def pending_retries(self) -> int:
-        return len(self._retry)

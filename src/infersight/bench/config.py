@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from infersight.core.errors import ConfigError
 from infersight.core.metrics import SLO_METRICS, Window
-from infersight.core.settings import BaseConfig
+from infersight.core.settings import BaseConfig, config_error
 from infersight.core.stats import PERCENTILES
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
@@ -152,16 +152,10 @@ class BenchConfig(BaseConfig):
     @classmethod
     def build(cls, **kwargs: Any) -> BenchConfig:
         """Validate, turning pydantic's report into one ConfigError line."""
-        from pydantic import ValidationError
-
         try:
             return cls(**{k: v for k, v in kwargs.items() if v is not None})
         except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(x) for x in err.get("loc", ()))
-            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-            flag = f"--{where.replace('_', '-')}: " if where else ""
-            raise ConfigError(f"{flag}{msg}") from None
+            raise config_error(e, names="flag") from None
 
 
 def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[Any]:

@@ -35,7 +35,7 @@ from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
 from infersight.core.errors import InfersightError
 from infersight.core.metrics import aggregate
-from infersight.core.records import ClockAnchor, RequestRecord, RunResult
+from infersight.core.records import ClockAnchor, RunResult
 
 __all__ = ["run", "run_async"]
 
@@ -302,8 +302,3 @@ def _versions(ours: str) -> dict[str, str]:
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[pkg] = metadata.version(pkg)
     return out
-
-
-def cancelled_records(result: RunResult) -> list[RequestRecord]:
-    """The requests Ctrl-C cancelled."""
-    return [r for r in result.records if r.cancelled]

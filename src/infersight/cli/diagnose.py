@@ -136,6 +136,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import orjson
 
+        from infersight.core.errors import ConfigError
         from infersight.diagnose.physics import dtype_bytes, load_shape, plan_capacity
         from infersight.diagnose.render import print_plan
 
@@ -159,15 +160,13 @@ def register(app: typer.Typer) -> None:
             device = device.with_cores(threads or default_threads())
         try:
             shape = load_shape(model)
-        except FileNotFoundError as e:
-            raise _err(f"--model: {e}") from None
-        except (ValueError, OSError) as e:
+        except ConfigError as e:
             raise _err(f"--model {model}: cannot read the model shape: {e}") from None
         try:
             wb = dtype_bytes(weights) if weights else None
             plan = plan_capacity(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
                                  tokens=tokens, weight_bytes_per_param=wb)
-        except ValueError as e:
+        except ConfigError as e:
             raise _err(str(e)) from None
         if as_json:
             sys.stdout.buffer.write(orjson.dumps(plan.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")

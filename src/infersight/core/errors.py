@@ -26,6 +26,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConnectTimeout",
+    "DataError",
     "DeadlineExceeded",
     "FirstTokenTimeout",
     "IdleTimeout",
@@ -42,7 +43,6 @@ __all__ = [
     "TransportError",
     "TruncatedStream",
     "error_from_status",
-    "error_kinds",
 ]
 
 
@@ -73,6 +73,11 @@ class ConfigError(InfersightError):
     """Bad flags, files or environment; raised before any request is sent."""
 
     openai_type = "invalid_request_error"
+
+
+class DataError(InfersightError):
+    """Values that cannot be measurements (NaN, infinite, badly weighted) were given
+    to a computation; nothing is computed from them."""
 
 
 class Cancelled(InfersightError):
@@ -213,14 +218,3 @@ def error_from_status(
     else:
         cls = BadRequest
     return cls(message, status=status, body=body, request_id=request_id, retry_after=retry_after)
-
-
-def error_kinds() -> list[str]:
-    """Every error kind name, for metrics labels and report legends."""
-    out: list[str] = []
-    stack: list[type[InfersightError]] = [InfersightError]
-    while stack:
-        cls = stack.pop()
-        out.append(cls.__name__)
-        stack.extend(cls.__subclasses__())
-    return sorted(out)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from infersight.core.errors import ConfigError
 from infersight.core.level_flags import (
     CLIENT_CPU_LIMIT,
     LAG_P99_LIMIT,
@@ -64,7 +65,7 @@ def _parse_slo_key(key: str) -> tuple[str, str]:
         return metric, stat
     if key in SLO_METRICS:
         return key, "max"
-    raise ValueError(
+    raise ConfigError(
         f"unknown SLO {key!r}: use <metric>_<stat> with metric in {', '.join(SLO_METRICS)} "
         f"and stat in {', '.join(_SLO_STATS)}"
     )

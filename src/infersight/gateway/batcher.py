@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from infersight.core.errors import ProtocolError
+
 __all__ = ["DynamicBatcher"]
 
 In = TypeVar("In")
@@ -96,7 +98,7 @@ class DynamicBatcher(Generic[In, Out]):
         try:
             results = await self._run(batch.key, batch.items)
             if len(results) != len(batch.items):
-                raise RuntimeError(
+                raise ProtocolError(
                     f"batch runner returned {len(results)} results for {len(batch.items)} items"
                 )
         except BaseException as e:  # every caller gets the failure, none waits forever

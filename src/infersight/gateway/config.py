@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import SettingsConfigDict
 
 from infersight.core.errors import ConfigError
-from infersight.core.settings import BaseConfig
+from infersight.core.settings import BaseConfig, config_error
 
 __all__ = [
     "BatchingConfig",
@@ -238,22 +238,16 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConf
         try:
             from_env = GatewayConfig().model_dump(include=env_fields)
         except ValidationError as e:
-            raise ConfigError(f"environment: {_first_error(e)}") from None
+            raise config_error(e, names="env", env_prefix=prefix) from None
         data.update(from_env)
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         cfg = GatewayConfig.model_validate(data)
     except ValidationError as e:
         where = f"gateway config {path}" if path else "gateway settings"
-        raise ConfigError(f"{where}: {_first_error(e)}") from None
+        raise config_error(e, where=where) from None
     names = [u.name for u in cfg.upstreams]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise ConfigError(f"gateway config: upstream names must be unique (repeated: {sorted(dup)})")
     return cfg
-
-
-def _first_error(e: ValidationError) -> str:
-    err = e.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"]) or "value"
-    return f"{loc}: {err['msg']}"

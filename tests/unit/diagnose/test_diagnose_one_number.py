@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from diag_fixtures import LLAMA3_8B, make_run, one
 
+from infersight.core.model_file import default_model_path
 from infersight.core.records import RunResult, Sample, load_run_result, save_run_result
 from infersight.diagnose import diagnose
 from infersight.diagnose.physics import (
@@ -18,7 +19,6 @@ from infersight.diagnose.physics import (
     plan_capacity,
     shape_from_hf_config,
 )
-from infersight.diagnose.physics.capacity import embedded_model_path
 from infersight.diagnose.physics.hardware import GIB
 from infersight.diagnose.physics.slots import recommend_slots
 from infersight.report import render_markdown
@@ -42,7 +42,7 @@ def embedded_run(slots: int = 8, clients: int = 16, ctx_per_slot: int = 2048) ->
                         Sample(1000.0 + i, "engine.slots", float(slots), lab)]
     run.environment = {}
     run.config = {"levels": [{"name": f"c={clients}", "concurrency": clients}],
-                  "engine": {"engine": "llama.cpp", "model_path": str(embedded_model_path()),
+                  "engine": {"engine": "llama.cpp", "model_path": str(default_model_path()),
                              "parallel": slots, "ctx_per_slot": ctx_per_slot, "threads": 2}}
     return run
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from diag_fixtures import LLAMA3_8B
 
+from infersight.core.model_file import default_model_path
 from infersight.diagnose.physics import (
     Device,
     compute_knee,
     decode_floor,
-    embedded_model_path,
     find_gpu,
     gpu_table,
     load_shape,
@@ -124,7 +124,7 @@ def test_hf_config_from_file(tmp_path: Path) -> None:
 
 
 def test_embedded_smollm2_from_gguf() -> None:
-    path = embedded_model_path()
+    path = default_model_path()
     g = read_gguf(path)
     assert g.architecture == "llama" and g.version == 3
     s = shape_from_gguf(path)

