@@ -22,6 +22,7 @@ import orjson
 
 from infersight.client.attempt import send_attempt
 from infersight.client.base import BaseClient
+from infersight.client.iterate import drain
 from infersight.client.retry import RetryPolicy, run_with_retries
 from infersight.client.stream import StreamResponse, fail_record, mark_cancelled
 from infersight.client.types import Completion, Timeouts
@@ -183,7 +184,7 @@ class Client(BaseClient):
             headers=headers,
             record=record,
         )
-        await sr._drain()
+        await drain(sr)
         return sr.completion()
 
     def stream(
