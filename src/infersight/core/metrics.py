@@ -129,32 +129,11 @@ def aggregate(
         "slo": None,
         "window": lw.describe(),
     }
-    n_ok = sum(1 for r in recs if r.ok)
-    n_cancel = sum(1 for r in recs if r.cancelled and not r.ok)
-    out["requests"] = {
-        "total": len(recs),
-        "ok": n_ok,
-        "errors": len(recs) - n_ok - n_cancel,
-        "cancelled": n_cancel,
-        "in_window": len(members),
-        "in_window_ok": len(ok_in),
-        "completions_in_span": len(done),
-    }
-    n_err = out["requests"]["errors"]
-    out["success_rate"] = n_ok / (n_ok + n_err) if n_ok + n_err else None
-    out["request_throughput"] = len(done) / span if span > 0 else None
-    out["output_token_throughput"] = sum(r.output_tokens for r in done) / span if span > 0 else None
-    out["goodput"] = None
-    if slo and span > 0:
-        out["goodput"] = sum(1 for r in done if meets_slo(r, slo)) / span
+    out.update(_counts(recs, members, ok_in, done))
+    out.update(_throughput(done, span, slo))
     out.update(_latency(members, ok_in))
     out["errors_by_type"] = _errors(recs)
-    out["tokens"] = {
-        "prompt": sum(r.prompt_tokens or 0 for r in members),
-        "output": sum(r.output_tokens for r in members),
-        "estimated_requests": sum(1 for r in members if r.tokens_estimated),
-        "usage_mismatch_requests": sum(1 for r in members if r.usage_mismatch),
-    }
+    out["tokens"] = _tokens(members)
     out["basis"] = {
         "latency": {
             "window": lw.method,
@@ -178,6 +157,52 @@ def aggregate(
         out, scheduled_rate, loadgen_cpu_percent, check_lag=check_lag, contention=contention
     )
     return out
+
+
+def _counts(
+    recs: Sequence[RequestRecord],
+    members: Sequence[RequestRecord],
+    ok_in: Sequence[RequestRecord],
+    done: Sequence[RequestRecord],
+) -> dict[str, Any]:
+    """Request counts and the success rate (cancelled requests are neither)."""
+    n_ok = sum(1 for r in recs if r.ok)
+    n_cancel = sum(1 for r in recs if r.cancelled and not r.ok)
+    n_err = len(recs) - n_ok - n_cancel
+    return {
+        "requests": {
+            "total": len(recs),
+            "ok": n_ok,
+            "errors": n_err,
+            "cancelled": n_cancel,
+            "in_window": len(members),
+            "in_window_ok": len(ok_in),
+            "completions_in_span": len(done),
+        },
+        "success_rate": n_ok / (n_ok + n_err) if n_ok + n_err else None,
+    }
+
+
+def _throughput(
+    done: Sequence[RequestRecord], span: float, slo: dict[str, float]
+) -> dict[str, float | None]:
+    """Request, output-token and good (SLO-meeting) completions per second of the span."""
+    if span <= 0:
+        return {"request_throughput": None, "output_token_throughput": None, "goodput": None}
+    return {
+        "request_throughput": len(done) / span,
+        "output_token_throughput": sum(r.output_tokens for r in done) / span,
+        "goodput": sum(1 for r in done if meets_slo(r, slo)) / span if slo else None,
+    }
+
+
+def _tokens(members: Sequence[RequestRecord]) -> dict[str, int]:
+    return {
+        "prompt": sum(r.prompt_tokens or 0 for r in members),
+        "output": sum(r.output_tokens for r in members),
+        "estimated_requests": sum(1 for r in members if r.tokens_estimated),
+        "usage_mismatch_requests": sum(1 for r in members if r.usage_mismatch),
+    }
 
 
 def _latency(members: Sequence[RequestRecord], ok_in: Sequence[RequestRecord]) -> dict[str, Any]:
