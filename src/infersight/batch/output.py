@@ -31,12 +31,13 @@ from typing import Any
 
 import orjson
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, InfersightError, StatusError
 
 __all__ = [
     "OutputState",
     "OutputWriter",
     "compact_output",
+    "error_line",
     "load_output",
     "read_output",
     "result_line",
@@ -64,6 +65,21 @@ def result_line(
         "error": error,
     }
     return orjson.dumps(doc) + b"\n"
+
+
+def error_line(custom_id: str, e: InfersightError) -> bytes:
+    """The output line of a row that failed with ``e``: the server's answer when it
+    gave one (its JSON error body, or the text wrapped as one), and the typed error."""
+    status = body = rid = None
+    if isinstance(e, StatusError):
+        status, rid = e.status or None, e.request_id
+        if status is not None and e.body:
+            try:
+                body = orjson.loads(e.body)
+            except orjson.JSONDecodeError:
+                body = {"error": {"message": e.body}}
+    return result_line(custom_id, status=status, body=body, request_id=rid,
+                       error_code=e.kind, error_message=str(e))
 
 
 @dataclass
