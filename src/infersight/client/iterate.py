@@ -25,21 +25,47 @@ if TYPE_CHECKING:
 __all__ = ["drain", "finish_eof", "iter_events", "iter_raw", "join_raw"]
 
 
+class _Ending:
+    """``with _Ending(sr):`` around a read loop: a typed error fails the record, and a
+    caller that leaves (GeneratorExit) or is cancelled closes the response."""
+
+    __slots__ = ("sr",)
+
+    def __init__(self, sr: StreamResponse) -> None:
+        self.sr = sr
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: object) -> None:
+        if e is None:
+            return
+        sr = self.sr
+        if isinstance(e, E.InfersightError):
+            raise sr._fail(e) from None
+        if isinstance(e, asyncio.CancelledError):
+            mark_cancelled(sr.record)
+            sr.close()
+        elif isinstance(e, GeneratorExit):
+            sr.close()  # the caller stopped iterating: ok after [DONE], else cancelled
+
+
+async def _next_read(sr: StreamResponse) -> list[Any] | None:
+    """The next read's events ([] for none), or None once the answer has ended."""
+    if sr._error is not None or sr._eof:
+        return None
+    if sr._done:
+        await finish_eof(sr)
+        return None
+    return await sr._read() or []
+
+
 async def drain(sr: StreamResponse) -> None:
     """Read to the end without yielding events (``Client.request``)."""
     sr._lazy = sr.is_sse  # no SSEEvent objects for plain chunks from here on
-    try:
-        while not sr._eof and sr._error is None:
-            if sr._done:
-                await finish_eof(sr)
-                break
-            await sr._read()
-    except E.InfersightError as e:
-        raise sr._fail(e) from None
-    except asyncio.CancelledError:
-        mark_cancelled(sr.record)
-        sr.close()
-        raise
+    with _Ending(sr):
+        while await _next_read(sr) is not None:
+            pass
     sr._settle()
 
 
@@ -62,60 +88,31 @@ async def finish_eof(sr: StreamResponse) -> None:
 
 async def iter_events(sr: StreamResponse) -> AsyncIterator[SSEEvent]:
     """Every event of the answer, starting with those read before entering."""
-    try:
+    with _Ending(sr):
         if sr._pending:
             evs, sr._pending = sr._pending, []
             for ev in evs:
                 yield ev
-        read = sr._read
-        while sr._error is None and not sr._eof:
-            if sr._done:
-                await finish_eof(sr)
-                break
-            got = await read()
-            if got:
-                for ev in got:
-                    yield ev
-    except E.InfersightError as e:
-        raise sr._fail(e) from None
-    except GeneratorExit:
-        sr.close()  # the caller stopped iterating: ok after [DONE], else cancelled
-        raise
-    except asyncio.CancelledError:
-        mark_cancelled(sr.record)
-        sr.close()
-        raise
+        while (got := await _next_read(sr)) is not None:
+            for ev in got:
+                yield ev
     sr._settle()
 
 
 async def iter_raw(sr: StreamResponse, drop_usage_only: bool) -> AsyncIterator[bytes]:
     """The answer's bytes, one piece per read (see ``StreamResponse.raw_chunks``)."""
-    try:
+    with _Ending(sr):
         if sr._pending:
             evs, sr._pending = sr._pending, []
             piece = join_raw(evs, drop_usage_only) if sr.is_sse else evs[0].raw
             if piece:
                 yield piece
         sr._lazy = sr.is_sse
-        read = sr._read
-        while sr._error is None and not sr._eof:
-            if sr._done:
-                await finish_eof(sr)
-                break
-            got = await read()
+        while (got := await _next_read(sr)) is not None:
             if got:
                 piece = join_raw(got, drop_usage_only)
                 if piece:
                     yield piece
-    except E.InfersightError as e:
-        raise sr._fail(e) from None
-    except GeneratorExit:
-        sr.close()
-        raise
-    except asyncio.CancelledError:
-        mark_cancelled(sr.record)
-        sr.close()
-        raise
     sr._settle()
 
 
