@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 
 __all__ = [
     "ENDPOINTS",
@@ -225,7 +225,7 @@ def _open_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, not a JSONL file") from None
     except OSError as e:
-        raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+        raise file_error(path, e) from None
     with f:
         yield from enumerate(f, start=1)
 

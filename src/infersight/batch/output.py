@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from infersight.core.errors import ConfigError, InfersightError, StatusError
+from infersight.core.errors import ConfigError, InfersightError, StatusError, file_error
 
 __all__ = [
     "OutputState",
@@ -148,7 +148,7 @@ def load_output(path: str | Path, *, repair: bool = True) -> OutputState:
     except IsADirectoryError:
         raise ConfigError(f"{p}: is a directory; --out needs a file path") from None
     except OSError as e:
-        raise ConfigError(f"{p}: cannot read the output file ({e.strerror})") from None
+        raise file_error(p, e, "output file") from None
     data, state.repaired_bytes = _repair_tail(p, data, repair)
     last: dict[str, dict[str, Any]] = {}
     for n, line in enumerate(data.splitlines(), start=1):

@@ -43,6 +43,7 @@ __all__ = [
     "TransportError",
     "TruncatedStream",
     "error_from_status",
+    "file_error",
 ]
 
 
@@ -218,3 +219,15 @@ def error_from_status(
     else:
         cls = BadRequest
     return cls(message, status=status, body=body, request_id=request_id, retry_after=retry_after)
+
+
+def file_error(path: object, e: OSError, what: str = "") -> ConfigError:
+    """The one line for a file the user named that cannot be read:
+    ``[what ]path: cannot read (why)``, e.g. ``price table p.toml: cannot read (no such file)``."""
+    if isinstance(e, FileNotFoundError):
+        why = "no such file"
+    elif isinstance(e, IsADirectoryError):
+        why = "it is a directory"
+    else:
+        why = e.strerror or str(e)
+    return ConfigError(f"{what + ' ' if what else ''}{path}: cannot read ({why})")

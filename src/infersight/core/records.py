@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import config_error
 
 __all__ = [
@@ -253,10 +253,8 @@ def load_run_result(path: str | Path) -> RunResult:
     p = Path(path)
     try:
         data = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
     except OSError as e:
-        raise ConfigError(f"{p}: cannot read ({e.strerror})") from None
+        raise file_error(p, e) from None
     try:
         return RunResult.from_json_bytes(data)
     except ConfigError as e:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 from infersight.core.model_file import DEFAULT_MODEL_FILE, DEFAULT_MODEL_PACKAGE, default_model_path
 
 __all__ = [
@@ -51,7 +51,7 @@ def validate_gguf(path: str | Path) -> Path:
         with p.open("rb") as f:
             magic = f.read(4)
     except OSError as e:
-        raise ConfigError(f"cannot read model file {p}: {e.strerror or e}") from None
+        raise file_error(p, e, "model file") from None
     if magic != GGUF_MAGIC:
         what = "an empty file" if not magic else f"starts with {magic!r}, expected b'GGUF'"
         raise ConfigError(f"not a GGUF model file ({what}): {p}")

@@ -39,7 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import BaseConfig, config_error
 
 __all__ = [
@@ -188,7 +188,7 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except OSError as e:
-        raise ConfigError(f"gateway config {path}: cannot read ({e.strerror})") from None
+        raise file_error(path, e, "gateway config") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             doc = yaml.safe_load(text) or {}

@@ -106,3 +106,14 @@ def test_validator_value_errors_lose_pydantic_prefix() -> None:
     with pytest.raises(ValidationError) as ei:
         C(x=-1)
     assert str(config_error(ei.value, names="flag")) == "x must not be negative"
+
+
+def test_file_error_is_one_line_naming_the_file(tmp_path: object) -> None:
+    from pathlib import Path
+
+    p = Path(str(tmp_path))
+    missing = E.file_error(p / "a.toml", FileNotFoundError(2, "No such file or directory"), "price table")
+    assert str(missing) == f"price table {p / 'a.toml'}: cannot read (no such file)"
+    assert str(E.file_error(p, IsADirectoryError(21, "Is a directory"))) == f"{p}: cannot read (it is a directory)"
+    denied = E.file_error(p / "b", PermissionError(13, "Permission denied"))
+    assert isinstance(denied, E.ConfigError) and str(denied).endswith("cannot read (Permission denied)")

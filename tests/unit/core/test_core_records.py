@@ -78,7 +78,7 @@ def test_record_from_a_newer_version_ignores_unknown_fields() -> None:
 @given(
     recs=st.lists(records(), max_size=5),
     samps=st.lists(samples, max_size=5),
-    config=st.dictionaries(st.text(max_size=8), st.integers() | text, max_size=4),
+    config=st.dictionaries(st.text(max_size=8), st.integers(-(2**63), 2**63 - 1) | text, max_size=4),
     notes=st.lists(text, max_size=3),
 )
 def test_run_result_round_trip(

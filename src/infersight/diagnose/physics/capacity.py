@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 from infersight.core.model_file import default_model_path
 from infersight.diagnose.physics.floors import decode_floor, prefill_floor
 from infersight.diagnose.physics.hardware import GIB, Device
@@ -39,13 +39,11 @@ def load_shape(spec: str | Path) -> ModelShape:
     if p.is_dir():
         ggufs = sorted(p.glob("*.gguf"))
         p = ggufs[0] if ggufs else p / "config.json"
-    if not p.exists():
-        raise ConfigError(f"{p}: no such file")
     try:
         with p.open("rb") as f:
             magic = f.read(4)
     except OSError as e:
-        raise ConfigError(f"{p}: cannot read ({e.strerror or e})") from None
+        raise file_error(p, e) from None
     if magic == b"GGUF":
         return shape_from_gguf(p)
     return shape_from_hf_config(p)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 
 __all__ = [
     "GGML_TYPES",
@@ -269,7 +269,7 @@ def read_gguf(path: str | Path, *, tensors: bool = True) -> GGUFFile:
         with p.open("rb") as f:
             g = read_gguf_stream(f, tensors=tensors)
     except OSError as e:
-        raise GGUFError(f"{p}: cannot read ({e.strerror})") from None
+        raise file_error(p, e) from None
     except struct.error as e:
         raise GGUFError(f"{p}: corrupt GGUF header ({e})") from None
     g.path = p

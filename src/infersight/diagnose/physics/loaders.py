@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 from infersight.diagnose.physics.shape import ModelShape, dtype_bytes
 
 __all__ = ["shape_from_gguf", "shape_from_hf_config"]
@@ -63,10 +63,8 @@ def shape_from_hf_config(cfg: dict[str, Any] | str | Path, *, name: str = "") ->
 def _read_json(p: Path) -> Any:
     try:
         return json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
     except OSError as e:
-        raise ConfigError(f"{p}: cannot read ({e.strerror or e})") from None
+        raise file_error(p, e) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"{p}: not a JSON file ({e})") from None
 
@@ -168,10 +166,8 @@ def shape_from_gguf(path: str | Path) -> ModelShape:
     p = Path(path)
     try:
         st = p.stat()
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
     except OSError as e:
-        raise ConfigError(f"{p}: cannot read ({e.strerror or e})") from None
+        raise file_error(p, e) from None
     try:
         return _shape_from_gguf(str(p.resolve()), st.st_size, st.st_mtime_ns)
     except (TypeError, ValueError, ZeroDivisionError) as e:
