@@ -17,9 +17,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from infersight.core.errors import ConfigError
-from infersight.core.metrics import SLO_METRICS, Window
+from infersight.core.metrics import SLO_METRICS, Window, parse_slo_key
 from infersight.core.settings import BaseConfig, config_error
-from infersight.core.stats import PERCENTILES
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
 
@@ -171,7 +170,6 @@ def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[An
 
 _SLO_RE = re.compile(r"^\s*([a-z0-9_.]+)\s*(<=|<)\s*([\d.]+)\s*(ms|s|us)?\s*$")
 _UNITS = {"ms": 1e-3, "s": 1.0, "us": 1e-6}
-_STATS = (*PERCENTILES, "mean", "max")
 
 
 def parse_slo(text: str) -> dict[str, float]:
@@ -188,14 +186,14 @@ def parse_slo(text: str) -> dict[str, float]:
                 f"--slo {part.strip()!r}: expected e.g. 'ttft_p99<500ms' or 'tpot_p50<30ms'"
             )
         key, _, value, unit = m.groups()
-        metric, _, stat = key.rpartition("_")
-        if not (metric in SLO_METRICS and stat in _STATS):
-            if key not in SLO_METRICS:
-                raise ConfigError(
-                    f"--slo {key!r}: metric must be one of {', '.join(SLO_METRICS)} with an "
-                    f"optional _p50/_p90/_p95/_p99/_p99.9/_mean/_max"
-                )
-            key = f"{key}_max"
+        try:
+            metric, stat = parse_slo_key(key)
+        except ConfigError:
+            raise ConfigError(
+                f"--slo {key!r}: metric must be one of {', '.join(SLO_METRICS)} with an "
+                f"optional _p50/_p90/_p95/_p99/_p99.9/_mean/_max"
+            ) from None
+        key = f"{metric}_{stat}"
         try:
             limit = float(value) * _UNITS[unit or "ms"]
         except ValueError:

@@ -43,6 +43,7 @@ __all__ = [
     "level_notes",
     "level_state",
     "meets_slo",
+    "parse_slo_key",
     "request_metric",
 ]
 
@@ -59,7 +60,8 @@ def request_metric(r: RequestRecord, name: str) -> float | None:
     return value
 
 
-def _parse_slo_key(key: str) -> tuple[str, str]:
+def parse_slo_key(key: str) -> tuple[str, str]:
+    """``ttft_p99`` -> ``("ttft", "p99")``; a bare metric (``e2e``) means its max."""
     metric, _, stat = key.rpartition("_")
     if metric in SLO_METRICS and stat in _SLO_STATS:
         return metric, stat
@@ -81,7 +83,7 @@ def meets_slo(r: RequestRecord, slo: dict[str, float]) -> bool:
     if not r.ok:
         return False
     for key, limit in slo.items():
-        value = request_metric(r, _parse_slo_key(key)[0])
+        value = request_metric(r, parse_slo_key(key)[0])
         if value is not None and value > limit:
             return False
     return True
@@ -116,7 +118,7 @@ def aggregate(
     recs = sorted(records, key=lambda r: (r.scheduled, r.request_id))
     slo = dict(slo or {})
     for key in slo:
-        _parse_slo_key(key)  # fail early on a bad key
+        parse_slo_key(key)  # fail early on a bad key
     lw = (window or Window()).resolve(recs, target_concurrency)
     members = lw.members
     ok_in = [r for r in members if r.ok]
@@ -271,7 +273,7 @@ def _slo_verdict(out: dict[str, Any], slo: dict[str, float]) -> dict[str, Any]:
     """Level-wide check of each SLO on the aggregate (e.g. TTFT p99 <= 0.5 s)."""
     checks: dict[str, Any] = {}
     for key, limit in slo.items():
-        metric, stat = _parse_slo_key(key)
+        metric, stat = parse_slo_key(key)
         summary_name = "itl_per_request" if metric == "itl" else metric
         value = out[summary_name][stat]
         checks[key] = {"limit": limit, "value": value, "met": value is not None and value <= limit}
