@@ -179,6 +179,10 @@ class StreamResponse:
                 self._error = error_from_event(ev.error, self.status, self._key)
                 evs = evs[:i]
                 break
+        if self._done and self._error is parser.error:
+            # The malformed bytes came after [DONE] in the same read: the answer is
+            # complete, as when they come in a later read (see iterate.finish_eof).
+            self._error = None
         if first and times and self._idle is not None:
             arm(self, t + self._idle)
         return evs
