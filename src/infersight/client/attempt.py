@@ -13,6 +13,7 @@ import aiohttp
 import orjson
 
 from infersight.client.errors_map import map_transport_error, status_error
+from infersight.client.iterate import prime
 from infersight.client.keepalive import KeepAlive
 from infersight.client.resend import open_response
 from infersight.client.stream import StreamResponse
@@ -88,7 +89,7 @@ async def send_attempt(
         key=key,
         loop=loop,
     )
-    await sr._prime()
+    await prime(sr)
     return sr
 
 

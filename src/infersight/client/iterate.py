@@ -1,5 +1,6 @@
-"""Reading an open response to its end: its events, its bytes for passthrough, or
-nothing but the record (``drain``).
+"""Reading an open response: up to its first content (``prime``, while retries are
+still allowed), then to its end: its events, its bytes for passthrough, or nothing but
+the record (``drain``).
 
 Events and bytes start with what was read before the caller entered (the retries end at the
 first content), then read to the end; the record is finished when iteration ends:
@@ -22,7 +23,7 @@ from infersight.core import errors as E
 if TYPE_CHECKING:
     from infersight.client.stream import StreamResponse
 
-__all__ = ["drain", "finish_eof", "iter_events", "iter_raw", "join_raw"]
+__all__ = ["drain", "finish_eof", "iter_events", "iter_raw", "join_raw", "prime"]
 
 
 class _Ending:
@@ -58,6 +59,22 @@ async def _next_read(sr: StreamResponse) -> list[Any] | None:
         await finish_eof(sr)
         return None
     return await sr._read() or []
+
+
+async def prime(sr: StreamResponse) -> None:
+    """Read until the first content event, an error, or the end (before retries end);
+    what was read is replayed to the caller (``sr._pending``)."""
+    try:
+        while not sr.record.chunk_times and not sr._eof and sr._error is None:
+            evs = await sr._read()
+            if evs:
+                sr._pending.extend(evs)
+        if sr._error is not None and not sr.record.chunk_times:
+            err, sr._error = sr._error, None
+            raise err
+    except BaseException:
+        sr.close()
+        raise
 
 
 async def drain(sr: StreamResponse) -> None:

@@ -187,20 +187,6 @@ class StreamResponse:
             arm(self, t + self._idle)
         return evs
 
-    async def _prime(self) -> None:
-        """Read until the first content event, an error, or the end (before retries end)."""
-        try:
-            while not self.record.chunk_times and not self._eof and self._error is None:
-                evs = await self._read()
-                if evs:
-                    self._pending.extend(evs)
-            if self._error is not None and not self.record.chunk_times:
-                err, self._error = self._error, None
-                raise err
-        except BaseException:
-            self.close()
-            raise
-
     def events(self) -> AsyncIterator[SSEEvent]:
         """Every event of the answer, starting with those read before entering."""
         return iter_events(self)
