@@ -33,16 +33,11 @@ from __future__ import annotations
 
 import math
 
+from infersight.batch.adaptive_window import LimitWindow
 from infersight.batch.controller import Decision, _Base
+from infersight.core.errors import ConfigError
 
 __all__ = ["AdaptiveConcurrency"]
-
-
-def _p90(values: list[float]) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return s[min(len(s) - 1, math.ceil(0.9 * len(s)) - 1)]
 
 
 class AdaptiveConcurrency(_Base):
@@ -67,9 +62,9 @@ class AdaptiveConcurrency(_Base):
         max_pause: float = 120.0,
     ) -> None:
         if not 1 <= minimum <= maximum:
-            raise ValueError("need 1 <= min concurrency <= max concurrency")
+            raise ConfigError("need 1 <= min concurrency <= max concurrency")
         if not 0 < backoff < 1:
-            raise ValueError("backoff must be between 0 and 1")
+            raise ConfigError("backoff must be between 0 and 1")
         start = min(max(initial, minimum), maximum)
         super().__init__(limit=start, t0=now, max_pause=max_pause)
         self.minimum, self.maximum = minimum, maximum
@@ -91,24 +86,14 @@ class AdaptiveConcurrency(_Base):
         self.cut_epoch = -math.inf
         self.history.append((now, start))
         self.decisions.append(Decision(0.0, start, start, "start low, then raise while throughput rises"))
-        self._begin(now)
+        self.win = LimitWindow.opened(now)
 
     # -- measurement window ------------------------------------------------------
     def _begin(self, now: float) -> None:
-        self.epoch = now  # requests sent from here on ran under the current limit
-        self.win_new = 0
-        self.win_lat: list[float] = []
-        self.win_ttft: list[float] = []
-        self.win_tpot: list[float] = []
-        self.win_busy = 0.0  # integral of in-flight over the window
-        self.win_last = now
-
-    def _tick(self, now: float) -> None:
-        self.win_busy += self.inflight * max(0.0, now - self.win_last)
-        self.win_last = now
+        self.win = LimitWindow.opened(now)
 
     def on_send(self, now: float) -> None:
-        self._tick(now)
+        self.win.tick(now, self.inflight)
         self.inflight += 1
 
     def on_success(
@@ -120,24 +105,14 @@ class AdaptiveConcurrency(_Base):
         ttft: float | None = None,
         tpot: float | None = None,
     ) -> None:
-        self._tick(now)
+        self.win.tick(now, self.inflight)
         self.inflight = max(0, self.inflight - 1)
-        if started < self.epoch:
+        if started < self.win.epoch:
             return  # sent under an earlier limit: says nothing about this one
-        self.win_new += 1
-        self.win_lat.append(latency)
-        if ttft is not None:
-            self.win_ttft.append(ttft)
-        if tpot is not None:
-            self.win_tpot.append(tpot)
-        dur = now - self.epoch
-        if self.win_new >= max(self.min_samples, self.limit) and dur >= self.min_interval:
-            busy = self.win_busy / dur
-            # Little's law: throughput = requests in flight / time each one takes. It
-            # needs only the requests sent under this limit, so a step costs about
-            # one request latency instead of two.
-            mean_lat = sum(self.win_lat) / len(self.win_lat)
-            self._decide(now, min(busy, self.limit) / max(mean_lat, 1e-9), busy)
+        self.win.add(latency, ttft, tpot)
+        done = self.win.result(now, self.limit, self.min_samples, self.min_interval)
+        if done is not None:
+            self._decide(now, *done)
 
     def on_error(
         self,
@@ -148,7 +123,7 @@ class AdaptiveConcurrency(_Base):
         congestion: bool,
         retry_after: float | None = None,
     ) -> None:
-        self._tick(now)
+        self.win.tick(now, self.inflight)
         self.inflight = max(0, self.inflight - 1)
         if not congestion:
             return
@@ -162,7 +137,7 @@ class AdaptiveConcurrency(_Base):
                 if self.state == "recover" and self.recover_target <= self.limit:
                     self.state, self.hold_left = "hold", self.hold_len
             return
-        self.last_cut, self.cut_epoch = now, self.epoch
+        self.last_cut, self.cut_epoch = now, self.win.epoch
         self.ceiling = self.limit if self.ceiling is None else min(self.ceiling, self.limit)
         if self.state == "probe" or self.state == "hold":
             self.hold_len = min(self.hold_len * 2, self.max_hold)
@@ -178,16 +153,6 @@ class AdaptiveConcurrency(_Base):
         self._begin(now)
 
     # -- decisions ---------------------------------------------------------------
-    def _slo_breach(self) -> str | None:
-        lat, ttft, tpot = _p90(self.win_lat), _p90(self.win_ttft), _p90(self.win_tpot)
-        if self.max_latency is not None and lat is not None and lat > self.max_latency:
-            return f"p90 latency {lat:.2f} s > max {self.max_latency:g} s"
-        if self.ttft_slo is not None and ttft is not None and ttft > self.ttft_slo:
-            return f"p90 TTFT {ttft:.3f} s > SLO {self.ttft_slo:g} s"
-        if self.tpot_slo is not None and tpot is not None and tpot > self.tpot_slo:
-            return f"p90 TPOT {tpot * 1000:.1f} ms > SLO {self.tpot_slo * 1000:g} ms"
-        return None
-
     def _cap(self) -> int:
         return self.maximum if self.ceiling is None else max(self.minimum, self.ceiling - 1)
 
@@ -211,7 +176,7 @@ class AdaptiveConcurrency(_Base):
 
     def _decide(self, now: float, tput: float, busy: float) -> None:
         lvl = self.limit
-        breach = self._slo_breach()
+        breach = self.win.breach(self.max_latency, self.ttft_slo, self.tpot_slo)
         if breach is not None:
             new = max(self.minimum, math.floor(lvl * 0.75))
             self.ceiling = lvl if self.ceiling is None else min(self.ceiling, lvl)

@@ -14,7 +14,7 @@ from infersight.batch.config import BatchConfig
 from infersight.batch.controller import ConcurrencyController, FixedConcurrency
 from infersight.batch.input import BatchRow, RowDefaults, iter_rows
 from infersight.batch.output import OutputWriter, compact_output, load_output
-from infersight.batch.prepare import Plan, make_meter, plan_batch, prior_cost
+from infersight.batch.prepare import BatchPlan, make_meter, plan_batch, prior_cost
 from infersight.batch.progress import BatchProgress, make_progress
 from infersight.batch.runner import RowRunner
 from infersight.batch.summary import BatchSummary
@@ -23,7 +23,7 @@ from infersight.core.errors import AuthError, ConfigError, ConnectError, Infersi
 __all__ = ["run_batch", "run_batch_async"]
 
 
-def _rows(plan: Plan, model: str | None) -> Iterator[BatchRow]:
+def _rows(plan: BatchPlan, model: str | None) -> Iterator[BatchRow]:
     defaults = RowDefaults(model=plan.cfg.model or model, max_tokens=plan.cfg.max_tokens)
     for row in iter_rows(plan.cfg.input, skip_lines=plan.scan.bad_line_numbers, defaults=defaults):
         if row.custom_id in plan.todo:
@@ -71,7 +71,7 @@ async def _preflight(client: Any, url: str) -> str | None:
     return models[0] if models else None
 
 
-def _summary(plan: Plan, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: Any) -> BatchSummary:
+def _summary(plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: Any) -> BatchSummary:
     cfg, scan = plan.cfg, plan.scan
     s = BatchSummary(
         input=str(cfg.input),
@@ -137,7 +137,7 @@ async def run_batch_async(
 
 
 async def _run_plan(
-    plan: Plan,
+    plan: BatchPlan,
     progress: BatchProgress | None,
     on_runner: Callable[[RowRunner], None] | None,
 ) -> BatchSummary:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.errors import ConfigError
-from infersight.core.settings import BaseConfig
+from infersight.core.settings import BaseConfig, config_error
 
 __all__ = ["BatchConfig"]
 
@@ -70,12 +69,7 @@ class BatchConfig(BaseConfig):
     @classmethod
     def build(cls, **kwargs: object) -> BatchConfig:
         """Validate like the CLI does: a bad value is one ConfigError line."""
-        from pydantic import ValidationError
-
         try:
             return cls(**kwargs)  # type: ignore[arg-type]
         except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(x) for x in err.get("loc", ())) or "batch options"
-            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-            raise ConfigError(f"--{where.replace('_', '-')}: {msg}" if err.get("loc") else msg) from None
+            raise config_error(e, names="flag") from None

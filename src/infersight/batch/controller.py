@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from infersight.core.errors import ConfigError
+
 __all__ = ["ConcurrencyController", "Decision", "FixedConcurrency"]
 
 _MAX_LOG = 2000
@@ -70,14 +72,12 @@ class _Base:
     pause_until: float = 0.0
     inflight: int = 0
     decisions: list[Decision] = field(default_factory=list)
-    dropped_decisions: int = 0
     history: list[tuple[float, int]] = field(default_factory=list)
 
     def _log(self, now: float, new: int, reason: str) -> None:
         if len(self.decisions) >= _MAX_LOG:
             # Keep the first half (the ramp) and the most recent; drop the middle.
             del self.decisions[_MAX_LOG // 2]
-            self.dropped_decisions += 1
         self.decisions.append(Decision(now - self.t0, self.limit, new, reason))
         self.limit = new
         self.history.append((now, new))
@@ -116,7 +116,7 @@ class FixedConcurrency(_Base):
 
     def __init__(self, limit: int, *, now: float, max_pause: float = 120.0) -> None:
         if limit < 1:
-            raise ValueError("concurrency must be >= 1")
+            raise ConfigError("concurrency must be >= 1")
         super().__init__(limit=limit, t0=now, max_pause=max_pause)
         self.history.append((now, limit))
         self.decisions.append(Decision(0.0, limit, limit, "fixed by --concurrency"))

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 
 __all__ = [
     "ENDPOINTS",
@@ -157,13 +157,13 @@ def _fill(body: dict[str, Any], defaults: RowDefaults, url: str) -> dict[str, An
 def parse_line(raw: bytes, line_no: int, defaults: RowDefaults | None = None) -> BatchRow | None:
     """Parse one input line into a row; ``None`` for a blank line.
 
-    Raises ``ValueError`` with the reason when the line is invalid.
+    Raises :class:`ConfigError` with the reason when the line is invalid.
     """
     d = defaults or RowDefaults()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError("not valid UTF-8") from None
+        raise ConfigError("not valid UTF-8") from None
     text = text.strip()
     if not text:
         return None
@@ -171,48 +171,48 @@ def parse_line(raw: bytes, line_no: int, defaults: RowDefaults | None = None) ->
         doc: Any = orjson.loads(text)
     except orjson.JSONDecodeError:
         if text[0] in "{[":
-            raise ValueError("looks like JSON but does not parse") from None
+            raise ConfigError("looks like JSON but does not parse") from None
         doc = text  # plain text line: the whole line is the prompt
     plain_id = f"line-{line_no}"
     if isinstance(doc, str):
         if not doc.strip():
-            raise ValueError("empty prompt")
+            raise ConfigError("empty prompt")
         body: dict[str, Any] = {"messages": [{"role": "user", "content": doc}]}
         return _row(plain_id, "/v1/chat/completions", body, line_no, d)
     if isinstance(doc, list):
         err = _messages_error(doc)
         if err:
-            raise ValueError(f"a plain line that is a list must be chat messages: {err}")
+            raise ConfigError(f"a plain line that is a list must be chat messages: {err}")
         return _row(plain_id, "/v1/chat/completions", {"messages": doc}, line_no, d)
     if not isinstance(doc, dict):
-        raise ValueError("expected a JSON object, a prompt string or a list of messages")
+        raise ConfigError("expected a JSON object, a prompt string or a list of messages")
     if "custom_id" not in doc and "body" not in doc:
         if "messages" in doc or "prompt" in doc:
             body = dict(doc)
             url = "/v1/chat/completions" if "messages" in body else "/v1/completions"
             return _row(plain_id, url, body, line_no, d)
-        raise ValueError("object has neither 'custom_id' (OpenAI batch) nor 'messages'/'prompt'")
+        raise ConfigError("object has neither 'custom_id' (OpenAI batch) nor 'messages'/'prompt'")
     cid = doc.get("custom_id")
     if not isinstance(cid, str) or not cid.strip():
-        raise ValueError("'custom_id' must be a non-empty string")
+        raise ConfigError("'custom_id' must be a non-empty string")
     if len(cid) > _MAX_ID_LEN:
-        raise ValueError(f"'custom_id' longer than {_MAX_ID_LEN} characters")
+        raise ConfigError(f"'custom_id' longer than {_MAX_ID_LEN} characters")
     method = doc.get("method", "POST")
     if not isinstance(method, str) or method.upper() != "POST":
-        raise ValueError(f"method {method!r} is not supported (only POST)")
+        raise ConfigError(f"method {method!r} is not supported (only POST)")
     target = doc.get("url")
     if not isinstance(target, str) or target not in ENDPOINTS:
-        raise ValueError(f"url {target!r} is not one of {', '.join(ENDPOINTS)}")
+        raise ConfigError(f"url {target!r} is not one of {', '.join(ENDPOINTS)}")
     payload = doc.get("body")
     if not isinstance(payload, dict):
-        raise ValueError("'body' must be a JSON object")
+        raise ConfigError("'body' must be a JSON object")
     return _row(cid, target, dict(payload), line_no, d)
 
 
 def _row(cid: str, url: str, body: dict[str, Any], line_no: int, d: RowDefaults) -> BatchRow:
     err = _body_error(url, body)
     if err:
-        raise ValueError(err)
+        raise ConfigError(err)
     body = _fill(body, d, url)
     return BatchRow(cid, url, body, line_no, _prompt_chars(body))
 
@@ -225,7 +225,7 @@ def _open_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, not a JSONL file") from None
     except OSError as e:
-        raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+        raise file_error(path, e) from None
     with f:
         yield from enumerate(f, start=1)
 
@@ -238,7 +238,7 @@ def scan_input(path: str | Path, defaults: RowDefaults | None = None) -> InputSc
     for n, raw in _open_lines(p):
         try:
             row = parse_line(raw, n, defaults)
-        except ValueError as e:
+        except ConfigError as e:
             scan.bad.append(BadLine(n, str(e)))
             continue
         if row is None:
@@ -269,7 +269,7 @@ def iter_rows(
             continue
         try:
             row = parse_line(raw, n, defaults)
-        except ValueError:
+        except ConfigError:
             continue  # the scan reported it; the file changed under us otherwise
         if row is not None:
             yield row

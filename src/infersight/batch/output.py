@@ -31,12 +31,13 @@ from typing import Any
 
 import orjson
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, InfersightError, StatusError, file_error
 
 __all__ = [
     "OutputState",
     "OutputWriter",
     "compact_output",
+    "error_line",
     "load_output",
     "read_output",
     "result_line",
@@ -64,6 +65,21 @@ def result_line(
         "error": error,
     }
     return orjson.dumps(doc) + b"\n"
+
+
+def error_line(custom_id: str, e: InfersightError) -> bytes:
+    """The output line of a row that failed with ``e``: the server's answer when it
+    gave one (its JSON error body, or the text wrapped as one), and the typed error."""
+    status = body = rid = None
+    if isinstance(e, StatusError):
+        status, rid = e.status or None, e.request_id
+        if status is not None and e.body:
+            try:
+                body = orjson.loads(e.body)
+            except orjson.JSONDecodeError:
+                body = {"error": {"message": e.body}}
+    return result_line(custom_id, status=status, body=body, request_id=rid,
+                       error_code=e.kind, error_message=str(e))
 
 
 @dataclass
@@ -132,7 +148,7 @@ def load_output(path: str | Path, *, repair: bool = True) -> OutputState:
     except IsADirectoryError:
         raise ConfigError(f"{p}: is a directory; --out needs a file path") from None
     except OSError as e:
-        raise ConfigError(f"{p}: cannot read the output file ({e.strerror})") from None
+        raise file_error(p, e, "output file") from None
     data, state.repaired_bytes = _repair_tail(p, data, repair)
     last: dict[str, dict[str, Any]] = {}
     for n, line in enumerate(data.splitlines(), start=1):
@@ -217,7 +233,7 @@ class OutputWriter:
         self.max_rows = max_rows
         self._buf: list[bytes] = []
         self._lock = asyncio.Lock()
-        self.rows_written = 0
+        #: Checkpoints (write + fsync) done so far.
         self.flushes = 0
         created = not self.path.exists()
         try:
@@ -257,9 +273,7 @@ class OutputWriter:
                 await asyncio.shield(fut)
             except asyncio.CancelledError:
                 await asyncio.wait({fut})
-                self.rows_written += len(batch)
                 raise
-            self.rows_written += len(batch)
             self.flushes += 1
             return len(batch)
 
@@ -268,7 +282,6 @@ class OutputWriter:
         if self._buf:
             batch, self._buf = self._buf, []
             self._write(b"".join(batch))
-            self.rows_written += len(batch)
 
     def close(self) -> None:
         self.flush_sync()

@@ -13,11 +13,11 @@ from infersight.batch.output import OutputState, compact_output, load_output
 from infersight.core.errors import ConfigError
 from infersight.core.pricing import PriceTable
 
-__all__ = ["Plan", "make_meter", "plan_batch", "prior_cost"]
+__all__ = ["BatchPlan", "make_meter", "plan_batch", "prior_cost"]
 
 
 @dataclass
-class Plan:
+class BatchPlan:
     """The validated input, what the output already holds, and the rows to run."""
 
     cfg: BatchConfig
@@ -53,7 +53,7 @@ def prior_cost(state: OutputState, prices: PriceTable, keep: set[str]) -> float 
     return total
 
 
-def plan_batch(cfg: BatchConfig, *, lock: bool = True) -> Plan:
+def plan_batch(cfg: BatchConfig, *, lock: bool = True) -> BatchPlan:
     """Validate input and output; raise ConfigError before anything is sent.
 
     With ``lock`` the output is locked for this process (release with
@@ -78,10 +78,10 @@ def plan_batch(cfg: BatchConfig, *, lock: bool = True) -> Plan:
         raise
 
 
-def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock: OutputLock | None) -> Plan:
+def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock: OutputLock | None) -> BatchPlan:
     inp, out = Path(cfg.input), Path(cfg.output)
     state = load_output(out, repair=out_lock is not None)
-    plan = Plan(cfg, scan, state, prices, set(), lock=out_lock)
+    plan = BatchPlan(cfg, scan, state, prices, set(), lock=out_lock)
     if state.repaired_bytes:
         plan.notes.append(
             f"{out}: cut a torn final line ({state.repaired_bytes} bytes) left by a crash; "
@@ -115,7 +115,7 @@ def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock
     return plan
 
 
-def make_meter(plan: Plan, default_model: str | None) -> CostMeter:
+def make_meter(plan: BatchPlan, default_model: str | None) -> CostMeter:
     """The cost meter, counting the output's earlier rows in the budget."""
     cfg = plan.cfg
     if cfg.max_cost is not None and plan.prices.price(default_model) is None and (

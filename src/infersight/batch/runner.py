@@ -22,12 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import orjson
-
 from infersight.batch.budget import CostMeter
 from infersight.batch.controller import ConcurrencyController
 from infersight.batch.input import BatchRow
-from infersight.batch.output import OutputWriter, result_line
+from infersight.batch.output import OutputWriter, error_line, result_line
 from infersight.batch.progress import BatchProgress
 from infersight.client import RetryPolicy
 from infersight.core.errors import (
@@ -294,21 +292,6 @@ class RowRunner:
             self.meter.release(row)  # would have been retried: leave it for the rerun
             return
         self.meter.release(row)
-        status = e.status if isinstance(e, StatusError) and e.status else None
-        body: Any = None
-        if status is not None:
-            try:
-                body = orjson.loads(e.body) if isinstance(e, StatusError) and e.body else None
-            except orjson.JSONDecodeError:
-                body = {"error": {"message": e.body}} if isinstance(e, StatusError) else None
-        rid = e.request_id if isinstance(e, StatusError) else None
-        self.writer.add(
-            result_line(row.custom_id, status=status, body=body, request_id=rid,
-                        error_code=e.kind, error_message=str(e))
-        )
+        self.writer.add(error_line(row.custom_id, e))
         self.failed += 1
         self.failed_by_kind[e.kind] += 1
-
-    @property
-    def pending_retries(self) -> int:
-        return len(self._retry)

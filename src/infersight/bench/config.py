@@ -13,13 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from infersight.core.errors import ConfigError
-from infersight.core.metrics import SLO_METRICS, Window
-from infersight.core.settings import BaseConfig
-from infersight.core.stats import PERCENTILES
+from infersight.core.metrics import SLO_METRICS, Window, parse_slo_key
+from infersight.core.settings import BaseConfig, config_error
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
 
@@ -152,16 +151,10 @@ class BenchConfig(BaseConfig):
     @classmethod
     def build(cls, **kwargs: Any) -> BenchConfig:
         """Validate, turning pydantic's report into one ConfigError line."""
-        from pydantic import ValidationError
-
         try:
             return cls(**{k: v for k, v in kwargs.items() if v is not None})
         except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(x) for x in err.get("loc", ()))
-            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-            flag = f"--{where.replace('_', '-')}: " if where else ""
-            raise ConfigError(f"{flag}{msg}") from None
+            raise config_error(e, names="flag") from None
 
 
 def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[Any]:
@@ -177,7 +170,6 @@ def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[An
 
 _SLO_RE = re.compile(r"^\s*([a-z0-9_.]+)\s*(<=|<)\s*([\d.]+)\s*(ms|s|us)?\s*$")
 _UNITS = {"ms": 1e-3, "s": 1.0, "us": 1e-6}
-_STATS = (*PERCENTILES, "mean", "max")
 
 
 def parse_slo(text: str) -> dict[str, float]:
@@ -194,14 +186,14 @@ def parse_slo(text: str) -> dict[str, float]:
                 f"--slo {part.strip()!r}: expected e.g. 'ttft_p99<500ms' or 'tpot_p50<30ms'"
             )
         key, _, value, unit = m.groups()
-        metric, _, stat = key.rpartition("_")
-        if not (metric in SLO_METRICS and stat in _STATS):
-            if key not in SLO_METRICS:
-                raise ConfigError(
-                    f"--slo {key!r}: metric must be one of {', '.join(SLO_METRICS)} with an "
-                    f"optional _p50/_p90/_p95/_p99/_p99.9/_mean/_max"
-                )
-            key = f"{key}_max"
+        try:
+            metric, stat = parse_slo_key(key)
+        except ConfigError:
+            raise ConfigError(
+                f"--slo {key!r}: metric must be one of {', '.join(SLO_METRICS)} with an "
+                f"optional _p50/_p90/_p95/_p99/_p99.9/_mean/_max"
+            ) from None
+        key = f"{metric}_{stat}"
         try:
             limit = float(value) * _UNITS[unit or "ms"]
         except ValueError:

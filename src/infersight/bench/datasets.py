@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from infersight.bench.workload import Distribution, Prompt, SyntheticPrompts, Tokenize
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 
 __all__ = ["PromptSource", "load_dataset"]
 
@@ -136,7 +136,7 @@ def load_dataset(path: str) -> list[tuple[list[dict[str, Any]], int | None]]:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
-        raise ConfigError(f"--dataset {p}: cannot read ({e.strerror})") from None
+        raise file_error(p, e, "--dataset") from None
     items = _jsonl(p, text) if p.suffix == ".jsonl" else _sharegpt(p, text)
     if not items:
         raise ConfigError(f"--dataset {p}: no usable prompts found")

@@ -128,38 +128,60 @@ async def run_level(
     if plan.concurrency is None:
         await _dispatch_open(plan, t0, stop, one, tasks)
     else:
-        take = next_index or _counter(plan.limit)
-        deadline = None if plan.duration is None else t0 + plan.duration
-
-        async def user() -> None:
-            delay = t0 - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            while not stop() and (deadline is None or time.monotonic() < deadline):
-                i = take()
-                if i is None:
-                    return
-                await one(i, time.monotonic())
-
-        for _ in range(plan.concurrency):
-            _spawn(tasks, user())
-        while tasks and not stop():
-            await asyncio.wait(tasks, timeout=0.1)
-    if tasks:
-        # Either finished normally (open loop waits for its last requests) or stopping.
-        while tasks and not stop():
-            await asyncio.wait(tasks, timeout=0.1)
-        if tasks:
-            end_grace = time.monotonic() + plan.grace
-            while tasks and time.monotonic() < end_grace and not hard_stop():
-                await asyncio.wait(tasks, timeout=0.1)
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await _dispatch_closed(plan, t0, stop, one, tasks, next_index or _counter(plan.limit))
+    await _wind_down(tasks, plan.grace, stop, hard_stop)
     cpu1 = proc.cpu_times()
     wall = time.monotonic() - wall0
     used = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     return LevelOutcome(records, 100.0 * used / wall if wall > 0 else 0.0, wall, used)
+
+
+async def _wind_down(
+    tasks: set[asyncio.Task[None]],
+    grace: float,
+    stop: Callable[[], bool],
+    hard_stop: Callable[[], bool],
+) -> None:
+    """Wait for the requests in flight; once stopping, give them ``grace`` seconds,
+    then cancel what is left."""
+    # Either finished normally (open loop waits for its last requests) or stopping.
+    while tasks and not stop():
+        await asyncio.wait(tasks, timeout=0.1)
+    if tasks:
+        end_grace = time.monotonic() + grace
+        while tasks and time.monotonic() < end_grace and not hard_stop():
+            await asyncio.wait(tasks, timeout=0.1)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _dispatch_closed(
+    plan: LevelPlan,
+    t0: float,
+    stop: Callable[[], bool],
+    one: Callable[[int, float], Any],
+    tasks: set[asyncio.Task[None]],
+    take: Callable[[], int | None],
+) -> None:
+    """``plan.concurrency`` users, each sending its next request when the last ended."""
+    assert plan.concurrency is not None
+    deadline = None if plan.duration is None else t0 + plan.duration
+
+    async def user() -> None:
+        delay = t0 - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        while not stop() and (deadline is None or time.monotonic() < deadline):
+            i = take()
+            if i is None:
+                return
+            await one(i, time.monotonic())
+
+    for _ in range(plan.concurrency):
+        _spawn(tasks, user())
+    while tasks and not stop():
+        await asyncio.wait(tasks, timeout=0.1)
 
 
 async def _dispatch_open(

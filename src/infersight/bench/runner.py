@@ -36,7 +36,7 @@ from infersight.bench.workload import build_bodies
 from infersight.core.cost import price_run
 from infersight.core.errors import InfersightError
 from infersight.core.metrics import aggregate
-from infersight.core.records import ClockAnchor, RequestRecord, RunResult
+from infersight.core.records import ClockAnchor, RunResult
 
 __all__ = ["run", "run_async"]
 
@@ -272,8 +272,3 @@ def _versions(ours: str) -> dict[str, str]:
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[pkg] = metadata.version(pkg)
     return out
-
-
-def cancelled_records(result: RunResult) -> list[RequestRecord]:
-    """The requests Ctrl-C cancelled."""
-    return [r for r in result.records if r.cancelled]

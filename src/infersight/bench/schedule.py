@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from infersight.core.errors import ConfigError
+
 __all__ = ["open_loop_schedule"]
 
 
@@ -41,15 +43,15 @@ def open_loop_schedule(
     first reached ends it. The same seed gives the same schedule.
     """
     if requests is None and duration is None:
-        raise ValueError("an open-loop schedule needs requests and/or duration")
+        raise ConfigError("an open-loop schedule needs requests and/or duration")
     if not rate > 0:
-        raise ValueError("rate must be > 0")
+        raise ConfigError("rate must be > 0")
     if math.isinf(rate):
         if requests is None:
-            raise ValueError("the all-at-once level needs a request count")
+            raise ConfigError("the all-at-once level needs a request count")
         return np.zeros(requests)
     if arrival not in ("constant", "poisson", "gamma"):
-        raise ValueError(f"unknown arrival process {arrival!r}")
+        raise ConfigError(f"unknown arrival process {arrival!r}")
     cap = requests if requests is not None else math.ceil(rate * (duration or 0.0)) + 1
     if arrival == "constant":
         offsets = np.arange(cap, dtype=np.float64) / rate

@@ -132,7 +132,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import orjson
 
-        from infersight.diagnose.physics import dtype_bytes, load_shape, make_plan
+        from infersight.core.errors import ConfigError
+        from infersight.diagnose.physics import dtype_bytes, load_shape, plan_capacity
         from infersight.diagnose.plan_console import print_plan
 
         if ctx <= 0:
@@ -155,15 +156,13 @@ def register(app: typer.Typer) -> None:
             device = device.with_cores(threads or default_threads())
         try:
             shape = load_shape(model)
-        except FileNotFoundError as e:
-            raise _err(f"--model: {e}") from None
-        except (ValueError, OSError) as e:
+        except ConfigError as e:
             raise _err(f"--model {model}: cannot read the model shape: {e}") from None
         try:
             wb = dtype_bytes(weights) if weights else None
-            plan = make_plan(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
-                             tokens=tokens, weight_bytes_per_param=wb)
-        except ValueError as e:
+            plan = plan_capacity(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
+                                 tokens=tokens, weight_bytes_per_param=wb)
+        except ConfigError as e:
             raise _err(str(e)) from None
         if as_json:
             sys.stdout.buffer.write(orjson.dumps(plan.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")

@@ -12,7 +12,7 @@ import typer
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.settings import BaseConfig
+from infersight.core.settings import BaseConfig, config_error
 
 __all__ = ["ServeSettings", "register"]
 
@@ -43,14 +43,10 @@ class ServeSettings(BaseConfig):
 def _settings() -> ServeSettings:
     from pydantic import ValidationError
 
-    from infersight.core.errors import ConfigError
-
     try:
         return ServeSettings()
     except ValidationError as e:
-        err = e.errors()[0]
-        name = "INFERSIGHT_SERVE_" + str(err["loc"][0]).upper() if err["loc"] else "environment"
-        raise ConfigError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
+        raise config_error(e, names="env", env_prefix="INFERSIGHT_SERVE_") from None
 
 
 def _api_key(api_key_file: str | None) -> tuple[str | None, str | None]:

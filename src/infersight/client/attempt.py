@@ -13,6 +13,7 @@ import aiohttp
 import orjson
 
 from infersight.client.errors_map import map_transport_error, status_error
+from infersight.client.iterate import prime
 from infersight.client.keepalive import KeepAlive
 from infersight.client.resend import open_response
 from infersight.client.stream import StreamResponse
@@ -55,16 +56,7 @@ async def send_attempt(
             resp = await open_response(
                 session, "POST", url, data=payload, headers=headers, rec=rec, keepalive=keepalive
             )
-            rec.headers = time.monotonic()
-            rec.status = resp.status
-            rh = resp.headers
-            sid = rh.get("X-Request-Id")
-            if sid is not None:
-                rec.server_request_id = sid
-            qd = rh.get("X-Queue-Delay")
-            if qd is not None:
-                with contextlib.suppress(ValueError):
-                    rec.queue_delay = float(qd) / 1000.0
+            sid = _note_head(rec, resp)
             if resp.status >= 300:
                 try:
                     body = await resp.read()
@@ -79,30 +71,13 @@ async def send_attempt(
                     key=key,
                     key_source=key_source,
                 )
-    except TimeoutError as e:
+    except BaseException as e:
         if resp is not None:
             resp.close()
-        if isinstance(e, aiohttp.ConnectionTimeoutError):
-            raise E.ConnectTimeout(f"connecting to {url} timed out") from None
-        if isinstance(e, aiohttp.ServerTimeoutError):
-            raise map_transport_error(e, url=url, before_content=True) from None
-        if ft_due <= deadline:
-            raise E.FirstTokenTimeout(
-                f"no answer from {url} within the first-token limit ({ft:g} s)"
-            ) from None
-        raise E.DeadlineExceeded(f"the request to {url} passed its deadline") from None
-    except E.InfersightError:
-        if resp is not None:
-            resp.close()
-        raise
-    except (aiohttp.ClientError, OSError) as e:
-        if resp is not None:
-            resp.close()
-        raise map_transport_error(e, url=url, before_content=True) from None
-    except BaseException:
-        if resp is not None:
-            resp.close()
-        raise
+        typed = _head_error(e, url, ft if ft_due <= deadline else None)
+        if typed is None:
+            raise
+        raise typed from None
     sr = StreamResponse(
         resp,
         rec,
@@ -114,8 +89,44 @@ async def send_attempt(
         key=key,
         loop=loop,
     )
-    await sr._prime()
+    await prime(sr)
     return sr
+
+
+def _note_head(rec: RequestRecord, resp: aiohttp.ClientResponse) -> str | None:
+    """Fill the record from the response head; return the server's request id."""
+    rec.headers = time.monotonic()
+    rec.status = resp.status
+    rh = resp.headers
+    sid = rh.get("X-Request-Id")
+    if sid is not None:
+        rec.server_request_id = sid
+    qd = rh.get("X-Queue-Delay")
+    if qd is not None:
+        with contextlib.suppress(ValueError):
+            rec.queue_delay = float(qd) / 1000.0
+    return sid
+
+
+def _head_error(e: BaseException, url: str, first_token: float | None) -> E.InfersightError | None:
+    """The typed error for a failure before the response head was read, or None when
+    ``e`` is raised as it is (already typed, or a cancellation). ``first_token`` is
+    the first-token limit when it, not the deadline, bounded the wait."""
+    if isinstance(e, TimeoutError):
+        if isinstance(e, aiohttp.ConnectionTimeoutError):
+            return E.ConnectTimeout(f"connecting to {url} timed out")
+        if isinstance(e, aiohttp.ServerTimeoutError):
+            return map_transport_error(e, url=url, before_content=True)
+        if first_token is not None:
+            return E.FirstTokenTimeout(
+                f"no answer from {url} within the first-token limit ({first_token:g} s)"
+            )
+        return E.DeadlineExceeded(f"the request to {url} passed its deadline")
+    if isinstance(e, E.InfersightError):
+        return None
+    if isinstance(e, aiohttp.ClientError | OSError):
+        return map_transport_error(e, url=url, before_content=True)
+    return None
 
 
 async def simple_call(

@@ -18,13 +18,11 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-import aiohttp
 import orjson
 
 from infersight.client.attempt import send_attempt
-from infersight.client.info import ServerInfo
-from infersight.client.keepalive import KeepAlive
-from infersight.client.resend import TimedRequest
+from infersight.client.base import BaseClient
+from infersight.client.iterate import drain
 from infersight.client.retry import RetryPolicy, run_with_retries
 from infersight.client.stream import StreamResponse, fail_record, mark_cancelled
 from infersight.client.types import Completion, Timeouts
@@ -55,7 +53,7 @@ def new_request_id() -> str:
     return f"{_ID_PREFIX}{next(_ID_COUNTER):016x}"
 
 
-class Client(ServerInfo):
+class Client(BaseClient):
     """Async client for OpenAI-compatible servers (vLLM, SGLang, llama.cpp, TGI, OpenAI).
 
     ``base_url`` is the server root (``http://host:port``); a trailing ``/v1`` is
@@ -74,57 +72,19 @@ class Client(ServerInfo):
         model: str | None = None,
         api_key_source: str | None = None,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise E.ConfigError(f"base URL must start with http:// or https://: {base_url!r}")
-        if max_connections < 0:
-            raise E.ConfigError(
-                f"max_connections must be >= 0 (0 = unlimited), got {max_connections}"
-            )
-        self.base_url = base_url.rstrip("/")
-        self.timeouts = timeouts or Timeouts()
+        super().__init__(
+            base_url,
+            api_key=api_key,
+            timeouts=timeouts,
+            max_connections=max_connections,
+            headers=headers,
+            api_key_source=api_key_source,
+        )
         self.retry = retry or RetryPolicy()
-        self.max_connections = max_connections
         self.model = model
-        self._key = api_key
-        self._key_source = api_key_source
-        self._headers: dict[str, str] = dict(headers or {})
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
         # Per-request headers start from these (built once, copied per request).
         self._hdrs_plain = {**self._headers, "Content-Type": "application/json"}
         self._hdrs_sse = {**self._hdrs_plain, "Accept": "text/event-stream"}
-        self._session: aiohttp.ClientSession | None = None
-        self._keepalive = KeepAlive()
-
-    @property
-    def closes_after_stream(self) -> str | None:
-        """Why the client believes its server closes the connection after each
-        streamed answer (then such connections are not reused), or None."""
-        return self._keepalive.closes_after_stream
-
-    def __repr__(self) -> str:  # never shows the key
-        return f"Client({self.base_url!r}, api_key={'***' if self._key else None})"
-
-    # -- lifecycle ---------------------------------------------------------------
-    def _get_session(self) -> aiohttp.ClientSession:
-        s = self._session
-        if s is None or s.closed:
-            connector = aiohttp.TCPConnector(
-                limit=self.max_connections, limit_per_host=0, keepalive_timeout=60.0
-            )
-            s = self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeouts.connect),
-                request_class=TimedRequest,
-                auto_decompress=True,
-                raise_for_status=False,
-            )
-            # aiohttp would send an idempotent request (GET) once more when a reused
-            # connection breaks, even after the server may have read it. The client owns
-            # resends (client.resend: only when provably unsent) and retries (the policy).
-            if hasattr(s, "_retry_connection"):
-                s._retry_connection = False
-        return s
 
     async def __aenter__(self) -> Client:
         self._get_session()
@@ -132,16 +92,6 @@ class Client(ServerInfo):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
-
-    def url(self, path: str) -> str:
-        if self.base_url.endswith("/v1") and path.startswith("/v1/"):
-            return self.base_url + path[3:]
-        return self.base_url + (path if path.startswith("/") else "/" + path)
 
     # -- retries -----------------------------------------------------------------
     async def _open(
@@ -234,7 +184,7 @@ class Client(ServerInfo):
             headers=headers,
             record=record,
         )
-        await sr._drain()
+        await drain(sr)
         return sr.completion()
 
     def stream(
@@ -301,6 +251,13 @@ class Client(ServerInfo):
         """POST /v1/completions (a prompt string, or a list for a batch)."""
         body, kw = self._body("prompt", prompt, model, max_tokens, stream, extra)
         return await self.request("/v1/completions", body, **kw)
+
+    async def warmup(self) -> float:
+        """Send one tiny chat request (1 token); return its latency in seconds."""
+        c = await self.chat([{"role": "user", "content": "Hi"}], max_tokens=1, stream=False)
+        rec = c.record
+        start = rec.sent if rec.sent is not None else rec.scheduled
+        return (rec.end or time.monotonic()) - start
 
 
 class _Streaming:

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from infersight.client.errors_map import error_from_event
 from infersight.core import errors as E
 from infersight.core.records import RequestRecord
 
@@ -15,8 +16,8 @@ __all__ = [
     "mark_cancelled",
     "merge_tool_calls",
     "merged_response",
-    "parse_body",
     "settle_tokens",
+    "whole_body",
 ]
 
 
@@ -64,16 +65,24 @@ def merge_tool_calls(store: dict[int, dict[str, Any]], deltas: list[Any]) -> Non
                 tc["function"]["arguments"] += str(fn["arguments"])
 
 
-def parse_body(
-    body: bytes, url: str
-) -> tuple[dict[str, Any], list[str], str | None, dict[str, Any] | None]:
-    """A non-streamed JSON answer: (object, texts, finish_reason, usage)."""
+def whole_body(
+    body: bytes, url: str, status: int, key: str | None
+) -> tuple[dict[str, Any], list[str], str | None, dict[str, Any] | None, int]:
+    """A non-streamed JSON answer: (object, texts, finish_reason, usage, tokens).
+
+    ``tokens`` is the completion's token count from ``usage`` (1 when unknown): the
+    whole body is one chunk. An error wrapped in a 200 answer raises its typed error.
+    """
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
         raise E.MalformedStream(f"response body from {url} is not JSON: {body[:80]!r}") from None
     if not isinstance(obj, dict):
         obj = {"data": obj}
+    err = obj.get("error")
+    if err and "choices" not in obj and "data" not in obj:
+        # An error wrapped in a 200 answer (some proxies and servers do this).
+        raise error_from_event(err if isinstance(err, dict) else {"message": str(err)}, status, key)
     usage = obj.get("usage")
     texts: list[str] = []
     finish: str | None = None
@@ -88,7 +97,9 @@ def parse_body(
                 texts.append(text)
             if ch.get("finish_reason") is not None:
                 finish = str(ch["finish_reason"])
-    return obj, texts, finish, usage if isinstance(usage, dict) else None
+    usage = usage if isinstance(usage, dict) else None
+    n = usage.get("completion_tokens") if usage else None
+    return obj, texts, finish, usage, n if isinstance(n, int) and n > 0 else 1
 
 
 def merged_response(

@@ -71,11 +71,6 @@ class RetryBudget:
         self._retries.append(t)
         return True
 
-    @property
-    def retries_in_window(self) -> int:
-        self._prune(time.monotonic())
-        return len(self._retries)
-
     def __repr__(self) -> str:
         return (
             f"RetryBudget(ratio={self.ratio}, window={self.window}, min_retries={self.min_retries})"

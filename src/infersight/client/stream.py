@@ -6,9 +6,9 @@ kept by one lazy timer (:mod:`.watchdog`) that re-arms itself instead of being
 rescheduled per chunk; when a limit passes it puts a typed timeout into the response
 stream, which the pending read then raises, whichever task is reading.
 
-Proxies use :meth:`StreamResponse.raw_chunks` (passthrough): one bytes object per
-read holding that read's whole events exactly as received, so forwarding costs one
-write per read instead of one per event, while the record is filled as usual.
+Iterating the events, or the bytes for passthrough (:meth:`StreamResponse.raw_chunks`:
+one bytes object per read holding that read's whole events exactly as received), is
+:mod:`.iterate`'s job.
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ from typing import Any
 import aiohttp
 
 from infersight.client.errors_map import error_from_event, map_transport_error
+from infersight.client.iterate import iter_events, iter_raw
 from infersight.client.outcome import (
     fail_record,
     mark_cancelled,
     merge_tool_calls,
     merged_response,
-    parse_body,
     settle_tokens,
+    whole_body,
 )
 from infersight.client.sse import SSEEvent, SSEParser
-from infersight.client.stream_fast import join_raw, quick_chunk
+from infersight.client.stream_fast import quick_chunk
 from infersight.client.types import Completion
 from infersight.client.watchdog import arm, cancel
 from infersight.core import errors as E
@@ -40,8 +41,6 @@ from infersight.core.records import RequestRecord
 __all__ = ["StreamResponse", "fail_record", "mark_cancelled"]
 
 INF = math.inf
-#: Seconds to wait for the end of the body after [DONE] before dropping the connection.
-_EOF_GRACE = 0.2
 _SSE_STARTS = (b"data:", b"event", b": ", b":ok", b"id: ", b"retry")
 
 
@@ -108,32 +107,11 @@ class StreamResponse:
         if due < INF:
             arm(self, due)
 
-    # -- time limits -------------------------------------------------------------
-    def _due(self) -> tuple[float, type[E.Timeout]]:
-        if self._done:  # only the end of the body is missing: wait a moment for it
-            return (self._done_at or 0.0) + _EOF_GRACE, E.IdleTimeout
-        ct = self.record.chunk_times
-        if not ct:
-            if self._ft_due < self._deadline:
-                return self._ft_due, E.FirstTokenTimeout
-        elif self._idle is not None and ct[-1] + self._idle < self._deadline:
-            return ct[-1] + self._idle, E.IdleTimeout
-        return self._deadline, E.DeadlineExceeded
-
-    def _timeout(self, kind: type[E.Timeout]) -> E.Timeout:
-        if self._done:
-            return kind(f"the body from {self._url} did not end after [DONE]")
-        if kind is E.FirstTokenTimeout:
-            return kind(f"no content from {self._url} within the first-token limit")
-        if kind is E.IdleTimeout:
-            return kind(f"no content from {self._url} for {self._idle:g} s (idle limit)")
-        return kind(f"the request to {self._url} passed its deadline")
-
     # -- reading -----------------------------------------------------------------
     async def _read(self) -> list[SSEEvent] | None:
         """One read: parse it, fill the record; returns the read's events (SSE only).
 
-        In lazy mode (``_drain``, ``raw_chunks``) a plain content event stays as its
+        In lazy mode (``drain``, ``raw_chunks``) a plain content event stays as its
         payload bytes in the returned list; other events are SSEEvents."""
         try:
             data = await self._content.readany()
@@ -201,85 +179,19 @@ class StreamResponse:
                 self._error = error_from_event(ev.error, self.status, self._key)
                 evs = evs[:i]
                 break
+        if self._done and self._error is parser.error:
+            # The malformed bytes came after [DONE] in the same read: the answer is
+            # complete, as when they come in a later read (see iterate.finish_eof).
+            self._error = None
         if first and times and self._idle is not None:
             arm(self, t + self._idle)
         return evs
 
-    async def _prime(self) -> None:
-        """Read until the first content event, an error, or the end (before retries end)."""
-        try:
-            while not self.record.chunk_times and not self._eof and self._error is None:
-                evs = await self._read()
-                if evs:
-                    self._pending.extend(evs)
-            if self._error is not None and not self.record.chunk_times:
-                err, self._error = self._error, None
-                raise err
-        except BaseException:
-            self.close()
-            raise
-
-    async def _drain(self) -> None:
-        """Read to the end without yielding events (used by ``Client.request``)."""
-        self._lazy = self.is_sse  # no SSEEvent objects for plain chunks from here on
-        try:
-            while not self._eof and self._error is None:
-                if self._done:
-                    await self._finish_eof()
-                    break
-                await self._read()
-        except E.InfersightError as e:
-            raise self._fail(e) from None
-        except asyncio.CancelledError:
-            mark_cancelled(self.record)
-            self.close()
-            raise
-        self._settle()
-
-    async def _finish_eof(self) -> None:
-        """After [DONE], read the body's end so the connection can be reused.
-
-        Never wait long: some servers hold the stream open after [DONE]; then the
-        connection is dropped instead (the response's timer, see :meth:`_due`).
-        Errors after [DONE] do not matter.
-        """
-        try:
-            if not self._content.is_eof():
-                arm(self, (self._done_at or time.monotonic()) + _EOF_GRACE)
-            while not self._eof:
-                await self._read()
-        except E.InfersightError:
-            self._eof = True
-            self._resp.close()
-
-    async def events(self) -> AsyncIterator[SSEEvent]:
+    def events(self) -> AsyncIterator[SSEEvent]:
         """Every event of the answer, starting with those read before entering."""
-        try:
-            if self._pending:
-                evs, self._pending = self._pending, []
-                for ev in evs:
-                    yield ev
-            read = self._read
-            while self._error is None and not self._eof:
-                if self._done:
-                    await self._finish_eof()
-                    break
-                got = await read()
-                if got:
-                    for ev in got:
-                        yield ev
-        except E.InfersightError as e:
-            raise self._fail(e) from None
-        except GeneratorExit:
-            self.close()  # the caller stopped iterating: ok after [DONE], else cancelled
-            raise
-        except asyncio.CancelledError:
-            mark_cancelled(self.record)
-            self.close()
-            raise
-        self._settle()
+        return iter_events(self)
 
-    async def raw_chunks(self, *, drop_usage_only: bool = False) -> AsyncIterator[bytes]:
+    def raw_chunks(self, *, drop_usage_only: bool = False) -> AsyncIterator[bytes]:
         """Passthrough: the answer's bytes, one piece per read, cut at event boundaries.
 
         Each piece is the whole events that read completed, exactly as received
@@ -291,33 +203,7 @@ class StreamResponse:
         usage-only event (no ``choices``) that ``include_usage`` adds, for callers
         that did not ask for it. A non-SSE body comes as one piece.
         """
-        try:
-            if self._pending:
-                evs, self._pending = self._pending, []
-                piece = join_raw(evs, drop_usage_only) if self.is_sse else evs[0].raw
-                if piece:
-                    yield piece
-            self._lazy = self.is_sse
-            read = self._read
-            while self._error is None and not self._eof:
-                if self._done:
-                    await self._finish_eof()
-                    break
-                got = await read()
-                if got:
-                    piece = join_raw(got, drop_usage_only)
-                    if piece:
-                        yield piece
-        except E.InfersightError as e:
-            raise self._fail(e) from None
-        except GeneratorExit:
-            self.close()
-            raise
-        except asyncio.CancelledError:
-            mark_cancelled(self.record)
-            self.close()
-            raise
-        self._settle()
+        return iter_raw(self, drop_usage_only)
 
     @property
     def done(self) -> bool:
@@ -381,19 +267,11 @@ class StreamResponse:
     def _body_done(self, t: float) -> None:
         """A non-streamed answer: the whole body is the one chunk."""
         body = b"".join(ev.data for ev in self._pending)
-        obj, texts, finish, usage = parse_body(body, self._url)
-        err = obj.get("error")
-        if err and "choices" not in obj and "data" not in obj:
-            # An error wrapped in a 200 answer (some proxies and servers do this).
-            raise error_from_event(
-                err if isinstance(err, dict) else {"message": str(err)}, self.status, self._key
-            )
+        obj, texts, self.finish_reason, self.usage, n_tokens = whole_body(
+            body, self._url, self.status, self._key
+        )
         self._text.extend(texts)
-        self.finish_reason = finish
-        self.usage = usage
         self.response = obj
-        n = usage.get("completion_tokens") if usage else None
-        n_tokens = n if isinstance(n, int) and n > 0 else 1
         self._pending = [SSEEvent(body, body, json=obj, has_content=True, n_tokens=n_tokens)]
         self.record.chunk_times.append(t)
         self.record.chunk_tokens.append(n_tokens)

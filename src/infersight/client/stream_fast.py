@@ -1,5 +1,4 @@
-"""The streaming hot path's shortcuts: record a plain chunk without an SSEEvent, and
-rebuild a read's bytes for passthrough.
+"""The streaming hot path's shortcut: record a plain chunk without an SSEEvent.
 
 ``quick_chunk`` handles the chunk nearly every token arrives in (one choice whose
 delta is text) with one ``orjson.loads`` and a few dict lookups; anything else
@@ -9,14 +8,14 @@ returns False and takes the full SSEEvent path, so the facts are always the same
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 if TYPE_CHECKING:
     from infersight.client.stream import StreamResponse
 
-__all__ = ["join_raw", "quick_chunk"]
+__all__ = ["quick_chunk"]
 
 _loads = orjson.loads
 
@@ -62,21 +61,3 @@ def quick_chunk(sr: StreamResponse, data: bytes, t: float) -> bool:
     sr._text.append(text)
     sr._last_json = obj
     return True
-
-
-def join_raw(evs: list[Any], drop_usage_only: bool) -> bytes:
-    """The bytes of a read's events, in order.
-
-    A plain payload (lazy mode) is exactly the ``data: <payload>`` block, with its
-    blank line, that the parser cut, so it is rebuilt from the payload.
-    """
-    if len(evs) == 1 and not drop_usage_only:
-        ev = evs[0]
-        return b"data: " + ev + b"\n\n" if ev.__class__ is bytes else ev.raw
-    parts = []
-    for ev in evs:
-        if ev.__class__ is bytes:
-            parts.append(b"data: " + ev + b"\n\n")
-        elif not (drop_usage_only and ev.usage is not None and ev.json and not ev.json.get("choices")):
-            parts.append(ev.raw)
-    return b"".join(parts)

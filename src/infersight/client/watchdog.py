@@ -18,23 +18,31 @@ from typing import Protocol
 from aiohttp import StreamReader
 
 from infersight.core import errors as E
+from infersight.core.records import RequestRecord
 
-__all__ = ["arm", "cancel"]
+__all__ = ["EOF_GRACE", "arm", "cancel"]
 
 INF = math.inf
+#: Seconds to wait for the end of the body after [DONE] before dropping the connection.
+EOF_GRACE = 0.2
 
 
 class Watched(Protocol):
+    """What the timer reads of a response (a StreamResponse)."""
+
+    record: RequestRecord
     _finished: bool
     _consumed: int
     _content: StreamReader
     _loop: asyncio.AbstractEventLoop
     _timer: asyncio.TimerHandle | None
     _timer_at: float
-
-    def _due(self) -> tuple[float, type[E.Timeout]]: ...
-
-    def _timeout(self, kind: type[E.Timeout]) -> E.Timeout: ...
+    _url: str
+    _ft_due: float
+    _idle: float | None
+    _deadline: float
+    _done: bool
+    _done_at: float | None
 
 
 def arm(r: Watched, due: float) -> None:
@@ -60,7 +68,7 @@ def _fire(r: Watched) -> None:
     r._timer_at = INF
     if r._finished or r._content.is_eof():
         return  # everything has arrived: no limit can pass any more
-    due, kind = r._due()
+    due, kind = _due(r)
     now = time.monotonic()
     if due - now > 0.0005:
         arm(r, due)
@@ -69,4 +77,27 @@ def _fire(r: Watched) -> None:
         # Data is waiting unread: the caller is slow, not the server.
         arm(r, now + 0.01)
         return
-    r._content.set_exception(r._timeout(kind))
+    r._content.set_exception(_timeout(r, kind))
+
+
+def _due(r: Watched) -> tuple[float, type[E.Timeout]]:
+    """The next time limit of the response, and the error it raises."""
+    if r._done:  # only the end of the body is missing: wait a moment for it
+        return (r._done_at or 0.0) + EOF_GRACE, E.IdleTimeout
+    ct = r.record.chunk_times
+    if not ct:
+        if r._ft_due < r._deadline:
+            return r._ft_due, E.FirstTokenTimeout
+    elif r._idle is not None and ct[-1] + r._idle < r._deadline:
+        return ct[-1] + r._idle, E.IdleTimeout
+    return r._deadline, E.DeadlineExceeded
+
+
+def _timeout(r: Watched, kind: type[E.Timeout]) -> E.Timeout:
+    if r._done:
+        return kind(f"the body from {r._url} did not end after [DONE]")
+    if kind is E.FirstTokenTimeout:
+        return kind(f"no content from {r._url} within the first-token limit")
+    if kind is E.IdleTimeout:
+        return kind(f"no content from {r._url} for {r._idle:g} s (idle limit)")
+    return kind(f"the request to {r._url} passed its deadline")

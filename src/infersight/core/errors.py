@@ -26,6 +26,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConnectTimeout",
+    "DataError",
     "DeadlineExceeded",
     "FirstTokenTimeout",
     "IdleTimeout",
@@ -42,7 +43,7 @@ __all__ = [
     "TransportError",
     "TruncatedStream",
     "error_from_status",
-    "error_kinds",
+    "file_error",
 ]
 
 
@@ -73,6 +74,11 @@ class ConfigError(InfersightError):
     """Bad flags, files or environment; raised before any request is sent."""
 
     openai_type = "invalid_request_error"
+
+
+class DataError(InfersightError):
+    """Values that cannot be measurements (NaN, infinite, badly weighted) were given
+    to a computation; nothing is computed from them."""
 
 
 class Cancelled(InfersightError):
@@ -215,12 +221,13 @@ def error_from_status(
     return cls(message, status=status, body=body, request_id=request_id, retry_after=retry_after)
 
 
-def error_kinds() -> list[str]:
-    """Every error kind name, for metrics labels and report legends."""
-    out: list[str] = []
-    stack: list[type[InfersightError]] = [InfersightError]
-    while stack:
-        cls = stack.pop()
-        out.append(cls.__name__)
-        stack.extend(cls.__subclasses__())
-    return sorted(out)
+def file_error(path: object, e: OSError, what: str = "") -> ConfigError:
+    """The one line for a file the user named that cannot be read:
+    ``[what ]path: cannot read (why)``, e.g. ``price table p.toml: cannot read (no such file)``."""
+    if isinstance(e, FileNotFoundError):
+        why = "no such file"
+    elif isinstance(e, IsADirectoryError):
+        why = "it is a directory"
+    else:
+        why = e.strerror or str(e)
+    return ConfigError(f"{what + ' ' if what else ''}{path}: cannot read ({why})")

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from infersight.core.chunks import pooled_itl
+from infersight.core.errors import ConfigError
 from infersight.core.level_flags import (
     CLIENT_CPU_LIMIT,
     LAG_P99_LIMIT,
@@ -43,6 +44,7 @@ __all__ = [
     "level_notes",
     "level_state",
     "meets_slo",
+    "parse_slo_key",
     "request_metric",
 ]
 
@@ -59,13 +61,14 @@ def request_metric(r: RequestRecord, name: str) -> float | None:
     return value
 
 
-def _parse_slo_key(key: str) -> tuple[str, str]:
+def parse_slo_key(key: str) -> tuple[str, str]:
+    """``ttft_p99`` -> ``("ttft", "p99")``; a bare metric (``e2e``) means its max."""
     metric, _, stat = key.rpartition("_")
     if metric in SLO_METRICS and stat in _SLO_STATS:
         return metric, stat
     if key in SLO_METRICS:
         return key, "max"
-    raise ValueError(
+    raise ConfigError(
         f"unknown SLO {key!r}: use <metric>_<stat> with metric in {', '.join(SLO_METRICS)} "
         f"and stat in {', '.join(_SLO_STATS)}"
     )
@@ -81,7 +84,7 @@ def meets_slo(r: RequestRecord, slo: dict[str, float]) -> bool:
     if not r.ok:
         return False
     for key, limit in slo.items():
-        value = request_metric(r, _parse_slo_key(key)[0])
+        value = request_metric(r, parse_slo_key(key)[0])
         if value is not None and value > limit:
             return False
     return True
@@ -116,7 +119,7 @@ def aggregate(
     recs = sorted(records, key=lambda r: (r.scheduled, r.request_id))
     slo = dict(slo or {})
     for key in slo:
-        _parse_slo_key(key)  # fail early on a bad key
+        parse_slo_key(key)  # fail early on a bad key
     lw = (window or Window()).resolve(recs, target_concurrency)
     members = lw.members
     ok_in = [r for r in members if r.ok]
@@ -129,32 +132,11 @@ def aggregate(
         "slo": None,
         "window": lw.describe(),
     }
-    n_ok = sum(1 for r in recs if r.ok)
-    n_cancel = sum(1 for r in recs if r.cancelled and not r.ok)
-    out["requests"] = {
-        "total": len(recs),
-        "ok": n_ok,
-        "errors": len(recs) - n_ok - n_cancel,
-        "cancelled": n_cancel,
-        "in_window": len(members),
-        "in_window_ok": len(ok_in),
-        "completions_in_span": len(done),
-    }
-    n_err = out["requests"]["errors"]
-    out["success_rate"] = n_ok / (n_ok + n_err) if n_ok + n_err else None
-    out["request_throughput"] = len(done) / span if span > 0 else None
-    out["output_token_throughput"] = sum(r.output_tokens for r in done) / span if span > 0 else None
-    out["goodput"] = None
-    if slo and span > 0:
-        out["goodput"] = sum(1 for r in done if meets_slo(r, slo)) / span
+    out.update(_counts(recs, members, ok_in, done))
+    out.update(_throughput(done, span, slo))
     out.update(_latency(members, ok_in))
     out["errors_by_type"] = _errors(recs)
-    out["tokens"] = {
-        "prompt": sum(r.prompt_tokens or 0 for r in members),
-        "output": sum(r.output_tokens for r in members),
-        "estimated_requests": sum(1 for r in members if r.tokens_estimated),
-        "usage_mismatch_requests": sum(1 for r in members if r.usage_mismatch),
-    }
+    out["tokens"] = _tokens(members)
     out["basis"] = {
         "latency": {
             "window": lw.method,
@@ -178,6 +160,52 @@ def aggregate(
         out, scheduled_rate, loadgen_cpu_percent, check_lag=check_lag, contention=contention
     )
     return out
+
+
+def _counts(
+    recs: Sequence[RequestRecord],
+    members: Sequence[RequestRecord],
+    ok_in: Sequence[RequestRecord],
+    done: Sequence[RequestRecord],
+) -> dict[str, Any]:
+    """Request counts and the success rate (cancelled requests are neither)."""
+    n_ok = sum(1 for r in recs if r.ok)
+    n_cancel = sum(1 for r in recs if r.cancelled and not r.ok)
+    n_err = len(recs) - n_ok - n_cancel
+    return {
+        "requests": {
+            "total": len(recs),
+            "ok": n_ok,
+            "errors": n_err,
+            "cancelled": n_cancel,
+            "in_window": len(members),
+            "in_window_ok": len(ok_in),
+            "completions_in_span": len(done),
+        },
+        "success_rate": n_ok / (n_ok + n_err) if n_ok + n_err else None,
+    }
+
+
+def _throughput(
+    done: Sequence[RequestRecord], span: float, slo: dict[str, float]
+) -> dict[str, float | None]:
+    """Request, output-token and good (SLO-meeting) completions per second of the span."""
+    if span <= 0:
+        return {"request_throughput": None, "output_token_throughput": None, "goodput": None}
+    return {
+        "request_throughput": len(done) / span,
+        "output_token_throughput": sum(r.output_tokens for r in done) / span,
+        "goodput": sum(1 for r in done if meets_slo(r, slo)) / span if slo else None,
+    }
+
+
+def _tokens(members: Sequence[RequestRecord]) -> dict[str, int]:
+    return {
+        "prompt": sum(r.prompt_tokens or 0 for r in members),
+        "output": sum(r.output_tokens for r in members),
+        "estimated_requests": sum(1 for r in members if r.tokens_estimated),
+        "usage_mismatch_requests": sum(1 for r in members if r.usage_mismatch),
+    }
 
 
 def _latency(members: Sequence[RequestRecord], ok_in: Sequence[RequestRecord]) -> dict[str, Any]:
@@ -239,7 +267,7 @@ def _slo_verdict(out: dict[str, Any], slo: dict[str, float]) -> dict[str, Any]:
     """Level-wide check of each SLO on the aggregate (e.g. TTFT p99 <= 0.5 s)."""
     checks: dict[str, Any] = {}
     for key, limit in slo.items():
-        metric, stat = _parse_slo_key(key)
+        metric, stat = parse_slo_key(key)
         summary_name = "itl_per_request" if metric == "itl" else metric
         value = out[summary_name][stat]
         checks[key] = {"limit": limit, "value": value, "met": value is not None and value <= limit}

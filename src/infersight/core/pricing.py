@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 
 __all__ = ["Price", "PriceTable"]
 
@@ -50,7 +50,7 @@ class PriceTable:
             try:
                 text = p.read_text()
             except OSError as e:
-                raise ConfigError(f"price table {p}: cannot read ({e.strerror})") from None
+                raise file_error(p, e, "price table") from None
             mine = _parse(text, str(p))
             # User entries go first (their patterns win) and their values override.
             prices = {**mine, **prices, **mine}

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from infersight.core.errors import ConfigError, file_error
+from infersight.core.settings import config_error
 from infersight.core.verdicts import Verdict
 
 __all__ = [
@@ -209,17 +211,29 @@ class RunResult(BaseModel):
 
     @classmethod
     def from_json_bytes(cls, data: bytes) -> RunResult:
-        doc = orjson.loads(data)
+        """Parse a RunResult document; anything else is one ConfigError line."""
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise ConfigError(f"not JSON ({e})") from None
         if not isinstance(doc, dict) or "schema_version" not in doc:
-            raise ValueError("not an infersight RunResult (no schema_version)")
-        if doc["schema_version"] > SCHEMA_VERSION:
-            raise ValueError(
-                f"RunResult schema_version {doc['schema_version']} is newer than this "
+            raise ConfigError("not an infersight RunResult (no schema_version)")
+        version = doc["schema_version"]
+        if not isinstance(version, int):
+            raise ConfigError(f"schema_version {version!r} is not a number")
+        if version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"RunResult schema_version {version} is newer than this "
                 f"infersight understands ({SCHEMA_VERSION}); upgrade infersight"
             )
-        records = [RequestRecord.from_dict(r) for r in doc.pop("records", [])]
-        samples = [Sample(**s) for s in doc.pop("samples", [])]
-        result = cls.model_validate(doc)
+        try:
+            records = [RequestRecord.from_dict(r) for r in doc.pop("records", [])]
+            samples = [Sample(**s) for s in doc.pop("samples", [])]
+            result = cls.model_validate(doc)
+        except ValidationError as e:
+            raise config_error(e) from None
+        except (TypeError, ValueError, AttributeError) as e:  # not objects, or bad fields
+            raise ConfigError(f"a record or sample is malformed ({e})") from None
         result.records = records
         result.samples = samples
         return result
@@ -237,16 +251,12 @@ def save_run_result(result: RunResult, path: str | Path) -> Path:
 
 def load_run_result(path: str | Path) -> RunResult:
     """Load and validate a RunResult file; raises ConfigError with one clear line."""
-    from infersight.core.errors import ConfigError
-
     p = Path(path)
     try:
         data = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
     except OSError as e:
-        raise ConfigError(f"{p}: cannot read ({e.strerror})") from None
+        raise file_error(p, e) from None
     try:
         return RunResult.from_json_bytes(data)
-    except (ValueError, TypeError) as e:
+    except ConfigError as e:
         raise ConfigError(f"{p}: not a valid infersight RunResult: {e}") from None

@@ -2,14 +2,20 @@
 
 Each feature package defines its own settings class deriving from :class:`BaseConfig`
 with a longer prefix (``INFERSIGHT_GATEWAY_``, ``INFERSIGHT_BENCH_``...). CLI flags
-override the environment; the environment overrides defaults.
+override the environment; the environment overrides defaults. Whoever builds a
+settings object turns pydantic's report into one line with :func:`config_error`.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["BaseConfig", "Settings"]
+from infersight.core.errors import ConfigError
+
+__all__ = ["BaseConfig", "config_error"]
 
 
 class BaseConfig(BaseSettings):
@@ -18,13 +24,30 @@ class BaseConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="INFERSIGHT_", extra="ignore")
 
 
-class Settings(BaseConfig):
-    """Settings every command shares."""
+def config_error(
+    e: ValidationError,
+    *,
+    names: Literal["flag", "env", "key"] = "key",
+    env_prefix: str = "",
+    where: str = "",
+) -> ConfigError:
+    """pydantic's report as one :class:`ConfigError` line: the first bad value and why.
 
-    #: API key for the embedded engine/gateway, or for the target of a client.
-    api_key: str | None = None
-    #: File holding the API key (first line); used when ``api_key`` is unset.
-    api_key_file: str | None = None
-    #: Default bind host for every server infersight starts.
-    host: str = "127.0.0.1"
-    log_level: str = "WARNING"
+    ``names`` is how the user knows the field: ``flag`` (``--max-tokens``), ``env``
+    (``env_prefix`` + ``MAX_TOKENS``, with the value that was given) or ``key``
+    (``upstreams.0.url``, as written in a config file). ``where`` starts the line
+    (e.g. ``gateway config gw.toml``).
+    """
+    err = e.errors()[0]
+    loc = [str(x) for x in err.get("loc", ())]
+    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+    name = ""
+    if loc and names == "flag":
+        name = "--" + ".".join(loc).replace("_", "-")
+    elif loc and names == "env":
+        name = env_prefix + loc[0].upper()
+    elif loc:
+        name = ".".join(loc)
+    if names == "env" and "input" in err:
+        msg += f" (got {err['input']!r})"
+    return ConfigError(": ".join(p for p in (where, name, msg) if p))

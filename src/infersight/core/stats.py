@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from infersight.core.errors import DataError
+
 __all__ = ["PERCENTILES", "STAT_KEYS", "empty_summary", "summarize"]
 
 #: Percentile keys reported for every metric, with their q in percent.
@@ -48,16 +50,16 @@ def summarize(
     if weights is not None:
         w = _as_array(weights)
         if w.shape != arr.shape:
-            raise ValueError(f"values ({arr.size}) and weights ({w.size}) differ in length")
+            raise DataError(f"values ({arr.size}) and weights ({w.size}) differ in length")
         if w.size and (np.any(w < 0) or np.any(w != np.floor(w))):
-            raise ValueError("weights must be non-negative integers (a weight counts samples)")
+            raise DataError("weights must be non-negative integers (a weight counts samples)")
         # Exact by construction: k copies of a value are k samples. The repeated array
         # is as long as the number of tokens, which stays far below memory limits.
         arr = np.repeat(arr, w.astype(np.int64))
     if arr.size == 0:
         return empty_summary()
     if not np.all(np.isfinite(arr)):
-        raise ValueError("summarize() got a NaN or infinite value")
+        raise DataError("summarize() got a NaN or infinite value")
     pcts = np.percentile(arr, list(PERCENTILES.values()))
     out: dict[str, Any] = {
         "count": int(arr.size),

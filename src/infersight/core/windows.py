@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from infersight.core.errors import ConfigError
 from infersight.core.records import RequestRecord
 
 __all__ = ["MIN_REQUESTS", "MIN_SECONDS", "LevelWindow", "Window", "fill_time", "finish_time"]
@@ -155,7 +156,7 @@ class Window:
             label = f"count (warmup {n_lo}, cooldown {n_hi})"
             return recs[n_lo].scheduled, recs[len(recs) - 1 - n_hi].scheduled, label
         if self.method != "auto":
-            raise ValueError(f"unknown window method {self.method!r}")
+            raise ConfigError(f"unknown window method {self.method!r}")
         if target is None or target <= 0:
             fill = fill_time(recs)
             return (
@@ -177,7 +178,7 @@ class Window:
             return cls("all")
         units = {u for v, u in ((wv, wu), (cv, cu)) if v}
         if len(units) > 1:
-            raise ValueError("--warmup and --cooldown must both be seconds or both counts")
+            raise ConfigError("--warmup and --cooldown must both be seconds or both counts")
         return cls("time" if units == {"s"} else "count", wv, cv)
 
 
@@ -198,11 +199,11 @@ def _parse_cut(text: str, flag: str) -> tuple[float, str]:
         else:
             value, unit = float(int(text)), "n"
     except ValueError:
-        raise ValueError(
+        raise ConfigError(
             f"{flag} {text!r}: use 'auto', seconds like '10s' or a request count like '20'"
         ) from None
     if value < 0 or not math.isfinite(value):
-        raise ValueError(f"{flag} must not be negative")
+        raise ConfigError(f"{flag} must not be negative")
     return value, unit
 
 

@@ -6,7 +6,7 @@
 and the capacity planner of section 6.
 """
 
-from infersight.diagnose.core import diagnose
+from infersight.diagnose.analyze import diagnose
 from infersight.diagnose.embed import embed_diagnosis
 from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, VerdictWindow
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult
 from infersight.diagnose.physics.gpus import find_gpu, with_nvml_memory
 from infersight.diagnose.physics.hardware import GIB, Device, measure_cpu
@@ -37,12 +38,9 @@ class RunContext:
     ctx_per_slot: int | None
     shape: ModelShape | None
     device: Device | None
-    gpu_count: int
     has_engine_metrics: bool
     has_gpu: bool
     notes: list[str]
-    #: Whether the engine exports KV-cache usage (no export: KV-bound is never claimed).
-    kv_exported: bool = False
     #: Floors the run stored per level (reused so every reader shows the same numbers).
     stored_floors: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Where the device peaks come from: "given", "stored", "table" or "measured".
@@ -125,23 +123,23 @@ def _stored_device(result: RunResult) -> Device | None:
         return None
 
 
-def _gpu_name(result: RunResult) -> tuple[str | None, int]:
+def _gpu_name(result: RunResult) -> str | None:
     env = result.environment
     gpus = env.get("gpus") if isinstance(env, dict) else None
     if isinstance(gpus, list) and gpus:
         first = gpus[0]
         name = first.get("name") if isinstance(first, dict) else str(first)
-        return (str(name) if name else None), len(gpus)
+        return str(name) if name else None
     gpu = env.get("gpu") if isinstance(env, dict) else None
     if isinstance(gpu, dict) and gpu.get("name"):
-        return str(gpu["name"]), int(gpu.get("count", 1))
+        return str(gpu["name"])
     if isinstance(gpu, str):
-        return gpu, 1
-    return None, 0
+        return gpu
+    return None
 
 
 def _load_shape(spec: Any) -> ModelShape | None:
-    from infersight.diagnose.physics.plan import load_shape
+    from infersight.diagnose.physics.capacity import load_shape
 
     try:
         if isinstance(spec, ModelShape):
@@ -150,7 +148,7 @@ def _load_shape(spec: Any) -> ModelShape | None:
             return shape_from_hf_config(spec)
         if isinstance(spec, str | Path) and (str(spec) == "embedded" or Path(spec).exists()):
             return load_shape(spec)
-    except (OSError, ValueError) as e:
+    except ConfigError as e:
         log.info("cannot read model shape from %s: %s", spec, e)
     return None
 
@@ -168,7 +166,7 @@ def _device(result: RunResult, idx: SampleIndex, engine: str, gpu: str | Device 
             kind = f"measured on {where}" if stored.measured else "peak table"
             notes.append(f"device peaks as stored in the run ({kind}): {stored.describe()}")
             return stored, "stored"
-    gname, _ = _gpu_name(result)
+    gname = _gpu_name(result)
     gname = gpu or phys.get("gpu") or gname
     if gname:
         device = find_gpu(str(gname))
@@ -215,7 +213,6 @@ def resolve_context(
         spec = "embedded"
     shape = _load_shape(spec) if spec is not None else None
     has_gpu = idx.has("gpu.utilization") or idx.has("gpu.sm_activity")
-    _, gcount = _gpu_name(result)
     device, origin = _device(result, idx, engine, gpu, eng_cfg, phys, notes)
     threads = eng_cfg.get("threads")
     ctx_slot = eng_cfg.get("ctx_per_slot")
@@ -228,11 +225,9 @@ def resolve_context(
         ctx_per_slot=int(ctx_slot) if isinstance(ctx_slot, int | float) and ctx_slot else None,
         shape=shape,
         device=device,
-        gpu_count=gcount,
         has_engine_metrics=idx.has("engine.requests_running") or idx.has("engine.requests_waiting"),
         has_gpu=has_gpu,
         notes=notes,
-        kv_exported=idx.has("engine.kv_cache_usage"),
         stored_floors=floors if isinstance(floors, dict) else {},
         device_origin=origin,
     )

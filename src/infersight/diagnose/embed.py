@@ -11,7 +11,7 @@ from typing import Any
 
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
-from infersight.diagnose.core import diagnose
+from infersight.diagnose.analyze import diagnose
 
 __all__ = ["embed_diagnosis"]
 

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from infersight.diagnose.physics.capacity import KNEE_NEVER, CapacityPlan
 from infersight.diagnose.physics.hardware import GIB
-from infersight.diagnose.physics.plan import KNEE_NEVER, Plan
 
 __all__ = ["print_plan"]
 
@@ -20,7 +20,7 @@ def _gib(x: float) -> str:
     return f"{x / GIB:,.2f} GiB"
 
 
-def print_plan(plan: Plan, *, console: Console | None = None) -> None:
+def print_plan(plan: CapacityPlan, *, console: Console | None = None) -> None:
     """Memory breakdown, max sequences, settings and the optional estimate."""
     con = console or Console()
     dev = f"{plan.devices}x {plan.device}" if plan.devices > 1 else plan.device

@@ -209,7 +209,6 @@ class WindowStats:
     error_example: dict[str, str] = field(default_factory=dict)
     inflight_mean: float = 0.0
     inflight_max: int = 0
-    ttft_p50: float | None = None
     ttft_sent_p50: float | None = None
     e2e_sent_p50: float | None = None
     itl_p50: float | None = None
@@ -261,8 +260,7 @@ def window_stats(ra: RecordArrays, t0: float, t1: float, idx: np.ndarray) -> Win
             w.error_example[kind] = r.error_message[:160]
     w.inflight_mean, w.inflight_max = _inflight(ra.sent[idx], ra.end[idx], t0, t1)
     ok = idx[ra.ok[idx]]
-    first, sched, sent, end = ra.first[ok], ra.scheduled[ok], ra.sent[ok], ra.end[ok]
-    w.ttft_p50 = _nanmed(first - sched)
+    first, sent, end = ra.first[ok], ra.sent[ok], ra.end[ok]
     w.ttft_sent_p50 = _nanmed(first - sent)
     w.e2e_sent_p50 = _nanmed(end - sent)
     w.itl_p50 = _nanmed(ra.tpot[ok])

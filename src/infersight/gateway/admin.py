@@ -12,7 +12,7 @@ from aiohttp import web
 from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
-    from infersight.gateway.batching import Batching
+    from infersight.gateway.merge import BatchMerger
     from infersight.gateway.metrics import GatewayMetrics
     from infersight.gateway.router import Router
     from infersight.gateway.upstream import Upstream
@@ -35,7 +35,7 @@ class AdminEndpoints:
     upstreams: list[Upstream]
     router: Router
     metrics: GatewayMetrics
-    batching: Batching
+    merger: BatchMerger
     started: float
 
     async def models(self, request: web.Request) -> web.Response:
@@ -98,8 +98,8 @@ class AdminEndpoints:
             "upstreams": [u.state() for u in self.upstreams],
             "cost": self.metrics.cost_summary(),
             "batching": {
-                "batches": self.batching.batcher.flushed_batches,
-                "items": self.batching.batcher.flushed_items,
+                "batches": self.merger.batcher.flushed_batches,
+                "items": self.merger.batcher.flushed_items,
             },
         }
         return web.json_response(doc, dumps=_dumps, headers=_headers())

@@ -1,4 +1,4 @@
-"""Dynamic batching: merge concurrent caller requests into fewer upstream calls.
+"""Dynamic batcher: group concurrent items and decide when each group is flushed.
 
 Callers :meth:`DynamicBatcher.submit` an item under a *key* (items with different
 keys, e.g. different models or parameters, never share a batch) and a *length*
@@ -16,6 +16,8 @@ import math
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+from infersight.core.errors import ProtocolError
 
 __all__ = ["DynamicBatcher"]
 
@@ -96,7 +98,7 @@ class DynamicBatcher(Generic[In, Out]):
         try:
             results = await self._run(batch.key, batch.items)
             if len(results) != len(batch.items):
-                raise RuntimeError(
+                raise ProtocolError(
                     f"batch runner returned {len(results)} results for {len(batch.items)} items"
                 )
         except BaseException as e:  # every caller gets the failure, none waits forever

@@ -39,11 +39,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.errors import ConfigError
-from infersight.core.settings import BaseConfig
+from infersight.core.errors import ConfigError, file_error
+from infersight.core.settings import BaseConfig, config_error
 
 __all__ = [
-    "BatchConfig",
+    "BatchingConfig",
     "CostRule",
     "GatewayConfig",
     "KeyConfig",
@@ -136,7 +136,7 @@ class CostRule(_Strict):
     max_tokens: int = Field(gt=0)
 
 
-class BatchConfig(_Strict):
+class BatchingConfig(_Strict):
     """Dynamic batching of embeddings and of non-streamed completions with prompt arrays."""
 
     enabled: bool = True
@@ -161,7 +161,7 @@ class GatewayConfig(BaseConfig):
     keys: list[KeyConfig] = Field(default_factory=list)
     #: Require a key even when ``keys`` is empty (then every request is refused).
     require_key: bool = False
-    batch: BatchConfig = Field(default_factory=BatchConfig)
+    batch: BatchingConfig = Field(default_factory=BatchingConfig)
     #: One deadline per request across queueing, retries and failover.
     default_deadline_s: float = Field(default=300.0, gt=0)
     max_deadline_s: float = Field(default=3600.0, gt=0)
@@ -188,7 +188,7 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except OSError as e:
-        raise ConfigError(f"gateway config {path}: cannot read ({e.strerror})") from None
+        raise file_error(path, e, "gateway config") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             doc = yaml.safe_load(text) or {}
@@ -238,22 +238,16 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConf
         try:
             from_env = GatewayConfig().model_dump(include=env_fields)
         except ValidationError as e:
-            raise ConfigError(f"environment: {_first_error(e)}") from None
+            raise config_error(e, names="env", env_prefix=prefix) from None
         data.update(from_env)
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         cfg = GatewayConfig.model_validate(data)
     except ValidationError as e:
         where = f"gateway config {path}" if path else "gateway settings"
-        raise ConfigError(f"{where}: {_first_error(e)}") from None
+        raise config_error(e, where=where) from None
     names = [u.name for u in cfg.upstreams]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise ConfigError(f"gateway config: upstream names must be unique (repeated: {sorted(dup)})")
     return cfg
-
-
-def _first_error(e: ValidationError) -> str:
-    err = e.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"]) or "value"
-    return f"{loc}: {err['msg']}"

@@ -25,10 +25,10 @@ from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
 from infersight.core.pricing import PriceTable
 from infersight.gateway.admin import AdminEndpoints
 from infersight.gateway.auth import KeyStore
-from infersight.gateway.batching import Batching
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.errors import InputError, KeyRefused, KeyThrottled
 from infersight.gateway.http import ENDPOINTS, error_response, estimate_tokens, parse_body, validate
+from infersight.gateway.merge import BatchMerger
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
 from infersight.gateway.router import Router
@@ -51,7 +51,7 @@ class Gateway(AdminEndpoints):
         self.upstreams = [Upstream(u, self.metrics) for u in config.upstreams]
         self.router = Router(self.upstreams, config.fallbacks, config.cost_rules)
         self.proxy = Proxy(self.router, self.metrics)
-        self.batching = Batching(config.batch, self.proxy, self.metrics)
+        self.merger = BatchMerger(config.batch, self.proxy, self.metrics)
         self.keys = KeyStore(config.keys, require=config.require_key)
         self.started = time.time()
         self._runner: web.AppRunner | None = None
@@ -83,7 +83,7 @@ class Gateway(AdminEndpoints):
             await u.start()
 
     async def _on_cleanup(self, app: web.Application) -> None:
-        await self.batching.batcher.close()
+        await self.merger.batcher.close()
         for u in self.upstreams:
             await u.close()
 
@@ -186,8 +186,8 @@ class Gateway(AdminEndpoints):
             self.keys.admit(key, call.est_tokens)
             if stream:
                 resp = await self.proxy.stream(call, request)
-            elif self.batching.batchable(call):
-                doc = await self.batching.submit(call)
+            elif self.merger.batchable(call):
+                doc = await self.merger.submit(call)
                 self.proxy._usage(call, doc.get("usage"))
                 resp = self.proxy.json_response(call, doc)
             else:

@@ -49,14 +49,12 @@ class MonitorState:
     rounds: int = 0
     engine: str | None = None
     scrape_failures: int = 0
-    last_update: float | None = None
     _history: dict[str, deque[tuple[float, float]]] = field(default_factory=dict)
     _hist_totals: dict[str, deque[tuple[float, float, float]]] = field(default_factory=dict)
     latencies: dict[str, LatencyView] = field(default_factory=dict)
 
     def update(self, samples: list[Sample]) -> None:
         self.rounds += 1
-        self.last_update = time.monotonic()
         sums: dict[str, float] = {}
         round_latest: dict[str, dict[str, float | None]] = {}
         t_round = samples[0].t if samples else time.monotonic()

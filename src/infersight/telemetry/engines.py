@@ -11,7 +11,6 @@ same normaliser; absent in the first round and None when nothing was observed).
 from __future__ import annotations
 
 import tomllib
-from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -212,11 +211,3 @@ class Normalizer:
         for label, q in QUANTILES:
             out.append(Sample(t, name, histogram_quantile(q, delta), {**base, "stat": label}))
         return out
-
-
-def by_name(samples: list[Sample]) -> dict[str, list[Sample]]:
-    """Group samples by name (a small helper for consumers and tests)."""
-    d: dict[str, list[Sample]] = defaultdict(list)
-    for s in samples:
-        d[s.name].append(s)
-    return dict(d)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -161,13 +160,3 @@ def render(samples: Iterable[Sample]) -> bytes:
     reg.register(TelemetryCollector(lambda: items))
     data: bytes = generate_latest(reg)
     return data
-
-
-def describe_names(samples: Iterable[Any]) -> set[str]:
-    """Every exported series name the given samples produce (for dashboard checks)."""
-    text = render(samples).decode()
-    return {
-        line.split("{", 1)[0].split(" ", 1)[0]
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }

@@ -114,10 +114,6 @@ class HostSampler:
         psutil.cpu_percent(None, percpu=True)
         self._last = time.monotonic()
 
-    def add_process(self, name: str, pid: int, *, children: bool = False) -> None:
-        """Start watching another process (e.g. an engine started later)."""
-        self._watched.append(_Watched(name, pid, children))
-
     def sample_sync(self) -> list[Sample]:
         """One round of readings (synchronous; psutil calls take microseconds)."""
         t = time.monotonic()

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import orjson
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, file_error
 from infersight.core.records import RunResult, Sample
 from infersight.telemetry.base import Sampler
 
@@ -197,7 +197,7 @@ def read_samples(path: str | Path) -> tuple[list[Sample], dict[str, Any]]:
     try:
         lines = p.read_bytes().splitlines()
     except OSError as e:
-        raise ConfigError(f"{p}: cannot read ({e.strerror})") from None
+        raise file_error(p, e) from None
     if not lines:
         raise ConfigError(f"{p}: empty file, not an infersight samples recording")
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.settings import BaseConfig
+from infersight.core.settings import BaseConfig, config_error
 
 __all__ = ["TelemetrySettings", "load_settings"]
 
@@ -33,11 +33,7 @@ def load_settings() -> TelemetrySettings:
     """Read the environment; a bad value is a one-line ConfigError."""
     from pydantic import ValidationError
 
-    from infersight.core.errors import ConfigError
-
     try:
         return TelemetrySettings()
     except ValidationError as e:
-        err = e.errors()[0]
-        name = "INFERSIGHT_TELEMETRY_" + str(err["loc"][0]).upper() if err["loc"] else "env"
-        raise ConfigError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
+        raise config_error(e, names="env", env_prefix="INFERSIGHT_TELEMETRY_") from None

@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from infersight.core.errors import ConfigError
+
 __all__ = ["Behavior", "FakeConfig", "parse_behavior"]
 
 
@@ -78,17 +80,17 @@ def parse_behavior(spec: Any) -> Behavior:
             return Behavior(error_after=int(arg) if arg else 1)
         if name == "delay":
             return Behavior(delay=float(arg))
-        raise ValueError(f"unknown fake behaviour {spec!r}")
+        raise ConfigError(f"unknown fake behaviour {spec!r}")
     if isinstance(spec, dict):
         names = {f.name for f in dataclasses.fields(Behavior)}
         unknown = set(spec) - names
         if unknown:
-            raise ValueError(f"unknown fake behaviour keys {sorted(unknown)}")
+            raise ConfigError(f"unknown fake behaviour keys {sorted(unknown)}")
         d = dict(spec)
         if "retry_after" in d and d["retry_after"] is not None:
             d["retry_after"] = str(d["retry_after"])
         return Behavior(**d)
-    raise ValueError(f"cannot read a fake behaviour from {spec!r}")
+    raise ConfigError(f"cannot read a fake behaviour from {spec!r}")
 
 
 @dataclass(slots=True)

@@ -12,55 +12,14 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.testing.fake_config import Behavior, FakeConfig
-from infersight.testing.fake_slots import SlotPool
+from infersight.testing.fake_responses import count_words, json_response
+from infersight.testing.fake_state import FakeState
 
-__all__ = ["ExtraEndpoints", "count_words", "error_response", "json_response"]
-
-
-def json_response(
-    obj: Any, status: int = 200, headers: dict[str, str] | None = None
-) -> web.Response:
-    return web.Response(
-        body=orjson.dumps(obj), status=status, headers=headers, content_type="application/json"
-    )
+__all__ = ["ExtraEndpoints"]
 
 
-def error_response(
-    status: int, message: str, headers: dict[str, str] | None = None
-) -> web.Response:
-    etype = {401: "authentication_error", 429: "rate_limit_error"}.get(status, "api_error")
-    return json_response(
-        {"error": {"message": message, "type": etype, "code": status}}, status, headers
-    )
-
-
-def count_words(value: Any) -> int:
-    if isinstance(value, str):
-        return max(1, len(value.split()))
-    if isinstance(value, list):
-        return sum(count_words(v) for v in value)
-    if isinstance(value, dict):
-        return count_words(value.get("content", ""))
-    return 1
-
-
-class ExtraEndpoints:
-    """Mixin of FakeOpenAI: everything but generation."""
-
-    config: FakeConfig
-    stats: dict[str, Any]
-    pool: SlotPool
-    _script: list[Behavior]
-
-    def _check_key(self, request: web.Request) -> web.Response | None:
-        raise NotImplementedError
-
-    def reset_stats(self) -> None:
-        raise NotImplementedError
-
-    def set_script(self, script: list[Any]) -> None:
-        raise NotImplementedError
+class ExtraEndpoints(FakeState):
+    """Everything the fake serves besides generation (FakeOpenAI adds that)."""
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         s = self.stats

@@ -29,6 +29,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from infersight.core.errors import ConfigError
 from infersight.testing.fake_config import FakeConfig
 from infersight.testing.fake_slots import SlotPool
 
@@ -77,7 +78,7 @@ class EngineMetrics(Collector):
 
     def __init__(self, config: FakeConfig, pool: SlotPool) -> None:
         if config.metrics_dialect not in DIALECTS:
-            raise ValueError(f"unknown metrics dialect {config.metrics_dialect!r}")
+            raise ConfigError(f"unknown metrics dialect {config.metrics_dialect!r}")
         self.dialect = config.metrics_dialect
         self.config = config
         self.pool = pool

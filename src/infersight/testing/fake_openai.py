@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -31,16 +30,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.testing.fake_config import Behavior, FakeConfig, parse_behavior
-from infersight.testing.fake_extras import (
-    ExtraEndpoints,
-    count_words,
-    error_response,
-    json_response,
-)
-from infersight.testing.fake_metrics import EngineMetrics
+from infersight.testing.fake_config import Behavior, FakeConfig
+from infersight.testing.fake_extras import ExtraEndpoints
 from infersight.testing.fake_process import FakeProcess
-from infersight.testing.fake_slots import SlotPool, record_timeline
+from infersight.testing.fake_responses import count_words, error_response, json_response
+from infersight.testing.fake_slots import record_timeline
 
 __all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess"]
 
@@ -54,39 +48,9 @@ class FakeOpenAI(ExtraEndpoints):
     """The fake server. ``stats`` counts what it received (see ``GET /_fake/stats``)."""
 
     def __init__(self, config: FakeConfig | None = None) -> None:
-        self.config = config or FakeConfig()
-        self._script: list[Behavior] = [parse_behavior(b) for b in self.config.script]
+        super().__init__(config)
         self.base_url = ""
         self.port = 0
-        self._closing: asyncio.Event | None = None
-        self.pool = SlotPool(self.config.slots)
-        self.engine_metrics: EngineMetrics | None = None
-        if self.config.metrics_dialect is not None:
-            self.engine_metrics = EngineMetrics(self.config, self.pool)
-        self.stats: dict[str, Any] = {}
-        self.reset_stats()
-
-    # -- control -----------------------------------------------------------------
-    def reset_stats(self) -> None:
-        self.stats = {
-            "requests": 0,
-            "by_path": {},
-            "statuses": {},
-            "in_flight": 0,
-            "max_in_flight": 0,
-            "auth_failures": 0,
-            "client_gone": 0,
-            "arrivals": [],
-            "embedding_batches": [],
-            # The true wait for a slot of every finished generation, and its
-            # [arrival, slot start, end] (host monotonic clock), in finishing order.
-            "queue_waits": [],
-            "timelines": [],
-        }
-
-    def set_script(self, script: list[Any]) -> None:
-        """Replace the queue of scripted behaviours (one consumed per request)."""
-        self._script = [parse_behavior(b) for b in script]
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -138,30 +102,6 @@ class FakeOpenAI(ExtraEndpoints):
             proc.close()
 
     # -- helpers -----------------------------------------------------------------
-    def _count(self, request: web.Request, status: int) -> None:
-        s = self.stats
-        s["statuses"][str(status)] = s["statuses"].get(str(status), 0) + 1
-
-    def _check_key(self, request: web.Request) -> web.Response | None:
-        key = self.config.api_key
-        if key is None:
-            return None
-        auth = request.headers.get("Authorization", "")
-        given = auth[7:] if auth.startswith("Bearer ") else ""
-        if given and hmac.compare_digest(given.encode(), key.encode()):
-            return None
-        self.stats["auth_failures"] += 1
-        msg = "Incorrect API key provided." if given else "Missing API key."
-        return error_response(401, msg)
-
-    def _behavior(self, request: web.Request) -> Behavior:
-        hdr = request.headers.get("X-Fake-Behavior")
-        if hdr:
-            return parse_behavior(hdr)
-        if self._script:
-            return self._script.pop(0)
-        return Behavior()
-
     async def _hang(self) -> None:
         assert self._closing is not None
         await self._closing.wait()

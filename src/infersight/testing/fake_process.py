@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from infersight.core.errors import ConfigError
 from infersight.testing.fake_config import FakeConfig
 from infersight.testing.fake_metrics import DIALECTS
 
@@ -57,7 +58,7 @@ class FakeProcess:
         reader.join(startup_timeout)
         if not line or not line[0].startswith(_READY):
             self.close(read_stderr=True)
-            raise RuntimeError(f"fake OpenAI server did not start: {self.stderr_tail}")
+            raise ConfigError(f"fake OpenAI server did not start: {self.stderr_tail}")
         self.base_url = line[0][len(_READY) :].strip()
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:

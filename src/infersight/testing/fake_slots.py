@@ -16,6 +16,8 @@ import collections
 import time
 from typing import Any
 
+from infersight.core.errors import ConfigError
+
 __all__ = ["SlotPool", "record_timeline"]
 
 #: The most timelines kept (a long soak must not grow the server without bound).
@@ -31,7 +33,7 @@ class SlotPool:
 
     def __init__(self, slots: int | None) -> None:
         if slots is not None and slots < 1:
-            raise ValueError("slots must be at least 1")
+            raise ConfigError("slots must be at least 1")
         self.slots = slots
         self.running = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()

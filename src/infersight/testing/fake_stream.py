@@ -68,27 +68,7 @@ async def stream_answer(
         delay = target - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
-        if b.cut_after is not None and k >= b.cut_after:
-            await resp.write_eof()
-            return resp
-        if b.reset_after is not None and k >= b.reset_after:
-            if request.transport is not None:
-                request.transport.abort()
-            return resp
-        if b.malformed_after is not None and k >= b.malformed_after:
-            await resp.write(b'data: {"choices": [{"delta": {"content": "x"\n\n')
-            await resp.write_eof()
-            return resp
-        if b.error_after is not None and k >= b.error_after:
-            err = {
-                "error": {
-                    "message": b.message or "fake mid-stream failure",
-                    "type": "server_error",
-                    "code": b.status or 500,
-                }
-            }
-            await resp.write(b"event: error\n" + _event(err))
-            await resp.write_eof()
+        if await _fault(request, resp, b, k):
             return resp
         await resp.write(chunk)
     fin_delta: dict[str, Any] = {}
@@ -106,3 +86,31 @@ async def stream_answer(
         await asyncio.sleep(cfg.hold_after_done)
     await resp.write_eof()
     return resp
+
+
+async def _fault(request: web.Request, resp: web.StreamResponse, b: Behavior, k: int) -> bool:
+    """Inject the behaviour's mid-stream fault before chunk ``k``; True if it ended
+    the answer."""
+    if b.cut_after is not None and k >= b.cut_after:
+        await resp.write_eof()
+        return True
+    if b.reset_after is not None and k >= b.reset_after:
+        if request.transport is not None:
+            request.transport.abort()
+        return True
+    if b.malformed_after is not None and k >= b.malformed_after:
+        await resp.write(b'data: {"choices": [{"delta": {"content": "x"\n\n')
+        await resp.write_eof()
+        return True
+    if b.error_after is not None and k >= b.error_after:
+        err = {
+            "error": {
+                "message": b.message or "fake mid-stream failure",
+                "type": "server_error",
+                "code": b.status or 500,
+            }
+        }
+        await resp.write(b"event: error\n" + _event(err))
+        await resp.write_eof()
+        return True
+    return False

@@ -21,6 +21,7 @@ PIECES = [b"data: ", b"data:", b"\n", b"\r\n", b"\n\n", b"{", b"}", b"[DONE]", b
 
 class Box:
     body = b""
+    step = 7
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,9 @@ def garbage_server() -> Iterator[tuple[asyncio.AbstractEventLoop, Client]]:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         body = Box.body
-        for i in range(0, len(body), 7):  # several writes: events split across reads
-            await resp.write(body[i : i + 7])
+        step = Box.step
+        for i in range(0, len(body), step):  # several writes: events split across reads
+            await resp.write(body[i : i + step])
         await resp.write_eof()
         return resp
 
@@ -76,3 +78,33 @@ def test_any_stream_gives_result_or_typed_error(
         assert not rec.ok and rec.error == out.kind and rec.attempts == 1
     else:
         assert out.record.ok and out.record.end is not None
+
+
+def test_garbage_after_done_in_the_same_read_does_not_fail_the_answer(
+    garbage_server: tuple[asyncio.AbstractEventLoop, Client],
+) -> None:
+    """design.md s.3: the answer is complete at [DONE]; what follows does not matter,
+    whether it arrives in the same read as [DONE] or later."""
+    loop, client = garbage_server
+    Box.body = (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'
+                b"data: [DONE]\n\ndata: garbage{\n\n")
+    Box.step = len(Box.body)  # one write
+    body = {"messages": [{"role": "user", "content": "x"}], "stream": True}
+
+    async def go() -> list[Any]:
+        out: list[Any] = [await client.request("/v1/chat/completions", body)]
+        async with client.stream("/v1/chat/completions", body) as s:
+            async for _ in s.events():
+                pass
+        out.append(s.completion())
+        async with client.stream("/v1/chat/completions", body) as s:
+            async for _ in s.raw_chunks():
+                pass
+        out.append(s.completion())
+        return out
+
+    try:
+        done = loop.run_until_complete(go())
+    finally:
+        Box.step = 7
+    assert [(c.record.ok, c.text) for c in done] == [(True, "x")] * 3

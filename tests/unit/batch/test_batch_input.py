@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from infersight.batch import BadInput, parse_line, scan_input
 from infersight.batch.input import RowDefaults, iter_rows
+from infersight.core.errors import ConfigError
 
 
 def openai_line(cid: str, content: str = "hi", url: str = "/v1/chat/completions") -> str:
@@ -63,7 +64,7 @@ def test_plain_forms_get_line_number_ids_and_defaults() -> None:
     ],
 )
 def test_bad_lines_say_why(line: bytes, reason: str) -> None:
-    with pytest.raises(ValueError, match=reason):
+    with pytest.raises(ConfigError, match=reason):
         parse_line(line, 1)
 
 
@@ -83,8 +84,6 @@ def test_scan_reports_line_numbers_and_duplicates(tmp_path: Path) -> None:
 
 
 def test_missing_input_is_a_config_error(tmp_path: Path) -> None:
-    from infersight.core.errors import ConfigError
-
     with pytest.raises(ConfigError, match="no such input file"):
         scan_input(tmp_path / "nope.jsonl")
 
@@ -120,6 +119,6 @@ def test_round_trip_any_ids_and_prompts(rows: list[tuple[str, str]], tmp_path_fa
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=10,
 ).map(lambda v: json.dumps(v).encode())))
-def test_parse_line_only_raises_value_error(raw: bytes) -> None:
-    with contextlib.suppress(ValueError):
+def test_parse_line_only_raises_config_error(raw: bytes) -> None:
+    with contextlib.suppress(ConfigError):
         parse_line(raw, 1)

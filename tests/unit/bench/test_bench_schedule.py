@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersight.bench.schedule import open_loop_schedule
+from infersight.core.errors import ConfigError
 
 rates = st.floats(min_value=0.5, max_value=500.0)
 seeds = st.integers(0, 2**32 - 1)
@@ -60,9 +61,9 @@ def test_constant_is_evenly_spaced_and_all_at_once_is_zero() -> None:
 
 
 def test_bad_arguments() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         open_loop_schedule(1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         open_loop_schedule(0.0, requests=3)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         open_loop_schedule(1.0, requests=3, arrival="weird")

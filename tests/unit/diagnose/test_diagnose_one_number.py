@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from diag_fixtures import LLAMA3_8B, make_run, one
 
+from infersight.core.model_file import default_model_path
 from infersight.core.records import RunResult, Sample, load_run_result, save_run_result
 from infersight.diagnose import diagnose
 from infersight.diagnose.physics import (
@@ -15,11 +16,10 @@ from infersight.diagnose.physics import (
     decode_floor,
     find_gpu,
     load_shape,
-    make_plan,
+    plan_capacity,
     shape_from_hf_config,
 )
 from infersight.diagnose.physics.hardware import GIB
-from infersight.diagnose.physics.plan import embedded_model_path
 from infersight.diagnose.physics.slots import recommend_slots
 from infersight.report import render_markdown
 
@@ -42,7 +42,7 @@ def embedded_run(slots: int = 8, clients: int = 16, ctx_per_slot: int = 2048) ->
                         Sample(1000.0 + i, "engine.slots", float(slots), lab)]
     run.environment = {}
     run.config = {"levels": [{"name": f"c={clients}", "concurrency": clients}],
-                  "engine": {"engine": "llama.cpp", "model_path": str(embedded_model_path()),
+                  "engine": {"engine": "llama.cpp", "model_path": str(default_model_path()),
                              "parallel": slots, "ctx_per_slot": ctx_per_slot, "threads": 2}}
     return run
 
@@ -58,7 +58,7 @@ def test_plan_and_diagnose_recommend_the_same_parallel() -> None:
     assert "Up to 16 requests were in the system" in v.summary
     assert any("add replicas" in f for f in v.fixes)
     for concurrency in (16, None):  # `plan --concurrency 16` and plain `plan`
-        plan = make_plan(shape, CPU, ctx=2048, concurrency=concurrency)
+        plan = plan_capacity(shape, CPU, ctx=2048, concurrency=concurrency)
         assert plan.recommended_slots == target
         assert plan.settings["infersight serve"][0] == f"--parallel {target}"
         assert plan.settings["llama.cpp"][0] == f"--parallel {target}"
@@ -75,7 +75,7 @@ def test_plan_and_diagnose_agree_on_a_gpu() -> None:
     target = v.evidence_value("recommended slots")
     assert v.evidence_value("demand (R + Q, max)") == 82 and target > 82
     for concurrency in (82, None):
-        plan = make_plan(shape, h100, ctx=1256, concurrency=concurrency)
+        plan = plan_capacity(shape, h100, ctx=1256, concurrency=concurrency)
         assert plan.recommended_slots == target
         assert f"--max-num-seqs {target}" in plan.settings["vllm"]
 

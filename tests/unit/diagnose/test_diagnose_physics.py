@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from diag_fixtures import LLAMA3_8B
 
+from infersight.core.model_file import default_model_path
 from infersight.diagnose.physics import (
     Device,
     compute_knee,
     decode_floor,
-    embedded_model_path,
     find_gpu,
     gpu_table,
     load_shape,
-    make_plan,
+    plan_capacity,
     prefill_floor,
     read_gguf,
     shape_from_gguf,
@@ -124,7 +124,7 @@ def test_hf_config_from_file(tmp_path: Path) -> None:
 
 
 def test_embedded_smollm2_from_gguf() -> None:
-    path = embedded_model_path()
+    path = default_model_path()
     g = read_gguf(path)
     assert g.architecture == "llama" and g.version == 3
     s = shape_from_gguf(path)
@@ -184,7 +184,7 @@ def test_peak_table_has_sources_and_sane_values() -> None:
 def test_plan_llama_h100_memory_and_seqs() -> None:
     s, h100 = shape_from_hf_config(LLAMA3_8B), find_gpu("h100")
     assert h100 is not None
-    plan = make_plan(s, h100, ctx=8192)
+    plan = plan_capacity(s, h100, ctx=8192)
     usable = h100.memory_bytes * 0.9
     assert plan.weights_bytes == s.n_params * 2
     assert plan.kv_bytes_per_sequence == 8192 * 131072  # 1 GiB
@@ -192,7 +192,7 @@ def test_plan_llama_h100_memory_and_seqs() -> None:
     assert plan.max_sequences == int(plan.kv_budget_bytes // (8192 * 131072))
     assert 45 <= plan.max_sequences <= 60
     assert f"--max-num-seqs {plan.max_sequences}" in plan.settings["vllm"]
-    fp8 = make_plan(s, h100, ctx=8192, kv_dtype="fp8")
+    fp8 = plan_capacity(s, h100, ctx=8192, kv_dtype="fp8")
     assert fp8.max_sequences >= 2 * plan.max_sequences - 1
     assert "--kv-cache-dtype fp8" in fp8.settings["vllm"]
 
@@ -200,10 +200,10 @@ def test_plan_llama_h100_memory_and_seqs() -> None:
 def test_plan_does_not_fit_suggests_more_gpus() -> None:
     s, l4 = shape_from_hf_config(MIXTRAL_8X7B), find_gpu("l4")
     assert l4 is not None
-    plan = make_plan(s, l4, ctx=4096)
+    plan = plan_capacity(s, l4, ctx=4096)
     assert not plan.fits and plan.max_sequences == 0
     assert any("--gpus" in n for n in plan.notes)
-    tp = make_plan(s, l4.scaled(8), ctx=4096, concurrency=8, tokens=128)
+    tp = plan_capacity(s, l4.scaled(8), ctx=4096, concurrency=8, tokens=128)
     assert tp.fits and "--tensor-parallel-size 8" in tp.settings["vllm"]
     assert tp.estimate["itl_floor_s"] > 0 and tp.estimate["batch"] == 8
 
@@ -212,7 +212,7 @@ def test_plan_embedded_on_measured_cpu() -> None:
     s = load_shape("embedded")
     cpu = Device(key="cpu", name="test cpu", memory_bytes=8 * GIB, bandwidth=10e9,
                  flops={"bf16": 100e9}, source="fixed for the test", kind="cpu", cores=2)
-    plan = make_plan(s, cpu, ctx=2048, concurrency=16, tokens=64)
+    plan = plan_capacity(s, cpu, ctx=2048, concurrency=16, tokens=64)
     assert plan.kv_bytes_per_sequence == 2048 * 23040
     assert plan.estimate["itl_floor_s"] == pytest.approx(
         decode_floor(s, cpu, batch=16, context=(2048 - 64) + 32).itl_s)

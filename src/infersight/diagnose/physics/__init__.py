@@ -1,5 +1,10 @@
 """Physics of LLM serving: model shapes, device peaks, roofline floors, capacity plans."""
 
+from infersight.diagnose.physics.capacity import (
+    CapacityPlan,
+    load_shape,
+    plan_capacity,
+)
 from infersight.diagnose.physics.floors import (
     DecodeFloor,
     PrefillFloor,
@@ -11,18 +16,17 @@ from infersight.diagnose.physics.gguf import GGUFError, GGUFFile, GGUFTensor, re
 from infersight.diagnose.physics.gpus import close_gpu_names, find_gpu, gpu_table, with_nvml_memory
 from infersight.diagnose.physics.hardware import Device, cpu_device, measure_cpu
 from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
-from infersight.diagnose.physics.plan import Plan, embedded_model_path, load_shape, make_plan
 from infersight.diagnose.physics.shape import ModelShape, dtype_bytes
 from infersight.diagnose.physics.slots import SlotAdvice, memory_budget, recommend_slots
 
 __all__ = [
+    "CapacityPlan",
     "DecodeFloor",
     "Device",
     "GGUFError",
     "GGUFFile",
     "GGUFTensor",
     "ModelShape",
-    "Plan",
     "PrefillFloor",
     "SlotAdvice",
     "close_gpu_names",
@@ -30,13 +34,12 @@ __all__ = [
     "cpu_device",
     "decode_floor",
     "dtype_bytes",
-    "embedded_model_path",
     "find_gpu",
     "gpu_table",
     "load_shape",
-    "make_plan",
     "measure_cpu",
     "memory_budget",
+    "plan_capacity",
     "prefill_floor",
     "read_gguf",
     "recommend_slots",

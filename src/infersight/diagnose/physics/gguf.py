@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from infersight.core.errors import ConfigError, file_error
+
 __all__ = [
     "GGML_TYPES",
     "GGUFError",
@@ -86,7 +88,7 @@ _MAX_COUNT = 1 << 24
 _MAX_DIMS = 8
 
 
-class GGUFError(ValueError):
+class GGUFError(ConfigError):
     """The file is not a GGUF file or its header is corrupt."""
 
 
@@ -115,12 +117,6 @@ class GGUFTensor:
         """Bytes the tensor occupies on disk (and in memory once loaded)."""
         _, block, size = GGML_TYPES.get(self.type_id, ("?", 1, 0))
         return -(-self.n_elements // block) * size
-
-    @property
-    def bits_per_weight(self) -> float:
-        _, block, size = GGML_TYPES.get(self.type_id, ("?", 1, 0))
-        return 8.0 * size / block
-
 
 @dataclass(slots=True)
 class GGUFFile:
@@ -273,7 +269,7 @@ def read_gguf(path: str | Path, *, tensors: bool = True) -> GGUFFile:
         with p.open("rb") as f:
             g = read_gguf_stream(f, tensors=tensors)
     except OSError as e:
-        raise GGUFError(f"{p}: cannot read ({e.strerror})") from None
+        raise file_error(p, e) from None
     except struct.error as e:
         raise GGUFError(f"{p}: corrupt GGUF header ({e})") from None
     g.path = p

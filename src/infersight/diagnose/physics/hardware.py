@@ -48,10 +48,6 @@ class Device:
         return max(self.flops.values(), default=0.0) * self.count
 
     @property
-    def total_memory(self) -> float:
-        return self.memory_bytes * self.count
-
-    @property
     def total_bandwidth(self) -> float:
         return self.bandwidth * self.count
 

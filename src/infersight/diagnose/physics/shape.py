@@ -13,8 +13,9 @@ Formulas (shared/design.md section 6):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+
+from infersight.core.errors import ConfigError
 
 __all__ = ["DTYPE_BYTES", "ModelShape", "dtype_bytes"]
 
@@ -34,7 +35,7 @@ def dtype_bytes(name: str) -> float:
     key = name.strip().lower().replace("torch.", "")
     if key not in DTYPE_BYTES:
         known = ", ".join(sorted(k for k in DTYPE_BYTES if "_" not in k or k.startswith("q")))
-        raise ValueError(f"unknown dtype {name!r}; known: {known}")
+        raise ConfigError(f"unknown dtype {name!r}; known: {known}")
     return DTYPE_BYTES[key]
 
 
@@ -175,6 +176,3 @@ class ModelShape:
     def _expert_params(self) -> int:
         width = self.moe_intermediate_size or self.intermediate_size
         return (self.n_layers - self.n_dense_layers) * self.n_experts * 3 * self.hidden_size * width
-
-    def with_overrides(self, **kw: Any) -> ModelShape:
-        return replace(self, **kw)

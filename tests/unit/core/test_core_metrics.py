@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infersight.core.errors import ConfigError
 from infersight.core.metrics import Window, aggregate
 from infersight.core.records import RequestRecord
 
@@ -122,7 +123,7 @@ def test_time_and_count_windows() -> None:
     c = aggregate(recs[:10], window=Window.parse("2s", "2s"))
     assert c["requests"]["in_window"] == 10
     assert c["window"]["steady"] is False and "no steady state" in c["window"]["note"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         Window.parse("2s", "3")
 
 

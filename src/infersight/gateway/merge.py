@@ -1,4 +1,7 @@
-"""Dynamic batching glue: embeddings and non-streamed completions with prompt lists.
+"""Merge batchable requests into one upstream call and cut the answer back per caller.
+
+This covers embeddings and non-streamed completions with prompt lists; *when* a batch
+is flushed is :class:`~infersight.gateway.batcher.DynamicBatcher`'s job.
 
 Concurrent requests with the same model and parameters are merged into one upstream
 call whose input is the concatenation of theirs; the answer's ``data`` (embeddings)
@@ -19,11 +22,11 @@ import orjson
 
 from infersight.core.errors import BadRequest, MalformedStream
 from infersight.gateway.batcher import DynamicBatcher
-from infersight.gateway.config import BatchConfig
+from infersight.gateway.config import BatchingConfig
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
 
-__all__ = ["Batching"]
+__all__ = ["BatchMerger"]
 
 _FIELD = {"embeddings": ("input", "data"), "completions": ("prompt", "choices")}
 
@@ -41,10 +44,10 @@ def _length(x: Any) -> int:
     return len(x) if isinstance(x, str | list) else 1
 
 
-class Batching:
+class BatchMerger:
     """Routes batchable calls through a :class:`DynamicBatcher`."""
 
-    def __init__(self, cfg: BatchConfig, proxy: Proxy, metrics: GatewayMetrics) -> None:
+    def __init__(self, cfg: BatchingConfig, proxy: Proxy, metrics: GatewayMetrics) -> None:
         self.cfg = cfg
         self.proxy = proxy
         self.metrics = metrics

