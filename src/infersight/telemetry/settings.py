@@ -31,13 +31,4 @@ class TelemetrySettings(BaseConfig):
 
 def load_settings() -> TelemetrySettings:
     """Read the environment; a bad value is a one-line ConfigError."""
-    from pydantic import ValidationError
-
-    from infersight.core.errors import ConfigError
-
-    try:
-        return TelemetrySettings()
-    except ValidationError as e:
-        err = e.errors()[0]
-        name = "INFERSIGHT_TELEMETRY_" + str(err["loc"][0]).upper() if err["loc"] else "env"
-        raise ConfigError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
+    return TelemetrySettings.from_env()
