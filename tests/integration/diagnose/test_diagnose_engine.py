@@ -154,10 +154,10 @@ def test_client_limited_starved_load_generator(key_engine: Any, monkeypatch: Any
 
 
 def test_diagnose_live_url_window(key_engine: Any) -> None:
-    from infersight.diagnose.live import sample_live
+    from infersight.telemetry import sample_url
 
-    result = sample_live(key_engine.base_url, 3.0, api_key=KEY, probe=True, interval=0.5,
-                         max_tokens=4)
+    result = sample_url(key_engine.base_url, 3.0, api_key=KEY, probe=True, interval=0.5,
+                        max_tokens=4)
     names = {s.name for s in result.samples}
     assert {"engine.requests_running", "engine.slots", "host.cpu_percent"} <= names
     assert result.config["engine"]["engine"] == "llamacpp"
