@@ -1,11 +1,11 @@
 """``infersight.bench.run``: one benchmark run from configuration to RunResult.
 
-Order of work: start or check the target (one-line errors before any load), prepare
-prompts, start telemetry (host every second, the engine's /metrics), run each level
-(fixed list, sweep or find-max), aggregate, embed the diagnosis, price it, and return
-the RunResult. Ctrl-C stops scheduling, waits ``grace`` seconds for requests in
-flight, marks the rest cancelled and still returns everything (``partial=True``); a
-second Ctrl-C skips the grace period.
+Order of work: check the target (one-line errors before any load), prepare prompts,
+start telemetry (host every second, the engine's /metrics), run each level (fixed
+list, sweep or find-max), aggregate, price it, and return the RunResult (the caller
+chains the diagnosis: see ``infersight.entrypoints.bench``). Ctrl-C stops scheduling,
+waits ``grace`` seconds for requests in flight, marks the rest cancelled and still
+returns everything (``partial=True``); a second Ctrl-C skips the grace period.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from infersight.bench.target import Target, open_target
 from infersight.bench.telemetry import BenchTelemetry
 from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
+from infersight.core.endpoint import Endpoint
 from infersight.core.errors import InfersightError
 from infersight.core.metrics import aggregate
 from infersight.core.records import ClockAnchor, RequestRecord, RunResult
@@ -56,14 +57,24 @@ class _Stop:
         self.stop = True
 
 
-def run(config: BenchConfig) -> RunResult:
+def run(config: BenchConfig, *, endpoint: Endpoint | None = None) -> RunResult:
     """Run a benchmark and return its RunResult (blocking; uses uvloop)."""
-    return run_coroutine(run_async(config))
+    return run_coroutine(run_async(config, endpoint=endpoint))
 
 
-async def run_async(config: BenchConfig, *, display: LiveDisplay | None = None) -> RunResult:
-    """Run a benchmark inside the current event loop."""
+async def run_async(
+    config: BenchConfig,
+    *,
+    endpoint: Endpoint | None = None,
+    display: LiveDisplay | None = None,
+) -> RunResult:
+    """Run a benchmark inside the current event loop.
+
+    The server is ``endpoint`` (what the CLI started or was given), else
+    ``config.url``; bench itself never starts one.
+    """
     cfg = config
+    endpoint = endpoint or Endpoint.required(cfg.url, command="bench")
     stop = _Stop()
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
@@ -74,11 +85,8 @@ async def run_async(config: BenchConfig, *, display: LiveDisplay | None = None) 
             loop.add_signal_handler(sig, stop.press)
             handled.append(sig)
     try:
-        target = await open_target(cfg)
-        try:
-            return await _run_with_target(cfg, target, stop, display or LiveDisplay(False))
-        finally:
-            await target.close()
+        target = await open_target(cfg, endpoint)
+        return await _run_with_target(cfg, target, stop, display or LiveDisplay(False))
     finally:
         for sig in handled:
             loop.remove_signal_handler(sig)
@@ -263,8 +271,6 @@ def _finish(
     if "note" in prompts.desc:
         result.notes.append(prompts.desc["note"])
     _price(result, cfg, target)
-    if cfg.diagnose:
-        _diagnose(result)
 
 
 def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
@@ -278,20 +284,6 @@ def _price(result: RunResult, cfg: BenchConfig, target: Target) -> None:
     cost = cost_summary(result, table, target.model)
     if cost is not None:
         result.cost = cost
-
-
-def _diagnose(result: RunResult) -> None:
-    from infersight.diagnose import diagnose
-
-    # A bug in diagnose must not cost the user the measurements: keep them, but say
-    # so loudly (a logged traceback and a note in every output), never pass quietly.
-    try:
-        # store_physics: the peaks and floors measured here travel with the file
-        verdicts = diagnose(result, store_physics=True)
-        result.diagnosis = [v.model_dump(mode="json") for v in verdicts]
-    except Exception as e:
-        log.exception("diagnosis failed")
-        result.notes.append(f"diagnosis failed (a bug, please report it): {type(e).__name__}: {e}")
 
 
 def _versions(ours: str) -> dict[str, str]:

@@ -1,7 +1,14 @@
 """infersight.entrypoints: each command as an importable function.
 
 The CLI parses flags and hands off here; this layer assembles the pieces the feature
-packages leave apart (``diagnose --url``: what telemetry saw, then the pure diagnosis).
+packages leave apart. It is the one place the embedded engine is started
+(:func:`endpoint`): ``bench``, ``batch`` and ``gateway`` receive a URL and plain data
+about the server, never the engine. ``bench`` is chained with ``diagnose`` and the
+output writers here too.
+
+    from infersight.bench import BenchConfig
+    from infersight.entrypoints import bench_and_diagnose
+    result = bench_and_diagnose(BenchConfig(concurrency=[1, 4], requests=32))
 
 Names are imported on first use, so ``infersight --help`` stays fast.
 """
@@ -12,13 +19,59 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from infersight.entrypoints.batch import dry_run_batch, run_batch_command
+    from infersight.entrypoints.bench import bench_and_diagnose, diagnose_into, run_bench
     from infersight.entrypoints.diagnose import load_inputs, print_diagnoses, watch_url
+    from infersight.entrypoints.engine import (
+        EngineOptions,
+        describe,
+        endpoint,
+        engine_opener,
+        new_engine,
+        running_engine,
+    )
+    from infersight.entrypoints.gateway import (
+        engine_upstream,
+        fronting_engine,
+        gateway_config,
+        run_gateway,
+    )
+    from infersight.entrypoints.serve import ServeSettings, serve_engine, serve_stack
 
 _WHERE = {
+    "dry_run_batch": "batch", "run_batch_command": "batch",
+    "bench_and_diagnose": "bench", "diagnose_into": "bench", "run_bench": "bench",
     "load_inputs": "diagnose", "print_diagnoses": "diagnose", "watch_url": "diagnose",
+    "EngineOptions": "engine", "describe": "engine", "endpoint": "engine",
+    "engine_opener": "engine", "new_engine": "engine", "running_engine": "engine",
+    "engine_upstream": "gateway", "fronting_engine": "gateway",
+    "gateway_config": "gateway", "run_gateway": "gateway",
+    "ServeSettings": "serve", "serve_engine": "serve", "serve_stack": "serve",
 }  # fmt: skip
 
-__all__ = ["load_inputs", "print_diagnoses", "watch_url"]
+__all__ = [
+    "EngineOptions",
+    "ServeSettings",
+    "bench_and_diagnose",
+    "describe",
+    "diagnose_into",
+    "dry_run_batch",
+    "endpoint",
+    "engine_opener",
+    "engine_upstream",
+    "fronting_engine",
+    "gateway_config",
+    "load_inputs",
+    "new_engine",
+    "print_diagnoses",
+    "run_batch_command",
+    "run_bench",
+    "run_gateway",
+    "running_engine",
+    "serve_engine",
+    "serve_stack",
+    "watch_url",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -9,9 +9,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from infersight.bench import BenchConfig, run
+from infersight.bench import BenchConfig
 from infersight.bench.output import write_outputs
 from infersight.core.records import RunResult
+from infersight.entrypoints.bench import bench_and_diagnose
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
@@ -25,7 +26,7 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
     # to three sweeps per level estimates what the engine can do.
     best: dict[str, float] = {}
     for _ in range(3):
-        result = run(cfg)
+        result = bench_and_diagnose(cfg)
         assert list(result.aggregates) == ["c=1", "c=4", "c=8"]
         for name, a in result.aggregates.items():
             assert a["requests"]["ok"] == 8, a["errors_by_type"]
@@ -63,7 +64,7 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
         concurrency=[1], requests=6, max_tokens=32, input_tokens="fixed:16", ignore_eos=True,
         progress=False, engine_parallel=6, engine_ctx=1536,
     )  # fmt: skip
-    result = run(cfg)
+    result = bench_and_diagnose(cfg)
     eng = result.config["engine"]
     assert eng["started_by"] == "bench" and eng["parallel"] == 6
     assert result.aggregates["c=1"]["requests"]["ok"] == 6

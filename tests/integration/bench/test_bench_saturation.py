@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from infersight.bench import BenchConfig, run
+from infersight.bench import BenchConfig
 from infersight.bench.output import render
 from infersight.core.records import RunResult
+from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.testing import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(180)
@@ -38,7 +39,7 @@ def _bench(url: str, **kw: Any) -> RunResult:
     base: dict[str, Any] = {
         "url": url, "max_tokens": 1, "input_tokens": "fixed:8", "progress": False,
     }  # fmt: skip
-    return run(BenchConfig(**{**base, **kw}))
+    return bench_and_diagnose(BenchConfig(**{**base, **kw}))
 
 
 def _truth(srv: Any, result: RunResult) -> np.ndarray:

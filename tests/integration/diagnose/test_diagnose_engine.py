@@ -33,11 +33,12 @@ def one(vs: list[Verdict], vid: str) -> Verdict:
 
 
 def _bench(**kw: Any) -> RunResult:
-    from infersight.bench import BenchConfig, run
+    from infersight.bench import BenchConfig
+    from infersight.entrypoints.bench import bench_and_diagnose
 
     cfg = BenchConfig(progress=False, diagnose=False, warmup="0", cooldown="0",
                       input_tokens="fixed:24", sample_interval=0.25, grace=2.0, **kw)
-    return run(cfg)
+    return bench_and_diagnose(cfg)
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from infersight.bench import BenchConfig, run
+from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
+from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(120)
@@ -35,7 +36,7 @@ def _bench(url: str, **kw: Any) -> RunResult:
     cfg = BenchConfig(url=url, scrape=[url + "/metrics"], sample_interval=0.25,
                       concurrency=[32], duration=4.0, max_tokens=5, input_tokens="fixed:16",
                       progress=False, diagnose=True, **kw)
-    return run(cfg)
+    return bench_and_diagnose(cfg)
 
 
 def _ids(result: RunResult) -> list[str]:
