@@ -32,13 +32,14 @@ from infersight.diagnose.physics import decode_floor, load_shape, measure_cpu
 
 def itl_vs_floor(quick: bool) -> list[dict[str, float]]:
     """Bench the embedded engine at c=1 and c=16 and compare ITL with the CPU floor."""
-    from infersight.bench import BenchConfig, run
+    from infersight.bench import BenchConfig
+    from infersight.entrypoints.bench import bench_and_diagnose
 
     cfg = BenchConfig(engine_parallel=16, engine_ctx=16 * 512, concurrency=[1, 16],
                       duration=6.0 if quick else 20.0, max_tokens=32 if quick else 64,
                       input_tokens="fixed:64", progress=False, diagnose=False,
                       warmup="0", cooldown="0", sample_interval=0.5)
-    result = run(cfg)
+    result = bench_and_diagnose(cfg)
     shape = load_shape("embedded")
     threads = int(result.config["engine"].get("threads") or 0)
     cpu = measure_cpu()

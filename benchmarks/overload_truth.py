@@ -21,9 +21,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from infersight.bench import BenchConfig, run
+from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
-from infersight.diagnose import embed_diagnosis
+from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.testing import FakeConfig, FakeOpenAI
 
 
@@ -35,9 +35,7 @@ def _truth(srv: Any, result: RunResult) -> np.ndarray:
 
 def _bench(url: str, **kw: Any) -> RunResult:
     cfg = BenchConfig(url=url, max_tokens=1, input_tokens="fixed:8", progress=False, **kw)
-    result = run(cfg)
-    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
-    return result
+    return bench_and_diagnose(cfg)
 
 
 def _ratio(reported: float | None, true: float) -> str:

@@ -1,4 +1,8 @@
-"""``run_batch``: validate, connect (or start the embedded engine), run, summarise."""
+"""``run_batch``: validate, connect to the endpoint, run, summarise.
+
+The server is the endpoint the caller gives (the CLI starts the embedded engine when
+no ``--url`` is given, only once there are rows to run), else ``cfg.url``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from infersight.batch.adaptive import AdaptiveConcurrency
@@ -18,6 +22,7 @@ from infersight.batch.prepare import BatchPlan, make_meter, plan_batch, prior_co
 from infersight.batch.progress import BatchProgress, make_progress
 from infersight.batch.runner import RowRunner
 from infersight.batch.summary import BatchSummary
+from infersight.core.endpoint import Endpoint, EndpointOpener
 from infersight.core.errors import AuthError, ConfigError, ConnectError, InfersightError, Timeout
 
 __all__ = ["run_batch", "run_batch_async"]
@@ -121,16 +126,35 @@ def _summary(plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, *
     return s
 
 
+def _opener(cfg: BatchConfig, endpoint: Endpoint | EndpointOpener | None) -> EndpointOpener:
+    if endpoint is None or isinstance(endpoint, Endpoint):
+        given = endpoint or Endpoint.required(cfg.url, command="batch")
+
+        @contextlib.asynccontextmanager
+        async def opened() -> AsyncIterator[Endpoint]:
+            yield given
+
+        return opened
+    return endpoint
+
+
 async def run_batch_async(
     cfg: BatchConfig,
     *,
+    endpoint: Endpoint | EndpointOpener | None = None,
     progress: BatchProgress | None = None,
     on_runner: Callable[[RowRunner], None] | None = None,
 ) -> BatchSummary:
-    """Run a batch; ``on_runner`` receives the runner (e.g. to wire Ctrl-C to it)."""
+    """Run a batch; ``on_runner`` receives the runner (e.g. to wire Ctrl-C to it).
+
+    ``endpoint`` is the server (default: ``cfg.url``), or an opener called only when
+    there are rows to run (the CLI's embedded engine starts then, not for a rerun
+    that finds everything done).
+    """
+    opener = _opener(cfg, endpoint)
     plan = plan_batch(cfg)
     try:
-        return await _run_plan(plan, progress, on_runner)
+        return await _run_plan(plan, progress, on_runner, opener)
     finally:
         if plan.lock is not None:
             plan.lock.release()
@@ -140,6 +164,7 @@ async def _run_plan(
     plan: BatchPlan,
     progress: BatchProgress | None,
     on_runner: Callable[[RowRunner], None] | None,
+    opener: EndpointOpener,
 ) -> BatchSummary:
     from infersight.client import Client, RetryPolicy, Timeouts
 
@@ -147,21 +172,12 @@ async def _run_plan(
     if not plan.todo:
         return _summary(plan, None, None, None, stopped="nothing-to-do")
     prog = progress or make_progress(quiet=True)
-    engine: Any = None
-    url = cfg.url
     api_key = _api_key(cfg)
-    try:
-        if url is None:
-            from infersight.engine import EmbeddedEngine
-
-            prog.note("no --url: starting the embedded engine for this run")
-            engine = EmbeddedEngine(parallel=cfg.engine_parallel)
-            await asyncio.to_thread(engine.start)
-            url = engine.base_url
-        url = url.rstrip("/").removesuffix("/v1")
+    async with opener() as ep:
+        url = ep.url
         client = Client(
             url,
-            api_key=api_key or (engine.api_key if engine is not None else None),
+            api_key=api_key or ep.api_key,
             timeouts=Timeouts(connect=10.0, total=cfg.timeout),
             retry=RetryPolicy.none(),
         )
@@ -193,13 +209,12 @@ async def _run_plan(
                 f"written; fix the key and rerun to resume"
             )
         return summary
-    finally:
-        if engine is not None:
-            await asyncio.to_thread(engine.stop)
 
 
 def run_batch(cfg: BatchConfig | None = None, /, *, handle_signals: bool = False,
-              progress: BatchProgress | None = None, **options: Any) -> BatchSummary:
+              progress: BatchProgress | None = None,
+              endpoint: Endpoint | EndpointOpener | None = None,
+              **options: Any) -> BatchSummary:
     """Run a batch synchronously: ``run_batch(input=..., output=..., url=...)``.
 
     With ``handle_signals`` the first SIGINT/SIGTERM stops scheduling and waits
@@ -217,7 +232,8 @@ def run_batch(cfg: BatchConfig | None = None, /, *, handle_signals: bool = False
                     loop.add_signal_handler(sig, runner.request_stop, config.grace)
 
         try:
-            return await run_batch_async(config, progress=progress, on_runner=wire)
+            return await run_batch_async(config, endpoint=endpoint, progress=progress,
+                                         on_runner=wire)
         finally:
             if handle_signals:
                 for sig in (signal.SIGINT, signal.SIGTERM):

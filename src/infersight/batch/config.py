@@ -20,8 +20,8 @@ class BatchConfig(BaseConfig):
 
     input: Path
     output: Path
-    #: Target server (``http://host:port``, with or without ``/v1``); None = start the
-    #: embedded engine for the run.
+    #: Target server (``http://host:port``, with or without ``/v1``); None: the
+    #: ``infersight batch`` command starts the embedded engine for the run.
     url: str | None = None
     #: Name of the env var holding the API key / a file holding it.
     api_key_env: str | None = None

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from infersight.core.errors import ConfigError
@@ -108,10 +108,40 @@ class BenchConfig(BaseConfig):
     diagnose: bool = True
     progress: bool = True
 
+    # Validators raise ConfigError (not ValueError) where the message already names
+    # the flag: pydantic passes it through as it is, one clear line.
     @field_validator("slo", mode="before")
     @classmethod
     def _slo(cls, v: Any) -> Any:
         return parse_slo(v) if isinstance(v, str) else v
+
+    @field_validator("input_tokens", "output_tokens")
+    @classmethod
+    def _lengths(cls, v: str | None, info: ValidationInfo) -> str | None:
+        from infersight.bench.workload import Distribution
+
+        if v is not None:
+            Distribution.parse(v, "--" + str(info.field_name).replace("_", "-"))
+        return v
+
+    @field_validator("dataset")
+    @classmethod
+    def _dataset(cls, v: str | None) -> str | None:
+        """Read before anything starts: an unreadable file fails here, not mid-run."""
+        from infersight.bench.datasets import load_dataset
+
+        if v:
+            load_dataset(v)
+        return v
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, v: str | None) -> str | None:
+        from infersight.core.pricing import PriceTable
+
+        if v:
+            PriceTable.load(v)
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> BenchConfig:

@@ -1,12 +1,11 @@
 """``infersight.bench.run``: one benchmark run from configuration to RunResult.
 
-Order of work: start or check the target (one-line errors before any load), prepare
-prompts, start telemetry (host every second, the engine's /metrics), run each level
-(fixed list, sweep or find-max), aggregate, price it, and return the RunResult. The
-caller diagnoses it (``infersight.diagnose.embed_diagnosis``) before writing outputs.
-Ctrl-C stops scheduling, waits ``grace`` seconds for requests in flight, marks the
-rest cancelled and still returns everything (``partial=True``); a second Ctrl-C skips
-the grace period.
+Order of work: check the target (one-line errors before any load), prepare prompts,
+start telemetry (host every second, the engine's /metrics), run each level (fixed
+list, sweep or find-max), aggregate, price it, and return the RunResult (the caller
+chains the diagnosis: see ``infersight.entrypoints.bench``). Ctrl-C stops scheduling,
+waits ``grace`` seconds for requests in flight, marks the rest cancelled and still
+returns everything (``partial=True``); a second Ctrl-C skips the grace period.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from infersight.bench.telemetry import BenchTelemetry
 from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
 from infersight.core.cost import price_run
+from infersight.core.endpoint import Endpoint
 from infersight.core.errors import InfersightError
 from infersight.core.metrics import aggregate
 from infersight.core.records import ClockAnchor, RunResult
@@ -55,14 +55,24 @@ class _Stop:
         self.stop = True
 
 
-def run(config: BenchConfig) -> RunResult:
+def run(config: BenchConfig, *, endpoint: Endpoint | None = None) -> RunResult:
     """Run a benchmark and return its RunResult (blocking; uses uvloop)."""
-    return run_coroutine(run_async(config))
+    return run_coroutine(run_async(config, endpoint=endpoint))
 
 
-async def run_async(config: BenchConfig, *, display: LiveDisplay | None = None) -> RunResult:
-    """Run a benchmark inside the current event loop."""
+async def run_async(
+    config: BenchConfig,
+    *,
+    endpoint: Endpoint | None = None,
+    display: LiveDisplay | None = None,
+) -> RunResult:
+    """Run a benchmark inside the current event loop.
+
+    The server is ``endpoint`` (what the CLI started or was given), else
+    ``config.url``; bench itself never starts one.
+    """
     cfg = config
+    endpoint = endpoint or Endpoint.required(cfg.url, command="bench")
     stop = _Stop()
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
@@ -73,11 +83,8 @@ async def run_async(config: BenchConfig, *, display: LiveDisplay | None = None) 
             loop.add_signal_handler(sig, stop.press)
             handled.append(sig)
     try:
-        target = await open_target(cfg)
-        try:
-            return await _run_with_target(cfg, target, stop, display or LiveDisplay(False))
-        finally:
-            await target.close()
+        target = await open_target(cfg, endpoint)
+        return await _run_with_target(cfg, target, stop, display or LiveDisplay(False))
     finally:
         for sig in handled:
             loop.remove_signal_handler(sig)

@@ -1,21 +1,21 @@
-"""The server under test: start the embedded engine or check a given URL.
+"""The server under test: check the endpoint the caller gives before any load.
 
 Every failure here is turned into one clear line before any load is sent: an
 unreachable URL, a rejected API key, a model the server does not serve, an endpoint
 it does not offer. A given URL's own ``/metrics`` is scraped during the run when it
 answers in Prometheus format (its engine is detected from the metric names, as
 ``monitor`` does), unless ``--no-scrape`` or an explicit ``--scrape URL`` says
-otherwise.
+otherwise. An engine the CLI started for the run is scraped without asking.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
 from infersight.bench.config import BenchConfig
 from infersight.core import errors as E
+from infersight.core.endpoint import Endpoint
 
 __all__ = ["Target", "open_target"]
 
@@ -35,63 +35,55 @@ class Target:
     engine_pid: int | None = None
     metrics_url: str | None = None
     slots: int | None = None
-    engine: Any = None
+    #: Whether the server was started for this run (its model and metrics are known).
+    started: bool = False
     notes: list[str] = field(default_factory=list)
 
-    async def close(self) -> None:
-        if self.engine is not None:
-            await asyncio.to_thread(self.engine.stop)
-            self.engine = None
+
+def _given_key(cfg: BenchConfig) -> tuple[str | None, str | None]:
+    """(key, where it came from) from --api-key-env / --api-key-file."""
+    from infersight.client import resolve_api_key
+
+    key = resolve_api_key(env=cfg.api_key_env, file=cfg.api_key_file)
+    source = (
+        f"environment variable {cfg.api_key_env}"
+        if cfg.api_key_env
+        else (f"file {cfg.api_key_file}" if cfg.api_key_file else None)
+    )
+    return key, source
 
 
-async def open_target(cfg: BenchConfig) -> Target:
-    """Start the engine (no ``--url``) or resolve the key; then check the server."""
-    from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
+async def open_target(cfg: BenchConfig, endpoint: Endpoint) -> Target:
+    """Check the server at ``endpoint`` (one-line errors) and describe it."""
+    from infersight.client import Client, RetryPolicy, Timeouts
 
-    engine = None
-    if cfg.url is None:
-        from infersight.engine import EmbeddedEngine
-
-        engine = EmbeddedEngine(parallel=cfg.engine_parallel, ctx=cfg.engine_ctx)
-        await asyncio.to_thread(engine.start)
-        url, key, source = engine.base_url, engine.api_key, None
-        info: dict[str, Any] = {**engine.settings, "url": url, "started_by": "bench"}
+    url = endpoint.url
+    if endpoint.started:
+        key, source = endpoint.api_key, None
+        info: dict[str, Any] = {**endpoint.settings, "url": url, "started_by": endpoint.started_by}
     else:
-        url = cfg.url.rstrip("/")
-        if url.endswith("/v1"):
-            url = url[: -len("/v1")]
-        key = resolve_api_key(env=cfg.api_key_env, file=cfg.api_key_file)
-        source = (
-            f"environment variable {cfg.api_key_env}"
-            if cfg.api_key_env
-            else (f"file {cfg.api_key_file}" if cfg.api_key_file else None)
-        )
+        key, source = _given_key(cfg)
         info = {"url": url, "engine": "unknown"}
-    target = Target(url, key, source, cfg.model or "", PATHS[cfg.endpoint], info)
-    target.engine = engine
-    try:
-        client = Client(
-            url,
-            api_key=key,
-            api_key_source=source,
-            timeouts=Timeouts(connect=5.0, total=60.0),
-            retry=RetryPolicy.none(),
-        )
-        async with client:
-            await _check(cfg, target, client)
-    except BaseException:
-        await target.close()
-        raise
-    if engine is not None:
-        target.model = cfg.model or engine.model_name
-        target.engine_pid = engine.pid
+    target = Target(url, key, source, cfg.model or "", PATHS[cfg.endpoint], info,
+                    started=endpoint.started)  # fmt: skip
+    client = Client(
+        url,
+        api_key=key,
+        api_key_source=source,
+        timeouts=Timeouts(connect=5.0, total=60.0),
+        retry=RetryPolicy.none(),
+    )
+    async with client:
+        await _check(cfg, target, client, endpoint)
+    if endpoint.started:
+        target.engine_pid = endpoint.pid
         if not cfg.no_scrape:
             target.metrics_url = f"{url}/metrics"
-        target.slots = cfg.engine_parallel
+        target.slots = endpoint.slots
     return target
 
 
-async def _check(cfg: BenchConfig, target: Target, client: Any) -> None:
+async def _check(cfg: BenchConfig, target: Target, client: Any, endpoint: Endpoint) -> None:
     url = target.base_url
     try:
         models = await client.models()
@@ -104,8 +96,8 @@ async def _check(cfg: BenchConfig, target: Target, client: Any) -> None:
     except E.StatusError as e:
         raise E.ConfigError(f"{url}/v1/models answered HTTP {e.status}: {e}") from None
     if not target.model:
-        if target.engine is not None:
-            target.model = target.engine.model_name
+        if endpoint.model:
+            target.model = endpoint.model
         elif models:
             target.model = models[0]
         else:
@@ -131,7 +123,7 @@ async def _check(cfg: BenchConfig, target: Target, client: Any) -> None:
         ) from None
     except E.TransportError as e:
         raise E.ConfigError(f"test request to {url}{target.path} failed: {e}") from None
-    if target.engine is None and not cfg.no_scrape:
+    if not target.started and not cfg.no_scrape:
         await _find_metrics(cfg, target, client)
 
 

@@ -1,7 +1,6 @@
 """Samples taken during a bench run: host and processes every second (psutil), GPUs
 (NVML, when present) and the server's Prometheus metrics (``--scrape URL``, and the
-embedded engine's own ``/metrics`` automatically). All wiring to
-:mod:`infersight.telemetry` is here, in one place.
+target's own ``/metrics`` by default), through telemetry's one recorder factory.
 """
 
 from __future__ import annotations
@@ -31,35 +30,20 @@ class BenchTelemetry:
         self.gpu_note: str | None = None
 
     async def start(self) -> None:
-        from infersight.telemetry import EngineScraper, GpuSampler, HostSampler, Recorder
+        from infersight.telemetry import build_recorder
 
         procs = {"loadgen": os.getpid()}
         if self.target.engine_pid is not None:
             procs["engine"] = self.target.engine_pid
-        samplers: list[Any] = [HostSampler(processes=procs, children=True)]
-        gpu_log = logging.getLogger("infersight.telemetry.gpu")
-        level = gpu_log.level
-        # No GPU is normal for a CPU engine: say so once in the result, not on stderr.
-        gpu_log.setLevel(logging.ERROR)
-        try:
-            gpu = GpuSampler()
-            self.gpus = gpu.describe()
-            if gpu.available and self.gpus:
-                samplers.append(gpu)
-            else:
-                self.gpu_note = f"no GPU metrics: {gpu.unavailable_reason}"
-        except Exception as e:
-            self.gpu_note = f"no GPU metrics: {e}"
-        finally:
-            gpu_log.setLevel(level)
         urls = list(self.cfg.scrape)
         if self.target.metrics_url and self.target.metrics_url not in urls:
             urls.append(self.target.metrics_url)
-        for url in urls:
-            samplers.append(
-                EngineScraper(url, api_key=self.target.api_key, slots=self.target.slots)
-            )
-        self._rec = Recorder(samplers, interval=self.cfg.sample_interval)
+        tel = build_recorder(
+            interval=self.cfg.sample_interval, processes=procs, children=True, scrape=urls,
+            api_key=self.target.api_key, slots=self.target.slots,
+        )  # fmt: skip
+        self.gpus, self.gpu_note = tel.gpus, tel.gpu_note
+        self._rec = tel.recorder
         await self._rec.start()
 
     async def stop(self) -> list[Sample]:

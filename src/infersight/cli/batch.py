@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from infersight.batch import BatchConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -54,52 +58,24 @@ def register(app: typer.Typer) -> None:
         Exit 0 when every row is done, 1 when rows failed or were left (budget),
         130 on Ctrl-C, 2 on bad input.
         """
-        import sys
+        flags = dict(locals())  # first statement: exactly the flags, by name
+        from infersight.entrypoints.batch import dry_run_batch, run_batch_command
 
-        from rich.console import Console
+        cfg = _config(flags)
+        if dry_run:
+            dry_run_batch(cfg)
+            return
+        raise typer.Exit(run_batch_command(cfg, summary_json=summary_json))
 
-        from infersight.batch import BatchConfig, render_summary, run_batch
-        from infersight.batch.input import BadInput
-        from infersight.batch.prepare import plan_batch
-        from infersight.batch.progress import make_progress
-        from infersight.core.errors import ConfigError
-        from infersight.report import write_json
 
-        if on_bad_line is not None and on_bad_line not in ("stop", "skip"):
-            raise ConfigError(f"--on-bad-line must be stop or skip, not {on_bad_line!r}")
-        given = dict(
-            url=url, api_key_env=api_key_env, api_key_file=api_key_file,
-            model=model, max_tokens=max_tokens, concurrency=concurrency,
-            start_concurrency=start_concurrency, min_concurrency=min_concurrency,
-            max_concurrency=max_concurrency, max_latency=max_latency, ttft_slo=ttft_slo,
-            tpot_slo=tpot_slo, max_cost=max_cost, prices=prices, price_in=price_in,
-            price_out=price_out, on_bad_line=on_bad_line, max_attempts=max_attempts,
-            timeout=timeout, grace=grace, engine_parallel=parallel,
-            retry_failed=retry_failed or None, quiet=quiet or None,
-        )
-        # Only flags actually given: the rest come from INFERSIGHT_BATCH_* or defaults.
-        cfg = BatchConfig.build(input=input, output=out, **{k: v for k, v in given.items() if v is not None})
-        try:
-            if dry_run:
-                plan = plan_batch(cfg, lock=False)
-                for b in plan.scan.bad:
-                    typer.echo(f"{input}: {b}", err=True)
-                typer.echo(
-                    f"{plan.scan.rows} valid rows, {len(plan.scan.bad)} bad lines, "
-                    f"{len(plan.state.done)} already in {out}, {len(plan.todo)} to run"
-                )
-                return
-            summary = run_batch(cfg, handle_signals=True, progress=make_progress(quiet=cfg.quiet))
-        except BadInput as e:
-            for b in e.bad_lines[:50]:
-                typer.echo(f"{input}: {b}", err=True)
-            if len(e.bad_lines) > 50:
-                typer.echo(f"... and {len(e.bad_lines) - 50} more bad lines", err=True)
-            raise
-        if summary.skipped_bad:
-            for bad in summary.bad_lines[:50]:
-                typer.echo(f"{input}: skipped line {bad['line']}: {bad['reason']}", err=True)
-        if summary_json is not None:
-            write_json(summary_json, summary)
-        Console(file=sys.stdout).print(render_summary(summary))
-        raise typer.Exit(summary.exit_code)
+#: Flags whose BatchConfig field has another name; None: not a BatchConfig field.
+_FIELDS: dict[str, str | None] = {"out": "output", "parallel": "engine_parallel", "summary_json": None, "dry_run": None}
+
+
+def _config(flags: dict[str, Any]) -> BatchConfig:
+    from infersight.batch import BatchConfig
+
+    given = {f: v for k, v in flags.items() if (f := _FIELDS.get(k, k)) is not None}
+    # Only flags actually given (false switches are not given): the rest come from
+    # INFERSIGHT_BATCH_* or the defaults.
+    return BatchConfig.build(**{k: v for k, v in given.items() if v is not None and v is not False})

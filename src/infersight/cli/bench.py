@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -29,165 +29,79 @@ def register(app: typer.Typer) -> None:
 
     @app.command("bench", help=_HELP, no_args_is_help=False)
     def bench(
-        url: str = typer.Option(
-            None,
-            help="Server root, e.g. http://127.0.0.1:8000 (default: start the embedded engine).",
-        ),
+        url: str = typer.Option(None, help="Server root, e.g. http://127.0.0.1:8000 (default: start the embedded engine)."),
         model: str = typer.Option(None, help="Model id (default: the first the server lists)."),
         api_key_env: str = typer.Option(None, help="Environment variable holding the API key."),
         api_key_file: Path = typer.Option(None, help="File holding the API key (first line)."),
         endpoint: str = typer.Option("chat", help="chat or completions."),
-        stream: bool = typer.Option(
-            True, "--stream/--no-stream", help="Stream responses (needed for TTFT/ITL)."
-        ),
+        stream: bool = typer.Option(True, "--stream/--no-stream", help="Stream responses (needed for TTFT/ITL)."),
         concurrency: str = typer.Option(None, help="Closed loop: users per level, e.g. 1,4,16."),
-        rate: str = typer.Option(
-            None, help="Open loop, constant rate: requests/s per level, e.g. 1,2,4."
-        ),
-        poisson: str = typer.Option(
-            None, help="Open loop, Poisson arrivals: mean requests/s per level."
-        ),
-        burstiness: float = typer.Option(
-            1.0, help="Gamma arrivals: 1 = Poisson, <1 burstier, >1 more even."
-        ),
-        sweep: str = typer.Option(
-            None, help="'auto': sequential, saturation, then rates in between."
-        ),
-        sweep_levels: int = typer.Option(
-            4, help="Rates between baseline and saturation for --sweep auto."
-        ),
-        requests: int = typer.Option(
-            None, help="Requests per level (default 64 when no --duration)."
-        ),
+        rate: str = typer.Option(None, help="Open loop, constant rate: requests/s per level, e.g. 1,2,4."),
+        poisson: str = typer.Option(None, help="Open loop, Poisson arrivals: mean requests/s per level."),
+        burstiness: float = typer.Option(1.0, help="Gamma arrivals: 1 = Poisson, <1 burstier, >1 more even."),
+        sweep: str = typer.Option(None, help="'auto': sequential, saturation, then rates in between."),
+        sweep_levels: int = typer.Option(4, help="Rates between baseline and saturation for --sweep auto."),
+        requests: int = typer.Option(None, help="Requests per level (default 64 when no --duration)."),
         duration: float = typer.Option(None, help="Seconds per level."),
-        warmup: str = typer.Option(
-            "auto", help="Cut from the window: 'auto', seconds ('10s') or requests ('20')."
-        ),
+        warmup: str = typer.Option("auto", help="Cut from the window: 'auto', seconds ('10s') or requests ('20')."),
         cooldown: str = typer.Option("auto", help="Cut from the end of the window, like --warmup."),
         workers: int = typer.Option(1, help="Load-generator processes."),
-        max_concurrency: int = typer.Option(
-            0,
-            help="Cap on requests in flight (0 = none); the excess waits in the client and counts in latency.",
-        ),
+        max_concurrency: int = typer.Option(0, help="Cap on requests in flight (0 = none); the excess waits in the client and counts in latency."),
         grace: float = typer.Option(5.0, help="Seconds Ctrl-C waits for requests in flight."),
-        input_tokens: str = typer.Option(
-            "fixed:64", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."
-        ),
-        output_tokens: str = typer.Option(
-            None, help="Output lengths (max_tokens per request), same syntax."
-        ),
+        input_tokens: str = typer.Option("fixed:64", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."),
+        output_tokens: str = typer.Option(None, help="Output lengths (max_tokens per request), same syntax."),
         max_tokens: int = typer.Option(128, help="max_tokens when --output-tokens is not given."),
         dataset: Path = typer.Option(None, help="OpenAI-messages .jsonl or ShareGPT .json file."),
-        shared_prefix: int = typer.Option(
-            0, help="Tokens of one prefix every synthetic prompt shares."
-        ),
-        ignore_eos: bool = typer.Option(
-            False, "--ignore-eos", help="Ask the server to generate max_tokens exactly."
-        ),
+        shared_prefix: int = typer.Option(0, help="Tokens of one prefix every synthetic prompt shares."),
+        ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask the server to generate max_tokens exactly."),
         seed: int = typer.Option(0, help="Seed for prompts, lengths and arrival times."),
         slo: str = typer.Option(None, help="Goals, e.g. 'ttft_p99<500ms,tpot_p99<50ms' (goodput)."),
-        find_max: bool = typer.Option(
-            False, "--find-max", help="Search the highest rate meeting --slo."
-        ),
+        find_max: bool = typer.Option(False, "--find-max", help="Search the highest rate meeting --slo."),
         find_max_steps: int = typer.Option(5, help="Bisection steps for --find-max."),
-        scrape: list[str] = typer.Option(
-            None,
-            help="Prometheus /metrics URL to sample every second (repeatable); by default "
-            "the target's own /metrics when it answers.",
-        ),
-        no_scrape: bool = typer.Option(
-            False, "--no-scrape", help="Scrape no /metrics (not even the target's own)."
-        ),
-        out: Path = typer.Option(
-            None, help="Directory for result.json, records.csv and schema.json."
-        ),
+        scrape: list[str] = typer.Option(None, help="Prometheus /metrics URL to sample every second (repeatable); by default the target's own /metrics when it answers."),
+        no_scrape: bool = typer.Option(False, "--no-scrape", help="Scrape no /metrics (not even the target's own)."),
+        out: Path = typer.Option(None, help="Directory for result.json, records.csv and schema.json."),
         price_in: float = typer.Option(None, help="$ per million input tokens."),
         price_out: float = typer.Option(None, help="$ per million output tokens."),
-        prices: Path = typer.Option(
-            None, help="Price table file (TOML, like the shipped prices.toml)."
-        ),
-        diagnose: bool = typer.Option(
-            True, "--diagnose/--no-diagnose", help="Embed and print the diagnosis."
-        ),
-        progress: bool = typer.Option(
-            True, "--progress/--no-progress", help="Live progress on the terminal."
-        ),
+        prices: Path = typer.Option(None, help="Price table file (TOML, like the shipped prices.toml)."),
+        diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Embed and print the diagnosis."),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress on the terminal."),
         parallel: int = typer.Option(8, help="Embedded engine: slots (ignored with --url)."),
-        engine_slots: int = typer.Option(
-            None, help="The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; "
-            "default: the engine's own export, else inferred from its running count.",
-        ),
+        engine_slots: int = typer.Option(None, help="The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; default: the engine's own export, else inferred from its running count."),
         ctx: int = typer.Option(None, help="Embedded engine: total context (ignored with --url)."),
-        timeout: float = typer.Option(
-            600.0, help="Seconds one request may take, from its intended send."
-        ),
+        timeout: float = typer.Option(600.0, help="Seconds one request may take, from its intended send."),
     ) -> None:
-        from rich.console import Console
+        flags = dict(locals())  # first statement: exactly the flags, by name
+        from infersight.entrypoints.bench import run_bench
 
-        from infersight.bench import BenchConfig, parse_levels
-        from infersight.bench.progress import LiveDisplay
-        from infersight.bench.runner import run_async
-        from infersight.bench.runtime import run_coroutine
-        from infersight.core.errors import ConfigError
-        from infersight.report import render_console, write_outputs
-
-        if endpoint not in ("chat", "completions"):
-            raise ConfigError(f"--endpoint {endpoint!r}: use chat or completions")
-        if sweep is not None and sweep != "auto":
-            raise ConfigError(f"--sweep {sweep!r}: the only sweep is 'auto'")
-        if rate and poisson:
-            raise ConfigError("give --rate (constant) or --poisson, not both")
-        arrival = "poisson" if poisson else "constant"
-        if burstiness != 1.0:
-            arrival = "gamma"
-        cfg = BenchConfig.build(
-            url=url, model=model, api_key_env=api_key_env,
-            api_key_file=str(api_key_file) if api_key_file else None, endpoint=endpoint,
-            stream=stream, engine_parallel=parallel, engine_ctx=ctx, engine_slots=engine_slots,
-            concurrency=parse_levels(concurrency, int, "--concurrency") if concurrency else None,
-            rate=parse_levels(rate or poisson, float, "--rate" if rate else "--poisson")
-            if (rate or poisson) else None,
-            arrival=arrival, burstiness=burstiness, sweep=sweep, sweep_levels=sweep_levels,
-            requests=requests, duration=duration, warmup=warmup, cooldown=cooldown,
-            workers=workers, max_concurrency=max_concurrency, grace=grace, input_tokens=input_tokens, output_tokens=output_tokens,
-            max_tokens=max_tokens, dataset=str(dataset) if dataset else None,
-            shared_prefix=shared_prefix, ignore_eos=ignore_eos, seed=seed, slo=slo,
-            find_max=find_max, find_max_steps=find_max_steps, scrape=scrape or None,
-            no_scrape=no_scrape,
-            out=str(out) if out else None, price_in=price_in, price_out=price_out,
-            prices=str(prices) if prices else None, diagnose=diagnose, progress=progress,
-            timeout=timeout,
-        )  # fmt: skip
-        _check_inputs(cfg)
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=160)  # a file or pipe: keep the table's columns whole
-        if cfg.url is None:
-            console.print("[dim]starting the embedded engine...[/]")
-        result = run_coroutine(run_async(cfg, display=LiveDisplay(cfg.progress)))
-        if cfg.diagnose:
-            from infersight.diagnose import embed_diagnosis
-
-            # store_physics: the peaks and floors measured here travel with the file
-            embed_diagnosis(result, store_physics=True)
-        render_console(result, console)
-        if cfg.out:
-            paths = write_outputs(result, cfg.out)
-            console.print(f"wrote {paths['json']} and {paths['csv']}")
+        result = run_bench(_config(flags))
         if result.partial:
             raise typer.Exit(130)
 
 
-def _check_inputs(cfg: BenchConfig) -> None:
-    """Fail on unreadable files and bad distributions before starting anything."""
-    from infersight.bench.datasets import load_dataset
-    from infersight.bench.workload import Distribution
-    from infersight.core.pricing import PriceTable
+#: Flags whose BenchConfig field has another name.
+_FIELDS = {"parallel": "engine_parallel", "ctx": "engine_ctx"}
 
-    Distribution.parse(cfg.input_tokens, "--input-tokens")
-    if cfg.output_tokens:
-        Distribution.parse(cfg.output_tokens, "--output-tokens")
-    if cfg.dataset:
-        load_dataset(cfg.dataset)
-    if cfg.prices:
-        PriceTable.load(cfg.prices)
+
+def _config(flags: dict[str, Any]) -> BenchConfig:
+    """The flags as a validated BenchConfig (one ConfigError line otherwise)."""
+    from infersight.bench import BenchConfig, parse_levels
+    from infersight.core.errors import ConfigError
+
+    concurrency, rate, poisson = flags.pop("concurrency"), flags.pop("rate"), flags.pop("poisson")
+    if rate and poisson:
+        raise ConfigError("give --rate (constant) or --poisson, not both")
+    arrival = "poisson" if poisson else "constant"
+    if flags["burstiness"] != 1.0:
+        arrival = "gamma"
+    levels: dict[str, Any] = {
+        "concurrency": parse_levels(concurrency, int, "--concurrency") if concurrency else None,
+        "rate": parse_levels(rate or poisson, float, "--rate" if rate else "--poisson")
+        if (rate or poisson) else None,
+        "arrival": arrival,
+        "scrape": flags.pop("scrape") or None,
+    }  # fmt: skip
+    given = {
+        _FIELDS.get(k, k): str(v) if isinstance(v, Path) else v for k, v in flags.items()
+    }
+    return BenchConfig.build(**given, **levels)

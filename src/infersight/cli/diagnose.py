@@ -45,129 +45,110 @@ def _err(msg: str) -> Exception:
     return ConfigError(msg)
 
 
+def diagnose_cmd(
+    files: list[Path] = typer.Argument(None, help="RunResult JSON or monitor JSONL files."),
+    url: str = typer.Option(None, help="Watch this live server instead of reading files."),
+    seconds: float = typer.Option(30.0, help="With --url: how long to watch."),
+    probe: bool = typer.Option(
+        True, "--probe/--no-probe", help="With --url: send one small request at a time."
+    ),
+    api_key_env: str = typer.Option(None, help="With --url: env var holding the API key."),
+    window: float = typer.Option(
+        None, help="Window length in seconds (default: one window per load level)."
+    ),
+    model: str = typer.Option(
+        None, help="Model config.json / .gguf / 'embedded' for the roofline floors."
+    ),
+    gpu: str = typer.Option(None, help="GPU name from the peak table, for the floors."),
+    engine_slots: int = typer.Option(
+        None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports "
+        "none; default: the run's --engine-slots, else inferred from R's plateau.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
+    interval: float = typer.Option(1.0, help="With --url: sampling interval (s)."),
+) -> None:
+    from infersight.entrypoints.diagnose import load_inputs, print_diagnoses, watch_url
+
+    if window is not None and window <= 0:
+        raise _err("--window must be > 0 seconds")
+    if engine_slots is not None and engine_slots < 1:
+        raise _err("--engine-slots must be >= 1")
+    device = _check_gpu(gpu) if gpu else None
+    if url:
+        if files:
+            raise _err("give either result files or --url, not both")
+        if seconds <= 0:
+            raise _err("--seconds must be > 0")
+        inputs = watch_url(url, seconds, api_key_env=api_key_env, probe=probe,
+                           interval=interval)  # fmt: skip
+    else:
+        if not files:
+            raise _err("give a RunResult file (or monitor recording), or --url URL")
+        inputs = load_inputs(list(files))
+    print_diagnoses(inputs, window=window, model=model, gpu=device,
+                    engine_slots=engine_slots, as_json=as_json)  # fmt: skip
+
+
+def plan_cmd(
+    model: str = typer.Option(..., help="config.json, .gguf, folder or 'embedded'."),
+    gpu: str = typer.Option(..., help="GPU from the peak table, or 'cpu'."),
+    ctx: int = typer.Option(..., help="Context length per sequence (prompt + output)."),
+    concurrency: int = typer.Option(None, help="Estimate at this many concurrent requests."),
+    tokens: int = typer.Option(None, help="Output tokens per request for the estimate."),
+    kv_dtype: str = typer.Option("auto", help="KV cache dtype: auto, fp8, q8_0, q4_0."),
+    gpus: int = typer.Option(1, help="Devices (tensor parallel)."),
+    threads: int = typer.Option(
+        None, help="With --gpu cpu: the engine's threads (default: physical cores, as "
+        "infersight serve and llama.cpp use)."),
+    weights: str = typer.Option(
+        None, help="Override weight dtype: bf16, fp8, int4, q4_0... (default: the model's)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+) -> None:
+    import orjson
+
+    from infersight.core.errors import ConfigError
+    from infersight.diagnose.physics import dtype_bytes, load_shape, plan_capacity
+    from infersight.diagnose.plan_console import print_plan
+
+    if ctx <= 0:
+        raise _err("--ctx must be a positive number of tokens")
+    if gpus < 1:
+        raise _err("--gpus must be >= 1")
+    if concurrency is not None and concurrency < 1:
+        raise _err("--concurrency must be >= 1")
+    if tokens is not None and tokens < 1:
+        raise _err("--tokens must be >= 1")
+    if threads is not None and threads < 1:
+        raise _err("--threads must be >= 1")
+    device = _check_gpu(gpu)
+    if device.kind != "cpu":
+        device = device.scaled(gpus)
+    else:
+        from infersight.engine.config import default_threads
+
+        # the cores the engine computes on, as diagnose sees a run of it
+        device = device.with_cores(threads or default_threads())
+    try:
+        shape = load_shape(model)
+    except ConfigError as e:
+        raise _err(f"--model {model}: cannot read the model shape: {e}") from None
+    try:
+        wb = dtype_bytes(weights) if weights else None
+        plan = plan_capacity(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
+                             tokens=tokens, weight_bytes_per_param=wb)
+    except ConfigError as e:
+        raise _err(str(e)) from None
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(plan.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print_plan(plan)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``diagnose`` and ``plan`` to the app."""
-
-    @app.command("diagnose", help=_DIAG_HELP)
-    def diagnose_cmd(
-        files: list[Path] = typer.Argument(None, help="RunResult JSON or monitor JSONL files."),
-        url: str = typer.Option(None, help="Watch this live server instead of reading files."),
-        seconds: float = typer.Option(30.0, help="With --url: how long to watch."),
-        probe: bool = typer.Option(
-            True, "--probe/--no-probe", help="With --url: send one small request at a time."
-        ),
-        api_key_env: str = typer.Option(None, help="With --url: env var holding the API key."),
-        window: float = typer.Option(
-            None, help="Window length in seconds (default: one window per load level)."
-        ),
-        model: str = typer.Option(
-            None, help="Model config.json / .gguf / 'embedded' for the roofline floors."
-        ),
-        gpu: str = typer.Option(None, help="GPU name from the peak table, for the floors."),
-        engine_slots: int = typer.Option(
-            None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports "
-            "none; default: the run's --engine-slots, else inferred from R's plateau.",
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
-        interval: float = typer.Option(1.0, help="With --url: sampling interval (s)."),
-    ) -> None:
-        import orjson
-
-        from infersight.diagnose import diagnose
-        from infersight.diagnose.live import load_inputs, sample_live
-
-        if window is not None and window <= 0:
-            raise _err("--window must be > 0 seconds")
-        if engine_slots is not None and engine_slots < 1:
-            raise _err("--engine-slots must be >= 1")
-        device = _check_gpu(gpu) if gpu else None
-        if url:
-            if files:
-                raise _err("give either result files or --url, not both")
-            if seconds <= 0:
-                raise _err("--seconds must be > 0")
-            key = None
-            if api_key_env:
-                from infersight.client import resolve_api_key
-
-                key = resolve_api_key(env=api_key_env, required=True)
-            inputs = [(url, sample_live(url, seconds, api_key=key, probe=probe,
-                                        interval=interval))]
-        else:
-            if not files:
-                raise _err("give a RunResult file (or monitor recording), or --url URL")
-            inputs = load_inputs(list(files))
-        out: dict[str, list[dict[str, object]]] = {}
-        from rich.console import Console
-
-        from infersight.report import render_diagnosis
-
-        con = Console()
-        for name, result in inputs:
-            verdicts = diagnose(result, window_seconds=window, model=model, gpu=device,
-                                engine_slots=engine_slots)
-            out[name] = [v.model_dump(mode="json") for v in verdicts]
-            if not as_json:
-                render_diagnosis(result, verdicts, console=con, title=name)
-        if as_json:
-            doc = out[inputs[0][0]] if len(inputs) == 1 else out
-            sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-
-    @app.command("plan", help=_PLAN_HELP)
-    def plan_cmd(
-        model: str = typer.Option(..., help="config.json, .gguf, folder or 'embedded'."),
-        gpu: str = typer.Option(..., help="GPU from the peak table, or 'cpu'."),
-        ctx: int = typer.Option(..., help="Context length per sequence (prompt + output)."),
-        concurrency: int = typer.Option(None, help="Estimate at this many concurrent requests."),
-        tokens: int = typer.Option(None, help="Output tokens per request for the estimate."),
-        kv_dtype: str = typer.Option("auto", help="KV cache dtype: auto, fp8, q8_0, q4_0."),
-        gpus: int = typer.Option(1, help="Devices (tensor parallel)."),
-        threads: int = typer.Option(
-            None, help="With --gpu cpu: the engine's threads (default: physical cores, as "
-            "infersight serve and llama.cpp use)."),
-        weights: str = typer.Option(
-            None, help="Override weight dtype: bf16, fp8, int4, q4_0... (default: the model's)."
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
-    ) -> None:
-        import orjson
-
-        from infersight.core.errors import ConfigError
-        from infersight.diagnose.physics import dtype_bytes, load_shape, plan_capacity
-        from infersight.diagnose.plan_console import print_plan
-
-        if ctx <= 0:
-            raise _err("--ctx must be a positive number of tokens")
-        if gpus < 1:
-            raise _err("--gpus must be >= 1")
-        if concurrency is not None and concurrency < 1:
-            raise _err("--concurrency must be >= 1")
-        if tokens is not None and tokens < 1:
-            raise _err("--tokens must be >= 1")
-        if threads is not None and threads < 1:
-            raise _err("--threads must be >= 1")
-        device = _check_gpu(gpu)
-        if device.kind != "cpu":
-            device = device.scaled(gpus)
-        else:
-            from infersight.engine.config import default_threads
-
-            # the cores the engine computes on, as diagnose sees a run of it
-            device = device.with_cores(threads or default_threads())
-        try:
-            shape = load_shape(model)
-        except ConfigError as e:
-            raise _err(f"--model {model}: cannot read the model shape: {e}") from None
-        try:
-            wb = dtype_bytes(weights) if weights else None
-            plan = plan_capacity(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
-                                 tokens=tokens, weight_bytes_per_param=wb)
-        except ConfigError as e:
-            raise _err(str(e)) from None
-        if as_json:
-            sys.stdout.buffer.write(orjson.dumps(plan.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
-        else:
-            print_plan(plan)
+    app.command("diagnose", help=_DIAG_HELP)(diagnose_cmd)
+    app.command("plan", help=_PLAN_HELP)(plan_cmd)
 
 
 def _check_gpu(name: str) -> Device:

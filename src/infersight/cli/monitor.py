@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from infersight.telemetry import ExporterServer, Telemetry
 
 __all__ = ["register"]
 
@@ -63,158 +67,126 @@ def _interval(v: float | None, default: float) -> float:
     return v
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``monitor``, ``exporter`` and ``dashboards`` to the app."""
-
-    @app.command("monitor", help=_MONITOR_HELP)
-    def monitor(
-        url: str = typer.Argument(None, help="Engine or gateway root URL."),
-        interval: float = typer.Option(None, help="Seconds between samples (default 1)."),
-        record: Path = typer.Option(
-            None, help="Append every sample to this JSONL file (read it with diagnose)."
-        ),
-        process: list[str] = typer.Option(
-            None, help="Watch a process's CPU and memory: NAME=PID (repeatable)."
-        ),
-        gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML."),
-        api_key_env: str = typer.Option(None, help="Environment variable with the API key."),
-        api_key_file: Path = typer.Option(None, help="File holding the API key."),
-        duration: float = typer.Option(None, help="Stop after this many seconds."),
-        once: bool = typer.Option(False, help="Print one snapshot and exit."),
-    ) -> None:
-        import asyncio
-
-        from infersight.monitor import default_url, run_monitor
-        from infersight.telemetry.settings import load_settings
-
-        cfg = load_settings()
-        target = url or default_url(cfg.default_urls())
-        result = asyncio.run(
-            run_monitor(
-                target,
-                interval=_interval(interval, cfg.interval),
-                record=record,
-                processes=_processes(process),
-                gpu=cfg.gpu if gpu is None else gpu,
-                api_key=_api_key(api_key_env, api_key_file),
-                duration=duration,
-                once=once,
-                scrape_timeout=cfg.scrape_timeout,
-            )
-        )
-        if result.record is not None:
-            typer.echo(
-                f"recorded {result.samples} samples in {result.rounds} rounds to {result.record}"
-            )
-
-    @app.command("exporter", help=_EXPORTER_HELP)
-    def exporter(
-        urls: list[str] = typer.Argument(None, help="Engine or gateway root URLs to scrape."),
-        host: str = typer.Option(None, help="Address to listen on (default 127.0.0.1)."),
-        port: int = typer.Option(None, help="Port to listen on, 0 = any free (default 9400)."),
-        interval: float = typer.Option(None, help="Seconds between samples (default 1)."),
-        process: list[str] = typer.Option(None, help="Watch a process: NAME=PID (repeatable)."),
-        gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML."),
-        api_key_env: str = typer.Option(None, help="Environment variable with the API key."),
-        api_key_file: Path = typer.Option(None, help="File holding the API key."),
-    ) -> None:
-        import asyncio
-
-        from infersight.core.errors import ConfigError
-        from infersight.telemetry.settings import load_settings
-
-        cfg = load_settings()
-        host = host or cfg.exporter_host
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            typer.echo(f"warning: serving metrics on {host} without authentication", err=True)
-        targets = list(urls or [])
-        if not targets:
-            from infersight.monitor import default_url
-
-            try:
-                targets = [default_url(cfg.default_urls())]
-            except ConfigError:
-                typer.echo("no engine URL given and none on the default ports: "
-                           "exporting GPU and host metrics only", err=True)  # fmt: skip
-        asyncio.run(
-            _serve_exporter(
-                targets, host, cfg.exporter_port if port is None else port,
-                _interval(interval, cfg.interval), _processes(process),
-                cfg.gpu if gpu is None else gpu, _api_key(api_key_env, api_key_file),
-                cfg.scrape_timeout,
-            )
-        )  # fmt: skip
-
-    @app.command("dashboards")
-    def dashboards(
-        what: str = typer.Argument(..., help="grafana, alerts or alerts-test."),
-        out: Path = typer.Option(None, help="Write to this file instead of stdout."),
-    ) -> None:
-        """Print the shipped Grafana dashboard JSON or Prometheus alert rules.
-
-        Examples: `infersight dashboards grafana > infersight.json`,
-        `infersight dashboards alerts --out /etc/prometheus/infersight.rules.yml`.
-        """
-        from infersight.core.errors import ConfigError
-        from infersight.telemetry import dashboards as d
-
-        getters = {"grafana": d.grafana_dashboard, "alerts": d.alert_rules,
-                   "alerts-test": d.alert_rules_tests}  # fmt: skip
-        if what not in getters:
-            raise ConfigError(f"unknown dashboard {what!r}; choose one of {', '.join(getters)}")
-        text = getters[what]()
-        if out is None:
-            typer.echo(text, nl=False)
-            return
-        from infersight.report import write_text
-
-        try:
-            write_text(out, text)
-        except OSError as e:
-            raise ConfigError(f"cannot write {out}: {e.strerror}") from None
-        typer.echo(f"wrote {out}", err=True)
-
-
-async def _serve_exporter(
-    urls: list[str],
-    host: str,
-    port: int,
-    interval: float,
-    processes: dict[str, int],
-    gpu: bool,
-    api_key: str | None,
-    scrape_timeout: float,
+def monitor(
+    url: str = typer.Argument(None, help="Engine or gateway root URL."),
+    interval: float = typer.Option(None, help="Seconds between samples (default 1)."),
+    record: Path = typer.Option(
+        None, help="Append every sample to this JSONL file (read it with diagnose)."
+    ),
+    process: list[str] = typer.Option(
+        None, help="Watch a process's CPU and memory: NAME=PID (repeatable)."
+    ),
+    gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML."),
+    api_key_env: str = typer.Option(None, help="Environment variable with the API key."),
+    api_key_file: Path = typer.Option(None, help="File holding the API key."),
+    duration: float = typer.Option(None, help="Stop after this many seconds."),
+    once: bool = typer.Option(False, help="Print one snapshot and exit."),
 ) -> None:
     import asyncio
-    import contextlib
-    import signal
 
-    from infersight.telemetry import (
-        EngineScraper,
-        ExporterServer,
-        GpuSampler,
-        HostSampler,
-        Recorder,
-        Sampler,
+    from infersight.monitor import default_url, run_monitor
+    from infersight.telemetry.settings import load_settings
+
+    cfg = load_settings()
+    target = url or default_url(cfg.default_urls())
+    result = asyncio.run(
+        run_monitor(
+            target,
+            interval=_interval(interval, cfg.interval),
+            record=record,
+            processes=_processes(process),
+            gpu=cfg.gpu if gpu is None else gpu,
+            api_key=_api_key(api_key_env, api_key_file),
+            duration=duration,
+            once=once,
+            scrape_timeout=cfg.scrape_timeout,
+        )
     )
+    if result.record is not None:
+        typer.echo(
+            f"recorded {result.samples} samples in {result.rounds} rounds to {result.record}"
+        )
 
-    samplers: list[Sampler] = [HostSampler(processes)]
-    if gpu:
-        samplers.append(GpuSampler())
-    samplers.extend(EngineScraper(u, api_key=api_key, timeout=scrape_timeout) for u in urls)
-    # The exporter serves only the latest round; keep a small buffer.
-    rec = Recorder(samplers, interval=interval, capacity=10_000)
-    srv = ExporterServer(rec, host=host, port=port)
-    await srv.start()
-    typer.echo(f"infersight exporter: {srv.url}/metrics  (health: {srv.url}/health)", err=True)
-    for u in urls:
-        typer.echo(f"  scraping {u}", err=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+
+def exporter(
+    urls: list[str] = typer.Argument(None, help="Engine or gateway root URLs to scrape."),
+    host: str = typer.Option(None, help="Address to listen on (default 127.0.0.1)."),
+    port: int = typer.Option(None, help="Port to listen on, 0 = any free (default 9400)."),
+    interval: float = typer.Option(None, help="Seconds between samples (default 1)."),
+    process: list[str] = typer.Option(None, help="Watch a process: NAME=PID (repeatable)."),
+    gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML."),
+    api_key_env: str = typer.Option(None, help="Environment variable with the API key."),
+    api_key_file: Path = typer.Option(None, help="File holding the API key."),
+) -> None:
+    import asyncio
+
+    from infersight.core.errors import ConfigError
+    from infersight.telemetry.settings import load_settings
+
+    cfg = load_settings()
+    host = host or cfg.exporter_host
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: serving metrics on {host} without authentication", err=True)
+    targets = list(urls or [])
+    if not targets:
+        from infersight.monitor import default_url
+
+        try:
+            targets = [default_url(cfg.default_urls())]
+        except ConfigError:
+            typer.echo("no engine URL given and none on the default ports: "
+                       "exporting GPU and host metrics only", err=True)  # fmt: skip
+    from infersight.telemetry import run_exporter
+
+    asyncio.run(
+        run_exporter(
+            targets, host=host, port=cfg.exporter_port if port is None else port,
+            interval=_interval(interval, cfg.interval), processes=_processes(process),
+            gpu=cfg.gpu if gpu is None else gpu, api_key=_api_key(api_key_env, api_key_file),
+            scrape_timeout=cfg.scrape_timeout, on_ready=_exporter_ready,
+        )
+    )  # fmt: skip
+
+
+def dashboards(
+    what: str = typer.Argument(..., help="grafana, alerts or alerts-test."),
+    out: Path = typer.Option(None, help="Write to this file instead of stdout."),
+) -> None:
+    """Print the shipped Grafana dashboard JSON or Prometheus alert rules.
+
+    Examples: `infersight dashboards grafana > infersight.json`,
+    `infersight dashboards alerts --out /etc/prometheus/infersight.rules.yml`.
+    """
+    from infersight.core.errors import ConfigError
+    from infersight.telemetry import dashboards as d
+
+    getters = {"grafana": d.grafana_dashboard, "alerts": d.alert_rules,
+               "alerts-test": d.alert_rules_tests}  # fmt: skip
+    if what not in getters:
+        raise ConfigError(f"unknown dashboard {what!r}; choose one of {', '.join(getters)}")
+    text = getters[what]()
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    from infersight.report import write_text
+
     try:
-        await stop.wait()
-    finally:
-        await srv.stop()
+        write_text(out, text)
+    except OSError as e:
+        raise ConfigError(f"cannot write {out}: {e.strerror}") from None
+    typer.echo(f"wrote {out}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``monitor``, ``exporter`` and ``dashboards`` to the app."""
+    app.command("monitor", help=_MONITOR_HELP)(monitor)
+    app.command("exporter", help=_EXPORTER_HELP)(exporter)
+    app.command("dashboards")(dashboards)
+
+
+def _exporter_ready(srv: ExporterServer, tel: Telemetry) -> None:
+    typer.echo(f"infersight exporter: {srv.url}/metrics  (health: {srv.url}/health)", err=True)
+    for scraper in tel.scrapers:
+        typer.echo(f"  scraping {scraper.url}", err=True)
+    if tel.gpu_note:
+        typer.echo(f"  {tel.gpu_note}", err=True)

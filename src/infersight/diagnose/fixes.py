@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infersight.telemetry.engines import engine_specs
+from infersight.core.engines import engine_specs
 
 __all__ = ["kv_fixes", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
 

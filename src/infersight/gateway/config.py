@@ -39,6 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
+from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import BaseConfig, config_error
 
@@ -98,9 +99,7 @@ class UpstreamConfig(_Strict):
         v = v.strip().rstrip("/")
         if not re.match(r"^https?://[^/\s]+", v):
             raise ValueError(f"upstream url {v!r} must start with http:// or https://")
-        if v.endswith("/v1"):
-            v = v[:-3]
-        return v
+        return server_root(v)
 
     @field_validator("name")
     @classmethod
@@ -172,7 +171,7 @@ class GatewayConfig(BaseConfig):
     #: Price table override file (shipped defaults otherwise).
     prices_file: str | None = None
     access_log: bool = True
-    #: With no upstream: start the embedded engine with these slots.
+    #: With no upstream, `infersight gateway` starts the embedded engine with these.
     engine_parallel: int = Field(default=8, ge=1)
     engine_ctx: int | None = None
     engine_limiter: LimiterKind = "static"

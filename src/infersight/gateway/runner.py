@@ -1,7 +1,7 @@
-"""Run the gateway in the foreground (``infersight gateway``).
+"""Run the gateway in the foreground (``infersight gateway``) until SIGINT/SIGTERM.
 
-With no upstream configured it starts the embedded engine first and fronts it: this
-is the default local stack, ``infersight gateway`` = engine + gateway.
+The upstreams are the config's; with none, the CLI layer starts the embedded engine
+and adds it as one (``infersight.entrypoints.gateway``): the gateway never starts it.
 """
 
 from __future__ import annotations
@@ -12,38 +12,16 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from infersight.gateway.config import GatewayConfig, UpstreamConfig
+from infersight.core.errors import ConfigError
+from infersight.gateway.config import GatewayConfig
 from infersight.gateway.server import Gateway
 
-__all__ = ["embedded_upstream", "serve"]
+__all__ = ["serve"]
 
 log = logging.getLogger("infersight.gateway")
-
-
-@contextlib.contextmanager
-def embedded_upstream(cfg: GatewayConfig) -> Iterator[GatewayConfig]:
-    """Start the embedded engine when ``cfg`` has no upstream; yield the config to use."""
-    if cfg.upstreams:
-        yield cfg
-        return
-    from infersight.engine import EmbeddedEngine
-
-    with EmbeddedEngine(parallel=cfg.engine_parallel, ctx=cfg.engine_ctx) as eng:
-        up = UpstreamConfig(
-            name="engine",
-            url=eng.base_url,
-            models=[eng.model_name],
-            # The engine has `parallel` slots: a deeper limit would only queue inside it,
-            # where the gateway can neither see nor shed the wait.
-            concurrency=cfg.engine_parallel,
-            max_concurrency=max(cfg.engine_parallel * 4, 8),
-            limiter=cfg.engine_limiter,
-            queue=cfg.engine_queue if cfg.engine_queue is not None else cfg.engine_parallel * 8,
-        )
-        yield cfg.model_copy(update={"upstreams": [up]})
 
 
 class _ThrottledHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -120,6 +98,11 @@ async def _serve_async(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any]) -
 
 def serve(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any] | None = None) -> None:
     """Serve until SIGINT/SIGTERM, with uvloop when available."""
+    if not cfg.upstreams:
+        raise ConfigError(
+            "the gateway has no upstream: give one (the `infersight gateway` command "
+            "starts the embedded engine when none is configured)"
+        )
     _setup_logging(cfg.access_log)
     try:
         import uvloop
@@ -127,5 +110,4 @@ def serve(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any] | None = None) 
         runner: Any = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
         runner = asyncio.run
-    with embedded_upstream(cfg) as real:
-        runner(_serve_async(real, on_ready or (lambda gw: None)))
+    runner(_serve_async(cfg, on_ready or (lambda gw: None)))

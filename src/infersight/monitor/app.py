@@ -22,8 +22,7 @@ from rich.live import Live
 from infersight.core.errors import ConfigError
 from infersight.monitor.state import MonitorState
 from infersight.monitor.view import ViewInfo, render
-from infersight.telemetry import EngineScraper, GpuSampler, HostSampler, Recorder, metrics_url
-from infersight.telemetry.base import Sampler
+from infersight.telemetry import EngineScraper, build_recorder, metrics_url
 
 __all__ = ["DEFAULT_URLS", "MonitorResult", "default_url", "listening_pid", "run_monitor"]
 
@@ -151,24 +150,20 @@ async def _run(
         pid = listening_pid(url)
         if role not in procs and pid is not None and pid != os.getpid():
             procs[role] = pid
-    gpu_sampler = GpuSampler() if gpu else None
-    samplers: list[Sampler] = [HostSampler(procs)]
-    if gpu_sampler is not None:
-        samplers.append(gpu_sampler)
-    if scraper is not None:
-        samplers.append(scraper)
     # The file keeps everything; memory holds the last ~50k samples.
-    rec = Recorder(samplers, interval=interval, record=record, capacity=50_000)
+    tel = build_recorder(interval=interval, processes=procs, gpu=gpu,
+                         scrape=[] if scraper is None else [scraper],
+                         record=record, capacity=50_000)  # fmt: skip
+    rec = tel.recorder
     state = MonitorState()
     rec.add_listener(state.update)
 
     def info() -> ViewInfo:
-        msg = None if gpu_sampler is None else gpu_sampler.unavailable_reason
         return ViewInfo(
             url=None if scraper is None else scraper.url,
             interval=interval,
             record=None if record is None else str(record),
-            gpu_message=msg if gpu else "disabled (--no-gpu)",
+            gpu_message=tel.gpu_reason if gpu else "disabled (--no-gpu)",
             scrape_error=None if scraper is None else scraper.last_error,
         )
 

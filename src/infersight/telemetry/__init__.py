@@ -1,14 +1,16 @@
 """infersight.telemetry: GPU (NVML), host (psutil) and engine (/metrics) samplers,
 one normalised stream of :class:`~infersight.core.records.Sample`, and a recorder.
 
-Usage::
+Usage (:func:`build_recorder` is the one place samplers are wired together)::
 
-    rec = Recorder([HostSampler(processes={"engine": pid, "loadgen": os.getpid()}),
-                    GpuSampler(),
-                    EngineScraper("http://127.0.0.1:8000/metrics")], interval=1.0)
-    async with rec:
+    tel = build_recorder(processes={"engine": pid, "loadgen": os.getpid()},
+                         scrape=["http://127.0.0.1:8000/metrics"], interval=1.0)
+    async with tel.recorder as rec:
         ...
     result.samples = rec.samples()
+
+:func:`sample_url` watches a live server for a while and returns a RunResult;
+:func:`run_exporter` serves the samples as Prometheus metrics.
 
 Sample names (value None = not available):
 
@@ -36,9 +38,10 @@ Sample names (value None = not available):
 from infersight.telemetry.base import Sampler
 from infersight.telemetry.engines import Normalizer, detect_engine, engine_specs
 from infersight.telemetry.exporter import TelemetryCollector, exported_name, render
-from infersight.telemetry.exporter_server import ExporterServer
+from infersight.telemetry.exporter_server import ExporterServer, run_exporter
 from infersight.telemetry.gpu import GpuSampler, throttle_reason_names
 from infersight.telemetry.host import HostSampler
+from infersight.telemetry.live import sample_url, sample_url_async
 from infersight.telemetry.nvml import (
     NvmlBackend,
     NvmlFieldError,
@@ -49,6 +52,7 @@ from infersight.telemetry.nvml import (
 from infersight.telemetry.promtext import histogram_quantile, parse_metrics
 from infersight.telemetry.recorder import Recorder, read_samples
 from infersight.telemetry.scraper import EngineScraper, metrics_url
+from infersight.telemetry.wiring import Telemetry, build_recorder
 
 __all__ = [
     "EngineScraper",
@@ -63,7 +67,9 @@ __all__ = [
     "Recorder",
     "ReplayBackend",
     "Sampler",
+    "Telemetry",
     "TelemetryCollector",
+    "build_recorder",
     "detect_engine",
     "engine_specs",
     "exported_name",
@@ -72,5 +78,8 @@ __all__ = [
     "parse_metrics",
     "read_samples",
     "render",
+    "run_exporter",
+    "sample_url",
+    "sample_url_async",
     "throttle_reason_names",
 ]

@@ -1,5 +1,5 @@
-"""The engine name map (``data/telemetry/engines.toml``), engine detection and the
-normaliser that turns one engine's /metrics into normalised samples.
+"""Engine detection and the normaliser that turns one engine's /metrics into
+normalised samples, by the engine table of :mod:`infersight.core.engines`.
 
 Normalised names (``engine.*``, listed in ``infersight.telemetry``) carry labels ``engine``
 and ``source``.
@@ -10,12 +10,7 @@ same normaliser; absent in the first round and None when nothing was observed).
 
 from __future__ import annotations
 
-import tomllib
-from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-from typing import Any
-
+from infersight.core.engines import EngineSpec, MetricRule, engine_specs
 from infersight.core.records import Sample
 from infersight.telemetry.promtext import (
     Histogram,
@@ -37,79 +32,6 @@ __all__ = [
 
 #: Quantiles emitted for every mapped histogram, as (label, q).
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
-
-
-@dataclass(frozen=True, slots=True)
-class MetricRule:
-    name: str
-    agg: str = "sum"
-    scale: float = 1.0
-    part: str | None = None
-    #: Only series whose labels equal these values.
-    match: tuple[tuple[str, str], ...] = ()
-    #: Not series whose labels equal any of these values.
-    exclude: tuple[tuple[str, str], ...] = ()
-
-    def applies(self, labels: dict[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.match) and not any(
-            labels.get(k) == v for k, v in self.exclude
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class EngineSpec:
-    key: str
-    label: str
-    detect: tuple[str, ...]
-    checked_against: str
-    slot_setting: str
-    slots: tuple[tuple[str, str], ...]
-    metrics: dict[str, tuple[MetricRule, ...]] = field(default_factory=dict)
-
-    def rules_for(self, labels: dict[str, str], *names: str) -> list[MetricRule] | None:
-        """The rules of the first listed spelling, filtered by labels; None when the
-        metric is not in the table at all."""
-        for n in names:
-            rules = self.metrics.get(n)
-            if rules is not None:
-                return [r for r in rules if r.applies(labels)]
-        return None
-
-
-def _rule(v: Any) -> MetricRule:
-    if isinstance(v, str):
-        return MetricRule(v)
-    return MetricRule(
-        name=str(v["name"]),
-        agg=str(v.get("agg", "sum")),
-        scale=float(v.get("scale", 1.0)),
-        part=v.get("part"),
-        match=tuple(sorted((str(k), str(x)) for k, x in v.get("match", {}).items())),
-        exclude=tuple(sorted((str(k), str(x)) for k, x in v.get("exclude", {}).items())),
-    )
-
-
-def _rules(v: Any) -> tuple[MetricRule, ...]:
-    return tuple(_rule(x) for x in v) if isinstance(v, list) else (_rule(v),)
-
-
-@lru_cache(maxsize=1)
-def engine_specs() -> dict[str, EngineSpec]:
-    """The engine table shipped in the package, keyed by engine id."""
-    text = resources.files("infersight.data").joinpath("telemetry/engines.toml").read_text()
-    doc = tomllib.loads(text)
-    out: dict[str, EngineSpec] = {}
-    for key, t in doc.items():
-        out[key] = EngineSpec(
-            key=key,
-            label=str(t.get("label", key)),
-            detect=tuple(t.get("detect", ())),
-            checked_against=str(t.get("checked_against", "")),
-            slot_setting=str(t.get("slot_setting", "")),
-            slots=tuple((str(s["path"]), str(s["field"])) for s in t.get("slots", ())),
-            metrics={k: _rules(v) for k, v in t.get("metrics", {}).items()},
-        )
-    return out
 
 
 def detect_engine(names: list[str] | set[str]) -> str | None:

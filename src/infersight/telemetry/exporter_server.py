@@ -1,4 +1,5 @@
-"""The exporter's HTTP server: ``/metrics`` and ``/health`` (aiohttp, 127.0.0.1).
+"""The exporter's HTTP server: ``/metrics`` and ``/health`` (aiohttp, 127.0.0.1), and
+:func:`run_exporter`, the loop behind ``infersight exporter``.
 
 The recorder refreshes the samples in the background at its interval; a scrape only
 renders the cached latest round, so it never waits on an engine.
@@ -6,7 +7,11 @@ renders the cached latest round, so it never waits on an engine.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -15,8 +20,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from infersight.core.errors import ConfigError
 from infersight.telemetry.exporter import TelemetryCollector
 from infersight.telemetry.recorder import Recorder
+from infersight.telemetry.wiring import Telemetry, build_recorder
 
-__all__ = ["ExporterServer"]
+__all__ = ["ExporterServer", "run_exporter"]
+
+#: The exporter serves only the latest round: a small buffer is enough.
+_EXPORTER_CAPACITY = 10_000
 
 
 class ExporterServer:
@@ -103,3 +112,39 @@ class ExporterServer:
             await self._runner.cleanup()
             self._runner = None
         await self.recorder.stop()
+
+
+async def run_exporter(
+    urls: Sequence[str],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 9400,
+    interval: float = 1.0,
+    processes: Mapping[str, int] | None = None,
+    gpu: bool = True,
+    api_key: str | None = None,
+    scrape_timeout: float = 2.0,
+    on_ready: Callable[[ExporterServer, Telemetry], None] | None = None,
+) -> None:
+    """Sample host, GPUs and the engines at ``urls``; serve them until SIGINT/SIGTERM.
+
+    ``on_ready(server, telemetry)`` runs once the server listens (``server.url`` has
+    the bound port; ``telemetry.gpu_reason`` says why there are no GPU metrics).
+    """
+    tel = build_recorder(
+        interval=interval, processes=processes, gpu=gpu, scrape=urls, api_key=api_key,
+        scrape_timeout=scrape_timeout, capacity=_EXPORTER_CAPACITY,
+    )  # fmt: skip
+    srv = ExporterServer(tel.recorder, host=host, port=port)
+    await srv.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        if on_ready is not None:
+            on_ready(srv, tel)
+        await stop.wait()
+    finally:
+        await srv.stop()

@@ -131,6 +131,10 @@ class GpuSampler:
         return out
 
     async def sample(self) -> list[Sample]:
+        if self._started and not self._handles:
+            # No GPU (or no driver): nothing to read, so no thread hop that a load
+            # generator's event loop would pay for every round.
+            return []
         # NVML calls block (some take milliseconds); keep them off the event loop.
         return await asyncio.to_thread(self.sample_sync)
 

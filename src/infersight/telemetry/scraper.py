@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, MalformedStream
 from infersight.core.records import Sample
 from infersight.telemetry.engines import Normalizer, engine_specs
@@ -36,7 +37,7 @@ def metrics_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(f"not an http(s) URL: {url!r}")
     path = parts.path.rstrip("/")
-    if path in ("", "/v1"):
+    if not server_root(path):  # the root, or the OpenAI base URL (/v1)
         path = "/metrics"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 

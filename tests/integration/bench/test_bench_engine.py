@@ -9,9 +9,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from infersight.bench import BenchConfig, run
+from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
-from infersight.diagnose import embed_diagnosis
+from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.report import write_outputs
 
 pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
@@ -26,8 +26,7 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
     # to three sweeps per level estimates what the engine can do.
     best: dict[str, float] = {}
     for _ in range(3):
-        result = run(cfg)
-        embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
+        result = bench_and_diagnose(cfg)
         assert list(result.aggregates) == ["c=1", "c=4", "c=8"]
         for name, a in result.aggregates.items():
             assert a["requests"]["ok"] == 8, a["errors_by_type"]
@@ -65,8 +64,7 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
         concurrency=[1], requests=6, max_tokens=32, input_tokens="fixed:16", ignore_eos=True,
         progress=False, engine_parallel=6, engine_ctx=1536,
     )  # fmt: skip
-    result = run(cfg)
-    embed_diagnosis(result, store_physics=True)
+    result = bench_and_diagnose(cfg)
     eng = result.config["engine"]
     assert eng["started_by"] == "bench" and eng["parallel"] == 6
     assert result.aggregates["c=1"]["requests"]["ok"] == 6

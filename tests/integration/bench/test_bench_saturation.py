@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from infersight.bench import BenchConfig, run
+from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
-from infersight.diagnose import embed_diagnosis
+from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.report import render_console
 from infersight.testing import FakeConfig, FakeOpenAI
 
@@ -39,9 +39,7 @@ def _bench(url: str, **kw: Any) -> RunResult:
     base: dict[str, Any] = {
         "url": url, "max_tokens": 1, "input_tokens": "fixed:8", "progress": False,
     }  # fmt: skip
-    result = run(BenchConfig(**{**base, **kw}))
-    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
-    return result
+    return bench_and_diagnose(BenchConfig(**{**base, **kw}))
 
 
 def _truth(srv: Any, result: RunResult) -> np.ndarray:

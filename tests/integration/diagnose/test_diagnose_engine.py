@@ -33,11 +33,12 @@ def one(vs: list[Verdict], vid: str) -> Verdict:
 
 
 def _bench(**kw: Any) -> RunResult:
-    from infersight.bench import BenchConfig, run
+    from infersight.bench import BenchConfig
+    from infersight.entrypoints.bench import bench_and_diagnose
 
     cfg = BenchConfig(progress=False, diagnose=False, warmup="0", cooldown="0",
                       input_tokens="fixed:24", sample_interval=0.25, grace=2.0, **kw)
-    return run(cfg)
+    return bench_and_diagnose(cfg)
 
 
 @pytest.fixture(scope="module")
@@ -154,10 +155,10 @@ def test_client_limited_starved_load_generator(key_engine: Any, monkeypatch: Any
 
 
 def test_diagnose_live_url_window(key_engine: Any) -> None:
-    from infersight.diagnose.live import sample_live
+    from infersight.telemetry import sample_url
 
-    result = sample_live(key_engine.base_url, 3.0, api_key=KEY, probe=True, interval=0.5,
-                         max_tokens=4)
+    result = sample_url(key_engine.base_url, 3.0, api_key=KEY, probe=True, interval=0.5,
+                        max_tokens=4)
     names = {s.name for s in result.samples}
     assert {"engine.requests_running", "engine.slots", "host.cpu_percent"} <= names
     assert result.config["engine"]["engine"] == "llamacpp"

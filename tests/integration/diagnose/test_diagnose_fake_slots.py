@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from infersight.bench import BenchConfig, run
+from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
-from infersight.diagnose import embed_diagnosis
+from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(120)
@@ -37,9 +37,7 @@ def _bench(url: str, **kw: Any) -> RunResult:
     cfg = BenchConfig(url=url, scrape=[url + "/metrics"], sample_interval=0.25,
                       concurrency=[32], duration=4.0, max_tokens=5, input_tokens="fixed:16",
                       progress=False, diagnose=True, **kw)
-    result = run(cfg)
-    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
-    return result
+    return bench_and_diagnose(cfg)
 
 
 def _ids(result: RunResult) -> list[str]:

@@ -27,14 +27,13 @@ def _floor_evidence(verdicts: list[dict[str, object]]) -> dict[str, object]:
 
 
 def test_bench_stores_peaks_and_diagnose_of_the_file_reuses_them(tmp_path: Path) -> None:
-    from infersight.bench import BenchConfig, run
-    from infersight.diagnose import embed_diagnosis
+    from infersight.bench import BenchConfig
+    from infersight.entrypoints.bench import bench_and_diagnose
 
     cfg = BenchConfig(progress=False, diagnose=True, engine_parallel=2, engine_ctx=2 * 256,
                       concurrency=[8], duration=4.0, max_tokens=4, input_tokens="fixed:24",
                       sample_interval=0.25, grace=2.0)
-    result = run(cfg)
-    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
+    result = bench_and_diagnose(cfg)
     phys = result.environment.get("physics")
     assert isinstance(phys, dict), result.notes
     device = Device.from_dict(phys["device"])

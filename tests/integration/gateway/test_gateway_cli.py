@@ -12,28 +12,45 @@ import urllib.request
 from pathlib import Path
 
 import orjson
+import pytest
 
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 
 
+def _start(*args: str, wait: float = 30) -> tuple[subprocess.Popen[str], str, str]:
+    """`infersight gateway ARGS` started: (process, its first stdout line, its URL)."""
+    proc = subprocess.Popen(
+        [*CLI, "gateway", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    lines: list[str] = []
+    t = threading.Thread(target=lambda: lines.append(proc.stdout.readline()),  # type: ignore[union-attr]
+                         daemon=True)
+    t.start()
+    t.join(wait)
+    if not (lines and "listening on http://127.0.0.1:" in lines[0]):
+        proc.kill()
+        raise AssertionError(f"no 'listening on' line: {lines}")
+    return proc, lines[0], lines[0].split("listening on ")[1].split()[0]
+
+
+def _interrupt(proc: subprocess.Popen[str], wait: float) -> int:
+    """Ctrl-C; the exit code (-9 when it had to be killed)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return -9
+
+
 def test_cli_serves_and_stops_on_ctrl_c() -> None:
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
-        proc = subprocess.Popen(
-            [*CLI, "gateway", "--upstream", f"a={fake.base_url},models=fake,concurrency=4",
-             "--port", "0", "--queue", "8"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        proc, _, url = _start("--upstream", f"a={fake.base_url},models=fake,concurrency=4",
+                              "--port", "0", "--queue", "8")  # fmt: skip
         try:
-            lines: list[str] = []
-            t = threading.Thread(target=lambda: lines.append(proc.stdout.readline()),  # type: ignore[union-attr]
-                                 daemon=True)
-            t.start()
-            t.join(30)
-            assert lines and "listening on http://127.0.0.1:" in lines[0], lines
-            url = lines[0].split("listening on ")[1].split()[0]
             req = urllib.request.Request(
                 url + "/v1/chat/completions",
                 data=orjson.dumps({"model": "fake", "messages": [{"role": "user",
@@ -48,12 +65,7 @@ def test_cli_serves_and_stops_on_ctrl_c() -> None:
             with urllib.request.urlopen(url + "/health", timeout=10) as r:
                 assert orjson.loads(r.read())["status"] == "ok"
         finally:
-            proc.send_signal(signal.SIGINT)
-            try:
-                rc = proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                rc = -9
+            rc = _interrupt(proc, 15)
         assert rc == 0
 
 
@@ -84,3 +96,33 @@ def test_cli_example_config_round_trips(tmp_path: Path) -> None:
     f = tmp_path / "gw.toml"
     f.write_text(r.stdout)
     assert len(load_config(f).upstreams) == 3
+
+
+@pytest.mark.engine
+@pytest.mark.timeout(240)
+def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
+    import openai
+    import psutil
+
+    proc, first, url = _start("--port", "0", "--concurrency", "2", "--no-access-log", wait=180)
+    try:
+        assert "(upstreams: engine=http://127.0.0.1:" in first
+        engines = psutil.Process(proc.pid).children(recursive=True)
+        assert engines  # the engine runs as our child, on a private loopback port
+        client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+        out = client.chat.completions.create(
+            model="SmolLM2-135M-Instruct", messages=[{"role": "user", "content": "Say hi"}],
+            max_tokens=4,
+        )
+        assert out.usage is not None and out.usage.completion_tokens >= 1
+        with urllib.request.urlopen(url + "/stats", timeout=10) as r:
+            (up,) = orjson.loads(r.read())["upstreams"]
+        # --concurrency is the engine's slot count and the gateway's limit in front of it
+        assert up["name"] == "engine" and up["limit"] == 2 and up["queue_size"] == 16, up
+    finally:
+        rc = _interrupt(proc, 60)
+    assert rc == 0
+    err = proc.stderr.read() if proc.stderr else ""
+    assert "no upstream given: starting the embedded engine..." in err
+    assert "Traceback" not in err
+    assert not [p for p in engines if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]

@@ -116,8 +116,8 @@ async def test_report_of_a_real_bench_run(engine: object, tmp_path: Path) -> Non
     import asyncio
     from html import escape
 
-    from infersight.bench import BenchConfig, run
-    from infersight.diagnose import embed_diagnosis
+    from infersight.bench import BenchConfig
+    from infersight.entrypoints.bench import bench_and_diagnose
     from infersight.report import write_report
     from infersight.report.sections import fmt_cell
 
@@ -129,8 +129,7 @@ async def test_report_of_a_real_bench_run(engine: object, tmp_path: Path) -> Non
         progress=False,
         sample_interval=0.25,
     )
-    result = await asyncio.to_thread(run, cfg)
-    embed_diagnosis(result, store_physics=True)  # the chain `infersight bench` runs
+    result = await asyncio.to_thread(bench_and_diagnose, cfg)
     assert [lv["name"] for lv in result.config["levels"]] == ["c=1", "c=2"]
     html_path, md_path = write_report(result, tmp_path / "r.html", markdown=tmp_path / "s.md")
     html, md = html_path.read_text(), md_path.read_text() if md_path else ""

@@ -116,3 +116,23 @@ def test_datasets(tmp_path: Path) -> None:
         load_dataset(str(bad))
     with pytest.raises(ConfigError, match="cannot read"):
         load_dataset(str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"endpoint": "foo"}, "--endpoint: Input should be 'chat' or 'completions'"),
+        ({"sweep": "manual"}, "--sweep: Input should be 'auto'"),
+        ({"input_tokens": "zipf:1:2"}, "--input-tokens 'zipf:1:2'"),
+        ({"output_tokens": "uniform:9:3"}, "--output-tokens 'uniform:9:3'"),
+        ({"dataset": "/nonexistent.jsonl"}, "--dataset /nonexistent.jsonl: cannot read"),
+        ({"prices": "/nonexistent.toml"}, "/nonexistent.toml"),
+    ],
+)
+def test_the_config_checks_every_flag_before_anything_starts(
+    kw: dict[str, str], message: str
+) -> None:
+    # One line that names the flag, as the CLI prints it; no pydantic report.
+    with pytest.raises(ConfigError) as err:
+        BenchConfig.build(url="http://127.0.0.1:9", **kw)
+    assert message in str(err.value) and "\n" not in str(err.value)

@@ -1,0 +1,67 @@
+"""``infersight batch`` as a function: validate, run on a server, report, exit code."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from infersight.batch import BatchConfig
+from infersight.entrypoints.engine import EngineOptions, engine_opener
+
+__all__ = ["dry_run_batch", "run_batch_command"]
+
+#: Bad input lines shown on stderr before "... and N more".
+_SHOWN_BAD_LINES = 50
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def dry_run_batch(cfg: BatchConfig) -> None:
+    """Validate the input and say what a run would do; send nothing."""
+    from infersight.batch.prepare import plan_batch
+
+    plan = plan_batch(cfg, lock=False)
+    for b in plan.scan.bad:
+        _err(f"{cfg.input}: {b}")
+    print(
+        f"{plan.scan.rows} valid rows, {len(plan.scan.bad)} bad lines, "
+        f"{len(plan.state.done)} already in {cfg.output}, {len(plan.todo)} to run"
+    )
+
+
+def run_batch_command(cfg: BatchConfig, *, summary_json: Path | None = None) -> int:
+    """Run the batch on ``cfg.url``, or on the embedded engine started once there are
+    rows to run; print the summary; return the exit code (0 all done, 1 rows failed or
+    left)."""
+    from rich.console import Console
+
+    from infersight.batch import render_summary, run_batch
+    from infersight.batch.input import BadInput
+    from infersight.batch.progress import make_progress
+
+    progress = make_progress(quiet=cfg.quiet)
+    opener = None
+    if cfg.url is None:
+        opener = engine_opener(
+            EngineOptions(parallel=cfg.engine_parallel), command="batch",
+            on_start=lambda: progress.note("no --url: starting the embedded engine for this run"),
+        )  # fmt: skip
+    try:
+        summary = run_batch(cfg, handle_signals=True, progress=progress, endpoint=opener)
+    except BadInput as e:
+        for b in e.bad_lines[:_SHOWN_BAD_LINES]:
+            _err(f"{cfg.input}: {b}")
+        if len(e.bad_lines) > _SHOWN_BAD_LINES:
+            _err(f"... and {len(e.bad_lines) - _SHOWN_BAD_LINES} more bad lines")
+        raise
+    if summary.skipped_bad:
+        for bad in summary.bad_lines[:_SHOWN_BAD_LINES]:
+            _err(f"{cfg.input}: skipped line {bad['line']}: {bad['reason']}")
+    if summary_json is not None:
+        from infersight.report import write_json
+
+        write_json(summary_json, summary)
+    Console(file=sys.stdout).print(render_summary(summary))
+    return summary.exit_code

@@ -1,0 +1,60 @@
+"""``infersight bench`` as a function: a server, the run, its diagnosis, the outputs.
+
+The chain is bench -> diagnose -> output: ``bench`` measures and returns a RunResult,
+``diagnose`` adds the verdicts (and the physics it measured) to it, and the output
+writers print and save it. Only this layer starts the embedded engine.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from infersight.bench import BenchConfig
+from infersight.core.records import RunResult
+from infersight.entrypoints.engine import EngineOptions, endpoint
+
+__all__ = ["bench_and_diagnose", "run_bench"]
+
+
+def _console() -> Console:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # a file or pipe: keep the table's columns whole
+    return console
+
+
+def run_bench(cfg: BenchConfig, *, console: Console | None = None) -> RunResult:
+    """``infersight bench``: :func:`bench_and_diagnose`, then print the result and
+    write ``cfg.out``."""
+    from infersight.report import render_console, write_outputs
+
+    con = console or _console()
+    result = bench_and_diagnose(cfg, console=con)
+    render_console(result, con)
+    if cfg.out:
+        paths = write_outputs(result, cfg.out)
+        con.print(f"wrote {paths['json']} and {paths['csv']}")
+    return result
+
+
+def bench_and_diagnose(cfg: BenchConfig, *, console: Console | None = None) -> RunResult:
+    """Benchmark ``cfg.url`` (or the embedded engine, started for the run and stopped
+    after it) and, when ``cfg.diagnose``, store the diagnosis in the result."""
+    from infersight.bench.progress import LiveDisplay
+    from infersight.bench.runner import run_async
+    from infersight.bench.runtime import run_coroutine
+
+    opts = EngineOptions(parallel=cfg.engine_parallel, ctx=cfg.engine_ctx)
+
+    def say_starting() -> None:
+        if console is not None:
+            console.print("[dim]starting the embedded engine...[/]")
+
+    with endpoint(cfg.url, opts, command="bench", on_start=say_starting) as ep:
+        result = run_coroutine(run_async(cfg, endpoint=ep, display=LiveDisplay(cfg.progress)))
+    if cfg.diagnose:
+        from infersight.diagnose import embed_diagnosis
+
+        # store_physics: the peaks and floors measured here travel with the file
+        embed_diagnosis(result, store_physics=True)
+    return result

@@ -1,0 +1,89 @@
+"""``infersight diagnose`` as functions: read the runs (files, or what telemetry saw of a
+live server) and print the verdicts of the offline, pure ``diagnose``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from infersight.core.errors import ConfigError
+from infersight.core.records import RunResult, Sample
+
+if TYPE_CHECKING:
+    from infersight.diagnose.physics import Device
+
+__all__ = ["load_inputs", "print_diagnoses", "watch_url"]
+
+
+def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
+    """RunResult files as they are; monitor recordings (JSONL) merged into one result."""
+    from infersight.core.records import load_run_result
+
+    results: list[tuple[str, RunResult]] = []
+    samples: list[Sample] = []
+    rec_names: list[str] = []
+    for p in paths:
+        try:
+            with p.open("rb") as f:
+                head = f.readline(4096)
+        except OSError as e:
+            raise ConfigError(f"{p}: cannot read ({e.strerror})") from None
+        if b"infersight_samples" in head:
+            from infersight.telemetry import read_samples
+
+            s, _ = read_samples(p)
+            samples.extend(s)
+            rec_names.append(p.name)
+        else:
+            results.append((str(p), load_run_result(p)))
+    if samples:
+        engines = {s.labels.get("engine") for s in samples if s.name.startswith("engine.")}
+        engines.discard(None)
+        eng = next(iter(engines)) if len(engines) == 1 else "unknown"
+        r = RunResult(kind="monitor", config={"engine": {"url": "", "engine": eng}})
+        r.samples = sorted(samples, key=lambda s: s.t)
+        results.append((" + ".join(rec_names), r))
+    return results
+
+
+def watch_url(url: str, seconds: float, *, api_key_env: str | None, probe: bool,
+              interval: float) -> list[tuple[str, RunResult]]:
+    """What telemetry sees of a live server in ``seconds``, as the one input."""
+    from infersight.telemetry import sample_url
+
+    key = None
+    if api_key_env:
+        from infersight.client import resolve_api_key
+
+        key = resolve_api_key(env=api_key_env, required=True)
+    return [(url, sample_url(url, seconds, api_key=key, probe=probe, interval=interval))]
+
+
+def print_diagnoses(
+    inputs: list[tuple[str, RunResult]],
+    *,
+    window: float | None = None,
+    model: str | None = None,
+    gpu: Device | None = None,
+    engine_slots: int | None = None,
+    as_json: bool = False,
+) -> None:
+    """Diagnose each input; print its headline and verdict panels, or JSON."""
+    import orjson
+    from rich.console import Console
+
+    from infersight.diagnose import diagnose
+    from infersight.report import render_diagnosis
+
+    out: dict[str, list[dict[str, object]]] = {}
+    con = Console()
+    for name, result in inputs:
+        verdicts = diagnose(result, window_seconds=window, model=model, gpu=gpu,
+                            engine_slots=engine_slots)  # fmt: skip
+        out[name] = [v.model_dump(mode="json") for v in verdicts]
+        if not as_json:
+            render_diagnosis(result, verdicts, console=con, title=name)
+    if as_json:
+        doc = out[inputs[0][0]] if len(inputs) == 1 else out
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")

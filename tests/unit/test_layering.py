@@ -1,0 +1,143 @@
+"""Dependencies point one way: cli/entrypoints -> feature packages (bench, gateway,
+batch, diagnose, report, monitor) -> client / telemetry / engine -> core.
+
+Every module's imports are read with ``ast`` (nothing is executed): ``import`` and
+``from ... import`` statements anywhere in the module (inside functions and under
+``TYPE_CHECKING`` too), relative imports, and ``importlib.import_module("...")`` calls
+with a literal name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import infersight
+
+ROOT = Path(infersight.__file__).parent
+
+TOP = {"cli", "entrypoints"}
+FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor"}
+LOWER = {"client", "telemetry", "engine"}
+#: What each lower package may import besides itself and core: telemetry's live
+#: sampling probes a server through the client; nothing imports upward.
+LOWER_MAY_IMPORT = {"client": set(), "telemetry": {"client"}, "engine": set()}
+#: Support packages: the fake servers for tests, and data files.
+SUPPORT = {"testing", "data"}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _targets(node: ast.AST, module: str, is_package: bool) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        yield from (a.name for a in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = module.split(".")
+            base = base[: len(base) - node.level + (1 if is_package else 0)]
+            prefix = ".".join(base + ([node.module] if node.module else []))
+        else:
+            prefix = node.module or ""
+        yield prefix
+        # `from infersight import bench` names the subpackage in the alias
+        yield from (f"{prefix}.{a.name}" for a in node.names)
+    elif isinstance(node, ast.Call):
+        fn = node.func
+        name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+        if name == "import_module" and node.args and isinstance(node.args[0], ast.Constant):
+            yield str(node.args[0].value)
+
+
+@cache
+def imports() -> dict[str, set[str]]:
+    """package -> {(module, imported infersight package)} as 'module -> package'."""
+    out: dict[str, set[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        module = _module_name(path)
+        parts = module.split(".")
+        if len(parts) < 2:
+            continue  # infersight/__init__.py
+        pkg = parts[1]
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            for target in _targets(node, module, path.name == "__init__.py"):
+                t = target.split(".")
+                if t[0] == "infersight" and len(t) > 1 and t[1] != pkg:
+                    out.setdefault(pkg, set()).add(f"{module} -> {t[1]}")
+    return out
+
+
+def _uses(pkg: str, other: str) -> list[str]:
+    return sorted(e for e in imports().get(pkg, set()) if e.endswith(f" -> {other}"))
+
+
+def _packages() -> set[str]:
+    return {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+
+
+def test_every_package_has_a_layer() -> None:
+    assert _packages() == TOP | FEATURES | LOWER | SUPPORT | {"core"}
+
+
+def test_the_import_reader_sees_what_it_must() -> None:
+    # Guards the reader itself: known edges of today's tree are found.
+    assert _uses("bench", "client") and _uses("cli", "entrypoints")
+    assert _uses("entrypoints", "engine")  # function-level imports count
+
+
+def test_core_imports_no_other_package() -> None:
+    assert sorted(imports().get("core", set())) == []
+
+
+@pytest.mark.parametrize("pkg", sorted(LOWER))
+def test_lower_packages_import_only_core(pkg: str) -> None:
+    allowed = {"core"} | LOWER_MAY_IMPORT[pkg]
+    bad = [e for e in sorted(imports().get(pkg, set())) if e.rsplit(" -> ", 1)[1] not in allowed]
+    assert bad == []
+
+
+@pytest.mark.parametrize("pkg", sorted(FEATURES))
+def test_no_feature_package_imports_the_engine_or_the_cli(pkg: str) -> None:
+    assert [*_uses(pkg, "engine"), *_uses(pkg, "cli"), *_uses(pkg, "entrypoints")] == []
+
+
+def test_diagnose_imports_neither_client_nor_telemetry() -> None:
+    assert [*_uses("diagnose", "client"), *_uses("diagnose", "telemetry")] == []
+
+
+@pytest.mark.parametrize("pkg", sorted(FEATURES))
+def test_feature_packages_do_not_import_each_other(pkg: str) -> None:
+    assert [e for f in sorted(FEATURES - {pkg}) for e in _uses(pkg, f)] == []
+
+
+def test_entrypoints_do_not_import_the_cli() -> None:
+    assert _uses("entrypoints", "cli") == []
+
+
+@pytest.mark.parametrize("pkg", sorted(SUPPORT))
+def test_support_packages_import_only_core(pkg: str) -> None:
+    bad = [e for e in sorted(imports().get(pkg, set())) if not e.endswith(" -> core")]
+    assert bad == []
+
+
+def test_only_the_entrypoints_start_the_engine() -> None:
+    """``EmbeddedEngine`` is constructed in one place below the tests."""
+    users = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.parent.name == "engine":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "EmbeddedEngine":
+                users.append(_module_name(path))
+    assert users == ["infersight.entrypoints.engine"]
