@@ -73,11 +73,12 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
     assert slots == {6.0}
     assert any(s.name == "engine.requests_running" for s in result.samples)
     _assert_diagnosed(result)
-    # One user on 6 slots: the server waits for work (on a busy shared host the
-    # engine may also be called CPU-starved, rightly).
+    # One user on 6 slots: the server waits for work. On a busy shared host the engine
+    # may also be called CPU-starved, and the client and the engine sharing its cores
+    # may be named as contention, both rightly; no queueing verdict may appear.
     ids = [(v.level, v.id) for v in result.diagnosis]
     assert ("c=1", "under_loaded") in ids, ids
-    assert {i for _, i in ids} <= {"under_loaded", "host_starved"}, ids
+    assert {i for _, i in ids} <= {"under_loaded", "host_starved", "client_limited"}, ids
 
 
 def _assert_diagnosed(result: RunResult) -> None:

@@ -100,7 +100,14 @@ def test_judge_agrees_with_direction(base: float, new: float, better: str) -> No
         assert j == "better"
     else:
         assert j == "worse"
-    assert judge(better, new, base) in ("same", "better" if j == "worse" else "worse")
+    # Swapped, the change is judged against the other base: the same rule applies.
+    _, pct_back = delta(new, base)
+    assert pct_back is not None
+    back = judge(better, new, base)
+    if abs(pct_back) < 1.0:
+        assert back == "same"
+    else:
+        assert back == ("better" if (base < new) == (better == "lower") else "worse")
 
 
 def test_delta_edge_cases_and_formatting() -> None:
