@@ -15,6 +15,7 @@ import orjson
 from aiohttp import web
 
 from infersight.core.errors import InfersightError, StatusError
+from infersight.gateway.chat_checks import check_messages, check_tools
 from infersight.gateway.errors import InputError, KeyRefused
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "error_response",
     "estimate_tokens",
     "http_status",
+    "model_not_found",
     "parse_body",
     "validate",
 ]
@@ -79,6 +81,31 @@ def _text_or_tokens(v: Any, param: str) -> None:
     )
 
 
+def _options(body: dict[str, Any]) -> None:
+    """Sampling and output options, where the OpenAI API fixes their types."""
+    for name in ("max_tokens", "max_completion_tokens"):
+        v = body.get(name)
+        if v is not None and (not _is_int(v) or v < 0):
+            raise _bad(f"'{name}' must be a non-negative integer", name)
+    n = body.get("n")
+    if n is not None and (not _is_int(n) or not 1 <= n <= 128):
+        raise _bad("'n' must be an integer from 1 to 128", "n")
+    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        v = body.get(name)
+        if v is not None and not _is_num(v):
+            raise _bad(f"'{name}' must be a number", name)
+    stop = body.get("stop")
+    if stop is not None and not (
+        isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(x, str) for x in stop))
+    ):
+        raise _bad("'stop' must be a string or a list of strings", "stop")
+    so = body.get("stream_options")
+    if so is not None and (
+        not isinstance(so, dict) or not isinstance(so.get("include_usage", False), bool)
+    ):
+        raise _bad("'stream_options' must be an object; 'include_usage' a boolean", "stream_options")
+
+
 def validate(endpoint: str, body: dict[str, Any]) -> tuple[str, bool]:
     """Check the fields the gateway relies on; return (model, stream)."""
     model = body.get("model")
@@ -90,33 +117,24 @@ def validate(endpoint: str, body: dict[str, Any]) -> tuple[str, bool]:
     if not isinstance(stream, bool):
         raise _bad("'stream' must be a boolean", "stream")
     if endpoint == "chat":
-        msgs = body.get("messages")
-        if not isinstance(msgs, list) or not msgs:
-            raise _bad("'messages' must be a non-empty list", "messages")
-        for i, m in enumerate(msgs):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                raise _bad(f"'messages[{i}]' must be an object with a string 'role'", "messages")
-            c = m.get("content")
-            if c is not None and not isinstance(c, str | list):
-                raise _bad(f"'messages[{i}].content' must be a string or a list", "messages")
+        check_messages(body.get("messages"))
+        check_tools(body)
     elif endpoint == "completions":
         _text_or_tokens(body.get("prompt"), "prompt")
     elif endpoint == "embeddings":
         _text_or_tokens(body.get("input"), "input")
         if stream:
             raise _bad("embeddings cannot be streamed", "stream")
-    for name in ("max_tokens", "max_completion_tokens", "n"):
-        v = body.get(name)
-        if v is not None and (not _is_int(v) or v < (1 if name == "n" else 0)):
-            raise _bad(f"'{name}' must be a non-negative integer", name)
-    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
-        v = body.get(name)
-        if v is not None and not _is_num(v):
-            raise _bad(f"'{name}' must be a number", name)
-    so = body.get("stream_options")
-    if so is not None and not isinstance(so, dict):
-        raise _bad("'stream_options' must be an object", "stream_options")
+    _options(body)
     return model, stream
+
+
+def model_not_found(model: str, where: str = "this gateway") -> InputError:
+    """404 for a model the server does not serve."""
+    return InputError(
+        f"model {model!r} is not served by {where} (see GET /v1/models)",
+        param="model", code="model_not_found", status=404,
+    )  # fmt: skip
 
 
 def _chars(v: Any) -> int:
