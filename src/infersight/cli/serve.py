@@ -22,8 +22,11 @@ def serve(
 ) -> None:
     """Serve a GGUF model with llama.cpp on an OpenAI-compatible API.
 
+    The public port is a validating front: bad input gets a 4xx with an OpenAI error
+    body, a body over 8 MiB a 413 (INFERSIGHT_SERVE_MAX_BODY_BYTES), a stalled request
+    head or body a 408 after 60 s; the engine listens privately behind it.
     Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health,
-    /metrics (Prometheus), /tokenize, /slots.
+    /metrics (Prometheus), /tokenize, /detokenize, /slots, /props.
     """
     from infersight.entrypoints.engine import EngineOptions
     from infersight.entrypoints.serve import (
@@ -42,17 +45,16 @@ def serve(
         parallel=parallel if parallel is not None else env.parallel,
         ctx=ctx if ctx is not None else env.ctx,
         threads=threads if threads is not None else env.threads,
-        # Behind the gateway the engine is private: loopback, free port, no key (the
-        # gateway checks the key instead).
-        host="127.0.0.1" if gateway else public_host,
-        port=0 if gateway else public_port,
-        api_key=None if gateway else key,
+        # The public address and key; the engine itself always listens privately.
+        host=public_host,
+        port=public_port,
+        api_key=key,
         verbose=verbose,
     )
     if gateway:
         serve_stack(opts, public_host, public_port, key, key_source)
         return
-    code = serve_engine(opts, key_source)
+    code = serve_engine(opts, key_source, env)
     if code:
         raise typer.Exit(code)
 

@@ -90,7 +90,10 @@ def test_serve_prints_url_model_slots_threads_and_stops_on_sigint(served: Served
     assert re.search(r"threads\s+\d+", text)
     port = int(served.url.rsplit(":", 1)[1])
     assert port != 8000 and port > 0  # --port 0 picked a free port and printed it
-    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}).encode()
+    body = json.dumps({
+        "model": "SmolLM2-135M-Instruct", "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 3,
+    }).encode()  # fmt: skip
     req = urllib.request.Request(
         served.url + "/v1/chat/completions", body, {"Content-Type": "application/json"}
     )
