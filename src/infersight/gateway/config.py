@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from infersight.core.endpoint import server_root
@@ -74,6 +74,9 @@ class UpstreamConfig(_Strict):
     api_key_env: str | None = None
     #: File holding the key (first line), when not given by env.
     api_key_file: str | None = None
+    #: The key itself, set in code only: the embedded engine's internal key, made per
+    #: start (never in a file, never dumped or shown).
+    api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     #: In-flight limit; the starting value for the adaptive limiters.
     concurrency: int = Field(default=32, ge=1)
     min_concurrency: int = Field(default=1, ge=1)
