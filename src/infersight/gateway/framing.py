@@ -1,11 +1,10 @@
-"""HTTP framing faults as OpenAI-style errors, for servers that write to the socket.
+"""OpenAI-style error answers as raw HTTP/1.1 bytes, for servers that write to the socket.
 
 A malformed request (garbage request line, negative or duplicate Content-Length, an
 oversize header line, a bad chunk size) is answered like any other bad input: a 4xx
-with an ``{"error": {...}}`` JSON body, never a bare text 400. :func:`framing_error`
-turns the parser's exception into that error; :func:`raw_error` renders any error as
-the complete HTTP/1.1 response bytes (for servers built on asyncio protocols, such as
-the ``serve`` front, which write to the transport themselves).
+with an ``{"error": {...}}`` JSON body, never a bare text 400. :func:`raw_error` renders
+any error as the complete response (status line, headers, body) for servers built on
+asyncio protocols, such as the ``serve`` front, which write to the transport themselves.
 """
 
 from __future__ import annotations
@@ -14,27 +13,12 @@ import http
 import math
 
 import orjson
-from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
 from infersight.core.errors import InfersightError
 from infersight.gateway.errors import InputError
 from infersight.gateway.http import error_body, http_status
 
-__all__ = ["framing_error", "raw_error"]
-
-
-def framing_error(e: HttpProcessingError) -> InputError:
-    """The client-facing error for a request the HTTP parser refused (400 or 431).
-
-    The parser's message quotes the offending bytes over several lines; the answer
-    keeps its first line only, so client bytes are never echoed back at length.
-    """
-    first = (e.message or type(e).__name__).splitlines()[0].strip().rstrip(":")
-    if isinstance(e, LineTooLong):
-        return InputError(
-            f"malformed HTTP request: {first}", code="header_too_large", status=431
-        )
-    return InputError(f"malformed HTTP request: {first}", code="malformed_http")
+__all__ = ["raw_error"]
 
 
 def _reason(status: int) -> str:

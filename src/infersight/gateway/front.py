@@ -32,15 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp.http import RawRequestMessage
-from aiohttp.streams import StreamReader
-
 from infersight.core.errors import InfersightError, bind_error
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import KeyConfig, hash_key
 from infersight.gateway.errors import InputError
 from infersight.gateway.front_checks import check_llama_chat, check_llama_tokens
 from infersight.gateway.front_conn import ClientConn
+from infersight.gateway.front_http import Head
 from infersight.gateway.front_relay import EnginePool
 from infersight.gateway.http import model_not_found, parse_body, validate
 
@@ -162,40 +160,45 @@ class ServeFront:
                 del self._per_peer[conn.peer]
 
     # -- one request -------------------------------------------------------------------------
-    def _route(self, msg: RawRequestMessage) -> tuple[str | None, str]:
-        """(POST endpoint or None for GET, the path and query to send to the engine)."""
-        if msg.version.major != 1:
-            raise InputError("only HTTP/1.0 and HTTP/1.1 are served", code="malformed_http")
-        target = msg.path
-        if not target.startswith("/"):
-            if not target.startswith(("http://", "https://")):
-                raise InputError(f"no such endpoint: {msg.method} {target[:200]}",
-                                 code="not_found", status=404)  # fmt: skip
-            target = msg.url.raw_path_qs  # absolute-form: keep the path
-        path = target.partition("?")[0]
-        endpoint = _POST.get(path)
-        want = "POST" if endpoint is not None else ("GET" if path in _GET else None)
-        if want is None:
-            raise InputError(f"no such endpoint: {msg.method} {path[:200]}",
-                             code="not_found", status=404)  # fmt: skip
-        if msg.method != want:
-            raise InputError(f"{path} accepts {want}, not {msg.method}",
-                             code="method_not_allowed", status=405)  # fmt: skip
-        return endpoint, (path if endpoint is not None else target)
+    def check_head(self, head: Head) -> InfersightError | None:
+        """A refusal decided from the head alone (route, method, key, size), or None."""
+        try:
+            self._route(head)
+            self._check_head(head)
+        except InfersightError as e:
+            self.refused[getattr(e, "code", e.kind)] += 1
+            return e
+        return None
 
-    def _check_head(self, msg: RawRequestMessage, path: str) -> None:
-        if path not in _OPEN:
-            self.keys.authenticate(msg.headers.get("Authorization"))
-        enc = msg.headers.get("Content-Encoding", "identity").strip().lower()
+    @staticmethod
+    def allow_header(e: InfersightError, head: Head) -> dict[str, str] | None:
+        """``Allow`` for a 405."""
+        if isinstance(e, InputError) and e.status == 405:
+            return {"Allow": "POST" if head.path in _POST else "GET"}
+        return None
+
+    def _route(self, head: Head) -> None:
+        path = head.path
+        want = "POST" if path in _POST else ("GET" if path in _GET else None)
+        if want is None:
+            raise InputError(f"no such endpoint: {head.method} {path[:200]}",
+                             code="not_found", status=404)  # fmt: skip
+        if head.method != want:
+            raise InputError(f"{path} accepts {want}, not {head.method}",
+                             code="method_not_allowed", status=405)  # fmt: skip
+
+    def _check_head(self, head: Head) -> None:
+        if head.path not in _OPEN:
+            self.keys.authenticate(head.headers.get("authorization"))
+        enc = (head.headers.get("content-encoding") or "identity").lower()
         if enc not in ("", "identity"):
-            raise InputError(f"compressed request bodies ({enc}) are not accepted",
+            raise InputError(f"compressed request bodies ({enc[:40]}) are not accepted",
                              code="unsupported_media_type", status=415)  # fmt: skip
-        expect = msg.headers.get("Expect")
+        expect = head.headers.get("expect")
         if expect is not None and expect.lower() != "100-continue":
             raise InputError(f"unsupported Expect: {expect[:100]}",
                              code="expectation_failed", status=417)  # fmt: skip
-        length = msg.headers.get("Content-Length")
-        if length is not None and int(length) > self.cfg.max_body_bytes:
+        if head.length > self.cfg.max_body_bytes:
             raise InputError(f"request body exceeds {self.cfg.max_body_bytes} bytes",
                              code="body_too_large", status=413)  # fmt: skip
 
@@ -210,32 +213,24 @@ class ServeFront:
         else:
             check_llama_tokens(endpoint, doc)
 
-    async def handle(self, conn: ClientConn, msg: RawRequestMessage, payload: StreamReader) -> bool:
-        """Answer one request (refuse it, or relay the engine's answer); keep-alive?"""
-        close = msg.should_close
-        allow: dict[str, str] | None = None
+    def on_request(self, conn: ClientConn, head: Head, body: bytes) -> None:
+        """A whole request that passed :meth:`check_head`: refuse it or relay it."""
+        endpoint = _POST.get(head.path)
+        if endpoint is None:
+            # GET: the path and query as sent (the head parser allowed visible ASCII only).
+            conn.relay(b"GET " + head.target.encode("ascii") + b" HTTP/1.1\r\n"
+                       + self._up_head + b"\r\n", head)  # fmt: skip
+            return
         try:
-            endpoint, target = self._route(msg)
-            self._check_head(msg, target.partition("?")[0])
-            if endpoint is None:
-                request = [f"GET {target} HTTP/1.1\r\n".encode("latin-1"), self._up_head, b"\r\n"]
-            else:
-                body = await conn.read_body(msg, payload)
-                self._validate(endpoint, body)
-                request = [
-                    b"POST " + target.encode("latin-1") + b" HTTP/1.1\r\n", self._up_head,
-                    b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body),
-                    body,
-                ]  # fmt: skip
+            self._validate(endpoint, body)
         except InfersightError as e:
-            if isinstance(e, InputError) and e.status == 405:
-                allow = {"Allow": "POST" if msg.path.partition("?")[0] in _POST else "GET"}
             self.refused[getattr(e, "code", e.kind)] += 1
-            # An unread body would be taken for the next request: close instead.
-            keep = not close and payload.is_eof() and getattr(e, "status", 400) not in (408, 413)
-            conn.send_error(e, close=not keep, head_only=msg.method == "HEAD", headers=allow)
-            return keep
-        return await conn.relay(request, close=close, unchunk=msg.version.minor == 0)
+            conn.answered(e, head)
+            return
+        conn.relay(b"".join((
+            b"POST ", head.path.encode("ascii"), b" HTTP/1.1\r\n", self._up_head,
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body), body,
+        )), head)  # fmt: skip
 
 
 def run_front(
