@@ -43,12 +43,14 @@ ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
 _MAX_ID_LEN = 512
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BadLine:
     """One invalid input line: its 1-based number and why it was rejected."""
 
     line: int
     reason: str
+    #: The id of this line's error line in the output (see :func:`scan_input`).
+    custom_id: str = ""
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.reason}"
@@ -103,6 +105,11 @@ class InputScan:
     def bad_line_numbers(self) -> set[int]:
         return {b.line for b in self.bad}
 
+    @property
+    def bad_ids(self) -> set[str]:
+        """The ids of the bad lines' error lines in the output."""
+        return {b.custom_id for b in self.bad}
+
 
 def _messages_error(messages: Any) -> str | None:
     if not isinstance(messages, list) or not messages:
@@ -120,6 +127,10 @@ def _messages_error(messages: Any) -> str | None:
 def _body_error(url: str, body: dict[str, Any]) -> str | None:
     if body.get("stream"):
         return "body.stream is not allowed in a batch (each result is written whole)"
+    for name in ("max_tokens", "max_completion_tokens"):
+        mt = body.get(name)
+        if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
+            return f"body.{name} must be a positive integer"
     if url == "/v1/chat/completions":
         return _messages_error(body.get("messages"))
     if url == "/v1/completions":
@@ -130,9 +141,6 @@ def _body_error(url: str, body: dict[str, Any]) -> str | None:
         inp = body.get("input")
         if not isinstance(inp, str | list) or (isinstance(inp, list) and not inp):
             return "body.input must be a string or a non-empty list"
-    mt = body.get("max_tokens")
-    if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
-        return "body.max_tokens must be a positive integer"
     return None
 
 
@@ -253,7 +261,38 @@ def scan_input(path: str | Path, defaults: RowDefaults | None = None) -> InputSc
         scan.rows += 1
         scan.models.add(row.body.get("model"))
     scan.ids = set(first_seen)
+    _name_bad_lines(p, scan)
     return scan
+
+
+def _own_id(raw: bytes) -> str | None:
+    """The custom_id an invalid line names, if it names a usable one."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    cid = doc.get("custom_id") if isinstance(doc, dict) else None
+    ok = isinstance(cid, str) and cid.strip() and len(cid) <= _MAX_ID_LEN
+    return cid if ok else None
+
+
+def _name_bad_lines(path: Path, scan: InputScan) -> None:
+    """Give each bad line the id its error line carries in the output: the line's own
+    custom_id when it has a usable one that no valid row or earlier bad line holds
+    (a duplicate's id belongs to the valid row), else ``line-N`` as for a plain row."""
+    if not scan.bad:
+        return
+    by_line = {b.line: b for b in scan.bad}
+    taken = set(scan.ids)
+    for n, raw in _open_lines(path):
+        bad = by_line.get(n)
+        if bad is None:
+            continue
+        for cid in (_own_id(raw), f"line-{n}", f"line-{n}-invalid"):
+            if cid is not None and cid not in taken:
+                bad.custom_id = cid
+                taken.add(cid)
+                break
 
 
 def iter_rows(
