@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 from infersight.core.engines import engine_specs
+from infersight.telemetry.dashboards import dashboard_panels, panel_engines
 from infersight.telemetry.exporter_names import EXPORTED, EXPORTER_OWN, GPU_INFO, Exported
 
-__all__ = ["BEGIN", "END", "engines_with", "reference_markdown", "update_file"]
+__all__ = ["BEGIN", "END", "engines_with", "panels_markdown", "reference_markdown", "update_file"]
 
 BEGIN = "<!-- BEGIN GENERATED: python -m infersight.telemetry.exporter_docs docs/metrics.md -->"
 END = "<!-- END GENERATED -->"
@@ -85,6 +86,24 @@ def reference_markdown() -> str:
         for sample_name, forms in EXPORTED.items():
             if sample_name.startswith(prefixes):
                 out.extend(_row(sample_name, e) for e in forms)
+    return "\n".join(out) + "\n" + panels_markdown()
+
+
+def panels_markdown() -> str:
+    """Which shipped dashboard panels each engine fills (engine panels only)."""
+    specs = engine_specs()
+    head = "| panel | " + " | ".join(s.label for s in specs.values()) + " |"
+    out = ["", "## Dashboard panels by engine", "",
+           "What the shipped Grafana dashboard (`infersight dashboards grafana`) shows for each",
+           "engine (llama.cpp includes infersight's embedded engine); an empty cell is a panel",
+           "that says \"no data\" for it. GPU, host and cost panels do not depend on the engine.",
+           "",
+           head, "|---" * (len(specs) + 1) + "|"]  # fmt: skip
+    for p in dashboard_panels():
+        engines = panel_engines(p)
+        if engines and p.get("type") != "stat":
+            cells = ["yes" if key in engines else "" for key in specs]
+            out.append(f"| {p['title']} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 

@@ -63,6 +63,33 @@ BOUNDS: dict[str, dict[str, Sequence[float]]] = {
 }  # fmt: skip
 
 
+#: (name, help, kind of EngineMetrics.hists) of each dialect's histograms.
+_VLLM_HISTS = (
+    ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft"),
+    ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl"),
+    ("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", "tpot"),
+    ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", "e2e"),
+    ("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", "queue"),
+    ("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", "prefill"),
+    ("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", "decode"),
+    ("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", "inference"),
+)
+_SGLANG_HISTS = (
+    ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft"),
+    ("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl"),
+    ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", "e2e"),
+    ("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", "queue"),
+)
+_TGI_HISTS = (
+    ("tgi_request_queue_duration", "Time spent in the queue per request", "queue"),
+    ("tgi_request_duration", "End-to-end generate request latency", "e2e"),
+    ("tgi_request_mean_time_per_token_duration", "Mean time per token per request", "tpot"),
+    ("tgi_request_inference_duration", "Request inference duration", "inference"),
+    ("tgi_request_input_length", "Input token length per request", "prompt_len"),
+    ("tgi_request_generated_tokens", "Generated tokens per request", "gen_len"),
+)
+
+
 class _Families:
     """Builds families that all carry the same constant labels."""
 
@@ -80,6 +107,19 @@ class _Families:
         c = CounterMetricFamily(name, doc, labels=self.keys)
         c.add_metric(self.vals, value)
         return c
+
+    def by_label(
+        self, name: str, doc: str, label: str, values: dict[str, float]
+    ) -> CounterMetricFamily:
+        """A counter with one more label (a finish reason, an error kind)."""
+        c = CounterMetricFamily(name, doc, labels=[*self.keys, label])
+        for v, n in sorted(values.items()):
+            c.add_metric([*self.vals, v], n)
+        return c
+
+    def hists(self, table: Sequence[tuple[str, str, str]]) -> Iterator[HistogramMetricFamily]:
+        for name, doc, kind in table:
+            yield self.hist(name, doc, kind)
 
     def hist(self, name: str, doc: str, kind: str) -> HistogramMetricFamily:
         h = self.m.hists[kind]
@@ -104,19 +144,10 @@ def _vllm(m: EngineMetrics) -> Iterator[Metric]:
     yield f.counter("vllm:generation_tokens", "Number of generation tokens processed.", m.generation_tokens)
     yield f.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", m.prompt_tokens)
     yield f.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", 0.0)
-    ok = CounterMetricFamily("vllm:request_success", "Count of successfully processed requests.",
-                             labels=[*f.keys, "finished_reason"])  # fmt: skip
-    for reason in ("stop", "length", "abort"):
-        ok.add_metric([*f.vals, reason], m.finished.get(reason, 0.0))
-    yield ok
-    yield f.hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft")
-    yield f.hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl")
-    yield f.hist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", "tpot")
-    yield f.hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", "e2e")
-    yield f.hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", "queue")
-    yield f.hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", "prefill")
-    yield f.hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", "decode")
-    yield f.hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", "inference")
+    reasons = {r: m.finished.get(r, 0.0) for r in ("stop", "length", "abort")}
+    yield f.by_label("vllm:request_success", "Count of successfully processed requests.",
+                     "finished_reason", reasons)  # fmt: skip
+    yield from f.hists(_VLLM_HISTS)
 
 
 def _sglang(m: EngineMetrics) -> Iterator[Metric]:
@@ -136,10 +167,7 @@ def _sglang(m: EngineMetrics) -> Iterator[Metric]:
     yield f.counter("sglang:cached_tokens", "Number of cached prompt tokens.", 0.0)
     yield f.counter("sglang:num_requests", "Number of requests processed.", m.completed())
     yield f.counter("sglang:num_aborted_requests", "Number of requests aborted.", m.aborted)
-    yield f.hist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft")
-    yield f.hist("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl")
-    yield f.hist("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", "e2e")
-    yield f.hist("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", "queue")
+    yield from f.hists(_SGLANG_HISTS)
 
 
 def _tgi(m: EngineMetrics) -> Iterator[Metric]:
@@ -152,16 +180,8 @@ def _tgi(m: EngineMetrics) -> Iterator[Metric]:
     # prometheus_client adds _total to counters; EngineMetrics.render takes it off again.
     yield f.counter("tgi_request_count", "Total number of requests", m.received)
     yield f.counter("tgi_request_success", "Number of successful requests", m.completed())
-    fail = CounterMetricFamily("tgi_request_failure", "Number of failed requests", labels=["err"])
-    for err, n in sorted(m.failed.items()):
-        fail.add_metric([err], n)
-    yield fail
-    yield f.hist("tgi_request_queue_duration", "Time spent in the queue per request", "queue")
-    yield f.hist("tgi_request_duration", "End-to-end generate request latency", "e2e")
-    yield f.hist("tgi_request_mean_time_per_token_duration", "Mean time per token per request", "tpot")
-    yield f.hist("tgi_request_inference_duration", "Request inference duration", "inference")
-    yield f.hist("tgi_request_input_length", "Input token length per request", "prompt_len")
-    yield f.hist("tgi_request_generated_tokens", "Generated tokens per request", "gen_len")
+    yield f.by_label("tgi_request_failure", "Number of failed requests", "err", m.failed)
+    yield from f.hists(_TGI_HISTS)
 
 
 def _llamacpp(m: EngineMetrics) -> Iterator[Metric]:
