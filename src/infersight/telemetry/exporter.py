@@ -26,6 +26,7 @@ from infersight.core.records import Sample
 from infersight.telemetry.exporter_names import (
     EXPORTER_OWN,
     GPU_INFO,
+    INTEGRATED,
     Exported,
     exported_for,
     exported_name,
@@ -146,8 +147,7 @@ class TelemetryCollector(Collector):
         """Add one round to the integrated counters (idempotent per sample time)."""
         with self._lock:
             for s in samples:
-                e = exported_for(s.name, s.labels)
-                if e is None or not e.integrate or s.value is None:
+                if s.name not in INTEGRATED or s.value is None:
                     continue
                 key = (s.name, _key(s.labels))
                 prev = self._integrals.get(key)
@@ -194,7 +194,7 @@ class TelemetryCollector(Collector):
 
 def render(samples: Iterable[Sample]) -> bytes:
     """Prometheus text for a list of samples (fresh registry; for tests and tools)."""
-    reg = CollectorRegistry(auto_describe=True)
+    reg = CollectorRegistry(auto_describe=False)
     items = list(samples)
     reg.register(TelemetryCollector(lambda: items))
     data: bytes = generate_latest(reg)

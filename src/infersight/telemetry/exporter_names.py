@@ -16,6 +16,7 @@ __all__ = [
     "EXPORTED",
     "EXPORTER_OWN",
     "GPU_INFO",
+    "INTEGRATED",
     "Exported",
     "exported_for",
     "exported_name",
@@ -150,9 +151,18 @@ GPU_INFO = ("infersight_gpu_info", "GPU model, UUID and driver; value 1.")
 # fmt: on
 
 
+#: Sample names of the rates exported as integrated counters.
+INTEGRATED = frozenset(n for n, forms in EXPORTED.items() if any(e.integrate for e in forms))
+
+
 def exported_for(sample_name: str, labels: dict[str, str]) -> Exported | None:
     """How a sample is exported, or None when it is not (``raw.*``, unknown names)."""
-    for e in EXPORTED.get(sample_name, ()):
+    forms = EXPORTED.get(sample_name)
+    if forms is None:
+        return None
+    if len(forms) == 1 and not forms[0].only:  # nearly every name: no label to look at
+        return forms[0]
+    for e in forms:
         if e.matches(labels):
             return e
     return None
