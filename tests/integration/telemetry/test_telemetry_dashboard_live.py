@@ -1,7 +1,8 @@
 """Every query of the shipped Grafana dashboard, run through a real Prometheus's HTTP
 API against each supported engine (the fake engine in vLLM V1, SGLang, TGI and
-llama.cpp dialects, and the real embedded llama.cpp engine), all scraped through
-``infersight exporter``; GPU panels against the replayed NVML fixture.
+llama.cpp dialects, the real embedded llama.cpp engine, and the infersight gateway in
+front of a fake), all scraped through ``infersight exporter`` (the gateway also
+directly); GPU panels against the replayed NVML fixture.
 
 Which panels an engine can fill is derived from the engine table (engines.toml, via
 ``dashboards.panel_engines``): a panel must show data for every engine that has its
@@ -26,6 +27,7 @@ import pytest
 from prom_helpers import DATA, Prometheus, free_port, has_finite
 
 from infersight.core.engines import engine_specs
+from infersight.gateway import Gateway, load_config
 from infersight.telemetry import ExporterServer, ReplayBackend, build_recorder
 from infersight.telemetry.dashboards import (
     dashboard_expressions,
@@ -41,6 +43,7 @@ CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 DIALECTS = ("vllm", "sglang", "tgi", "llamacpp")
 #: What Grafana's $__rate_interval becomes here (4 scrape intervals and some margin).
 RATE = "15s"
+GATEWAY_MODEL = "gpt-4o-mini"
 #: Bounds of the load loops (they also stop when the test does).
 MAX_REQUESTS, MAX_SECONDS = 5000, 300.0
 
@@ -51,8 +54,8 @@ def _expr(expr: str, *, instance: str = ".*", source: str = ".*") -> str:
 
 
 async def _load(url: str, model: str, stop: asyncio.Event, *, key: str | None,
-                fail_every: int = 0, concurrency: int = 3) -> None:  # fmt: skip
-    """Chat requests until ``stop`` (bounded); every ``fail_every``-th is a scripted 503."""
+                fail_every: int = 0, concurrency: int = 3, stream: bool = False) -> None:  # fmt: skip
+    """Chat requests until ``stop`` (bounded); every ``fail_every``-th one fails."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     deadline = time.monotonic() + MAX_SECONDS
     sent = 0
@@ -61,9 +64,13 @@ async def _load(url: str, model: str, stop: asyncio.Event, *, key: str | None,
         nonlocal sent
         while not stop.is_set() and sent < MAX_REQUESTS and time.monotonic() < deadline:
             sent += 1
-            body = {"model": model, "max_tokens": 8, "temperature": 0,
+            body = {"model": model, "max_tokens": 8, "temperature": 0, "stream": stream,
                     "messages": [{"role": "user", "content": f"Count to {sent} ({w})."}]}  # fmt: skip
-            extra = {"X-Fake-Behavior": "503"} if fail_every and sent % fail_every == 0 else {}
+            extra = {}
+            if fail_every and sent % fail_every == 0:
+                # a fake engine answers 503; the gateway refuses the unknown model
+                extra = {"X-Fake-Behavior": "503"}
+                body["model"] = "no-such-model"
             try:
                 async with session.post(f"{url}/v1/chat/completions", json=body,
                                         headers=extra) as r:  # fmt: skip
@@ -77,13 +84,22 @@ async def _load(url: str, model: str, stop: asyncio.Event, *, key: str | None,
 
 
 @contextlib.asynccontextmanager
-async def _fakes() -> AsyncIterator[dict[str, FakeOpenAI]]:
+async def _fakes() -> AsyncIterator[dict[str, str]]:
+    """Base URLs: one fake engine per dialect, and a gateway in front of one more."""
     async with contextlib.AsyncExitStack() as stack:
         out = {}
         for d in DIALECTS:
             cfg = FakeConfig(metrics_dialect=d, slots=2, ttft=0.05, itl=0.01, tokens=8,
                              kv_usage=0.4)  # fmt: skip
-            out[d] = await stack.enter_async_context(FakeOpenAI(cfg).running())
+            out[d] = (await stack.enter_async_context(FakeOpenAI(cfg).running())).base_url
+        up = await stack.enter_async_context(
+            FakeOpenAI(FakeConfig(ttft=0.05, itl=0.01, tokens=8)).running()
+        )
+        gw_cfg = load_config(None, port=0, upstreams=[
+            # a model of the price table, so the cost panel has dollars to show
+            {"name": "fake", "url": up.base_url, "models": [GATEWAY_MODEL], "concurrency": 2},
+        ])  # fmt: skip
+        out["gateway"] = (await stack.enter_async_context(Gateway(gw_cfg).running())).url
         yield out
 
 
@@ -138,11 +154,11 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
     proc: subprocess.Popen[str] | None = None
     try:
         async with _fakes() as fakes:
-            urls = {d: f.base_url for d, f in fakes.items()} | {"embedded": engine.base_url}
+            urls = fakes | {"embedded": engine.base_url}
             proc = _cli_exporter(list(urls.values()), cli_port, engine.api_key, engine.pid)
-            loads = [asyncio.create_task(_load(f.base_url, "fake", stop, key=None,
-                                               fail_every=4 if d == "tgi" else 0))
-                     for d, f in fakes.items()]  # fmt: skip
+            loads = [asyncio.create_task(_load(url, GATEWAY_MODEL, stop, key=None, stream=d == "gateway",
+                                               fail_every=4 if d in ("tgi", "gateway") else 0))
+                     for d, url in fakes.items()]  # fmt: skip
             loads.append(asyncio.create_task(
                 _load(engine.base_url, engine.model_name, stop, key=engine.api_key, concurrency=2)
             ))
@@ -150,20 +166,29 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
                 # neither job is called "infersight": InfersightExporterDown must stay quiet
                 "gpu-telemetry": gpu_exporter.url + "/metrics",
                 "cpu-host": f"http://127.0.0.1:{cli_port}/metrics",
+                "llm-gateway": fakes["gateway"] + "/metrics",
             })  # fmt: skip
-            sources = {name: ("llamacpp" if name == "embedded" else name, f"{url}/metrics")
+            kind = {"embedded": "llamacpp", "gateway": "infersight"}
+            sources = {name: (kind.get(name, name), f"{url}/metrics")
                        for name, url in urls.items()}  # fmt: skip
             async with aiohttp.ClientSession() as s:
                 for _, source in sources.values():
                     await prom.query(s, f'infersight_engine_up{{source="{source}"}} == 1')
                 filled = await _check_engine_panels(prom, s, sources)
                 await _check_gpu_and_host(prom, s, gpu_exporter, cli_port)
-                # every query of the dashboard is valid PromQL (gateway ones have no data
-                # here); the variables' label_values() is Grafana's, served by the labels API
+                # every query of the dashboard has data (the gateway's own too: Prometheus
+                # scrapes it directly), but the engine ones nothing here exports (the
+                # table above) and the GPU ones on the CPU host; the variables'
+                # label_values() is Grafana's, served by the labels API
+                no_signal = {e for p in dashboard_panels() for e in _engine_targets(p)
+                             if not panel_engines({"targets": [{"expr": e}]})}  # fmt: skip
                 for e in dashboard_expressions():
                     m = re.fullmatch(r"label_values\((.+), *(\w+)\)", e)
                     if m is None:
-                        await prom.query_once(s, _expr(e))
+                        if e in no_signal:
+                            await prom.query_once(s, _expr(e))
+                        else:
+                            await prom.query(s, _expr(e), timeout=30)
                         continue
                     params = {"match[]": _expr(m.group(1))}
                     async with s.get(f"{prom.url}/api/v1/label/{m.group(2)}/values",
