@@ -10,7 +10,8 @@ Usage (:func:`build_recorder` is the one place samplers are wired together)::
     result.samples = rec.samples()
 
 :func:`sample_url` watches a live server for a while and returns a RunResult;
-:func:`run_exporter` serves the samples as Prometheus metrics.
+:func:`run_exporter` serves the samples as Prometheus metrics, under the names of
+:mod:`.exporter_names` (documented in ``docs/metrics.md``).
 
 Sample names (value None = not available):
 
@@ -28,11 +29,13 @@ Sample names (value None = not available):
   ``engine.kv_cache_usage`` (0..1), ``engine.preemptions_total``,
   ``engine.prompt_tokens_total``, ``engine.generation_tokens_total``,
   ``engine.requests_total``, ``engine.requests_finished_total``,
-  ``engine.request_errors_total`` and the histograms ``engine.ttft_seconds``,
-  ``engine.itl_seconds``, ``engine.tpot_seconds``, ``engine.e2e_seconds``,
-  ``engine.queue_time_seconds`` with {stat=sum|count} (cumulative) and
-  {stat=p50|p90|p99} (over the last scrape interval); what each engine provides is in
-  ``data/telemetry/engines.toml``. Anything else an engine exports: ``raw.<name>``.
+  ``engine.requests_aborted_total``, ``engine.request_errors_total`` and the histograms
+  ``engine.ttft_seconds``, ``engine.itl_seconds``, ``engine.tpot_seconds``,
+  ``engine.e2e_seconds``, ``engine.queue_time_seconds`` with {stat=sum|count}
+  (cumulative) and {stat=p50|p90|p99} (over the last scrape interval), and with
+  ``buckets=True`` (the exporter's scrapers) {stat=bucket, le} (cumulative); what each
+  engine provides is in ``data/telemetry/engines.toml``, the full list in
+  ``docs/metrics.md``. Anything else an engine exports: ``raw.<name>``.
 """
 
 from infersight.telemetry.base import Sampler

@@ -108,7 +108,8 @@ class FakeConfig:
     Engine model: ``slots`` set -> at most that many generations at once, the rest
     wait in arrival order inside the server, before their headers (a real queue, so
     each request's service time is ``ttft + itl * (tokens - 1)`` after its wait).
-    ``metrics_dialect`` "vllm" / "llamacpp" -> ``GET /metrics`` in that engine's names
+    ``metrics_dialect`` "vllm" / "sglang" / "tgi" / "llamacpp" -> ``GET /metrics`` in that
+    engine's names, and its info endpoint with the slot limit
     (running = holders of a slot, waiting = the queue); the KV usage it reports is
     ``kv_usage``, or ``kv_per_running * running`` (capped at 1) when that is set.
     """
@@ -139,9 +140,10 @@ class FakeConfig:
     sse_content_type: str = "text/event-stream"
     #: Generation slots (None: unlimited); the rest wait FIFO.
     slots: int | None = None
-    #: Engine whose ``/metrics`` names to export: "vllm", "llamacpp" or None (no /metrics).
+    #: Engine whose ``/metrics`` names to export: "vllm", "sglang", "tgi", "llamacpp" or
+    #: None (no /metrics).
     metrics_dialect: str | None = None
-    #: Fixed KV-cache usage (0..1) reported by the vllm dialect.
+    #: Fixed KV-cache usage (0..1) reported by the vllm and sglang dialects.
     kv_usage: float = 0.02
     #: KV usage per running request, for a KV-full engine (overrides ``kv_usage``).
     kv_per_running: float | None = None

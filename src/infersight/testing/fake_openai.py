@@ -7,7 +7,7 @@ It also serves ``/v1/models``, ``/v1/embeddings`` (deterministic vectors, batch
 input), ``/tokenize``, ``/health``, and its own counters at ``GET /_fake/stats``.
 With ``slots`` it models an engine with N generation slots and a FIFO queue (each
 request's true wait is in the stats), and ``metrics_dialect`` serves ``/metrics`` with
-vLLM's or llama.cpp's own metric names (see ``fake_slots`` and ``fake_metrics``).
+vLLM's, SGLang's, TGI's or llama.cpp's own metric names (see ``fake_slots`` and ``fake_metrics``).
 
     async with FakeOpenAI(FakeConfig(ttft=0.05)).running() as srv:   # same loop
         srv.base_url
@@ -66,8 +66,12 @@ class FakeOpenAI(ExtraEndpoints):
         r.add_post("/_fake/reset", self._reset)
         if self.engine_metrics is not None:
             r.add_get("/metrics", self._metrics)
-        if self.config.metrics_dialect == "llamacpp":
-            r.add_get("/props", self._props)
+        if self.config.metrics_dialect is not None:
+            # where infersight reads each engine's slot limit (engines.toml "slots")
+            info = {"llamacpp": "/props", "sglang": "/get_server_info", "tgi": "/info"}
+            path = info.get(self.config.metrics_dialect)
+            if path is not None:
+                r.add_get(path, self._props)
         return app
 
     @contextlib.asynccontextmanager
@@ -116,13 +120,20 @@ class FakeOpenAI(ExtraEndpoints):
         del s["arrivals"][:-1000]
         s["in_flight"] += 1
         s["max_in_flight"] = max(s["max_in_flight"], s["in_flight"])
+        em = self.engine_metrics
+        if em is not None:
+            em.arrived()
         try:
             resp = await self._generate_inner(request, arrival)
             self._count(request, resp.status)
+            if em is not None and resp.status >= 400:
+                em.failed_with(resp.status)
             return resp
         except ConnectionResetError:
             # The client left (a timeout, a cancelled test): nothing to answer.
             s["client_gone"] += 1
+            if em is not None:
+                em.abort()
             return web.Response(status=499)
         finally:
             s["in_flight"] -= 1
@@ -263,10 +274,14 @@ class FakeOpenAI(ExtraEndpoints):
         )
 
     async def _props(self, request: web.Request) -> web.Response:
-        # llama.cpp's /props: where infersight reads the slot limit of that engine.
-        return json_response(
-            {"total_slots": self.config.slots or 1, "model_path": self.config.model}
-        )
+        # llama.cpp's /props, SGLang's /get_server_info, TGI's /info: the slot limit.
+        slots = self.config.slots or 1
+        doc = {
+            "/props": {"total_slots": slots, "model_path": self.config.model},
+            "/get_server_info": {"max_running_requests": slots, "model_path": self.config.model},
+            "/info": {"max_batch_size": slots, "model_id": self.config.model},
+        }
+        return json_response(doc[request.path])
 
 
 if __name__ == "__main__":
