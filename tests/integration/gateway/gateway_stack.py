@@ -23,6 +23,8 @@ class Stack:
         self.gw = gw
         self.fakes = fakes
         self.session = session
+        #: The key sent to /metrics (with keys configured, it needs one).
+        self.admin_key: str | None = None
 
     @property
     def url(self) -> str:
@@ -35,7 +37,9 @@ class Stack:
 
     async def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of ``name`` whose labels include ``labels``."""
-        async with self.session.get(self.url + "/metrics") as r:
+        auth = {"Authorization": f"Bearer {self.admin_key}"} if self.admin_key else None
+        async with self.session.get(self.url + "/metrics", headers=auth) as r:
+            assert r.status == 200, await r.text()
             text = await r.text()
         total = 0.0
         for fam in text_string_to_metric_families(text):

@@ -20,20 +20,30 @@ CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 
 
 def _start(*args: str, wait: float = 30) -> tuple[subprocess.Popen[str], str, str]:
-    """`infersight gateway ARGS` started: (process, its first stdout line, its URL)."""
+    """`infersight gateway ARGS` started: (process, its 'listening on' line, its URL).
+
+    The banner goes to stderr (stdout carries only JSON access lines); the stderr lines
+    before it are kept in ``proc.early_stderr``."""
     proc = subprocess.Popen(
         [*CLI, "gateway", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     lines: list[str] = []
-    t = threading.Thread(target=lambda: lines.append(proc.stdout.readline()),  # type: ignore[union-attr]
-                         daemon=True)
+
+    def read() -> None:
+        while line := proc.stderr.readline():  # type: ignore[union-attr]
+            lines.append(line)
+            if "listening on " in line:
+                return
+
+    t = threading.Thread(target=read, daemon=True)
     t.start()
     t.join(wait)
-    if not (lines and "listening on http://127.0.0.1:" in lines[0]):
+    if not (lines and "listening on http://127.0.0.1:" in lines[-1]):
         proc.kill()
         raise AssertionError(f"no 'listening on' line: {lines}")
-    return proc, lines[0], lines[0].split("listening on ")[1].split()[0]
+    proc.early_stderr = "".join(lines[:-1])  # type: ignore[attr-defined]
+    return proc, lines[-1], lines[-1].split("listening on ")[1].split()[0]
 
 
 def _interrupt(proc: subprocess.Popen[str], wait: float) -> int:
@@ -60,7 +70,7 @@ def test_cli_serves_and_stops_on_ctrl_c() -> None:
             with urllib.request.urlopen(req, timeout=10) as r:
                 assert r.status == 200 and r.headers["X-Request-Id"] == "cli-1"
             log_line = proc.stdout.readline()  # type: ignore[union-attr]
-            entry = orjson.loads(log_line)
+            entry = orjson.loads(log_line)  # stdout: JSON access lines only, no banner
             assert entry["request_id"] == "cli-1" and entry["status"] == 200
             with urllib.request.urlopen(url + "/health", timeout=10) as r:
                 assert orjson.loads(r.read())["status"] == "ok"
@@ -122,7 +132,7 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
     finally:
         rc = _interrupt(proc, 60)
     assert rc == 0
-    err = proc.stderr.read() if proc.stderr else ""
+    err = proc.early_stderr + (proc.stderr.read() if proc.stderr else "")  # type: ignore[attr-defined]
     assert "no upstream given: starting the embedded engine..." in err
     assert "Traceback" not in err
     assert not [p for p in engines if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
