@@ -110,11 +110,15 @@ def exchange(
                 sock.sendall(part)
         buf = bytearray()
         deadline = time.monotonic() + timeout
-        if not _read_until(sock, buf, b"\r\n\r\n", deadline):
-            return RawAnswer(None, elapsed=time.monotonic() - t0, closed=not _open(sock))
-        head, _, rest = bytes(buf).partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
+        while True:
+            if not _read_until(sock, buf, b"\r\n\r\n", deadline):
+                return RawAnswer(None, elapsed=time.monotonic() - t0, closed=not _open(sock))
+            head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            if status >= 200:
+                break
+            buf = bytearray(rest)  # an interim answer (100 Continue): the real one follows
         headers = {}
         for line in lines[1:]:
             k, _, v = line.partition(":")
