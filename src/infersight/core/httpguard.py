@@ -193,11 +193,13 @@ class _GuardedHandler(RequestHandler):
     def data_received(self, data: bytes) -> None:
         if self._force_close or self._close:
             return
-        now = time.monotonic()
         payload = self._payload
         in_body = payload is not None and not payload.is_eof()
         first = len(self._messages)
         super().data_received(data)
+        if not data and len(self._messages) == first:
+            return  # aiohttp re-parsing its buffer: nothing arrived
+        now = time.monotonic()
         for msg, body in list(islice(self._messages, first, None)):
             if isinstance(msg, RawRequestMessage):
                 self._head_at, self._head_bytes = None, False
@@ -258,9 +260,12 @@ class _GuardedHandler(RequestHandler):
         if self._head_at is None:
             return
         due = self._head_at + g.head_timeout_s
-        if now < due or getattr(self, "_request_in_progress", False):
+        if now < due:
+            self._arm(due)
+            return
+        if getattr(self, "_request_in_progress", False):
             # A pipelined head behind a running request waits for that request.
-            self._arm(max(due, now + 1.0))
+            self._arm(now + 1.0)
             return
         self._event("head_timeout")
         if self._head_bytes and self.transport is not None:
