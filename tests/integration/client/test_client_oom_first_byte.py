@@ -58,26 +58,19 @@ async def test_oom_in_a_stream_error_event_is_out_of_memory() -> None:
             await c.chat(MSG, max_tokens=8)
 
 
-async def test_non_streamed_silent_answer_hits_the_first_token_limit() -> None:
-    t = Timeouts(first_token=0.5, idle=None, total=30)
-    async with FakeOpenAI(FakeConfig(script=["hang"])).running() as srv, \
+@pytest.mark.parametrize(("fault", "error"), [
+    ("hang", E.FirstTokenTimeout),  # no head: the first-token limit (0.5 s)
+    ("stall_body:20", E.IdleTimeout),  # head, half a body, then silence: the idle limit
+])
+async def test_non_streamed_silence_hits_a_limit(fault: str, error: type[E.Timeout]) -> None:
+    t = Timeouts(first_token=0.5, idle=0.5, total=30)
+    async with FakeOpenAI(FakeConfig(script=[fault])).running() as srv, \
             Client(srv.base_url, timeouts=t, retry=RetryPolicy(max_attempts=1)) as c:
         t0 = time.monotonic()
-        with pytest.raises(E.FirstTokenTimeout):
+        with pytest.raises(error):
             await c.chat(MSG, max_tokens=4, stream=False)
         took = time.monotonic() - t0
     assert 0.45 <= took < 5, took  # the limit, not the 30 s deadline
-
-
-async def test_non_streamed_body_that_stalls_hits_the_idle_limit() -> None:
-    t = Timeouts(first_token=5, idle=0.5, total=30)
-    async with FakeOpenAI(FakeConfig(script=["stall_body:20"])).running() as srv, \
-            Client(srv.base_url, timeouts=t, retry=RetryPolicy(max_attempts=1)) as c:
-        t0 = time.monotonic()
-        with pytest.raises(E.IdleTimeout):
-            await c.chat(MSG, max_tokens=4, stream=False)
-        took = time.monotonic() - t0
-    assert 0.45 <= took < 5, took
 
 
 async def test_non_streamed_slow_generation_within_the_limits_is_fine() -> None:

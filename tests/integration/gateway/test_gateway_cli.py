@@ -2,63 +2,21 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import orjson
 import pytest
+from gateway_stack import CLI, interrupt, start_cli
 
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-
-CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
-
-
-def _start(*args: str, wait: float = 30) -> tuple[subprocess.Popen[str], str, str]:
-    """`infersight gateway ARGS` started: (process, its 'listening on' line, its URL).
-
-    The banner goes to stderr (stdout carries only JSON access lines); the stderr lines
-    before it are kept in ``proc.early_stderr``."""
-    proc = subprocess.Popen(
-        [*CLI, "gateway", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    lines: list[str] = []
-
-    def read() -> None:
-        while line := proc.stderr.readline():  # type: ignore[union-attr]
-            lines.append(line)
-            if "listening on " in line:
-                return
-
-    t = threading.Thread(target=read, daemon=True)
-    t.start()
-    t.join(wait)
-    if not (lines and "listening on http://127.0.0.1:" in lines[-1]):
-        proc.kill()
-        raise AssertionError(f"no 'listening on' line: {lines}")
-    proc.early_stderr = "".join(lines[:-1])  # type: ignore[attr-defined]
-    return proc, lines[-1], lines[-1].split("listening on ")[1].split()[0]
-
-
-def _interrupt(proc: subprocess.Popen[str], wait: float) -> int:
-    """Ctrl-C; the exit code (-9 when it had to be killed)."""
-    proc.send_signal(signal.SIGINT)
-    try:
-        return proc.wait(wait)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return -9
 
 
 def test_cli_serves_and_stops_on_ctrl_c() -> None:
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
-        proc, _, url = _start("--upstream", f"a={fake.base_url},models=fake,concurrency=4",
+        proc, _, url = start_cli("--upstream", f"a={fake.base_url},models=fake,concurrency=4",
                               "--port", "0", "--queue", "8")  # fmt: skip
         try:
             req = urllib.request.Request(
@@ -75,7 +33,7 @@ def test_cli_serves_and_stops_on_ctrl_c() -> None:
             with urllib.request.urlopen(url + "/health", timeout=10) as r:
                 assert orjson.loads(r.read())["status"] == "ok"
         finally:
-            rc = _interrupt(proc, 15)
+            rc = interrupt(proc, 15)
         assert rc == 0
 
 
@@ -114,7 +72,7 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
     import openai
     import psutil
 
-    proc, first, url = _start("--port", "0", "--concurrency", "2", "--no-access-log", wait=180)
+    proc, first, url = start_cli("--port", "0", "--concurrency", "2", "--no-access-log", wait=180)
     try:
         assert "(upstreams: engine=http://127.0.0.1:" in first
         engines = psutil.Process(proc.pid).children(recursive=True)
@@ -130,7 +88,7 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
         # --concurrency is the engine's slot count and the gateway's limit in front of it
         assert up["name"] == "engine" and up["limit"] == 2 and up["queue_size"] == 16, up
     finally:
-        rc = _interrupt(proc, 60)
+        rc = interrupt(proc, 60)
     assert rc == 0
     err = proc.early_stderr + (proc.stderr.read() if proc.stderr else "")  # type: ignore[attr-defined]
     assert "no upstream given: starting the embedded engine..." in err

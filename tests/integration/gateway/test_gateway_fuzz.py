@@ -10,16 +10,14 @@ Bounded for CI: about 150 examples in all, well under a minute.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import threading
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import orjson
 import pytest
+from gateway_stack import interrupt, start_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,39 +43,18 @@ class Proc:
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[Proc]:
     with FakeOpenAI.subprocess(FakeConfig(tokens=3)) as fake:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
-               "INFERSIGHT_GATEWAY_CLIENT_HEADER_TIMEOUT_S": "1",
+        env = {"INFERSIGHT_GATEWAY_CLIENT_HEADER_TIMEOUT_S": "1",
                "INFERSIGHT_GATEWAY_CLIENT_BODY_TIMEOUT_S": "1"}
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from infersight.cli import main; main()", "gateway",
-             "--upstream", f"up={fake.base_url},models=fake,max_tokens_cap=4",
-             "--port", "0", "--no-access-log"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-        )
-        lines: list[str] = []
-
-        def read() -> None:
-            while line := proc.stderr.readline():  # type: ignore[union-attr]
-                lines.append(line)
-                if "listening on " in line:
-                    return
-
-        t = threading.Thread(target=read, daemon=True)
-        t.start()
-        t.join(60)
+        proc, _, url = start_cli(
+            "--upstream", f"up={fake.base_url},models=fake,max_tokens_cap=4", "--port", "0",
+            "--no-access-log", env=env, wait=60, stdout=subprocess.DEVNULL)
         try:
-            if not lines or "listening on " not in lines[-1]:
-                raise AssertionError(f"gateway did not start: {lines}")
-            url = lines[-1].split("listening on ")[1].split()[0]
             host, port = url.removeprefix("http://").rsplit(":", 1)
             yield Proc(proc, host, int(port))
         finally:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-    assert not [ln for ln in lines if "Traceback" in ln]
+            rc = interrupt(proc, 15)
+        err = proc.stderr.read() if proc.stderr else ""
+    assert rc == 0 and "Traceback" not in err, err
 
 
 def _healthy(g: Proc) -> None:
