@@ -283,7 +283,8 @@ class _GuardedHandler(RequestHandler):
         """aiohttp's error answer (framing errors, a crashed handler) as OpenAI JSON."""
         if status >= 500:
             self.log_exception("Error handling request from %s", self._client, exc_info=exc)
-            code, text, etype = "internal_error", "internal server error", "server_error"
+            phrase = HTTPStatus(status).phrase
+            code, text, etype = phrase.lower().replace(" ", "_"), phrase, "server_error"
         else:
             log.debug("malformed request from %s: %r", self._client, exc)
             self._event("malformed")
