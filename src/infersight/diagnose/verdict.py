@@ -10,6 +10,7 @@ __all__ = ["VERDICT_IDS", "Evidence", "Verdict", "VerdictWindow"]
 #: Every verdict id, in the order outputs list them (most actionable first).
 VERDICT_IDS: tuple[str, ...] = (
     "client_limited",
+    "memory_pressure",
     "error_driven",
     "overloaded",
     "kv_bound",

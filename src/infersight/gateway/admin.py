@@ -1,4 +1,10 @@
-"""The gateway's non-proxy endpoints: /v1/models, /metrics, /health and /stats."""
+"""The gateway's non-proxy endpoints: /v1/models, /metrics, /health and /stats.
+
+With keys configured, all but /health need one (design.md section 4): /stats shows
+the upstreams and the spend per key, /v1/models what is served. ``metrics_public``
+opens /metrics alone, for a Prometheus that scrapes without credentials. No URL shown
+here carries credentials.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
+from infersight.gateway.accounting import Accounting
 from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
@@ -29,7 +36,7 @@ def _headers() -> dict[str, str]:
     return {"X-Request-Id": "req-" + uuid.uuid4().hex, "X-Queue-Delay": "0.000"}
 
 
-class AdminEndpoints:
+class AdminEndpoints(Accounting):
     """Mixed into :class:`~infersight.gateway.server.Gateway`."""
 
     upstreams: list[Upstream]
@@ -37,9 +44,12 @@ class AdminEndpoints:
     metrics: GatewayMetrics
     merger: BatchMerger
     started: float
+    metrics_public: bool
 
     async def models(self, request: web.Request) -> web.Response:
         """The union of every upstream's models (discovered ones refreshed on demand)."""
+        if (denied := self._denied(request)) is not None:
+            return denied
         owners: dict[str, list[str]] = {}
         for u in self.upstreams:
             if u.wildcard:
@@ -54,6 +64,8 @@ class AdminEndpoints:
         return web.json_response({"object": "list", "data": data}, dumps=_dumps, headers=_headers())
 
     async def prom(self, request: web.Request) -> web.Response:
+        if not self.metrics_public and (denied := self._denied(request)) is not None:
+            return denied
         for u in self.upstreams:
             u.gauges()
             u.metrics.circuit.labels(u.name).set(int(u.breaker.state))
@@ -93,6 +105,8 @@ class AdminEndpoints:
         )
 
     async def stats(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request)) is not None:
+            return denied
         doc = {
             "uptime_s": time.time() - self.started,
             "upstreams": [u.state() for u in self.upstreams],

@@ -65,14 +65,23 @@ class GatewayMetrics:
         self.rejections = Counter(
             p + "rejections_total",
             "Requests refused by the gateway (queue_full, predicted_wait, deadline, "
-            "rate_limited, auth, bad_request, no_upstream).",
+            "rate_limited, auth, bad_request, no_upstream; slow or malformed clients: "
+            "head_timeout, body_timeout, malformed, connection_limit).",
             ["reason"], registry=r,
         )
         self.retries = Counter(
             p + "retries_total", "Extra attempts on one upstream.", ["upstream"], registry=r
         )
         self.failovers = Counter(
-            p + "failovers_total", "Moves to the next upstream before content was sent.",
+            p + "failovers_total",
+            "Requests moved to the next upstream (before content was sent) after this "
+            "upstream failed with this error.",
+            ["upstream", "error"], registry=r,
+        )
+        self.upstream_errors = Counter(
+            p + "upstream_errors_total",
+            "Failed upstream calls by error kind (OutOfMemory: the engine ran out of "
+            "memory), whether or not the request then failed over.",
             ["upstream", "error"], registry=r,
         )
         self.fallbacks = Counter(

@@ -80,7 +80,7 @@ def banner(view: RunView, *, named: bool = False) -> str:
     return "".join(out)
 
 
-_BAD_VERDICTS = ("client_limited", "error_driven", "overloaded")
+_BAD_VERDICTS = ("client_limited", "memory_pressure", "error_driven", "overloaded")
 
 
 def _verdict_html(view: RunView, v: Verdict) -> str:

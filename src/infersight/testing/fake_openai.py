@@ -32,6 +32,7 @@ from aiohttp import web
 
 from infersight.testing.fake_config import Behavior, FakeConfig
 from infersight.testing.fake_extras import ExtraEndpoints
+from infersight.testing.fake_faults import garbage_answer, oom_answer, stalled_json
 from infersight.testing.fake_process import FakeProcess
 from infersight.testing.fake_responses import count_words, error_response, json_response
 from infersight.testing.fake_slots import record_timeline
@@ -78,7 +79,11 @@ class FakeOpenAI(ExtraEndpoints):
     async def running(self, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[FakeOpenAI]:
         """Serve on this event loop until the block exits."""
         self._closing = asyncio.Event()
-        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=0.5)
+        # Like the engines (vLLM, llama.cpp), stop working on a request whose client
+        # hung up: aiohttp cancels the handler.
+        runner = web.AppRunner(
+            self.app(), access_log=None, shutdown_timeout=0.5, handler_cancellation=True
+        )
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
@@ -135,6 +140,9 @@ class FakeOpenAI(ExtraEndpoints):
             if em is not None:
                 em.abort()
             return web.Response(status=499)
+        except asyncio.CancelledError:
+            s["client_gone"] += 1  # it hung up while we worked (handler cancelled)
+            raise
         finally:
             s["in_flight"] -= 1
 
@@ -160,8 +168,12 @@ class FakeOpenAI(ExtraEndpoints):
             if request.transport is not None:
                 request.transport.abort()
             return web.Response(status=500)
+        if b.garbage:
+            return garbage_answer(request, b.garbage)
         rid = request.headers.get("X-Request-Id") or uuid.uuid4().hex
         headers = {"X-Request-Id": rid}
+        if b.oom:
+            return oom_answer(b.oom, headers)
         if cfg.queue_delay_ms is not None:
             headers["X-Queue-Delay"] = f"{cfg.queue_delay_ms:g}"
         if b.status is not None and b.error_after is None:
@@ -169,6 +181,8 @@ class FakeOpenAI(ExtraEndpoints):
                 headers["Retry-After"] = b.retry_after
             if b.retry_after_ms is not None:
                 headers["retry-after-ms"] = f"{b.retry_after_ms:g}"
+            if b.body is not None:
+                return json_response(b.body, b.status, headers)
             return error_response(b.status, b.message or f"fake error {b.status}", headers)
         # The engine's queue: wait for a slot (FIFO) before the first byte of the answer.
         await self.pool.acquire()
@@ -240,10 +254,10 @@ class FakeOpenAI(ExtraEndpoints):
                 for i in range(len(prompts))
             ]
             obj = "chat.completion" if chat else "text_completion"
-            answer = json_response(
-                {**base, "object": obj, "choices": choices, "usage": usage}, headers=headers
-            )
-            return answer, gen
+            doc = {**base, "object": obj, "choices": choices, "usage": usage}
+            if b.body_stall:
+                return await stalled_json(request, doc, headers, b.body_stall), gen
+            return json_response(doc, headers=headers), gen
         from infersight.testing.fake_stream import stream_answer
 
         so = body.get("stream_options")
