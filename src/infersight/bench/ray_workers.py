@@ -155,8 +155,13 @@ class RayWorkers:
 
         from infersight.bench.ray_actor import LoadWorker
 
-        free = float(ray.available_resources().get("CPU", 0.0))
         need = self.n * self.cpus
+        # A run that just ended may still be handing its workers' CPUs back.
+        deadline = time.monotonic() + 10.0
+        while (free := float(ray.available_resources().get("CPU", 0.0))) + 1e-9 < need:
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
         if free + 1e-9 < need:
             raise ConfigError(
                 f"--ray: the cluster has {free:g} free CPU(s); --workers {self.n} × "
