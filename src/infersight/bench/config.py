@@ -147,7 +147,7 @@ class BenchConfig(BaseConfig):
     @classmethod
     def _ray(cls, v: str | None) -> str | None:
         """Checked before anything starts: without the extra, say how to install it."""
-        from infersight.bench.ray_workers import INSTALL_HINT, ray_installed
+        from infersight.bench.ray_place import INSTALL_HINT, ray_installed
 
         if v is not None and not v.strip():
             raise ConfigError("--ray: give 'auto' or the cluster's address (HOST:PORT)")

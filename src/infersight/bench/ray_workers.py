@@ -21,11 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
-import logging
-import signal
-import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -41,30 +36,28 @@ from infersight.bench.clock import (
 )
 from infersight.bench.executor import LevelOutcome, LevelPlan
 from infersight.bench.progress import LiveStats
+from infersight.bench.ray_place import (
+    START_TIMEOUT,
+    Placement,
+    join_cluster,
+    last_line,
+    place_workers,
+    release,
+    resolve,
+)
 from infersight.bench.workers import ClientSpec, merge_outcomes, split_plan
-from infersight.core.errors import ConfigError, InfersightError
+from infersight.core.errors import InfersightError
 from infersight.core.records import Sample
 
 if TYPE_CHECKING:
     from infersight.bench.config import BenchConfig
 
-__all__ = ["INSTALL_HINT", "RayLevelOutcome", "RayWorkers", "ray_installed", "ray_pool"]
+__all__ = ["RayLevelOutcome", "RayWorkers", "ray_pool"]
 
-INSTALL_HINT = "pip install 'infersight[ray]'"
 #: Clock probes per measurement (the one with the shortest round trip counts).
 PROBES = 8
-#: Seconds to wait for the workers to start on their nodes.
-START_TIMEOUT = 120.0
 #: A proven clock drift above this is noted (cross-host timing is good to about it).
 DRIFT_NOTE_S = 0.001
-
-
-def ray_installed() -> bool:
-    """Whether the optional Ray extra is importable."""
-    try:
-        return importlib.util.find_spec("ray") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 @dataclass(slots=True)
@@ -108,14 +101,19 @@ class RayWorkers:
         self._actors: list[Any] = []
         self._where: list[dict[str, Any]] = []
         self._clocks: list[list[dict[str, Any]]] = []
-        self._pg: Any = None
-        self._connected = False
+        self._placed: Placement | None = None
+        self._joined = False
 
     # -- start and stop ------------------------------------------------------------
     async def __aenter__(self) -> RayWorkers:
         try:
-            self._connect()
-            await self._place()
+            self._joined = join_cluster(self.address)
+            self._placed = await place_workers(
+                self.spec, self.n, strategy=self.strategy, cpus=self.cpus,
+                sample_interval=self.sample_interval,
+            )  # fmt: skip
+            self._actors, self._where = self._placed.actors, self._placed.where
+            self._clocks = [[] for _ in self._actors]
         except BaseException:
             await self.close()
             raise
@@ -124,112 +122,17 @@ class RayWorkers:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _connect(self) -> None:
-        if not ray_installed():
-            raise ConfigError(f"--ray needs Ray, an optional extra: {INSTALL_HINT}")
-        import ray
-
-        if ray.is_initialized():
-            return
-        _check_reachable(self.address)
-        # ray.init sets its own SIGTERM handler in the main thread; the run treats
-        # SIGTERM like Ctrl-C (partial results), so its handler is put back.
-        main = threading.current_thread() is threading.main_thread()
-        prev = signal.getsignal(signal.SIGTERM) if main else None
-        try:
-            ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ConfigError(
-                f"--ray {self.address}: cannot join the Ray cluster ({first})"
-            ) from None
-        finally:
-            if main and prev is not None:
-                signal.signal(signal.SIGTERM, prev)
-        self._connected = True
-
-    async def _place(self) -> None:
-        import ray
-        from ray.util import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        from infersight.bench.ray_actor import LoadWorker
-
-        need = self.n * self.cpus
-        # A run that just ended may still be handing its workers' CPUs back.
-        deadline = time.monotonic() + 10.0
-        while (free := float(ray.available_resources().get("CPU", 0.0))) + 1e-9 < need:
-            if time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.5)
-        if free + 1e-9 < need:
-            raise ConfigError(
-                f"--ray: the cluster has {free:g} free CPU(s); --workers {self.n} × "
-                f"--ray-cpus {self.cpus:g} needs {need:g}"
-            )
-        remote_cls = ray.remote(max_concurrency=4)(LoadWorker)
-        strategies: list[Any]
-        if self.strategy == "strict-spread":
-            self._pg = placement_group([{"CPU": self.cpus}] * self.n, strategy="STRICT_SPREAD")
-            ready = self._pg.ready()
-            done, _ = ray.wait([ready], timeout=START_TIMEOUT)
-            if not done:
-                nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
-                raise ConfigError(
-                    f"--ray-strategy strict-spread: {self.n} workers need {self.n} nodes "
-                    f"with {self.cpus:g} free CPU each; the cluster has {nodes} node(s)"
-                )
-            strategies = [
-                PlacementGroupSchedulingStrategy(self._pg, placement_group_bundle_index=i)
-                for i in range(self.n)
-            ]
-        else:
-            strategies = ["SPREAD"] * self.n
-        self._actors = [
-            remote_cls.options(num_cpus=self.cpus, scheduling_strategy=s).remote(
-                i, self.spec, self.sample_interval
-            )
-            for i, s in enumerate(strategies)
-        ]
-        try:
-            self._where = list(
-                await asyncio.wait_for(
-                    asyncio.gather(*(_await(a.where.remote()) for a in self._actors)),
-                    START_TIMEOUT,
-                )
-            )
-        except TimeoutError:
-            raise ConfigError(
-                f"--ray: the {self.n} workers did not start within {START_TIMEOUT:g} s "
-                "(is infersight installed on every node?)"
-            ) from None
-        except Exception as e:  # a worker that cannot import infersight, typically
-            raise InfersightError(f"--ray: a worker failed to start: {_last_line(e)}") from None
-        self._clocks = [[] for _ in self._actors]
-
     async def close(self) -> None:
         """Stop the workers (and leave the cluster, when this run joined it)."""
-        if not ray_installed():
-            return
-        import ray
-        from ray.util import remove_placement_group
-
-        for a in self._actors:
-            ray.kill(a)
-        self._actors = []
-        if self._pg is not None:
-            remove_placement_group(self._pg)
-            self._pg = None
-        if self._connected:
-            ray.shutdown()
-            self._connected = False
+        release(self._placed, leave=self._joined)
+        self._placed, self._joined, self._actors = None, False, []
 
     # -- clocks ----------------------------------------------------------------------
     async def _measure(self, i: int) -> OffsetEstimate:
         probes = []
         for _ in range(PROBES):
             sent = time.monotonic()
-            remote = await _await(self._actors[i].clock.remote())
+            remote = await resolve(self._actors[i].clock.remote())
             probes.append(ClockProbe(sent, float(remote), time.monotonic()))
         return estimate_offset(probes)
 
@@ -251,11 +154,11 @@ class RayWorkers:
         actors = self._actors[: len(shares)]
         first_users = _first_users(shares)
         await asyncio.gather(*(
-            _await(a.prepare.remote(s, f, plan.concurrency or 0))
+            resolve(a.prepare.remote(s, f, plan.concurrency or 0))
             for a, s, f in zip(actors, shares, first_users, strict=True)
         ))  # fmt: skip
         runs: dict[asyncio.Future[Any], int] = {
-            asyncio.ensure_future(_await(a.run.remote())): i for i, a in enumerate(actors)
+            asyncio.ensure_future(resolve(a.run.remote())): i for i, a in enumerate(actors)
         }
         await self._until_ready(actors, runs, stop)
         start = await self._measure_all(len(actors))
@@ -264,7 +167,7 @@ class RayWorkers:
         # measured just now, generously): a late word would become schedule lag.
         t0 = time.monotonic() + 0.1 + 4 * max(e.rtt for e in start)
         await asyncio.gather(
-            *(_await(a.go.remote(t0 - e.offset)) for a, e in zip(actors, start, strict=True)),
+            *(resolve(a.go.remote(t0 - e.offset)) for a, e in zip(actors, start, strict=True)),
             return_exceptions=True,
         )
         results: dict[int, tuple[LevelOutcome, list[Sample]]] = {}
@@ -280,7 +183,7 @@ class RayWorkers:
                 except Exception as e:  # the worker or its node died
                     self.notes.append(
                         f"level {plan.name}: worker {i} on {self._where[i]['host']} failed "
-                        f"({_last_line(e)}); its share of the level is missing"
+                        f"({last_line(e)}); its share of the level is missing"
                     )
             if stop() and not stopped:
                 stopped = True
@@ -304,7 +207,7 @@ class RayWorkers:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline and not stop():
             states = await asyncio.gather(
-                *(_await(a.ready.remote()) for a in actors), return_exceptions=True
+                *(resolve(a.ready.remote()) for a in actors), return_exceptions=True
             )
             if all(s is True or f.done() for s, f in zip(states, runs, strict=True)):
                 return
@@ -314,7 +217,7 @@ class RayWorkers:
 
     async def _merge_progress(self, actors: list[Any], live: LiveStats) -> None:
         with_snaps = await asyncio.gather(
-            *(_await(a.progress.remote()) for a in actors), return_exceptions=True
+            *(resolve(a.progress.remote()) for a in actors), return_exceptions=True
         )
         for snaps in with_snaps:
             if isinstance(snaps, list):
@@ -374,21 +277,6 @@ class RayWorkers:
         }
 
 
-def _check_reachable(address: str) -> None:
-    """A HOST:PORT nobody listens on is one clear line at once (Ray itself would retry
-    for a minute, logging as it goes)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or "://" in address or not port.isdigit():
-        return  # "auto", or a ray:// client address: Ray resolves those
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=5.0).close()
-    except OSError as e:
-        raise ConfigError(
-            f"--ray {address}: no Ray cluster answers there ({e.strerror or e}); start one "
-            "with `ray start --head` or give its address"
-        ) from None
-
-
 def _first_users(shares: list[LevelPlan]) -> list[int]:
     """Closed loop: the index of each share's first user among all users."""
     out, n = [], 0
@@ -398,19 +286,9 @@ def _first_users(shares: list[LevelPlan]) -> list[int]:
     return out
 
 
-async def _await(ref: Any) -> Any:
-    return await ref
-
-
 async def _tell(actors: list[Any], *, hard: bool) -> None:
     """Ctrl-C to every worker (a dead one is reported by its run, not here)."""
-    await asyncio.gather(*(_await(a.stop.remote(hard)) for a in actors), return_exceptions=True)
-
-
-def _last_line(e: BaseException) -> str:
-    """A remote error's last line (a traceback's conclusion), cut to one line."""
-    text = str(e).strip()
-    return text.splitlines()[-1][:300] if text else type(e).__name__
+    await asyncio.gather(*(resolve(a.stop.remote(hard)) for a in actors), return_exceptions=True)
 
 
 @contextlib.asynccontextmanager

@@ -1,4 +1,5 @@
-"""A real two-node Ray cluster on this machine, for the ``bench --ray`` tests.
+"""A real two-node Ray cluster on this machine, for the ``bench --ray`` tests and the
+``benchmarks/ray_loadgen.py`` figures.
 
 ``ray start --head`` and a second node joined with ``ray start --address``, each with
 1 CPU, their own temporary directory and no dashboard. Everything stays on loopback:
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import psutil
 
+from infersight.core.errors import ConfigError
+
 __all__ = ["LocalRayCluster"]
 
 HEAD_IP, NODE_IP = "127.0.0.2", "127.0.0.3"
@@ -28,7 +31,8 @@ _STARTED = "Ray runtime started"
 
 
 class LocalRayCluster:
-    """Head and one worker node; ``address`` is what ``--ray`` takes."""
+    """Head and one worker node; ``address`` is what ``--ray`` takes. ``ray_cli`` is
+    the ``ray`` program (the one of the Python that runs the workers)."""
 
     def __init__(self, ray_cli: str, port: int, *, timeout: float = 120.0) -> None:
         self.ray_cli = ray_cli
@@ -64,7 +68,13 @@ class LocalRayCluster:
             if proc.poll() is not None:
                 break
             time.sleep(0.2)
-        raise RuntimeError(f"ray start ({name}) did not start:\n{log.read_text()[-3000:]}")
+        raise ConfigError(f"ray start ({name}) did not start: {log.read_text()[-3000:]}")
+
+    def __enter__(self) -> LocalRayCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         """SIGTERM the two ``ray start --block`` processes (they stop their own
