@@ -276,6 +276,17 @@ class RayWorkers:
             "workers": [{**w, "clock": c} for w, c in zip(self._where, self._clocks, strict=True)],
         }
 
+    def summary(self) -> str:
+        """One line for every output: where the load came from, how well timed."""
+        nodes = {w["node_id"] for w in self._where}
+        hosts = sorted({f"{w['host']} ({w['ip']})" for w in self._where})
+        worst = max((c["uncertainty_s"] for cs in self._clocks for c in cs), default=None)
+        clock = "" if worst is None else f"; clock offsets known to ± {worst * 1e3:.2f} ms"
+        return (
+            f"load from {len(self._where)} Ray worker(s) on {len(nodes)} node(s): "
+            f"{', '.join(hosts)}{clock}"
+        )
+
 
 def _first_users(shares: list[LevelPlan]) -> list[int]:
     """Closed loop: the index of each share's first user among all users."""

@@ -154,7 +154,7 @@ async def _run_with_target(
             if pool is not None:  # the workers' hosts, clocks and samples
                 result.samples = sorted(result.samples + remote_samples, key=lambda s: s.t)
                 result.environment["ray"] = pool.describe()
-                result.notes.extend(pool.notes)
+                result.notes += [pool.summary(), *pool.notes]
             result.notes.extend(telemetry.notes)
             result.environment["gpus"] = telemetry.gpus
             if telemetry.gpu_note:

@@ -56,7 +56,11 @@ class LocalRayCluster:
 
     def _start(self, name: str, *args: str, timeout: float) -> None:
         log = self.temp_dir / f"{name}.log"
-        cmd = [self.ray_cli, "start", "--block", "--num-cpus", "1", "--disable-usage-stats", *args]
+        cmd = [
+            self.ray_cli, "start", "--block", "--num-cpus", "1", "--disable-usage-stats",
+            # A small object store: the workers pass records, not large objects.
+            "--object-store-memory", str(100 * 2**20), *args,
+        ]  # fmt: skip
         with log.open("wb") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env)
         self._procs.append(proc)

@@ -88,6 +88,8 @@ def test_open_loop_across_two_nodes_matches_one_process(
     assert {w["ip"] for w in workers.values()} == {"127.0.0.2", "127.0.0.3"}
     sent_by = Counter(r.labels["worker"] for r in recs)
     assert sent_by == {"0": REQUESTS // 2, "1": REQUESTS // 2}
+    assert any("load from 2 Ray worker(s) on 2 node(s)" in n for n in result.notes)
+    assert "Ray worker(s) on 2 node(s)" in proc.stdout  # every output says so
 
     # Clocks: both nodes are this host, whose monotonic clock is one, so the true
     # offset is 0: the measured interval must hold it.

@@ -32,5 +32,5 @@ def test_a_loopback_server_is_out_of_reach_of_other_hosts() -> None:
 def test_ray_settings_are_checked_with_the_other_flags() -> None:
     with pytest.raises(ConfigError, match="'auto' or the cluster's address"):
         BenchConfig.build(url="http://x", ray=" ")
-    with pytest.raises(ConfigError, match="ray-strategy|ray_strategy"):
+    with pytest.raises(ConfigError, match=r"ray-strategy|ray_strategy"):
         BenchConfig.build(url="http://x", ray_strategy="pack")
