@@ -136,11 +136,13 @@ def _same_aggregates(a: RunResult, b: RunResult) -> None:
 
 @needs_ray
 def test_closed_loop_deals_every_index_once_and_measures_clocks_again(
-    cluster: LocalRayCluster, fake: Any
+    cluster: LocalRayCluster, fake: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # "auto": the cluster this host belongs to, here named by RAY_ADDRESS.
+    monkeypatch.setenv("RAY_ADDRESS", cluster.address)
     cfg = BenchConfig(**_cfg(
         fake.base_url, rate=[], concurrency=[3], requests=None, duration=3.0,
-        ray=cluster.address, workers=2, ray_strategy="strict-spread", ray_clock_interval=0.5,
+        ray="auto", workers=2, ray_strategy="strict-spread", ray_clock_interval=0.5,
     ))  # fmt: skip
     result = run(cfg)
     recs = result.records
