@@ -34,8 +34,8 @@ from typing import Any
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
-from infersight.testing import LocalRayCluster
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.ray_cluster import LocalRayCluster
 
 
 def free_port() -> int:

@@ -1,18 +1,9 @@
 """infersight.testing: helpers for tests and benchmarks: a fake OpenAI server (with
 scripted faults, N slots and engine-dialect /metrics) and, in ``queue_sim``, a simulated
-FIFO slot server that yields request records with their true queue waits, and a local
-two-node Ray cluster (``LocalRayCluster``) for ``bench --ray``."""
+FIFO slot server that yields request records with their true queue waits."""
 
 from infersight.testing.fake_config import Behavior, FakeConfig, parse_behavior
 from infersight.testing.fake_openai import FakeOpenAI
 from infersight.testing.fake_process import FakeProcess
-from infersight.testing.ray_cluster import LocalRayCluster
 
-__all__ = [
-    "Behavior",
-    "FakeConfig",
-    "FakeOpenAI",
-    "FakeProcess",
-    "LocalRayCluster",
-    "parse_behavior",
-]
+__all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess", "parse_behavior"]
