@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,12 @@ def free_port() -> int:
 
 
 def real_part_path(name: str) -> str | None:
-    """Where a program is installed (PATH, then /usr/bin and /usr/sbin), or None."""
+    """Where a program is installed (PATH, this Python's own bin (a venv's console
+    scripts, such as ``ray``), then /usr/bin and /usr/sbin), or None."""
     found = shutil.which(name)
     if found:
         return found
-    for d in ("/usr/bin", "/usr/sbin"):
+    for d in (str(Path(sys.executable).parent), "/usr/bin", "/usr/sbin"):
         p = Path(d) / name
         if p.is_file() and os.access(p, os.X_OK):
             return str(p)
@@ -50,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "needs(*programs): real programs the test runs (prometheus, promtool, chromium, "
-        f"redis-server); missing ones skip it, or fail it when {REQUIRE_REAL_PARTS}=1",
+        f"redis-server, ray); missing ones skip it, or fail it when {REQUIRE_REAL_PARTS}=1",
     )
 
 
