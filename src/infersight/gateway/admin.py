@@ -12,9 +12,11 @@ from aiohttp import web
 from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
+    from infersight.gateway.auth import KeyStore
     from infersight.gateway.merge import BatchMerger
     from infersight.gateway.metrics import GatewayMetrics
     from infersight.gateway.router import Router
+    from infersight.gateway.shared import SharedState
     from infersight.gateway.upstream import Upstream
 
 __all__ = ["AdminEndpoints"]
@@ -36,6 +38,8 @@ class AdminEndpoints:
     router: Router
     metrics: GatewayMetrics
     merger: BatchMerger
+    keys: KeyStore
+    shared: SharedState | None
     started: float
 
     async def models(self, request: web.Request) -> web.Response:
@@ -57,6 +61,11 @@ class AdminEndpoints:
         for u in self.upstreams:
             u.gauges()
             u.metrics.circuit.labels(u.name).set(int(u.breaker.state))
+        await self.keys.refresh_spend()
+        for name, (spent, budget) in self.keys.spend().items():
+            self.metrics.key_spend.labels(name).set(spent)
+            if budget is not None:
+                self.metrics.key_budget.labels(name).set(budget)
         return web.Response(
             body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE, **_headers()}
         )
@@ -67,6 +76,8 @@ class AdminEndpoints:
         warnings: list[str] = []
         if not self.upstreams:
             reasons.append("no upstream configured")
+        if self.shared is not None:
+            warnings.extend(self.shared.warnings())
         for u in self.upstreams:
             st = u.breaker.state.name.lower().replace("_", "-")
             if st != "closed":
@@ -87,16 +98,25 @@ class AdminEndpoints:
 
     async def health(self, request: web.Request) -> web.Response:
         reasons, warnings = self.health_reasons()
-        doc = {"status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings}
+        doc: dict[str, Any] = {
+            "status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings
+        }
+        if self.shared is not None:
+            doc["shared"] = self.shared.health()
         return web.json_response(
             doc, status=503 if reasons else 200, dumps=_dumps, headers=_headers()
         )
 
     async def stats(self, request: web.Request) -> web.Response:
+        await self.keys.refresh_spend()
         doc = {
             "uptime_s": time.time() - self.started,
             "upstreams": [u.state() for u in self.upstreams],
             "cost": self.metrics.cost_summary(),
+            "keys": {
+                name: {"spent_usd": spent, "budget_usd": budget}
+                for name, (spent, budget) in self.keys.spend().items()
+            },
             "batching": {
                 "batches": self.merger.batcher.flushed_batches,
                 "items": self.merger.batcher.flushed_items,
