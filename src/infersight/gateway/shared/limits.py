@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from infersight.gateway.shared.config import SharedConfig
 from infersight.gateway.shared.link import RedisLink
@@ -94,6 +94,20 @@ return redis.call('GET', KEYS[2]) or '0'
 """
 
 
+#: Charges are summed per key and written this often (seconds).
+CHARGE_EVERY_S = 0.02
+
+
+@dataclass(slots=True)
+class _Owed:
+    """Usage of one key charged here and not yet written to Redis."""
+
+    key: KeyConfig
+    on_spent: Callable[[float], None]
+    tokens: int = 0
+    dollars: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What Redis decided for one request of a key."""
@@ -125,19 +139,26 @@ class SharedLimits:
         self._fallback = link.metrics.fallbacks.labels(cfg.on_redis_error)
         #: Dollars charged while Redis was unreachable, added once it is back.
         self.pending: dict[str, float] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._owed: dict[str, _Owed] = {}
+        self._flusher: asyncio.Task[None] | None = None
+        self._calls: dict[str, tuple[KeyConfig, list[str], list[str]]] = {}
 
     def _keys(self, name: str) -> tuple[str, str, str]:
         base = f"{self._prefix}:{{key:{name}}}"
         return base + ":rpm", base + ":tpm", base + ":spend"
 
+    def _admit_call(self, key: KeyConfig) -> tuple[list[str], list[str]]:
+        """The script's KEYS and ARGV for ``key`` (built once per key: the hot path)."""
+        call = self._calls.get(key.name)
+        if call is None or call[0] is not key:
+            args = [_arg(key.requests_per_minute), _arg(key.tokens_per_minute),
+                    _arg(key.max_cost_usd), _arg(self.period)]
+            call = self._calls[key.name] = (key, list(self._keys(key.name)), args)
+        return call[1], call[2]
+
     async def admit(self, key: KeyConfig) -> Verdict | None:
         """Take one request from ``key``'s shared buckets; None when Redis is unreachable."""
-        args = [
-            _arg(key.requests_per_minute), _arg(key.tokens_per_minute),
-            _arg(key.max_cost_usd), _arg(self.period),
-        ]
-        keys = list(self._keys(key.name))
+        keys, args = self._admit_call(key)
         reply = await self.link.call("admit", lambda r: self._admit(keys=keys, args=args))
         if reply is None:
             self._fallback.inc()
@@ -149,14 +170,31 @@ class SharedLimits:
     def charge(
         self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]
     ) -> None:
-        """Charge real usage after the answer, in the background; ``on_spent(total)``."""
+        """Charge real usage after the answer, off the request's path; ``on_spent(total)``.
+
+        Charges are summed per key and written every ``CHARGE_EVERY_S``: one script per
+        key and flush instead of one per request, at a few milliseconds of delay.
+        """
         if tokens <= 0 and dollars <= 0:
             return
         if not self.link.up:
             if dollars > 0:
                 self.pending[key.name] = self.pending.get(key.name, 0.0) + dollars
             return
-        self._spawn(self._charge_now(key, tokens, dollars, on_spent))
+        owed = self._owed.get(key.name)
+        if owed is None:
+            owed = self._owed[key.name] = _Owed(key, on_spent)
+        owed.tokens += max(0, tokens)
+        owed.dollars += max(0.0, dollars)
+        if self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_owed())
+
+    async def _flush_owed(self) -> None:
+        await asyncio.sleep(CHARGE_EVERY_S)
+        owed, self._owed, self._flusher = self._owed, {}, None
+        await asyncio.gather(*(
+            self._charge_now(o.key, o.tokens, o.dollars, o.on_spent) for o in owed.values()
+        ))
 
     async def _charge_now(
         self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]
@@ -201,12 +239,7 @@ class SharedLimits:
             if abs(self.pending[name]) < 1e-12:
                 del self.pending[name]
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def close(self) -> None:
-        """Let charges in flight finish (each is bounded by the link's timeout)."""
-        if self._tasks:  # each is bounded by the link's timeout; this bounds the rest
-            await asyncio.wait(list(self._tasks), timeout=2.0)
+        """Write what is owed (each call is bounded by the link's timeout, all by 2 s)."""
+        if self._flusher is not None:
+            await asyncio.wait([self._flusher], timeout=2.0)
