@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ import orjson
 import psutil
 from prometheus_client import CollectorRegistry
 
+from gateway_overhead import gateway_process
 from infersight.gateway import hash_key
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import KeyConfig
@@ -86,39 +86,17 @@ async def admission(redis_url: str, n: int, blocks: int
 @contextlib.contextmanager
 def gateway(upstream: str, redis_url: str | None, tmp: Path, name: str
             ) -> Iterator[tuple[str, int]]:
+    """`infersight gateway` in its own process with the bench key, limits kept locally
+    or (``redis_url``) in Redis."""
     cfg = tmp / f"{name}.toml"
-    lines = [
-        "[[upstreams]]", 'name = "up"', f'url = "{upstream}"', 'models = ["fake"]',
-        "concurrency = 4096", "queue = 8192",
-        "[[keys]]", 'name = "bench"', f'sha256 = "{hash_key(KEY)}"',
-        *(f"{k} = {v!r}" for k, v in LIMITS.items()),
-    ]
+    lines = ["[[keys]]", 'name = "bench"', f'sha256 = "{hash_key(KEY)}"',
+             *(f"{k} = {v!r}" for k, v in LIMITS.items())]
     if redis_url:
         lines += ["[shared]", f'redis_url = "{redis_url}"']
     cfg.write_text("\n".join(lines) + "\n")
-    log_path = tmp / f"{name}.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from infersight.cli import main; main()", "gateway",
-             "-c", str(cfg), "--port", "0"],
-            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        url = None
-        deadline = time.monotonic() + 60
-        while url is None and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.1)
-            text = log_path.read_text()
-            if "listening on " in text:
-                url = text.split("listening on ")[1].split()[0]
-        if url is None:
-            raise RuntimeError(f"gateway {name} did not start: {log_path.read_text()[-500:]}")
-        yield url, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with gateway_process(upstream, "-c", str(cfg)) as target:
+        assert target.pid is not None
+        yield target.url, target.pid
 
 
 async def one(session: aiohttp.ClientSession, url: str) -> float | None:

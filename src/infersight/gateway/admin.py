@@ -117,6 +117,7 @@ class AdminEndpoints:
                 name: {"spent_usd": spent, "budget_usd": budget}
                 for name, (spent, budget) in self.keys.spend().items()
             },
+            **({"shared": self.shared.stats()} if self.shared is not None else {}),
             "batching": {
                 "batches": self.merger.batcher.flushed_batches,
                 "items": self.merger.batcher.flushed_items,

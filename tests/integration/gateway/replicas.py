@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from prometheus_client.parser import text_string_to_metric_families
+from gateway_stack import metric_sum
 
 from infersight.gateway import hash_key
 
@@ -112,13 +112,7 @@ class Replicas:
 
     def metric(self, i: int, name: str, **labels: str) -> float:
         with urllib.request.urlopen(self.urls[i] + "/metrics", timeout=10) as r:
-            text = r.read().decode()
-        total = 0.0
-        for fam in text_string_to_metric_families(text):
-            for s in fam.samples:
-                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
-                    total += s.value
-        return total
+            return metric_sum(r.read().decode(), name, **labels)
 
     def wait_for(self, what: str, check: Any, timeout: float = 10.0) -> float:
         """Poll ``check()`` until true; the seconds it took (AssertionError past timeout)."""

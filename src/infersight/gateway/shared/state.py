@@ -91,23 +91,26 @@ class SharedState:
             await self.breakers.poll()
 
     def health(self) -> dict[str, Any]:
-        """The ``shared`` part of ``/health``."""
+        """The ``shared`` part of ``/health`` (public: no address, no error text)."""
         link = self.link
-        mode = "shared" if link.up else self.cfg.on_redis_error
         return {
             "backend": "redis",
-            "url": link.url,
             "state": "up" if link.up else "down",
-            "mode": mode,
+            "mode": "shared" if link.up else self.cfg.on_redis_error,
             "since": link.since,
             "for_s": round(time.time() - link.since, 3),
-            "error": link.error,
-            "replica": self.replica,
             "pending_spend_usd": round(sum(self.limits.pending.values()), 9),
         }
 
+    def stats(self) -> dict[str, Any]:
+        """The ``shared`` part of ``/stats``: the health plus where and why."""
+        return {
+            **self.health(), "url": self.link.url, "error": self.link.error,
+            "replica": self.replica,
+        }
+
     def warnings(self) -> list[str]:
-        """A ``/health`` warning while Redis is unreachable."""
+        """A ``/health`` warning while Redis is unreachable (details in /stats and the log)."""
         if self.link.up:
             return []
         what = (
@@ -115,4 +118,5 @@ class SharedState:
             if self.cfg.on_redis_error == "local"
             else "requests of keys with limits are refused"
         )
-        return [f"shared state: redis at {self.link.url} unreachable ({self.link.error}); {what}"]
+        return [f"shared state: redis unreachable for {time.time() - self.link.since:.0f}s; "
+                f"{what}"]
