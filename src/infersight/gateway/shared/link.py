@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from infersight.core.errors import ConfigError
 from infersight.gateway.shared.config import SharedConfig, display_url
@@ -119,15 +120,15 @@ class RedisLink:
         self.since = time.time()
         self.error = self._describe(e)
         self.metrics.up.set(0)
-        mode = (
-            "enforcing each replica's own limits"
-            if self.cfg.on_redis_error == "local"
-            else "refusing requests of keys with limits (on_redis_error = reject)"
-        )
         log.warning(
             "shared state: redis at %s unreachable during %s (%s); %s until it is back",
-            self.url, op, self.error, mode,
+            self.url, op, self.error, self._fallback_text(),
         )
+
+    def _fallback_text(self) -> str:
+        if self.cfg.on_redis_error == "local":
+            return "enforcing each replica's own limits"
+        return "refusing requests of keys with limits (on_redis_error = reject)"
 
     def retry_due(self) -> bool:
         return not self.up and self._clock() >= self._retry_at
@@ -149,8 +150,8 @@ class RedisLink:
             if not self._ever_up and not self._start_warned:
                 self._start_warned = True
                 log.warning(
-                    "shared state: redis at %s unreachable at start (%s); enforcing each "
-                    "replica's own limits until it answers", self.url, self.error,
+                    "shared state: redis at %s unreachable at start (%s); %s until it answers",
+                    self.url, self.error, self._fallback_text(),
                 )
             return False
         self.metrics.latency.labels("ping").observe(self._clock() - t0)
@@ -181,7 +182,4 @@ class RedisLink:
 
 
 def _password(url: str) -> str | None:
-    from urllib.parse import urlsplit
-
-    pw = urlsplit(url).password
-    return pw or None
+    return urlsplit(url).password or None
