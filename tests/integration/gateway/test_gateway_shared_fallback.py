@@ -23,6 +23,7 @@ from infersight.gateway import hash_key
 from infersight.gateway.config import KeyConfig
 from infersight.gateway.shared import (
     RedisLink,
+    ScriptBatcher,
     SharedConfig,
     SharedLimits,
     SharedMetrics,
@@ -140,7 +141,7 @@ async def test_spend_during_an_outage_is_added_when_redis_is_back(
         assert (await s.post("/v1/chat/completions", CHAT, AUTH_FREE))[0] == 200
         spent = await s.metric("infersight_gateway_cost_usd_total", key="free")
         assert spent > 0
-        for _ in range(50):  # charges are written every 20 ms: they fail, and wait
+        for _ in range(50):  # charges are written every 50 ms: they fail, and wait
             sh = (await _health(s))["shared"]
             assert isinstance(sh, dict)
             if sh["pending_spend_usd"] == pytest.approx(spent):
@@ -163,13 +164,16 @@ async def test_spend_during_an_outage_is_added_when_redis_is_back(
 
 @needs_redis
 async def test_lua_limits_admit_exactly_the_limit_under_concurrency(redis: RedisServer) -> None:
-    """Two replicas' worth of clients race 300 admissions for a 50/min key."""
+    """Two replicas' worth of clients race 300 admissions for a 50/min key, pipelined."""
     cfg = SharedConfig(redis_url=redis.url, timeout_ms=5000)
     key = KeyConfig(name="race", sha256=hash_key("x"), requests_per_minute=50)
-    links = [RedisLink(cfg, SharedMetrics(CollectorRegistry())) for _ in range(2)]
+    regs = [CollectorRegistry() for _ in range(2)]
+    links = [RedisLink(cfg, SharedMetrics(reg)) for reg in regs]
     try:
         for link in links:
             assert await link.connect()
+        # A Redis that forgot the scripts (restarted, SCRIPT FLUSH) gets them again.
+        await links[0].client.script_flush()
         limits = [SharedLimits(link, cfg) for link in links]
         t0 = time.monotonic()
         verdicts = await asyncio.gather(*(limits[i % 2].admit(key) for i in range(300)))
@@ -182,6 +186,27 @@ async def test_lua_limits_admit_exactly_the_limit_under_concurrency(redis: Redis
     assert 50 <= ok <= 50 + int(elapsed * 50 / 60.0) + 1, (ok, elapsed)
     waits = [v.wait for v in verdicts if v is not None and v.refused == "requests"]
     assert waits and all(0 < w <= 1.2 for w in waits)  # 50/min: one more every 1.2 s
+    for reg in regs:  # 150 admissions per replica went out in a few pipelines
+        calls = reg.get_sample_value("infersight_gateway_shared_call_seconds_count",
+                                     {"op": "admit"})
+        assert calls is not None and calls < 20, calls
+
+
+@needs_redis
+async def test_pipelined_calls_reload_a_forgotten_script(redis: RedisServer) -> None:
+    cfg = SharedConfig(redis_url=redis.url, timeout_ms=5000)
+    link = RedisLink(cfg, SharedMetrics(CollectorRegistry()))
+    try:
+        assert await link.connect()
+        batcher = ScriptBatcher(link, "return ARGV[1] .. KEYS[1]", "echo")
+        await link.client.script_flush()
+        loop = asyncio.get_running_loop()
+        batch = [([f"k{i}"], [f"v{i}"], loop.create_future()) for i in range(5)]
+        await batcher._send(batch)  # the pipelined path: NOSCRIPT, load, run again
+        assert [f.result() for _, _, f in batch] == [f"v{i}k{i}" for i in range(5)]
+        assert link.up
+    finally:
+        await link.close()
 
 
 def test_missing_redis_client_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

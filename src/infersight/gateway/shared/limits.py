@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
+from infersight.gateway.shared.batch import ScriptBatcher
 from infersight.gateway.shared.config import SharedConfig
 from infersight.gateway.shared.link import RedisLink
 
@@ -94,8 +95,9 @@ return redis.call('GET', KEYS[2]) or '0'
 """
 
 
-#: Charges are summed per key and written this often (seconds).
-CHARGE_EVERY_S = 0.02
+#: Charges are summed per key and written this often (seconds): token limits learn of
+#: usage this much later, at one script per key and flush instead of one per request.
+CHARGE_EVERY_S = 0.05
 
 
 @dataclass(slots=True)
@@ -134,7 +136,7 @@ class SharedLimits:
         #: What a refused client is told to wait while Redis is unreachable.
         self.retry_s = cfg.retry_s
         self._prefix = cfg.prefix
-        self._admit = link.client.register_script(_ADMIT)
+        self._admit = ScriptBatcher(link, _ADMIT, "admit")
         self._charge = link.client.register_script(_CHARGE)
         self._fallback = link.metrics.fallbacks.labels(cfg.on_redis_error)
         #: Dollars charged while Redis was unreachable, added once it is back.
@@ -159,7 +161,7 @@ class SharedLimits:
     async def admit(self, key: KeyConfig) -> Verdict | None:
         """Take one request from ``key``'s shared buckets; None when Redis is unreachable."""
         keys, args = self._admit_call(key)
-        reply = await self.link.call("admit", lambda r: self._admit(keys=keys, args=args))
+        reply = await self._admit(keys, args)
         if reply is None:
             self._fallback.inc()
             return None
@@ -172,8 +174,7 @@ class SharedLimits:
     ) -> None:
         """Charge real usage after the answer, off the request's path; ``on_spent(total)``.
 
-        Charges are summed per key and written every ``CHARGE_EVERY_S``: one script per
-        key and flush instead of one per request, at a few milliseconds of delay.
+        Charges are summed per key and written every ``CHARGE_EVERY_S`` (50 ms).
         """
         if tokens <= 0 and dollars <= 0:
             return
@@ -241,5 +242,6 @@ class SharedLimits:
 
     async def close(self) -> None:
         """Write what is owed (each call is bounded by the link's timeout, all by 2 s)."""
+        await self._admit.close()
         if self._flusher is not None:
             await asyncio.wait([self._flusher], timeout=2.0)
