@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything infersight needs into ./.venv (idempotent).
-#   scripts/setup.sh          python packages (the ray extra included) + the embedded model
-#   scripts/setup.sh --system also Debian's prometheus and chromium (used by the tests)
+#   scripts/setup.sh          python packages (the ray and redis extras included) + the embedded model
+#   scripts/setup.sh --system also Debian's prometheus, chromium and redis-server (used by the tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -28,6 +28,9 @@ if [ "${1:-}" = "--system" ]; then
   command -v prometheus >/dev/null || need+=(prometheus)
   command -v promtool >/dev/null || need+=(prometheus)
   command -v chromium >/dev/null || need+=(chromium)
+  # The shared-state tests start their own redis-server (a free port, no persistence);
+  # a Redis service the package may start is not ours to stop.
+  [ -x /usr/bin/redis-server ] || command -v redis-server >/dev/null || need+=(redis-server)
   if [ ${#need[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${need[*]}"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

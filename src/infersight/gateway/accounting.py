@@ -82,7 +82,9 @@ class Accounting:
                 m.child(m.ttft, mlabel, up).observe(call.ttft)
             if call.prompt_tokens or call.completion_tokens:
                 call.cost = m.account(served, call.key, call.prompt_tokens, call.completion_tokens)
-                self.keys.charge_tokens(call.key, call.prompt_tokens + call.completion_tokens)
+                self.keys.charge_tokens(
+                    call.key, call.prompt_tokens + call.completion_tokens, call.cost
+                )
         if self.config.access_log and access_log.isEnabledFor(logging.INFO):
             line: dict[str, Any] = {
                 "ts": time.time(), "request_id": rid, "endpoint": endpoint, "status": st,

@@ -19,9 +19,11 @@ from infersight.gateway.accounting import Accounting
 from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
+    from infersight.gateway.auth import KeyStore
     from infersight.gateway.merge import BatchMerger
     from infersight.gateway.metrics import GatewayMetrics
     from infersight.gateway.router import Router
+    from infersight.gateway.shared import SharedState
     from infersight.gateway.upstream import Upstream
 
 __all__ = ["AdminEndpoints"]
@@ -43,6 +45,8 @@ class AdminEndpoints(Accounting):
     router: Router
     metrics: GatewayMetrics
     merger: BatchMerger
+    keys: KeyStore
+    shared: SharedState | None
     started: float
     metrics_public: bool
 
@@ -69,6 +73,11 @@ class AdminEndpoints(Accounting):
         for u in self.upstreams:
             u.gauges()
             u.metrics.circuit.labels(u.name).set(int(u.breaker.state))
+        await self.keys.refresh_spend()
+        for name, (spent, budget) in self.keys.spend().items():
+            self.metrics.key_spend.labels(name).set(spent)
+            if budget is not None:
+                self.metrics.key_budget.labels(name).set(budget)
         return web.Response(
             body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE, **_headers()}
         )
@@ -79,6 +88,8 @@ class AdminEndpoints(Accounting):
         warnings: list[str] = []
         if not self.upstreams:
             reasons.append("no upstream configured")
+        if self.shared is not None:
+            warnings.extend(self.shared.warnings())
         for u in self.upstreams:
             st = u.breaker.state.name.lower().replace("_", "-")
             if st != "closed":
@@ -99,7 +110,11 @@ class AdminEndpoints(Accounting):
 
     async def health(self, request: web.Request) -> web.Response:
         reasons, warnings = self.health_reasons()
-        doc = {"status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings}
+        doc: dict[str, Any] = {
+            "status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings
+        }
+        if self.shared is not None:
+            doc["shared"] = self.shared.health()
         return web.json_response(
             doc, status=503 if reasons else 200, dumps=_dumps, headers=_headers()
         )
@@ -107,10 +122,16 @@ class AdminEndpoints(Accounting):
     async def stats(self, request: web.Request) -> web.Response:
         if (denied := self._denied(request)) is not None:
             return denied
+        await self.keys.refresh_spend()
         doc = {
             "uptime_s": time.time() - self.started,
             "upstreams": [u.state() for u in self.upstreams],
             "cost": self.metrics.cost_summary(),
+            "keys": {
+                name: {"spent_usd": spent, "budget_usd": budget}
+                for name, (spent, budget) in self.keys.spend().items()
+            },
+            **({"shared": self.shared.stats()} if self.shared is not None else {}),
             "batching": {
                 "batches": self.merger.batcher.flushed_batches,
                 "items": self.merger.batcher.flushed_items,

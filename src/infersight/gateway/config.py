@@ -22,6 +22,9 @@ A minimal file (TOML)::
     sha256 = "<hex sha256 of the key>"   # `infersight gateway --hash-key` prints it
     requests_per_minute = 600
     tokens_per_minute = 200000
+    max_cost_usd = 500                   # refused (429 insufficient_quota) once spent
+    [shared]                             # replicas share limits, spend and breakers
+    redis_url = "redis://10.0.0.9:6379/0"   # or INFERSIGHT_GATEWAY_REDIS_URL
 
 The upstream ``url`` is the server root; a trailing ``/v1`` is accepted and removed.
 """
@@ -42,12 +45,14 @@ from pydantic_settings import SettingsConfigDict
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import BaseConfig, config_error
+from infersight.gateway.shared.config import SharedConfig
 
 __all__ = [
     "BatchingConfig",
     "CostRule",
     "GatewayConfig",
     "KeyConfig",
+    "SharedConfig",
     "UpstreamConfig",
     "hash_key",
     "load_config",
@@ -126,6 +131,8 @@ class KeyConfig(_Strict):
     sha256: str
     requests_per_minute: float | None = Field(default=None, gt=0)
     tokens_per_minute: float | None = Field(default=None, gt=0)
+    #: Budget in dollars (priced usage); once spent, the key's requests get 429.
+    max_cost_usd: float | None = Field(default=None, ge=0)
 
     @field_validator("sha256")
     @classmethod
@@ -182,6 +189,8 @@ class GatewayConfig(BaseConfig):
     #: Open connections allowed from one client address (0: no cap).
     max_connections_per_client: int = Field(default=1024, ge=0)
     batch: BatchingConfig = Field(default_factory=BatchingConfig)
+    #: Limits, spend and breaker opens shared by replicas through Redis.
+    shared: SharedConfig = Field(default_factory=SharedConfig)
     #: One deadline per request across queueing, retries and failover.
     default_deadline_s: float = Field(default=300.0, gt=0)
     max_deadline_s: float = Field(default=3600.0, gt=0)
@@ -263,6 +272,10 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConf
         except ValidationError as e:
             raise config_error(e, names="env", env_prefix=prefix) from None
         data.update(from_env)
+    redis_url = os.environ.get(prefix + "REDIS_URL")
+    if redis_url:  # the one [shared] setting with its own variable: it may hold a password
+        base = data.get("shared")
+        data["shared"] = {**(base if isinstance(base, dict) else {}), "redis_url": redis_url}
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         cfg = GatewayConfig.model_validate(data)

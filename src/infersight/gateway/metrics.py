@@ -116,6 +116,14 @@ class GatewayMetrics:
             p + "upstream_calls_total", "Calls made to upstreams (after batching).",
             ["upstream", "endpoint"], registry=r,
         )
+        self.key_spend = Gauge(
+            p + "key_spend_usd",
+            "Dollars a gateway key has spent (the fleet's total when replicas share state).",
+            ["key"], registry=r,
+        )
+        self.key_budget = Gauge(
+            p + "key_budget_usd", "A gateway key's budget (max_cost_usd).", ["key"], registry=r
+        )
         #: Cost ledger for /stats: {(model, key): [prompt, completion, dollars]}.
         self.ledger: dict[tuple[str, str], list[float]] = {}
         # Hot path caches: .labels() takes a lock and builds a tuple; pattern price

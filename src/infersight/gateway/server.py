@@ -35,6 +35,7 @@ from infersight.gateway.merge import BatchMerger
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
 from infersight.gateway.router import Router
+from infersight.gateway.shared import SharedState
 from infersight.gateway.upstream import Upstream
 
 __all__ = ["Gateway"]
@@ -54,7 +55,15 @@ class Gateway(AdminEndpoints):
         self.router = Router(self.upstreams, config.fallbacks, config.cost_rules)
         self.proxy = Proxy(self.router, self.metrics)
         self.merger = BatchMerger(config.batch, self.proxy, self.metrics)
-        self.keys = KeyStore(config.keys, require=config.require_key)
+        sc = config.shared
+        self.shared = None if sc.redis_url is None else SharedState(
+            sc, self.metrics.registry, {u.name: u.breaker for u in self.upstreams}
+        )
+        self.keys = KeyStore(
+            config.keys, require=config.require_key,
+            shared=self.shared.limits if self.shared else None,
+            local_share=sc.local_share if self.shared else 1.0,
+        )
         self.metrics_public = config.metrics_public
         self.started = time.time()
         self._runner: web.AppRunner | None = None
@@ -84,8 +93,12 @@ class Gateway(AdminEndpoints):
     async def _on_startup(self, app: web.Application) -> None:
         for u in self.upstreams:
             await u.start()
+        if self.shared is not None:
+            await self.shared.start()
 
     async def _on_cleanup(self, app: web.Application) -> None:
+        if self.shared is not None:
+            await self.shared.close()
         await self.merger.batcher.close()
         for u in self.upstreams:
             await u.close()
@@ -195,7 +208,7 @@ class Gateway(AdminEndpoints):
                     f"model {model!r} is not served by this gateway (see GET /v1/models)",
                     param="model", code="model_not_found", status=404,
                 )
-            self.keys.admit(key, call.est_tokens)
+            await self.keys.admit(key, call.est_tokens)
             if stream:
                 resp = await self.proxy.stream(call, request)
             elif self.merger.batchable(call):

@@ -46,13 +46,17 @@ class Stack:
         auth = {"Authorization": f"Bearer {self.admin_key}"} if self.admin_key else None
         async with self.session.get(self.url + "/metrics", headers=auth) as r:
             assert r.status == 200, await r.text()
-            text = await r.text()
-        total = 0.0
-        for fam in text_string_to_metric_families(text):
-            for s in fam.samples:
-                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
-                    total += s.value
-        return total
+            return metric_sum(await r.text(), name, **labels)
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    """Sum of the samples of ``name`` in a /metrics text whose labels include ``labels``."""
+    total = 0.0
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                total += s.value
+    return total
 
 
 StackFactory = Callable[..., contextlib.AbstractAsyncContextManager[Stack]]
