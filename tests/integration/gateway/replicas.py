@@ -20,6 +20,8 @@ from gateway_stack import metric_sum
 from infersight.gateway import hash_key
 
 CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
+#: A key of the tests' own: with keys configured, /stats and /metrics need one.
+ADMIN_KEY = "sk-replicas-admin-0000"
 
 
 def _toml(v: Any) -> str:
@@ -42,6 +44,8 @@ def write_config(
         lines.append("[[keys]]")
         lines.append(f"sha256 = {_toml(hash_key(secret))}")
         lines += [f"{k} = {_toml(v)}" for k, v in spec.items()]
+    if keys:
+        lines += ["[[keys]]", 'name = "admin"', f"sha256 = {_toml(hash_key(ADMIN_KEY))}"]
     lines.append("[shared]")
     lines += [f"{k} = {_toml(v)}" for k, v in {"redis_url": redis_url, **(shared or {})}.items()]
     path.write_text("\n".join(lines) + "\n")
@@ -99,8 +103,14 @@ class Replicas:
                 p.wait(5)
 
     # -- reading a replica ------------------------------------------------------------
+    def _open(self, i: int, path: str) -> Any:
+        req = urllib.request.Request(
+            self.urls[i] + path, headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+        )
+        return urllib.request.urlopen(req, timeout=10)
+
     def get(self, i: int, path: str) -> Any:
-        with urllib.request.urlopen(self.urls[i] + path, timeout=10) as r:
+        with self._open(i, path) as r:
             return orjson.loads(r.read())
 
     def health(self, i: int) -> dict[str, Any]:
@@ -111,7 +121,7 @@ class Replicas:
         return doc
 
     def metric(self, i: int, name: str, **labels: str) -> float:
-        with urllib.request.urlopen(self.urls[i] + "/metrics", timeout=10) as r:
+        with self._open(i, "/metrics") as r:
             return metric_sum(r.read().decode(), name, **labels)
 
     def wait_for(self, what: str, check: Any, timeout: float = 10.0) -> float:

@@ -63,7 +63,8 @@ async def _health(s: Stack) -> dict[str, object]:
 
 
 async def _shared_stats(s: Stack) -> dict[str, object]:
-    async with s.session.get(s.url + "/stats") as r:
+    auth = {"Authorization": f"Bearer {s.admin_key}"} if s.admin_key else None
+    async with s.session.get(s.url + "/stats", headers=auth) as r:
         doc: dict[str, object] = (await r.json())["shared"]
         return doc
 
@@ -73,6 +74,7 @@ async def test_unreachable_redis_local_mode_serves_on_own_limits(
     caplog.set_level(logging.WARNING, logger="infersight.gateway")
     shared = {"redis_url": closed_url, "retry_s": 30}
     async with make_stack([FakeConfig(tokens=1)], keys=KEYS, shared=shared) as s:
+        s.admin_key = FREE  # /metrics and /stats need a key when keys are set
         statuses = [(await s.post("/v1/chat/completions", CHAT, AUTH))[0] for _ in range(3)]
         assert statuses == [200, 200, 429]  # this replica's own bucket: 2 per minute
         doc = await _health(s)
@@ -93,6 +95,7 @@ async def test_unreachable_redis_reject_mode_refuses_limited_keys_only(
         make_stack: StackFactory, closed_url: str) -> None:
     shared = {"redis_url": closed_url, "on_redis_error": "reject", "retry_s": 30}
     async with make_stack([FakeConfig(tokens=1)], keys=KEYS, shared=shared) as s:
+        s.admin_key = FREE  # /metrics and /stats need a key when keys are set
         status, headers, raw = await s.post("/v1/chat/completions", CHAT, AUTH)
         err = orjson.loads(raw)["error"]
         assert status == 429 and err["code"] == "shared_limits_unavailable"
@@ -109,6 +112,7 @@ async def test_hung_redis_costs_a_request_at_most_the_timeout(
         make_stack: StackFactory, redis: RedisServer) -> None:
     shared = {"redis_url": redis.url, "timeout_ms": 300, "retry_s": 30}
     async with make_stack([FakeConfig(tokens=1)], keys=KEYS, shared=shared) as s:
+        s.admin_key = FREE  # /metrics and /stats need a key when keys are set
         assert (await s.post("/v1/chat/completions", CHAT, AUTH))[0] == 200
         assert redis.pid is not None
         os.kill(redis.pid, signal.SIGSTOP)  # accepts nothing, answers nothing
@@ -136,6 +140,7 @@ async def test_spend_during_an_outage_is_added_when_redis_is_back(
     shared = {"redis_url": redis.url, "retry_s": 0.2, "prefix": "t"}
     async with make_stack([FakeConfig(tokens=3)], keys=KEYS, shared=shared,
                           prices_file=str(prices)) as s:
+        s.admin_key = FREE  # /metrics and /stats need a key when keys are set
         redis.stop()
         assert (await s.post("/v1/chat/completions", CHAT, AUTH_FREE))[0] == 200
         assert (await s.post("/v1/chat/completions", CHAT, AUTH_FREE))[0] == 200
