@@ -10,7 +10,8 @@ Usage (:func:`build_recorder` is the one place samplers are wired together)::
     result.samples = rec.samples()
 
 :func:`sample_url` watches a live server for a while and returns a RunResult;
-:func:`run_exporter` serves the samples as Prometheus metrics.
+:func:`run_exporter` serves the samples as Prometheus metrics, under the names of
+:mod:`.exporter_names` (documented in ``docs/metrics.md``).
 
 Sample names (value None = not available):
 
