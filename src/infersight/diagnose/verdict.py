@@ -12,6 +12,7 @@ VERDICT_IDS: tuple[str, ...] = (
     "client_limited",
     "error_driven",
     "overloaded",
+    "load_imbalance",
     "kv_bound",
     "slot_bound",
     "capacity",
