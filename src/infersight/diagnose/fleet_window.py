@@ -25,6 +25,10 @@ __all__ = ["Pending", "WindowRow", "has_data", "judge", "store_window_stats", "w
 
 _HIST_SOURCE = "engine histogram {name} {stat} (histogram_quantile in Prometheus; from arrival at the engine)"
 _PRESENCE = ("engine.requests_running", "engine.requests_waiting", "gpu.utilization")
+#: The rules name NVML's fields; dcgm-exporter's series say the same under these names.
+_DCGM_SOURCES = {"NVML gpu.utilization": "DCGM_FI_DEV_GPU_UTIL (dcgm-exporter)",
+                 "NVML GPM gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)",
+                 "NVML gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)"}  # fmt: skip
 _ORDER = {vid: i for i, vid in enumerate(VERDICT_IDS)}
 
 
@@ -104,6 +108,8 @@ class Pending:
     w: WindowStats
     s: EngineSignals
     ctx: RunContext
+    #: The GPU series came from dcgm-exporter (sources are named after its fields).
+    dcgm: bool = False
 
 
 def window_signals(idx: SampleIndex, ctx: RunContext, start: float, end: float,
@@ -113,7 +119,8 @@ def window_signals(idx: SampleIndex, ctx: RunContext, start: float, end: float,
     if not has_data(idx, start, t1):
         return None
     w = store_window_stats(idx, start, t1)
-    return Pending(start, end, w, engine_signals(idx, w, ctx), ctx)
+    dcgm = any(lab.get("via") == "dcgm" for lab in idx.labels("gpu.utilization"))
+    return Pending(start, end, w, engine_signals(idx, w, ctx), ctx, dcgm)
 
 
 def judge(p: Pending) -> tuple[list[Verdict], WindowRow]:
@@ -121,6 +128,11 @@ def judge(p: Pending) -> tuple[list[Verdict], WindowRow]:
     s, w = p.s, p.w
     vs = evaluate(RuleInput(w=w, s=s, ctx=p.ctx, client_limited=False))
     window = VerdictWindow(start=p.start, end=p.end)
+    if p.dcgm:
+        s.busy_source = _DCGM_SOURCES.get(s.busy_source, s.busy_source)
+        for v in vs:
+            for e in v.evidence:
+                e.source = _DCGM_SOURCES.get(e.source, e.source)
     verdicts = sorted((v.model_copy(update={"window": window}) for v in vs),
                       key=lambda v: _ORDER.get(v.id, 99))
     p99 = w.extra.get("ttft_p99")

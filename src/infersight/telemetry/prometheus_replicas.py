@@ -63,8 +63,10 @@ class Inventory:
     exporter_alias: dict[tuple[Key, str], str] = field(default_factory=dict)
     exporter_rids: dict[Key, list[str]] = field(default_factory=dict)
     gpu_owner: dict[str, str] = field(default_factory=dict)
-    #: (engine key, name, stat) the engine's own series provide: the exporter's copy is dropped.
+    #: (engine key, name, stat) the engine's own series provide: the exporter's copy of
+    #: them is dropped for replicas scraped directly too (``scraped``).
     direct: set[tuple[str, str, str]] = field(default_factory=set)
+    scraped: set[str] = field(default_factory=set)
     gpu_spec: GpuExporterSpec | None = None
 
     def gpu_id(self, labels: dict[str, str]) -> str:
@@ -88,7 +90,7 @@ class Inventory:
             if found is None:
                 return None
             rid, engine = found
-            if (self.replicas[rid].engine, sig.name, sig.stat) in self.direct:
+            if rid in self.scraped and (self.replicas[rid].engine, sig.name, sig.stat) in self.direct:
                 return None  # the engine's own series say the same, at the source
             out = {"engine": engine, **dict(sig.labels)}
         else:
@@ -103,7 +105,7 @@ class Inventory:
                 if owner is None:
                     return None
                 rid = owner
-            out = {"gpu": gid}
+            out = {"gpu": gid, "via": sig.source}
         if sig.stat:
             out["stat"] = sig.stat
         return rid, out
@@ -127,6 +129,7 @@ def _add_engines(inv: Inventory, engine_sets: dict[str, list[dict[str, str]]]) -
             if rid in inv.replicas and inv.replicas[rid].engine != eng:
                 rid = f"{rid} ({eng})"
             inv.engine_alias[(eng, *key)] = rid
+            inv.scraped.add(rid)
             if rid not in inv.replicas:
                 inv.replicas[rid] = ReplicaInfo(
                     id=rid, engine=eng, model=lab.get("model_name") or lab.get("job", ""),

@@ -92,7 +92,7 @@ GPUS = [
 ]
 
 
-def _scrape_configs(ports: dict[str, str], engine: str, exporter: str) -> str:
+def _scrape_configs(ports: dict[str, str], engine: str, exporter: str, sidecar: str) -> str:
     jobs = {"vllm": ["vllm-0", "vllm-1", "vllm-2"], "sglang": ["sglang-0"]}
     out = ""
     for job, pods in jobs.items():
@@ -105,6 +105,7 @@ def _scrape_configs(ports: dict[str, str], engine: str, exporter: str) -> str:
             f"      - targets: ['{ports['dcgm']}']\n")
     out += f"  - job_name: engine\n    static_configs:\n      - targets: ['{engine}']\n"
     out += f"  - job_name: infersight\n    static_configs:\n      - targets: ['{exporter}']\n"
+    out += f"  - job_name: infersight-sidecar\n    static_configs:\n      - targets: ['{sidecar}']\n"
     return out
 
 
@@ -134,6 +135,9 @@ def fleet(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         "vllm-2": Replay(_vllm(lambda t: 5.0 + int(t) % 2, lambda t: 4.0 + int(t) % 3,
                                lambda t: 0.95 + 0.01 * (int(t) % 3), preempt=0.5)),
         "sglang-0": Replay(_sglang()),
+        # read only through an infersight exporter beside it (a sidecar): its TTFT
+        # reaches Prometheus as the exporter's histogram
+        "vllm-3": Replay(_vllm(lambda t: 6.0 + int(t) % 2, lambda t: 0.0, lambda t: 0.3)),
         "dcgm": Replay(lambda t: render_dcgm((FIX / "dcgm_exporter_4.txt").read_text(), t, GPUS)),
     }
     ports = {k: lt.run(s.start()) for k, s in servers.items()}
@@ -141,15 +145,20 @@ def fleet(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
                     EngineScraper(engine.base_url, api_key=engine.api_key)], interval=0.5)
     exporter = ExporterServer(rec, port=0)
     lt.run(exporter.start())
+    # as `infersight exporter` builds it: the engine's histogram buckets are kept
+    scraper = EngineScraper(f"http://{ports['vllm-3']}", buckets=True)
+    sidecar = ExporterServer(Recorder([scraper], interval=0.5), port=0)
+    lt.run(sidecar.start())
     eng = engine.base_url.split("//", 1)[1].split("/", 1)[0]
     exp = exporter.url.split("//", 1)[1]
-    proc, url = start_prometheus(d, _scrape_configs(ports, eng, exp))
+    side = sidecar.url.split("//", 1)[1]
+    proc, url = start_prometheus(d, _scrape_configs(ports, eng, exp, side))
     http = write_http_config(d)
     try:
-        t_up = lt.run(_wait_up(url, http, n=7), timeout=120)
+        t_up = lt.run(_wait_up(url, http, n=8), timeout=120)
         time.sleep(max(0.0, t_up + SPAN + 2 - time.time()))
         yield {"url": url, "http": http, "dir": d, "start": t_up + 1, "end": t_up + 1 + SPAN,
-               "engine": eng, "loop": lt}
+               "engine": eng, "sidecar": side, "loop": lt}
     finally:
         proc.terminate()
         try:
@@ -158,6 +167,7 @@ def fleet(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
             proc.kill()
             proc.wait()
         lt.run(exporter.stop())
+        lt.run(sidecar.stop())
         for s in servers.values():
             lt.run(s.stop())
         lt.close()
@@ -180,7 +190,7 @@ def test_diagnose_names_each_replica_and_the_imbalance(fleet: dict[str, Any]) ->
     main = {rd["replica"]["id"]: rd["main"] for rd in doc["replicas"]}
     assert main == {"llm/vllm-0": "slot_bound", "llm/vllm-1": "under_loaded",
                     "llm/vllm-2": "kv_bound", "llm/sglang-0": "busy_illusion",
-                    fleet["engine"]: "under_loaded"}, r.stdout[:3000]
+                    fleet["engine"]: "under_loaded", fleet["sidecar"]: "healthy"}, r.stdout[:3000]
     by_id = {rd["replica"]["id"]: rd for rd in doc["replicas"]}
     slot = next(v for v in by_id["llm/vllm-0"]["verdicts"] if v["id"] == "slot_bound")
     assert "R stays at 8" in slot["summary"]  # vLLM exports no slot limit: R's plateau shows it
@@ -189,11 +199,20 @@ def test_diagnose_names_each_replica_and_the_imbalance(fleet: dict[str, Any]) ->
     # GPUs joined by dcgm-exporter's pod label; the GPU no pod uses joins nothing
     assert by_id["llm/vllm-0"]["replica"]["gpus"] == [GPUS[0].uuid]
     assert by_id["llm/sglang-0"]["replica"]["gpu_join"] == "pod"
+    illusion = next(v for v in by_id["llm/sglang-0"]["verdicts"] if v["id"] == "busy_illusion")
+    sm = next(e for e in illusion["evidence"] if e["key"] == "sm_activity")
+    assert sm["value"] == pytest.approx(0.30, abs=0.01) and "DCGM_FI_PROF_SM_ACTIVE" in sm["source"]
     assert by_id["llm/vllm-0"]["stats"]["SM"] == pytest.approx(0.72, abs=0.01)
     assert by_id["llm/vllm-0"]["stats"]["ttft_p99_max"] > 0.5  # histogram_quantile in PromQL
     # the embedded engine, scraped directly and through infersight's exporter, is one replica
     eng = by_id[fleet["engine"]]["replica"]
     assert eng["engine"] == "llamacpp" and "infersight exporter" in eng["sources"]
+    # a replica seen only through infersight's exporter: engine kind from its labels, TTFT
+    # p99 from the exporter's histogram (histogram_quantile), no slot limit to judge load by
+    side = by_id[fleet["sidecar"]]
+    assert side["replica"]["engine"] == "vllm" and side["stats"]["R"] == pytest.approx(6.5, abs=0.3)
+    assert side["stats"]["ttft_p99_max"] > 0.5
+    assert any(fleet["sidecar"] in n and "--engine-slots" in n for n in doc["notes"])
     # the fleet summary names the imbalance
     assert [v["id"] for v in doc["balance"]] == ["load_imbalance"]
     head = " ".join(doc["headline"])

@@ -39,7 +39,7 @@ def test_replicas_by_pod_and_gpus_by_pod_mapping() -> None:
     assert r1.gpus == ["GPU-b"] and "dcgm-exporter" in r1.sources
     assert inv.replica_of(GPU, _gpu("GPU-c", "n3")) is None  # nobody's GPU
     assert inv.replica_of(ENGINE, _vllm("vllm-1")) == ("llm/vllm-1", {"engine": "vllm"})
-    assert inv.replica_of(GPU, _gpu("GPU-b", "n2")) == ("llm/vllm-1", {"gpu": "GPU-b"})
+    assert inv.replica_of(GPU, _gpu("GPU-b", "n2")) == ("llm/vllm-1", {"gpu": "GPU-b", "via": "dcgm"})
 
 
 def test_gpus_by_host_only_when_one_replica_runs_there() -> None:
@@ -71,6 +71,8 @@ def test_exporter_joins_the_engine_it_scrapes() -> None:
     slots = Signal("engine.slots", "q", "exporter", "exporter")
     assert inv.replica_of(running, exp) is None  # the engine's own series say it at the source
     assert inv.replica_of(slots, exp) == ("127.0.0.1:8000", {"engine": "llamacpp"})
+    inv.direct.add(("sglang", "engine.requests_running", ""))  # an SGLang elsewhere, scraped
+    assert inv.replica_of(running, lone) == ("10.2.0.1:9400", {"engine": "sglang"})  # not this one
     assert inv.replicas["10.2.0.1:9400"].engine == "sglang"
     assert inv.replicas["10.2.0.1:9400"].gpus == ["10.2.0.1:9400/0"]
     cpu = Signal("process.cpu_percent", "q", "exporter", "exporter", labels=(("name", "engine"),))
