@@ -144,3 +144,20 @@ def test_classify_reads_the_window_verdicts() -> None:
     kinds = {rid: {classify(r) for r in rows} for rid, rows in diag.rows.items()}
     assert kinds == {"llm/slots": {"queued"}, "llm/kvfull": {"queued"}, "llm/idle": {"idle"},
                      "llm/illusion": {"idle"}}
+
+
+def test_utilisation_spread_without_queues_is_an_imbalance() -> None:
+    series = {"llm/hot": _replica(6, 0, 0.3, 0.97, 0.92), "llm/cold": _replica(6, 0, 0.3, 0.35, 0.2)}
+    replicas = {rid: ReplicaInfo(id=rid, engine="vllm", model=MODEL) for rid in series}
+    rep = diagnose_fleet(replicas, _pages(series, N), start=T0, end=T0 + N * STEP, step=STEP,
+                         window=60.0)
+    assert [v.id for v in rep.balance] == ["load_imbalance"]
+    summary = rep.balance[0].summary
+    assert summary.startswith("Device busy ranges from 20% (llm/cold) to 92% (llm/hot)")
+    spread = next(e for e in rep.balance[0].evidence if e.key == "busy_spread")
+    assert spread.value == pytest.approx(0.72)
+    # equal load is no imbalance
+    even = {"llm/a": _replica(6, 0, 0.3, 0.9, 0.8), "llm/b": _replica(6, 0, 0.3, 0.85, 0.7, seed=5)}
+    rep = diagnose_fleet({r: ReplicaInfo(id=r, engine="vllm", model=MODEL) for r in even},
+                         _pages(even, N), start=T0, end=T0 + N * STEP, step=STEP, window=60.0)
+    assert rep.balance == []
