@@ -78,7 +78,8 @@ def write_openmetrics(path: Path, replicas: int, start: int, end: int) -> int:
     """The fleet as OpenMetrics text (families contiguous, points in time order)."""
     times = np.arange(start, end, STEP)
     ts = [str(int(t)) for t in times]
-    day = 0.5 + 0.5 * np.sin(2 * np.pi * (times % 86400) / 86400)
+    # the daily peak 3 h before the end, so the last quarter of the range has one too
+    day = 0.5 + 0.5 * np.sin(2 * np.pi * (times - end) / 86400 + 0.75 * np.pi)
     rng = np.random.default_rng(15)
     data = [_load(i % 10, day, rng) for i in range(replicas)]
     vl = [f'engine="0",instance="10.0.{i // 250}.{i % 250}:8000",job="vllm",model_name="{MODEL}",'

@@ -37,10 +37,11 @@ class FleetQuery:
     page_points: int | None = None
 
 
-def default_window(span: float, step: float) -> float:
-    """A sixtieth of the range (1 min for 1 h, 15 min for a day), at least 4 steps and
-    at most 15 minutes, in whole steps."""
-    w = min(900.0, max(4 * step, span / 60))
+def default_window(span: float, step: float, scrape: float | None = None) -> float:
+    """A sixtieth of the range (1 min for 1 h, 15 min for a day), at most 15 minutes and
+    at least 4 steps and 4 scrape intervals (so rates over a window have points), in
+    whole steps."""
+    w = max(4 * step, 4 * (scrape or 0.0), min(900.0, span / 60))
     return max(step, math.ceil(w / step - 1e-9) * step)
 
 
@@ -55,14 +56,11 @@ def diagnose_prometheus(q: FleetQuery, *, engine_slots: int | None = None, model
     start, end = resolve_range(since=q.since, start=q.start, end=q.end, step=step)
     if q.window is not None and q.window < step:
         raise ConfigError(f"--window {q.window:g} s is shorter than --step {step:g} s")
-    window = q.window or default_window(end - start, step)
-    # whole windows: the range starts earlier by less than one window if need be
-    start = end - math.ceil((end - start) / window - 1e-9) * window
     auth = load_auth(q.http_config)
-    return asyncio.run(_run(q, auth, start, end, step, window, engine_slots, model, gpu, progress))
+    return asyncio.run(_run(q, auth, start, end, step, engine_slots, model, gpu, progress))
 
 
-async def _run(q: FleetQuery, auth: object, start: float, end: float, step: float, window: float,
+async def _run(q: FleetQuery, auth: object, start: float, end: float, step: float,
                engine_slots: int | None, model: object, gpu: object, progress: bool) -> FleetReport:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -79,6 +77,9 @@ async def _run(q: FleetQuery, auth: object, start: float, end: float, step: floa
         fleet = await discover_fleet(prom, start=start, end=end, step=step, selector=q.selector,
                                      gpu_selector=q.gpu_selector,
                                      physics=model is not None and gpu is not None)  # fmt: skip
+        window = q.window or default_window(end - start, step, fleet.scrape_interval)
+        # whole windows: the range starts earlier by less than one window if need be
+        start = fleet.start = end - math.ceil((end - start) / window - 1e-9) * window
         diag = FleetDiagnoser(fleet.replicas, start=start, end=end, step=step, window=window,
                               engine_slots=engine_slots, model=model, gpu=gpu)  # type: ignore[arg-type]
         bar = Progress(TextColumn("[bold]reading Prometheus[/bold]"), BarColumn(),
@@ -95,7 +96,7 @@ async def _run(q: FleetQuery, auth: object, start: float, end: float, step: floa
     report.source, report.selector = prom.url, q.selector
     report.notes = [*fleet.notes, *report.notes, *(f"Prometheus: {w}" for w in prom.warnings)]
     report.stats = {"pages": diag.pages, "queries": prom.queries, "points": prom.points,
-                    "signals": len(fleet.signals), "rate_window_s": fleet.rate_window,
+                    "signals": len(fleet.signals), "scrape_interval_s": fleet.scrape_interval,
                     "seconds": round(time.perf_counter() - t_begin, 2)}  # fmt: skip
     return report
 

@@ -69,7 +69,7 @@ def _wanted(physics: bool) -> tuple[tuple[str, ...], dict[str, tuple[float, ...]
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """One query: ``promql`` (with ``{rw}`` for the rate window) gives ``name``."""
+    """One query: ``promql`` (with ``{win}`` for the window) gives ``name``."""
 
     name: str
     promql: str

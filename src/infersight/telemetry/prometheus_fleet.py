@@ -65,7 +65,8 @@ class Fleet:
     selector: str
     inventory: Inventory
     signals: list[Signal]
-    rate_window: float
+    #: The server's global scrape interval, when it shows its configuration.
+    scrape_interval: float | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -105,11 +106,11 @@ class Fleet:
     async def _page(self, window: float, t0: float, t1: float) -> FleetPage:
         """Every signal over ``[t0, t1)``: per step, or once per window at the window's
         last step (its mean or quantile over the window, computed by Prometheus)."""
-        rw, win = format_duration(self.rate_window), format_duration(window)
+        win = format_duration(window)
         last = max(t0, t1 - self.step)  # t1 is the next page's first point
 
         def query(s: Signal) -> Awaitable[list[MatrixSeries]]:
-            q = s.promql.replace("{rw}", rw).replace("{win}", win)
+            q = s.promql.replace("{win}", win)
             if s.per_window:
                 return self.client.query_range(q, t0 + window - self.step, last, window)
             return self.client.query_range(q, t0, last, self.step)
@@ -189,10 +190,8 @@ async def discover_fleet(client: PrometheusClient, *, start: float, end: float, 
                for s in engine_signals(engine_specs()[key], names, m, physics)]
     signals += exporter_signals(names, m, physics) + dcgm_signals(spec, gpu_names, gm)
     inv.direct = {(s.source, s.name, s.stat) for s in signals if s.family == "engine"}
-    scrape = await _scrape_interval(client)
-    rate_window = max(4 * step, 4 * scrape) if scrape else 4 * step
     return Fleet(client=client, start=start, end=end, step=step, selector=selector, inventory=inv,
-                 signals=signals, rate_window=rate_window,
+                 signals=signals, scrape_interval=await _scrape_interval(client),
                  notes=[*inv.notes, *_coverage_notes(inv, names, gpu_names, gpu_sets)])  # fmt: skip
 
 
