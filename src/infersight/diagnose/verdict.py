@@ -13,6 +13,7 @@ VERDICT_IDS: tuple[str, ...] = (
     "memory_pressure",
     "error_driven",
     "overloaded",
+    "load_imbalance",
     "kv_bound",
     "slot_bound",
     "capacity",

@@ -13,6 +13,16 @@ Usage (:func:`build_recorder` is the one place samplers are wired together)::
 :func:`run_exporter` serves the samples as Prometheus metrics, under the names of
 :mod:`.exporter_names` (documented in ``docs/metrics.md``).
 
+Reading a store instead of sampling (``diagnose --prometheus``)::
+
+    async with PrometheusClient(url, load_auth(http_config)) as prom:
+        fleet = await discover_fleet(prom, start=t0, end=t1, step=15)
+        async for page in fleet.pages(window=300):   # FleetPage: replica -> series
+            ...
+
+The engines (``engines.toml``), dcgm-exporter (``dcgm.toml``) and this package's own
+exporter are found by their metric names; rates and quantiles are computed by Prometheus.
+
 Sample names (value None = not available):
 
 - host: ``host.cpu_percent`` {cpu="all"|index} (0..100), ``host.memory_used_bytes``,
@@ -52,6 +62,9 @@ from infersight.telemetry.nvml import (
     PynvmlBackend,
     ReplayBackend,
 )
+from infersight.telemetry.prometheus_auth import PrometheusAuth, load_auth
+from infersight.telemetry.prometheus_fleet import Fleet, discover_fleet
+from infersight.telemetry.prometheus_http import PrometheusClient
 from infersight.telemetry.promtext import histogram_quantile, parse_metrics
 from infersight.telemetry.recorder import Recorder, read_samples
 from infersight.telemetry.scraper import EngineScraper, metrics_url
@@ -60,12 +73,15 @@ from infersight.telemetry.wiring import Telemetry, build_recorder
 __all__ = [
     "EngineScraper",
     "ExporterServer",
+    "Fleet",
     "GpuSampler",
     "HostSampler",
     "Normalizer",
     "NvmlBackend",
     "NvmlFieldError",
     "NvmlUnavailable",
+    "PrometheusAuth",
+    "PrometheusClient",
     "PynvmlBackend",
     "Recorder",
     "ReplayBackend",
@@ -74,9 +90,11 @@ __all__ = [
     "TelemetryCollector",
     "build_recorder",
     "detect_engine",
+    "discover_fleet",
     "engine_specs",
     "exported_name",
     "histogram_quantile",
+    "load_auth",
     "metrics_url",
     "parse_metrics",
     "read_samples",
