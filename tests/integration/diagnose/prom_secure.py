@@ -9,7 +9,7 @@ import subprocess
 import warnings
 from pathlib import Path
 
-from conftest import free_port, real_part_path
+from realparts import free_port, real_part_path
 
 PROMETHEUS = real_part_path("prometheus") or "/usr/bin/prometheus"
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import socket
 import time
 from importlib import resources
 from pathlib import Path
@@ -14,13 +13,6 @@ from typing import Any
 import aiohttp
 
 DATA = Path(str(resources.files("infersight.data").joinpath("telemetry")))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Prometheus:
