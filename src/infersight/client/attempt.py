@@ -36,11 +36,14 @@ async def send_attempt(
     key: str | None,
     key_source: str | None,
     keepalive: KeepAlive,
+    streamed: bool = True,
 ) -> StreamResponse:
     """Send one attempt; return once its first content (or its end) has arrived.
 
     Raises typed errors: ConnectError/ConnectTimeout/ResetError before the headers,
     a StatusError for an HTTP error answer, FirstTokenTimeout or DeadlineExceeded.
+    For a non-streamed request (``streamed`` False) the first-token limit ends at the
+    response head, its first byte; the idle limit then bounds each gap in the body.
     """
     t0 = time.monotonic()
     # The record describes the final attempt: forget what an earlier one received.
@@ -88,6 +91,7 @@ async def send_attempt(
         deadline=deadline,
         key=key,
         loop=loop,
+        streamed=streamed,
     )
     await prime(sr)
     return sr

@@ -152,6 +152,7 @@ class Client(BaseClient):
                 key=self._key,
                 key_source=self._key_source,
                 keepalive=self._keepalive,
+                streamed=bool(stream),
             )
 
         try:

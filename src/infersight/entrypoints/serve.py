@@ -124,6 +124,7 @@ def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSetti
     listens on ``opts.host:opts.port`` and checks ``opts.api_key``; the engine itself is
     private (loopback, an internal key). Serve until SIGINT/SIGTERM (exit code 0), or
     until the engine dies (1)."""
+    from infersight.core.httpguard import GuardSettings
     from infersight.gateway.front import FrontConfig, run_front
 
     new_engine(opts)  # every setting checked as given (--port, --host...), one line each
@@ -135,10 +136,12 @@ def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSetti
             cfg = FrontConfig(
                 engine_host="127.0.0.1", engine_port=engine.port, engine_key=secret,
                 model=engine.model_name, host=opts.host, port=opts.port, api_key=opts.api_key,
-                max_body_bytes=limits.max_body_bytes, header_timeout_s=limits.header_timeout_s,
-                body_timeout_s=limits.body_timeout_s,
-                keepalive_timeout_s=limits.keepalive_timeout_s,
-                max_connections_per_client=limits.max_connections_per_client,
+                max_body_bytes=limits.max_body_bytes, guard=GuardSettings(
+                    head_timeout_s=limits.header_timeout_s,
+                    body_timeout_s=limits.body_timeout_s,
+                    idle_timeout_s=limits.keepalive_timeout_s,
+                    max_connections_per_client=limits.max_connections_per_client,
+                ),
             )  # fmt: skip
             note = "private: loopback, internal key, behind the validating front"
             received = run_front(

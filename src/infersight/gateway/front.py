@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infersight.core.errors import InfersightError, bind_error
+from infersight.core.httpguard import GuardSettings
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import KeyConfig, hash_key
 from infersight.gateway.errors import InputError
@@ -70,11 +71,9 @@ class FrontConfig:
     #: The key clients must send (None: open access).
     api_key: str | None = field(default=None, repr=False)
     max_body_bytes: int = 8 * 1024 * 1024
-    header_timeout_s: float = 60.0
-    body_timeout_s: float = 60.0
-    keepalive_timeout_s: float = 75.0
-    #: Open connections allowed per client address (0: no cap).
-    max_connections_per_client: int = 512
+    #: Head, body and keep-alive timeouts and the per-address connection cap: the
+    #: limits the gateway's servers apply (one definition, core.httpguard).
+    guard: GuardSettings = field(default_factory=GuardSettings)
 
 
 class ServeFront:
@@ -134,8 +133,9 @@ class ServeFront:
 
     async def _sweep(self) -> None:
         c = self.cfg
-        tick = max(0.05, min(1.0, c.header_timeout_s / 4, c.body_timeout_s / 4,
-                             c.keepalive_timeout_s / 4))  # fmt: skip
+        g = c.guard
+        tick = max(0.05, min(1.0, g.head_timeout_s / 4, g.body_timeout_s / 4,
+                             g.idle_timeout_s / 4))  # fmt: skip
         while True:
             await asyncio.sleep(tick)
             now = self.loop.time()
@@ -144,7 +144,7 @@ class ServeFront:
 
     def admit(self, conn: ClientConn) -> bool:
         """Count a new connection against its address's cap."""
-        cap = self.cfg.max_connections_per_client
+        cap = self.cfg.guard.max_connections_per_client
         if cap and self._per_peer[conn.peer] >= cap:
             self.refused["too_many_connections"] += 1
             return False

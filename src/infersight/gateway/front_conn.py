@@ -22,6 +22,7 @@ import logging
 from typing import TYPE_CHECKING, cast
 
 from infersight.core.errors import ConnectError, InfersightError, RateLimited
+from infersight.core.httpguard import SlowClient
 from infersight.gateway.errors import InputError
 from infersight.gateway.framing import raw_error
 from infersight.gateway.front_http import MAX_HEAD_BYTES, ChunkDecoder, Head, parse_head
@@ -67,7 +68,7 @@ class ClientConn(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         if not self.front.admit(self):
-            cap = self.front.cfg.max_connections_per_client
+            cap = self.front.cfg.guard.max_connections_per_client
             self.send_error(RateLimited(
                 f"too many connections from this address (at most {cap})", status=429
             ), close=True)  # fmt: skip
@@ -263,21 +264,19 @@ class ClientConn(asyncio.Protocol):
 
     def check_timeouts(self, now: float) -> None:
         """Called by the front's timer: close connections that waited too long."""
-        cfg = self.front.cfg
+        cfg = self.front.cfg.guard
         if self.closed:
             return
         if self.state == IDLE:
             # A new connection waits for its first request as long as for a head.
-            limit = cfg.keepalive_timeout_s if self._answered else cfg.header_timeout_s
+            limit = cfg.idle_timeout_s if self._answered else cfg.head_timeout_s
             if now - self.since > limit:
                 self._shut()
-        elif self.state == HEAD and now - self.since > cfg.header_timeout_s:
-            self.send_error(InputError(
-                f"request head not received within {cfg.header_timeout_s:g} s",
-                code="request_timeout", status=408,
+        elif self.state == HEAD and now - self.since > cfg.head_timeout_s:
+            self.send_error(SlowClient(
+                f"request head not received within {cfg.head_timeout_s:g} s"
             ), close=True)  # fmt: skip
         elif self.state == BODY and now - self.last_read > cfg.body_timeout_s:
-            self.send_error(InputError(
-                f"request body stalled for {cfg.body_timeout_s:g} s",
-                code="request_timeout", status=408,
+            self.send_error(SlowClient(
+                f"request body stalled for {cfg.body_timeout_s:g} s"
             ), close=True)  # fmt: skip

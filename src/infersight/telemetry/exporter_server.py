@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from infersight.core.errors import ConfigError
+from infersight.core.errors import bind_error
 from infersight.telemetry.exporter import TelemetryCollector
 from infersight.telemetry.recorder import Recorder
 from infersight.telemetry.wiring import Telemetry, build_recorder
@@ -32,7 +32,8 @@ class ExporterServer:
     """Serves a :class:`Recorder`'s latest round as Prometheus metrics.
 
     ``registry`` defaults to a fresh ``CollectorRegistry`` (never the global one, so
-    tests and several exporters in one process do not collide).
+    tests and several exporters in one process do not collide). ``gpus`` (static GPU
+    descriptions, :attr:`Telemetry.gpus`) become ``infersight_gpu_info``.
     """
 
     def __init__(
@@ -42,24 +43,26 @@ class ExporterServer:
         host: str = "127.0.0.1",
         port: int = 9400,
         registry: CollectorRegistry | None = None,
+        gpus: Sequence[dict[str, Any]] = (),
     ) -> None:
         self.recorder = recorder
         self.host = host
         self.port = port
         self.registry = registry or CollectorRegistry(auto_describe=False)
         self._last_round: float | None = None
-        recorder.add_listener(self._on_round)
-        self.registry.register(
-            TelemetryCollector(
-                recorder.latest,
-                rounds=lambda: recorder.rounds,
-                last_round=lambda: self._last_round,
-            )
+        self.collector = TelemetryCollector(
+            recorder.latest,
+            rounds=lambda: recorder.rounds,
+            last_round=lambda: self._last_round,
+            gpus=gpus,
         )
+        recorder.add_listener(self._on_round)
+        self.registry.register(self.collector)
         self._runner: web.AppRunner | None = None
 
-    def _on_round(self, _samples: list[Any]) -> None:
+    def _on_round(self, samples: list[Any]) -> None:
         self._last_round = time.monotonic()
+        self.collector.observe(samples)
 
     @property
     def url(self) -> str:
@@ -101,9 +104,7 @@ class ExporterServer:
             await site.start()
         except OSError as e:
             await self.stop()
-            raise ConfigError(
-                f"cannot listen on {self.host}:{self.port} ({e.strerror}); pick another --port"
-            ) from None
+            raise bind_error(self.host, self.port, e) from None
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
 
@@ -133,9 +134,9 @@ async def run_exporter(
     """
     tel = build_recorder(
         interval=interval, processes=processes, gpu=gpu, scrape=urls, api_key=api_key,
-        scrape_timeout=scrape_timeout, capacity=_EXPORTER_CAPACITY,
+        scrape_timeout=scrape_timeout, engine_buckets=True, capacity=_EXPORTER_CAPACITY,
     )  # fmt: skip
-    srv = ExporterServer(tel.recorder, host=host, port=port)
+    srv = ExporterServer(tel.recorder, host=host, port=port, gpus=tel.gpus)
     await srv.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

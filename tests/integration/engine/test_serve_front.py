@@ -20,7 +20,7 @@ import psutil
 import pytest
 from test_engine_serve_cli import Served, _start
 
-from infersight.testing.raw_http import RawAnswer, exchange_raw, request_bytes, send_raw
+from infersight.testing.raw_http import RawAnswer, exchange, exchange_on, request_bytes
 
 pytestmark = pytest.mark.engine
 
@@ -58,8 +58,9 @@ def port_of(s: Served) -> int:
 
 def post(s: Served, body: Any, path: str = CHAT, **headers: str) -> RawAnswer:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    ans = send_raw("127.0.0.1", port_of(s), request_bytes("POST", path, data, headers))
-    assert ans is not None, "the front closed without an answer"
+    ans = exchange("127.0.0.1", port_of(s), [request_bytes("POST", path, data, headers)],
+                   timeout=60, half_close=True)  # fmt: skip
+    assert ans.status is not None, "the front closed without an answer"
     return ans
 
 
@@ -159,17 +160,15 @@ def test_the_openai_client_sees_typed_errors_and_normal_answers(served: Served) 
 
 def test_wrong_method_is_405_and_unknown_path_404(served: Served) -> None:
     port = port_of(served)
-    ans = send_raw("127.0.0.1", port, request_bytes("GET", CHAT), method="GET")
-    assert ans is not None
+    ans = exchange("127.0.0.1", port, [request_bytes("GET", CHAT)], half_close=True)
     assert_error(ans, 405, "method_not_allowed")
     assert ans.headers["allow"] == "POST"
-    ans = send_raw("127.0.0.1", port, request_bytes("POST", "/v1/models", b"{}"))
-    assert ans is not None
+    ans = exchange("127.0.0.1", port, [request_bytes("POST", "/v1/models", b"{}")],
+                   half_close=True)  # fmt: skip
     assert_error(ans, 405)
     assert ans.headers["allow"] == "GET"
     for path in ("/v1/embeddings", "/completion", "/lora-adapters", "/slots/0?action=erase"):
-        ans = send_raw("127.0.0.1", port, request_bytes("POST", path, b"{}"))
-        assert ans is not None
+        ans = exchange("127.0.0.1", port, [request_bytes("POST", path, b"{}")], half_close=True)
         assert_error(ans, 404, "not_found")
 
 
@@ -191,8 +190,7 @@ def test_a_20_mb_body_is_413_and_never_reaches_the_engine(served: Served) -> Non
     with socket.create_connection(("127.0.0.1", port_of(served)), timeout=30) as sock:
         head = request_bytes("POST", CHAT, b"", {"Transfer-Encoding": "chunked"})
         chunk = b"%x\r\n" % (2**20) + b"x" * 2**20 + b"\r\n"
-        ans2 = exchange_raw(sock, head + chunk * 12)
-    assert ans2 is not None
+        ans2 = exchange_on(sock, [head + chunk * 12], timeout=30)
     assert_error(ans2, 413, "body_too_large")
     # The engine did no work for either body: the 20 MB once cost it 2.3 GB and 28 s.
     assert engine.memory_info().rss - rss0 < 64 * 2**20
@@ -213,8 +211,8 @@ def test_a_20_mb_body_is_413_and_never_reaches_the_engine(served: Served) -> Non
     ],
 )
 def test_malformed_framing_gets_a_json_4xx(served: Served, raw: bytes) -> None:
-    ans = send_raw("127.0.0.1", port_of(served), raw)  # then end-of-file
-    assert ans is not None and 400 <= ans.status < 500
+    ans = exchange("127.0.0.1", port_of(served), [raw], half_close=True)  # then end-of-file
+    assert ans.status is not None and 400 <= ans.status < 500
     assert_error(ans, ans.status)
 
 
@@ -253,8 +251,8 @@ def test_slow_clients_are_cut_off_by_the_timeouts(
 
 def test_idle_keep_alive_connections_are_closed(served: Served) -> None:
     with socket.create_connection(("127.0.0.1", port_of(served)), timeout=30) as sock:
-        ans = exchange_raw(sock, request_bytes("GET", "/health"), method="GET")
-        assert ans is not None and ans.status == 200
+        ans = exchange_on(sock, [request_bytes("GET", "/health")])
+        assert ans.status == 200
         t0 = time.monotonic()
         assert sock.recv(10) == b""  # closed by the front after the 2 s keep-alive limit
         assert 1.0 < time.monotonic() - t0 < 15

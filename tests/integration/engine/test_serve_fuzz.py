@@ -8,6 +8,7 @@ Bounded for CI (a few dozen examples each, every generation at most 3 tokens).
 from __future__ import annotations
 
 import json
+import re
 import signal
 import urllib.request
 from collections.abc import Iterator
@@ -15,11 +16,12 @@ from typing import Any
 
 import psutil
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from test_engine_serve_cli import Served, _start
 
-from infersight.testing.raw_http import RawAnswer, request_bytes, send_raw
+from infersight.testing.http_fuzz import check_answer, raw_requests
+from infersight.testing.raw_http import RawAnswer, exchange, request_bytes
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -50,14 +52,14 @@ def _port(s: Served) -> int:
     return int(s.url.rsplit(":", 1)[1])
 
 
-def check(ans: RawAnswer | None, head_only: bool = False) -> None:
-    assert ans is not None, "closed without an answer"
+def check(ans: RawAnswer, head_only: bool = False) -> None:
+    """The fuzz tests' one check (never a 5xx, errors as OpenAI JSON), as for the gateway."""
     event(f"status {ans.status}")  # --hypothesis-show-statistics: what the fuzz reached
-    assert ans.status < 500, (ans.status, ans.body[:300])
-    if ans.status >= 400 and not head_only:
-        assert ans.headers.get("content-type", "").startswith("application/json"), ans.headers
-        err = json.loads(ans.body)["error"]
-        assert isinstance(err["message"], str) and err["message"], err
+    check_answer(ans, head=head_only)
+
+
+def send(served: Served, data: bytes, *, head: bool = False) -> RawAnswer:
+    return exchange("127.0.0.1", _port(served), [data], timeout=60, half_close=True, head=head)
 
 
 # -- bodies -----------------------------------------------------------------------------------
@@ -169,7 +171,7 @@ def test_fuzzed_bodies_never_get_a_5xx(served: Served, case: tuple[str, dict[str
         body = {**body, "max_tokens": 1}
     path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
     data = json.dumps(body).encode()
-    check(send_raw("127.0.0.1", _port(served), request_bytes("POST", path, data)))
+    check(send(served, request_bytes("POST", path, data)))
 
 
 # -- framing ------------------------------------------------------------------------------------
@@ -228,8 +230,28 @@ def test_fuzzed_framing_never_gets_a_5xx(
     if not any(k.lower() in ("content-length", "transfer-encoding") for k, _ in headers) and body:
         lines.append(f"Content-Length: {len(body)}")
     data = (crlf.join(lines) + crlf + crlf).encode("latin-1") + body
-    ans = send_raw("127.0.0.1", _port(served), data, method=method if method == "HEAD" else "GET")
-    check(ans, head_only=method == "HEAD")
+    check(send(served, data, head=method == "HEAD"), head_only=method == "HEAD")
+
+
+_MAX_TOKENS = re.compile(rb'"max_tokens":(-?\d+)')
+
+
+def _short(raw: bytes) -> bool:
+    """Whether the engine would finish this request soon: no request for the served
+    model with a prompt, or one that asks for at most 3 tokens."""
+    if MODEL.encode() not in raw or not (b'"messages"' in raw or b'"prompt"' in raw):
+        return True
+    m = _MAX_TOKENS.search(raw)
+    return m is not None and int(m.group(1)) <= 3
+
+
+@settings(FUZZ, max_examples=40,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(raw=raw_requests(MODEL))
+def test_the_gateways_framing_fuzz_never_gets_a_5xx(served: Served, raw: bytes) -> None:
+    """The framing cases the gateway's fuzz test sends (testing.http_fuzz), here too."""
+    assume(_short(raw))  # a long generation proves nothing more and takes minutes
+    check(send(served, raw))
 
 
 def test_the_engine_is_healthy_after_the_fuzzing(served: Served) -> None:
