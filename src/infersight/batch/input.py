@@ -24,7 +24,8 @@ from typing import Any
 
 import orjson
 
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, InvalidRequest, file_error
+from infersight.core.request_checks import check_body, check_messages
 
 __all__ = [
     "ENDPOINTS",
@@ -40,6 +41,7 @@ __all__ = [
 
 #: Endpoints a batch row may target.
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+_ENDPOINT_NAMES = dict(zip(ENDPOINTS, ("chat", "completions", "embeddings"), strict=True))
 _MAX_ID_LEN = 512
 
 
@@ -112,35 +114,33 @@ class InputScan:
 
 
 def _messages_error(messages: Any) -> str | None:
-    if not isinstance(messages, list) or not messages:
-        return "'messages' must be a non-empty list"
+    try:
+        check_messages(messages)
+    except InvalidRequest as e:
+        return e.message
     for i, m in enumerate(messages):
-        if not isinstance(m, dict):
-            return f"messages[{i}] is not an object"
-        if not isinstance(m.get("role"), str):
-            return f"messages[{i}] has no string 'role'"
+        # A batch row is a whole request: each message says something (or calls a tool).
         if "content" not in m and "tool_calls" not in m:
             return f"messages[{i}] has no 'content'"
     return None
 
 
 def _body_error(url: str, body: dict[str, Any]) -> str | None:
+    """Why a row's body cannot be sent: the checks the gateway and ``serve`` apply
+    (:mod:`infersight.core.request_checks`), and a batch's own rules."""
     if body.get("stream"):
         return "body.stream is not allowed in a batch (each result is written whole)"
-    for name in ("max_tokens", "max_completion_tokens"):
-        mt = body.get(name)
-        if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
-            return f"body.{name} must be a positive integer"
     if url == "/v1/chat/completions":
-        return _messages_error(body.get("messages"))
-    if url == "/v1/completions":
-        p = body.get("prompt")
-        if not isinstance(p, str | list) or (isinstance(p, list) and not p):
-            return "body.prompt must be a string or a non-empty list"
-    elif url == "/v1/embeddings":
-        inp = body.get("input")
-        if not isinstance(inp, str | list) or (isinstance(inp, list) and not inp):
-            return "body.input must be a string or a non-empty list"
+        err = _messages_error(body.get("messages"))
+        if err:
+            return err
+    try:
+        check_body(_ENDPOINT_NAMES[url], body)
+    except InvalidRequest as e:
+        return e.message
+    for name in ("max_tokens", "max_completion_tokens"):
+        if body.get(name) == 0:  # a row that asks for nothing would bill a prompt for nothing
+            return f"body.{name} must be a positive integer"
     return None
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 
-from infersight.core.errors import InfersightError
+from infersight.core.errors import InfersightError, InvalidRequest
 from infersight.core.httpguard import raw_json_response
-from infersight.gateway.errors import InputError
 from infersight.gateway.http import error_body, http_status
 
 __all__ = ["raw_error"]
@@ -32,7 +31,7 @@ def raw_error(
     ``head_only`` leaves the body out (answers to HEAD) but keeps its length.
     """
     status = http_status(e)
-    param = e.param if isinstance(e, InputError) else None
+    param = e.param if isinstance(e, InvalidRequest) else None
     extra = dict(headers or {})
     if status in (429, 503):
         retry_after = getattr(e, "retry_after", None)

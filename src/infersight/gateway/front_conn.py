@@ -21,7 +21,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, cast
 
-from infersight.core.errors import ConnectError, InfersightError, RateLimited
+from infersight.core.errors import ConnectError, InfersightError, InvalidRequest, RateLimited
 from infersight.core.httpguard import SlowClient
 from infersight.gateway.errors import InputError
 from infersight.gateway.framing import raw_error
@@ -134,7 +134,7 @@ class ClientConn(asyncio.Protocol):
                 assert head is not None
                 self.state = BUSY
                 self.front.on_request(self, head, body)
-        except InputError as e:
+        except InvalidRequest as e:
             self.send_error(e, close=True)
         finally:
             if self._pos and (self._pos == len(self._buf) or self._pos > 65536):

@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.core.errors import InfersightError, StatusError
+from infersight.core.errors import InfersightError, InvalidRequest, StatusError
 from infersight.core.httpguard import openai_error_body
-from infersight.gateway.chat_checks import check_messages, check_tools
+from infersight.core.request_checks import check_body, is_int
 from infersight.gateway.errors import InputError, KeyRefused
 from infersight.gateway.public import passthrough, public_message, upstream_of
 
@@ -61,54 +61,6 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return doc
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return (isinstance(v, int | float) and not isinstance(v, bool)) and math.isfinite(v)
-
-
-def _text_or_tokens(v: Any, param: str) -> None:
-    """str | list[str] | list[int] | list[list[int]], non-empty."""
-    if isinstance(v, str):
-        return
-    if isinstance(v, list) and v:
-        if all(isinstance(x, str) for x in v) or all(_is_int(x) for x in v):
-            return
-        if all(isinstance(x, list) and x and all(_is_int(t) for t in x) for x in v):
-            return
-    raise _bad(
-        f"'{param}' must be a string, a non-empty list of strings, or token id list(s)",
-        param,
-    )
-
-
-def _options(body: dict[str, Any]) -> None:
-    """Sampling and output options, where the OpenAI API fixes their types."""
-    for name in ("max_tokens", "max_completion_tokens"):
-        v = body.get(name)
-        if v is not None and (not _is_int(v) or v < 0):
-            raise _bad(f"'{name}' must be a non-negative integer", name)
-    n = body.get("n")
-    if n is not None and (not _is_int(n) or not 1 <= n <= 128):
-        raise _bad("'n' must be an integer from 1 to 128", "n")
-    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
-        v = body.get(name)
-        if v is not None and not _is_num(v):
-            raise _bad(f"'{name}' must be a number", name)
-    stop = body.get("stop")
-    if stop is not None and not (
-        isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(x, str) for x in stop))
-    ):
-        raise _bad("'stop' must be a string or a list of strings", "stop")
-    so = body.get("stream_options")
-    if so is not None and (
-        not isinstance(so, dict) or not isinstance(so.get("include_usage", False), bool)
-    ):
-        raise _bad("'stream_options' must be an object; 'include_usage' a boolean", "stream_options")
-
-
 def validate(endpoint: str, body: dict[str, Any]) -> tuple[str, bool]:
     """Check the fields the gateway relies on; return (model, stream)."""
     model = body.get("model")
@@ -119,16 +71,9 @@ def validate(endpoint: str, body: dict[str, Any]) -> tuple[str, bool]:
         stream = False
     if not isinstance(stream, bool):
         raise _bad("'stream' must be a boolean", "stream")
-    if endpoint == "chat":
-        check_messages(body.get("messages"))
-        check_tools(body)
-    elif endpoint == "completions":
-        _text_or_tokens(body.get("prompt"), "prompt")
-    elif endpoint == "embeddings":
-        _text_or_tokens(body.get("input"), "input")
-        if stream:
-            raise _bad("embeddings cannot be streamed", "stream")
-    _options(body)
+    if endpoint == "embeddings" and stream:
+        raise _bad("embeddings cannot be streamed", "stream")
+    check_body(endpoint, body)
     return model, stream
 
 
@@ -144,7 +89,7 @@ def _chars(v: Any) -> int:
     if isinstance(v, str):
         return len(v)
     if isinstance(v, list):
-        return sum(_chars(x) if not _is_int(x) else 4 for x in v)
+        return sum(_chars(x) if not is_int(x) else 4 for x in v)
     if isinstance(v, dict):
         return _chars(v.get("content")) + _chars(v.get("text"))
     return 0
@@ -161,7 +106,7 @@ def estimate_prompt_tokens(endpoint: str, body: dict[str, Any]) -> int:
 def estimate_tokens(endpoint: str, body: dict[str, Any]) -> int:
     """Rough prompt tokens (chars/4) plus the requested output limit, for cost routing."""
     out = body.get("max_completion_tokens") or body.get("max_tokens") or 0
-    return _chars(body.get(_INPUT_FIELD[endpoint])) // 4 + (out if _is_int(out) else 0)
+    return _chars(body.get(_INPUT_FIELD[endpoint])) // 4 + (out if is_int(out) else 0)
 
 
 def http_status(e: InfersightError) -> int:
@@ -211,7 +156,7 @@ def error_response(
     """An OpenAI-style JSON error with the gateway's headers (and Retry-After); an
     upstream's client error (4xx) goes through as the upstream wrote it."""
     status = http_status(e)
-    param = e.param if isinstance(e, InputError) else None
+    param = e.param if isinstance(e, InvalidRequest) else None
     body = error_body(e, param=param)
     passed = passthrough(e)
     if passed is not None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersight.batch import BadInput, parse_line, scan_input
 from infersight.batch.input import RowDefaults, iter_rows
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, InvalidRequest
+from infersight.gateway.http import validate
 
 
 def openai_line(cid: str, content: str = "hi", url: str = "/v1/chat/completions") -> str:
@@ -137,3 +140,23 @@ def test_bad_lines_get_ids_that_no_valid_row_holds(tmp_path: Path) -> None:
     # its own id when usable; a duplicate's id is the valid row's; line-N is taken here
     assert ids == {2: "mine", 3: "line-3", 4: "line-4-invalid", 5: "line-5"}
     assert not scan.bad_ids & scan.ids
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {}}]},
+        {"messages": [{"role": "user", "content": [{"type": "text"}]}]},
+        {"messages": [{"role": "user", "content": "a", "name": 5}]},
+        {"messages": [{"role": "user", "content": "a"}], "stream_options": []},
+        {"messages": [{"role": "user", "content": "a"}], "n": 0},
+        {"prompt": [[1, "x"]]},
+    ],
+)
+def test_a_row_is_refused_as_the_gateway_refuses_its_body(body: dict[str, Any]) -> None:
+    endpoint = "chat" if "messages" in body else "completions"
+    with pytest.raises(InvalidRequest) as gateway:
+        validate(endpoint, {"model": "m", **body})
+    with pytest.raises(ConfigError) as batch:
+        parse_line(orjson.dumps(body), 1)
+    assert str(batch.value) == gateway.value.message  # one owner, one message

@@ -1,27 +1,40 @@
-"""The structured fields of an OpenAI chat request: ``messages``, ``tools``, ``tool_choice``.
+"""The one check of an OpenAI request body's fields, where the API fixes their types.
 
-Called by :func:`infersight.gateway.http.validate` (the one entry point of request
-validation). The checks follow the OpenAI API's types, and are exactly as strict as
+Used by the gateway and the ``serve`` front (:func:`infersight.gateway.http.validate`,
+which adds what only a server decides: the model, ``stream``) and by ``batch`` for its
+input lines. The checks follow the OpenAI API's types, and are exactly as strict as
 the shapes engines index into without looking: llama.cpp, for one, answers 500 to a
 tool without a name, a message whose ``name`` is a number, or a tool call without
-``function`` (found by fuzzing ``infersight serve``).
+``function`` (found by fuzzing ``infersight serve``). Hand-written rather than pydantic:
+it runs on every request on the proxy's hot path.
+
+Every refusal is an :class:`~infersight.core.errors.InvalidRequest` naming the field
+(``param``).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from infersight.gateway.errors import InputError
+from infersight.core.errors import InvalidRequest
 
-__all__ = ["check_messages", "check_tools"]
+__all__ = [
+    "check_body",
+    "check_messages",
+    "check_options",
+    "check_text_or_tokens",
+    "check_tools",
+    "is_int",
+]
 
 #: Message fields that are strings when present (null: absent).
 _STRING_FIELDS = ("name", "tool_call_id", "reasoning_content")
 _TOOL_CHOICES = ("none", "auto", "required")
 
 
-def _bad(message: str, param: str) -> InputError:
-    return InputError(message, param, "invalid_request")
+def _bad(message: str, param: str) -> InvalidRequest:
+    return InvalidRequest(message, param, "invalid_request")
 
 
 def _function(fn: Any, where: str, param: str) -> dict[str, Any]:
@@ -103,3 +116,65 @@ def check_tools(body: dict[str, Any]) -> None:
             "'tool_choice' must be none, auto, required, or an object with a string 'type'",
             "tool_choice",
         )
+
+
+def is_int(v: Any) -> bool:
+    """An integer (a JSON number without a fraction), not a boolean."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return (isinstance(v, int | float) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def check_text_or_tokens(v: Any, param: str) -> None:
+    """str | list[str] | list[int] | list[list[int]], non-empty."""
+    if isinstance(v, str):
+        return
+    if isinstance(v, list) and v:
+        if all(isinstance(x, str) for x in v) or all(is_int(x) for x in v):
+            return
+        if all(isinstance(x, list) and x and all(is_int(t) for t in x) for x in v):
+            return
+    raise _bad(
+        f"'{param}' must be a string, a non-empty list of strings, or token id list(s)",
+        param,
+    )
+
+
+def check_options(body: dict[str, Any]) -> None:
+    """Sampling and output options."""
+    for name in ("max_tokens", "max_completion_tokens"):
+        v = body.get(name)
+        if v is not None and (not is_int(v) or v < 0):
+            raise _bad(f"'{name}' must be a non-negative integer", name)
+    n = body.get("n")
+    if n is not None and (not is_int(n) or not 1 <= n <= 128):
+        raise _bad("'n' must be an integer from 1 to 128", "n")
+    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        v = body.get(name)
+        if v is not None and not _is_num(v):
+            raise _bad(f"'{name}' must be a number", name)
+    stop = body.get("stop")
+    if stop is not None and not (
+        isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(x, str) for x in stop))
+    ):
+        raise _bad("'stop' must be a string or a list of strings", "stop")
+    so = body.get("stream_options")
+    if so is not None and (
+        not isinstance(so, dict) or not isinstance(so.get("include_usage", False), bool)
+    ):
+        raise _bad("'stream_options' must be an object; 'include_usage' a boolean", "stream_options")
+
+
+def check_body(endpoint: str, body: dict[str, Any]) -> None:
+    """The input field of ``endpoint`` ("chat", "completions" or "embeddings") and the
+    options; not the model or ``stream`` (the caller's rules)."""
+    if endpoint == "chat":
+        check_messages(body.get("messages"))
+        check_tools(body)
+    elif endpoint == "completions":
+        check_text_or_tokens(body.get("prompt"), "prompt")
+    elif endpoint == "embeddings":
+        check_text_or_tokens(body.get("input"), "input")
+    check_options(body)
