@@ -46,6 +46,20 @@ class Served:
     def __init__(self, proc: subprocess.Popen[str], url: str, banner: list[str]) -> None:
         self.proc, self.url, self.banner = proc, url, banner
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        """SIGINT (a clean stop), then a kill if it does not exit in 30 s."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
 
 def _start(*args: str, **env: str) -> Served:
     proc = subprocess.Popen(

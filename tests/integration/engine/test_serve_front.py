@@ -7,7 +7,6 @@ on a private port), the official `openai` client and raw bytes on the wire.
 from __future__ import annotations
 
 import json
-import signal
 import socket
 import time
 import urllib.error
@@ -44,21 +43,12 @@ def engine_url(s: Served) -> str:
 def served() -> Iterator[Served]:
     s = _start("--port", "0", "--parallel", "2", "--ctx", "1024", **LIMITS)
     yield s
-    s.proc.send_signal(signal.SIGINT)
-    try:
-        s.proc.wait(timeout=30)
-    except Exception:
-        s.proc.kill()
-        s.proc.wait()
-
-
-def port_of(s: Served) -> int:
-    return int(s.url.rsplit(":", 1)[1])
+    s.stop()
 
 
 def post(s: Served, body: Any, path: str = CHAT, **headers: str) -> RawAnswer:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    ans = exchange("127.0.0.1", port_of(s), [request_bytes("POST", path, data, headers)],
+    ans = exchange("127.0.0.1", s.port, [request_bytes("POST", path, data, headers)],
                    timeout=60, half_close=True)  # fmt: skip
     assert ans.status is not None, "the front closed without an answer"
     return ans
@@ -159,7 +149,7 @@ def test_the_openai_client_sees_typed_errors_and_normal_answers(served: Served) 
 
 
 def test_wrong_method_is_405_and_unknown_path_404(served: Served) -> None:
-    port = port_of(served)
+    port = served.port
     ans = exchange("127.0.0.1", port, [request_bytes("GET", CHAT)], half_close=True)
     assert_error(ans, 405, "method_not_allowed")
     assert ans.headers["allow"] == "POST"
@@ -187,7 +177,7 @@ def test_a_20_mb_body_is_413_and_never_reaches_the_engine(served: Served) -> Non
     assert_error(ans, 413, "body_too_large")
     assert time.monotonic() - t0 < 20
     # Chunked, without a length up front: cut at the cap all the same.
-    with socket.create_connection(("127.0.0.1", port_of(served)), timeout=30) as sock:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
         head = request_bytes("POST", CHAT, b"", {"Transfer-Encoding": "chunked"})
         chunk = b"%x\r\n" % (2**20) + b"x" * 2**20 + b"\r\n"
         ans2 = exchange_on(sock, [head + chunk * 12], timeout=30)
@@ -211,7 +201,7 @@ def test_a_20_mb_body_is_413_and_never_reaches_the_engine(served: Served) -> Non
     ],
 )
 def test_malformed_framing_gets_a_json_4xx(served: Served, raw: bytes) -> None:
-    ans = exchange("127.0.0.1", port_of(served), [raw], half_close=True)  # then end-of-file
+    ans = exchange("127.0.0.1", served.port, [raw], half_close=True)  # then end-of-file
     assert ans.status is not None and 400 <= ans.status < 500
     assert_error(ans, ans.status)
 
@@ -240,7 +230,7 @@ def _read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
 def test_slow_clients_are_cut_off_by_the_timeouts(
     served: Served, sent: bytes, status: bytes
 ) -> None:
-    with socket.create_connection(("127.0.0.1", port_of(served)), timeout=30) as sock:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
         sock.sendall(sent)
         buf, took = _read_until_closed(sock)
     assert took < 15  # 1 s limits; generous for a loaded 2-core box
@@ -250,7 +240,7 @@ def test_slow_clients_are_cut_off_by_the_timeouts(
 
 
 def test_idle_keep_alive_connections_are_closed(served: Served) -> None:
-    with socket.create_connection(("127.0.0.1", port_of(served)), timeout=30) as sock:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
         ans = exchange_on(sock, [request_bytes("GET", "/health")])
         assert ans.status == 200
         t0 = time.monotonic()
@@ -259,10 +249,10 @@ def test_idle_keep_alive_connections_are_closed(served: Served) -> None:
 
 
 def test_connections_per_client_are_capped(served: Served) -> None:
-    held = [socket.create_connection(("127.0.0.1", port_of(served)), timeout=30)
+    held = [socket.create_connection(("127.0.0.1", served.port), timeout=30)
             for _ in range(16)]  # fmt: skip
     try:
-        with socket.create_connection(("127.0.0.1", port_of(served)), timeout=30) as extra:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=30) as extra:
             buf, _ = _read_until_closed(extra)
         assert buf.startswith(b"HTTP/1.1 429 ")
         assert b'"type":"rate_limit_error"' in buf

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -40,16 +39,7 @@ def served() -> Iterator[Served]:
         INFERSIGHT_SERVE_MAX_BODY_BYTES="65536",
     )  # fmt: skip
     yield s
-    s.proc.send_signal(signal.SIGINT)
-    try:
-        s.proc.wait(timeout=30)
-    except Exception:
-        s.proc.kill()
-        s.proc.wait()
-
-
-def _port(s: Served) -> int:
-    return int(s.url.rsplit(":", 1)[1])
+    s.stop()
 
 
 def check(ans: RawAnswer, head_only: bool = False) -> None:
@@ -59,7 +49,7 @@ def check(ans: RawAnswer, head_only: bool = False) -> None:
 
 
 def send(served: Served, data: bytes, *, head: bool = False) -> RawAnswer:
-    return exchange("127.0.0.1", _port(served), [data], timeout=60, half_close=True, head=head)
+    return exchange("127.0.0.1", served.port, [data], timeout=60, half_close=True, head=head)
 
 
 # -- bodies -----------------------------------------------------------------------------------
