@@ -7,41 +7,37 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from infersight.cli._conventions import command_help
+
 if TYPE_CHECKING:
     from infersight.core.records import RunResult
+
+
+_HELP = command_help(
+    "Render a self-contained HTML report and Markdown summary.",
+    "The page starts with the answer (the best sustainable operating point, the main "
+    "verdict and its fix), then the evidence: verdicts, latency CDFs, timeline, cost. "
+    "Several results are compared side by side (before/after table with deltas; the "
+    "first is the baseline). The file opens offline: no scripts, fonts or images are "
+    "fetched.",
+    examples=[
+        "infersight report runs/demo/result.json -o report.html",
+        "infersight report before.json after.json -l before -l after -m summary.md",
+    ],
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
 
-    @app.command("report")
+    @app.command("report", help=_HELP)
     def report(
-        results: list[Path] = typer.Argument(
-            ...,
-            help="RunResult JSON files; with several, the first is the baseline of the comparison.",
-            show_default=False,
-        ),
-        out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write."),
-        markdown: Path | None = typer.Option(
-            None, "--markdown", "-m", help="Also write a Markdown summary for an issue."
-        ),
-        label: list[str] | None = typer.Option(
-            None,
-            "--label",
-            "-l",
-            help="Name of each run in the comparison (default: run id or file name).",
-        ),
-        diagnose: bool = typer.Option(
-            True,
-            "--diagnose/--no-diagnose",
-            help="Diagnose a file that holds no verdicts before rendering it.",
-        ),
+        results: list[Path] = typer.Argument(..., metavar="RESULT", help="RunResult JSON files; with several, the first is the baseline of the comparison.", show_default=False),
+        out: Path = typer.Option(Path("report.html"), "--out", "-o", metavar="FILE", help="HTML file to write."),
+        markdown: Path | None = typer.Option(None, "--markdown", "-m", metavar="FILE", help="Also write a Markdown summary for an issue."),
+        label: list[str] | None = typer.Option(None, "--label", "-l", metavar="NAME", help="Name of each run in the comparison (repeatable).", show_default="run id or file name"),
+        diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Diagnose a file that holds no verdicts before rendering it."),
     ) -> None:
-        """Render one self-contained HTML report: verdicts, latency CDFs, timeline, cost.
-
-        Several results are compared side by side (before/after table with deltas).
-        The file opens offline: no scripts, fonts or images are fetched.
-        """
         import time
 
         from infersight.core.errors import ConfigError

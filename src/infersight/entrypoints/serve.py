@@ -54,10 +54,15 @@ def load_serve_settings() -> ServeSettings:
         raise config_error(e, names="env", env_prefix="INFERSIGHT_SERVE_") from None
 
 
-def resolve_key(api_key_file: str | None) -> tuple[str | None, str | None]:
-    """(key, where it came from). A flag's file wins over the environment."""
+def resolve_key(
+    api_key_file: str | None, *, api_key_env: str | None = None
+) -> tuple[str | None, str | None]:
+    """(key, where it came from). The variable a flag names wins, then a file, then
+    ``INFERSIGHT_API_KEY``."""
     from infersight.client import resolve_api_key
 
+    if api_key_env:
+        return resolve_api_key(env=api_key_env, required=True), f"${api_key_env}"
     if api_key_file:
         return resolve_api_key(file=api_key_file), f"file {api_key_file}"
     key = resolve_api_key(env="INFERSIGHT_API_KEY")

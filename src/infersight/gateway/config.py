@@ -39,6 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
+from infersight.core.durations import parse_duration
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import BaseConfig, config_error
@@ -202,7 +203,8 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 
 def parse_upstream_flag(text: str) -> dict[str, Any]:
-    """``NAME=URL[,models=a|b][,concurrency=N][,queue=N][,limiter=K][,key_env=VAR][,ttft=S]``."""
+    """``NAME=URL[,models=a|b][,concurrency=N][,queue=N][,limiter=K][,key_env=VAR]
+    [,key_file=PATH][,ttft=DURATION]`` (``ttft`` takes 500ms, 2s or bare seconds)."""
     head, _, rest = text.partition(",")
     name, eq, url = head.partition("=")
     if not eq or not name or not url:
@@ -211,6 +213,7 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
     keys = {
         "models": "models", "concurrency": "concurrency", "queue": "queue",
         "limiter": "limiter", "key_env": "api_key_env", "api_key_env": "api_key_env",
+        "key_file": "api_key_file", "api_key_file": "api_key_file",
         "ttft": "ttft_timeout_s", "ttft_timeout_s": "ttft_timeout_s",
         "attempts": "max_attempts", "max_attempts": "max_attempts",
     }
@@ -222,6 +225,8 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
                 f"--upstream {name}: unknown option {part!r} (known: {', '.join(sorted(keys))})"
             )
         out[keys[k]] = [m for m in v.split("|") if m] if k == "models" else v.strip()
+    if "ttft_timeout_s" in out:
+        out["ttft_timeout_s"] = parse_duration(out["ttft_timeout_s"], f"--upstream {name}: ttft")
     return out
 
 

@@ -104,7 +104,7 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
     import openai
     import psutil
 
-    proc, first, url = _start("--port", "0", "--concurrency", "2", "--no-access-log", wait=180)
+    proc, first, url = _start("--port", "0", "--max-concurrency", "2", "--no-access-log", wait=180)
     try:
         assert "(upstreams: engine=http://127.0.0.1:" in first
         engines = psutil.Process(proc.pid).children(recursive=True)
