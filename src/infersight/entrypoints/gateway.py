@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import ConfigError
+from infersight.core.listen import check_can_listen
 from infersight.entrypoints.engine import EngineOptions, endpoint
 from infersight.gateway.config import (
     GatewayConfig,
@@ -121,5 +122,6 @@ def run_gateway(
     SIGINT/SIGTERM. ``on_ready(gateway)`` runs once it listens."""
     from infersight.gateway import serve
 
+    check_can_listen(cfg.host, cfg.port)  # a taken port: one line, before the engine starts
     with fronting_engine(cfg, on_start=on_start) as real:
         serve(real, on_ready)

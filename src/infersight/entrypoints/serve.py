@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
+from infersight.core.listen import check_can_listen
 from infersight.core.settings import BaseConfig, config_error
 from infersight.entrypoints.engine import EngineOptions, describe, new_engine, running_engine
 
@@ -141,6 +142,7 @@ def serve_stack(
     if host not in _LOOPBACK and key is None:
         _say(f"warning: listening on {host} without an API key (set INFERSIGHT_API_KEY)",
              err=True)  # fmt: skip
+    check_can_listen(host, port)  # a taken port: one line, before the engine starts
     engine = new_engine(opts)
     with running_engine(engine):
         keys = [KeyConfig(name="default", sha256=hash_key(key))] if key else []

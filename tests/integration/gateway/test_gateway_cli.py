@@ -79,6 +79,24 @@ def test_cli_bad_flags_are_one_line_errors() -> None:
         assert time.monotonic() - t0 < 60
 
 
+def test_cli_taken_port_is_one_line_and_exit_2() -> None:
+    import socket
+
+    with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake, socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for args in (["--upstream", f"a={fake.base_url}"], []):  # an upstream; the engine
+            r = subprocess.run([*CLI, "gateway", "--port", str(port), *args],
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+            assert r.returncode == 2, r.stderr
+            assert r.stderr.splitlines() == [
+                f"error: port {port} on 127.0.0.1 is already in use; choose another --port, "
+                "or --port 0 for a free one"
+            ]  # no OSError, no "Unclosed client session" warnings
+            assert r.stdout == ""
+
+
 def test_cli_hash_key() -> None:
     from infersight.gateway import hash_key
 
