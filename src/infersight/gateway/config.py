@@ -43,6 +43,7 @@ from infersight.core.durations import parse_duration
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import BaseConfig, config_error
+from infersight.gateway.config_litellm import from_litellm, is_litellm
 
 __all__ = [
     "BatchingConfig",
@@ -75,6 +76,13 @@ class UpstreamConfig(_Strict):
     api_key_env: str | None = None
     #: File holding the key (first line), when not given by env.
     api_key_file: str | None = None
+    #: Client model name -> the name sent to this upstream (a LiteLLM ``model_name`` and
+    #: its ``litellm_params.model``); names not in it are sent as they are.
+    model_map: dict[str, str] = Field(default_factory=dict)
+    #: Requests / tokens per minute this upstream takes (LiteLLM ``rpm`` / ``tpm``); over
+    #: it, the upstream is skipped for the next candidate until its budget refills.
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
     #: In-flight limit; the starting value for the adaptive limiters.
     concurrency: int = Field(default=32, ge=1)
     min_concurrency: int = Field(default=1, ge=1)
@@ -230,9 +238,23 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
     return out
 
 
+def _with_master_key(data: dict[str, Any]) -> dict[str, Any]:
+    """A LiteLLM ``master_key`` (its variable) as the one key clients must send."""
+    var = data.pop("master_key_env", None)
+    if var is None:
+        return data
+    from infersight.client import resolve_api_key
+
+    key = resolve_api_key(env=var, required=True)
+    assert key is not None
+    return {**data, "keys": [KeyConfig(name="master", sha256=hash_key(key))], "require_key": True}
+
+
 def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConfig:
     """File, then ``INFERSIGHT_GATEWAY_*`` env, then ``overrides`` (flags; None = unset)."""
     data: dict[str, Any] = _read_file(Path(path)) if path else {}
+    if is_litellm(data):  # a LiteLLM proxy config.yaml: its supported subset
+        data = _with_master_key(from_litellm(data, f"gateway config {path}"))
     # Env beats the file: only fields actually present in the environment are taken.
     prefix = "INFERSIGHT_GATEWAY_"
     env_fields = {
