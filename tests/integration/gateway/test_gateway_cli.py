@@ -97,6 +97,34 @@ def test_cli_taken_port_is_one_line_and_exit_2() -> None:
             assert r.stdout == ""
 
 
+def test_cli_client_key_from_env_or_file(tmp_path: Path) -> None:
+    """--api-key-env / --api-key-file: the key clients must send, as `serve` takes it."""
+    import openai
+
+    key_file = tmp_path / "key"
+    key_file.write_text("sk-from-file-1\n")
+    with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
+        for flag, value, key in (("--api-key-env", "C14C_GW_KEY", "sk-from-env-1"),
+                                 ("--api-key-file", str(key_file), "sk-from-file-1")):  # fmt: skip
+            os.environ["C14C_GW_KEY"] = "sk-from-env-1"
+            try:
+                proc, _, url = _start("--upstream", f"a={fake.base_url},models=fake", "--port", "0",
+                                      "--no-access-log", flag, value)  # fmt: skip
+            finally:
+                del os.environ["C14C_GW_KEY"]
+            try:
+                ok = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
+                r = ok.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])
+                assert r.choices[0].message.content
+                with pytest.raises(openai.AuthenticationError):
+                    openai.OpenAI(base_url=f"{url}/v1", api_key="sk-wrong", max_retries=0
+                                  ).chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])  # fmt: skip
+            finally:
+                assert _interrupt(proc, 30) == 0
+                err = proc.stderr.read()  # type: ignore[union-attr]
+                assert key not in err and key not in (proc.stdout.read() or "")  # type: ignore[union-attr]
+
+
 def test_cli_hash_key() -> None:
     from infersight.gateway import hash_key
 
