@@ -123,26 +123,6 @@ async def run_monitor(
     tlog = logging.getLogger("infersight.telemetry")
     old_level = tlog.level
     tlog.setLevel(logging.ERROR)
-    try:
-        return await _run(
-            url, interval, record, processes, gpu, api_key, duration, once, console, scrape_timeout
-        )
-    finally:
-        tlog.setLevel(old_level)
-
-
-async def _run(
-    url: str | None,
-    interval: float,
-    record: str | Path | None,
-    processes: Mapping[str, int] | None,
-    gpu: bool,
-    api_key: str | None,
-    duration: float | None,
-    once: bool,
-    console: Console,
-    scrape_timeout: float,
-) -> MonitorResult:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     # From the start: a SIGTERM at any point stops the loop below, whose exits restore
@@ -151,15 +131,16 @@ async def _run(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        return await _watch(url, interval, record, processes, gpu, api_key, duration, once,
-                            console, scrape_timeout, stop)  # fmt: skip
+        return await _run(url, interval, record, processes, gpu, api_key, duration, once,
+                          console, scrape_timeout, stop)  # fmt: skip
     finally:
+        tlog.setLevel(old_level)
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
 
 
-async def _watch(
+async def _run(
     url: str | None,
     interval: float,
     record: str | Path | None,
