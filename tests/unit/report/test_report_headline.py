@@ -152,3 +152,27 @@ def test_the_model_is_named_as_given() -> None:
     run = make_run(200, levels=(1,), model="my-org/Llama-3.1-8B-Instruct-AWQ")
     html = render_html(run)
     assert "my-org/Llama-3.1-8B-Instruct-AWQ" in html
+
+
+def test_every_verdict_line_names_its_level_and_window() -> None:
+    """Levels often share a verdict: each console line and panel says which it is."""
+    from rich.console import Console
+
+    from infersight.core.metrics import aggregate
+    from infersight.report import render_console, render_verdicts
+
+    run = make_run(600, levels=(1, 4, 16), seed=7)
+    embed_diagnosis(run)
+    run.aggregates = {f"c={c}": aggregate([r for r in run.records if r.labels["level"] == f"c={c}"],
+                                          target_concurrency=c) for c in (1, 4, 16)}  # fmt: skip
+    con = Console(record=True, width=200)
+    render_console(run, con)
+    text = con.export_text()
+    for v in run.diagnosis:
+        assert f"{v.title} (level {v.level}, " in text, v.title
+    assert text.index("best operating point:") < text.index("level ")  # the answer first
+    panels = Console(record=True, width=160)
+    render_verdicts(run.diagnosis, console=panels)
+    titles = [ln for ln in panels.export_text().splitlines() if ln.startswith("╭")]
+    assert len(titles) == len(run.diagnosis)
+    assert all(f"· level {v.level}" in t for v, t in zip(run.diagnosis, titles, strict=True))
