@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prom_helpers import DATA, Prometheus, free_port
+from prom_helpers import DATA, Prometheus
+
+from realparts import free_port
 
 
 @pytest.fixture

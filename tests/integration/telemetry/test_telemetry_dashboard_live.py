@@ -24,7 +24,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from prom_helpers import DATA, Prometheus, free_port, has_finite
+from prom_helpers import DATA, Prometheus, has_finite
 
 from infersight.core.engines import engine_specs
 from infersight.gateway import Gateway, load_config
@@ -36,6 +36,7 @@ from infersight.telemetry.dashboards import (
     sample_names,
 )
 from infersight.testing import FakeConfig, FakeOpenAI
+from realparts import free_port
 
 pytestmark = [pytest.mark.needs("prometheus"), pytest.mark.engine, pytest.mark.timeout(420)]
 
