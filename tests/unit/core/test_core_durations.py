@@ -44,3 +44,18 @@ def test_any_value_in_any_unit(value: float, unit: str) -> None:
 def test_format_reads_back(seconds: float) -> None:
     back = parse_duration(format_duration(seconds))
     assert math.isclose(back, seconds, rel_tol=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1h30m", 5400.0), ("2d", 172800.0), ("1w", 604800.0), ("2d12h", 216000.0),
+     ("1m30s", 90.0), ("1s500ms", 1.5)],
+)  # fmt: skip
+def test_compound_forms_as_prometheus_writes_them(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["1h30", "h1", "1x2s", "1h 30m"])
+def test_broken_compound_forms_are_refused(text: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_duration(text)
