@@ -44,10 +44,8 @@ __all__ = [
     "Timeout",
     "TransportError",
     "TruncatedStream",
-    "bind_error",
     "error_from_status",
     "file_error",
-    "listen_error",
 ]
 
 
@@ -269,38 +267,3 @@ def file_error(path: object, e: OSError, what: str = "") -> ConfigError:
     else:
         why = e.strerror or str(e)
     return ConfigError(f"{what + ' ' if what else ''}{path}: cannot read ({why})")
-
-
-def bind_error(host: str, port: int, e: OSError) -> ConfigError:
-    """The one line for an address a server cannot listen on, with the fix."""
-    import errno
-
-    if e.errno == errno.EADDRINUSE:
-        return ConfigError(
-            f"port {port} on {host} is already in use; "
-            f"choose another --port, or --port 0 for a free one"
-        )
-    if e.errno == errno.EACCES:
-        return ConfigError(f"no permission to bind port {port} (ports < 1024 need root)")
-    if e.errno == errno.EADDRNOTAVAIL:
-        return ConfigError(f"--host {host} is not an address of this machine")
-    return ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}")
-
-
-def listen_error(host: str, port: int) -> ConfigError | None:
-    """Why a server could not listen on ``host:port`` (probed by binding), or None."""
-    import socket
-
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        return ConfigError(f"cannot resolve --host {host!r}: {e.strerror}")
-    family, stype, proto, _, addr = infos[0]
-    with socket.socket(family, stype, proto) as s:
-        # As servers bind: a port left in TIME_WAIT by a previous run is free.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(addr)
-        except OSError as e:
-            return bind_error(host, port, e)
-    return None

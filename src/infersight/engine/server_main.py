@@ -22,7 +22,8 @@ import threading
 import time
 from typing import IO, Any
 
-from infersight.core.errors import ConfigError, listen_error
+from infersight.core.errors import ConfigError
+from infersight.core.listen import check_can_listen
 from infersight.engine.config import EngineConfig
 from infersight.engine.locate import validate_gguf
 
@@ -47,9 +48,10 @@ def diagnose_start_failure(cfg: EngineConfig) -> tuple[str, bool]:
         validate_gguf(cfg.model)
     except ConfigError as e:
         return str(e), False
-    bad_address = listen_error(cfg.host, cfg.port)
-    if bad_address is not None:
-        return str(bad_address), False
+    try:
+        check_can_listen(cfg.host, cfg.port)
+    except ConfigError as e:
+        return str(e), False
     return f"llama.cpp failed to start with model {cfg.model.name}", True
 
 

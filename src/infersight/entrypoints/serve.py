@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.errors import listen_error
+from infersight.core.listen import check_can_listen
 from infersight.core.settings import BaseConfig, config_error
 from infersight.entrypoints.engine import (
     EngineOptions,
@@ -73,10 +73,15 @@ def load_serve_settings() -> ServeSettings:
         raise config_error(e, names="env", env_prefix="INFERSIGHT_SERVE_") from None
 
 
-def resolve_key(api_key_file: str | None) -> tuple[str | None, str | None]:
-    """(key, where it came from). A flag's file wins over the environment."""
+def resolve_key(
+    api_key_file: str | None, *, api_key_env: str | None = None
+) -> tuple[str | None, str | None]:
+    """(key, where it came from). The variable a flag names wins, then a file, then
+    ``INFERSIGHT_API_KEY``."""
     from infersight.client import resolve_api_key
 
+    if api_key_env:
+        return resolve_api_key(env=api_key_env, required=True), f"${api_key_env}"
     if api_key_file:
         return resolve_api_key(file=api_key_file), f"file {api_key_file}"
     key = resolve_api_key(env="INFERSIGHT_API_KEY")
@@ -108,9 +113,7 @@ def _banner(
 def _check_public(host: str, port: int, key: str | None) -> None:
     """Refuse an address that cannot be listened on before the model loads; warn about
     open access on a non-loopback address."""
-    bad = listen_error(host, port)
-    if bad is not None:
-        raise bad
+    check_can_listen(host, port)
     if host not in _LOOPBACK and key is None:
         _say(
             f"warning: listening on {host} without an API key: anyone who can reach this "

@@ -32,8 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.core.errors import InfersightError, bind_error
+from infersight.core.errors import InfersightError
 from infersight.core.httpguard import GuardSettings
+from infersight.core.listen import listen_error
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import KeyConfig, hash_key
 from infersight.gateway.errors import InputError
@@ -115,7 +116,7 @@ class ServeFront:
                 reuse_address=True,
             )  # fmt: skip
         except OSError as e:
-            raise bind_error(self.cfg.host, self.cfg.port, e) from None
+            raise listen_error(self.cfg.host, self.cfg.port, e) from None
         self.port = int(self._server.sockets[0].getsockname()[1])
         self._sweeper = self.loop.create_task(self._sweep())
 

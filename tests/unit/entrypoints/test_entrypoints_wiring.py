@@ -81,3 +81,19 @@ def test_the_engine_upstream_carries_the_engines_key_without_showing_it() -> Non
     assert up.api_key is not None and up.api_key.get_secret_value() == key
     assert key not in repr(up) and key not in str(up.model_dump())
     assert engine_upstream(Endpoint("http://127.0.0.1:7", slots=1)).api_key is None
+
+
+def test_serve_takes_the_key_from_a_variable_a_file_or_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infersight.entrypoints.serve import resolve_key
+
+    monkeypatch.setenv("C14C_SERVE_KEY", "sk-serve-env-1")
+    monkeypatch.setenv("INFERSIGHT_API_KEY", "sk-default-1")
+    f = tmp_path / "key"
+    f.write_text("sk-serve-file-1\n")
+    assert resolve_key(str(f), api_key_env="C14C_SERVE_KEY") == ("sk-serve-env-1", "$C14C_SERVE_KEY")
+    assert resolve_key(str(f)) == ("sk-serve-file-1", f"file {f}")
+    assert resolve_key(None) == ("sk-default-1", "$INFERSIGHT_API_KEY")
+    with pytest.raises(ConfigError, match="C14C_UNSET"):
+        resolve_key(None, api_key_env="C14C_UNSET")
