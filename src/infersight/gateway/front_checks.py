@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from infersight.core.request_checks import is_int
 from infersight.gateway.errors import InputError
 
 __all__ = ["check_llama_chat", "check_llama_tokens"]
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _bad(message: str, param: str, code: str = "invalid_request") -> InputError:
@@ -57,7 +54,7 @@ def check_llama_tokens(endpoint: str, doc: dict[str, Any]) -> None:
     if endpoint == "tokenize":
         c = doc.get("content")
         if not (isinstance(c, str) or (isinstance(c, list)
-                                       and all(isinstance(x, str) or _is_int(x) for x in c))):
+                                       and all(isinstance(x, str) or is_int(x) for x in c))):
             raise _bad("'content' must be a string or a list of strings and token ids",
                        "content")  # fmt: skip
         for flag in ("add_special", "with_pieces", "parse_special"):
@@ -65,5 +62,5 @@ def check_llama_tokens(endpoint: str, doc: dict[str, Any]) -> None:
                 raise _bad(f"'{flag}' must be a boolean", flag)
     else:
         toks = doc.get("tokens")
-        if not isinstance(toks, list) or not all(_is_int(t) and t >= 0 for t in toks):
+        if not isinstance(toks, list) or not all(is_int(t) and t >= 0 for t in toks):
             raise _bad("'tokens' must be a list of token ids", "tokens")
