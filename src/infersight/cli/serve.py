@@ -6,25 +6,30 @@ from pathlib import Path
 
 import typer
 
+from infersight.engine.threads import SPIN_COUNT
+
 __all__ = ["register", "serve"]
+
+_HELP = f"""Serve a GGUF model with llama.cpp on an OpenAI-compatible API.
+
+Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics (Prometheus), /tokenize, /slots.
+
+Threads: llama.cpp's compute threads meet at a barrier after every operation, hundreds of times per token. By default a waiting thread spins a short, bounded while (GOMP_SPINCOUNT={SPIN_COUNT} turns, a fraction of a millisecond) and then sleeps. On an idle machine that is as fast as llama-server's defaults; when another process takes a core, the waiting thread gives its core back at once instead of spinning through the time slice its peer needs (llama-server's default spin, 300,000 turns, collapses there). OMP_WAIT_POLICY=ACTIVE (always spin) or PASSIVE (always sleep) and GOMP_SPINCOUNT in the environment override it; the start-up lines show the choice. Figures: benchmarks/engine_scaling.py --raw --busy.
+"""
 
 
 def serve(
     model: Path | None = typer.Option(None, "--model", help="GGUF model file. Default: SmolLM2-135M-Instruct Q4_1."),
     parallel: int | None = typer.Option(None, "--parallel", help="Slots: requests decoded together. (default: 8)"),
     ctx: int | None = typer.Option(None, "--ctx", help="Total context in tokens, shared by the slots. (default: 2048 x slots)"),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads. (default: physical cores)"),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp's compute (decode and prompt). Waiting threads spin briefly, then sleep: see above. (default: the physical cores this process may use)"),
     host: str | None = typer.Option(None, "--host", help="Bind address. (default: 127.0.0.1)"),
     port: int | None = typer.Option(None, "--port", help="Port; 0 picks a free one and prints it. (default: 8000)"),
     api_key_file: Path | None = typer.Option(None, "--api-key-file", help="File whose first line is the API key clients must send (or set INFERSIGHT_API_KEY). Without one, access is open."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log."),
     gateway: bool = typer.Option(False, "--gateway", help="Run the default local stack: the engine on a private loopback port and the infersight gateway (admission control, metrics, cost) on --host/--port in front."),
 ) -> None:
-    """Serve a GGUF model with llama.cpp on an OpenAI-compatible API.
-
-    Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health,
-    /metrics (Prometheus), /tokenize, /slots.
-    """
+    """Serve a GGUF model with llama.cpp on an OpenAI-compatible API (help: _HELP)."""
     from infersight.entrypoints.engine import EngineOptions
     from infersight.entrypoints.serve import (
         load_serve_settings,
@@ -59,4 +64,4 @@ def serve(
 
 def register(app: typer.Typer) -> None:
     """Add ``infersight serve`` to the app."""
-    app.command("serve")(serve)
+    app.command("serve", help=_HELP)(serve)
