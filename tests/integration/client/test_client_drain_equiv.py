@@ -171,3 +171,26 @@ def test_lazy_path_is_taken(
     assert done.text == "t0t1t2t3t4t5" and done.record.chunk_tokens == [1] * 6
     assert done.finish_reason == "stop" and done.record.ok
     assert sum(hits) >= 3  # most content chunks skipped the SSEEvent path
+
+
+def test_lazy_path_covers_the_first_read(
+    server: tuple[asyncio.AbstractEventLoop, Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """request() wants no events, so the read that brings the first content (before
+    retries end) is recorded lazily too: a whole short answer in one read costs no
+    SSEEvent for any of its content chunks."""
+    loop, client = server
+    Box.writes = [b"".join([sse(ch(delta={"content": f"t{i}"})) for i in range(6)]
+                           + [sse(ch(delta={}, finish_reason="stop")), sse("[DONE]")])]  # fmt: skip
+    Box.pause = False
+    hits: list[bool] = []
+    real = stream_fast.quick_chunk
+
+    def counting(sr: StreamResponse, data: bytes, t: float) -> bool:
+        hits.append(real(sr, data, t))
+        return hits[-1]
+
+    monkeypatch.setattr(stream_mod, "quick_chunk", counting)
+    done = loop.run_until_complete(client.chat([{"role": "user", "content": "x"}]))
+    assert done.text == "t0t1t2t3t4t5" and done.finish_reason == "stop" and done.record.ok
+    assert sum(hits) == 6  # every content chunk, the first read's included
