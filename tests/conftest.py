@@ -11,46 +11,22 @@ skipping what it claims to test.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-#: Set to 1 (CI, scripts/test.sh) to fail, not skip, tests whose real parts are missing.
-REQUIRE_REAL_PARTS = "INFERSIGHT_REQUIRE_REAL_PARTS"
+from realparts import REQUIRE_REAL_PARTS, real_part_path
 
 #: Missing program -> ids of the tests skipped for it (for the summary).
 _skipped: dict[str, list[str]] = {}
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (for servers that need it before binding)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def real_part_path(name: str) -> str | None:
-    """Where a program is installed (PATH, then /usr/bin and /usr/sbin), or None."""
-    found = shutil.which(name)
-    if found:
-        return found
-    for d in ("/usr/bin", "/usr/sbin"):
-        p = Path(d) / name
-        if p.is_file() and os.access(p, os.X_OK):
-            return str(p)
-    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "needs(*programs): real programs the test runs (prometheus, promtool, chromium, "
-        f"redis-server); missing ones skip it, or fail it when {REQUIRE_REAL_PARTS}=1",
+        f"redis-server, ray); missing ones skip it, or fail it when {REQUIRE_REAL_PARTS}=1",
     )
 
 

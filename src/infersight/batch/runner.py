@@ -31,6 +31,7 @@ from infersight.client import RetryPolicy
 from infersight.core.errors import (
     AuthError,
     InfersightError,
+    OutOfMemory,
     Overloaded,
     RateLimited,
     StatusError,
@@ -46,8 +47,9 @@ _FLUSH_EVERY = 0.2
 
 
 def is_congestion(e: InfersightError) -> bool:
-    """Errors that mean "too much load": back off on them."""
-    if isinstance(e, RateLimited | Overloaded | Timeout):
+    """Errors that mean "too much load": back off on them (an engine out of memory
+    is overloaded too, in memory rather than in slots)."""
+    if isinstance(e, RateLimited | Overloaded | OutOfMemory | Timeout):
         return True
     return isinstance(e, StatusError) and e.status in (408, 502, 504)
 

@@ -15,18 +15,21 @@ from urllib.parse import urlsplit
 
 import psutil
 
-__all__ = ["cpu_contention", "loopback_server_pid"]
+__all__ = ["cpu_contention", "is_loopback", "loopback_server_pid"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine's loopback."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def loopback_server_pid(url: str) -> int | None:
     """The pid listening on a loopback URL's port, when this user may see it."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return None
-    if not loopback:
+    if not is_loopback(parts.hostname or ""):
         return None
     port = parts.port or (443 if parts.scheme == "https" else 80)
     with contextlib.suppress(psutil.Error, OSError):

@@ -84,6 +84,15 @@ class BenchConfig(BaseConfig):
     #: wait in the client, and that wait counts in their latency and schedule lag.
     max_concurrency: int = Field(0, ge=0)
     grace: float = Field(5.0, ge=0)
+    #: Place the workers as Ray actors on this cluster ("auto": the one this host
+    #: belongs to, or RAY_ADDRESS) instead of local processes.
+    ray: str | None = None
+    #: "spread": Ray's SPREAD (best effort); "strict-spread": one worker per node.
+    ray_strategy: Literal["spread", "strict-spread"] = "spread"
+    #: CPUs each Ray worker reserves (one event loop drives about one core).
+    ray_cpus: float = Field(1.0, gt=0)
+    #: Seconds between clock-offset measurements during a level (Ray workers).
+    ray_clock_interval: float = Field(10.0, gt=0)
     # Workload
     input_tokens: str = "fixed:64"
     output_tokens: str | None = None
@@ -132,6 +141,18 @@ class BenchConfig(BaseConfig):
 
         if v:
             load_dataset(v)
+        return v
+
+    @field_validator("ray")
+    @classmethod
+    def _ray(cls, v: str | None) -> str | None:
+        """Checked before anything starts: without the extra, say how to install it."""
+        from infersight.bench.ray_place import INSTALL_HINT, ray_installed
+
+        if v is not None and not v.strip():
+            raise ConfigError("--ray: give 'auto' or the cluster's address (HOST:PORT)")
+        if v is not None and not ray_installed():
+            raise ConfigError(f"--ray needs Ray, an optional extra: {INSTALL_HINT}")
         return v
 
     @field_validator("prices")

@@ -26,6 +26,7 @@ from infersight.bench.datasets import PromptSource
 from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
 from infersight.bench.planner import LevelPlanner
 from infersight.bench.progress import LiveDisplay, LiveStats
+from infersight.bench.ray_workers import RayLevelOutcome, RayWorkers, ray_pool
 from infersight.bench.runtime import make_client, run_coroutine
 from infersight.bench.schedule import open_loop_schedule
 from infersight.bench.target import Target, open_target
@@ -104,7 +105,7 @@ async def _run_with_target(
     contention = cpu_contention(target.base_url, target.engine_pid)
     if contention:
         result.environment["cpu_contention"] = contention
-    async with make_client(spec) as client:
+    async with make_client(spec) as client, ray_pool(cfg, spec) as pool:
         tokenize = client.tokenize if cfg.dataset is None else None
         prompts = PromptSource(
             input_tokens=cfg.input_tokens, output_tokens=cfg.output_tokens,
@@ -115,12 +116,14 @@ async def _run_with_target(
         telemetry = BenchTelemetry(cfg, target)
         await telemetry.start()
         levels_done: list[dict[str, Any]] = []
+        remote_samples: list[Any] = []
         try:
             with display:
                 while not stop.stop and (level := planner.next()) is not None:
                     outcome = await _run_one(
-                        cfg, target, client, spec, level, prompts, stop, display
+                        cfg, target, client, spec, level, prompts, stop, display, pool
                     )
+                    remote = outcome if isinstance(outcome, RayLevelOutcome) else None
                     result.records.extend(outcome.records)
                     agg = aggregate(
                         outcome.records, window=window, slo=cfg.slo or None,
@@ -129,8 +132,10 @@ async def _run_with_target(
                         else level.rate,
                         loadgen_cpu_percent=outcome.cpu_percent,
                         check_lag=level.rate is None or not math.isinf(level.rate),
-                        contention=contention,
+                        contention=contention, workers=remote.loads() if remote else None,
                     )  # fmt: skip
+                    if remote:
+                        remote_samples += remote.samples
                     result.aggregates[level.name] = agg
                     planner.record(level, agg)
                     levels_done.append(
@@ -146,6 +151,10 @@ async def _run_with_target(
                     "connection (connecting counts in schedule lag, not in TTFT from sent)"
                 )
             result.samples = await telemetry.stop()
+            if pool is not None:  # the workers' hosts, clocks and samples
+                result.samples = sorted(result.samples + remote_samples, key=lambda s: s.t)
+                result.environment["ray"] = pool.describe()
+                result.notes += [pool.summary(), *pool.notes]
             result.notes.extend(telemetry.notes)
             result.environment["gpus"] = telemetry.gpus
             if telemetry.gpu_note:
@@ -179,6 +188,7 @@ async def _run_one(
     prompts: PromptSource,
     stop: _Stop,
     display: LiveDisplay,
+    pool: RayWorkers | None = None,
 ) -> LevelOutcome:
     n_req = cfg.effective_requests()
     slots: list[tuple[int, float]] = []
@@ -207,6 +217,10 @@ async def _run_one(
     )  # fmt: skip
     live = LiveStats(total=len(slots) if slots else n_req, duration=cfg.duration)
     display.show(level.name, live)
+    if pool is not None:
+        return await pool.run_level(
+            plan, stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live
+        )
     if cfg.workers > 1:
         return await run_level_in_workers(
             spec, plan, workers=cfg.workers,

@@ -26,7 +26,7 @@ from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
 from infersight.bench.progress import LiveStats
 from infersight.core.records import RequestRecord
 
-__all__ = ["ClientSpec", "run_level_in_workers"]
+__all__ = ["ClientSpec", "ReportingStats", "merge_outcomes", "run_level_in_workers", "split_plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ class ClientSpec:
     max_connections: int = 0
 
 
-class _ReportingStats(LiveStats):
+class ReportingStats(LiveStats):
     """Counts increments since the last report, for the parent's live display."""
 
     def __init__(self) -> None:
@@ -106,7 +106,7 @@ async def _worker_async(
 ) -> LevelOutcome:
     from infersight.bench.runtime import make_client
 
-    stats = _ReportingStats()
+    stats = ReportingStats()
 
     def take() -> int | None:
         with counter.get_lock():
@@ -139,7 +139,9 @@ async def _worker_async(
             out.put(("progress", index, stats.take()))
 
 
-def _split(plan: LevelPlan, n: int) -> list[LevelPlan]:
+def split_plan(plan: LevelPlan, n: int) -> list[LevelPlan]:
+    """``plan`` as ``n`` workers' shares: open-loop slots dealt round robin, closed-loop
+    users split as evenly as possible (empty shares left out)."""
     plans = []
     for w in range(n):
         if plan.concurrency is None:
@@ -170,7 +172,7 @@ async def run_level_in_workers(
     out: Any = ctx.Queue()
     counter: Any = ctx.Value("q", 0)
     stop_ev, hard_ev = ctx.Event(), ctx.Event()
-    shares = _split(plan, workers)
+    shares = split_plan(plan, workers)
     wall0 = time.monotonic()
     t0: Any = ctx.Value("d", 0.0)
     ready = 0
@@ -184,9 +186,7 @@ async def run_level_in_workers(
     ]
     for p in procs:
         p.start()
-    records: list[RequestRecord] = []
-    cpu: list[float] = []
-    cpu_s = 0.0
+    parts: list[LevelOutcome] = []
     pending = len(procs)
     try:
         while pending:
@@ -208,9 +208,8 @@ async def run_level_in_workers(
             elif msg[0] == "progress":
                 live.merge_snapshot(msg[2])
             else:
-                records.extend(RequestRecord.from_dict(d) for d in msg[2])
-                cpu.append(msg[3])
-                cpu_s += msg[4]
+                recs = [RequestRecord.from_dict(d) for d in msg[2]]
+                parts.append(LevelOutcome(recs, msg[3], 0.0, msg[4]))
                 pending -= 1
     finally:
         stop_ev.set()
@@ -218,7 +217,15 @@ async def run_level_in_workers(
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
-    # The busiest worker decides whether the load generator limited the run.
     # The level's wall time runs from the common start, not from process start-up.
     start = t0.value if t0.value > 0 else wall0
-    return LevelOutcome(records, max(cpu, default=0.0), time.monotonic() - start, cpu_s)
+    return merge_outcomes(parts, time.monotonic() - start)
+
+
+def merge_outcomes(parts: list[LevelOutcome], wall: float) -> LevelOutcome:
+    """Workers' outcomes as one level's: every record, the busiest worker's CPU (it
+    decides whether the load generator limited the run), CPU seconds summed.
+    Aggregates do not depend on the order of the parts."""
+    records = [r for p in parts for r in p.records]
+    cpu = max((p.cpu_percent for p in parts), default=0.0)
+    return LevelOutcome(records, cpu, wall, sum(p.cpu_seconds for p in parts))

@@ -21,6 +21,8 @@ Examples:
   infersight bench --url http://127.0.0.1:8000 --rate 1,2,4 --duration 60
 
   infersight bench --url URL --find-max --slo "ttft_p99<500ms,tpot_p99<50ms"
+
+  infersight bench --url URL --rate 200 --duration 60 --ray auto --workers 4
 """
 
 
@@ -45,7 +47,10 @@ def register(app: typer.Typer) -> None:
         duration: float = typer.Option(None, help="Seconds per level."),
         warmup: str = typer.Option("auto", help="Cut from the window: 'auto', seconds ('10s') or requests ('20')."),
         cooldown: str = typer.Option("auto", help="Cut from the end of the window, like --warmup."),
-        workers: int = typer.Option(1, help="Load-generator processes."),
+        workers: int = typer.Option(1, help="Load-generator processes (with --ray: Ray actors across the cluster)."),
+        ray: str = typer.Option(None, help="Run the workers on a Ray cluster: 'auto' (this host's) or HOST:PORT (needs infersight[ray])."),
+        ray_strategy: str = typer.Option("spread", help="With --ray: 'spread' (best effort) or 'strict-spread' (one worker per node)."),
+        ray_cpus: float = typer.Option(1.0, help="With --ray: CPUs each worker reserves."),
         max_concurrency: int = typer.Option(0, help="Cap on requests in flight (0 = none); the excess waits in the client and counts in latency."),
         grace: float = typer.Option(5.0, help="Seconds Ctrl-C waits for requests in flight."),
         input_tokens: str = typer.Option("fixed:64", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."),

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from infersight.cli import _prometheus as P
+
 if TYPE_CHECKING:
     from infersight.diagnose.physics import Device
 
@@ -23,6 +25,8 @@ Examples:
   infersight diagnose --url http://127.0.0.1:8000 --seconds 30
 
   infersight diagnose run.json --model path/to/config.json --gpu h100 --json
+
+  infersight diagnose --prometheus http://prometheus:9090 --since 1h --selector '{namespace="llm"}'
 """
 
 _PLAN_HELP = """Plan serving capacity: memory breakdown, max concurrent sequences and engine settings for a model on a device at a context length.
@@ -54,7 +58,8 @@ def diagnose_cmd(
     ),
     api_key_env: str = typer.Option(None, help="With --url: env var holding the API key."),
     window: float = typer.Option(
-        None, help="Window length in seconds (default: one window per load level)."
+        None, help="Window length in seconds (default: one window per load level; with "
+        "--prometheus a sixtieth of the range, at most 900)."
     ),
     model: str = typer.Option(
         None, help="Model config.json / .gguf / 'embedded' for the roofline floors."
@@ -66,6 +71,8 @@ def diagnose_cmd(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
     interval: float = typer.Option(1.0, help="With --url: sampling interval (s)."),
+    prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START, end: str = P.END,
+    step: str = P.STEP, selector: str = P.SELECTOR, http_config: Path = P.HTTP_CONFIG,
 ) -> None:
     from infersight.entrypoints.diagnose import load_inputs, print_diagnoses, watch_url
 
@@ -74,6 +81,16 @@ def diagnose_cmd(
     if engine_slots is not None and engine_slots < 1:
         raise _err("--engine-slots must be >= 1")
     device = _check_gpu(gpu) if gpu else None
+    if prometheus:
+        from infersight.entrypoints.fleet import diagnose_prometheus, print_fleet
+
+        if files or url:
+            raise _err("give result files, --url or --prometheus, one of them")
+        q = P.fleet_query(prometheus, since=since, start=start, end=end, step=step,
+                          selector=selector, http_config=http_config, window=window)
+        print_fleet(diagnose_prometheus(q, engine_slots=engine_slots, model=model, gpu=device),
+                    as_json=as_json)
+        return
     if url:
         if files:
             raise _err("give either result files or --url, not both")
@@ -83,7 +100,7 @@ def diagnose_cmd(
                            interval=interval)  # fmt: skip
     else:
         if not files:
-            raise _err("give a RunResult file (or monitor recording), or --url URL")
+            raise _err("give a RunResult file (or monitor recording), --url URL or --prometheus URL")
         inputs = load_inputs(list(files))
     print_diagnoses(inputs, window=window, model=model, gpu=device,
                     engine_slots=engine_slots, as_json=as_json)  # fmt: skip

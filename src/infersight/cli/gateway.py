@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from infersight.core.endpoint import shown_url
 from infersight.core.errors import ConfigError
 
 
@@ -60,9 +61,11 @@ def register(app: typer.Typer) -> None:
             typer.echo("no upstream given: starting the embedded engine...", err=True)
 
         def ready(gw: Any) -> None:
-            names = ", ".join(f"{u.name}={u.cfg.url}" for u in gw.upstreams)
-            typer.echo(f"infersight gateway listening on {gw.url}  (upstreams: {names})")
-            sys.stdout.flush()
+            # stderr: stdout carries only the JSON access lines.
+            names = ", ".join(f"{u.name}={shown_url(u.cfg.url)}" for u in gw.upstreams)
+            typer.echo(f"infersight gateway listening on {gw.url}  (upstreams: {names})",
+                       err=True)
+            sys.stderr.flush()
 
         run_gateway(cfg, on_ready=ready, on_start=starting)
 

@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from infersight.cli import _prometheus as P
+
 if TYPE_CHECKING:
     from infersight.core.records import RunResult
+    from infersight.entrypoints.fleet import FleetQuery
 
 
 def register(app: typer.Typer) -> None:
@@ -17,7 +20,7 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
         results: list[Path] = typer.Argument(
-            ...,
+            None,
             help="RunResult JSON files; with several, the first is the baseline of the comparison.",
             show_default=False,
         ),
@@ -36,6 +39,10 @@ def register(app: typer.Typer) -> None:
             "--diagnose/--no-diagnose",
             help="Diagnose a file that holds no verdicts before rendering it.",
         ),
+        prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START,
+        end: str = P.END, step: str = P.STEP, selector: str = P.SELECTOR,
+        http_config: Path = P.HTTP_CONFIG,
+        window: float = typer.Option(None, help="With --prometheus: window length (s)."),
     ) -> None:
         """Render one self-contained HTML report: verdicts, latency CDFs, timeline, cost.
 
@@ -47,6 +54,13 @@ def register(app: typer.Typer) -> None:
         from infersight.core.errors import ConfigError
         from infersight.report import load_results, write_report
 
+        if prometheus:
+            _fleet_report(P.fleet_query(prometheus, since=since, start=start, end=end, step=step,
+                                        selector=selector, http_config=http_config, window=window),
+                          out, has_files=bool(results))
+            return
+        if not results:
+            raise ConfigError("give RunResult files, or --prometheus URL")
         if label and len(label) != len(results):
             raise ConfigError(
                 f"--label given {len(label)} times for {len(results)} results; give one per result"
@@ -75,6 +89,20 @@ def register(app: typer.Typer) -> None:
                 typer.echo(
                     f"warning: {p} is a client-limited run (see the report's banner)", err=True
                 )
+
+
+def _fleet_report(q: FleetQuery, out: Path, *, has_files: bool) -> None:
+    from infersight.core.errors import ConfigError
+    from infersight.entrypoints.fleet import diagnose_prometheus, write_fleet_html
+
+    if has_files:
+        raise ConfigError("give RunResult files or --prometheus, not both")
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a directory; give a file name like fleet.html")
+    report = diagnose_prometheus(q)
+    path = write_fleet_html(report, out)
+    typer.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB, {len(report.replicas)} "
+               f"replicas, {report.stats.get('seconds', 0):.1f} s)")
 
 
 def _diagnose_missing(results: list[RunResult]) -> None:

@@ -37,6 +37,7 @@ async def send_attempt(
     key_source: str | None,
     keepalive: KeepAlive,
     lazy: bool = False,
+    streamed: bool = True,
 ) -> StreamResponse:
     """Send one attempt; return once its first content (or its end) has arrived.
 
@@ -45,6 +46,8 @@ async def send_attempt(
 
     Raises typed errors: ConnectError/ConnectTimeout/ResetError before the headers,
     a StatusError for an HTTP error answer, FirstTokenTimeout or DeadlineExceeded.
+    For a non-streamed request (``streamed`` False) the first-token limit ends at the
+    response head, its first byte; the idle limit then bounds each gap in the body.
     """
     t0 = time.monotonic()
     # The record describes the final attempt: forget what an earlier one received.
@@ -93,6 +96,7 @@ async def send_attempt(
         key=key,
         loop=loop,
         lazy=lazy,
+        streamed=streamed,
     )
     await prime(sr)
     return sr

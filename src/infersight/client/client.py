@@ -154,6 +154,7 @@ class Client(BaseClient):
                 key_source=self._key_source,
                 keepalive=self._keepalive,
                 lazy=lazy,
+                streamed=bool(stream),
             )
 
         try:

@@ -21,9 +21,11 @@ from infersight.client.resend import MAX_RESENDS, StaleConnection
 from infersight.core import errors as E
 
 __all__ = [
+    "OOM_MARKERS",
     "auth_hint",
     "error_from_event",
     "extract_message",
+    "is_out_of_memory",
     "map_transport_error",
     "parse_retry_after",
     "scrub",
@@ -31,6 +33,8 @@ __all__ = [
 ]
 
 _MAX_MSG = 500
+#: Error bodies are kept up to this size (a proxy passes 4xx bodies through whole).
+_MAX_BODY = 16384
 #: OpenAI error ``type`` values that imply a status, for error events in a stream.
 _TYPE_STATUS = {
     "rate_limit_error": 429,
@@ -39,6 +43,36 @@ _TYPE_STATUS = {
     "permission_error": 403,
     "invalid_request_error": 400,
 }
+
+#: What engines say when memory runs out (lower case), each from its source:
+#: - PyTorch >= 2.1 (c10/cuda/CUDACachingAllocator.cpp): "CUDA out of memory. Tried to
+#:   allocate 2.00 GiB. GPU 0 has a total capacity of ...". vLLM (create_error_response
+#:   in vllm/entrypoints/openai/engine/serving.py, main@619e4b3, 2026) answers it as 400
+#:   BadRequestError, since torch.OutOfMemoryError is a RuntimeError; TGI (router
+#:   InferError::GenerationError, 2.x-3.x) as 424 "Request failed during generation:
+#:   Server error: CUDA out of memory...".
+#: - SGLang (python/sglang/srt/mem_cache/common.py): "Prefill out of memory. Try to
+#:   lower your batch size.", "Decode out of memory...", "alloc_req_slots runs out of
+#:   memory...", answered as 500 "Internal server error: ..." (serving_base.py).
+#: - llama.cpp server (tools/server/server-context.cpp update_slots; in xllamacpp
+#:   2026.10): KV cache full at a one-token batch, 500 server_error "Context size has
+#:   been exceeded."; builds before 2025: "Input prompt is too big compared to KV size.
+#:   Please try increasing KV size."; its log lines "failed to find free space in the
+#:   KV cache" / "failed to find a memory slot for batch" when a proxy relays them.
+OOM_MARKERS = (
+    "out of memory",
+    "outofmemoryerror",
+    "context size has been exceeded",
+    "too big compared to kv size",
+    "failed to find free space in the kv cache",
+    "failed to find a memory slot",
+)
+
+
+def is_out_of_memory(message: str) -> bool:
+    """Whether a server's error message says the engine ran out of memory."""
+    low = message.lower()
+    return any(m in low for m in OOM_MARKERS)
 
 
 def scrub(text: str, secret: str | None) -> str:
@@ -140,13 +174,15 @@ def status_error(
         msg = f"HTTP {status} from {url}" + (f": {server_msg}" if server_msg else "")
         if retry_after is not None:
             msg += f" (retry after {retry_after:g} s)"
-    return E.error_from_status(
-        status,
-        msg,
-        body=scrub(body[:2000].decode("utf-8", "replace"), key),
-        request_id=request_id,
-        retry_after=retry_after,
-    )
+    kw: dict[str, Any] = {
+        "body": scrub(body[:_MAX_BODY].decode("utf-8", "replace"), key),
+        "request_id": request_id,
+        "retry_after": retry_after,
+    }
+    if status not in (401, 403, 429) and is_out_of_memory(server_msg):
+        # Whatever status the engine chose (vLLM 400, TGI 424, llama.cpp 500).
+        return E.OutOfMemory(msg, status=status, **kw)
+    return E.error_from_status(status, msg, **kw)
 
 
 def error_from_event(
@@ -161,6 +197,8 @@ def error_from_event(
     """
     message = scrub(" ".join(str(err.get("message") or "error event in stream").split()), key)
     message = f"error event in stream: {message[:_MAX_MSG]}"
+    if is_out_of_memory(message):
+        return E.OutOfMemory(message, status=status or 0, body=message)
     for key_name in ("type", "code"):
         kind = err.get(key_name)
         if isinstance(kind, str):

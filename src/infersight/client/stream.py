@@ -54,7 +54,7 @@ class StreamResponse:
     """
 
     __slots__ = (
-        "_consumed", "_content", "_deadline", "_done", "_done_at", "_eof", "_error",
+        "_body_at", "_consumed", "_content", "_deadline", "_done", "_done_at", "_eof", "_error",
         "_finished", "_ft_due", "_idle", "_key", "_last_json", "_lazy", "_loop", "_parser",
         "_pending", "_resp", "_text", "_timer", "_timer_at", "_tool_calls", "_url",
         "finish_reason", "headers", "is_sse", "record", "response", "status", "usage",
@@ -73,6 +73,7 @@ class StreamResponse:
         key: str | None,
         loop: asyncio.AbstractEventLoop,
         lazy: bool = False,
+        streamed: bool = True,
     ) -> None:
         self.status: int = resp.status
         self.headers: Mapping[str, str] = resp.headers
@@ -82,6 +83,13 @@ class StreamResponse:
         self._url = url
         self._key = key
         self._ft_due = sent_at + first_token if first_token is not None else INF
+        #: Non-streamed: when the last byte of the body (first: the head) arrived. The
+        #: head is the answer's first byte, so the first-token limit has been met and
+        #: the idle limit bounds each gap in the body.
+        self._body_at: float | None = None
+        if not streamed:
+            self._ft_due = INF
+            self._body_at = time.monotonic()
         self._idle = idle
         self._deadline = deadline
         ctype = resp.headers.get("Content-Type", "")
@@ -107,6 +115,8 @@ class StreamResponse:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = INF
         due = self._ft_due if self._ft_due < deadline else deadline
+        if self._body_at is not None and idle is not None:
+            due = min(due, self._body_at + idle)
         if due < INF:
             arm(self, due)
 
@@ -129,6 +139,7 @@ class StreamResponse:
         if data:
             if not self.is_sse:
                 if self._consumed or data.lstrip()[:5] not in _SSE_STARTS:
+                    self._body_at = t
                     self._consumed += len(data)
                     self._pending.append(SSEEvent(data))  # body piece; decoded at EOF
                     return None

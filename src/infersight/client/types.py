@@ -20,6 +20,8 @@ class Timeouts:
     sending an attempt to its first content (FirstTokenTimeout); ``idle`` bounds the gap
     between two content chunks (IdleTimeout); ``total`` is the one deadline across all
     attempts and retry waits (DeadlineExceeded), relative to the request's start.
+    A non-streamed answer has no content chunks: its first byte is the response head
+    (``first_token`` ends there) and ``idle`` bounds each gap while its body arrives.
     """
 
     connect: float | None = 10.0

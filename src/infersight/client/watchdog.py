@@ -39,6 +39,7 @@ class Watched(Protocol):
     _timer_at: float
     _url: str
     _ft_due: float
+    _body_at: float | None
     _idle: float | None
     _deadline: float
     _done: bool
@@ -85,11 +86,14 @@ def _due(r: Watched) -> tuple[float, type[E.Timeout]]:
     if r._done:  # only the end of the body is missing: wait a moment for it
         return (r._done_at or 0.0) + EOF_GRACE, E.IdleTimeout
     ct = r.record.chunk_times
-    if not ct:
-        if r._ft_due < r._deadline:
-            return r._ft_due, E.FirstTokenTimeout
-    elif r._idle is not None and ct[-1] + r._idle < r._deadline:
-        return ct[-1] + r._idle, E.IdleTimeout
+    if ct:
+        last: float | None = ct[-1]
+    elif r._ft_due < r._deadline:
+        return r._ft_due, E.FirstTokenTimeout
+    else:
+        last = r._body_at  # a non-streamed body: its last read (None for streams)
+    if last is not None and r._idle is not None and last + r._idle < r._deadline:
+        return last + r._idle, E.IdleTimeout
     return r._deadline, E.DeadlineExceeded
 
 

@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Endpoint", "EndpointOpener", "server_root"]
+__all__ = ["Endpoint", "EndpointOpener", "server_root", "shown_url"]
 
 
 def server_root(url: str) -> str:
@@ -31,6 +31,24 @@ def server_root(url: str) -> str:
     if path.endswith("/v1"):
         path = path[: -len("/v1")].rstrip("/")
     return head + path
+
+
+def shown_url(url: str) -> str:
+    """``url`` fit to show (stats, logs): no ``user:password@``, no query or fragment
+    (where keys such as ``?api-key=`` travel)."""
+    text = url.strip()
+    scheme_end = text.find("://")
+    start = scheme_end + 3 if scheme_end >= 0 else 0
+    for sep in ("#", "?"):
+        cut = text.find(sep, start)
+        if cut >= 0:
+            text = text[:cut]
+    path_at = text.find("/", start)
+    authority = text[start:] if path_at < 0 else text[start:path_at]
+    at = authority.rfind("@")
+    if at >= 0:
+        text = text[:start] + authority[at + 1:] + ("" if path_at < 0 else text[path_at:])
+    return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,8 @@ class MetricRule:
     match: tuple[tuple[str, str], ...] = ()
     #: Not series whose labels equal any of these values.
     exclude: tuple[tuple[str, str], ...] = ()
+    #: The versions that export this name when current releases no longer do.
+    legacy: str | None = None
 
     def applies(self, labels: dict[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.match) and not any(
@@ -64,6 +66,7 @@ def _rule(v: Any) -> MetricRule:
         part=v.get("part"),
         match=tuple(sorted((str(k), str(x)) for k, x in v.get("match", {}).items())),
         exclude=tuple(sorted((str(k), str(x)) for k, x in v.get("exclude", {}).items())),
+        legacy=None if v.get("legacy") is None else str(v["legacy"]),
     )
 
 

@@ -14,7 +14,7 @@ Messages never contain API keys.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from infersight.core.records import RequestRecord
@@ -32,6 +32,7 @@ __all__ = [
     "IdleTimeout",
     "InfersightError",
     "MalformedStream",
+    "OutOfMemory",
     "Overloaded",
     "ProtocolError",
     "RateLimited",
@@ -174,6 +175,22 @@ class Overloaded(StatusError):
 
 class ServerError(StatusError):
     """A 5xx answer other than 503."""
+
+
+class OutOfMemory(ServerError):
+    """The engine ran out of device memory or KV-cache room for this request.
+
+    Engines say it in their own words and with their own statuses (PyTorch's "CUDA
+    out of memory", vLLM's 400/500 bodies, SGLang's "Prefill/Decode out of memory",
+    TGI's 424 generation error, llama.cpp's 500 "Context size has been exceeded."); the
+    client maps them all here. It means memory pressure, like a 503 means overload:
+    back off, try another replica, and size the engine (``diagnose``'s verdict).
+    """
+
+    def __init__(self, message: str = "", **kw: Any) -> None:
+        super().__init__(message, **kw)
+        # Memory frees as running requests finish: worth another try, as a 503 is.
+        self.retryable = True
 
 
 class BadRequest(StatusError):

@@ -42,12 +42,15 @@ def client_limited(
     *,
     check_lag: bool = True,
     contention: str | None = None,
+    workers: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The client-limited flag of a level (design.md section 2), relative to the level.
 
     Schedule lag only matters against the latency it distorts: it is flagged above
     max(5 ms, 1% of TTFT p50). When the server shares the client's cores, the reasons
     say so: the two compete for the same CPUs, which is not a starved client alone.
+    ``workers`` (``{"worker", "host", "lag_p99", "cpu_percent"}`` each) judges every
+    load-generator worker on its own figures; the flag's ``workers`` entry keeps them.
     """
     reasons: list[str] = []
     lag99 = agg["schedule_lag"]["p99"]
@@ -58,7 +61,10 @@ def client_limited(
             f"schedule lag p99 {lag99 * 1e3:.1f} ms > {lag_limit * 1e3:.1f} ms "
             f"(the larger of {LAG_P99_LIMIT * 1e3:.0f} ms and {LAG_TTFT_FRACTION:.0%} of TTFT p50)"
         )
-    if loadgen_cpu_percent is not None and loadgen_cpu_percent > CLIENT_CPU_LIMIT:
+    per_worker = None if workers is None else _judge_workers(workers, lag_limit, check_lag)
+    if per_worker is not None:
+        reasons += [r for w in per_worker for r in w["reasons"]]
+    elif loadgen_cpu_percent is not None and loadgen_cpu_percent > CLIENT_CPU_LIMIT:
         reasons.append(
             f"load generator CPU {loadgen_cpu_percent:.0f}% of a core "
             f"> {CLIENT_CPU_LIMIT:.0f}% per worker"
@@ -72,12 +78,34 @@ def client_limited(
     if reasons and contention:
         # Both sides slow each other down: name the contention, not the client alone.
         reasons = [f"{r}, while {contention} (contention, not the client alone)" for r in reasons]
-    return {
+    out: dict[str, Any] = {
         "flag": bool(reasons),
         "reasons": reasons,
         "lag_limit": lag_limit,
         "contention": contention,
     }
+    if per_worker is not None:
+        out["workers"] = per_worker
+    return out
+
+
+def _judge_workers(
+    workers: list[dict[str, Any]], lag_limit: float, check_lag: bool
+) -> list[dict[str, Any]]:
+    """Each worker against the limits on its own lag and CPU, named in its reasons."""
+    out = []
+    for w in workers:
+        who = f"worker {w['worker']}" + (f" on {w['host']}" if w.get("host") else "")
+        lag, cpu = w.get("lag_p99"), w.get("cpu_percent")
+        reasons = []
+        if check_lag and lag is not None and lag > lag_limit:
+            reasons.append(f"{who}: schedule lag p99 {lag * 1e3:.1f} ms > {lag_limit * 1e3:.1f} ms")
+        if cpu is not None and cpu > CLIENT_CPU_LIMIT:
+            reasons.append(
+                f"{who}: load generator CPU {cpu:.0f}% of a core > {CLIENT_CPU_LIMIT:.0f}%"
+            )
+        out.append({**w, "flag": bool(reasons), "reasons": reasons})
+    return out
 
 
 def client_headline(result: RunResult) -> tuple[str, str] | None:

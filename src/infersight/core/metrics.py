@@ -10,7 +10,7 @@ sustainable is :mod:`infersight.core.sustain`'s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from infersight.core.chunks import pooled_itl
@@ -100,6 +100,7 @@ def aggregate(
     loadgen_cpu_percent: float | None = None,
     check_lag: bool = True,
     contention: str | None = None,
+    workers: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Aggregate one load level's records (design.md section 2).
 
@@ -113,6 +114,9 @@ def aggregate(
     that sends everything at once (its lag is the time to send them all, by design).
     ``contention`` names the cores the client shares with the server under test, e.g.
     "the client and the embedded engine share 2 cores": a flagged level then says so.
+    ``workers`` (label ``worker`` -> ``{"host", "cpu_percent"}``) judges the flag per
+    worker as well: each worker's own schedule lag and CPU (load generators on hosts
+    of their own, where one slow host hides in the merged figures).
     """
     # A fixed order makes the result independent of how records were merged from
     # worker processes (floating-point sums depend on the order of their terms).
@@ -157,8 +161,26 @@ def aggregate(
         out["slo"] = _slo_verdict(out, slo)
     out["loadgen_cpu_percent"] = loadgen_cpu_percent
     out["client_limited"] = client_limited(
-        out, scheduled_rate, loadgen_cpu_percent, check_lag=check_lag, contention=contention
-    )
+        out, scheduled_rate, loadgen_cpu_percent, check_lag=check_lag, contention=contention,
+        workers=None if workers is None else _worker_loads(members, workers),
+    )  # fmt: skip
+    return out
+
+
+def _worker_loads(
+    members: Sequence[RequestRecord], workers: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each worker's share of the window: its requests, schedule lag p99 and CPU."""
+    out = []
+    for name, info in workers.items():
+        lags = [
+            lag for r in members
+            if r.labels.get("worker") == name and (lag := r.schedule_lag) is not None
+        ]  # fmt: skip
+        out.append({
+            "worker": name, "host": info.get("host"), "requests": len(lags),
+            "lag_p99": summarize(lags)["p99"], "cpu_percent": info.get("cpu_percent"),
+        })  # fmt: skip
     return out
 
 

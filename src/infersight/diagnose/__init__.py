@@ -2,12 +2,24 @@
 
 ``diagnose(result)`` applies the rules of shared/design.md section 5 per time window;
 ``embed_diagnosis(result)`` stores its verdicts in the RunResult;
-``infersight.diagnose.physics`` holds the model shapes, peak table, roofline floors
+``FleetDiagnoser`` / ``diagnose_fleet`` apply the same rules per replica and per
+window to series read from a metrics store, with a fleet summary and the load-imbalance
+verdict; ``infersight.diagnose.physics`` holds the model shapes, peak table, roofline floors
 and the capacity planner of section 6.
 """
 
 from infersight.diagnose.analyze import diagnose
 from infersight.diagnose.embed import embed_diagnosis
+from infersight.diagnose.fleet import FleetDiagnoser, diagnose_fleet
 from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, VerdictWindow
 
-__all__ = ["VERDICT_IDS", "Evidence", "Verdict", "VerdictWindow", "diagnose", "embed_diagnosis"]
+__all__ = [
+    "VERDICT_IDS",
+    "Evidence",
+    "FleetDiagnoser",
+    "Verdict",
+    "VerdictWindow",
+    "diagnose",
+    "diagnose_fleet",
+    "embed_diagnosis",
+]

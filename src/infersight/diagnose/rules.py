@@ -15,13 +15,14 @@ from infersight.diagnose.rules_load import (
     queueing,
     under_loaded,
 )
+from infersight.diagnose.rules_memory import memory_pressure
 from infersight.diagnose.rules_overload import overloaded
 from infersight.diagnose.verdict import Verdict
 
 __all__ = ["RULES", "RuleInput", "evaluate"]
 
-RULES = (client_limited, error_driven, overloaded, queueing, host_starved, busy_illusion,
-         under_loaded, compute_prefill, bandwidth_decode)
+RULES = (client_limited, memory_pressure, error_driven, overloaded, queueing, host_starved,
+         busy_illusion, under_loaded, compute_prefill, bandwidth_decode)
 
 
 def evaluate(ri: RuleInput) -> list[Verdict]:

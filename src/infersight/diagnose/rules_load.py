@@ -107,6 +107,9 @@ def _error_fixes(kind: str, engine: str) -> list[str]:
                 "embedded": "infersight serve --ctx"}.get(engine, "the context limit")
         return ["read the server's message in the evidence; prompt + max_tokens above the "
                 f"context limit is common: raise {flag} or lower max_tokens"]
+    if kind == "OutOfMemory":
+        return ["the engine runs out of memory: see the memory-pressure verdict for the "
+                "slot and context settings that fit"]
     if kind in ("ConnectError", "ResetError", "ReadError"):
         return ["the server is unreachable or dropping connections: check it is up, its "
                 "connection limits and any proxy timeouts"]

@@ -4,11 +4,13 @@ errors and latencies from request records (shared/design.md section 5 symbols)."
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from infersight.core.fleet import SeriesArrays
 from infersight.core.records import RequestRecord, Sample
 
 __all__ = ["RecordArrays", "SampleIndex", "WindowStats", "window_stats"]
@@ -38,6 +40,30 @@ class SampleIndex:
             pts.sort()
             arr = np.asarray(pts, dtype=float)
             self._series[name].append((dict(labels), arr[:, 0], arr[:, 1]))
+
+    @classmethod
+    def from_series(cls, series: Iterable[SeriesArrays]) -> SampleIndex:
+        """An index over series already held as arrays (a metrics store's range query),
+        without one Sample object per point; non-finite values are dropped."""
+        idx = cls([])
+        for s in series:
+            t, v = np.asarray(s.t, dtype=float), np.asarray(s.v, dtype=float)
+            keep = np.isfinite(v) & np.isfinite(t)
+            if keep.any():
+                order = np.argsort(t[keep], kind="stable")
+                idx._series[s.name].append((dict(s.labels), t[keep][order], v[keep][order]))
+        return idx
+
+    def stat_values(self, metric: str, stat: str, t0: float, t1: float) -> list[np.ndarray]:
+        """Values of the ``stat`` (p50, p99...) series of histogram ``metric`` in ``[t0, t1]``."""
+        out = []
+        for lab, t, v in self._series.get(metric, []):
+            if lab.get("stat") != stat:
+                continue
+            i, j = np.searchsorted(t, t0, "left"), np.searchsorted(t, t1, "right")
+            if j > i:
+                out.append(v[i:j])
+        return out
 
     def has(self, name: str) -> bool:
         return name in self._series

@@ -10,8 +10,10 @@ __all__ = ["VERDICT_IDS", "Evidence", "Verdict", "VerdictWindow"]
 #: Every verdict id, in the order outputs list them (most actionable first).
 VERDICT_IDS: tuple[str, ...] = (
     "client_limited",
+    "memory_pressure",
     "error_driven",
     "overloaded",
+    "load_imbalance",
     "kv_bound",
     "slot_bound",
     "capacity",

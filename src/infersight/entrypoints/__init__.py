@@ -30,6 +30,12 @@ if TYPE_CHECKING:
         new_engine,
         running_engine,
     )
+    from infersight.entrypoints.fleet import (
+        FleetQuery,
+        diagnose_prometheus,
+        print_fleet,
+        write_fleet_html,
+    )
     from infersight.entrypoints.gateway import (
         engine_upstream,
         fronting_engine,
@@ -47,13 +53,17 @@ _WHERE = {
     "engine_upstream": "gateway", "fronting_engine": "gateway",
     "gateway_config": "gateway", "run_gateway": "gateway",
     "ServeSettings": "serve", "serve_engine": "serve", "serve_stack": "serve",
+    "FleetQuery": "fleet", "diagnose_prometheus": "fleet", "print_fleet": "fleet",
+    "write_fleet_html": "fleet",
 }  # fmt: skip
 
 __all__ = [
     "EngineOptions",
+    "FleetQuery",
     "ServeSettings",
     "bench_and_diagnose",
     "describe",
+    "diagnose_prometheus",
     "dry_run_batch",
     "endpoint",
     "engine_opener",
@@ -63,6 +73,7 @@ __all__ = [
     "load_inputs",
     "new_engine",
     "print_diagnoses",
+    "print_fleet",
     "run_batch_command",
     "run_bench",
     "run_gateway",
@@ -70,6 +81,7 @@ __all__ = [
     "serve_engine",
     "serve_stack",
     "watch_url",
+    "write_fleet_html",
 ]
 
 

@@ -4,8 +4,9 @@ every request safe (shared/design.md section 4).
 Admission control per upstream (static or adaptive concurrency limit, bounded
 priority queue, 503 + Retry-After from the measured drain rate), failover before the
 first byte, circuit breakers, fallback chains, least-outstanding routing with an
-optional cost rule, dynamic batching, per-key auth and rate limits, cost accounting,
-Prometheus metrics, /health and one JSON log line per request.
+optional cost rule, dynamic batching, per-key auth, rate limits and budgets, cost
+accounting, Prometheus metrics, /health and one JSON log line per request. Replicas
+share limits, spend and breaker opens through Redis (``infersight.gateway.shared``).
 
     from infersight.gateway import Gateway, load_config
     cfg = load_config("gateway.toml", port=0)
@@ -21,6 +22,7 @@ from infersight.gateway.config import (
     CostRule,
     GatewayConfig,
     KeyConfig,
+    SharedConfig,
     UpstreamConfig,
     hash_key,
     load_config,
@@ -46,6 +48,7 @@ __all__ = [
     "GradientLimit",
     "KeyConfig",
     "Router",
+    "SharedConfig",
     "StaticLimit",
     "UpstreamConfig",
     "hash_key",

@@ -1,4 +1,10 @@
-"""The gateway's non-proxy endpoints: /v1/models, /metrics, /health and /stats."""
+"""The gateway's non-proxy endpoints: /v1/models, /metrics, /health and /stats.
+
+With keys configured, all but /health need one (design.md section 4): /stats shows
+the upstreams and the spend per key, /v1/models what is served. ``metrics_public``
+opens /metrics alone, for a Prometheus that scrapes without credentials. No URL shown
+here carries credentials.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
+from infersight.gateway.accounting import Accounting
 from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
+    from infersight.gateway.auth import KeyStore
     from infersight.gateway.merge import BatchMerger
     from infersight.gateway.metrics import GatewayMetrics
     from infersight.gateway.router import Router
+    from infersight.gateway.shared import SharedState
     from infersight.gateway.upstream import Upstream
 
 __all__ = ["AdminEndpoints"]
@@ -29,17 +38,22 @@ def _headers() -> dict[str, str]:
     return {"X-Request-Id": "req-" + uuid.uuid4().hex, "X-Queue-Delay": "0.000"}
 
 
-class AdminEndpoints:
+class AdminEndpoints(Accounting):
     """Mixed into :class:`~infersight.gateway.server.Gateway`."""
 
     upstreams: list[Upstream]
     router: Router
     metrics: GatewayMetrics
     merger: BatchMerger
+    keys: KeyStore
+    shared: SharedState | None
     started: float
+    metrics_public: bool
 
     async def models(self, request: web.Request) -> web.Response:
         """The union of every upstream's models (discovered ones refreshed on demand)."""
+        if (denied := self._denied(request)) is not None:
+            return denied
         owners: dict[str, list[str]] = {}
         for u in self.upstreams:
             if u.wildcard:
@@ -54,9 +68,16 @@ class AdminEndpoints:
         return web.json_response({"object": "list", "data": data}, dumps=_dumps, headers=_headers())
 
     async def prom(self, request: web.Request) -> web.Response:
+        if not self.metrics_public and (denied := self._denied(request)) is not None:
+            return denied
         for u in self.upstreams:
             u.gauges()
             u.metrics.circuit.labels(u.name).set(int(u.breaker.state))
+        await self.keys.refresh_spend()
+        for name, (spent, budget) in self.keys.spend().items():
+            self.metrics.key_spend.labels(name).set(spent)
+            if budget is not None:
+                self.metrics.key_budget.labels(name).set(budget)
         return web.Response(
             body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE, **_headers()}
         )
@@ -67,6 +88,8 @@ class AdminEndpoints:
         warnings: list[str] = []
         if not self.upstreams:
             reasons.append("no upstream configured")
+        if self.shared is not None:
+            warnings.extend(self.shared.warnings())
         for u in self.upstreams:
             st = u.breaker.state.name.lower().replace("_", "-")
             if st != "closed":
@@ -87,16 +110,28 @@ class AdminEndpoints:
 
     async def health(self, request: web.Request) -> web.Response:
         reasons, warnings = self.health_reasons()
-        doc = {"status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings}
+        doc: dict[str, Any] = {
+            "status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings
+        }
+        if self.shared is not None:
+            doc["shared"] = self.shared.health()
         return web.json_response(
             doc, status=503 if reasons else 200, dumps=_dumps, headers=_headers()
         )
 
     async def stats(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request)) is not None:
+            return denied
+        await self.keys.refresh_spend()
         doc = {
             "uptime_s": time.time() - self.started,
             "upstreams": [u.state() for u in self.upstreams],
             "cost": self.metrics.cost_summary(),
+            "keys": {
+                name: {"spent_usd": spent, "budget_usd": budget}
+                for name, (spent, budget) in self.keys.spend().items()
+            },
+            **({"shared": self.shared.stats()} if self.shared is not None else {}),
             "batching": {
                 "batches": self.merger.batcher.flushed_batches,
                 "items": self.merger.batcher.flushed_items,

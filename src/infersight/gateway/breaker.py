@@ -9,6 +9,10 @@ Only upstream faults count as failures (connect errors, resets, timeouts, 5xx,
 malformed streams). A client's bad request says nothing about the upstream's health,
 and a 429 asks for less load, which the concurrency limiter handles. Outcomes of
 requests sent before the circuit opened are ignored while it is open.
+
+Replicas sharing state (``infersight.gateway.shared``) hear of each other's opens:
+``on_open`` is called when this breaker opens on its own evidence, and
+:meth:`open_for` opens it on another replica's.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ class CircuitBreaker:
         self._consecutive = 0
         self._opened_at = 0.0
         self._probes_out = 0
+        #: Called with the cooldown when failures seen here open the breaker.
+        self.on_open: Callable[[float], None] | None = None
 
     @property
     def state(self) -> BreakerState:
@@ -91,6 +97,18 @@ class CircuitBreaker:
             self._opened_at = self._clock()
             self._probes_out = 0
             self._set(BreakerState.OPEN)
+            if self.on_open is not None:
+                self.on_open(self.cooldown)
+
+    def open_for(self, seconds: float) -> bool:
+        """Open for ``seconds`` on another replica's evidence; False if already open longer."""
+        if seconds <= 0 or self.seconds_until_probe() >= seconds:
+            return False
+        # Probing starts when ``cooldown`` has passed since ``_opened_at``: in ``seconds``.
+        self._opened_at = self._clock() + seconds - self.cooldown
+        self._probes_out = 0
+        self._set(BreakerState.OPEN)
+        return True
 
     def record_neutral(self) -> None:
         """The request ended without saying anything about health (e.g. a 400)."""

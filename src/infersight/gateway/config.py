@@ -22,6 +22,9 @@ A minimal file (TOML)::
     sha256 = "<hex sha256 of the key>"   # `infersight gateway --hash-key` prints it
     requests_per_minute = 600
     tokens_per_minute = 200000
+    max_cost_usd = 500                   # refused (429 insufficient_quota) once spent
+    [shared]                             # replicas share limits, spend and breakers
+    redis_url = "redis://10.0.0.9:6379/0"   # or INFERSIGHT_GATEWAY_REDIS_URL
 
 The upstream ``url`` is the server root; a trailing ``/v1`` is accepted and removed.
 """
@@ -42,12 +45,14 @@ from pydantic_settings import SettingsConfigDict
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import BaseConfig, config_error
+from infersight.gateway.shared.config import SharedConfig
 
 __all__ = [
     "BatchingConfig",
     "CostRule",
     "GatewayConfig",
     "KeyConfig",
+    "SharedConfig",
     "UpstreamConfig",
     "hash_key",
     "load_config",
@@ -82,10 +87,20 @@ class UpstreamConfig(_Strict):
     queue: int = Field(default=128, ge=0)
     limiter: LimiterKind = "static"
     #: Fail over when no content arrived within this many seconds (None: no limit).
+    #: A non-streamed request's first byte is the response head: it is bound by
+    #: ``first_byte_timeout_s``, or by this when that is unset.
     ttft_timeout_s: float | None = Field(default=None, gt=0)
+    #: Non-streamed requests: fail over when the response head has not arrived within
+    #: this many seconds. Engines send it once the whole answer is generated, so set it
+    #: to the longest non-streamed generation you accept (default: ``ttft_timeout_s``).
+    first_byte_timeout_s: float | None = Field(default=None, gt=0)
     connect_timeout_s: float = Field(default=5.0, gt=0)
-    #: Gap between two stream chunks that counts as a broken stream.
+    #: Gap between two stream chunks (or two reads of a non-streamed body) that
+    #: counts as a broken answer.
     idle_timeout_s: float | None = Field(default=None, gt=0)
+    #: Clamp ``max_tokens`` / ``max_completion_tokens`` sent to this upstream (and set
+    #: it when a request gives none): bounds the KV cache one request may claim.
+    max_tokens_cap: int | None = Field(default=None, ge=1)
     #: Attempts on this upstream per request (retries follow design.md s.3).
     max_attempts: int = Field(default=2, ge=1)
     #: Circuit breaker: consecutive failures that open it, and seconds before probing.
@@ -116,6 +131,8 @@ class KeyConfig(_Strict):
     sha256: str
     requests_per_minute: float | None = Field(default=None, gt=0)
     tokens_per_minute: float | None = Field(default=None, gt=0)
+    #: Budget in dollars (priced usage); once spent, the key's requests get 429.
+    max_cost_usd: float | None = Field(default=None, ge=0)
 
     @field_validator("sha256")
     @classmethod
@@ -160,7 +177,20 @@ class GatewayConfig(BaseConfig):
     keys: list[KeyConfig] = Field(default_factory=list)
     #: Require a key even when ``keys`` is empty (then every request is refused).
     require_key: bool = False
+    #: With keys configured everything but /health needs one; this opens /metrics
+    #: alone (for a Prometheus that scrapes without credentials).
+    metrics_public: bool = False
+    #: Slow clients (nginx-like): the request head must be whole within this long of
+    #: its first byte, a body may pause at most this long between reads, and an idle
+    #: keep-alive connection is closed after this long.
+    client_header_timeout_s: float = Field(default=60.0, gt=0)
+    client_body_timeout_s: float = Field(default=60.0, gt=0)
+    keepalive_timeout_s: float = Field(default=75.0, gt=0)
+    #: Open connections allowed from one client address (0: no cap).
+    max_connections_per_client: int = Field(default=1024, ge=0)
     batch: BatchingConfig = Field(default_factory=BatchingConfig)
+    #: Limits, spend and breaker opens shared by replicas through Redis.
+    shared: SharedConfig = Field(default_factory=SharedConfig)
     #: One deadline per request across queueing, retries and failover.
     default_deadline_s: float = Field(default=300.0, gt=0)
     max_deadline_s: float = Field(default=3600.0, gt=0)
@@ -202,7 +232,8 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 
 def parse_upstream_flag(text: str) -> dict[str, Any]:
-    """``NAME=URL[,models=a|b][,concurrency=N][,queue=N][,limiter=K][,key_env=VAR][,ttft=S]``."""
+    """``NAME=URL[,models=a|b][,concurrency=N][,queue=N][,limiter=K][,key_env=VAR][,ttft=S]``
+    (also ``attempts=N``, ``first_byte=S``, ``idle=S``, ``max_tokens_cap=N``)."""
     head, _, rest = text.partition(",")
     name, eq, url = head.partition("=")
     if not eq or not name or not url:
@@ -213,6 +244,8 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
         "limiter": "limiter", "key_env": "api_key_env", "api_key_env": "api_key_env",
         "ttft": "ttft_timeout_s", "ttft_timeout_s": "ttft_timeout_s",
         "attempts": "max_attempts", "max_attempts": "max_attempts",
+        "first_byte": "first_byte_timeout_s", "idle": "idle_timeout_s",
+        "max_tokens_cap": "max_tokens_cap",
     }
     for part in filter(None, rest.split(",")):
         k, eq, v = part.partition("=")
@@ -239,6 +272,10 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConf
         except ValidationError as e:
             raise config_error(e, names="env", env_prefix=prefix) from None
         data.update(from_env)
+    redis_url = os.environ.get(prefix + "REDIS_URL")
+    if redis_url:  # the one [shared] setting with its own variable: it may hold a password
+        base = data.get("shared")
+        data["shared"] = {**(base if isinstance(base, dict) else {}), "redis_url": redis_url}
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         cfg = GatewayConfig.model_validate(data)

@@ -39,9 +39,14 @@ class KeyRefused(AuthError):
 
 
 class KeyThrottled(RateLimited):
-    """A gateway key is over its request or token rate limit (429)."""
+    """A gateway key is over its request or token rate limit, or its budget (429)."""
 
-    code = "rate_limit_exceeded"
+    def __init__(
+        self, message: str, *, status: int = 429, retry_after: float | None = None,
+        code: str = "rate_limit_exceeded",
+    ) -> None:
+        super().__init__(message, status=status, retry_after=retry_after)
+        self.code = code
 
     @property
     def kind(self) -> str:

@@ -15,12 +15,15 @@ import orjson
 from aiohttp import web
 
 from infersight.core.errors import InfersightError, StatusError
+from infersight.core.httpguard import openai_error_body
 from infersight.gateway.errors import InputError, KeyRefused
+from infersight.gateway.public import passthrough, public_message, upstream_of
 
 __all__ = [
     "ENDPOINTS",
     "error_body",
     "error_response",
+    "estimate_prompt_tokens",
     "estimate_tokens",
     "http_status",
     "parse_body",
@@ -129,11 +132,18 @@ def _chars(v: Any) -> int:
     return 0
 
 
+_INPUT_FIELD = {"chat": "messages", "completions": "prompt", "embeddings": "input"}
+
+
+def estimate_prompt_tokens(endpoint: str, body: dict[str, Any]) -> int:
+    """Rough prompt tokens (chars/4): what an upstream that never reported usage read."""
+    return max(1, _chars(body.get(_INPUT_FIELD[endpoint])) // 4)
+
+
 def estimate_tokens(endpoint: str, body: dict[str, Any]) -> int:
     """Rough prompt tokens (chars/4) plus the requested output limit, for cost routing."""
-    field = {"chat": "messages", "completions": "prompt", "embeddings": "input"}[endpoint]
     out = body.get("max_completion_tokens") or body.get("max_tokens") or 0
-    return _chars(body.get(field)) // 4 + (out if _is_int(out) else 0)
+    return _chars(body.get(_INPUT_FIELD[endpoint])) // 4 + (out if _is_int(out) else 0)
 
 
 def http_status(e: InfersightError) -> int:
@@ -145,8 +155,8 @@ def http_status(e: InfersightError) -> int:
         return 401 if isinstance(e, KeyRefused) else 502
     if isinstance(e, E.RateLimited):
         return 429
-    if isinstance(e, E.Overloaded):
-        return 503
+    if isinstance(e, E.Overloaded | E.OutOfMemory):
+        return 503  # back off and retry, as on an overloaded upstream
     if isinstance(e, E.BadRequest):
         return e.status if 400 <= e.status < 500 else 400
     if isinstance(e, E.Timeout):
@@ -168,23 +178,26 @@ def error_code(e: InfersightError) -> str:
 
 
 def error_body(e: InfersightError, *, param: str | None = None) -> dict[str, Any]:
-    """``{"error": {"message", "type", "code", "param"}}``."""
-    return {
-        "error": {
-            "message": e.message,
-            "type": e.openai_type,
-            "code": error_code(e),
-            "param": param,
-        }
-    }
+    """``{"error": {"message", "type", "code", "param"}}``; an upstream's failure is
+    told without its URL (:mod:`.public`)."""
+    up = upstream_of(e)
+    return openai_error_body(
+        e.message if up is None else public_message(e, up),
+        code=error_code(e), etype=e.openai_type, param=param,
+    )
 
 
 def error_response(
     e: InfersightError, request_id: str, queue_delay_ms: float = 0.0
 ) -> web.Response:
-    """An OpenAI-style JSON error with the gateway's headers (and Retry-After)."""
+    """An OpenAI-style JSON error with the gateway's headers (and Retry-After); an
+    upstream's client error (4xx) goes through as the upstream wrote it."""
     status = http_status(e)
     param = e.param if isinstance(e, InputError) else None
+    body = error_body(e, param=param)
+    passed = passthrough(e)
+    if passed is not None:
+        status, body = passed
     headers = {"X-Request-Id": request_id, "X-Queue-Delay": f"{queue_delay_ms:.3f}"}
     retry_after = getattr(e, "retry_after", None)
     if status in (429, 503) and retry_after is not None:
@@ -193,7 +206,7 @@ def error_response(
         headers["Retry-After"] = "1"
     return web.Response(
         status=status,
-        body=orjson.dumps(error_body(e, param=param)),
+        body=orjson.dumps(body),
         content_type="application/json",
         headers=headers,
     )

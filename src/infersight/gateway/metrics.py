@@ -65,14 +65,23 @@ class GatewayMetrics:
         self.rejections = Counter(
             p + "rejections_total",
             "Requests refused by the gateway (queue_full, predicted_wait, deadline, "
-            "rate_limited, auth, bad_request, no_upstream).",
+            "rate_limited, auth, bad_request, no_upstream; slow or malformed clients: "
+            "head_timeout, body_timeout, malformed, connection_limit).",
             ["reason"], registry=r,
         )
         self.retries = Counter(
             p + "retries_total", "Extra attempts on one upstream.", ["upstream"], registry=r
         )
         self.failovers = Counter(
-            p + "failovers_total", "Moves to the next upstream before content was sent.",
+            p + "failovers_total",
+            "Requests moved to the next upstream (before content was sent) after this "
+            "upstream failed with this error.",
+            ["upstream", "error"], registry=r,
+        )
+        self.upstream_errors = Counter(
+            p + "upstream_errors_total",
+            "Failed upstream calls by error kind (OutOfMemory: the engine ran out of "
+            "memory), whether or not the request then failed over.",
             ["upstream", "error"], registry=r,
         )
         self.fallbacks = Counter(
@@ -106,6 +115,14 @@ class GatewayMetrics:
         self.upstream_calls = Counter(
             p + "upstream_calls_total", "Calls made to upstreams (after batching).",
             ["upstream", "endpoint"], registry=r,
+        )
+        self.key_spend = Gauge(
+            p + "key_spend_usd",
+            "Dollars a gateway key has spent (the fleet's total when replicas share state).",
+            ["key"], registry=r,
+        )
+        self.key_budget = Gauge(
+            p + "key_budget_usd", "A gateway key's budget (max_cost_usd).", ["key"], registry=r
         )
         #: Cost ledger for /stats: {(model, key): [prompt, completion, dollars]}.
         self.ledger: dict[tuple[str, str], list[float]] = {}

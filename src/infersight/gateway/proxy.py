@@ -15,10 +15,10 @@ received, never buffered longer and never split mid-event.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
@@ -29,12 +29,15 @@ from infersight.core.errors import (
     BadRequest,
     DeadlineExceeded,
     InfersightError,
+    OutOfMemory,
     RateLimited,
     TruncatedStream,
 )
+from infersight.gateway.call import Call
 from infersight.gateway.errors import Shed
-from infersight.gateway.http import error_body
+from infersight.gateway.http import error_body, estimate_prompt_tokens
 from infersight.gateway.metrics import GatewayMetrics
+from infersight.gateway.public import FailureLog, mark, public_message
 from infersight.gateway.router import Candidate, Router
 from infersight.gateway.upstream import Upstream
 
@@ -46,38 +49,14 @@ _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"
 _DONE = b"data: [DONE]\n\n"
 
 
-@dataclass(slots=True)
-class Call:
-    """One client request and what became of it (for metrics and the access log)."""
-
-    request_id: str
-    endpoint: str
-    path: str
-    body: dict[str, Any]
-    model: str
-    stream: bool
-    key: str | None
-    arrival: float
-    deadline: float
-    priority: int = 0
-    est_tokens: int = 0
-    wants_usage: bool = False
-    upstream: str = "-"
-    served_model: str | None = None
-    queue_delay: float = 0.0
-    attempts: int = 0
-    failovers: int = 0
-    status: int = 0
-    error: str | None = None
-    ttft: float | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-    #: Set once a byte of the answer reached the client: no failover after that.
-    committed: bool = False
-    #: When the upstream's first content arrived (streams): the limiter's latency signal.
-    first_content_at: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+def _clamp_max_tokens(body: dict[str, Any], cap: int) -> dict[str, Any]:
+    """``body`` with its output limit at most ``cap`` (set to ``cap`` when absent)."""
+    out = dict(body)
+    given = [k for k in ("max_completion_tokens", "max_tokens") if k in body]
+    for k in given or ["max_tokens"]:
+        v = body.get(k)
+        out[k] = cap if not isinstance(v, int) or isinstance(v, bool) or v > cap else v
+    return out
 
 
 def _upstream_fault(e: InfersightError) -> bool:
@@ -91,6 +70,7 @@ class Proxy:
     def __init__(self, router: Router, metrics: GatewayMetrics) -> None:
         self.router = router
         self.metrics = metrics
+        self.failures = FailureLog()
 
     def _no_candidate(self, call: Call, last: InfersightError | None) -> InfersightError:
         if last is not None:
@@ -106,8 +86,12 @@ class Proxy:
     async def run(
         self, call: Call, attempt: Callable[[Upstream, Candidate], Awaitable[T]]
     ) -> T:
-        """Try ``attempt`` on each candidate until one succeeds or must not be retried."""
+        """Try ``attempt`` on each candidate until one succeeds or must not be retried.
+
+        A failover is counted when the next upstream takes the request over, not when
+        one fails with nothing left to try."""
         last: InfersightError | None = None
+        moved_from: tuple[str, str] | None = None
         for cand in self.router.candidates(call.model, call.est_tokens):
             up = cand.upstream
             assert isinstance(up, Upstream)
@@ -129,13 +113,17 @@ class Proxy:
             up.m_queue_delay.observe(queued)
             call.upstream = up.name
             call.served_model = cand.model
+            if moved_from is not None:
+                call.failovers += 1
+                self.metrics.failovers.labels(*moved_from).inc()
+                moved_from = None
             t0 = time.monotonic()
             dropped = False
+            sample: bool = True
             try:
                 result = await attempt(up, cand)
             except InfersightError as e:
-                rec = getattr(e, "record", None)
-                self._count_attempts(call, up, getattr(rec, "attempts", 1) or 1)
+                self._upstream_error(call, up, e)
                 if call.committed or not _upstream_fault(e):
                     up.breaker.record_neutral()
                     raise
@@ -145,15 +133,19 @@ class Proxy:
                     # reason to try another replica, not proof that the upstream is broken.
                     up.breaker.record_neutral()
                 else:
+                    # Out of memory counts like a 503: the limiter backs off (dropped)
+                    # and repeated ones open the circuit.
                     up.breaker.record_failure()
                 last = e
                 if isinstance(e, DeadlineExceeded) or time.monotonic() >= call.deadline:
                     raise
-                call.failovers += 1
-                self.metrics.failovers.labels(up.name, e.kind).inc()
+                moved_from = (up.name, e.kind)
                 continue
             except BaseException:
+                # Cancelled (the client hung up): leaving the client's context manager
+                # closed the upstream connection, which frees its slot there too.
                 up.breaker.record_neutral()
+                sample = False
                 raise
             else:
                 if call.error == "TruncatedStream":
@@ -172,8 +164,18 @@ class Proxy:
                 # (Queue/in-flight gauges are refreshed when /metrics is scraped.)
                 end = call.first_content_at if call.first_content_at else time.monotonic()
                 call.first_content_at = None
-                adm.release(end - t0, dropped=dropped)
+                adm.release(end - t0 if sample else None, dropped=dropped)
         raise self._no_candidate(call, last)
+
+    def _upstream_error(self, call: Call, up: Upstream, e: InfersightError) -> None:
+        """Count, log and mark (for a URL-free client message) an upstream's failure."""
+        rec = getattr(e, "record", None)
+        self._count_attempts(call, up, getattr(rec, "attempts", 1) or 1)
+        self.metrics.child(self.metrics.upstream_errors, up.name, e.kind).inc()
+        mark(e, up.name)
+        client_fault = isinstance(e, BadRequest) and not isinstance(e, AuthError | OutOfMemory)
+        if not client_fault:
+            self.failures.failure(e, up.name, up.cfg.url, failover=not call.committed)
 
     def _count_attempts(self, call: Call, up: Upstream, attempts: int) -> None:
         call.attempts += attempts
@@ -185,7 +187,23 @@ class Proxy:
         if call.stream and not call.wants_usage:
             so = body.get("stream_options") or {}
             body = {**body, "stream_options": {**so, "include_usage": True}}
+        cap = cand.upstream.cfg.max_tokens_cap if isinstance(cand.upstream, Upstream) else None
+        if cap is not None and call.endpoint != "embeddings":
+            body = _clamp_max_tokens(body, cap)
         return body
+
+    def _delivered(self, call: Call, sr: Any) -> None:
+        """Tokens of a stream that ended early: the upstream's usage if it came, else
+        what was delivered (content chunks) and the prompt it read, marked estimated,
+        so usage and cost are not undercounted."""
+        usage = getattr(sr, "usage", None)
+        if usage is not None:
+            self._usage(call, usage)
+            return
+        rec = getattr(sr, "record", None)
+        call.completion_tokens = sum(rec.chunk_tokens) if rec is not None else 0
+        call.prompt_tokens = estimate_prompt_tokens(call.endpoint, call.body)
+        call.usage_estimated = True
 
     def _usage(self, call: Call, usage: Any) -> None:
         if isinstance(usage, dict):
@@ -244,12 +262,14 @@ class Proxy:
                 await resp.prepare(request)
                 call.committed = True
                 call.status = 200
-                await self._pump(call, sr, resp)
+                await self._pump(call, sr, resp, up)
                 return resp
 
         return await self.run(call, attempt)
 
-    async def _pump(self, call: Call, sr: Any, resp: web.StreamResponse) -> None:
+    async def _pump(
+        self, call: Call, sr: Any, resp: web.StreamResponse, up: Upstream
+    ) -> None:
         write = resp.write
         try:
             if not getattr(sr, "is_sse", True):
@@ -268,14 +288,22 @@ class Proxy:
         except ConnectionError:
             # The client hung up: stop; leaving the upstream stream drops that request too.
             call.status, call.error = 499, "Cancelled"
+            self._delivered(call, sr)
             return
+        except asyncio.CancelledError:
+            call.status, call.error = 499, "Cancelled"  # hung up while we waited upstream
+            self._delivered(call, sr)
+            raise
         except InfersightError as e:
             # Content already reached the client: end with an SSE error event, never [DONE].
-            if getattr(sr, "usage", None) is not None:
-                self._usage(call, sr.usage)
-            call.error = "TruncatedStream"
+            call.error, call.truncated = "TruncatedStream", True
+            self._delivered(call, sr)
             self.metrics.truncations.labels(call.served_model or call.model, call.upstream).inc()
-            trunc = TruncatedStream(f"upstream stream broke after content was sent: {e}")
+            self.failures.failure(e, up.name, up.cfg.url, failover=False)
+            trunc = TruncatedStream(
+                "the stream broke after content was sent: "
+                + public_message(e, call.upstream)
+            )
             with contextlib.suppress(ConnectionError):
                 await write(b"data: " + orjson.dumps(error_body(trunc)) + b"\n\n")
                 await resp.write_eof()

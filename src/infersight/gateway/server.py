@@ -10,6 +10,7 @@ or from the shell with ``infersight gateway``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -18,26 +19,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import orjson
 from aiohttp import hdrs, web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
 from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
+from infersight.core.httpguard import GuardedRunner, GuardSettings, MalformedRequest
 from infersight.core.pricing import PriceTable
 from infersight.gateway.admin import AdminEndpoints
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import GatewayConfig
-from infersight.gateway.errors import InputError, KeyRefused, KeyThrottled
+from infersight.gateway.errors import InputError
 from infersight.gateway.http import ENDPOINTS, error_response, estimate_tokens, parse_body, validate
 from infersight.gateway.merge import BatchMerger
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
 from infersight.gateway.router import Router
+from infersight.gateway.shared import SharedState
 from infersight.gateway.upstream import Upstream
 
 __all__ = ["Gateway"]
 
 log = logging.getLogger("infersight.gateway")
-access_log = logging.getLogger("infersight.gateway.access")
 
 _RID_OK = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
@@ -52,7 +55,16 @@ class Gateway(AdminEndpoints):
         self.router = Router(self.upstreams, config.fallbacks, config.cost_rules)
         self.proxy = Proxy(self.router, self.metrics)
         self.merger = BatchMerger(config.batch, self.proxy, self.metrics)
-        self.keys = KeyStore(config.keys, require=config.require_key)
+        sc = config.shared
+        self.shared = None if sc.redis_url is None else SharedState(
+            sc, self.metrics.registry, {u.name: u.breaker for u in self.upstreams}
+        )
+        self.keys = KeyStore(
+            config.keys, require=config.require_key,
+            shared=self.shared.limits if self.shared else None,
+            local_share=sc.local_share if self.shared else 1.0,
+        )
+        self.metrics_public = config.metrics_public
         self.started = time.time()
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -81,8 +93,12 @@ class Gateway(AdminEndpoints):
     async def _on_startup(self, app: web.Application) -> None:
         for u in self.upstreams:
             await u.start()
+        if self.shared is not None:
+            await self.shared.start()
 
     async def _on_cleanup(self, app: web.Application) -> None:
+        if self.shared is not None:
+            await self.shared.close()
         await self.merger.batcher.close()
         for u in self.upstreams:
             await u.close()
@@ -96,8 +112,23 @@ class Gateway(AdminEndpoints):
         finally:
             await self.stop()
 
+    def guard(self) -> GuardSettings:
+        """Slow and malformed clients (core.httpguard), counted as rejections."""
+        c = self.config
+        rejections = self.metrics.rejections
+        return GuardSettings(
+            head_timeout_s=c.client_header_timeout_s,
+            body_timeout_s=c.client_body_timeout_s,
+            idle_timeout_s=c.keepalive_timeout_s,
+            max_connections_per_client=c.max_connections_per_client,
+            on_event=lambda reason: rejections.labels(reason).inc(),
+            headers=lambda: {"X-Request-Id": "req-" + uuid.uuid4().hex, "X-Queue-Delay": "0.000"},
+        )
+
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        self._runner = GuardedRunner(
+            self.app(), self.guard(), access_log=None, handle_signals=False
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port, backlog=1024)
         await site.start()
@@ -155,17 +186,11 @@ class Gateway(AdminEndpoints):
             rid = "req-" + uuid.uuid4().hex
         call: Call | None = None
         model = "-"
+        kind: str | None = None
         resp: web.StreamResponse
         try:
             key = self.keys.authenticate(request.headers.get(hdrs.AUTHORIZATION))
-            try:
-                raw = await request.read()
-            except web.HTTPRequestEntityTooLarge:
-                raise InputError(
-                    f"request body exceeds {self.config.max_body_bytes} bytes",
-                    code="body_too_large", status=413,
-                ) from None
-            body = parse_body(raw)
+            body = parse_body(await self._read(request))
             model, stream = validate(endpoint, body)
             deadline = self._deadline(request, arrival)
             priority = self._priority(request)
@@ -183,7 +208,7 @@ class Gateway(AdminEndpoints):
                     f"model {model!r} is not served by this gateway (see GET /v1/models)",
                     param="model", code="model_not_found", status=404,
                 )
-            self.keys.admit(key, call.est_tokens)
+            await self.keys.admit(key, call.est_tokens)
             if stream:
                 resp = await self.proxy.stream(call, request)
             elif self.merger.batchable(call):
@@ -195,73 +220,42 @@ class Gateway(AdminEndpoints):
                 resp = self.proxy.json_response(call, doc)
         except TimeoutError:  # the batch wait ran past the deadline
             resp = self._error(call, rid, DeadlineExceeded("request deadline passed"), model)
+            kind = "DeadlineExceeded"
         except InfersightError as e:
             if call is not None and call.committed:
                 raise  # headers already sent; nothing sensible left to answer
-            resp = self._error(call, rid, e, model)
+            resp, kind = self._error(call, rid, e, model), e.kind
         except (ConnectionError, Cancelled):
             # The client went away (499, as nginx logs it); nothing can reach it any more.
             if call is not None:
                 call.status, call.error = 499, "Cancelled"
-            resp = web.Response(status=499)
-        self._finish(call, endpoint, model, rid, arrival, resp.status)
-        return resp
-
-    def _error(
-        self, call: Call | None, rid: str, e: InfersightError, model: str
-    ) -> web.Response:
-        resp = error_response(e, rid, (call.queue_delay * 1000.0) if call else 0.0)
-        if call is not None:
-            call.status, call.error = resp.status, e.kind
-        # Gateway-side refusals; admission and routing sheds are counted where they happen.
-        if isinstance(e, InputError):
-            self.metrics.rejections.labels("bad_request").inc()
-        elif isinstance(e, KeyRefused):
-            self.metrics.rejections.labels("auth").inc()
-        elif isinstance(e, KeyThrottled):
-            self.metrics.rejections.labels("rate_limited").inc()
-        return resp
-
-    def _finish(
-        self, call: Call | None, endpoint: str, model: str, rid: str, arrival: float,
-        status: int | None = None,
-    ) -> None:
-        now = time.monotonic()
-        m = self.metrics
-        known = call is not None and self.router.known(call.model)
-        mlabel = call.model if call is not None and known else ("-" if call is None else "unknown")
-        up = call.upstream if call is not None else "-"
-        st = (call.status if call is not None and call.status else status) or 0
-        err = (call.error if call is not None else None) or ("none" if st < 400 else "BadRequest")
-        m.child(m.requests, endpoint, mlabel, up, str(st), err).inc()
-        if call is not None:
-            served = call.served_model or call.model
-            m.child(m.latency, mlabel, up).observe(now - arrival)
-            if call.ttft is not None:
-                m.child(m.ttft, mlabel, up).observe(call.ttft)
-            if call.prompt_tokens or call.completion_tokens:
-                call.cost = m.account(served, call.key, call.prompt_tokens, call.completion_tokens)
-                self.keys.charge_tokens(call.key, call.prompt_tokens + call.completion_tokens)
-        if self.config.access_log and access_log.isEnabledFor(logging.INFO):
-            line: dict[str, Any] = {
-                "ts": time.time(), "request_id": rid, "endpoint": endpoint, "status": st,
-                "latency_ms": round((now - arrival) * 1000.0, 3),
-            }
+            resp, kind = web.Response(status=499), "Cancelled"
+        except asyncio.CancelledError:
+            # The client hung up while we waited (aiohttp cancels the handler): the
+            # upstream call was cancelled with it, freeing its slot there. Log it, then
+            # let the cancellation finish.
             if call is not None:
-                line.update(
-                    model=call.model, served_model=call.served_model, upstream=up,
-                    stream=call.stream, key=call.key, error=call.error,
-                    queue_ms=round(call.queue_delay * 1000.0, 3), attempts=call.attempts,
-                    failovers=call.failovers,
-                    ttft_ms=None if call.ttft is None else round(call.ttft * 1000.0, 3),
-                    prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,
-                    cost_usd=call.cost,
-                )
-            else:
-                line["error"] = err
-            access_log.info(orjson.dumps(line).decode())
+                call.status, call.error = 499, "Cancelled"
+            self._finish(call, endpoint, model, rid, arrival, 499, "Cancelled")
+            raise
+        self._finish(call, endpoint, model, rid, arrival, resp.status, kind)
+        return resp
+
+    async def _read(self, request: web.Request) -> bytes:
+        """The body, or the client's fault as a 4xx (the guard's 408/400 pass through)."""
+        try:
+            return await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise InputError(
+                f"request body exceeds {self.config.max_body_bytes} bytes",
+                code="body_too_large", status=413,
+            ) from None
+        except (RequestPayloadError, HttpProcessingError) as e:
+            raise MalformedRequest(f"malformed request body: {type(e).__name__}") from None
 
     async def _not_found(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request)) is not None:
+            return denied
         return error_response(
             InputError(
                 f"no such endpoint: {request.method} {request.path}", code="not_found", status=404
@@ -270,6 +264,8 @@ class Gateway(AdminEndpoints):
         )
 
     async def _method_not_allowed(self, request: web.Request) -> web.Response:
+        if (denied := self._denied(request)) is not None:
+            return denied
         return error_response(
             InputError(
                 f"{request.path} accepts POST, not {request.method}",

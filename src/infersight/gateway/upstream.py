@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
+from infersight.core.endpoint import shown_url
 from infersight.core.errors import InfersightError
 from infersight.gateway.admission import AdmissionController
 from infersight.gateway.breaker import BreakerState, CircuitBreaker
@@ -96,9 +97,15 @@ class Upstream:
 
         # One retry budget per upstream, shared by both clients.
         budget = RetryPolicy().budget
-        # A non-streamed answer's first byte is the whole answer, so the TTFT limit
-        # applies to streams only; non-streamed requests are bound by the deadline.
-        self.client = await make(None, None).__aenter__()
+        # A non-streamed answer's first byte is its response head: an upstream that
+        # stays silent (or stalls in its body) is left for the next one, as a stream is.
+        first_byte = c.first_byte_timeout_s or c.ttft_timeout_s
+        if c.first_byte_timeout_s is None and c.ttft_timeout_s is not None:
+            log.warning(
+                "upstream %s: non-streamed answers must start within ttft_timeout_s=%g s; "
+                "engines send them once generated: set first_byte_timeout_s to the longest "
+                "non-streamed generation you accept", self.name, c.ttft_timeout_s)
+        self.client = await make(first_byte, c.idle_timeout_s).__aenter__()
         self.stream_client = await make(c.ttft_timeout_s, c.idle_timeout_s).__aenter__()
         if self.wildcard:
             await self.discover()
@@ -112,7 +119,7 @@ class Upstream:
                 models = await self.client.models()
         except (InfersightError, TimeoutError) as e:
             log.warning("upstream %s: cannot list models (%s); routing any model to it",
-                        self.name, e)
+                        self.name, str(e).replace(self.cfg.url, shown_url(self.cfg.url)))
             return False
         if models:
             self.models = set(models)
@@ -137,7 +144,7 @@ class Upstream:
         a = self.admission
         return {
             "name": self.name,
-            "url": self.cfg.url,
+            "url": shown_url(self.cfg.url),
             "models": sorted(self.models) if not self.wildcard else ["*"],
             "circuit": self.breaker.state.name.lower(),
             "in_flight": a.inflight,

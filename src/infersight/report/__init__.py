@@ -6,6 +6,8 @@
     write_outputs(result, "runs/demo")         # result.json, schema.json, records.csv
     html = render_html([before, after])        # side-by-side comparison, first = baseline
     write_report([result], "report.html", markdown="summary.md")
+    render_fleet(fleet_report, console)        # diagnose --prometheus: the fleet summary
+    html = render_fleet_html(fleet_report)     # report --prometheus
 
 Outputs render what the RunResult holds: its aggregates, cost and verdicts (the CLI
 diagnoses a run before its outputs are written; this package never diagnoses). The
@@ -22,6 +24,8 @@ from pathlib import Path
 from infersight.core.records import RunResult, load_run_result
 from infersight.report.console import headline, render_console
 from infersight.report.files import write_csv, write_json, write_outputs, write_text
+from infersight.report.fleet_console import render_fleet
+from infersight.report.fleet_html import render_fleet_html
 from infersight.report.html import render_html, render_views_html
 from infersight.report.markdown import render_markdown, render_views_markdown
 from infersight.report.verdict_panels import render_diagnosis, render_verdicts
@@ -32,6 +36,8 @@ __all__ = [
     "load_results",
     "render_console",
     "render_diagnosis",
+    "render_fleet",
+    "render_fleet_html",
     "render_html",
     "render_markdown",
     "render_verdicts",

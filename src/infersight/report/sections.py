@@ -21,7 +21,7 @@ from infersight.report.plots import cdf_charts, throughput_latency_charts, timel
 from infersight.report.svg import PALETTE
 from infersight.report.view import NOT_DIAGNOSED, RunView
 
-__all__ = ["banner", "ev_value", "fmt_cell", "redact", "run_section", "verdicts_html"]
+__all__ = ["banner", "ev_value", "fmt_cell", "redact", "run_section", "verdict_box", "verdicts_html"]
 
 _SECRET = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|bearer|^token$)", re.I)
 
@@ -80,16 +80,21 @@ def banner(view: RunView, *, named: bool = False) -> str:
     return "".join(out)
 
 
-_BAD_VERDICTS = ("client_limited", "error_driven", "overloaded")
+_BAD_VERDICTS = ("client_limited", "memory_pressure", "error_driven", "overloaded")
 
 
 def _verdict_html(view: RunView, v: Verdict) -> str:
-    cls = "ok" if v.id == "healthy" else "bad" if v.id in _BAD_VERDICTS else ""
     # Windows are monotonic times like the records; show them from the run start.
     off = view.t0 if v.window.start >= view.t0 - 1.0 else 0.0
-    where = f" · window {v.window.start - off:.1f}–{v.window.end - off:.1f} s"
+    where = f"window {v.window.start - off:.1f}–{v.window.end - off:.1f} s"
     if v.level:
-        where = f" · level {v.level}{where}"
+        where = f"level {v.level} · {where}"
+    return verdict_box(v, where)
+
+
+def verdict_box(v: Verdict, where: str) -> str:
+    """One verdict: title, id, confidence, ``where`` (its window), summary, evidence, fixes."""
+    cls = "ok" if v.id == "healthy" else "bad" if v.id in _BAD_VERDICTS else ""
     ev_rows = "".join(
         f"<tr><td>{escape(e.name)}</td>"
         f"<td class=num>{escape(ev_value(e.value))} {escape(e.unit)}</td>"
@@ -100,7 +105,7 @@ def _verdict_html(view: RunView, v: Verdict) -> str:
     return (
         f'<div class="verdict {cls}"><h3>{escape(v.title or v.id)} '
         f'<span class="tag">{escape(v.id)}</span> <span class="muted">confidence '
-        f"{v.confidence * 100:.0f}%{escape(where)}</span></h3><p>{escape(v.summary)}</p>"
+        f"{v.confidence * 100:.0f}% · {escape(where)}</span></h3><p>{escape(v.summary)}</p>"
         + (
             f"<table class=ev><tr><th>evidence</th><th>value</th><th>source</th></tr>{ev_rows}</table>"
             if ev_rows

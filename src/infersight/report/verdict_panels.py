@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console, Group
@@ -20,7 +20,7 @@ _STYLE = {"healthy": "green", "bandwidth_bound_decode": "cyan", "compute_bound_p
           "under_loaded": "yellow", "client_limited": "magenta"}  # fmt: skip
 
 
-def _panel(v: Verdict, origin: float) -> Panel:
+def _panel(v: Verdict, origin: float, window_text: Callable[[Verdict], str] | None = None) -> Panel:
     tab = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     tab.add_column("evidence")
     tab.add_column("value", justify="right")
@@ -30,7 +30,8 @@ def _panel(v: Verdict, origin: float) -> Panel:
         tab.add_row(escape(e.name), escape(val), escape(e.source))
     fixes = "\n".join(f"  - {escape(f)}" for f in v.fixes)
     w0, w1 = v.window.start - origin, v.window.end - origin
-    head = (f"{escape(v.summary)}\n[dim]window {w0:.1f}-{w1:.1f} s"
+    when = window_text(v) if window_text else f"{w0:.1f}-{w1:.1f} s"
+    head = (f"{escape(v.summary)}\n[dim]window {escape(when)}"
             f"{' · level ' + escape(v.level) if v.level else ''} · engine {v.engine} · "
             f"confidence {v.confidence:.2f}[/dim]")  # fmt: skip
     body: list[Any] = [head, tab]
@@ -46,8 +47,10 @@ def render_verdicts(
     console: Console | None = None,
     title: str = "",
     t_origin: float | None = None,
+    window_text: Callable[[Verdict], str] | None = None,
 ) -> None:
-    """One panel per verdict; windows in seconds from ``t_origin`` (default: the first)."""
+    """One panel per verdict; windows in seconds from ``t_origin`` (default: the first),
+    or as ``window_text(verdict)`` says (e.g. wall-clock times)."""
     con = console or Console()
     if title:
         con.print(f"[bold]{escape(title)}[/bold]")
@@ -56,7 +59,7 @@ def render_verdicts(
         return
     origin = t_origin if t_origin is not None else min(v.window.start for v in verdicts)
     for v in verdicts:
-        con.print(_panel(v, origin))
+        con.print(_panel(v, origin, window_text))
 
 
 def render_diagnosis(

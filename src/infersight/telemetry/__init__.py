@@ -10,7 +10,18 @@ Usage (:func:`build_recorder` is the one place samplers are wired together)::
     result.samples = rec.samples()
 
 :func:`sample_url` watches a live server for a while and returns a RunResult;
-:func:`run_exporter` serves the samples as Prometheus metrics.
+:func:`run_exporter` serves the samples as Prometheus metrics, under the names of
+:mod:`.exporter_names` (documented in ``docs/metrics.md``).
+
+Reading a store instead of sampling (``diagnose --prometheus``)::
+
+    async with PrometheusClient(url, load_auth(http_config)) as prom:
+        fleet = await discover_fleet(prom, start=t0, end=t1, step=15)
+        async for page in fleet.pages(window=300):   # FleetPage: replica -> series
+            ...
+
+The engines (``engines.toml``), dcgm-exporter (``dcgm.toml``) and this package's own
+exporter are found by their metric names; rates and quantiles are computed by Prometheus.
 
 Sample names (value None = not available):
 
@@ -28,11 +39,13 @@ Sample names (value None = not available):
   ``engine.kv_cache_usage`` (0..1), ``engine.preemptions_total``,
   ``engine.prompt_tokens_total``, ``engine.generation_tokens_total``,
   ``engine.requests_total``, ``engine.requests_finished_total``,
-  ``engine.request_errors_total`` and the histograms ``engine.ttft_seconds``,
-  ``engine.itl_seconds``, ``engine.tpot_seconds``, ``engine.e2e_seconds``,
-  ``engine.queue_time_seconds`` with {stat=sum|count} (cumulative) and
-  {stat=p50|p90|p99} (over the last scrape interval); what each engine provides is in
-  ``data/telemetry/engines.toml``. Anything else an engine exports: ``raw.<name>``.
+  ``engine.requests_aborted_total``, ``engine.request_errors_total`` and the histograms
+  ``engine.ttft_seconds``, ``engine.itl_seconds``, ``engine.tpot_seconds``,
+  ``engine.e2e_seconds``, ``engine.queue_time_seconds`` with {stat=sum|count}
+  (cumulative) and {stat=p50|p90|p99} (over the last scrape interval), and with
+  ``buckets=True`` (the exporter's scrapers) {stat=bucket, le} (cumulative); what each
+  engine provides is in ``data/telemetry/engines.toml``, the full list in
+  ``docs/metrics.md``. Anything else an engine exports: ``raw.<name>``.
 """
 
 from infersight.telemetry.base import Sampler
@@ -49,6 +62,9 @@ from infersight.telemetry.nvml import (
     PynvmlBackend,
     ReplayBackend,
 )
+from infersight.telemetry.prometheus_auth import PrometheusAuth, load_auth
+from infersight.telemetry.prometheus_fleet import Fleet, discover_fleet
+from infersight.telemetry.prometheus_http import PrometheusClient
 from infersight.telemetry.promtext import histogram_quantile, parse_metrics
 from infersight.telemetry.recorder import Recorder, read_samples
 from infersight.telemetry.scraper import EngineScraper, metrics_url
@@ -57,12 +73,15 @@ from infersight.telemetry.wiring import Telemetry, build_recorder
 __all__ = [
     "EngineScraper",
     "ExporterServer",
+    "Fleet",
     "GpuSampler",
     "HostSampler",
     "Normalizer",
     "NvmlBackend",
     "NvmlFieldError",
     "NvmlUnavailable",
+    "PrometheusAuth",
+    "PrometheusClient",
     "PynvmlBackend",
     "Recorder",
     "ReplayBackend",
@@ -71,9 +90,11 @@ __all__ = [
     "TelemetryCollector",
     "build_recorder",
     "detect_engine",
+    "discover_fleet",
     "engine_specs",
     "exported_name",
     "histogram_quantile",
+    "load_auth",
     "metrics_url",
     "parse_metrics",
     "read_samples",

@@ -1,5 +1,6 @@
-"""The Grafana dashboard and Prometheus alert rules shipped in the package, and a
-PromQL metric-name extractor used to check them against what is really exported."""
+"""The Grafana dashboard and Prometheus alert rules shipped in the package, a PromQL
+metric-name extractor, and which engines can fill each panel and fire each alert (from
+the engine table), used to check them against what is really exported."""
 
 from __future__ import annotations
 
@@ -8,13 +9,21 @@ import re
 from importlib import resources
 from typing import Any
 
+from infersight.core.engines import engine_specs
+from infersight.telemetry.exporter_names import EXPORTED
+
 __all__ = [
+    "alert_engines",
     "alert_expressions",
     "alert_rules",
     "alert_rules_tests",
     "dashboard_expressions",
+    "dashboard_panels",
+    "engine_signals",
     "grafana_dashboard",
+    "panel_engines",
     "promql_metric_names",
+    "sample_names",
 ]
 
 _DIR = "telemetry"
@@ -96,3 +105,62 @@ def promql_metric_names(expr: str) -> set[str]:
     for m in re.finditer(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*,", expr):
         names.add(m.group(1))
     return names
+
+
+def _prometheus_to_sample() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for sample, forms in EXPORTED.items():
+        for e in forms:
+            out[e.name] = sample
+            if e.kind == "histogram":
+                out.update({e.name + sfx: sample for sfx in ("_bucket", "_sum", "_count")})
+    return out
+
+
+def sample_names(expr: str) -> set[str]:
+    """The exporter's sample names (``engine.ttft_seconds``) a PromQL expression reads."""
+    table = _prometheus_to_sample()
+    return {table[n] for n in promql_metric_names(expr) if n in table}
+
+
+def engine_signals(engine: str) -> set[str]:
+    """Engine sample names a current release of ``engine`` gives the exporter: the
+    engine table's names that are not ``legacy``, plus what the scraper adds (``up``,
+    the scrape time, and the slot limit where the engine has an info endpoint)."""
+    spec = engine_specs()[engine]
+    out = {r.name for rules in spec.metrics.values() for r in rules if r.legacy is None}
+    out |= {"engine.up", "engine.scrape_duration_seconds"}
+    if spec.slots:
+        out.add("engine.slots")
+    return out
+
+
+def _fills(expr: str, engine: str) -> bool:
+    names = {n for n in sample_names(expr) if n.startswith("engine.")}
+    return bool(names) and names <= engine_signals(engine)
+
+
+def dashboard_panels(doc: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The dashboard's panels, rows left out (and their nested panels included)."""
+    d = doc if doc is not None else json.loads(grafana_dashboard())
+    out: list[dict[str, Any]] = []
+    for p in d.get("panels", []):
+        out.extend(p.get("panels", []) if p.get("type") == "row" else [p])
+    return out
+
+
+def panel_engines(panel: dict[str, Any]) -> list[str]:
+    """Engines (keys of the engine table) that fill at least one of the panel's engine
+    queries: every engine series that query reads is one they export."""
+    exprs = [str(t["expr"]) for t in panel.get("targets", []) if t.get("expr")]
+    return [key for key in engine_specs() if any(_fills(e, key) for e in exprs)]
+
+
+def alert_engines(expr: str) -> list[str]:
+    """Engines an alert expression can fire for: those exporting every engine series of
+    its left side, less those exporting the series of an ``unless`` (scoping) clause."""
+    lhs, scope = (*re.split(r"\bunless\b", expr, maxsplit=1), "")[:2]
+    return [
+        key for key in engine_specs()
+        if _fills(lhs, key) and not (scope and _fills(scope, key))
+    ]  # fmt: skip

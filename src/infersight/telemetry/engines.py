@@ -5,10 +5,14 @@ Normalised names (``engine.*``, listed in ``infersight.telemetry``) carry labels
 and ``source``.
 Histograms become ``<name>`` with ``stat=sum|count`` (cumulative since the engine
 started) and ``stat=p50|p90|p99`` (over the interval since the previous scrape of the
-same normaliser; absent in the first round and None when nothing was observed).
+same normaliser; absent in the first round and None when nothing was observed); with
+``buckets=True`` (the exporter) also ``stat=bucket`` with ``le``: the engine's own
+cumulative buckets, merged over its label sets.
 """
 
 from __future__ import annotations
+
+import math
 
 from infersight.core.engines import EngineSpec, MetricRule, engine_specs
 from infersight.core.records import Sample
@@ -44,6 +48,11 @@ def detect_engine(names: list[str] | set[str]) -> str | None:
     return best
 
 
+def _le(bound: float) -> str:
+    """A bucket bound as Prometheus writes it ("+Inf"; floats in their shortest form)."""
+    return "+Inf" if math.isinf(bound) else repr(bound)
+
+
 def _combine(values: list[float], agg: str) -> float:
     if agg == "max":
         return max(values)
@@ -63,9 +72,10 @@ def _candidates(s: Series) -> tuple[str, ...]:
 class Normalizer:
     """Stateful: remembers the previous histogram buckets to compute interval quantiles."""
 
-    def __init__(self, engine: str | None = None, source: str = "") -> None:
+    def __init__(self, engine: str | None = None, source: str = "", *, buckets: bool = False) -> None:
         self.engine = engine
         self.source = source
+        self.buckets = buckets
         self._prev_buckets: dict[str, list[tuple[float, float]]] = {}
 
     @property
@@ -123,6 +133,11 @@ class Normalizer:
             Sample(t, name, total_count, {**base, "stat": "count"}),
         ]
         buckets = merge_buckets(hs)
+        if self.buckets:
+            out.extend(
+                Sample(t, name, c, {**base, "stat": "bucket", "le": _le(le)})
+                for le, c in buckets
+            )
         prev = self._prev_buckets.get(name)
         self._prev_buckets[name] = buckets
         if prev is None:

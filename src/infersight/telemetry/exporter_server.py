@@ -32,7 +32,8 @@ class ExporterServer:
     """Serves a :class:`Recorder`'s latest round as Prometheus metrics.
 
     ``registry`` defaults to a fresh ``CollectorRegistry`` (never the global one, so
-    tests and several exporters in one process do not collide).
+    tests and several exporters in one process do not collide). ``gpus`` (static GPU
+    descriptions, :attr:`Telemetry.gpus`) become ``infersight_gpu_info``.
     """
 
     def __init__(
@@ -42,24 +43,26 @@ class ExporterServer:
         host: str = "127.0.0.1",
         port: int = 9400,
         registry: CollectorRegistry | None = None,
+        gpus: Sequence[dict[str, Any]] = (),
     ) -> None:
         self.recorder = recorder
         self.host = host
         self.port = port
         self.registry = registry or CollectorRegistry(auto_describe=False)
         self._last_round: float | None = None
-        recorder.add_listener(self._on_round)
-        self.registry.register(
-            TelemetryCollector(
-                recorder.latest,
-                rounds=lambda: recorder.rounds,
-                last_round=lambda: self._last_round,
-            )
+        self.collector = TelemetryCollector(
+            recorder.latest,
+            rounds=lambda: recorder.rounds,
+            last_round=lambda: self._last_round,
+            gpus=gpus,
         )
+        recorder.add_listener(self._on_round)
+        self.registry.register(self.collector)
         self._runner: web.AppRunner | None = None
 
-    def _on_round(self, _samples: list[Any]) -> None:
+    def _on_round(self, samples: list[Any]) -> None:
         self._last_round = time.monotonic()
+        self.collector.observe(samples)
 
     @property
     def url(self) -> str:
@@ -133,9 +136,9 @@ async def run_exporter(
     """
     tel = build_recorder(
         interval=interval, processes=processes, gpu=gpu, scrape=urls, api_key=api_key,
-        scrape_timeout=scrape_timeout, capacity=_EXPORTER_CAPACITY,
+        scrape_timeout=scrape_timeout, engine_buckets=True, capacity=_EXPORTER_CAPACITY,
     )  # fmt: skip
-    srv = ExporterServer(tel.recorder, host=host, port=port)
+    srv = ExporterServer(tel.recorder, host=host, port=port, gpus=tel.gpus)
     await srv.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

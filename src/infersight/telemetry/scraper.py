@@ -54,7 +54,8 @@ class EngineScraper:
     """Scrape one engine's /metrics each round and normalise it.
 
     ``engine`` forces the name map ("vllm", "sglang", "tgi", "llamacpp",
-    "infersight"); by default it is detected from the metric names.
+    "infersight"); by default it is detected from the metric names. ``buckets`` keeps
+    the engine's histogram buckets in the samples (the exporter re-exports them).
     """
 
     name = "engine"
@@ -68,6 +69,7 @@ class EngineScraper:
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
         slots: int | None = None,
+        buckets: bool = False,
     ) -> None:
         if engine is not None and engine not in engine_specs():
             known = ", ".join(sorted(engine_specs()))
@@ -79,7 +81,7 @@ class EngineScraper:
         self._headers = dict(headers or {})
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._normalizer = Normalizer(engine, source=self.url)
+        self._normalizer = Normalizer(engine, source=self.url, buckets=buckets)
         self._slots_arg = slots
         self._slots: int | None = slots
         self._slots_next_try = 0.0

@@ -58,12 +58,14 @@ def build_recorder(
     api_key: str | None = None,
     slots: int | None = None,
     scrape_timeout: float | None = None,
+    engine_buckets: bool = False,
     capacity: int = DEFAULT_CAPACITY,
     record: str | Path | None = None,
 ) -> Telemetry:
     """Host (and the named ``processes``), GPUs when ``gpu`` (through ``gpu_backend``,
     default: the real NVML), and an engine scraper per ``scrape`` URL (``api_key``,
-    ``slots`` and ``scrape_timeout`` apply to the scrapers built here; a ready
+    ``slots``, ``scrape_timeout`` and ``engine_buckets`` (keep the engines' histogram
+    buckets, for the exporter) apply to the scrapers built here; a ready
     :class:`EngineScraper` is used as it is).
 
     Never fatal: a GPU that cannot be read leaves ``gpu_reason`` set instead.
@@ -77,7 +79,9 @@ def build_recorder(
     timeout = _DEFAULT_SCRAPE_TIMEOUT if scrape_timeout is None else scrape_timeout
     scrapers = [
         s if isinstance(s, EngineScraper)
-        else EngineScraper(s, api_key=api_key, slots=slots, timeout=timeout)
+        else EngineScraper(
+            s, api_key=api_key, slots=slots, timeout=timeout, buckets=engine_buckets
+        )
         for s in scrape
     ]  # fmt: skip
     samplers.extend(scrapers)

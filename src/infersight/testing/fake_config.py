@@ -6,7 +6,11 @@ shorthand), the script (consumed one per generation request, in order), and
 finally the normal answer. Shorthands: ``"ok"``, ``"reset"`` (close the connection
 before the headers), ``"hang"`` (never answer), ``"malformed"`` (bad JSON after the
 first chunks), a status code such as ``"429"`` or ``"503"``, and ``"cut:5"`` /
-``"reset:5"`` (end cleanly / abort the connection after 5 content chunks).
+``"reset:5"`` (end cleanly / abort the connection after 5 content chunks);
+``"oom:vllm"`` (that engine's real out-of-memory answer: vllm, sglang, tgi, llamacpp,
+llamacpp_old), ``"garbage:bad_chunk"`` (broken HTTP framing: status_line, bad_chunk,
+short_body, bad_header) and ``"stall_body:30"`` (a non-streamed answer whose body
+stops halfway for 30 s); see :mod:`infersight.testing.fake_faults`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class Behavior:
     retry_after: str | None = None  # Retry-After header value, seconds or HTTP date
     retry_after_ms: float | None = None
     message: str | None = None
+    #: With ``status``: answer exactly this JSON body (a server's own error shape).
+    body: Any = None
     #: Abort the connection before sending headers.
     reset: bool = False
     #: Never answer (until the client leaves or the server stops).
@@ -51,6 +57,12 @@ class Behavior:
     #: Pause this long before chunk index ``stall_at`` (for idle timeouts).
     stall: float = 0.0
     stall_at: int = 1
+    #: Answer with this engine's real out-of-memory error (fake_faults.OOM_ANSWERS).
+    oom: str | None = None
+    #: Write this broken HTTP answer instead of a response (fake_faults.GARBAGE).
+    garbage: str | None = None
+    #: Non-streamed: send the head and half the body, pause this long, then the rest.
+    body_stall: float = 0.0
 
 
 def parse_behavior(spec: Any) -> Behavior:
@@ -80,6 +92,12 @@ def parse_behavior(spec: Any) -> Behavior:
             return Behavior(error_after=int(arg) if arg else 1)
         if name == "delay":
             return Behavior(delay=float(arg))
+        if name == "oom":
+            return Behavior(oom=arg or "vllm")
+        if name == "garbage":
+            return Behavior(garbage=arg or "status_line")
+        if name == "stall_body":
+            return Behavior(body_stall=float(arg) if arg else 3600.0)
         raise ConfigError(f"unknown fake behaviour {spec!r}")
     if isinstance(spec, dict):
         names = {f.name for f in dataclasses.fields(Behavior)}
@@ -108,7 +126,8 @@ class FakeConfig:
     Engine model: ``slots`` set -> at most that many generations at once, the rest
     wait in arrival order inside the server, before their headers (a real queue, so
     each request's service time is ``ttft + itl * (tokens - 1)`` after its wait).
-    ``metrics_dialect`` "vllm" / "llamacpp" -> ``GET /metrics`` in that engine's names
+    ``metrics_dialect`` "vllm" / "sglang" / "tgi" / "llamacpp" -> ``GET /metrics`` in that
+    engine's names, and its info endpoint with the slot limit
     (running = holders of a slot, waiting = the queue); the KV usage it reports is
     ``kv_usage``, or ``kv_per_running * running`` (capped at 1) when that is set.
     """
@@ -139,9 +158,10 @@ class FakeConfig:
     sse_content_type: str = "text/event-stream"
     #: Generation slots (None: unlimited); the rest wait FIFO.
     slots: int | None = None
-    #: Engine whose ``/metrics`` names to export: "vllm", "llamacpp" or None (no /metrics).
+    #: Engine whose ``/metrics`` names to export: "vllm", "sglang", "tgi", "llamacpp" or
+    #: None (no /metrics).
     metrics_dialect: str | None = None
-    #: Fixed KV-cache usage (0..1) reported by the vllm dialect.
+    #: Fixed KV-cache usage (0..1) reported by the vllm and sglang dialects.
     kv_usage: float = 0.02
     #: KV usage per running request, for a KV-full engine (overrides ``kv_usage``).
     kv_per_running: float | None = None

@@ -7,7 +7,7 @@ It also serves ``/v1/models``, ``/v1/embeddings`` (deterministic vectors, batch
 input), ``/tokenize``, ``/health``, and its own counters at ``GET /_fake/stats``.
 With ``slots`` it models an engine with N generation slots and a FIFO queue (each
 request's true wait is in the stats), and ``metrics_dialect`` serves ``/metrics`` with
-vLLM's or llama.cpp's own metric names (see ``fake_slots`` and ``fake_metrics``).
+vLLM's, SGLang's, TGI's or llama.cpp's own metric names (see ``fake_slots`` and ``fake_metrics``).
 
     async with FakeOpenAI(FakeConfig(ttft=0.05)).running() as srv:   # same loop
         srv.base_url
@@ -32,6 +32,7 @@ from aiohttp import web
 
 from infersight.testing.fake_config import Behavior, FakeConfig
 from infersight.testing.fake_extras import ExtraEndpoints
+from infersight.testing.fake_faults import garbage_answer, oom_answer, stalled_json
 from infersight.testing.fake_process import FakeProcess
 from infersight.testing.fake_responses import count_words, error_response, json_response
 from infersight.testing.fake_slots import record_timeline
@@ -66,15 +67,23 @@ class FakeOpenAI(ExtraEndpoints):
         r.add_post("/_fake/reset", self._reset)
         if self.engine_metrics is not None:
             r.add_get("/metrics", self._metrics)
-        if self.config.metrics_dialect == "llamacpp":
-            r.add_get("/props", self._props)
+        if self.config.metrics_dialect is not None:
+            # where infersight reads each engine's slot limit (engines.toml "slots")
+            info = {"llamacpp": "/props", "sglang": "/get_server_info", "tgi": "/info"}
+            path = info.get(self.config.metrics_dialect)
+            if path is not None:
+                r.add_get(path, self._props)
         return app
 
     @contextlib.asynccontextmanager
     async def running(self, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[FakeOpenAI]:
         """Serve on this event loop until the block exits."""
         self._closing = asyncio.Event()
-        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=0.5)
+        # Like the engines (vLLM, llama.cpp), stop working on a request whose client
+        # hung up: aiohttp cancels the handler.
+        runner = web.AppRunner(
+            self.app(), access_log=None, shutdown_timeout=0.5, handler_cancellation=True
+        )
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
@@ -116,14 +125,24 @@ class FakeOpenAI(ExtraEndpoints):
         del s["arrivals"][:-1000]
         s["in_flight"] += 1
         s["max_in_flight"] = max(s["max_in_flight"], s["in_flight"])
+        em = self.engine_metrics
+        if em is not None:
+            em.arrived()
         try:
             resp = await self._generate_inner(request, arrival)
             self._count(request, resp.status)
+            if em is not None and resp.status >= 400:
+                em.failed_with(resp.status)
             return resp
         except ConnectionResetError:
             # The client left (a timeout, a cancelled test): nothing to answer.
             s["client_gone"] += 1
+            if em is not None:
+                em.abort()
             return web.Response(status=499)
+        except asyncio.CancelledError:
+            s["client_gone"] += 1  # it hung up while we worked (handler cancelled)
+            raise
         finally:
             s["in_flight"] -= 1
 
@@ -149,8 +168,12 @@ class FakeOpenAI(ExtraEndpoints):
             if request.transport is not None:
                 request.transport.abort()
             return web.Response(status=500)
+        if b.garbage:
+            return garbage_answer(request, b.garbage)
         rid = request.headers.get("X-Request-Id") or uuid.uuid4().hex
         headers = {"X-Request-Id": rid}
+        if b.oom:
+            return oom_answer(b.oom, headers)
         if cfg.queue_delay_ms is not None:
             headers["X-Queue-Delay"] = f"{cfg.queue_delay_ms:g}"
         if b.status is not None and b.error_after is None:
@@ -158,6 +181,8 @@ class FakeOpenAI(ExtraEndpoints):
                 headers["Retry-After"] = b.retry_after
             if b.retry_after_ms is not None:
                 headers["retry-after-ms"] = f"{b.retry_after_ms:g}"
+            if b.body is not None:
+                return json_response(b.body, b.status, headers)
             return error_response(b.status, b.message or f"fake error {b.status}", headers)
         # The engine's queue: wait for a slot (FIFO) before the first byte of the answer.
         await self.pool.acquire()
@@ -229,10 +254,10 @@ class FakeOpenAI(ExtraEndpoints):
                 for i in range(len(prompts))
             ]
             obj = "chat.completion" if chat else "text_completion"
-            answer = json_response(
-                {**base, "object": obj, "choices": choices, "usage": usage}, headers=headers
-            )
-            return answer, gen
+            doc = {**base, "object": obj, "choices": choices, "usage": usage}
+            if b.body_stall:
+                return await stalled_json(request, doc, headers, b.body_stall), gen
+            return json_response(doc, headers=headers), gen
         from infersight.testing.fake_stream import stream_answer
 
         so = body.get("stream_options")
@@ -263,10 +288,14 @@ class FakeOpenAI(ExtraEndpoints):
         )
 
     async def _props(self, request: web.Request) -> web.Response:
-        # llama.cpp's /props: where infersight reads the slot limit of that engine.
-        return json_response(
-            {"total_slots": self.config.slots or 1, "model_path": self.config.model}
-        )
+        # llama.cpp's /props, SGLang's /get_server_info, TGI's /info: the slot limit.
+        slots = self.config.slots or 1
+        doc = {
+            "/props": {"total_slots": slots, "model_path": self.config.model},
+            "/get_server_info": {"max_running_requests": slots, "model_path": self.config.model},
+            "/info": {"max_batch_size": slots, "model_id": self.config.model},
+        }
+        return json_response(doc[request.path])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ import csv
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,15 +17,9 @@ import pytest
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult, load_run_result
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from realparts import free_port
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 CLI = [sys.executable, "-c", "from infersight.cli import main; main()", "bench"]

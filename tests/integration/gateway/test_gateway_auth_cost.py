@@ -42,11 +42,13 @@ async def test_keys_and_per_key_rate_limit(
         assert 20 <= int(headers["Retry-After"]) <= 31  # 2/min refills one every 30 s
         assert orjson.loads(raw)["error"]["type"] == "rate_limit_error"
         assert s.fakes[0].stats["requests"] == 5
+        s.admin_key = GOOD
         assert await s.metric("infersight_gateway_rejections_total", reason="auth") == 2
         assert await s.metric("infersight_gateway_rejections_total", reason="rate_limited") == 1
         assert await s.metric("infersight_gateway_tokens_total", key="team-a",
                               kind="completion") == 3
-        metrics_text = (await (await s.session.get(s.url + "/metrics")).read()).decode()
+        metrics_text = (await (await s.session.get(
+            s.url + "/metrics", headers={"Authorization": f"Bearer {GOOD}"})).read()).decode()
     logged = caplog.text
     assert '"key":"team-a"' in logged and '"request_id":' in logged
     for secret in (GOOD, LIMITED, "sk-wrong"):

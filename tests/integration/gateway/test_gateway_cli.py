@@ -2,53 +2,21 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import orjson
 import pytest
+from gateway_stack import CLI, interrupt, start_cli
 
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-
-CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
-
-
-def _start(*args: str, wait: float = 30) -> tuple[subprocess.Popen[str], str, str]:
-    """`infersight gateway ARGS` started: (process, its first stdout line, its URL)."""
-    proc = subprocess.Popen(
-        [*CLI, "gateway", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    lines: list[str] = []
-    t = threading.Thread(target=lambda: lines.append(proc.stdout.readline()),  # type: ignore[union-attr]
-                         daemon=True)
-    t.start()
-    t.join(wait)
-    if not (lines and "listening on http://127.0.0.1:" in lines[0]):
-        proc.kill()
-        raise AssertionError(f"no 'listening on' line: {lines}")
-    return proc, lines[0], lines[0].split("listening on ")[1].split()[0]
-
-
-def _interrupt(proc: subprocess.Popen[str], wait: float) -> int:
-    """Ctrl-C; the exit code (-9 when it had to be killed)."""
-    proc.send_signal(signal.SIGINT)
-    try:
-        return proc.wait(wait)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return -9
 
 
 def test_cli_serves_and_stops_on_ctrl_c() -> None:
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
-        proc, _, url = _start("--upstream", f"a={fake.base_url},models=fake,concurrency=4",
+        proc, _, url = start_cli("--upstream", f"a={fake.base_url},models=fake,concurrency=4",
                               "--port", "0", "--queue", "8")  # fmt: skip
         try:
             req = urllib.request.Request(
@@ -60,12 +28,12 @@ def test_cli_serves_and_stops_on_ctrl_c() -> None:
             with urllib.request.urlopen(req, timeout=10) as r:
                 assert r.status == 200 and r.headers["X-Request-Id"] == "cli-1"
             log_line = proc.stdout.readline()  # type: ignore[union-attr]
-            entry = orjson.loads(log_line)
+            entry = orjson.loads(log_line)  # stdout: JSON access lines only, no banner
             assert entry["request_id"] == "cli-1" and entry["status"] == 200
             with urllib.request.urlopen(url + "/health", timeout=10) as r:
                 assert orjson.loads(r.read())["status"] == "ok"
         finally:
-            rc = _interrupt(proc, 15)
+            rc = interrupt(proc, 15)
         assert rc == 0
 
 
@@ -104,7 +72,7 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
     import openai
     import psutil
 
-    proc, first, url = _start("--port", "0", "--concurrency", "2", "--no-access-log", wait=180)
+    proc, first, url = start_cli("--port", "0", "--concurrency", "2", "--no-access-log", wait=180)
     try:
         assert "(upstreams: engine=http://127.0.0.1:" in first
         engines = psutil.Process(proc.pid).children(recursive=True)
@@ -120,9 +88,9 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
         # --concurrency is the engine's slot count and the gateway's limit in front of it
         assert up["name"] == "engine" and up["limit"] == 2 and up["queue_size"] == 16, up
     finally:
-        rc = _interrupt(proc, 60)
+        rc = interrupt(proc, 60)
     assert rc == 0
-    err = proc.stderr.read() if proc.stderr else ""
+    err = proc.early_stderr + (proc.stderr.read() if proc.stderr else "")  # type: ignore[attr-defined]
     assert "no upstream given: starting the embedded engine..." in err
     assert "Traceback" not in err
     assert not [p for p in engines if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]

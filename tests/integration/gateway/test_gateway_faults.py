@@ -218,11 +218,13 @@ async def test_fallback_model_on_overload(make_stack: StackFactory) -> None:
                               fallback="small") == 1
 
 
-async def test_ttft_limit_does_not_cut_a_slow_non_streamed_answer(
+async def test_first_byte_limit_lets_a_slow_non_streamed_answer_through(
     make_stack: StackFactory,
 ) -> None:
+    # Engines send a non-streamed answer's head once it is generated: its own
+    # first-byte limit (here 5 s) lets a slow one through while streams keep the TTFT.
     async with make_stack([FakeConfig(ttft=0.1, itl=0.05, tokens=8)],
-                          upstreams=[{"ttft_timeout_s": 0.2}]) as s:
+                          upstreams=[{"ttft_timeout_s": 0.2, "first_byte_timeout_s": 5}]) as s:
         status, _, raw = await s.post("/v1/chat/completions", CHAT)  # ~0.45 s in all
         assert status == 200, raw
         status, _, _ = await s.post("/v1/chat/completions", STREAM)  # first token at 0.1 s

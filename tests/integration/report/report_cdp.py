@@ -14,10 +14,13 @@ import itertools
 import os
 import shutil
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = (
@@ -205,3 +208,28 @@ class Page:
             params["captureBeyondViewport"] = True
         r = await self.send("Page.captureScreenshot", params)
         return base64.b64decode(r["data"])
+
+
+@asynccontextmanager
+async def serve(pages: dict[str, str]) -> AsyncIterator[tuple[str, list[str]]]:
+    """Serve ``pages`` on 127.0.0.1; yields the base URL and every path requested."""
+    hits: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        hits.append(request.path)
+        body = pages.get(request.path)
+        if body is None:
+            return web.Response(status=404)
+        return web.Response(text=body, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}", hits
+    finally:
+        await runner.cleanup()

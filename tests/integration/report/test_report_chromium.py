@@ -5,15 +5,12 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from aiohttp import web
 from matplotlib import image as mpimg
-from report_cdp import Browser
+from report_cdp import Browser, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "report"))
 from report_synth import make_run
@@ -21,31 +18,6 @@ from report_synth import make_run
 from infersight.report import render_html
 
 pytestmark = pytest.mark.needs("chromium")
-
-
-@asynccontextmanager
-async def serve(pages: dict[str, str]) -> AsyncIterator[tuple[str, list[str]]]:
-    """Serve ``pages`` on 127.0.0.1; yields the base URL and every path requested."""
-    hits: list[str] = []
-
-    async def handler(request: web.Request) -> web.Response:
-        hits.append(request.path)
-        body = pages.get(request.path)
-        if body is None:
-            return web.Response(status=404)
-        return web.Response(text=body, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}", hits
-    finally:
-        await runner.cleanup()
 
 
 def _png(data: bytes) -> np.ndarray:

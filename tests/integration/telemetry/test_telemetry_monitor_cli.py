@@ -151,8 +151,10 @@ def test_exporter_command_serves_and_stops(tmp_path: Path) -> None:
             except OSError:
                 pass
             time.sleep(0.3)
-        assert 'infersight_host_cpu_percent{cpu="all"}' in body
-        assert f'infersight_process_rss_bytes{{name="me",pid="{os.getpid()}"}}' in body
+        assert "\ninfersight_host_cpu_percent " in body  # the host total, no cpu label
+        assert 'infersight_host_cpu_core_percent{cpu="0"}' in body
+        assert f'infersight_process_resident_memory_bytes{{name="me",pid="{os.getpid()}"}}' in body
+        assert "infersight_exporter_gpus 0.0" in body  # --no-gpu
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
             assert json.loads(r.read())["status"] == "ok"
     finally:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,8 @@ from infersight.telemetry.dashboards import (
     dashboard_expressions,
     promql_metric_names,
 )
+from infersight.telemetry.exporter_names import EXPORTED
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 FIX = Path(__file__).parents[2] / "unit" / "telemetry" / "fixtures"
 DATA = Path(str(resources.files("infersight.data").joinpath("telemetry")))
@@ -42,38 +41,39 @@ DATA = Path(str(resources.files("infersight.data").joinpath("telemetry")))
 needs_prometheus = pytest.mark.needs("prometheus")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 # -- promtool ---------------------------------------------------------------------------
+def _promtool(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
 @pytest.mark.needs("promtool")
-def test_promtool_check_rules() -> None:
-    r = subprocess.run([PROMTOOL, "check", "rules", str(DATA / "alerts.yml")],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+def test_promtool_check_rules(tmp_path: Path) -> None:
+    r = _promtool(["check", "rules", str(DATA / "alerts.yml")], tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "SUCCESS: 9 rules found" in r.stdout
+    n = len(alert_expressions())
+    assert n >= 10 and f"SUCCESS: {n} rules found" in r.stdout
 
 
 @pytest.mark.needs("promtool")
 def test_promtool_test_rules_fire_on_synthetic_series(tmp_path: Path) -> None:
     shutil.copy(DATA / "alerts.yml", tmp_path / "alerts.yml")
     shutil.copy(DATA / "alerts_test.yml", tmp_path / "alerts_test.yml")
-    r = subprocess.run([PROMTOOL, "test", "rules", "alerts_test.yml"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    r = _promtool(["test", "rules", "alerts_test.yml"], tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    tests = (tmp_path / "alerts_test.yml").read_text()
-    for alert in ("InferenceQueueDelayHigh", "GpuIdleWhileRequestsWait"):
-        assert f"alertname: {alert}" in tests
-    # the tests can fail: break the idle-GPU threshold and promtool must notice
-    broken = (tmp_path / "alerts.yml").read_text().replace("< 0.30)", "< 0.10)")
-    (tmp_path / "alerts.yml").write_text(broken)
-    r = subprocess.run([PROMTOOL, "test", "rules", "alerts_test.yml"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert r.returncode != 0 and "GpuIdleWhileRequestsWait" in (r.stdout + r.stderr)
+    rules = (tmp_path / "alerts.yml").read_text()
+    # the tests can fail: each mutation below must make promtool notice
+    mutations = {
+        "GpuIdleWhileRequestsWait": ("< 0.30)", "< 0.10)"),
+        # the job name hard-coded again: an exporter scraped as "gpu-telemetry" is missed
+        "InfersightExporterDown": ("up == 0\n", 'up{job="infersight"} == 0\n'),
+        # scope dropped: a vLLM with a queue-time histogram would fire it too
+        "EngineRequestsQueuedContinuously": ("unless on (instance, source)", "or on (instance, source)"),
+    }  # fmt: skip
+    for alert, (old, new) in mutations.items():
+        assert old in rules, alert
+        (tmp_path / "alerts.yml").write_text(rules.replace(old, new, 1))
+        r = _promtool(["test", "rules", "alerts_test.yml"], tmp_path)
+        assert r.returncode != 0 and alert in (r.stdout + r.stderr), alert
 
 
 # -- a live exporter over every kind of source --------------------------------------------
@@ -131,58 +131,6 @@ async def exporter(engine: Any, fixture_engines: dict[str, str]) -> AsyncIterato
     await srv.stop()
 
 
-@pytest.fixture
-def prometheus_factory(tmp_path: Path) -> Iterator[Any]:
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(targets: dict[str, str]) -> str:
-        port = _free_port()
-        jobs = "".join(
-            f"  - job_name: {job}\n    metrics_path: {path}\n"
-            f"    static_configs:\n      - targets: ['{hostport}']\n"
-            for job, url in targets.items()
-            for hostport, path in [url.split("//", 1)[1].split("/", 1)]
-        ).replace("metrics_path: ", "metrics_path: /")
-        cfg = tmp_path / "prometheus.yml"
-        cfg.write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            f"rule_files: ['{DATA / 'alerts.yml'}']\n"
-            f"scrape_configs:\n{jobs}"
-        )
-        log = (tmp_path / "prometheus.log").open("wb")
-        procs.append(subprocess.Popen(
-            [PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT,
-        ))  # fmt: skip
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for p in procs:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
-async def _query(
-    session: aiohttp.ClientSession, prom: str, q: str, timeout: float = 60
-) -> list[Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            async with session.get(f"{prom}/api/v1/query", params={"query": q}) as r:
-                doc = await r.json()
-                if doc.get("status") == "success" and doc["data"]["result"]:
-                    return list(doc["data"]["result"])
-        except aiohttp.ClientError:
-            pass  # Prometheus is still starting
-        await asyncio.sleep(0.5)
-    raise AssertionError(f"Prometheus never returned a result for {q!r}")
-
-
 @needs_prometheus
 @pytest.mark.engine
 async def test_real_prometheus_scrapes_exporter_and_engine(
@@ -192,20 +140,21 @@ async def test_real_prometheus_scrapes_exporter_and_engine(
         "infersight": exporter.url + "/metrics",
         "engine": engine.base_url + "/metrics",
     })  # fmt: skip
+    _query = prom.query
     async with aiohttp.ClientSession() as s:
-        up = await _query(s, prom, 'up{job="infersight"}')
+        up = await _query(s, 'up{job="infersight"}')
         assert up[0]["value"][1] == "1"
-        power = await _query(s, prom, 'infersight_gpu_power_limit_watts{gpu="0"}')
+        power = await _query(s, 'infersight_gpu_power_limit_watts{gpu="0"}')
         assert float(power[0]["value"][1]) == 700.0  # 700000 mW replayed through NVML path
-        slots = await _query(s, prom, 'infersight_engine_slots{engine="llamacpp"}')
+        slots = await _query(s, 'infersight_engine_slots{engine="llamacpp"}')
         assert float(slots[0]["value"][1]) == 8.0  # the live engine's parallel=8
-        waiting = await _query(s, prom, 'infersight_engine_requests_waiting{engine="vllm"}')
+        waiting = await _query(s, 'infersight_engine_requests_waiting{engine="vllm"}')
         assert float(waiting[0]["value"][1]) == 12.0
         # Prometheus scrapes the engine itself too
-        direct = await _query(s, prom, 'llamacpp:requests_processing{job="engine"}')
+        direct = await _query(s, 'llamacpp:requests_processing{job="engine"}')
         assert float(direct[0]["value"][1]) >= 0.0
         # the shipped rules loaded and evaluate against real data (KV 0.9375 > 0.9)
-        rules = await _query(s, prom, 'ALERTS{alertname="KvCacheNearlyFull"}', timeout=30)
+        rules = await _query(s, 'ALERTS{alertname="KvCacheNearlyFull"}', timeout=30)
         assert rules[0]["metric"]["alertstate"] in ("pending", "firing")
         # /health says fresh
         async with s.get(exporter.url + "/health") as r:
@@ -225,6 +174,11 @@ async def test_dashboard_and_alerts_name_only_exported_metrics(exporter: Exporte
         for line in text.splitlines()
         if line and not line.startswith("#")
     }
+    # every name of the exporter's table (histograms with their three series)
+    for forms in EXPORTED.values():
+        for e in forms:
+            sfx = ("_bucket", "_sum", "_count") if e.kind == "histogram" else ("",)
+            exported |= {e.name + x for x in sfx}
     # the gateway's own registry (src/infersight/gateway/metrics.py)
     gateway: set[str] = set()
     for fam in GatewayMetrics().registry.collect():

@@ -115,7 +115,7 @@ def test_cli_slots_and_llamacpp_dialect() -> None:
         proc.terminate()
         proc.wait(10)
     bad = subprocess.run(
-        [sys.executable, "-m", "infersight.testing.fake_openai", "--metrics-dialect", "sglang"],
+        [sys.executable, "-m", "infersight.testing.fake_openai", "--metrics-dialect", "triton"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert bad.returncode != 0 and "invalid choice" in bad.stderr

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infersight.core.endpoint import Endpoint, server_root
+from infersight.core.endpoint import Endpoint, server_root, shown_url
 from infersight.telemetry import metrics_url
 
 
@@ -56,3 +56,31 @@ def test_endpoint_given_and_started() -> None:
     assert given_ep.pid is None and given_ep.slots is None and dict(given_ep.settings) == {}
     started = Endpoint("http://127.0.0.1:1", started_by="bench", pid=42, slots=4, model="m")
     assert started.started and started.slots == 4
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://user:pass@10.0.0.5:8000", "http://10.0.0.5:8000"),
+        ("https://key@api.example.com/openai?api-key=abc#x", "https://api.example.com/openai"),
+        ("http://a@b@host/p", "http://host/p"),
+        ("http://10.0.0.5:8000", "http://10.0.0.5:8000"),
+        ("http://h/path@not-userinfo", "http://h/path@not-userinfo"),
+    ],
+)
+def test_shown_url_drops_credentials(url: str, shown: str) -> None:
+    assert shown_url(url) == shown
+
+
+@given(
+    user=st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="/?#@"),
+                 min_size=1, max_size=12),
+    secret=st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="/?#@"),
+                   min_size=6, max_size=24),
+    path=st.sampled_from(["", "/v1", "/a/b"]),
+)
+def test_shown_url_never_shows_userinfo_or_query(user: str, secret: str, path: str) -> None:
+    url = f"http://{user}:{secret}@host.example:8000{path}?token={secret}"
+    shown = shown_url(url)
+    assert secret not in shown and "@" not in shown
+    assert shown == f"http://host.example:8000{path}"

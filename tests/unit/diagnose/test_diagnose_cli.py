@@ -105,3 +105,38 @@ def test_diagnose_errors_are_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     res = runner.invoke(app, ["diagnose"])
     assert isinstance(res.exception, ConfigError)
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--since", "1h", "--start", "now-1h"], "give --since or --start, not both"),
+    (["--step", "fast"], "--step 'fast': expected a duration"),
+    (["--selector", "llm"], "--selector 'llm'"),
+    (["--since", "1h", "--window", "5", "--step", "15s"], "--window 5 s is shorter than --step 15 s"),
+])
+def test_diagnose_prometheus_flags_are_checked_before_any_request(args: list[str], text: str) -> None:
+    # port 9 (discard) on loopback: nothing listens, and nothing is asked before the flags pass
+    res = runner.invoke(app, ["diagnose", "--prometheus", "http://127.0.0.1:9", *args])
+    assert isinstance(res.exception, ConfigError), res.output
+    assert text in str(res.exception)
+
+
+def test_diagnose_prometheus_unreachable_is_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run([sys.executable, "-c", "from infersight.cli import main; main()",
+                           "diagnose", "--prometheus", f"http://user:hunter2@127.0.0.1:{port}"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: Prometheus at http://127.0.0.1:{port}: cannot connect")
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "hunter2" not in proc.stderr
+
+
+def test_report_prometheus_refuses_files_too(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["report", str(tmp_path / "r.json"), "--prometheus", "http://127.0.0.1:9"])
+    assert isinstance(res.exception, ConfigError) and "not both" in str(res.exception)
+    res = runner.invoke(app, ["report"])
+    assert isinstance(res.exception, ConfigError) and "--prometheus URL" in str(res.exception)

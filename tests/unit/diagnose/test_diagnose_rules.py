@@ -200,3 +200,37 @@ def test_engine_specific_fix_names() -> None:
 
 def test_no_data() -> None:
     assert diagnose(RunResult()) == []
+
+
+def _with_oom(run: RunResult, every: int, message: str) -> RunResult:
+    for i, r in enumerate(run.records):
+        if i % every == 0:
+            r.ok, r.error, r.status, r.error_message = False, "OutOfMemory", 500, message
+            r.chunk_times, r.chunk_tokens = [], []
+    return run
+
+
+def test_memory_pressure_names_the_capacity_plans_fix() -> None:
+    # One OOM in 50 is under the error-driven threshold's radar for other rules, but an
+    # engine that ran out of memory is a finding on its own.
+    run = _with_oom(make_run(running=200, slots=256, kv=0.95, util=0.9),
+                    50, "HTTP 400: CUDA out of memory. Tried to allocate 2.00 GiB")
+    vs = diagnose(run, gpu="h100")
+    v = one(vs, "memory_pressure")
+    assert ids(vs).index("memory_pressure") < ids(vs).index("error_driven") \
+        if "error_driven" in ids(vs) else True
+    assert v.evidence_value("out-of-memory errors") == sum(
+        1 for r in run.records if r.error == "OutOfMemory")
+    shape, h100 = shape_from_hf_config(LLAMA3_8B), find_gpu("h100")
+    assert h100 is not None
+    target = v.evidence_value("recommended slots")
+    # The capacity plan's number for this model, device and sequence length.
+    assert target == recommend_slots(shape, h100, ctx=1256).target
+    assert any(f"--max-num-seqs {target}" in f and "capacity plan" in f for f in v.fixes)
+    assert any("--kv-cache-dtype fp8" in f for f in v.fixes)
+    assert "CUDA out of memory" in str(v.evidence_value("example OutOfMemory"))
+
+
+def test_no_memory_pressure_without_oom() -> None:
+    vs = diagnose(make_run(running=16, error_kind="Overloaded", error_every=10))
+    assert "memory_pressure" not in ids(vs)

@@ -15,7 +15,7 @@ from infersight.gateway.http import estimate_tokens, parse_body, validate
 from infersight.gateway.router import Router
 
 
-def test_keystore() -> None:
+async def test_keystore() -> None:
     t = [0.0]
     ks = KeyStore([KeyConfig(name="a", sha256=hash_key("k1"), requests_per_minute=60)],
                   clock=lambda: t[0])
@@ -25,13 +25,29 @@ def test_keystore() -> None:
             ks.authenticate(bad)
         assert "k1" not in str(ei.value)
     for _ in range(60):
-        ks.admit("a")
+        await ks.admit("a")
     with pytest.raises(RateLimited) as rl:
-        ks.admit("a")
+        await ks.admit("a")
     assert rl.value.retry_after == pytest.approx(1.0)
     t[0] += 1.0
-    ks.admit("a")
+    await ks.admit("a")
     assert KeyStore([]).authenticate(None) is None  # auth off
+
+
+async def test_keystore_budget_refuses_once_spent() -> None:
+    ks = KeyStore([KeyConfig(name="b", sha256=hash_key("k"), max_cost_usd=0.01),
+                   KeyConfig(name="free", sha256=hash_key("f"))])
+    await ks.admit("b")
+    ks.charge_tokens("b", 100, 0.006)
+    await ks.admit("b")  # $0.006 of $0.01: still within
+    ks.charge_tokens("b", 100, 0.006)
+    with pytest.raises(RateLimited) as ei:
+        await ks.admit("b")
+    assert getattr(ei.value, "code", None) == "insufficient_quota" and ei.value.status == 429
+    assert "$0.0120 of $0.01" in str(ei.value)
+    ks.charge_tokens("free", 100, 5.0)
+    await ks.admit("free")  # no budget: never refused for spend
+    assert ks.spend() == {"b": (pytest.approx(0.012), 0.01), "free": (5.0, None)}
 
 
 def test_bearer() -> None:

@@ -89,3 +89,28 @@ def test_outcomes_of_requests_sent_before_opening_are_ignored() -> None:
     b.record_failure()  # stale failure does not extend the cooldown
     t[0] = 5.0
     assert b.state is BreakerState.HALF_OPEN
+
+
+def test_own_opens_are_announced_and_remote_opens_are_not() -> None:
+    t = [0.0]
+    opened: list[float] = []
+    b = CircuitBreaker(failures=1, cooldown=5.0, clock=lambda: t[0])
+    b.on_open = opened.append
+    assert b.open_for(2.0)  # another replica's evidence: open, not announced again
+    assert b.state is BreakerState.OPEN and b.seconds_until_probe() == 2.0 and opened == []
+    assert not b.open_for(1.0)  # already open longer
+    assert b.open_for(3.0) and b.seconds_until_probe() == 3.0
+    t[0] = 3.0
+    assert b.state is BreakerState.HALF_OPEN and b.allow()
+    b.record_failure()  # its own probe failed: open for the local cooldown, announced
+    assert b.state is BreakerState.OPEN and opened == [5.0]
+    t[0] = 8.0
+    assert b.allow()
+    b.record_success()
+    assert b.state is BreakerState.CLOSED
+    assert not b.open_for(0.0) and b.state is BreakerState.CLOSED
+    assert b.open_for(12.0) and b.seconds_until_probe() == 12.0  # longer than its cooldown
+    t[0] = 19.9
+    assert b.state is BreakerState.OPEN
+    t[0] = 20.0
+    assert b.state is BreakerState.HALF_OPEN

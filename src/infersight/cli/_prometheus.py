@@ -1,0 +1,44 @@
+"""The ``--prometheus`` options shared by ``diagnose`` and ``report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from infersight.entrypoints.fleet import FleetQuery
+
+__all__ = ["END", "HTTP_CONFIG", "PROMETHEUS", "SELECTOR", "SINCE", "START", "STEP", "fleet_query"]
+
+PROMETHEUS: Any = typer.Option(
+    None, "--prometheus", metavar="URL",
+    help="Diagnose every replica from this Prometheus (server root URL) over a range, "
+    "instead of files: engines (vLLM, SGLang, TGI, llama.cpp), dcgm-exporter and "
+    "infersight's exporter are found by their metric names.",
+)  # fmt: skip
+SINCE: Any = typer.Option(None, "--since", metavar="DURATION",
+                          help="With --prometheus: the last DURATION (15m, 1h, 2d). Default: 1h.")
+START: Any = typer.Option(None, "--start", metavar="TIME",
+                          help="With --prometheus: range start, RFC 3339 (UTC without an "
+                          "offset), Unix seconds or now-2h.")  # fmt: skip
+END: Any = typer.Option(None, "--end", metavar="TIME", help="With --prometheus: range end. Default: now.")
+STEP: Any = typer.Option("15s", "--step", metavar="DURATION",
+                         help="With --prometheus: query resolution (default 15s).")
+SELECTOR: Any = typer.Option(None, "--selector", metavar="MATCHERS",
+                             help="With --prometheus: label matchers for the engines' series, "
+                             "e.g. '{namespace=\"llm\"}'.")  # fmt: skip
+HTTP_CONFIG: Any = typer.Option(
+    None, "--http-config", metavar="FILE",
+    help="With --prometheus: auth and TLS as Prometheus' http_config YAML (basic_auth, "
+    "authorization, tls_config); default: INFERSIGHT_PROMETHEUS_* variables.",
+)  # fmt: skip
+
+
+def fleet_query(url: str, *, since: str | None, start: str | None, end: str | None, step: str,
+                selector: str | None, http_config: Path | None, window: float | None) -> FleetQuery:
+    from infersight.entrypoints.fleet import FleetQuery
+
+    return FleetQuery(url=url, since=since, start=start, end=end, step=step,
+                      selector=selector or "", window=window, http_config=http_config)  # fmt: skip

@@ -1,0 +1,109 @@
+"""Accounting of each request the gateway answers: its error answer, the metrics, the
+spend per key and the one JSON access-log line; and the 401 for a missing key."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import hdrs, web
+
+from infersight.core.errors import InfersightError
+from infersight.gateway.errors import InputError, KeyRefused, KeyThrottled
+from infersight.gateway.http import error_response
+
+if TYPE_CHECKING:
+    from infersight.gateway.auth import KeyStore
+    from infersight.gateway.call import Call
+    from infersight.gateway.config import GatewayConfig
+    from infersight.gateway.metrics import GatewayMetrics
+    from infersight.gateway.router import Router
+
+__all__ = ["Accounting"]
+
+access_log = logging.getLogger("infersight.gateway.access")
+
+
+class Accounting:
+    """Mixed into :class:`~infersight.gateway.server.Gateway`."""
+
+    config: GatewayConfig
+    metrics: GatewayMetrics
+    router: Router
+    keys: KeyStore
+
+    def _denied(self, request: web.Request) -> web.Response | None:
+        """A 401 (counted and logged) for a request without a valid key, else None."""
+        arrival = time.monotonic()
+        try:
+            self.keys.authenticate(request.headers.get(hdrs.AUTHORIZATION))
+        except KeyRefused as e:
+            rid = "req-" + uuid.uuid4().hex
+            resp = self._error(None, rid, e, "-")
+            self._finish(None, "admin", "-", rid, arrival, resp.status, e.kind)
+            return resp
+        return None
+
+    def _error(
+        self, call: Call | None, rid: str, e: InfersightError, model: str
+    ) -> web.Response:
+        resp = error_response(e, rid, (call.queue_delay * 1000.0) if call else 0.0)
+        if call is not None:
+            call.status, call.error = resp.status, e.kind
+        # Gateway-side refusals; admission and routing sheds are counted where they happen.
+        if isinstance(e, InputError):
+            self.metrics.rejections.labels("bad_request").inc()
+        elif isinstance(e, KeyRefused):
+            self.metrics.rejections.labels("auth").inc()
+        elif isinstance(e, KeyThrottled):
+            self.metrics.rejections.labels("rate_limited").inc()
+        return resp
+
+    def _finish(
+        self, call: Call | None, endpoint: str, model: str, rid: str, arrival: float,
+        status: int | None = None, kind: str | None = None,
+    ) -> None:
+        now = time.monotonic()
+        m = self.metrics
+        known = call is not None and self.router.known(call.model)
+        mlabel = call.model if call is not None and known else ("-" if call is None else "unknown")
+        up = call.upstream if call is not None else "-"
+        st = (call.status if call is not None and call.status else status) or 0
+        err = (call.error if call is not None else None) or kind or (
+            "none" if st < 400 else "BadRequest")
+        m.child(m.requests, endpoint, mlabel, up, str(st), err).inc()
+        if call is not None:
+            served = call.served_model or call.model
+            m.child(m.latency, mlabel, up).observe(now - arrival)
+            if call.ttft is not None:
+                m.child(m.ttft, mlabel, up).observe(call.ttft)
+            if call.prompt_tokens or call.completion_tokens:
+                call.cost = m.account(served, call.key, call.prompt_tokens, call.completion_tokens)
+                self.keys.charge_tokens(
+                    call.key, call.prompt_tokens + call.completion_tokens, call.cost
+                )
+        if self.config.access_log and access_log.isEnabledFor(logging.INFO):
+            line: dict[str, Any] = {
+                "ts": time.time(), "request_id": rid, "endpoint": endpoint, "status": st,
+                "latency_ms": round((now - arrival) * 1000.0, 3),
+            }
+            if call is not None:
+                line.update(
+                    model=call.model, served_model=call.served_model, upstream=up,
+                    stream=call.stream, key=call.key, error=call.error,
+                    queue_ms=round(call.queue_delay * 1000.0, 3), attempts=call.attempts,
+                    failovers=call.failovers,
+                    ttft_ms=None if call.ttft is None else round(call.ttft * 1000.0, 3),
+                    prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,
+                    cost_usd=call.cost,
+                )
+                if call.truncated:
+                    line["truncated"] = True
+                if call.usage_estimated:
+                    line["usage_estimated"] = True
+            else:
+                line["error"] = err
+            access_log.info(orjson.dumps(line).decode())

@@ -1,0 +1,46 @@
+"""One client request as the gateway tracks it, from arrival to the access log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Call"]
+
+
+@dataclass(slots=True)
+class Call:
+    """One client request and what became of it (for metrics and the access log)."""
+
+    request_id: str
+    endpoint: str
+    path: str
+    body: dict[str, Any]
+    model: str
+    stream: bool
+    key: str | None
+    arrival: float
+    deadline: float
+    priority: int = 0
+    est_tokens: int = 0
+    wants_usage: bool = False
+    upstream: str = "-"
+    served_model: str | None = None
+    queue_delay: float = 0.0
+    attempts: int = 0
+    failovers: int = 0
+    status: int = 0
+    error: str | None = None
+    ttft: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    #: Set once a byte of the answer reached the client: no failover after that.
+    committed: bool = False
+    #: When the upstream's first content arrived (streams): the limiter's latency signal.
+    first_content_at: float | None = None
+    #: The stream broke after content was sent (the client got an SSE error event).
+    truncated: bool = False
+    #: Token counts estimated (no usage from the upstream: a cut or abandoned stream).
+    usage_estimated: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)

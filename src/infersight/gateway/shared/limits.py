@@ -1,0 +1,247 @@
+"""Per-key request and token limits and spend, enforced across replicas in Redis.
+
+The buckets are the ones :class:`~infersight.gateway.auth.TokenBucket` keeps locally
+(refilled continuously, ``limit`` per minute), but they live in Redis and each
+decision is one Lua script: it reads the bucket, refills it by Redis's own clock
+(``TIME``: replicas' clocks never disagree), decides and writes back atomically, so
+concurrent requests on different replicas can never both take the last token. A
+request costs one round trip at admission; its real token use and dollars are
+charged after the answer, off the request's path.
+
+Keys (``{...}`` is a hash tag: one key's data sits in one Redis Cluster slot)::
+
+    PREFIX:{key:NAME}:rpm     hash l (level), t (time)    expires once full again
+    PREFIX:{key:NAME}:tpm     hash l, t                   expires once full again
+    PREFIX:{key:NAME}:spend   dollars spent (INCRBYFLOAT)  no expiry: the budget ledger
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, cast
+
+from infersight.gateway.shared.batch import ScriptBatcher
+from infersight.gateway.shared.config import SharedConfig
+from infersight.gateway.shared.link import RedisLink
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from infersight.gateway.config import KeyConfig
+
+__all__ = ["SharedLimits", "Verdict"]
+
+log = logging.getLogger("infersight.gateway")
+
+Refusal = Literal["requests", "tokens", "budget"]
+
+_LEVEL = """
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local period = tonumber(ARGV[4])
+local function level(key, cap)
+  local v = redis.call('HMGET', key, 'l', 't')
+  local l, ts = tonumber(v[1]), tonumber(v[2])
+  if l == nil or ts == nil then return cap end
+  return math.min(cap, l + math.max(0, now - ts) * cap / period)
+end
+local function store(key, cap, l)
+  redis.call('HSET', key, 'l', string.format('%.17g', l), 't', string.format('%.6f', now))
+  redis.call('PEXPIRE', key, math.ceil((cap - l) * period / cap * 1000) + 1000)
+end
+"""
+
+#: KEYS rpm, tpm, spend; ARGV rpm, tpm, budget, period ('' = no such limit).
+#: Returns {decision, wait seconds, spent dollars}; takes one request when 'ok'.
+_ADMIT = _LEVEL + """
+local spent = tonumber(redis.call('GET', KEYS[3]) or '0') or 0
+local budget = tonumber(ARGV[3])
+if budget ~= nil and spent >= budget then
+  return {'budget', '0', tostring(spent)}
+end
+local tpm = tonumber(ARGV[2])
+if tpm ~= nil then
+  local tl = level(KEYS[2], tpm)
+  if tl <= 0 then
+    return {'tokens', tostring((math.min(1, tpm) - tl) * period / tpm), tostring(spent)}
+  end
+end
+local rpm = tonumber(ARGV[1])
+if rpm ~= nil then
+  local rl = level(KEYS[1], rpm)
+  local need = math.min(1, rpm)
+  if rl < need then
+    return {'requests', tostring((need - rl) * period / rpm), tostring(spent)}
+  end
+  store(KEYS[1], rpm, rl - 1)
+end
+return {'ok', '0', tostring(spent)}
+"""
+
+#: KEYS tpm, spend; ARGV tpm, tokens, dollars, period. Returns the total spent.
+_CHARGE = _LEVEL + """
+local tpm, n = tonumber(ARGV[1]), tonumber(ARGV[2])
+if tpm ~= nil and n > 0 then
+  store(KEYS[1], tpm, level(KEYS[1], tpm) - n)
+end
+if tonumber(ARGV[3]) > 0 then
+  return redis.call('INCRBYFLOAT', KEYS[2], ARGV[3])
+end
+return redis.call('GET', KEYS[2]) or '0'
+"""
+
+
+#: Charges are summed per key and written this often (seconds): token limits learn of
+#: usage this much later, at one script per key and flush instead of one per request.
+CHARGE_EVERY_S = 0.05
+
+
+@dataclass(slots=True)
+class _Owed:
+    """Usage of one key charged here and not yet written to Redis."""
+
+    key: KeyConfig
+    on_spent: Callable[[float], None]
+    tokens: int = 0
+    dollars: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What Redis decided for one request of a key."""
+
+    #: None: admitted (one request taken); else the limit that refused it.
+    refused: Refusal | None
+    #: Seconds until the refusing bucket allows the next request.
+    wait: float
+    #: The key's total spend in dollars, across replicas.
+    spent: float
+
+
+def _arg(v: float | None) -> str:
+    return "" if v is None else repr(float(v))
+
+
+class SharedLimits:
+    """Admission and charging of keys' limits in Redis; None answers mean "go local"."""
+
+    def __init__(self, link: RedisLink, cfg: SharedConfig, *, period: float = 60.0) -> None:
+        self.link = link
+        self.period = period
+        self.reject_when_down = cfg.on_redis_error == "reject"
+        #: What a refused client is told to wait while Redis is unreachable.
+        self.retry_s = cfg.retry_s
+        self._prefix = cfg.prefix
+        self._admit = ScriptBatcher(link, _ADMIT, "admit")
+        self._charge = link.client.register_script(_CHARGE)
+        self._fallback = link.metrics.fallbacks.labels(cfg.on_redis_error)
+        #: Dollars charged while Redis was unreachable, added once it is back.
+        self.pending: dict[str, float] = {}
+        self._owed: dict[str, _Owed] = {}
+        self._flusher: asyncio.Task[None] | None = None
+        self._calls: dict[str, tuple[KeyConfig, list[str], list[str]]] = {}
+
+    def _keys(self, name: str) -> tuple[str, str, str]:
+        base = f"{self._prefix}:{{key:{name}}}"
+        return base + ":rpm", base + ":tpm", base + ":spend"
+
+    def _admit_call(self, key: KeyConfig) -> tuple[list[str], list[str]]:
+        """The script's KEYS and ARGV for ``key`` (built once per key: the hot path)."""
+        call = self._calls.get(key.name)
+        if call is None or call[0] is not key:
+            args = [_arg(key.requests_per_minute), _arg(key.tokens_per_minute),
+                    _arg(key.max_cost_usd), _arg(self.period)]
+            call = self._calls[key.name] = (key, list(self._keys(key.name)), args)
+        return call[1], call[2]
+
+    async def admit(self, key: KeyConfig) -> Verdict | None:
+        """Take one request from ``key``'s shared buckets; None when Redis is unreachable."""
+        keys, args = self._admit_call(key)
+        reply = await self._admit(keys, args)
+        if reply is None:
+            self._fallback.inc()
+            return None
+        decision, wait, spent = reply
+        refused = None if decision == "ok" else cast(Refusal, decision)
+        return Verdict(refused, float(wait), self._total(key.name, spent))
+
+    def charge(
+        self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]
+    ) -> None:
+        """Charge real usage after the answer, off the request's path; ``on_spent(total)``.
+
+        Charges are summed per key and written every ``CHARGE_EVERY_S`` (50 ms).
+        """
+        if tokens <= 0 and dollars <= 0:
+            return
+        if not self.link.up:
+            if dollars > 0:
+                self.pending[key.name] = self.pending.get(key.name, 0.0) + dollars
+            return
+        owed = self._owed.get(key.name)
+        if owed is None:
+            owed = self._owed[key.name] = _Owed(key, on_spent)
+        owed.tokens += max(0, tokens)
+        owed.dollars += max(0.0, dollars)
+        if self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_owed())
+
+    async def _flush_owed(self) -> None:
+        await asyncio.sleep(CHARGE_EVERY_S)
+        owed, self._owed, self._flusher = self._owed, {}, None
+        await asyncio.gather(*(
+            self._charge_now(o.key, o.tokens, o.dollars, o.on_spent) for o in owed.values()
+        ))
+
+    async def _charge_now(
+        self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]
+    ) -> None:
+        _, tpm_key, spend_key = self._keys(key.name)
+        args = [_arg(key.tokens_per_minute), str(max(0, tokens)), f"{dollars:.12f}",
+                _arg(self.period)]
+        total = await self.link.call(
+            "charge", lambda r: self._charge(keys=[tpm_key, spend_key], args=args)
+        )
+        if total is None:
+            if dollars > 0:
+                self.pending[key.name] = self.pending.get(key.name, 0.0) + dollars
+            return
+        on_spent(self._total(key.name, total))
+
+    async def totals(self, names: list[str]) -> dict[str, float] | None:
+        """Each key's total spend across replicas (None when Redis is unreachable)."""
+        if not names:
+            return {}
+        keys = [self._keys(n)[2] for n in names]
+        values = await self.link.call("spend", lambda r: r.mget(keys))
+        if values is None:
+            return None
+        return {n: self._total(n, v) for n, v in zip(names, values, strict=True)}
+
+    def _total(self, name: str, shared: str | bytes | float | None) -> float:
+        """Redis's total plus dollars charged during an outage and not yet added there."""
+        return float(shared or 0.0) + self.pending.get(name, 0.0)
+
+    async def flush(self) -> None:
+        """Add the dollars charged during an outage to the shared totals."""
+        for name, dollars in list(self.pending.items()):
+            spend_key = self._keys(name)[2]
+
+            async def add(r: Redis, k: str = spend_key, usd: float = dollars) -> float:
+                return float(await r.incrbyfloat(k, usd))
+
+            if await self.link.call("flush", add) is None:
+                return
+            self.pending[name] -= dollars
+            if abs(self.pending[name]) < 1e-12:
+                del self.pending[name]
+
+    async def close(self) -> None:
+        """Write what is owed (each call is bounded by the link's timeout, all by 2 s)."""
+        await self._admit.close()
+        if self._flusher is not None:
+            await asyncio.wait([self._flusher], timeout=2.0)
