@@ -101,7 +101,7 @@ def _banner(
         f"infersight serve: listening on {url}  (OpenAI API: {url}/v1)",
         f"  model    {engine.model_name}  ({c.model}, {size_mib:.0f} MiB)",
         f"  slots    {c.parallel} x {c.ctx_per_slot} tokens of context (--ctx {c.ctx} in total)",
-        f"  threads  {c.threads}",
+        f"  threads  {engine.thread_policy}",
         f"  api key  {'required, from ' + key_source if key_source else 'none (open access)'}",
         f"  metrics  {url}/metrics",
         f"  engine   {engine.base_url} ({private})",
