@@ -14,7 +14,6 @@ import asyncio
 import logging
 import re
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,6 +27,7 @@ from infersight.core.httpguard import GuardedRunner, GuardSettings, MalformedReq
 from infersight.core.pricing import PriceTable
 from infersight.gateway.admin import AdminEndpoints
 from infersight.gateway.auth import KeyStore
+from infersight.gateway.call import request_id
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.errors import InputError
 from infersight.gateway.http import ENDPOINTS, error_response, estimate_tokens, parse_body, validate
@@ -122,7 +122,7 @@ class Gateway(AdminEndpoints):
             idle_timeout_s=c.keepalive_timeout_s,
             max_connections_per_client=c.max_connections_per_client,
             on_event=lambda reason: rejections.labels(reason).inc(),
-            headers=lambda: {"X-Request-Id": "req-" + uuid.uuid4().hex, "X-Queue-Delay": "0.000"},
+            headers=lambda: {"X-Request-Id": request_id(), "X-Queue-Delay": "0.000"},
         )
 
     async def start(self) -> None:
@@ -183,7 +183,7 @@ class Gateway(AdminEndpoints):
         arrival = time.monotonic()
         rid = request.headers.get("X-Request-Id", "")
         if not _RID_OK.match(rid):
-            rid = "req-" + uuid.uuid4().hex
+            rid = request_id()
         call: Call | None = None
         model = "-"
         kind: str | None = None
@@ -260,7 +260,7 @@ class Gateway(AdminEndpoints):
             InputError(
                 f"no such endpoint: {request.method} {request.path}", code="not_found", status=404
             ),
-            "req-" + uuid.uuid4().hex,
+            request_id(),
         )
 
     async def _method_not_allowed(self, request: web.Request) -> web.Response:
@@ -272,5 +272,5 @@ class Gateway(AdminEndpoints):
                 code="method_not_allowed",
                 status=405,
             ),
-            "req-" + uuid.uuid4().hex,
+            request_id(),
         )
