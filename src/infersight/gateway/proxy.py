@@ -106,7 +106,9 @@ class Proxy:
                 continue
             adm = up.admission
             try:
-                queued = await adm.acquire(call.deadline, call.priority)
+                # A free slot is taken without a coroutine (the common case).
+                queued = 0.0 if adm.try_acquire() else await adm.acquire(
+                    call.deadline, call.priority)
             except Shed as e:
                 up.breaker.record_neutral()
                 last = e
