@@ -56,11 +56,17 @@ class AccessLineHandler(logging.Handler):
                 return
             data = bytes(self._buf)
             self._buf.clear()
-            stream = self._stream
-            if stream is None:  # stdout as it is now (a test may have replaced it)
-                sys.stdout.flush()
-                stream = sys.stdout.buffer
             try:
+                stream = self._stream
+                if stream is None:  # stdout as it is now (it may have been replaced)
+                    out = sys.stdout
+                    out.flush()
+                    raw = getattr(out, "buffer", None)
+                    if raw is None:  # a text-only stream
+                        out.write(data.decode())
+                        out.flush()
+                        return
+                    stream = raw
                 stream.write(data)
                 stream.flush()
             except (OSError, ValueError):

@@ -126,3 +126,13 @@ def test_sink_only_when_alone(access_logger: logging.Logger) -> None:
     access_logger.setLevel(logging.INFO)
     h.addFilter(lambda r: False)
     assert line_sink() is None
+
+
+def test_default_stream_is_stdout_as_it_is_at_flush(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = io.StringIO()  # a text-only stdout (no .buffer), as some harnesses install
+    monkeypatch.setattr("sys.stdout", text)
+    h = AccessLineHandler()
+    h.write_line(b'{"request_id":"req-1"}')
+    assert text.getvalue() == ""
+    h.flush()
+    assert text.getvalue() == '{"request_id":"req-1"}\n'
