@@ -70,8 +70,8 @@ def conditions(m: Meter) -> str:
 
 def rate_table(targets: list[Target], rates: list[float], seconds: float, blocks: int,
                verdict: dict[str, list[str]]) -> None:
-    hdr = (f"{'mode':<7}{'rate':>6}  {'target':<11}{'p50 ms':>9}{'p99 ms':>9}{'+p50':>8}"
-           f"{'+p99':>8}{'cpu ms/req':>12}{'err':>5}{'n':>7}")
+    hdr = (f"{'mode':<7}{'rate':>6}  {'target':<11}{'p50 ms':>10}{'p99 ms':>10}{'+p50':>10}"
+           f"{'+p99':>10}{'cpu ms/req':>12}{'err':>5}{'n':>7}")
     print(hdr)
     print("-" * len(hdr))
     for stream in (False, True):
@@ -83,10 +83,10 @@ def rate_table(targets: list[Target], rates: list[float], seconds: float, blocks
             for t in targets:
                 s = res[t.name]
                 add50, add99 = pct(s.lat, 50) - pct(base, 50), pct(s.lat, 99) - pct(base, 99)
-                added = f"{add50:>8.3f}{add99:>8.3f}" if t.name != "direct" else " " * 16
+                added = f"{add50:>10.3f}{add99:>10.3f}" if t.name != "direct" else " " * 20
                 cpu = s.cpu_ms_per_req()
-                print(f"{mode:<7}{rate:>6.0f}  {t.name:<11}{pct(s.lat, 50):>9.3f}"
-                      f"{pct(s.lat, 99):>9.3f}{added}{cpu:>12.3f}{s.errors:>5}{len(s.lat):>7}")
+                print(f"{mode:<7}{rate:>6.0f}  {t.name:<11}{pct(s.lat, 50):>10.3f}"
+                      f"{pct(s.lat, 99):>10.3f}{added}{cpu:>12.3f}{s.errors:>5}{len(s.lat):>7}")
                 if t.name == "infersight":
                     ok = add50 <= GOAL_ADDED_P50_MS and add99 <= GOAL_ADDED_P99_MS
                     verdict["latency"].append(

@@ -182,7 +182,7 @@ class Gateway(AdminEndpoints):
     async def handle(self, request: web.Request, endpoint: str, path: str) -> web.StreamResponse:
         arrival = time.monotonic()
         rid = request.headers.get("X-Request-Id", "")
-        if not _RID_OK.match(rid):
+        if not rid or not _RID_OK.match(rid):
             rid = request_id()
         call: Call | None = None
         model = "-"
@@ -198,7 +198,8 @@ class Gateway(AdminEndpoints):
             call = Call(
                 request_id=rid, endpoint=endpoint, path=path, body=body, model=model,
                 stream=stream, key=key, arrival=arrival, deadline=deadline, priority=priority,
-                est_tokens=estimate_tokens(endpoint, body),
+                # Only cost rules route by size: without one, skip walking the input.
+                est_tokens=estimate_tokens(endpoint, body) if self.router.cost_rules else 0,
                 wants_usage=bool(isinstance(so, dict) and so.get("include_usage")),
             )
             if not self.router.known(model) and not any(
