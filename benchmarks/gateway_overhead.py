@@ -22,7 +22,7 @@ the upstream on one core, the proxy and the load generator on the other.
 Every figure comes with the load average and the CPU that other processes used
 during it: on a busy machine the absolute numbers inflate; the side-by-side ones hold.
 
-    python benchmarks/gateway_overhead.py --quick        # ~2 min
+    python benchmarks/gateway_overhead.py --quick        # ~3 min on a quiet machine
     python benchmarks/gateway_overhead.py                # full run, ~6 min
     python benchmarks/gateway_overhead.py --quick --profile --baseline-src ../main/src
 """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -39,6 +40,26 @@ def _setup_logging(access_log: bool) -> None:
         acc.setLevel(logging.INFO)
 
 
+#: Young-generation threshold while serving (Python's default is 700): a request makes
+#: hundreds of short-lived containers, freed by reference counting, that still count
+#: towards the next collection.
+GC_THRESHOLD = (7000, 10, 10)
+
+
+def _tune_gc() -> None:
+    """Keep the garbage collector off the hot path.
+
+    Measured on the gateway at capacity, cyclic collections took 6% of its CPU for
+    JSON answers and 9% for streams, mostly full collections walking the start-up
+    heap (modules, the app, config) that never becomes garbage. That heap is moved
+    out of the collector's sight (``gc.freeze``) once the gateway listens, and young
+    collections run a tenth as often; reference cycles are still collected.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
+
+
 async def _serve_async(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any]) -> None:
     gw = Gateway(cfg)
     stop = asyncio.Event()
@@ -49,6 +70,7 @@ async def _serve_async(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any]) -
     flusher = asyncio.create_task(flush_periodically())
     try:
         async with gw.running():
+            _tune_gc()
             on_ready(gw)
             await stop.wait()
     finally:
