@@ -70,7 +70,7 @@ async def _preflight(client: Any, url: str) -> str | None:
             "--api-key-env/--api-key-file"
         ) from None
     except (ConnectError, Timeout) as e:
-        raise ConfigError(f"cannot reach {url}: {e}") from None
+        raise ConfigError(str(e)) from None  # "cannot connect to HOST:PORT: why"
     except InfersightError:
         return None  # no /v1/models on this server: rows must name their model
     return models[0] if models else None
@@ -229,7 +229,7 @@ def run_batch(cfg: BatchConfig | None = None, /, *, handle_signals: bool = False
         def wire(runner: RowRunner) -> None:
             if handle_signals:
                 for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.add_signal_handler(sig, runner.request_stop, config.grace)
+                    loop.add_signal_handler(sig, runner.request_stop, config.grace, sig)
 
         try:
             return await run_batch_async(config, endpoint=endpoint, progress=progress,

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from infersight.core.errors import (
     Timeout,
 )
 from infersight.core.records import RequestRecord
+from infersight.core.signals import stop_text
 
 __all__ = ["CUSTOM_ID_HEADER", "RowRunner", "is_congestion"]
 
@@ -107,17 +109,19 @@ class RowRunner:
         self._flush_task: asyncio.Task[int] | None = None
 
     # -- control from outside (Ctrl-C) -------------------------------------------------
-    def request_stop(self, grace: float) -> None:
-        """First call: send nothing new, give rows in flight ``grace`` s; second: cancel."""
+    def request_stop(self, grace: float, sig: int | None = None) -> None:
+        """First call: send nothing new, give rows in flight ``grace`` s; second: cancel.
+        ``sig`` (SIGINT, SIGTERM) is named in the note."""
         now = time.monotonic()
         if self._stopping:
             self._cancel_at = now
         else:
             self._stopping, self._cancel_at = True, now + grace
             self.stopped = "interrupted"
+            again = " (Ctrl-C again to cancel them)" if sig in (None, signal.SIGINT) else ""
             self.progress.note(
-                f"stopping: no new rows; waiting up to {grace:g} s for {len(self._tasks)} "
-                "in flight (Ctrl-C again to cancel them)"
+                f"{stop_text(sig)}: no new rows; waiting up to {grace:g} s for "
+                f"{len(self._tasks)} in flight{again}"
             )
         self._wake.set()
 

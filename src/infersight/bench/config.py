@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from infersight.core.durations import parse_duration
 from infersight.core.errors import ConfigError
 from infersight.core.metrics import SLO_METRICS, Window, parse_slo_key
 from infersight.core.settings import BaseConfig, config_error
@@ -219,15 +220,15 @@ def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[An
     return values
 
 
-_SLO_RE = re.compile(r"^\s*([a-z0-9_.]+)\s*(<=|<)\s*([\d.]+)\s*(ms|s|us)?\s*$")
-_UNITS = {"ms": 1e-3, "s": 1.0, "us": 1e-6}
+_SLO_RE = re.compile(r"^\s*([a-z0-9_.]+)\s*(<=|<)\s*(\S+)\s*$")
 
 
 def parse_slo(text: str) -> dict[str, float]:
     """``"ttft_p99<500ms,tpot_p99<50ms"`` -> ``{"ttft_p99": 0.5, "tpot_p99": 0.05}``.
 
-    Units: ms (default), s, us. A metric without a statistic (``e2e<2s``) applies to
-    every request (``e2e_max``).
+    Limits are durations with a unit (us, ms, s, m): a bare number would be seconds in
+    every other flag but milliseconds in vLLM's ``--goodput``, so it is refused here.
+    A metric without a statistic (``e2e<2s``) applies to every request (``e2e_max``).
     """
     out: dict[str, float] = {}
     for part in (p for p in text.split(",") if p.strip()):
@@ -236,7 +237,7 @@ def parse_slo(text: str) -> dict[str, float]:
             raise ConfigError(
                 f"--slo {part.strip()!r}: expected e.g. 'ttft_p99<500ms' or 'tpot_p50<30ms'"
             )
-        key, _, value, unit = m.groups()
+        key, _, value = m.groups()
         try:
             metric, stat = parse_slo_key(key)
         except ConfigError:
@@ -245,10 +246,11 @@ def parse_slo(text: str) -> dict[str, float]:
                 f"optional _p50/_p90/_p95/_p99/_p99.9/_mean/_max"
             ) from None
         key = f"{metric}_{stat}"
-        try:
-            limit = float(value) * _UNITS[unit or "ms"]
-        except ValueError:
-            raise ConfigError(f"--slo {part.strip()!r}: {value!r} is not a number") from None
+        if re.fullmatch(r"[\d.]+", value):
+            raise ConfigError(
+                f"--slo {part.strip()!r}: give the limit a unit, e.g. {value}ms or {value}s"
+            )
+        limit = parse_duration(value, f"--slo {part.strip()!r}:")
         if limit <= 0:
             raise ConfigError(f"--slo {part.strip()!r}: the limit must be positive")
         out[key] = limit

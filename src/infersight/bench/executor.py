@@ -109,7 +109,7 @@ async def run_level(
             rec = _adopt(rec, getattr(done, "record", None))
         except asyncio.CancelledError:
             rec.cancelled, rec.ok, rec.error = True, False, "Cancelled"
-            rec.error_message = f"cancelled after the {plan.grace:g}s grace period (Ctrl-C)"
+            rec.error_message = f"cancelled after the {plan.grace:g}s grace period (the run was stopped)"
             raise
         except InfersightError as e:
             rec = _adopt(rec, getattr(e, "record", None))

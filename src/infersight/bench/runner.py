@@ -38,6 +38,7 @@ from infersight.core.endpoint import Endpoint
 from infersight.core.errors import InfersightError
 from infersight.core.metrics import aggregate
 from infersight.core.records import ClockAnchor, RunResult
+from infersight.core.signals import stop_text
 
 __all__ = ["run", "run_async"]
 
@@ -49,11 +50,14 @@ class _Stop:
         self.stop = False
         self.hard = False
         self.during: str | None = None
+        #: The signal that stopped the run (SIGINT, SIGTERM), for the note.
+        self.signal: int | None = None
 
-    def press(self) -> None:
+    def press(self, sig: int | None = None) -> None:
         if self.stop:
             self.hard = True
         self.stop = True
+        self.signal = self.signal or sig
 
 
 def run(config: BenchConfig, *, endpoint: Endpoint | None = None) -> RunResult:
@@ -81,7 +85,7 @@ async def run_async(
     # stop scheduling, let requests in flight finish within the grace, keep everything.
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.press)
+            loop.add_signal_handler(sig, stop.press, sig)
             handled.append(sig)
     try:
         target = await open_target(cfg, endpoint)
@@ -275,7 +279,7 @@ def _finish(
         result.partial = True
         n_cancel = sum(1 for r in result.records if r.cancelled)
         result.notes.append(
-            f"interrupted (Ctrl-C) during level {stop.during or '?'}: scheduling stopped, "
+            f"{stop_text(stop.signal)} during level {stop.during or '?'}: scheduling stopped, "
             f"{n_cancel} request(s) still in flight after the grace period were cancelled"
         )
     if not prompts.desc.get("lengths_exact", True):

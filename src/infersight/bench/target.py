@@ -92,7 +92,7 @@ async def _check(cfg: BenchConfig, target: Target, client: Any, endpoint: Endpoi
     except E.BadRequest:
         models = []  # no /v1/models here; the test request below checks the model
     except E.TransportError as e:
-        raise E.ConfigError(f"cannot reach {url}: {e}") from None
+        raise E.ConfigError(str(e)) from None  # "cannot connect to HOST:PORT: why"
     except E.StatusError as e:
         raise E.ConfigError(f"{url}/v1/models answered HTTP {e.status}: {e}") from None
     if not target.model:

@@ -9,6 +9,8 @@ import sys
 import typer
 
 from infersight import __version__
+from infersight.cli._conventions import MAX_WIDTH, apply_conventions
+from infersight.cli._help_format import Group
 
 __all__ = ["app", "fail", "main"]
 
@@ -17,11 +19,15 @@ COMMAND_MODULES = ("serve", "bench", "gateway", "monitor", "diagnose", "report",
 
 app = typer.Typer(
     name="infersight",
+    cls=Group,
     help="Find out why LLM inference is slow, idle or expensive, and fix it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    # Plain help (click's formatter): rich markup would turn `uniform:A:B` into emoji,
+    # eat `[default]` and cut long syntax with an ellipsis (cli/_conventions.py).
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": MAX_WIDTH},
 )
 
 
@@ -42,6 +48,7 @@ def _root(
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"infersight.cli.{_name}").register(app)
+apply_conventions(app)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

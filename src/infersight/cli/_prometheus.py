@@ -18,21 +18,22 @@ PROMETHEUS: Any = typer.Option(
     "instead of files: engines (vLLM, SGLang, TGI, llama.cpp), dcgm-exporter and "
     "infersight's exporter are found by their metric names.",
 )  # fmt: skip
-SINCE: Any = typer.Option(None, "--since", metavar="DURATION",
-                          help="With --prometheus: the last DURATION (15m, 1h, 2d). Default: 1h.")
+SINCE: Any = typer.Option(None, "--since", metavar="DURATION", show_default="1h",
+                          help="With --prometheus: the last DURATION (15m, 1h, 1h30m, 2d).")
 START: Any = typer.Option(None, "--start", metavar="TIME",
                           help="With --prometheus: range start, RFC 3339 (UTC without an "
-                          "offset), Unix seconds or now-2h.")  # fmt: skip
-END: Any = typer.Option(None, "--end", metavar="TIME", help="With --prometheus: range end. Default: now.")
+                          "offset), a Unix timestamp or now-2h.")  # fmt: skip
+END: Any = typer.Option(None, "--end", metavar="TIME", show_default="now",
+                        help="With --prometheus: range end, as --start.")
 STEP: Any = typer.Option("15s", "--step", metavar="DURATION",
-                         help="With --prometheus: query resolution (default 15s).")
+                         help="With --prometheus: query resolution (15s, 1m).")
 SELECTOR: Any = typer.Option(None, "--selector", metavar="MATCHERS",
                              help="With --prometheus: label matchers for the engines' series, "
                              "e.g. '{namespace=\"llm\"}'.")  # fmt: skip
 HTTP_CONFIG: Any = typer.Option(
     None, "--http-config", metavar="FILE",
     help="With --prometheus: auth and TLS as Prometheus' http_config YAML (basic_auth, "
-    "authorization, tls_config); default: INFERSIGHT_PROMETHEUS_* variables.",
+    "authorization, tls_config).", show_default="INFERSIGHT_PROMETHEUS_* variables",
 )  # fmt: skip
 
 

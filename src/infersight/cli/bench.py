@@ -7,23 +7,30 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from infersight.cli._conventions import (
+    api_key_env_option,
+    api_key_file_option,
+    command_help,
+    duration_option,
+)
+
 if TYPE_CHECKING:
     from infersight.bench import BenchConfig
 
-_HELP = """Load-test an OpenAI-compatible server and explain the result.
-
-With no --url the embedded engine is started for the run. Latency counts from the intended send time (no coordinated omission); a run the load generator itself limited is flagged at the top of every output.
-
-Examples:
-
-  infersight bench --concurrency 1,4,16 --requests 48 --max-tokens 64 --out runs/demo
-
-  infersight bench --url http://127.0.0.1:8000 --rate 1,2,4 --duration 60
-
-  infersight bench --url URL --find-max --slo "ttft_p99<500ms,tpot_p99<50ms"
-
-  infersight bench --url URL --rate 200 --duration 60 --ray auto --workers 4
-"""
+_HELP = command_help(
+    "Load-test an OpenAI-compatible server and explain the result.",
+    "With no --url the embedded engine is started for the run. Latency counts from the "
+    "intended send time (no coordinated omission); a run the load generator itself "
+    "limited is flagged at the top of every output.",
+    "Durations take units: 500ms, 2s, 1m (a bare number is seconds). Flags of vllm bench "
+    "serve work too: --num-prompts, --max-concurrency, --goodput.",
+    examples=[
+        "infersight bench --concurrency 1,4,16 --requests 48 --out runs/demo",
+        "infersight bench --url http://127.0.0.1:8000 --rate 1,2,4 --duration 1m",
+        "infersight bench --url URL --find-max --slo 'ttft_p99<500ms,tpot_p99<50ms'",
+        "infersight bench --url URL --rate 200 --duration 1m --ray auto --workers 4",
+    ],
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -31,50 +38,51 @@ def register(app: typer.Typer) -> None:
 
     @app.command("bench", help=_HELP, no_args_is_help=False)
     def bench(
-        url: str = typer.Option(None, help="Server root, e.g. http://127.0.0.1:8000 (default: start the embedded engine)."),
-        model: str = typer.Option(None, help="Model id (default: the first the server lists)."),
-        api_key_env: str = typer.Option(None, help="Environment variable holding the API key."),
-        api_key_file: Path = typer.Option(None, help="File holding the API key (first line)."),
-        endpoint: str = typer.Option("chat", help="chat or completions."),
+        url: str = typer.Option(None, metavar="URL", help="The server's root URL, e.g. http://127.0.0.1:8000.", show_default="start the embedded engine"),
+        model: str = typer.Option(None, help="Model id.", show_default="the first the server lists"),
+        api_key_env: str = api_key_env_option(),
+        api_key_file: Path = api_key_file_option(),
+        endpoint: str = typer.Option("chat", metavar="chat|completions", help="The OpenAI API to call."),
         stream: bool = typer.Option(True, "--stream/--no-stream", help="Stream responses (needed for TTFT/ITL)."),
-        concurrency: str = typer.Option(None, help="Closed loop: users per level, e.g. 1,4,16."),
-        rate: str = typer.Option(None, help="Open loop, constant rate: requests/s per level, e.g. 1,2,4."),
-        poisson: str = typer.Option(None, help="Open loop, Poisson arrivals: mean requests/s per level."),
+        concurrency: str = typer.Option(None, metavar="LIST", help="Closed loop: requests kept in flight, one level per value, e.g. 1,4,16."),
+        rate: str = typer.Option(None, metavar="LIST", help="Open loop, constant rate: requests/s per level, e.g. 1,2,4."),
+        poisson: str = typer.Option(None, metavar="LIST", help="Open loop, Poisson arrivals: mean requests/s per level."),
         burstiness: float = typer.Option(1.0, help="Gamma arrivals: 1 = Poisson, <1 burstier, >1 more even."),
-        sweep: str = typer.Option(None, help="'auto': sequential, saturation, then rates in between."),
+        sweep: str = typer.Option(None, metavar="MODE", help="'auto': sequential, saturation, then rates in between."),
         sweep_levels: int = typer.Option(4, help="Rates between baseline and saturation for --sweep auto."),
-        requests: int = typer.Option(None, help="Requests per level (default 64 when no --duration)."),
-        duration: float = typer.Option(None, help="Seconds per level."),
-        warmup: str = typer.Option("auto", help="Cut from the window: 'auto', seconds ('10s') or requests ('20')."),
-        cooldown: str = typer.Option("auto", help="Cut from the end of the window, like --warmup."),
+        requests: int = typer.Option(None, "--requests", "--num-prompts", help="Requests per level (--num-prompts as in vllm bench serve).", show_default="64 without --duration"),
+        duration: float = duration_option(None, "--duration", help="How long each level sends."),
+        warmup: str = typer.Option("auto", metavar="CUT", help="Cut from the start of the window: 'auto', a duration ('10s') or a request count ('20')."),
+        cooldown: str = typer.Option("auto", metavar="CUT", help="Cut from the end of the window, like --warmup."),
         workers: int = typer.Option(1, help="Load-generator processes (with --ray: Ray actors across the cluster)."),
-        ray: str = typer.Option(None, help="Run the workers on a Ray cluster: 'auto' (this host's) or HOST:PORT (needs infersight[ray])."),
-        ray_strategy: str = typer.Option("spread", help="With --ray: 'spread' (best effort) or 'strict-spread' (one worker per node)."),
+        ray: str = typer.Option(None, metavar="ADDRESS", help="Run the workers on a Ray cluster: 'auto' (this host's) or HOST:PORT (needs infersight[ray])."),
+        ray_strategy: str = typer.Option("spread", metavar="spread|strict-spread", help="With --ray: 'spread' (best effort) or 'strict-spread' (one worker per node)."),
         ray_cpus: float = typer.Option(1.0, help="With --ray: CPUs each worker reserves."),
-        max_concurrency: int = typer.Option(0, help="Cap on requests in flight (0 = none); the excess waits in the client and counts in latency."),
-        grace: float = typer.Option(5.0, help="Seconds Ctrl-C waits for requests in flight."),
-        input_tokens: str = typer.Option("fixed:64", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."),
-        output_tokens: str = typer.Option(None, help="Output lengths (max_tokens per request), same syntax."),
+        max_concurrency: int = typer.Option(0, help="At most this many requests in flight (0 = no cap); the excess waits in the client and counts in latency."),
+        grace: float = duration_option(5.0, "--grace", help="How long Ctrl-C waits for requests in flight."),
+        input_tokens: str = typer.Option("fixed:64", metavar="DIST", help="Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD."),
+        output_tokens: str = typer.Option(None, metavar="DIST", help="Output lengths (max_tokens per request), same syntax."),
         max_tokens: int = typer.Option(128, help="max_tokens when --output-tokens is not given."),
-        dataset: Path = typer.Option(None, help="OpenAI-messages .jsonl or ShareGPT .json file."),
+        dataset: Path = typer.Option(None, metavar="FILE", help="OpenAI-messages .jsonl or ShareGPT .json file."),
         shared_prefix: int = typer.Option(0, help="Tokens of one prefix every synthetic prompt shares."),
         ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask the server to generate max_tokens exactly."),
         seed: int = typer.Option(0, help="Seed for prompts, lengths and arrival times."),
-        slo: str = typer.Option(None, help="Goals, e.g. 'ttft_p99<500ms,tpot_p99<50ms' (goodput)."),
+        slo: str = typer.Option(None, metavar="GOALS", help="Goals, e.g. 'ttft_p99<500ms,tpot_p99<50ms' (goodput counts the requests within them)."),
+        goodput: list[str] = typer.Option(None, metavar="KEY:MS", help="vllm bench serve's goals: ttft, tpot or e2el in ms, e.g. --goodput 'ttft:500 tpot:50' (the same as --slo 'ttft<500ms,tpot<50ms')."),
         find_max: bool = typer.Option(False, "--find-max", help="Search the highest rate meeting --slo."),
         find_max_steps: int = typer.Option(5, help="Bisection steps for --find-max."),
-        scrape: list[str] = typer.Option(None, help="Prometheus /metrics URL to sample every second (repeatable); by default the target's own /metrics when it answers."),
+        scrape: list[str] = typer.Option(None, metavar="URL", help="Prometheus /metrics URL to sample every second (repeatable); by default the target's own /metrics when it answers."),
         no_scrape: bool = typer.Option(False, "--no-scrape", help="Scrape no /metrics (not even the target's own)."),
-        out: Path = typer.Option(None, help="Directory for result.json, records.csv and schema.json."),
+        out: Path = typer.Option(None, metavar="DIR", help="Directory for result.json, records.csv and schema.json."),
         price_in: float = typer.Option(None, help="$ per million input tokens."),
         price_out: float = typer.Option(None, help="$ per million output tokens."),
-        prices: Path = typer.Option(None, help="Price table file (TOML, like the shipped prices.toml)."),
+        prices: Path = typer.Option(None, metavar="FILE", help="Price table file (TOML, like the shipped prices.toml)."),
         diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Embed and print the diagnosis."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress on the terminal."),
-        parallel: int = typer.Option(8, help="Embedded engine: slots (ignored with --url)."),
-        engine_slots: int = typer.Option(None, help="The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; default: the engine's own export, else inferred from its running count."),
-        ctx: int = typer.Option(None, help="Embedded engine: total context (ignored with --url)."),
-        timeout: float = typer.Option(600.0, help="Seconds one request may take, from its intended send."),
+        parallel: int = typer.Option(8, help="Embedded engine: slots, requests decoded together (ignored with --url)."),
+        engine_slots: int = typer.Option(None, help="The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; without it, the engine's own export, else inferred from its running count."),
+        ctx: int = typer.Option(None, help="Embedded engine: total context in tokens (ignored with --url)."),
+        timeout: float = duration_option(600.0, "--timeout", help="How long one request may take, from its intended send."),
     ) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name
         from infersight.entrypoints.bench import run_bench
@@ -94,6 +102,8 @@ def _config(flags: dict[str, Any]) -> BenchConfig:
     from infersight.core.errors import ConfigError
 
     concurrency, rate, poisson = flags.pop("concurrency"), flags.pop("rate"), flags.pop("poisson")
+    goals = [flags.pop("slo"), *(goodput_to_slo(g) for g in flags.pop("goodput") or [])]
+    flags["slo"] = ",".join(g for g in goals if g) or None
     if rate and poisson:
         raise ConfigError("give --rate (constant) or --poisson, not both")
     arrival = "poisson" if poisson else "constant"
@@ -110,3 +120,23 @@ def _config(flags: dict[str, Any]) -> BenchConfig:
         _FIELDS.get(k, k): str(v) if isinstance(v, Path) else v for k, v in flags.items()
     }
     return BenchConfig.build(**given, **levels)
+
+
+#: vllm bench serve's --goodput keys (values in ms) and the SLO metric each is.
+_GOODPUT_KEYS = {"ttft": "ttft", "tpot": "tpot", "e2el": "e2e", "itl": "itl"}
+
+
+def goodput_to_slo(text: str) -> str:
+    """vLLM's ``--goodput 'ttft:500 tpot:50'`` (ms, per request) as ``--slo`` goals."""
+    from infersight.core.errors import ConfigError
+
+    goals = []
+    for part in text.replace(",", " ").split():
+        key, sep, ms = part.partition(":")
+        if not sep or key not in _GOODPUT_KEYS or not ms.replace(".", "", 1).isdigit():
+            raise ConfigError(
+                f"--goodput {part!r}: expected KEY:MS with KEY one of "
+                f"{', '.join(_GOODPUT_KEYS)}, e.g. ttft:500"
+            )
+        goals.append(f"{_GOODPUT_KEYS[key]}<{ms}ms")
+    return ",".join(goals)

@@ -10,37 +10,46 @@ from typing import TYPE_CHECKING
 import typer
 
 from infersight.cli import _prometheus as P
+from infersight.cli._conventions import (
+    api_key_env_option,
+    api_key_file_option,
+    command_help,
+    duration_option,
+)
 
 if TYPE_CHECKING:
     from infersight.diagnose.physics import Device
 
-_DIAG_HELP = """Explain a run: the verdict per time window, its evidence and the fix.
+_DIAG_HELP = command_help(
+    "Explain a run: what is wrong, the evidence and the fix.",
+    "One verdict per time window (per load level for a bench run).",
+    "Reads a RunResult (infersight bench --out) or monitor recordings (infersight "
+    "monitor --record FILE.jsonl), or watches a live server for --seconds, or diagnoses "
+    "every replica a Prometheus scrapes over a range (--prometheus, with a fleet summary).",
+    examples=[
+        "infersight diagnose runs/demo/result.json",
+        "infersight diagnose --url http://127.0.0.1:8000 --seconds 30s",
+        "infersight diagnose run.json --model path/to/config.json --gpu h100 --json",
+        "infersight diagnose --prometheus http://prometheus:9090 --since 1h",
+        "infersight diagnose --prometheus http://prom:9090 --selector '{job=\"vllm\"}'",
+    ],
+)
 
-Reads a RunResult (infersight bench --out) or monitor recordings (infersight monitor --record FILE.jsonl), or watches a live server for --seconds.
-
-Examples:
-
-  infersight diagnose runs/demo/result.json
-
-  infersight diagnose --url http://127.0.0.1:8000 --seconds 30
-
-  infersight diagnose run.json --model path/to/config.json --gpu h100 --json
-
-  infersight diagnose --prometheus http://prometheus:9090 --since 1h --selector '{namespace="llm"}'
-"""
-
-_PLAN_HELP = """Plan serving capacity: memory breakdown, max concurrent sequences and engine settings for a model on a device at a context length.
-
---model takes an HF config.json, a .gguf file, a folder holding either, or 'embedded' (the built-in SmolLM2-135M). --gpu takes a name from the peak table (h100, h200, a100-80gb, l4, l40s, a10g, t4, rtx-4090, mi300x, ...) or 'cpu' (this host, measured).
-
-Examples:
-
-  infersight plan --model config.json --gpu h100 --ctx 8192
-
-  infersight plan --model embedded --gpu cpu --ctx 2048 --concurrency 16 --tokens 64
-
-The slot limit (--parallel, --max-num-seqs) comes from the same function `diagnose` uses for a slot-bound run, so both name the same number: what the memory holds on a GPU, twice the batch where decode turns compute-bound on a CPU.
-"""
+_PLAN_HELP = command_help(
+    "Plan serving capacity: memory, sequences and engine settings.",
+    "The memory breakdown, the most concurrent sequences and the engine settings for a "
+    "model on a device at a context length. --model takes an HF config.json, a .gguf "
+    "file, a folder holding either, or 'embedded' (the built-in SmolLM2-135M). --gpu "
+    "takes a name from the peak table (h100, h200, a100-80gb, l4, l40s, a10g, t4, "
+    "rtx-4090, mi300x, ...) or 'cpu' (this host, measured).",
+    "The slot limit (--parallel, --max-num-seqs) comes from the same function `diagnose` "
+    "uses for a slot-bound run, so both name the same number: what the memory holds on "
+    "a GPU, twice the batch where decode turns compute-bound on a CPU.",
+    examples=[
+        "infersight plan --model config.json --gpu h100 --ctx 8192",
+        "infersight plan --model embedded --gpu cpu --ctx 2048 --concurrency 16",
+    ],
+)
 
 
 def _err(msg: str) -> Exception:
@@ -50,27 +59,18 @@ def _err(msg: str) -> Exception:
 
 
 def diagnose_cmd(
-    files: list[Path] = typer.Argument(None, help="RunResult JSON or monitor JSONL files."),
-    url: str = typer.Option(None, help="Watch this live server instead of reading files."),
-    seconds: float = typer.Option(30.0, help="With --url: how long to watch."),
-    probe: bool = typer.Option(
-        True, "--probe/--no-probe", help="With --url: send one small request at a time."
-    ),
-    api_key_env: str = typer.Option(None, help="With --url: env var holding the API key."),
-    window: float = typer.Option(
-        None, help="Window length in seconds (default: one window per load level; with "
-        "--prometheus a sixtieth of the range, at most 900)."
-    ),
-    model: str = typer.Option(
-        None, help="Model config.json / .gguf / 'embedded' for the roofline floors."
-    ),
-    gpu: str = typer.Option(None, help="GPU name from the peak table, for the floors."),
-    engine_slots: int = typer.Option(
-        None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports "
-        "none; default: the run's --engine-slots, else inferred from R's plateau.",
-    ),
+    files: list[Path] = typer.Argument(None, metavar="FILE", help="RunResult JSON or monitor JSONL files."),
+    url: str = typer.Option(None, metavar="URL", help="Watch the server at this root URL instead of reading files."),
+    seconds: float = duration_option(30.0, "--seconds", help="With --url: how long to watch."),
+    probe: bool = typer.Option(True, "--probe/--no-probe", help="With --url: send one small request at a time."),
+    api_key_env: str = api_key_env_option(),
+    api_key_file: Path = api_key_file_option(),
+    window: float = duration_option(None, "--window", help="Window length.", show_default="one window per load level; with --prometheus a sixtieth of the range, at most 15m"),
+    model: str = typer.Option(None, metavar="MODEL", help="Model config.json / .gguf / 'embedded' for the roofline floors."),
+    gpu: str = typer.Option(None, metavar="NAME", help="GPU name from the peak table, for the floors."),
+    engine_slots: int = typer.Option(None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports none.", show_default="the run's --engine-slots, else inferred from R's plateau"),
     as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
-    interval: float = typer.Option(1.0, help="With --url: sampling interval (s)."),
+    interval: float = duration_option(1.0, "--interval", help="With --url: time between samples."),
     prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START, end: str = P.END,
     step: str = P.STEP, selector: str = P.SELECTOR, http_config: Path = P.HTTP_CONFIG,
 ) -> None:
@@ -97,7 +97,7 @@ def diagnose_cmd(
         if seconds <= 0:
             raise _err("--seconds must be > 0")
         inputs = watch_url(url, seconds, api_key_env=api_key_env, probe=probe,
-                           interval=interval)  # fmt: skip
+                           interval=interval, api_key_file=api_key_file)  # fmt: skip
     else:
         if not files:
             raise _err("give a RunResult file (or monitor recording), --url URL or --prometheus URL")
@@ -107,19 +107,15 @@ def diagnose_cmd(
 
 
 def plan_cmd(
-    model: str = typer.Option(..., help="config.json, .gguf, folder or 'embedded'."),
-    gpu: str = typer.Option(..., help="GPU from the peak table, or 'cpu'."),
+    model: str = typer.Option(..., metavar="MODEL", help="config.json, .gguf, folder or 'embedded'."),
+    gpu: str = typer.Option(..., metavar="NAME", help="GPU from the peak table, or 'cpu'."),
     ctx: int = typer.Option(..., help="Context length per sequence (prompt + output)."),
-    concurrency: int = typer.Option(None, help="Estimate at this many concurrent requests."),
+    concurrency: int = typer.Option(None, help="Estimate latency with this many requests kept in flight."),
     tokens: int = typer.Option(None, help="Output tokens per request for the estimate."),
-    kv_dtype: str = typer.Option("auto", help="KV cache dtype: auto, fp8, q8_0, q4_0."),
+    kv_dtype: str = typer.Option("auto", metavar="auto|fp8|q8_0|q4_0", help="KV cache dtype."),
     gpus: int = typer.Option(1, help="Devices (tensor parallel)."),
-    threads: int = typer.Option(
-        None, help="With --gpu cpu: the engine's threads (default: physical cores, as "
-        "infersight serve and llama.cpp use)."),
-    weights: str = typer.Option(
-        None, help="Override weight dtype: bf16, fp8, int4, q4_0... (default: the model's)."
-    ),
+    threads: int = typer.Option(None, help="With --gpu cpu: the engine's threads (as infersight serve and llama.cpp use).", show_default="physical cores"),
+    weights: str = typer.Option(None, metavar="DTYPE", help="Override the weight dtype: bf16, fp8, int4, q4_0...", show_default="the model's"),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
     import orjson

@@ -7,34 +7,56 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from infersight.cli._conventions import (
+    api_key_env_option,
+    api_key_file_option,
+    command_help,
+    duration_option,
+)
+
 if TYPE_CHECKING:
     from infersight.telemetry import ExporterServer, Telemetry
 
 __all__ = ["register"]
 
-_MONITOR_HELP = """Live view of GPU, host and an engine: queue, throughput, latency, errors.
+_MONITOR_HELP = command_help(
+    "Live view of an engine, its host and GPUs.",
+    "Queue, throughput, latency and errors of the engine beside GPU and host load.",
+    "URL is the engine or gateway root (vLLM, SGLang, TGI, llama.cpp or the infersight "
+    "gateway; the kind is detected from its /metrics). Without a URL, the embedded "
+    "engine (127.0.0.1:8000) or the gateway (127.0.0.1:8090) is used if one answers. "
+    "On a terminal the view redraws in place (q or Ctrl-C quits); piped, it prints one "
+    "frame per interval.",
+    examples=[
+        "infersight monitor",
+        "infersight monitor http://10.0.0.5:8000 --record session.jsonl",
+        "infersight monitor http://127.0.0.1:8000 --process loadgen=4242 --once",
+    ],
+)
 
-URL is the engine or gateway root (vLLM, SGLang, TGI, llama.cpp or the infersight gateway; the kind is detected from its /metrics). Without a URL, the embedded engine (127.0.0.1:8000) or the gateway (127.0.0.1:8090) is used if one answers.
+_EXPORTER_HELP = command_help(
+    "Prometheus exporter for GPU (NVML), host and engine metrics.",
+    "Serves /metrics (stable infersight_* names) and /health on 127.0.0.1 by default; a "
+    "scrape renders cached samples refreshed every --interval, so it never waits on an "
+    "engine. Pass engine URLs to scrape and normalise; without one, the embedded engine "
+    "or gateway on its default port is included if it answers.",
+    examples=[
+        "infersight exporter --port 9400",
+        "infersight exporter http://127.0.0.1:8000 http://127.0.0.1:8090",
+        "infersight exporter http://127.0.0.1:8000 --process engine=1234",
+    ],
+)
 
-Examples:
-
-  infersight monitor
-
-  infersight monitor http://10.0.0.5:8000 --record session.jsonl
-
-  infersight monitor http://127.0.0.1:8000 --process loadgen=4242 --once
-"""
-
-_EXPORTER_HELP = """Prometheus exporter for GPU (NVML), host and engine metrics.
-
-Serves /metrics (stable infersight_* names) and /health on 127.0.0.1 by default; a scrape renders cached samples refreshed every --interval, so it never waits on an engine. Pass engine URLs to scrape and normalise; without one, the embedded engine or gateway on its default port is included if it answers.
-
-Examples:
-
-  infersight exporter --port 9400
-
-  infersight exporter http://127.0.0.1:8000 http://127.0.0.1:8090 --process engine=1234
-"""
+_DASHBOARDS_HELP = command_help(
+    "Print the shipped Grafana dashboard or Prometheus alert rules.",
+    "WHAT is grafana (dashboard JSON), alerts (rules YAML) or alerts-test (promtool "
+    "unit tests of the rules).",
+    examples=[
+        "infersight dashboards grafana > infersight.json",
+        "infersight dashboards alerts --out /etc/prometheus/infersight.rules.yml",
+        "infersight dashboards alerts-test > alerts_test.yml",
+    ],
+)
 
 
 def _processes(items: list[str] | None) -> dict[str, int]:
@@ -68,18 +90,14 @@ def _interval(v: float | None, default: float) -> float:
 
 
 def monitor(
-    url: str = typer.Argument(None, help="Engine or gateway root URL."),
-    interval: float = typer.Option(None, help="Seconds between samples (default 1)."),
-    record: Path = typer.Option(
-        None, help="Append every sample to this JSONL file (read it with diagnose)."
-    ),
-    process: list[str] = typer.Option(
-        None, help="Watch a process's CPU and memory: NAME=PID (repeatable)."
-    ),
-    gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML."),
-    api_key_env: str = typer.Option(None, help="Environment variable with the API key."),
-    api_key_file: Path = typer.Option(None, help="File holding the API key."),
-    duration: float = typer.Option(None, help="Stop after this many seconds."),
+    url: str = typer.Argument(None, metavar="URL", help="Engine or gateway root URL."),
+    interval: float = duration_option(None, "--interval", help="Time between samples.", show_default="1s"),
+    record: Path = typer.Option(None, metavar="FILE", help="Append every sample to this JSONL file (read it with diagnose)."),
+    process: list[str] = typer.Option(None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."),
+    gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"),
+    api_key_env: str = api_key_env_option(),
+    api_key_file: Path = api_key_file_option(),
+    duration: float = duration_option(None, "--duration", help="Stop after this long."),
     once: bool = typer.Option(False, help="Print one snapshot and exit."),
 ) -> None:
     import asyncio
@@ -109,14 +127,14 @@ def monitor(
 
 
 def exporter(
-    urls: list[str] = typer.Argument(None, help="Engine or gateway root URLs to scrape."),
-    host: str = typer.Option(None, help="Address to listen on (default 127.0.0.1)."),
-    port: int = typer.Option(None, help="Port to listen on, 0 = any free (default 9400)."),
-    interval: float = typer.Option(None, help="Seconds between samples (default 1)."),
-    process: list[str] = typer.Option(None, help="Watch a process: NAME=PID (repeatable)."),
-    gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML."),
-    api_key_env: str = typer.Option(None, help="Environment variable with the API key."),
-    api_key_file: Path = typer.Option(None, help="File holding the API key."),
+    urls: list[str] = typer.Argument(None, metavar="URL", help="Engine or gateway root URLs to scrape."),
+    host: str = typer.Option(None, help="Address to listen on.", show_default="127.0.0.1"),
+    port: int = typer.Option(None, help="Port to listen on; 0 picks a free one.", show_default="9400"),
+    interval: float = duration_option(None, "--interval", help="Time between samples.", show_default="1s"),
+    process: list[str] = typer.Option(None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."),
+    gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"),
+    api_key_env: str = api_key_env_option(),
+    api_key_file: Path = api_key_file_option(),
 ) -> None:
     import asyncio
 
@@ -149,14 +167,9 @@ def exporter(
 
 
 def dashboards(
-    what: str = typer.Argument(..., help="grafana, alerts or alerts-test."),
-    out: Path = typer.Option(None, help="Write to this file instead of stdout."),
+    what: str = typer.Argument(..., metavar="WHAT", help="grafana, alerts or alerts-test."),
+    out: Path = typer.Option(None, metavar="FILE", help="Write to this file instead of stdout."),
 ) -> None:
-    """Print the shipped Grafana dashboard JSON or Prometheus alert rules.
-
-    Examples: `infersight dashboards grafana > infersight.json`,
-    `infersight dashboards alerts --out /etc/prometheus/infersight.rules.yml`.
-    """
     from infersight.core.errors import ConfigError
     from infersight.telemetry import dashboards as d
 
@@ -181,7 +194,7 @@ def register(app: typer.Typer) -> None:
     """Add ``monitor``, ``exporter`` and ``dashboards`` to the app."""
     app.command("monitor", help=_MONITOR_HELP)(monitor)
     app.command("exporter", help=_EXPORTER_HELP)(exporter)
-    app.command("dashboards")(dashboards)
+    app.command("dashboards", help=_DASHBOARDS_HELP)(dashboards)
 
 
 def _exporter_ready(srv: ExporterServer, tel: Telemetry) -> None:

@@ -8,47 +8,45 @@ from typing import TYPE_CHECKING
 import typer
 
 from infersight.cli import _prometheus as P
+from infersight.cli._conventions import command_help, duration_option
 
 if TYPE_CHECKING:
     from infersight.core.records import RunResult
     from infersight.entrypoints.fleet import FleetQuery
 
 
+_HELP = command_help(
+    "Render a self-contained HTML report and Markdown summary.",
+    "The page starts with the answer (the best sustainable operating point, the main "
+    "verdict and its fix), then the evidence: verdicts, latency CDFs, timeline, cost. "
+    "Several results are compared side by side (before/after table with deltas; the "
+    "first is the baseline). The file opens offline: no scripts, fonts or images are "
+    "fetched.",
+    "With --prometheus, instead of files: a fleet report of every replica that Prometheus "
+    "scrapes over a range, diagnosed per replica with a fleet summary.",
+    examples=[
+        "infersight report runs/demo/result.json -o report.html",
+        "infersight report before.json after.json -l before -l after -m summary.md",
+        "infersight report --prometheus http://prom:9090 --since 6h -o fleet.html",
+    ],
+)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
 
-    @app.command("report")
+    @app.command("report", help=_HELP)
     def report(
-        results: list[Path] = typer.Argument(
-            None,
-            help="RunResult JSON files; with several, the first is the baseline of the comparison.",
-            show_default=False,
-        ),
-        out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write."),
-        markdown: Path | None = typer.Option(
-            None, "--markdown", "-m", help="Also write a Markdown summary for an issue."
-        ),
-        label: list[str] | None = typer.Option(
-            None,
-            "--label",
-            "-l",
-            help="Name of each run in the comparison (default: run id or file name).",
-        ),
-        diagnose: bool = typer.Option(
-            True,
-            "--diagnose/--no-diagnose",
-            help="Diagnose a file that holds no verdicts before rendering it.",
-        ),
+        results: list[Path] = typer.Argument(None, metavar="RESULT", help="RunResult JSON files; with several, the first is the baseline of the comparison.", show_default=False),
+        out: Path = typer.Option(Path("report.html"), "--out", "-o", metavar="FILE", help="HTML file to write."),
+        markdown: Path | None = typer.Option(None, "--markdown", "-m", metavar="FILE", help="Also write a Markdown summary for an issue."),
+        label: list[str] | None = typer.Option(None, "--label", "-l", metavar="NAME", help="Name of each run in the comparison (repeatable).", show_default="run id or file name"),
+        diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Diagnose a file that holds no verdicts before rendering it."),
         prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START,
         end: str = P.END, step: str = P.STEP, selector: str = P.SELECTOR,
         http_config: Path = P.HTTP_CONFIG,
-        window: float = typer.Option(None, help="With --prometheus: window length (s)."),
+        window: float = duration_option(None, "--window", help="With --prometheus: window length.", show_default="a sixtieth of the range, at most 15m"),
     ) -> None:
-        """Render one self-contained HTML report: verdicts, latency CDFs, timeline, cost.
-
-        Several results are compared side by side (before/after table with deltas).
-        The file opens offline: no scripts, fonts or images are fetched.
-        """
         import time
 
         from infersight.core.errors import ConfigError

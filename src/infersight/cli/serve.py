@@ -6,25 +6,37 @@ from pathlib import Path
 
 import typer
 
+from infersight.cli._conventions import api_key_env_option, api_key_file_option, command_help
+
 __all__ = ["register", "serve"]
 
 
+_HELP = command_help(
+    "Serve a GGUF model with llama.cpp on an OpenAI-compatible API.",
+    "Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics "
+    "(Prometheus), /tokenize, /slots. With --gateway the engine listens on a private "
+    "loopback port and the infersight gateway (admission control, metrics, cost) serves "
+    "--host/--port in front of it. Settings also come from INFERSIGHT_SERVE_* variables.",
+    examples=[
+        "infersight serve",
+        "infersight serve --model ./qwen2.5-0.5b-q4_k_m.gguf --parallel 16",
+        "infersight serve --gateway --api-key-env MY_KEY --host 0.0.0.0",
+    ],
+)
+
+
 def serve(
-    model: Path | None = typer.Option(None, "--model", help="GGUF model file. Default: SmolLM2-135M-Instruct Q4_1."),
-    parallel: int | None = typer.Option(None, "--parallel", help="Slots: requests decoded together. (default: 8)"),
-    ctx: int | None = typer.Option(None, "--ctx", help="Total context in tokens, shared by the slots. (default: 2048 x slots)"),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads. (default: physical cores)"),
-    host: str | None = typer.Option(None, "--host", help="Bind address. (default: 127.0.0.1)"),
-    port: int | None = typer.Option(None, "--port", help="Port; 0 picks a free one and prints it. (default: 8000)"),
-    api_key_file: Path | None = typer.Option(None, "--api-key-file", help="File whose first line is the API key clients must send (or set INFERSIGHT_API_KEY). Without one, access is open."),
+    model: Path | None = typer.Option(None, "--model", metavar="FILE", help="GGUF model file.", show_default="SmolLM2-135M-Instruct Q4_1"),
+    parallel: int | None = typer.Option(None, "--parallel", help="Slots: requests decoded together.", show_default="8"),
+    ctx: int | None = typer.Option(None, "--ctx", help="Total context in tokens, shared by the slots.", show_default="2048 x slots"),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads.", show_default="physical cores"),
+    host: str | None = typer.Option(None, "--host", help="Address to listen on.", show_default="127.0.0.1"),
+    port: int | None = typer.Option(None, "--port", help="Port to listen on; 0 picks a free one and prints it.", show_default="8000"),
+    api_key_env: str | None = api_key_env_option("Environment variable holding the API key clients must send. Without a key, access is open."),
+    api_key_file: Path | None = api_key_file_option("File whose first line is the API key clients must send (or set INFERSIGHT_API_KEY)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log."),
     gateway: bool = typer.Option(False, "--gateway", help="Run the default local stack: the engine on a private loopback port and the infersight gateway (admission control, metrics, cost) on --host/--port in front."),
 ) -> None:
-    """Serve a GGUF model with llama.cpp on an OpenAI-compatible API.
-
-    Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health,
-    /metrics (Prometheus), /tokenize, /slots.
-    """
     from infersight.entrypoints.engine import EngineOptions
     from infersight.entrypoints.serve import (
         load_serve_settings,
@@ -34,7 +46,9 @@ def serve(
     )
 
     env = load_serve_settings()
-    key, key_source = resolve_key(str(api_key_file) if api_key_file else env.api_key_file)
+    key, key_source = resolve_key(
+        str(api_key_file) if api_key_file else env.api_key_file, api_key_env=api_key_env
+    )
     public_host = host or env.host
     public_port = port if port is not None else env.port
     opts = EngineOptions(
@@ -59,4 +73,4 @@ def serve(
 
 def register(app: typer.Typer) -> None:
     """Add ``infersight serve`` to the app."""
-    app.command("serve")(serve)
+    app.command("serve", help=_HELP)(serve)

@@ -19,6 +19,7 @@ while the record, ``usage``, ``finish_reason`` and ``done`` are filled as usual:
 
 from infersight.client.auth import is_placeholder, resolve_api_key
 from infersight.client.client import Client
+from infersight.client.errors_map import map_transport_error
 from infersight.client.retry import RetryBudget, RetryPolicy
 from infersight.client.sse import SSEEvent, SSEParser
 from infersight.client.stream import StreamResponse
@@ -34,5 +35,6 @@ __all__ = [
     "StreamResponse",
     "Timeouts",
     "is_placeholder",
+    "map_transport_error",
     "resolve_api_key",
 ]

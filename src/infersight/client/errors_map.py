@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import os
+import socket
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
@@ -23,6 +26,7 @@ from infersight.core import errors as E
 __all__ = [
     "OOM_MARKERS",
     "auth_hint",
+    "connect_failure",
     "error_from_event",
     "extract_message",
     "is_out_of_memory",
@@ -226,6 +230,22 @@ def error_from_event(
     return E.ServerError(message, status=status or 0, body=message)
 
 
+def connect_failure(host: str, port: int | None, err: OSError) -> str:
+    """``cannot connect to 127.0.0.1:8000: connection refused``: the address and the
+    system's reason, without aiohttp's internals (``ssl:default [Connect call ...]``)."""
+    where = f"{host}:{port}" if port else host
+    if isinstance(err, socket.gaierror):
+        return f"cannot resolve {host} ({(err.strerror or 'unknown host').lower()})"
+    if err.errno:
+        return f"cannot connect to {where}: {os.strerror(err.errno).lower()}"
+    return f"cannot connect to {where}: {err.strerror or 'connection failed'}"
+
+
+def _host_port(url: str) -> str:
+    parts = urlsplit(url)
+    return parts.netloc or url
+
+
 def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -> E.InfersightError:
     """An aiohttp/OS exception as the most specific TransportError.
 
@@ -250,7 +270,7 @@ def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -
     if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.InvalidURL):
         if isinstance(exc, aiohttp.InvalidURL):
             return E.ConfigError(f"invalid URL {url}")
-        return E.ConnectError(f"cannot connect to {url}: {detail}")
+        return E.ConnectError(connect_failure(exc.host, exc.port, exc.os_error))
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
         where = "before any content" if before_content else "in the middle of the answer"
         return E.ResetError(
@@ -259,7 +279,7 @@ def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -
     if isinstance(exc, aiohttp.ServerTimeoutError | asyncio.TimeoutError):
         return E.IdleTimeout(f"read from {url} timed out")
     if isinstance(exc, ConnectionRefusedError):
-        return E.ConnectError(f"cannot connect to {url}: {detail}")
+        return E.ConnectError(f"cannot connect to {_host_port(url)}: connection refused")
     if isinstance(exc, ConnectionResetError | BrokenPipeError | aiohttp.ClientOSError | OSError):
         where = "before any content" if before_content else "in the middle of the answer"
         return E.ResetError(

@@ -40,7 +40,7 @@ def client_limited(ri: RuleInput) -> Verdict | None:
     w, s = ri.w, ri.s
     ev = [evidence("schedule_lag_p99", "schedule lag p99", w.lag_p99, "s", "records (sent - scheduled)"),
           evidence("loadgen_cpu", "load generator CPU", s.loadgen_cpu, "% of a core", "process.cpu_percent{name=loadgen}")]
-    ev += [evidence("reason", "reason", r, "", "client-limited flag (design.md s.2)") for r in ri.client_reasons]
+    ev += [evidence("reason", "reason", r, "", "client-limited check (schedule lag and client CPU limits)") for r in ri.client_reasons]
     why = "; ".join(ri.client_reasons) or "schedule lag / load generator CPU over limits"
     contention = (ri.agg.get("client_limited") or {}).get("contention")
     if contention:  # design.md s.2: name the contention, do not blame the client alone

@@ -17,7 +17,7 @@ from infersight.diagnose.verdict import Verdict
 
 __all__ = ["overloaded"]
 
-_SOURCE = "bench aggregates[{level}].sustainability (design.md s.2)"
+_SOURCE = "level {level}: completions against the offered rate"
 
 
 def overloaded(ri: RuleInput) -> Verdict | None:

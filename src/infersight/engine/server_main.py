@@ -14,17 +14,16 @@ Protocol with the parent (:mod:`infersight.engine.process`):
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
 from typing import IO, Any
 
 from infersight.core.errors import ConfigError
+from infersight.core.listen import check_can_listen
 from infersight.engine.config import EngineConfig
 from infersight.engine.locate import validate_gguf
 
@@ -50,25 +49,9 @@ def diagnose_start_failure(cfg: EngineConfig) -> tuple[str, bool]:
     except ConfigError as e:
         return str(e), False
     try:
-        infos = socket.getaddrinfo(cfg.host, cfg.port, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        return f"cannot resolve --host {cfg.host!r}: {e.strerror}", False
-    family, stype, proto, _, addr = infos[0]
-    with socket.socket(family, stype, proto) as s:
-        try:
-            s.bind(addr)
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                return (
-                    f"port {cfg.port} on {cfg.host} is already in use; "
-                    f"choose another --port, or --port 0 for a free one",
-                    False,
-                )
-            if e.errno == errno.EACCES:
-                return f"no permission to bind port {cfg.port} (ports < 1024 need root)", False
-            if e.errno == errno.EADDRNOTAVAIL:
-                return f"--host {cfg.host} is not an address of this machine", False
-            return f"cannot listen on {cfg.host}:{cfg.port}: {e.strerror}", False
+        check_can_listen(cfg.host, cfg.port)
+    except ConfigError as e:
+        return str(e), False
     return f"llama.cpp failed to start with model {cfg.model.name}", True
 
 

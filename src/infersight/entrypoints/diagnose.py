@@ -48,15 +48,16 @@ def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
 
 
 def watch_url(url: str, seconds: float, *, api_key_env: str | None, probe: bool,
-              interval: float) -> list[tuple[str, RunResult]]:
+              interval: float, api_key_file: Path | None = None) -> list[tuple[str, RunResult]]:
     """What telemetry sees of a live server in ``seconds``, as the one input."""
     from infersight.telemetry import sample_url
 
     key = None
-    if api_key_env:
+    if api_key_env or api_key_file:
         from infersight.client import resolve_api_key
 
-        key = resolve_api_key(env=api_key_env, required=True)
+        key = resolve_api_key(env=api_key_env, file=str(api_key_file) if api_key_file else None,
+                              required=True)  # fmt: skip
     return [(url, sample_url(url, seconds, api_key=key, probe=probe, interval=interval))]
 
 

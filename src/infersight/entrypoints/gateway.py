@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import ConfigError
+from infersight.core.listen import check_can_listen
 from infersight.entrypoints.engine import EngineOptions, endpoint
 from infersight.gateway.config import (
     GatewayConfig,
+    KeyConfig,
     LimiterKind,
     UpstreamConfig,
+    hash_key,
     load_config,
     parse_upstream_flag,
 )
@@ -39,10 +42,12 @@ def gateway_config(
     ttft_timeout: float | None = None,
     prices: Path | None = None,
     no_access_log: bool = False,
+    client_key: str | None = None,
 ) -> GatewayConfig:
     """The config file, then ``INFERSIGHT_GATEWAY_*``, then the flags. The per-upstream
     flags apply to every upstream; with none, ``concurrency``/``queue``/``adaptive``
-    size the embedded engine and its limit instead."""
+    size the embedded engine and its limit instead. ``client_key`` is a key clients
+    must send, added to the config's keys (only its hash is kept)."""
     if config is not None and not config.exists():
         raise ConfigError(f"--config {config}: no such file")
     overrides: dict[str, Any] = {
@@ -62,6 +67,9 @@ def gateway_config(
         if ttft_timeout is not None:
             u["ttft_timeout_s"] = ttft_timeout
     extra: dict[str, Any] = {"upstreams": ups}
+    if client_key:
+        extra["keys"] = [*cfg.keys, KeyConfig(name="cli", sha256=hash_key(client_key))]
+        extra["require_key"] = True
     if not ups:  # the embedded engine: --concurrency is also its slot count
         extra.update(
             engine_parallel=concurrency,
@@ -114,5 +122,6 @@ def run_gateway(
     SIGINT/SIGTERM. ``on_ready(gateway)`` runs once it listens."""
     from infersight.gateway import serve
 
+    check_can_listen(cfg.host, cfg.port)  # a taken port: one line, before the engine starts
     with fronting_engine(cfg, on_start=on_start) as real:
         serve(real, on_ready)

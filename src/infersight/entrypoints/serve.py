@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
+from infersight.core.listen import check_can_listen
 from infersight.core.settings import BaseConfig, config_error
 from infersight.entrypoints.engine import EngineOptions, describe, new_engine, running_engine
 
@@ -54,10 +55,15 @@ def load_serve_settings() -> ServeSettings:
         raise config_error(e, names="env", env_prefix="INFERSIGHT_SERVE_") from None
 
 
-def resolve_key(api_key_file: str | None) -> tuple[str | None, str | None]:
-    """(key, where it came from). A flag's file wins over the environment."""
+def resolve_key(
+    api_key_file: str | None, *, api_key_env: str | None = None
+) -> tuple[str | None, str | None]:
+    """(key, where it came from). The variable a flag names wins, then a file, then
+    ``INFERSIGHT_API_KEY``."""
     from infersight.client import resolve_api_key
 
+    if api_key_env:
+        return resolve_api_key(env=api_key_env, required=True), f"${api_key_env}"
     if api_key_file:
         return resolve_api_key(file=api_key_file), f"file {api_key_file}"
     key = resolve_api_key(env="INFERSIGHT_API_KEY")
@@ -136,6 +142,7 @@ def serve_stack(
     if host not in _LOOPBACK and key is None:
         _say(f"warning: listening on {host} without an API key (set INFERSIGHT_API_KEY)",
              err=True)  # fmt: skip
+    check_can_listen(host, port)  # a taken port: one line, before the engine starts
     engine = new_engine(opts)
     with running_engine(engine):
         keys = [KeyConfig(name="default", sha256=hash_key(key))] if key else []

@@ -42,9 +42,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
+from infersight.core.durations import parse_duration
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import BaseConfig, config_error
+from infersight.gateway.config_litellm import from_litellm, is_litellm
 from infersight.gateway.shared.config import SharedConfig
 
 __all__ = [
@@ -79,6 +81,13 @@ class UpstreamConfig(_Strict):
     api_key_env: str | None = None
     #: File holding the key (first line), when not given by env.
     api_key_file: str | None = None
+    #: Client model name -> the name sent to this upstream (a LiteLLM ``model_name`` and
+    #: its ``litellm_params.model``); names not in it are sent as they are.
+    model_map: dict[str, str] = Field(default_factory=dict)
+    #: Requests / tokens per minute this upstream takes (LiteLLM ``rpm`` / ``tpm``); over
+    #: it, the upstream is skipped for the next candidate until its budget refills.
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
     #: In-flight limit; the starting value for the adaptive limiters.
     concurrency: int = Field(default=32, ge=1)
     min_concurrency: int = Field(default=1, ge=1)
@@ -232,8 +241,9 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 
 def parse_upstream_flag(text: str) -> dict[str, Any]:
-    """``NAME=URL[,models=a|b][,concurrency=N][,queue=N][,limiter=K][,key_env=VAR][,ttft=S]``
-    (also ``attempts=N``, ``first_byte=S``, ``idle=S``, ``max_tokens_cap=N``)."""
+    """``NAME=URL[,models=a|b][,concurrency=N][,queue=N][,limiter=K][,key_env=VAR]
+    [,key_file=PATH][,ttft=DURATION]`` (also ``attempts=N``, ``first_byte=DURATION``,
+    ``idle=DURATION``, ``max_tokens_cap=N``); durations take 500ms, 2s or bare seconds."""
     head, _, rest = text.partition(",")
     name, eq, url = head.partition("=")
     if not eq or not name or not url:
@@ -242,6 +252,7 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
     keys = {
         "models": "models", "concurrency": "concurrency", "queue": "queue",
         "limiter": "limiter", "key_env": "api_key_env", "api_key_env": "api_key_env",
+        "key_file": "api_key_file", "api_key_file": "api_key_file",
         "ttft": "ttft_timeout_s", "ttft_timeout_s": "ttft_timeout_s",
         "attempts": "max_attempts", "max_attempts": "max_attempts",
         "first_byte": "first_byte_timeout_s", "idle": "idle_timeout_s",
@@ -255,12 +266,30 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
                 f"--upstream {name}: unknown option {part!r} (known: {', '.join(sorted(keys))})"
             )
         out[keys[k]] = [m for m in v.split("|") if m] if k == "models" else v.strip()
+    for field, short in (("ttft_timeout_s", "ttft"), ("first_byte_timeout_s", "first_byte"),
+                         ("idle_timeout_s", "idle")):  # fmt: skip
+        if field in out:
+            out[field] = parse_duration(out[field], f"--upstream {name}: {short}")
     return out
+
+
+def _with_master_key(data: dict[str, Any]) -> dict[str, Any]:
+    """A LiteLLM ``master_key`` (its variable) as the one key clients must send."""
+    var = data.pop("master_key_env", None)
+    if var is None:
+        return data
+    from infersight.client import resolve_api_key
+
+    key = resolve_api_key(env=var, required=True)
+    assert key is not None
+    return {**data, "keys": [KeyConfig(name="master", sha256=hash_key(key))], "require_key": True}
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConfig:
     """File, then ``INFERSIGHT_GATEWAY_*`` env, then ``overrides`` (flags; None = unset)."""
     data: dict[str, Any] = _read_file(Path(path)) if path else {}
+    if is_litellm(data):  # a LiteLLM proxy config.yaml: its supported subset
+        data = _with_master_key(from_litellm(data, f"gateway config {path}"))
     # Env beats the file: only fields actually present in the environment are taken.
     prefix = "INFERSIGHT_GATEWAY_"
     env_fields = {

@@ -102,6 +102,10 @@ class Proxy:
             assert isinstance(up, Upstream)
             if time.monotonic() >= call.deadline:
                 raise DeadlineExceeded("request deadline passed before an upstream answered")
+            if (wait := up.budget_wait()) > 0:  # over its rpm/tpm: the next candidate
+                last = last or Shed(f"upstream {up.name} is over its requests/tokens per minute",
+                                    code="upstream_rate_limit", retry_after=wait)  # fmt: skip
+                continue
             if not up.breaker.allow():
                 continue
             adm = up.admission
@@ -118,6 +122,7 @@ class Proxy:
                 raise
             call.queue_delay += queued
             up.m_queue_delay.observe(queued)
+            up.spend(requests=1)
             call.upstream = up.name
             call.served_model = cand.model
             if moved_from is not None:
@@ -162,6 +167,7 @@ class Proxy:
                     up.breaker.record_neutral()
                 else:
                     up.breaker.record_success()
+                up.spend(tokens=call.prompt_tokens + call.completion_tokens)
                 if cand.fallback:
                     self.metrics.fallbacks.labels(call.model, cand.model).inc()
                 return result
@@ -189,8 +195,9 @@ class Proxy:
         if attempts > 1:
             up.m_retries.inc(attempts - 1)
 
-    def _body_for(self, call: Call, cand: Candidate) -> dict[str, Any]:
-        body = call.body if cand.model == call.model else {**call.body, "model": cand.model}
+    def _body_for(self, call: Call, cand: Candidate, up: Upstream) -> dict[str, Any]:
+        wire = up.wire_model(cand.model)  # the upstream's own name for it
+        body = call.body if wire == call.model else {**call.body, "model": wire}
         if call.stream and not call.wants_usage:
             so = body.get("stream_options") or {}
             body = {**body, "stream_options": {**so, "include_usage": True}}
@@ -226,7 +233,7 @@ class Proxy:
             assert up.client is not None
             self.metrics.child(self.metrics.upstream_calls, up.name, call.endpoint).inc()
             comp = await up.client.request(
-                call.path, self._body_for(call, cand),
+                call.path, self._body_for(call, cand, up),
                 deadline=call.deadline, request_id=call.request_id,
             )
             self._count_attempts(call, up, comp.record.attempts or 1)
@@ -255,7 +262,7 @@ class Proxy:
             self.metrics.child(self.metrics.upstream_calls, up.name, call.endpoint).inc()
             cm = up.stream_client.stream(
                 call.path,
-                self._body_for(call, cand),
+                self._body_for(call, cand, up),
                 deadline=call.deadline,
                 request_id=call.request_id,
             )

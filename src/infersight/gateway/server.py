@@ -24,6 +24,7 @@ from aiohttp.web_protocol import RequestPayloadError
 
 from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
 from infersight.core.httpguard import GuardedRunner, GuardSettings, MalformedRequest
+from infersight.core.listen import check_can_listen, listen_error
 from infersight.core.pricing import PriceTable
 from infersight.gateway.admin import AdminEndpoints
 from infersight.gateway.auth import KeyStore
@@ -126,12 +127,18 @@ class Gateway(AdminEndpoints):
         )
 
     async def start(self) -> None:
+        # A taken port fails here, before the upstreams are contacted: one line.
+        check_can_listen(self.config.host, self.config.port)
         self._runner = GuardedRunner(
             self.app(), self.guard(), access_log=None, handle_signals=False
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port, backlog=1024)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as e:
+            await self.stop()  # closes the upstreams' sessions: no "Unclosed" warnings
+            raise listen_error(self.config.host, self.config.port, e) from None
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.port = sockets[0].getsockname()[1] if sockets else self.config.port
@@ -275,3 +282,4 @@ class Gateway(AdminEndpoints):
             ),
             request_id(),
         )
+

@@ -10,6 +10,7 @@ from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
 from infersight.core.endpoint import shown_url
 from infersight.core.errors import InfersightError
 from infersight.gateway.admission import AdmissionController
+from infersight.gateway.auth import TokenBucket
 from infersight.gateway.breaker import BreakerState, CircuitBreaker
 from infersight.gateway.config import UpstreamConfig
 from infersight.gateway.limiter import make_limiter
@@ -57,6 +58,27 @@ class Upstream:
         self.m_retries = metrics.retries.labels(cfg.name)
         self.client: Client | None = None
         self.stream_client: Client | None = None
+        # Requests / tokens per minute (LiteLLM rpm / tpm): once spent, the upstream is
+        # skipped for the next candidate until the budget refills.
+        rpm, tpm = cfg.requests_per_minute, cfg.tokens_per_minute
+        self.requests_budget = TokenBucket(rpm) if rpm else None
+        self.tokens_budget = TokenBucket(tpm) if tpm else None
+
+    def wire_model(self, model: str) -> str:
+        """The name this upstream knows ``model`` by (``model_map``, else the same)."""
+        return self.cfg.model_map.get(model, model)
+
+    def budget_wait(self) -> float:
+        """Seconds until the rpm/tpm budgets take one more request (0: now)."""
+        budgets = (self.requests_budget, self.tokens_budget)
+        return max((b.wait_for(1.0) for b in budgets if b is not None), default=0.0)
+
+    def spend(self, *, requests: int = 0, tokens: int = 0) -> None:
+        """Charge the rpm/tpm budgets (tokens once the usage is known)."""
+        if self.requests_budget is not None and requests:
+            self.requests_budget.charge(requests)
+        if self.tokens_budget is not None and tokens:
+            self.tokens_budget.charge(tokens)
 
     # -- Routable -------------------------------------------------------------------
     def serves(self, model: str) -> bool:

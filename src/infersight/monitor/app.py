@@ -115,19 +115,29 @@ async def run_monitor(
     console: Console | None = None,
     scrape_timeout: float = 2.0,
 ) -> MonitorResult:
-    """Show the live view until q, Ctrl-C, or ``duration`` seconds. ``once`` prints
-    one view after two rounds (so rates exist) and returns."""
+    """Show the live view until q, Ctrl-C, SIGTERM or ``duration`` seconds. ``once``
+    prints one view after two rounds (so rates exist) and returns. Without a terminal
+    (a pipe or a file) every round prints one frame, stamped with its time."""
     console = console or Console()
     # The view shows sampler problems itself; log lines would tear the live display.
     tlog = logging.getLogger("infersight.telemetry")
     old_level = tlog.level
     tlog.setLevel(logging.ERROR)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    # From the start: a SIGTERM at any point stops the loop below, whose exits restore
+    # the terminal (cursor, key mode); the default action would leave it as it was.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
     try:
-        return await _run(
-            url, interval, record, processes, gpu, api_key, duration, once, console, scrape_timeout
-        )
+        return await _run(url, interval, record, processes, gpu, api_key, duration, once,
+                          console, scrape_timeout, stop)  # fmt: skip
     finally:
         tlog.setLevel(old_level)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
 
 
 async def _run(
@@ -141,6 +151,7 @@ async def _run(
     once: bool,
     console: Console,
     scrape_timeout: float,
+    stop: asyncio.Event,
 ) -> MonitorResult:
     procs = dict(processes or {})
     scraper = EngineScraper(url, api_key=api_key, timeout=scrape_timeout) if url else None
@@ -158,6 +169,8 @@ async def _run(
     state = MonitorState()
     rec.add_listener(state.update)
 
+    live_view = console.is_terminal and not once
+
     def info() -> ViewInfo:
         return ViewInfo(
             url=None if scraper is None else scraper.url,
@@ -165,6 +178,8 @@ async def _run(
             record=None if record is None else str(record),
             gpu_message=tel.gpu_reason if gpu else "disabled (--no-gpu)",
             scrape_error=None if scraper is None else scraper.last_error,
+            live=live_view,
+            at=None if live_view or once else time.strftime("%H:%M:%S"),
         )
 
     if once:
@@ -178,27 +193,25 @@ async def _run(
         return MonitorResult(rec.rounds, len(rec.samples()), _p(record), state.engine)
 
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, stop.set)
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
     try:
-        with _keys(loop, stop), Live(console=console, auto_refresh=False, screen=False) as live:
-            rec.add_listener(lambda _r: live.update(render(state, info()), refresh=True))
+        with contextlib.ExitStack() as stack:
+            if live_view:  # redraw in place; q quits
+                stack.enter_context(_keys(loop, stop))
+                live = stack.enter_context(Live(console=console, auto_refresh=False, screen=False))
+                rec.add_listener(lambda _r: live.update(render(state, info()), refresh=True))
+            else:  # a pipe or a file: one frame per round, one after the other
+                rec.add_listener(lambda _r: console.print(render(state, info())))
             await rec.start()
-            t_end = None if duration is None else time.monotonic() + duration
-            while not stop.is_set():
-                timeout = None if t_end is None else max(0.0, t_end - time.monotonic())
-                if timeout == 0.0:
-                    break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout)
+            await _until(stop, duration)
     finally:
         await rec.stop()
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
-            loop.remove_signal_handler(signal.SIGTERM)
     return MonitorResult(rec.rounds, len(rec.samples()), _p(record), state.engine)
+
+
+async def _until(stop: asyncio.Event, duration: float | None) -> None:
+    """Wait for ``stop``, or ``duration`` seconds when given."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), duration)
 
 
 def _p(record: str | Path | None) -> Path | None:

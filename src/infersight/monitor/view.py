@@ -25,6 +25,10 @@ class ViewInfo:
     record: str | None = None
     gpu_message: str | None = None
     scrape_error: str | None = None
+    #: A live view on a terminal (q quits); False for --once and frames printed to a pipe.
+    live: bool = True
+    #: The wall-clock time of the frame, shown when frames are printed one after another.
+    at: str | None = None
 
 
 def _bytes(v: float | None) -> str:
@@ -170,7 +174,8 @@ def render(st: MonitorState, info: ViewInfo) -> RenderableType:
         ("infersight monitor", "bold"),
         f"  every {info.interval:g} s",
         (f"  recording to {info.record}" if info.record else "", "cyan"),
-        ("   q or Ctrl-C to quit", "dim"),
+        (f"  {info.at}" if info.at else "", "dim"),
+        ("   q or Ctrl-C to quit" if info.live else "", "dim"),
     )
     body = Group(_gpu(st, info), Text(""), _engine(st, info), Text(""), _latency(st),
                  Text(""), _host(st))  # fmt: skip

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from infersight.core.metrics import client_headline, level_notes, level_state
 from infersight.core.records import RunResult
+from infersight.report.headline import build_headline, verdict_where
 
 __all__ = ["headline", "render_console"]
 
@@ -123,24 +124,23 @@ def _cost_lines(result: RunResult, console: Console) -> None:
 
 
 def render_console(result: RunResult, console: Console) -> None:
-    """Print the banner, one table row per level, cost, find-max and the verdicts."""
+    """Print the banner, the headline (best operating point, find-max, main verdict and
+    fix), one table row per level, cost and every verdict with its level and window."""
     head = client_headline(result)
     if head is not None:
         console.print(f"[bold red]{head[0]}:[/] {head[1]}", highlight=False)
     if result.partial:
-        console.print("[bold yellow]PARTIAL:[/] the run was interrupted; results are partial")
+        console.print("[bold yellow]PARTIAL:[/] the run was stopped early; results are partial")
+    origin = min((r.scheduled for r in result.records), default=None)
+    answer = build_headline(result, list(result.aggregates.items()))
+    for label, text in answer.lines(origin):
+        console.print(f"[bold]{label}:[/] {escape(text)}", highlight=False)
     console.print(_table(result, console))
     console.print(TABLE_NOTE)
     _level_lines(result, console)
     _cost_lines(result, console)
-    fm = result.config.get("find_max")
-    if fm:
-        ans = fm["max_rate"]
-        console.print(
-            f"[bold]find-max:[/] highest sustainable rate meeting {fm['slo']}: "
-            + ("none of the rates tried" if ans is None else f"{ans:.3g} req/s")
-        )
-    for v in result.diagnosis:
-        console.print(f"[bold]{v.title or v.id}[/]: {v.summary}")
+    for v in result.diagnosis:  # each labelled: levels often share a verdict
+        console.print(f"[bold]{escape(v.title or v.id)}[/] [dim]({escape(verdict_where(v, origin))})"
+                      f"[/]: {escape(v.summary)}", highlight=False)  # fmt: skip
     for note in result.notes:
-        console.print(f"[dim]note: {note}[/]")
+        console.print(f"[dim]note: {escape(note)}[/]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,20 +20,27 @@ from infersight.report.compare import (
 )
 from infersight.report.compare_html import OVERVIEW_METRICS
 from infersight.report.floors import floors_markdown
+from infersight.report.headline_html import run_headline
 from infersight.report.levels import level_notes_md
 from infersight.report.sections import ev_value
 from infersight.report.svg import fmt_value
-from infersight.report.view import NOT_DIAGNOSED, RunView, build_views
+from infersight.report.view import NOT_DIAGNOSED, RunView, build_views, no_price_text
 
 __all__ = ["md_cell", "render_markdown", "render_views_markdown"]
 
 _MARK = {"better": " ✅", "worse": " ❌", "same": ""}
 
 
+#: What could start an HTML tag or entity; only these are escaped, so text such as
+#: "lag 9 ms > 5 ms" reads as written in the file and on GitHub (no &gt; entities).
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)")
+
+
 def md_cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell (pipes, newlines and HTML neutralised)."""
+    """Text safe inside a Markdown table cell: pipes, newlines and anything that could
+    start HTML neutralised with a backslash (CommonMark), never with entities."""
     s = str(text).replace("\r", " ").replace("\n", " ")
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _HTML_START.sub(lambda m: "\\" + m.group(0), s)
     return s.replace("|", "\\|").replace("`", "'")
 
 
@@ -64,7 +72,9 @@ def _run_md(view: RunView) -> list[str]:
         label = flagged[0].capitalize() if r.environment.get("cpu_contention") else "Client-limited run"
         out += ["> [!WARNING]", f"> **{label}**: " + md_cell(flagged[1]), ""]
     if r.partial:
-        out += ["> [!WARNING]", "> **Partial run**: interrupted; numbers cover what completed.", ""]
+        out += ["> [!WARNING]", "> **Partial run**: stopped early; numbers cover what completed.", ""]
+    out += _headline_md(view)
+    priced = view.priced
     rows = []
     for lv in view.levels:
         a = lv.agg
@@ -82,7 +92,7 @@ def _run_md(view: RunView) -> list[str]:
                 _num(_get(a, "itl", "p50"), "s"),
                 _num(_get(a, "itl", "p99"), "s"),
                 _num(_get(a, "e2e", "p99"), "s"),
-                _num((lv.cost or {}).get("usd_per_million_output_tokens"), "$"),
+                *([_num((lv.cost or {}).get("usd_per_million_output_tokens"), "$")] if priced else []),
                 "**UNSUSTAINABLE**" if (st := level_state(a)) == "unsustainable" else st,
             ]
         )
@@ -98,14 +108,25 @@ def _run_md(view: RunView) -> list[str]:
         "ITL p50",
         "ITL p99",
         "e2e p99",
-        "$/Mtok out",
+        *(["$/Mtok out"] if priced else []),
         "state",
     ]
     out += [*_table(head, rows), ""]
+    if not priced:
+        out += [f"Cost: {md_cell(no_price_text(view))}", ""]
     out += level_notes_md(view)
     out += floors_markdown(view)
     out += _verdicts_md(view)
     return out
+
+
+def _headline_md(view: RunView) -> list[str]:
+    """The answer first: best operating point(s), find-max, main verdict, the fix."""
+    head = run_headline(view)
+    origin = view.t0
+    lines = [f"- **{md_cell(label.capitalize())}**: {md_cell(text)}"
+             for label, text in head.lines(origin)]  # fmt: skip
+    return [*lines, ""] if lines else []
 
 
 def _verdicts_md(view: RunView) -> list[str]:

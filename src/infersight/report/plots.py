@@ -154,23 +154,39 @@ def _engine_series(view: RunView, edges: FloatArray) -> list[Series]:
 
 
 def _util_chart(view: RunView, edges: FloatArray, bands: list[Band]) -> str:
-    """Utilisation per source over time, binned to ``edges`` when there are many samples."""
+    """Utilisation per source over time, binned to ``edges`` when there are many samples.
+
+    GPU and host utilisation (0-100% of the device or of all cores) are on the left
+    axis; a process's CPU, in % of one core (above 100% on several cores), has its own
+    axis on the right, so the two scales never share one.
+    """
     series = []
+    device = any(not is_per_core(n) for n in view.util)
     for i, (name, (ts, vs)) in enumerate(view.util.items()):
         if ts.size > MAX_TIMELINE_POINTS:
             vs, ts = binned_means(ts, vs, edges), (edges[:-1] + edges[1:]) / 2
-        dash = "SM" in name or "% core" in name
-        series.append(Series(name, ts.tolist(), vs.tolist(), _color(i), dash=dash))
+        per_core = is_per_core(name)
+        series.append(Series(name, ts.tolist(), vs.tolist(), _color(i),
+                             dash="SM" in name or per_core, right=per_core and device))  # fmt: skip
+    right = device and any(s.right for s in series)
     return chart(
         series,
         title="Utilisation over time",
         xlabel="seconds since run start",
-        ylabel="percent",
+        ylabel="% of the GPU / of all host cores" if device else "process CPU, % of one core",
         yunit="%",
+        ymax=100.0 if device else None,
+        y2label="process CPU, % of one core" if right else "",
+        y2unit="%" if right else "",
         bands=bands,
         width=1060,
         height=240,
     )
+
+
+def is_per_core(series_name: str) -> bool:
+    """A process's CPU series, in % of one core (the others are 0-100% of a whole)."""
+    return series_name.endswith("(% core)")
 
 
 def timeline_charts(view: RunView, bins: int = 240) -> list[str]:

@@ -16,10 +16,11 @@ from infersight.core.metrics import client_headline
 from infersight.core.verdicts import Verdict
 from infersight.report.aggregates import PERCENTILES
 from infersight.report.floors import floors_html
+from infersight.report.headline_html import headline_html
 from infersight.report.levels import fmt_cell, level_notes_html, summary_table
 from infersight.report.plots import cdf_charts, throughput_latency_charts, timeline_charts
 from infersight.report.svg import PALETTE
-from infersight.report.view import NOT_DIAGNOSED, RunView
+from infersight.report.view import NOT_DIAGNOSED, RunView, no_price_text
 
 __all__ = ["banner", "ev_value", "fmt_cell", "redact", "run_section", "verdict_box", "verdicts_html"]
 
@@ -74,7 +75,7 @@ def banner(view: RunView, *, named: bool = False) -> str:
         )
     if r.partial:
         out.append(
-            f'<div class="banner warn"><b>{who}Partial run:</b> it was interrupted; the numbers '
+            f'<div class="banner warn"><b>{who}Partial run:</b> it was stopped early; the numbers '
             "cover only what completed.</div>"
         )
     return "".join(out)
@@ -181,9 +182,8 @@ def _cost_table(view: RunView) -> str:
         for lv in view.levels
         if (c := lv.cost)
     ]
-    if not rows:
-        note = view.price_note or "no price known for this run (use --price-in/--price-out)"
-        return f'<p class="muted">{escape(note)}</p>'
+    if not rows or not view.priced:
+        return f'<p class="muted">{escape(no_price_text(view))}</p>'
     return (
         f'<p class="muted">{escape(view.price_note)}; $/day projects the measured rate over 24 h.</p>'
         "<table><tr><th>level</th><th>$ per run</th><th>$ per Mtok output</th>"
@@ -230,25 +230,45 @@ def _cdf_note(view: RunView) -> str:
     )
 
 
+#: (anchor, heading) of a run's sections, in page order; the table of contents links them.
+SECTIONS = (
+    ("answer", "Answer"),
+    ("verdicts", "Verdicts"),
+    ("levels", "Load levels"),
+    ("throughput", "Throughput against latency"),
+    ("latency", "Latency distributions"),
+    ("timeline", "Timeline"),
+    ("floors", "Against the physics floors"),
+    ("percentiles", "Percentiles per level"),
+    ("errors", "Errors"),
+    ("cost", "Cost"),
+    ("identity", "Run identity"),
+)
+
+
 def run_section(view: RunView, idx: int) -> str:
-    """The full report of one run."""
+    """The full report of one run: the answer first, then the evidence."""
     r = view.result
     charts = "".join(throughput_latency_charts(view)) if view.levels else ""
     config = escape(json.dumps(redact(r.config), indent=2, default=str, sort_keys=True))
-    return (
-        f'<section id="run-{idx}"><h1>{escape(view.label)}</h1>{banner(view)}{identity(view)}'
-        f"<h2>Verdicts</h2>{verdicts_html(view)}"
-        f"<h2>Load levels</h2>{summary_table(view)}{level_notes_html(view)}"
-        f'<h2>Throughput against latency</h2><div class="charts">{charts}</div>'
-        f"<h2>Latency distributions</h2>{_cdf_note(view)}"
-        f'<div class="charts">{"".join(cdf_charts(view))}</div>'
-        f'<h2>Timeline</h2><div class="charts">{"".join(timeline_charts(view))}</div>'
-        f"<h2>Against the physics floors</h2>{floors_html(view)}"
-        f"<h2>Percentiles per level</h2>{_latency_tables(view)}"
-        f"<h2>Errors</h2>{_errors_table(view)}"
-        f"<h2>Cost</h2>{_cost_table(view)}"
-        f"<h2>Run identity</h2><h3>Versions</h3>{_kv_table(r.versions)}"
+    body = {
+        "answer": headline_html(view),
+        "verdicts": verdicts_html(view),
+        "levels": summary_table(view) + level_notes_html(view),
+        "throughput": f'<div class="charts">{charts}</div>',
+        "latency": f'{_cdf_note(view)}<div class="charts">{"".join(cdf_charts(view))}</div>',
+        "timeline": f'<div class="charts">{"".join(timeline_charts(view))}</div>',
+        "floors": floors_html(view),
+        "percentiles": _latency_tables(view),
+        "errors": _errors_table(view),
+        "cost": _cost_table(view),
+        "identity": f"<h3>Versions</h3>{_kv_table(r.versions)}"
         f"<h3>Environment</h3>{_kv_table(r.environment)}"
-        f"<details><summary>Configuration (JSON)</summary><pre>{config}</pre></details>"
-        "</section>"
+        f"<details><summary>Configuration (JSON)</summary><pre>{config}</pre></details>",
+    }
+    parts = [f'<h2 id="run-{idx}-{slug}">{escape(title)}</h2>{body[slug]}' for slug, title in SECTIONS]
+    # the answer, then what was run (model, requests), then the evidence
+    return (
+        f'<section id="run-{idx}"><h1>{escape(view.label)}</h1>{banner(view)}{parts[0]}'
+        f'{identity(view)}{"".join(parts[1:])}</section>'
     )

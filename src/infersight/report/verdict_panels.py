@@ -37,7 +37,8 @@ def _panel(v: Verdict, origin: float, window_text: Callable[[Verdict], str] | No
     body: list[Any] = [head, tab]
     if fixes:
         body.append(f"[bold]fix[/bold]\n{fixes}")
-    return Panel(Group(*body), title=f"[bold]{escape(v.title)}[/bold]",
+    where = f" · level {escape(v.level)}" if v.level else f" · {w0:.0f}-{w1:.0f} s"
+    return Panel(Group(*body), title=f"[bold]{escape(v.title)}[/bold]{where}",
                  border_style=_STYLE.get(v.id, "red"), expand=True)  # fmt: skip
 
 

@@ -18,7 +18,7 @@ from infersight.core.records import RequestRecord, RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.aggregates import level_aggregate
 
-__all__ = ["NOT_DIAGNOSED", "LevelView", "RunView", "build_view", "build_views"]
+__all__ = ["NOT_DIAGNOSED", "LevelView", "RunView", "build_view", "build_views", "no_price_text"]
 
 #: Label used when records carry no ``labels["level"]``.
 DEFAULT_LEVEL = "run"
@@ -101,6 +101,20 @@ class RunView:
     @property
     def model(self) -> str | None:
         return run_model(self.result)
+
+    @property
+    def priced(self) -> bool:
+        """True when some level has a price above $0 (a $0 table entry, e.g. the local
+        embedded engine, says nothing about the cost of the hardware)."""
+        return any((lv.cost or {}).get("usd_per_million_output_tokens") for lv in self.levels)
+
+
+def no_price_text(view: RunView) -> str:
+    """What the outputs say instead of a $0 cost: no price, why, and how to give one."""
+    why = view.price_note or "no price is known for this model"
+    if any(lv.cost for lv in view.levels):  # a price was found, and it is $0
+        why += " is $0"
+    return f"no price: {why}; give one with --price-in/--price-out or --prices"
 
 
 def record_end(r: RequestRecord) -> float:

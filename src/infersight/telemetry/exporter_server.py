@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from infersight.core.errors import ConfigError
+from infersight.core.listen import listen_error
 from infersight.telemetry.exporter import TelemetryCollector
 from infersight.telemetry.recorder import Recorder
 from infersight.telemetry.wiring import Telemetry, build_recorder
@@ -104,9 +104,7 @@ class ExporterServer:
             await site.start()
         except OSError as e:
             await self.stop()
-            raise ConfigError(
-                f"cannot listen on {self.host}:{self.port} ({e.strerror}); pick another --port"
-            ) from None
+            raise listen_error(self.host, self.port, e) from None
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
 

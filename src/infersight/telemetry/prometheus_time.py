@@ -13,31 +13,19 @@ import re
 import time
 from datetime import UTC, datetime
 
+from infersight.core.durations import parse_duration as core_parse_duration
 from infersight.core.errors import ConfigError
 
 __all__ = ["format_duration", "parse_duration", "parse_time", "resolve_range"]
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0,
-          "y": 31536000.0}  # fmt: skip
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def parse_duration(text: str, what: str = "duration") -> float:
-    """Seconds in ``text`` (``1h30m`` -> 5400.0); ConfigError when it is not a duration > 0."""
-    s = str(text).strip().lower()
-    if _NUMBER.fullmatch(s):
-        value = float(s)
-    else:
-        pos, value = 0, 0.0
-        for m in _PART.finditer(s):
-            if m.start() != pos:
-                break
-            value += float(m.group(1)) * _UNITS[m.group(2)]
-            pos = m.end()
-        if pos != len(s) or not s:
-            raise ConfigError(f"{what} {text!r}: expected a duration like 15s, 5m, 1h30m or 2d")
-    if not math.isfinite(value) or value <= 0:
+    """Seconds in ``text`` (``1h30m`` -> 5400.0; the one syntax of ``core.durations``);
+    ConfigError when it is not a duration > 0 (a range or step cannot be empty)."""
+    value = core_parse_duration(text, what)
+    if value <= 0:
         raise ConfigError(f"{what} {text!r}: must be longer than 0")
     return value
 

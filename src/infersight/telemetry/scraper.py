@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from infersight.client import map_transport_error
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, MalformedStream
 from infersight.core.records import Sample
@@ -116,7 +117,8 @@ class EngineScraper:
             text = await self.fetch_text()
             out = self._normalizer.normalize_text(text, t0)
         except (TimeoutError, aiohttp.ClientError, OSError, MalformedStream) as e:
-            msg = str(e) or type(e).__name__
+            # "cannot connect to HOST:PORT: connection refused", not aiohttp's internals
+            msg = str(map_transport_error(e, url=self.url, before_content=True))
             if msg != self.last_error:
                 log.warning("scrape of %s failed: %s", self.url, msg)
             self.last_error = msg

@@ -111,7 +111,8 @@ def test_workers_split_the_schedule_and_merge_exactly(fake: Any) -> None:
     assert {r.labels["worker"] for r in recs} == {"0", "1"}
     a = result.aggregates["c=4"]
     assert a["requests"]["ok"] == 24
-    assert abs(a["ttft"]["p50"] - 0.05) < 0.01
+    # The fake answers after 50 ms; worker processes on a busy 2-core box add some.
+    assert 0.048 <= a["ttft"]["p50"] < 0.09
     # The stored aggregate is exactly what aggregating the merged records gives.
     again = aggregate(
         list(reversed(recs)), window=_cfg("http://x").window(), target_concurrency=4,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 import urllib.request
@@ -47,6 +48,52 @@ def test_cli_bad_flags_are_one_line_errors() -> None:
         assert time.monotonic() - t0 < 60
 
 
+def test_cli_taken_port_is_one_line_and_exit_2() -> None:
+    import socket
+
+    with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake, socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for args in (["--upstream", f"a={fake.base_url}"], []):  # an upstream; the engine
+            r = subprocess.run([*CLI, "gateway", "--port", str(port), *args],
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+            assert r.returncode == 2, r.stderr
+            assert r.stderr.splitlines() == [
+                f"error: port {port} on 127.0.0.1 is already in use; choose another --port, "
+                "or --port 0 for a free one"
+            ]  # no OSError, no "Unclosed client session" warnings
+            assert r.stdout == ""
+
+
+def test_cli_client_key_from_env_or_file(tmp_path: Path) -> None:
+    """--api-key-env / --api-key-file: the key clients must send, as `serve` takes it."""
+    import openai
+
+    key_file = tmp_path / "key"
+    key_file.write_text("sk-from-file-1\n")
+    with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
+        for flag, value, key in (("--api-key-env", "C14C_GW_KEY", "sk-from-env-1"),
+                                 ("--api-key-file", str(key_file), "sk-from-file-1")):  # fmt: skip
+            os.environ["C14C_GW_KEY"] = "sk-from-env-1"
+            try:
+                proc, _, url = start_cli("--upstream", f"a={fake.base_url},models=fake",
+                                         "--port", "0", "--no-access-log", flag, value)  # fmt: skip
+            finally:
+                del os.environ["C14C_GW_KEY"]
+            try:
+                ok = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
+                r = ok.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])
+                assert r.choices[0].message.content
+                with pytest.raises(openai.AuthenticationError):
+                    openai.OpenAI(base_url=f"{url}/v1", api_key="sk-wrong", max_retries=0
+                                  ).chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])  # fmt: skip
+            finally:
+                assert interrupt(proc, 30) == 0
+                err = proc.stderr.read()  # type: ignore[union-attr]
+                assert key not in err and key not in (proc.stdout.read() or "")  # type: ignore[union-attr]
+
+
 def test_cli_hash_key() -> None:
     from infersight.gateway import hash_key
 
@@ -72,7 +119,8 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
     import openai
     import psutil
 
-    proc, first, url = start_cli("--port", "0", "--concurrency", "2", "--no-access-log", wait=180)
+    proc, first, url = start_cli("--port", "0", "--max-concurrency", "2", "--no-access-log",
+                                 wait=180)  # fmt: skip
     try:
         assert "(upstreams: engine=http://127.0.0.1:" in first
         engines = psutil.Process(proc.pid).children(recursive=True)
@@ -85,7 +133,7 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
         assert out.usage is not None and out.usage.completion_tokens >= 1
         with urllib.request.urlopen(url + "/stats", timeout=10) as r:
             (up,) = orjson.loads(r.read())["upstreams"]
-        # --concurrency is the engine's slot count and the gateway's limit in front of it
+        # --max-concurrency is the engine's slot count and the gateway's limit in front of it
         assert up["name"] == "engine" and up["limit"] == 2 and up["queue_size"] == 16, up
     finally:
         rc = interrupt(proc, 60)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -162,3 +163,43 @@ def test_exporter_command_serves_and_stops(tmp_path: Path) -> None:
         proc.wait(20)
     assert proc.returncode == 0
     assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+
+
+def _free_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_monitor_sigterm_restores_the_terminal() -> None:
+    proc, master = _spawn_in_pty(["monitor", _free_url(), "--no-gpu", "--interval", "0.3"])
+    try:
+        out = _read_until(master, b"infersight monitor", timeout=60)
+        assert b"\x1b[?25l" in out, out[-2000:]  # the live view hid the cursor
+        os.kill(proc.pid, signal.SIGTERM)  # a supervisor stopping it, not a Ctrl-C
+        out += _drain_and_wait(proc, master, timeout=20)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    assert proc.returncode == 0 and b"Traceback" not in out
+    assert out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l")  # shown again, after the last hide
+
+
+def test_monitor_without_a_terminal_prints_a_frame_per_interval() -> None:
+    url = _free_url()
+    r = subprocess.run([*CLI, "monitor", url, "--no-gpu", "--interval", "500ms", "--duration", "3s"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    frames = re.findall(r"infersight monitor\s+every 0\.5 s\s+(\d\d:\d\d:\d\d)", r.stdout)
+    assert len(frames) >= 3, r.stdout[-3000:]  # 6 rounds in 3 s; a loaded box may lose some
+    assert frames == sorted(frames) and len(set(frames)) >= 2  # one after the other, stamped
+    assert "q or Ctrl-C" not in r.stdout  # nothing to press in a pipe
+    once = subprocess.run([*CLI, "monitor", url, "--no-gpu", "--once"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert once.returncode == 0 and once.stdout.count("infersight monitor") == 1
+    assert "q or Ctrl-C" not in once.stdout and "Engine:" in once.stdout

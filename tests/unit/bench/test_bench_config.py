@@ -19,11 +19,15 @@ from infersight.core.errors import ConfigError
 def test_parse_slo_units_and_stats() -> None:
     assert parse_slo("ttft_p99<500ms,tpot_p99<50ms") == {"ttft_p99": 0.5, "tpot_p99": 0.05}
     assert parse_slo("e2e<2s") == {"e2e_max": 2.0}
-    assert parse_slo("itl_p99.9 <= 80") == {"itl_p99.9": 0.08}
+    assert parse_slo("itl_p99.9 <= 80ms") == {"itl_p99.9": 0.08}
+    assert parse_slo("e2e_p50<1.5m") == {"e2e_p50": 90.0}
     assert parse_slo("ttft_from_sent_p50<300us") == pytest.approx({"ttft_from_sent_p50": 3e-4})
 
 
-@pytest.mark.parametrize("bad", ["", "ttft>5ms", "foo_p99<5ms", "ttft_p42x<1", "ttft_p99<0ms"])
+# a bare number is refused: seconds in every other flag, milliseconds in vLLM's --goodput
+@pytest.mark.parametrize(
+    "bad", ["", "ttft>5ms", "foo_p99<5ms", "ttft_p42x<1", "ttft_p99<0ms", "ttft_p99<500", "e2e<2x"]
+)
 def test_parse_slo_rejects(bad: str) -> None:
     with pytest.raises(ConfigError):
         parse_slo(bad)

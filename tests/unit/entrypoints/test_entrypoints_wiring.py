@@ -71,3 +71,19 @@ def test_without_upstreams_the_flags_size_the_embedded_engine() -> None:
     # sight); the queue defaults to 8 per slot.
     assert (up.concurrency, up.max_concurrency, up.queue, up.limiter) == (3, 12, 24, "gradient")
     assert up.models == ["m"] and up.url == "http://127.0.0.1:7"
+
+
+def test_serve_takes_the_key_from_a_variable_a_file_or_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infersight.entrypoints.serve import resolve_key
+
+    monkeypatch.setenv("C14C_SERVE_KEY", "sk-serve-env-1")
+    monkeypatch.setenv("INFERSIGHT_API_KEY", "sk-default-1")
+    f = tmp_path / "key"
+    f.write_text("sk-serve-file-1\n")
+    assert resolve_key(str(f), api_key_env="C14C_SERVE_KEY") == ("sk-serve-env-1", "$C14C_SERVE_KEY")
+    assert resolve_key(str(f)) == ("sk-serve-file-1", f"file {f}")
+    assert resolve_key(None) == ("sk-default-1", "$INFERSIGHT_API_KEY")
+    with pytest.raises(ConfigError, match="C14C_UNSET"):
+        resolve_key(None, api_key_env="C14C_UNSET")

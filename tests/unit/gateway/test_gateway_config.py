@@ -73,10 +73,13 @@ def test_upstream_flag() -> None:
                             "limiter=gradient,key_env=K,ttft=2.5")
     assert d == {"name": "fast", "url": "http://h:1/v1", "models": ["a", "b"],
                  "concurrency": "8", "queue": "4", "limiter": "gradient", "api_key_env": "K",
-                 "ttft_timeout_s": "2.5"}
+                 "ttft_timeout_s": 2.5}
+    # a duration with its unit, and a key from a file
+    d2 = parse_upstream_flag("b=http://h:2,ttft=500ms,key_file=/run/secrets/b")
+    assert d2["ttft_timeout_s"] == 0.5 and d2["api_key_file"] == "/run/secrets/b"
     cfg = load_config(None, upstreams=[d])
     assert cfg.upstreams[0].concurrency == 8 and cfg.upstreams[0].url == "http://h:1"
-    for bad in ("nourl", "a=http://x,color=red", "=http://x"):
+    for bad in ("nourl", "a=http://x,color=red", "=http://x", "a=http://x,ttft=soon"):
         with pytest.raises(ConfigError):
             parse_upstream_flag(bad)
 

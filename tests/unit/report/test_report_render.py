@@ -47,8 +47,11 @@ def test_user_strings_are_escaped_in_html() -> None:
 
 def test_markdown_escapes_html_and_pipes() -> None:
     md = render_markdown(_evil_run())
-    assert "<script" not in md
-    assert md_cell("a|b\nc<d>") == "a\\|b c&lt;d&gt;"
+    assert not re.search(r"(?<!\\)<script", md)  # every tag start backslash-escaped
+    # no HTML entities: a backslash neutralises what could start a tag, and a ">" or a
+    # lone "&" stays as written
+    assert "&lt;" not in md and "&gt;" not in md and "&amp;" not in md
+    assert md_cell("a|b\nc<d> & 9 ms > 5 ms &amp;") == "a\\|b c\\<d> & 9 ms > 5 ms \\&amp;"
     for line in md.splitlines():
         if line.startswith("| level"):
             n = line.count(" | ")
@@ -62,7 +65,9 @@ def test_html_is_self_contained() -> None:
     assert not re.search(r"<(script|img|iframe|object|embed|link rel=\"stylesheet\")", html, re.I)
     assert "@import" not in html and "url(" not in html
     urls = set(re.findall(r"(?:src|href)=\"([^\"]*)\"", html))
-    assert urls <= {"data:,", "#comparison", "#run-0", "#run-1", "#definitions"}
+    ids = {"#" + i for i in re.findall(r" id=\"([^\"]*)\"", html)}
+    assert urls - ids == {"data:,"}  # the icon, and links to the page's own sections
+    assert {"#comparison", "#run-0", "#run-1-answer", "#definitions"} <= urls
     assert set(re.findall(r"https?://[^\"' <]+", html)) == {"http://www.w3.org/2000/svg"}
 
 

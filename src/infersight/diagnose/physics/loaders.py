@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,12 @@ def _shape_from_gguf(path: str, size: int, mtime: int) -> ModelShape:
     window = g.arch_value("attention.sliding_window")
     n_experts = int(g.arch_value("expert_count", 0) or 0)
     kv_lora = int(g.arch_value("attention.kv_lora_rank", 0) or 0)
-    label = str(g.metadata.get("general.name") or Path(path).stem)
+    # The name as the user gave it (the file), not general.name: that one is often a
+    # title-cased training tag ("Smollm2 135M 8k Lc100K Mix1 Ep2"); it names only
+    # files whose own name says nothing (a 64-hex blob in a model cache).
+    stem = Path(path).stem
+    generic = re.fullmatch(r"[0-9a-f]{32,}|model|ggml-model.*", stem, re.IGNORECASE)
+    label = str(g.metadata.get("general.name") or stem) if generic else stem
     types = sorted({t.type_name for t in g.tensors})
     return ModelShape(
         name=label,
