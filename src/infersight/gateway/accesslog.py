@@ -36,26 +36,32 @@ class AccessLineHandler(logging.Handler):
         super().__init__(logging.INFO)
         self._stream = stream
         self._buf = bytearray()
-        self._wlock = threading.Lock()
+        self._wlock = threading.Lock()  # the buffer
+        self._flock = threading.Lock()  # the stream
 
     def emit(self, record: logging.LogRecord) -> None:
         self.write_line(record.getMessage().encode())
 
     def write_line(self, line: bytes) -> None:
         """Append one line (without its newline); write out when the buffer is full."""
-        buf = self._buf
-        buf += line
-        buf += b"\n"
-        if len(buf) >= self.max_buffer:
+        with self._wlock:  # uncontended on the event loop; a line from a thread waits
+            buf = self._buf
+            buf += line
+            buf += b"\n"
+            full = len(buf) >= self.max_buffer
+        if full:
             self.flush()
 
     def flush(self) -> None:
         """Write what is buffered (the serve loop calls this every :attr:`interval` s)."""
-        with self._wlock:
-            if not self._buf:
-                return
-            data = bytes(self._buf)
-            self._buf.clear()
+        # One writer at a time, holding the stream before taking the buffer, keeps the
+        # lines in order; writers of lines only wait for the buffer, never the stream.
+        with self._flock:
+            with self._wlock:
+                if not self._buf:
+                    return
+                data = bytes(self._buf)
+                self._buf.clear()
             try:
                 stream = self._stream
                 if stream is None:  # stdout as it is now (it may have been replaced)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
 from collections.abc import Iterator
 
 import orjson
@@ -136,3 +137,26 @@ def test_default_stream_is_stdout_as_it_is_at_flush(monkeypatch: pytest.MonkeyPa
     assert text.getvalue() == ""
     h.flush()
     assert text.getvalue() == '{"request_id":"req-1"}\n'
+
+
+def test_lines_from_threads_arrive_whole_once_and_in_order_per_thread() -> None:
+    out = CountingStream()
+    h = AccessLineHandler(out)
+    h.max_buffer = 4096  # many flushes while the threads write
+
+    def writer(t: int) -> None:
+        for i in range(2000):
+            h.write_line(b'{"t":%d,"i":%d}' % (t, i))
+            if i % 300 == 0:
+                h.flush()
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    h.flush()
+    lines = [orjson.loads(x) for x in out.getvalue().splitlines()]
+    assert len(lines) == 8000 and out.writes > 10
+    for t in range(4):
+        assert [x["i"] for x in lines if x["t"] == t] == list(range(2000))
