@@ -1,18 +1,28 @@
-"""Embedded engine scaling: aggregate output tokens/s against concurrency.
+"""Embedded engine scaling: aggregate output tokens/s against concurrency, beside raw llama.cpp.
 
 Starts the embedded llama.cpp engine (its own process), then drives it through
 ``infersight.client`` with a closed loop of C concurrent streamed chat requests
-(64 output tokens each, EOS ignored) for each C in 1, 4, 16, 32. Throughput counts
-only the tokens that arrived inside each level's steady-state window (after a warm-up),
-so ramp-up and the last stragglers do not bias it.
+(64 output tokens each, EOS ignored) for each C. Throughput counts only the tokens
+that arrived inside each level's steady-state window (after a warm-up), so ramp-up and
+the last stragglers do not bias it.
 
-Reported per level: output tokens/s and its ratio to C=1, completed requests, TTFT
-and ITL medians, the engine's CPU (cores, from its own process) and the client's CPU
-time per streamed chunk (this process only; the engine runs elsewhere).
+``--raw`` adds the reference: the same library (xllamacpp's ``Server``) with
+llama-server's defaults (threads, OpenMP wait policy, batch sizes, logging: nothing
+set but the model, the slots and the context), in its own process. Every side stays
+up for the whole run; the sides not being measured are frozen (SIGSTOP), so an idle
+server that spins cannot steal the CPU from the one being measured, and each level is
+measured side by side, in alternating order, ``--rounds`` times. The table gives the
+median per side and infersight/raw per level.
 
-Several engine configurations can be compared side by side in one run::
+``--busy`` measures every level twice more with another process spinning one core
+(a plain ``while True`` loop, not pinned): busy/quiet per side says whether a server
+collapses when it shares the machine.
 
-    python benchmarks/engine_scaling.py --quick
+Each row also says what the machine was doing meanwhile: the CPU (in cores) used by
+processes other than the server, this client and the spinner.
+
+    python benchmarks/engine_scaling.py --quick --raw --busy     # the issue-13 check
+    python benchmarks/engine_scaling.py --raw --busy             # 12 s per measurement
     python benchmarks/engine_scaling.py --variant parallel=8 --variant parallel=16
     python benchmarks/engine_scaling.py --url http://127.0.0.1:8000   # a running server
 """
@@ -25,8 +35,8 @@ import contextlib
 import statistics
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -34,10 +44,11 @@ import psutil
 from infersight.client import Client, Timeouts
 from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord
-from infersight.engine import EmbeddedEngine
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine_sides import RAW, Side, ours, raw, spinner
 
 PROMPT = [{"role": "user", "content": "Write a short story about a lighthouse keeper."}]
-
 
 @dataclass
 class Level:
@@ -50,6 +61,7 @@ class Level:
     total_tokens: int = 0
     client_cpu_s: float = 0.0
     engine_cpu_s: float | None = None
+    others_cores: float | None = None
     wall: float = 0.0
     ttft: list[float] = field(default_factory=list)
     itl: list[float] = field(default_factory=list)
@@ -87,6 +99,19 @@ async def _worker(
             await asyncio.sleep(0.05)
 
 
+def _busy_cores() -> float:
+    t = psutil.cpu_times()
+    return float(t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0))
+
+
+def _cpu(p: psutil.Process | None) -> float:
+    if p is None:
+        return 0.0
+    with contextlib.suppress(psutil.Error):
+        return float(sum(p.cpu_times()[:2]))
+    return 0.0
+
+
 async def run_level(
     client: Client,
     c: int,
@@ -95,11 +120,14 @@ async def run_level(
     duration: float,
     max_tokens: int,
     engine_pid: int | None,
+    spinner_pid: int | None = None,
 ) -> Level:
     records: list[RequestRecord] = []
     errors: list[str] = []
     eng = psutil.Process(engine_pid) if engine_pid else None
-    eng_cpu0 = sum(eng.cpu_times()[:2]) if eng else 0.0
+    spin = psutil.Process(spinner_pid) if spinner_pid else None
+    me = psutil.Process()
+    eng_cpu0, spin_cpu0, my_cpu0, all0 = _cpu(eng), _cpu(spin), _cpu(me), _busy_cores()
     cpu0 = time.process_time()
     t0 = time.monotonic()
     stop_at = t0 + warmup + duration
@@ -111,7 +139,9 @@ async def run_level(
     lvl = Level(concurrency=c, wall=time.monotonic() - t0)
     lvl.client_cpu_s = time.process_time() - cpu0
     if eng:
-        lvl.engine_cpu_s = sum(eng.cpu_times()[:2]) - eng_cpu0
+        lvl.engine_cpu_s = _cpu(eng) - eng_cpu0
+    ours = (lvl.engine_cpu_s or 0.0) + (_cpu(spin) - spin_cpu0) + (_cpu(me) - my_cpu0)
+    lvl.others_cores = max(0.0, (_busy_cores() - all0 - ours) / lvl.wall)
     w0, w1 = t0 + warmup, stop_at
     lvl.window = w1 - w0
     for r in records:
@@ -136,13 +166,13 @@ def _median_ms(xs: list[float]) -> str:
 
 def print_table(title: str, levels: list[Level], settings: dict[str, Any]) -> None:
     print(f"\n== {title}")
-    keys = ("parallel", "ctx_per_slot", "threads", "n_batch", "n_ubatch", "omp_wait_policy")
+    keys = ("parallel", "ctx_per_slot", "threads", "n_batch", "n_ubatch", "omp_wait")
     print("   " + ", ".join(f"{k}={settings[k]}" for k in keys if k in settings))
     base = levels[0].tok_s if levels and levels[0].concurrency == 1 else None
     head = (
         f"{'conc':>5} {'tok/s':>8} {'x c=1':>6} {'done':>5} {'err':>4} {'TTFT p50 ms':>12} "
         f"{'ITL p50 ms':>11} {'engine cores':>13} {'tok/engine-CPU-s':>17} "
-        f"{'client us/chunk':>16}"
+        f"{'client us/chunk':>16} {'others cores':>13}"
     )
     print(head)
     print("-" * len(head))
@@ -153,10 +183,11 @@ def print_table(title: str, levels: list[Level], settings: dict[str, Any]) -> No
         # a noisy machine left the engine (wall-clock tok/s is not).
         eff = f"{lv.total_tokens / lv.engine_cpu_s:.1f}" if lv.engine_cpu_s else "-"
         us = f"{lv.us_per_chunk:.0f}" if lv.us_per_chunk is not None else "-"
+        others = f"{lv.others_cores:.2f}" if lv.others_cores is not None else "-"
         print(
             f"{lv.concurrency:>5} {lv.tok_s:>8.1f} {ratio:>6} {lv.completed:>5} "
             f"{sum(lv.errors.values()):>4} {_median_ms(lv.ttft):>12} {_median_ms(lv.itl):>11} "
-            f"{cores:>13} {eff:>17} {us:>16}"
+            f"{cores:>13} {eff:>17} {us:>16} {others:>13}"
         )
     errs = {k: v for lv in levels for k, v in lv.errors.items()}
     if errs:
@@ -170,8 +201,10 @@ def _parse_variant(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, value = part.partition("=")
-        if key == "omp":
+        if key in ("omp", "wait"):
             out["omp_wait_policy"] = value.upper()
+        elif key == "spin":
+            out["omp_spin_count"] = int(value)
         elif key in _INT_KEYS:
             out[key] = int(value)
         else:
@@ -179,72 +212,151 @@ def _parse_variant(text: str) -> dict[str, Any]:
     return out
 
 
-@contextlib.contextmanager
-def _engine(variant: dict[str, Any], url: str | None) -> Iterator[tuple[str, int | None, Any]]:
-    if url:
-        yield url, None, {"url": url}
-        return
-    with EmbeddedEngine(**variant) as eng:
-        yield eng.base_url, eng.pid, eng.settings
+async def _measure(side: Side, client: Client, c: int, args: argparse.Namespace,
+                   spinner: int | None, *, freeze_after: bool) -> Level:  # fmt: skip
+    side.freeze(False)
+    try:
+        return await run_level(client, c, warmup=args.warmup, duration=args.duration,
+                               max_tokens=args.max_tokens, engine_pid=side.pid,
+                               spinner_pid=spinner)  # fmt: skip
+    finally:
+        await asyncio.sleep(0.3)  # cancelled streams end before the server is frozen
+        if freeze_after:
+            side.freeze(True)
 
 
-async def bench_variant(
-    base_url: str, engine_pid: int | None, args: argparse.Namespace
-) -> list[Level]:
+async def bench_sides(sides: list[Side], args: argparse.Namespace) -> None:
     timeouts = Timeouts(connect=10.0, total=120.0)
-    async with Client(base_url, timeouts=timeouts) as client:
-        await client.warmup()
-        levels = []
+    several = len(sides) > 1
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(Client(s.url, timeouts=timeouts))
+                   for s in sides]  # fmt: skip
+        for s, cl in zip(sides, clients, strict=True):
+            s.freeze(False)
+            await cl.warmup()
+            if several:
+                s.freeze(True)
         for c in args.concurrency:
-            levels.append(
-                await run_level(
-                    client,
-                    c,
-                    warmup=args.warmup,
-                    duration=args.duration,
-                    max_tokens=args.max_tokens,
-                    engine_pid=engine_pid,
-                )
-            )
-        return levels
+            for r in range(args.rounds):
+                # Alternate the order each round so drift in the machine's load
+                # does not favour one side.
+                order = list(zip(sides, clients, strict=True))[:: 1 if r % 2 == 0 else -1]
+                for s, cl in order:
+                    lv = await _measure(s, cl, c, args, None, freeze_after=several)
+                    s.quiet.setdefault(c, []).append(lv)
+                if args.busy:
+                    with spinner() as pid:
+                        await asyncio.sleep(0.2)
+                        for s, cl in order[::-1]:
+                            lv = await _measure(s, cl, c, args, pid, freeze_after=several)
+                            s.busy.setdefault(c, []).append(lv)
+
+
+def _med(levels: list[Level]) -> float:
+    return statistics.median(lv.tok_s for lv in levels) if levels else 0.0
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b > 0 else "-"
+
+
+def print_comparison(sides: list[Side], args: argparse.Namespace) -> None:
+    ref = next((s for s in sides if s.name == RAW), None)
+    print(f"\n== side by side: medians of {args.rounds} rounds of {args.duration:.0f} s per "
+          f"level (tok/s; 'others': cores that other processes used meanwhile)")  # fmt: skip
+    head = f"{'conc':>5} {'server':<24} {'quiet':>8} {'vs raw':>7} {'others':>7}"
+    head += f" {'busy':>8} {'vs raw':>7} {'busy/quiet':>11} {'others':>7}" if args.busy else ""
+    print(head + "\n" + "-" * len(head))
+    for c in args.concurrency:
+        for s in sides:
+            row = f"{c:>5} {s.name[:24]:<24}"
+            for cond in ("quiet", "busy") if args.busy else ("quiet",):
+                runs = getattr(s, cond).get(c, [])
+                v = _med(runs)
+                base = _med(getattr(ref, cond)[c]) if ref else 0.0
+                row += f" {v:>8.1f} {_ratio(v, base) if ref is not s else '':>7}"
+                row += f" {_ratio(v, _med(s.quiet[c])):>11}" if cond == "busy" else ""
+                row += f" {statistics.median(lv.others_cores or 0.0 for lv in runs):>7.2f}"
+            print(row)
+    for s in (s for s in sides if s is not ref):
+        levels = args.concurrency
+        if ref:
+            vs = [f"c={c} {_ratio(_med(s.quiet[c]), _med(ref.quiet[c]))}" for c in levels]
+            print(f"   {s.name}: infersight/raw {', '.join(vs)} (goal >= 0.95 on a quiet machine)")
+        if args.busy:
+            bq = [f"c={c} {_ratio(_med(s.busy[c]), _med(s.quiet[c]))}" for c in levels]
+            print(f"   {s.name}: busy/quiet {', '.join(bq)} (goal >= 0.50: no collapse)")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="short levels (whole run < 60 s)")
-    ap.add_argument(
-        "--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 16, 32]
-    )
+    ap.add_argument("--quick", action="store_true", help="short levels (5 s, 2 rounds)")
+    ap.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")],
+                    help="levels (default 1,4,16,32; 1,8 with --raw or --busy)")  # fmt: skip
     ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--duration", type=float, default=20.0, help="seconds measured per level")
+    ap.add_argument("--duration", type=float,
+                    help="seconds per measurement (default 20; 12 with --raw/--busy)")  # fmt: skip
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds cut at each level start")
+    ap.add_argument("--rounds", type=int,
+                    help="measurements per level and side, in alternating order "
+                    "(default 1; 3 with --raw/--busy)")  # fmt: skip
+    ap.add_argument("--raw", action="store_true",
+                    help="also measure xllamacpp with llama-server defaults, side by side")  # fmt: skip
+    ap.add_argument("--busy", action="store_true",
+                    help="also measure every level while another process spins one core")  # fmt: skip
+    ap.add_argument("--parallel", type=int, default=8, help="slots (both sides)")
     ap.add_argument(
         "--variant",
         action="append",
         default=[],
-        help="engine settings, e.g. 'parallel=16,n_ubatch=256' or 'omp=active' "
-        "(repeatable; each variant gets its own engine and table)",
+        help="engine settings, e.g. 'parallel=16,n_ubatch=256', 'threads=1' or 'wait=passive' "
+        "(repeatable; each variant is one more side)",
     )
     ap.add_argument("--url", help="benchmark a running server instead of the embedded engine")
     args = ap.parse_args(argv)
+    compare = args.raw or args.busy
+    args.concurrency = args.concurrency or ([1, 8] if compare else [1, 4, 16, 32])
+    args.duration = args.duration or (12.0 if compare else 20.0)
+    args.rounds = args.rounds or (3 if compare else 1)
     if args.quick:
-        args.duration, args.warmup = min(args.duration, 7.0), min(args.warmup, 1.5)
+        args.duration, args.warmup = min(args.duration, 5.0), min(args.warmup, 1.5)
+        args.rounds = min(args.rounds, 2)
     variants = [_parse_variant(v) for v in args.variant] or [{}]
+    names = [", ".join(f"{k}={val}" for k, val in v.items()) or "infersight" for v in variants]
+    for v in variants:
+        v.setdefault("parallel", args.parallel)
     print(
         f"engine scaling: {args.max_tokens} output tokens/request, EOS ignored, "
-        f"{args.duration:.0f} s per level after {args.warmup:.1f} s warm-up; "
+        f"{args.duration:.0f} s per measurement after {args.warmup:.1f} s warm-up; "
         f"{psutil.cpu_count()} CPUs, load avg {psutil.getloadavg()[0]:.1f}"
     )
-    for variant in variants:
-        with _engine(variant, args.url) as (url, pid, settings):
-            levels = asyncio.run(bench_variant(url, pid, args))
-        title = ", ".join(f"{k}={v}" for k, v in variant.items()) or "engine defaults"
-        print_table(title if not args.url else args.url, levels, settings)
-        by_c = {lv.concurrency: lv.tok_s for lv in levels}
-        if 1 in by_c and 16 in by_c and by_c[1] > 0:
-            ratio = by_c[16] / by_c[1]
-            verdict = "meets" if ratio >= 1.7 else "MISSES"
-            print(f"   c=16 / c=1 = {ratio:.2f}x ({verdict} the 1.7x target)")
+    with contextlib.ExitStack() as stack:
+        if args.url:
+            sides = [Side(name=args.url, url=args.url, pid=None, settings={"url": args.url})]
+        else:
+            sides = [stack.enter_context(ours(v, n)) for v, n in zip(variants, names, strict=True)]
+        if args.raw and not args.url:
+            first = sides[0].settings
+            sides.append(stack.enter_context(
+                raw(first["parallel"], first["ctx"], first["model_path"])))  # fmt: skip
+        try:
+            asyncio.run(bench_sides(sides, args))
+        finally:
+            for s in sides:
+                s.freeze(False)
+    for s in sides:
+        levels = [lv for c in args.concurrency for lv in s.quiet.get(c, [])]
+        print_table(s.name, levels, s.settings)
+    if compare:
+        print_comparison(sides, args)
+    else:
+        for s in sides:
+            by_c = {lv.concurrency: lv.tok_s for lv in s.quiet.get(1, []) + s.quiet.get(16, [])}
+            if 1 in by_c and 16 in by_c and by_c[1] > 0:
+                ratio = by_c[16] / by_c[1]
+                verdict = "meets" if ratio >= 1.7 else "MISSES"
+                print(f"   {s.name}: c=16 / c=1 = {ratio:.2f}x ({verdict} the 1.7x target)")
+    print(f"load avg at the end: {psutil.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -3,6 +3,13 @@
 Against a fast streaming server on 127.0.0.1 (the fake OpenAI server, in its own
 process, so its CPU is not counted), this measures:
 
+0. ``--rate`` (default 1,000/s) against a paced upstream (TTFT 20 ms, 5 ms between
+   tokens, 16 streamed tokens) pinned to one core, with the load generator (one
+   process) pinned to the other: schedule lag p50/p99, the client-limited flag and
+   CPU per request, beside a bare aiohttp loop at the same rate on the same server,
+   alternating, ``--rounds`` times (see ``loadgen_paced.py``); ``--profile`` adds a
+   cProfile of the load generator's hot path; with more than two cores, ``--workers``
+   processes on as many cores at that many times the rate;
 1. streamed chunks per second and client CPU microseconds per chunk, with 1 and 2
    load-generator workers (closed loop);
 2. the highest request rate the scheduler holds with schedule lag p99 under 5 ms;
@@ -16,6 +23,7 @@ GuideLLM's is ``getrusage`` of its whole process tree, start-up included; its ow
 start-up is measured with a tiny run and subtracted.
 
     python benchmarks/loadgen_capacity.py [--quick] [--no-guidellm]
+    python benchmarks/loadgen_capacity.py --paced-only [--rate 1000] [--profile]
 """
 
 from __future__ import annotations
@@ -32,6 +40,9 @@ from typing import Any
 
 from infersight.bench import BenchConfig, run
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import loadgen_paced as paced
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".bench-venvs" / "guidellm"
@@ -167,11 +178,65 @@ def count_chunks(doc: Any) -> int:
     return 0
 
 
+def paced_section(args: argparse.Namespace) -> None:
+    """Section 0: one process at ``--rate`` beside a bare aiohttp loop (issue 13)."""
+    seconds = args.seconds or (5.0 if args.quick else 10.0)
+    rounds = args.rounds or (2 if args.quick else 3)
+    cores = sorted(os.sched_getaffinity(0))  # before pinning narrows them to one
+    with paced.pinned_upstream(args.realtime) as (url, pid, where):
+        print(f"\n## --rate {args.rate:g} against a paced upstream (TTFT 20 ms, 5 ms/token, "
+              f"16 tokens, streamed), {seconds:g} s per run, {rounds} rounds; {where}")  # fmt: skip
+        runs = []
+        for r in range(rounds):
+            pair = [lambda: paced.run_ours(url, pid, args.rate, seconds),
+                    lambda: paced.run_bare(url, pid, args.rate, seconds)]  # fmt: skip
+            for fn in pair if r % 2 == 0 else pair[::-1]:
+                runs.append(fn())
+        paced.print_runs(runs)
+        paced.summarise(runs, args.rate)
+        if args.workers > 1:
+            if len(cores) < args.workers + 1:
+                print(f"--workers {args.workers}: needs {args.workers + 1} cores (one for the "
+                      f"upstream), this machine has {len(cores)}; skipped")  # fmt: skip
+            else:
+                os.sched_setaffinity(0, set(cores[1 : 1 + args.workers]))
+                wide = [paced.run_ours(url, pid, args.rate * n, seconds, workers=n)
+                        for n in (1, args.workers)]  # fmt: skip
+                print(f"\n## --workers scaling: {args.rate:g}/s per worker, each on its own core")
+                paced.print_runs(wide)
+        if args.profile:
+            rate = args.profile_rate or args.rate / 4
+            prof = paced.run_ours(url, pid, rate, seconds, profile=True)
+            print(f"\n(profiled run at {rate:g}/s: the profiler itself slows the client)")
+            paced.print_runs([prof])
+            paced.print_profile(prof["profile"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small counts (< 60 s)")
     ap.add_argument("--no-guidellm", action="store_true", help="skip the GuideLLM column")
+    ap.add_argument("--paced-only", action="store_true", help="only section 0 (--rate)")
+    ap.add_argument("--rate", type=float, default=1000.0, help="section 0's rate (default 1000/s)")
+    ap.add_argument("--seconds", type=float, help="section 0: seconds per run (default 10; quick 5)")
+    ap.add_argument("--rounds", type=int, help="section 0: runs per client (default 3; quick 2)")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="section 0: also N worker processes at N x the rate (needs N+1 cores)")  # fmt: skip
+    ap.add_argument("--profile", action="store_true",
+                    help="section 0: cProfile of the load generator's hot path")  # fmt: skip
+    ap.add_argument("--profile-rate", type=float, help="rate of the profiled run (default rate/4)")
+    ap.add_argument("--realtime", action="store_true",
+                    help="section 0 under SCHED_FIFO (root): a quiet core on a shared machine")  # fmt: skip
     args = ap.parse_args()
+    print(f"# loadgen capacity ({'quick' if args.quick else 'full'}), {os.cpu_count()} CPUs, "
+          f"load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
+    paced_section(args)
+    if not args.paced_only:
+        sections(args)
+
+
+def sections(args: argparse.Namespace) -> None:
+    """Sections 1-3: closed-loop capacity, the highest rate held, GuideLLM."""
     q = args.quick
     if q and not args.no_guidellm:
         # GuideLLM's own start-up (torch, transformers) takes about a minute here.
@@ -181,7 +246,6 @@ def main() -> None:
     rates = [50.0, 100.0, 200.0, 400.0] if q else [50.0, 100.0, 200.0, 400.0, 800.0, 1600.0]
     notes: list[str] = []
 
-    print(f"# loadgen capacity ({'quick' if q else 'full'}), {os.cpu_count()} CPUs")
     fast = FakeConfig(ttft=0.0, itl=0.0, tokens=tokens, tokenize=False)
     with FakeOpenAI.subprocess(fast) as srv:
         caps = [capacity(srv.base_url, w, n_req, tokens) for w in (1, 2)]

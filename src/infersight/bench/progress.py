@@ -1,11 +1,15 @@
 """Live progress: counters the scheduler updates and a rich line that shows them.
 
-The counters are cheap (a few integer updates per request) so they never slow the
-hot path; the display redraws four times a second from them.
+Both sides are cheap, because both run on the load generator's event loop, where any
+pause is schedule lag: a finished request costs a few integer updates (completions
+and tokens are counted in quarter-second buckets, not kept one by one), and a redraw
+(four a second, from the loop itself, not from a thread that would contend with it
+for the GIL) sums a few buckets and sorts a few hundred recent TTFTs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from typing import Any
@@ -13,6 +17,12 @@ from typing import Any
 from infersight.core.records import RequestRecord
 
 __all__ = ["LiveDisplay", "LiveStats"]
+
+#: Width of a rate bucket (s), and how many are kept (the longest rate span).
+_BUCKET = 0.25
+_BUCKETS = 40
+#: Recent TTFTs kept for the live p50/p99.
+_TTFTS = 500
 
 
 class LiveStats:
@@ -26,12 +36,22 @@ class LiveStats:
         self.errors = 0
         self.in_flight = 0
         self.tokens = 0
-        self.ttfts: deque[float] = deque(maxlen=2000)
-        #: (finish time, output tokens) of recent completions, for current rates.
-        self.recent: deque[tuple[float, int]] = deque(maxlen=4000)
+        self.ttfts: deque[float] = deque(maxlen=_TTFTS)
+        #: [bucket index, completions, output tokens] of recent quarter-seconds.
+        self._buckets: deque[list[int]] = deque(maxlen=_BUCKETS)
 
     def started(self) -> None:
         self.in_flight += 1
+
+    def _count(self, completions: int, tokens: int) -> None:
+        k = int(time.monotonic() / _BUCKET)
+        b = self._buckets
+        if b and b[-1][0] == k:
+            last = b[-1]
+            last[1] += completions
+            last[2] += tokens
+        else:
+            b.append([k, completions, tokens])
 
     def finished(self, rec: RequestRecord) -> None:
         self.in_flight -= 1
@@ -41,9 +61,10 @@ class LiveStats:
             return
         n = rec.output_tokens
         self.tokens += n
-        if rec.ttft is not None:
-            self.ttfts.append(rec.ttft)
-        self.recent.append((time.monotonic(), n))
+        ttft = rec.ttft
+        if ttft is not None:
+            self.ttfts.append(ttft)
+        self._count(1, n)
 
     def merge_snapshot(self, snap: dict[str, Any]) -> None:
         """Add a worker process's increments (see ``snapshot``)."""
@@ -52,16 +73,22 @@ class LiveStats:
         self.in_flight += snap["in_flight"]
         self.tokens += snap["tokens"]
         self.ttfts.extend(snap["ttfts"])
-        now = time.monotonic()
-        for n in snap["recent"]:
-            self.recent.append((now, n))
+        recent = snap["recent"]
+        if recent:
+            self._count(len(recent), sum(recent))
 
     def rates(self, span: float = 5.0) -> tuple[float, float]:
         """Requests/s and output tokens/s over the last ``span`` seconds."""
         now = time.monotonic()
         span = min(span, max(now - self.start, 1e-3))
-        recent = [(t, n) for t, n in self.recent if now - t <= span]
-        return len(recent) / span, sum(n for _, n in recent) / span
+        first = int((now - span) / _BUCKET)
+        reqs = toks = 0
+        for k, n, t in reversed(self._buckets):
+            if k < first:
+                break
+            reqs += n
+            toks += t
+        return reqs / span, toks / span
 
     def ttft_p50_p99(self) -> tuple[float | None, float | None]:
         if not self.ttfts:
@@ -91,11 +118,18 @@ class LiveStats:
 
 
 class LiveDisplay:
-    """A one-line rich Live view; a no-op when disabled or not on a terminal."""
+    """A one-line rich Live view; a no-op when disabled or not on a terminal.
+
+    Entered inside a running event loop, it redraws from that loop four times a second
+    (rich's own refresh thread would contend with the loop for the GIL).
+    """
+
+    _PERIOD = 0.25
 
     def __init__(self, enabled: bool) -> None:
         self._live: Any = None
         self._enabled = enabled
+        self._tick: asyncio.TimerHandle | None = None
         self.level = ""
         self.stats: LiveStats | None = None
 
@@ -106,14 +140,29 @@ class LiveDisplay:
 
             console = Console(stderr=True)
             if console.is_terminal:
+                try:
+                    loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+                except RuntimeError:
+                    loop = None
                 self._live = Live(
                     "", console=console, refresh_per_second=4, transient=True,
-                    get_renderable=self._render,
+                    get_renderable=self._render, auto_refresh=loop is None,
                 )  # fmt: skip
                 self._live.__enter__()
+                if loop is not None:
+                    self._tick = loop.call_later(self._PERIOD, self._redraw, loop)
         return self
 
+    def _redraw(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._live is None:
+            return
+        self._live.refresh()
+        self._tick = loop.call_later(self._PERIOD, self._redraw, loop)
+
     def __exit__(self, *exc: object) -> None:
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
         if self._live is not None:
             self._live.__exit__(None, None, None)
             self._live = None

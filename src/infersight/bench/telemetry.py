@@ -38,8 +38,12 @@ class BenchTelemetry:
         urls = list(self.cfg.scrape)
         if self.target.metrics_url and self.target.metrics_url not in urls:
             urls.append(self.target.metrics_url)
+        # Descendants (the --workers processes) are found by walking every process of
+        # the host, milliseconds that would stall this event loop each second: only
+        # when there are workers, whose loops this does not stall.
         tel = build_recorder(
-            interval=self.cfg.sample_interval, processes=procs, children=True, scrape=urls,
+            interval=self.cfg.sample_interval, processes=procs,
+            children=self.cfg.workers > 1, scrape=urls,
             api_key=self.target.api_key, slots=self.target.slots,
         )  # fmt: skip
         self.gpus, self.gpu_note = tel.gpus, tel.gpu_note

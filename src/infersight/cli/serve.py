@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from infersight.cli._conventions import api_key_env_option, api_key_file_option, command_help
+from infersight.engine.threads import SPIN_COUNT
 
 __all__ = ["register", "serve"]
-
 
 _HELP = command_help(
     "Serve a GGUF model with llama.cpp on an OpenAI-compatible API.",
@@ -17,6 +17,15 @@ _HELP = command_help(
     "(Prometheus), /tokenize, /slots. With --gateway the engine listens on a private "
     "loopback port and the infersight gateway (admission control, metrics, cost) serves "
     "--host/--port in front of it. Settings also come from INFERSIGHT_SERVE_* variables.",
+    "Threads: llama.cpp's compute threads meet at a barrier after every operation, "
+    "hundreds of times per token. By default a waiting thread spins a short, bounded "
+    f"while (GOMP_SPINCOUNT={SPIN_COUNT} turns, a fraction of a millisecond) and then "
+    "sleeps. On an idle machine that is as fast as llama-server's defaults; when another "
+    "process takes a core, the waiting thread gives its core back at once instead of "
+    "spinning through the time slice its peer needs (llama-server's default spin, "
+    "300,000 turns, collapses there). OMP_WAIT_POLICY=ACTIVE (always spin) or PASSIVE "
+    "(always sleep) and GOMP_SPINCOUNT in the environment override it; the start-up "
+    "lines show the choice. Figures: benchmarks/engine_scaling.py --raw --busy.",
     examples=[
         "infersight serve",
         "infersight serve --model ./qwen2.5-0.5b-q4_k_m.gguf --parallel 16",
@@ -29,7 +38,7 @@ def serve(
     model: Path | None = typer.Option(None, "--model", metavar="FILE", help="GGUF model file.", show_default="SmolLM2-135M-Instruct Q4_1"),
     parallel: int | None = typer.Option(None, "--parallel", help="Slots: requests decoded together.", show_default="8"),
     ctx: int | None = typer.Option(None, "--ctx", help="Total context in tokens, shared by the slots.", show_default="2048 x slots"),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads.", show_default="physical cores"),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp's compute (decode and prompt); waiting threads spin briefly, then sleep (see above).", show_default="the physical cores this process may use"),
     host: str | None = typer.Option(None, "--host", help="Address to listen on.", show_default="127.0.0.1"),
     port: int | None = typer.Option(None, "--port", help="Port to listen on; 0 picks a free one and prints it.", show_default="8000"),
     api_key_env: str | None = api_key_env_option("Environment variable holding the API key clients must send. Without a key, access is open."),

@@ -63,11 +63,12 @@ async def _next_read(sr: StreamResponse) -> list[Any] | None:
 
 async def prime(sr: StreamResponse) -> None:
     """Read until the first content event, an error, or the end (before retries end);
-    what was read is replayed to the caller (``sr._pending``)."""
+    what was read is replayed to the caller (``sr._pending``), unless the response is
+    lazy (read to the end by ``drain``, which replays nothing)."""
     try:
         while not sr.record.chunk_times and not sr._eof and sr._error is None:
             evs = await sr._read()
-            if evs:
+            if evs and not sr._lazy:
                 sr._pending.extend(evs)
         if sr._error is not None and not sr.record.chunk_times:
             err, sr._error = sr._error, None
@@ -80,9 +81,14 @@ async def prime(sr: StreamResponse) -> None:
 async def drain(sr: StreamResponse) -> None:
     """Read to the end without yielding events (``Client.request``)."""
     sr._lazy = sr.is_sse  # no SSEEvent objects for plain chunks from here on
+    read = sr._read
     with _Ending(sr):
-        while await _next_read(sr) is not None:
-            pass
+        # _next_read, inlined: this loop runs once per streamed token.
+        while sr._error is None and not sr._eof:
+            if sr._done:
+                await finish_eof(sr)
+                break
+            await read()
     sr._settle()
 
 

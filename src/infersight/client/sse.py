@@ -72,6 +72,29 @@ class SSEParser:
         self._feed_safe(chunk, out, True)
         return out
 
+    def single_plain(self, chunk: bytes) -> bytes | None:
+        """The payload when ``chunk`` is exactly one plain ``data: {...}`` event (LF
+        line ends) and nothing unfinished is held; else None, and nothing changed.
+
+        Nearly every read of a token stream is such an event: a reader that wants no
+        SSEEvent objects takes its payload here, as :meth:`feed_lazy` would give it,
+        without the framing walk. Anything else goes to :meth:`feed_lazy`.
+        """
+        if (
+            self._buf
+            or self._data
+            or self._raw
+            or self._event is not None
+            or self._skip_lf
+            or self.error is not None
+            or chunk[:7] != b"data: {"
+            or chunk.find(b"\n") != len(chunk) - 2
+            or chunk[-1:] != b"\n"
+            or 13 in chunk
+        ):
+            return None
+        return chunk[6:-2]
+
     def decode(self, data: bytes) -> SSEEvent:
         """The SSEEvent of a payload from :meth:`feed_lazy` (``raw`` is empty)."""
         return self._decode(data, b"", "message")

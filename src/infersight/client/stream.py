@@ -72,6 +72,7 @@ class StreamResponse:
         deadline: float,
         key: str | None,
         loop: asyncio.AbstractEventLoop,
+        lazy: bool = False,
         streamed: bool = True,
     ) -> None:
         self.status: int = resp.status
@@ -95,7 +96,9 @@ class StreamResponse:
         self.is_sse = ctype.startswith("text/event-stream")
         self._parser = SSEParser()
         self._pending: list[SSEEvent] = []
-        self._lazy = False
+        #: Plain content events are recorded without SSEEvent objects (the caller reads
+        #: to the end and wants no events: ``Client.request``), from the first read on.
+        self._lazy = lazy
         self._error: E.InfersightError | None = None
         self._eof = False
         self._finished = False
@@ -118,7 +121,7 @@ class StreamResponse:
             arm(self, due)
 
     # -- reading -----------------------------------------------------------------
-    async def _read(self) -> list[SSEEvent] | None:
+    async def _read(self) -> list[Any] | None:
         """One read: parse it, fill the record; returns the read's events (SSE only).
 
         In lazy mode (``drain``, ``raw_chunks``) a plain content event stays as its
@@ -142,7 +145,16 @@ class StreamResponse:
                     return None
                 self.is_sse = True  # an SSE stream served without its Content-Type
             self._consumed += len(data)
-            evs: list[Any] = parser.feed_lazy(data) if self._lazy else parser.feed(data)
+            if self._lazy:
+                # The common read, one plain content event: recorded without framing.
+                payload = parser.single_plain(data)
+                if payload is not None and quick_chunk(self, payload, t):
+                    if self._idle is not None and len(self.record.chunk_times) == 1:
+                        arm(self, t + self._idle)
+                    return [payload]
+                evs: list[Any] = parser.feed_lazy(data)
+            else:
+                evs = parser.feed(data)
         else:
             self._eof = True
             if not self.is_sse:
@@ -160,7 +172,17 @@ class StreamResponse:
             if item.__class__ is bytes:  # a plain data line, from feed_lazy
                 if quick_chunk(self, item, t):
                     continue
-                ev: SSEEvent = parser.decode(item)
+                try:
+                    ev: SSEEvent = parser.decode(item)
+                except E.MalformedStream as e:
+                    # As the parser does with a bad event after good ones of a read:
+                    # keep those; the error is raised after them (never after [DONE]).
+                    if parser.error is None:
+                        parser.error = e
+                    if self._error is None:
+                        self._error = parser.error
+                    evs = evs[:i]
+                    break
                 ev.raw = b"data: " + item + b"\n\n"  # what the fast path cut
                 evs[i] = ev
             else:

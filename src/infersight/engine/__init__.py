@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
-from infersight.engine.config import EngineConfig, default_threads, resolve_config
+from infersight.engine.config import EngineConfig, resolve_config
 from infersight.engine.locate import default_model_path, model_alias, validate_gguf
 from infersight.engine.process import EmbeddedEngine, EngineStartError
+from infersight.engine.threads import default_threads, describe_wait
 
 __all__ = [
     "EmbeddedEngine",
@@ -17,6 +18,7 @@ __all__ = [
     "EngineStartError",
     "default_model_path",
     "default_threads",
+    "describe_wait",
     "model_alias",
     "resolve_config",
     "validate_gguf",

@@ -11,6 +11,7 @@ import subprocess
 from typing import IO, Any
 
 from infersight.engine.config import EngineConfig
+from infersight.engine.threads import wait_env
 
 __all__ = ["child_env", "llama_error_line", "pump_log", "read_events", "terminate"]
 
@@ -18,7 +19,11 @@ __all__ = ["child_env", "llama_error_line", "pump_log", "read_events", "terminat
 def child_env(config: EngineConfig) -> dict[str, str]:
     """The engine's environment: the caller's, with the configured OpenMP wait policy."""
     env = dict(os.environ)
-    env["OMP_WAIT_POLICY"] = config.omp_wait_policy
+    for name, value in wait_env(config.omp_wait_policy, config.omp_spin_count).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 

@@ -8,13 +8,13 @@ API key in ``/proc/<pid>/cmdline``).
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from infersight.core.errors import ConfigError
 from infersight.engine.locate import default_model_path, model_alias, validate_gguf
+from infersight.engine.threads import default_threads, resolve_wait
 
 __all__ = [
     "DEFAULT_CTX_PER_SLOT",
@@ -29,22 +29,6 @@ DEFAULT_CTX_PER_SLOT = 2048
 #: Below this a slot cannot hold a short chat template plus a few tokens of answer.
 MIN_CTX_PER_SLOT = 128
 MAX_PARALLEL = 1024
-
-
-def default_threads() -> int:
-    """Physical cores this process may run on (hyper-threads slow llama.cpp down)."""
-    try:
-        allowed = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        allowed = os.cpu_count() or 1
-    physical: int | None = None
-    try:
-        import psutil
-
-        physical = psutil.cpu_count(logical=False)
-    except Exception:  # psutil may not know the topology (containers)
-        physical = None
-    return max(1, min(allowed, physical or allowed))
 
 
 @dataclass(frozen=True)
@@ -72,8 +56,13 @@ class EngineConfig:
     cache_ram_mib: int = 512
     #: llama.cpp log verbosity: 1 = errors only (quiet), 3 = info, 4 = debug.
     verbosity: int = 1
-    #: OpenMP wait policy of the compute threads (see :func:`resolve_config`).
-    omp_wait_policy: str = "PASSIVE"
+    #: How compute threads wait for each other (see :mod:`infersight.engine.threads`):
+    #: AUTO spins ``omp_spin_count`` turns then sleeps; ACTIVE or PASSIVE as OpenMP.
+    omp_wait_policy: str = "AUTO"
+    #: ``GOMP_SPINCOUNT`` for the engine process (None: the policy's own).
+    omp_spin_count: int | None = None
+    #: Where the wait policy came from: default, argument or an environment variable.
+    omp_wait_source: str = "default"
 
     @property
     def ctx_per_slot(self) -> int:
@@ -113,16 +102,14 @@ def resolve_config(
     n_batch: int | None = None,
     n_ubatch: int | None = None,
     omp_wait_policy: str | None = None,
+    omp_spin_count: int | None = None,
 ) -> EngineConfig:
     """Fill defaults and check every value; raise ConfigError with the fix.
 
-    ``omp_wait_policy`` (``ACTIVE`` or ``PASSIVE``; default: the caller's
-    ``OMP_WAIT_POLICY``, else ``PASSIVE``): llama.cpp's CPU backend (built with OpenMP)
-    syncs its threads at a barrier after every operation. Spinning there is a little
-    faster on an idle machine, but on a busy or shared one a thread whose peer was
-    preempted burns the time slice the peer needs, and decode collapses. On the 2-core
-    dev box under load (SmolLM2, 2 threads, interleaved runs): 0.3-2 tok/s spinning
-    against 9-18 tok/s passive at concurrency 1.
+    ``omp_wait_policy`` (``AUTO``, ``ACTIVE`` or ``PASSIVE``) and ``omp_spin_count``:
+    how llama.cpp's compute threads wait for each other at the barrier after every
+    operation. Default: the caller's ``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT``, else
+    AUTO (spin briefly, then sleep); :mod:`infersight.engine.threads` says why.
     """
     _positive(parallel, "--parallel")
     if parallel > MAX_PARALLEL:
@@ -147,9 +134,7 @@ def resolve_config(
             f"--parallel {parallel}; use --ctx {MIN_CTX_PER_SLOT * parallel} or more "
             f"(--ctx is the total context, shared by all slots)"
         )
-    policy = (omp_wait_policy or os.environ.get("OMP_WAIT_POLICY") or "PASSIVE").upper()
-    if policy not in ("ACTIVE", "PASSIVE"):
-        raise ConfigError(f"OMP_WAIT_POLICY must be ACTIVE or PASSIVE, got {policy!r}")
+    wait = resolve_wait(omp_wait_policy, omp_spin_count)
     nb = n_batch or 2048
     nub = min(n_ubatch or 512, nb)
     return EngineConfig(
@@ -165,5 +150,7 @@ def resolve_config(
         n_ubatch=nub,
         http_threads=http_threads or max(64, 4 * parallel + 8),
         verbosity=3 if verbose else 1,
-        omp_wait_policy=policy,
+        omp_wait_policy=wait.policy,
+        omp_spin_count=wait.spin_count,
+        omp_wait_source=wait.source,
     )

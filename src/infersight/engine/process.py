@@ -24,6 +24,7 @@ from typing import IO, Any
 from infersight.core.errors import ConfigError, InfersightError
 from infersight.engine._procio import child_env, llama_error_line, pump_log, read_events, terminate
 from infersight.engine.config import EngineConfig, resolve_config
+from infersight.engine.threads import default_threads, describe_wait
 
 __all__ = ["EmbeddedEngine", "EngineStartError"]
 
@@ -55,7 +56,7 @@ class EmbeddedEngine:
         verbose: show llama.cpp's info log on stderr (default: only kept in
             :meth:`log_tail`).
         log: where to echo the log when verbose (default ``sys.stderr``).
-        http_threads, n_batch, n_ubatch, omp_wait_policy: tuning; see
+        http_threads, n_batch, n_ubatch, omp_wait_policy, omp_spin_count: tuning; see
             :class:`~infersight.engine.config.EngineConfig` and
             :func:`~infersight.engine.config.resolve_config`.
     """
@@ -77,6 +78,7 @@ class EmbeddedEngine:
         n_batch: int | None = None,
         n_ubatch: int | None = None,
         omp_wait_policy: str | None = None,
+        omp_spin_count: int | None = None,
     ) -> None:
         self.config: EngineConfig = resolve_config(
             model=model,
@@ -91,6 +93,7 @@ class EmbeddedEngine:
             n_batch=n_batch,
             n_ubatch=n_ubatch,
             omp_wait_policy=omp_wait_policy,
+            omp_spin_count=omp_spin_count,
         )
         self.startup_timeout = startup_timeout
         self._echo = (log or sys.stderr) if verbose else None
@@ -151,10 +154,27 @@ class EmbeddedEngine:
             "http_threads": c.http_threads,
             "cache_ram_mib": c.cache_ram_mib,
             "omp_wait_policy": c.omp_wait_policy,
+            "omp_spin_count": c.omp_spin_count,
+            "omp_wait": describe_wait(c.omp_wait_policy, c.omp_spin_count),
             "api_key": c.api_key is not None,  # whether one is set; never the key
             "load_seconds": self._ready.get("load_seconds"),
             "versions": self._ready.get("versions", {}),
         }
+
+    @property
+    def thread_policy(self) -> str:
+        """One line: compute threads and how they wait (the start-up banner shows it)."""
+        c = self.config
+        why = "the physical cores" if c.threads == default_threads() else "as set"
+        line = f"{c.threads} ({why}); {describe_wait(c.omp_wait_policy, c.omp_spin_count)}"
+        if c.omp_wait_source == "default":
+            line += " (OMP_WAIT_POLICY / GOMP_SPINCOUNT change it)"
+        else:
+            line += f" (from {c.omp_wait_source})"
+        runtime = self._ready.get("versions", {}).get("openmp")
+        if runtime and runtime != "libgomp" and c.omp_spin_count is not None:
+            line += f"; {runtime} ignores GOMP_SPINCOUNT"
+        return line
 
     def log_tail(self, n: int = 50) -> list[str]:
         """The last ``n`` lines of llama.cpp's log (kept even when not verbose)."""

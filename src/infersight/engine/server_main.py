@@ -27,7 +27,7 @@ from infersight.core.listen import check_can_listen
 from infersight.engine.config import EngineConfig
 from infersight.engine.locate import validate_gguf
 
-__all__ = ["client_url", "diagnose_start_failure", "main"]
+__all__ = ["client_url", "diagnose_start_failure", "main", "openmp_runtime"]
 
 #: Seconds the llama.cpp server gets to stop by itself before the process just exits.
 _SHUTDOWN_GRACE_S = 3
@@ -80,6 +80,21 @@ def _build_params(cfg: EngineConfig) -> Any:
     return p
 
 
+def openmp_runtime(maps: str | None = None) -> str | None:
+    """The OpenMP runtime loaded in this process (libgomp, libomp, libiomp5), if any:
+    ``GOMP_SPINCOUNT`` only means something to libgomp."""
+    if maps is None:
+        try:
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+                maps = f.read()
+        except OSError:
+            return None
+    for name in ("libgomp", "libiomp5", "libomp"):
+        if f"/{name}" in maps:
+            return name
+    return None
+
+
 def _versions() -> dict[str, Any]:
     import xllamacpp
 
@@ -88,6 +103,7 @@ def _versions() -> dict[str, Any]:
         "xllamacpp": getattr(xllamacpp, "__version__", "unknown"),
         "llama.cpp": build.get("commit", "unknown") if isinstance(build, dict) else "unknown",
         "system_info": xllamacpp.get_system_info().strip(),
+        "openmp": openmp_runtime(),
     }
 
 

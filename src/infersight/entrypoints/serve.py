@@ -81,7 +81,7 @@ def _banner(engine: EmbeddedEngine, key_source: str | None) -> str:
         f"infersight serve: listening on {engine.base_url}  (OpenAI API: {engine.base_url}/v1)",
         f"  model    {engine.model_name}  ({c.model}, {size_mib:.0f} MiB)",
         f"  slots    {c.parallel} x {c.ctx_per_slot} tokens of context (--ctx {c.ctx} in total)",
-        f"  threads  {c.threads}",
+        f"  threads  {engine.thread_policy}",
         f"  api key  {'required, from ' + key_source if key_source else 'none (open access)'}",
         f"  metrics  {engine.base_url}/metrics",
         "Press Ctrl-C to stop.",

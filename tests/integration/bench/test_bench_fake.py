@@ -15,28 +15,14 @@ from infersight.bench.schedule import open_loop_schedule
 from infersight.core.metrics import aggregate
 from infersight.core.records import RequestRecord
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.realtime import realtime
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def _realtime(pid: int) -> bool:
-    """Real-time scheduling for a timing-critical process on a shared, loaded machine.
-
-    Other processes' CPU load delays every wake-up of the server and the client by
-    milliseconds; under SCHED_FIFO the kernel wakes them first. Both only sleep and
-    stream for a few seconds, and the kernel's real-time throttling still keeps 5% of
-    the CPU for everyone else. Without the privilege, the test runs as it is.
-    """
-    try:
-        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(10))
-    except (OSError, AttributeError):
-        return False
-    return True
-
-
 @contextlib.contextmanager
 def _priority() -> Iterator[None]:
-    raised = _realtime(0)
+    raised = realtime(0)
     try:
         yield
     finally:
@@ -48,7 +34,7 @@ def _priority() -> Iterator[None]:
 def fake() -> Iterator[Any]:
     """TTFT 50 ms, then a token every 10 ms, 20 tokens."""
     with FakeOpenAI.subprocess(FakeConfig(ttft=0.05, itl=0.01, tokens=20)) as srv:
-        _realtime(srv.pid)
+        realtime(srv.pid)
         yield srv
 
 

@@ -152,13 +152,9 @@ def test_request_equals_stream_events(
     assert body_bytes.startswith(good) and all(p.endswith(b"\n\n") for p in raw)
 
 
-def test_lazy_path_is_taken(
-    server: tuple[asyncio.AbstractEventLoop, Client], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    loop, client = server
-    Box.writes = [sse(ch(delta={"content": f"t{i}"})) for i in range(6)]
-    Box.writes += [sse(ch(delta={}, finish_reason="stop")), sse("[DONE]")]
-    Box.pause = True
+@pytest.fixture
+def quick_hits(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each call of the fast path answered (True: recorded without an SSEEvent)."""
     hits: list[bool] = []
     real = stream_fast.quick_chunk
 
@@ -167,7 +163,33 @@ def test_lazy_path_is_taken(
         return hits[-1]
 
     monkeypatch.setattr(stream_mod, "quick_chunk", counting)
+    return hits
+
+
+def test_lazy_path_is_taken(
+    server: tuple[asyncio.AbstractEventLoop, Client], quick_hits: list[bool]
+) -> None:
+    loop, client = server
+    Box.writes = [sse(ch(delta={"content": f"t{i}"})) for i in range(6)]
+    Box.writes += [sse(ch(delta={}, finish_reason="stop")), sse("[DONE]")]
+    Box.pause = True
+    hits = quick_hits
     done = loop.run_until_complete(client.chat([{"role": "user", "content": "x"}]))
     assert done.text == "t0t1t2t3t4t5" and done.record.chunk_tokens == [1] * 6
     assert done.finish_reason == "stop" and done.record.ok
     assert sum(hits) >= 3  # most content chunks skipped the SSEEvent path
+
+
+def test_lazy_path_covers_the_first_read(
+    server: tuple[asyncio.AbstractEventLoop, Client], quick_hits: list[bool]
+) -> None:
+    """request() wants no events, so the read that brings the first content (before
+    retries end) is recorded lazily too: a whole short answer in one read costs no
+    SSEEvent for any of its content chunks."""
+    loop, client = server
+    Box.writes = [b"".join([sse(ch(delta={"content": f"t{i}"})) for i in range(6)]
+                           + [sse(ch(delta={}, finish_reason="stop")), sse("[DONE]")])]  # fmt: skip
+    Box.pause = False
+    done = loop.run_until_complete(client.chat([{"role": "user", "content": "x"}]))
+    assert done.text == "t0t1t2t3t4t5" and done.finish_reason == "stop" and done.record.ok
+    assert sum(quick_hits) == 6  # every content chunk, the first read's included

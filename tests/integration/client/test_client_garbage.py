@@ -22,6 +22,7 @@ PIECES = [b"data: ", b"data:", b"\n", b"\r\n", b"\n\n", b"{", b"}", b"[DONE]", b
 class Box:
     body = b""
     step = 7
+    pause = 0.0  # between writes: separate reads
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +36,8 @@ def garbage_server() -> Iterator[tuple[asyncio.AbstractEventLoop, Client]]:
         step = Box.step
         for i in range(0, len(body), step):  # several writes: events split across reads
             await resp.write(body[i : i + step])
+            if Box.pause:
+                await asyncio.sleep(Box.pause)
         await resp.write_eof()
         return resp
 
@@ -108,3 +111,20 @@ def test_garbage_after_done_in_the_same_read_does_not_fail_the_answer(
     finally:
         Box.step = 7
     assert [(c.record.ok, c.text) for c in done] == [(True, "x")] * 3
+
+
+def test_garbage_after_done_in_a_later_read_does_not_fail_a_drained_answer(
+    garbage_server: tuple[asyncio.AbstractEventLoop, Client],
+) -> None:
+    """The same when the content came in an earlier read: request() reads the rest
+    lazily (payloads decoded one by one), and a bad one after [DONE] is not an error."""
+    loop, client = garbage_server
+    first = b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'
+    Box.body = first + b"data: [DONE]\n\ndata: garbage{\n\n"
+    Box.step, Box.pause = len(first), 0.05
+    body = {"messages": [{"role": "user", "content": "x"}], "stream": True}
+    try:
+        done = loop.run_until_complete(client.request("/v1/chat/completions", body))
+    finally:
+        Box.step, Box.pause = 7, 0.0
+    assert done.record.ok and done.text == "x" and done.record.chunk_tokens == [1]

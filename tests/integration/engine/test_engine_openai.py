@@ -9,6 +9,8 @@ from typing import Any
 import openai
 import pytest
 
+from infersight.engine.threads import SPIN_COUNT
+
 pytestmark = pytest.mark.engine
 
 MESSAGES = [{"role": "user", "content": "Say hello in five words."}]
@@ -41,7 +43,11 @@ def test_engine_properties(engine: Any) -> None:
     assert s["versions"]["xllamacpp"]
     with open(f"/proc/{engine.pid}/environ", "rb") as f:
         environ = f.read().split(b"\0")
-    assert f"OMP_WAIT_POLICY={s['omp_wait_policy']}".encode() in environ
+    # The default wait policy: a bounded spin, then sleep (libgomp reads it at load).
+    assert s["omp_wait_policy"] == "AUTO" and s["omp_spin_count"] == SPIN_COUNT
+    assert f"GOMP_SPINCOUNT={SPIN_COUNT}".encode() in environ
+    assert not [v for v in environ if v.startswith(b"OMP_WAIT_POLICY=")]
+    assert s["versions"]["openmp"] == "libgomp"  # the runtime that reads GOMP_SPINCOUNT
 
 
 def test_chat_non_streamed_with_usage(engine: Any) -> None:

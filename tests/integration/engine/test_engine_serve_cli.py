@@ -87,7 +87,10 @@ def test_serve_prints_url_model_slots_threads_and_stops_on_sigint(served: Served
     text = "\n".join(served.banner)
     assert "SmolLM2-135M-Instruct" in text
     assert re.search(r"slots\s+2 x 512 tokens", text)
-    assert re.search(r"threads\s+\d+", text)
+    # The thread count and how waiting threads behave, and that the environment
+    # overrides it (issue 13: the choice is shown at start-up).
+    assert re.search(r"threads\s+\d+ \(the physical cores\); waiting threads spin \d+ turns, "
+                     r"then sleep \(OMP_WAIT_POLICY / GOMP_SPINCOUNT change it\)", text), text
     port = int(served.url.rsplit(":", 1)[1])
     assert port != 8000 and port > 0  # --port 0 picked a free port and printed it
     body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}).encode()
@@ -106,6 +109,21 @@ def test_serve_prints_url_model_slots_threads_and_stops_on_sigint(served: Served
 
     time.sleep(0.5)
     assert not [c for c in children if psutil.pid_exists(c)]
+
+
+def test_serve_shows_a_wait_policy_from_the_environment() -> None:
+    s = _start("--port", "0", "--parallel", "1", "--ctx", "512", OMP_WAIT_POLICY="passive")
+    try:
+        line = next(ln for ln in s.banner if ln.strip().startswith("threads"))
+        assert "sleep at once" in line and "from $OMP_WAIT_POLICY" in line, line
+        (child,) = _engine_children(s.proc.pid)
+        with open(f"/proc/{child}/environ", "rb") as f:
+            environ = f.read().split(b"\0")
+        assert b"OMP_WAIT_POLICY=PASSIVE" in environ
+        assert not [v for v in environ if v.startswith(b"GOMP_SPINCOUNT=")]
+    finally:
+        s.proc.kill()
+        s.proc.wait()
 
 
 def test_serve_stops_on_sigterm(served: Served) -> None:

@@ -74,3 +74,45 @@ def test_fast_path_event_bytes() -> None:
     ev = orjson.dumps({"choices": [{"delta": {"content": "hi"}, "finish_reason": None}]})
     (e,) = SSEParser().feed(b"data: " + ev + b"\n\n")
     assert e.data == ev and e.raw == b"data: " + ev + b"\n\n" and e.text == "hi" and e.n_tokens == 1
+
+
+_PIECES = [b"data: ", b"data: {", b'"choices":[]', b"}", b"\n", b"\n\n", b"\r", b":ok\n",
+           b"event: x\n", b"id: 1\n", b"[DONE]", b"data:{", b"{}"]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(_PIECES), max_size=6), st.lists(st.sampled_from(_PIECES), max_size=6))
+def test_single_plain_agrees_with_feed_lazy(before: list[bytes], chunk: list[bytes]) -> None:
+    """Whatever the parser holds and whatever arrives: when ``single_plain`` takes a
+    read, ``feed_lazy`` would have given exactly that one payload; when it does not,
+    nothing changed, so ``feed_lazy`` still sees the read as it came."""
+    data = b"".join(chunk)
+    a, b = SSEParser(), SSEParser()
+    for p in (a, b):
+        try:
+            p.feed_lazy(b"".join(before))
+        except MalformedStream:
+            return
+    payload = a.single_plain(data)
+    try:
+        expected = b.feed_lazy(data)
+    except MalformedStream:
+        assert payload is None
+        return
+    if payload is not None:
+        assert expected == [payload]
+        assert (a._buf, a._data, a._raw) == (b._buf, b._data, b._raw) == (b"", [], b"")
+    else:
+        assert a.feed_lazy(data) == expected  # single_plain left the state alone
+
+
+def test_single_plain_takes_one_whole_event_only() -> None:
+    p = SSEParser()
+    one = b'data: {"choices":[]}\n\n'
+    assert p.single_plain(one) == b'{"choices":[]}'
+    assert p.single_plain(one + one) is None  # two events: the framing walk
+    assert p.single_plain(one[:-1]) is None  # unfinished
+    assert p.single_plain(b'data: {"a":\r1}\n\n') is None  # CR is a line end in SSE
+    assert p.single_plain(b"data: [DONE]\n\n") is None
+    p.feed_lazy(b"data: {")  # an unfinished event is held
+    assert p.single_plain(one) is None

@@ -8,6 +8,7 @@ import pytest
 
 from infersight.core.errors import ConfigError
 from infersight.engine import EngineConfig, default_threads, resolve_config
+from infersight.engine.threads import SPIN_COUNT
 
 
 def test_defaults_give_each_slot_room() -> None:
@@ -65,11 +66,16 @@ def test_bad_model_is_rejected_before_any_process_starts(tmp_path: Path) -> None
         resolve_config(model=bad)
 
 
-def test_omp_wait_policy_defaults_to_passive(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wait_policy_defaults_to_a_bounded_spin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert resolve_config().omp_wait_policy == "PASSIVE"
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    cfg = resolve_config()
+    assert (cfg.omp_wait_policy, cfg.omp_spin_count, cfg.omp_wait_source) == (
+        "AUTO", SPIN_COUNT, "default")  # fmt: skip
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")  # the caller's environment wins
-    assert resolve_config().omp_wait_policy == "ACTIVE"
+    cfg = resolve_config()
+    assert (cfg.omp_wait_policy, cfg.omp_spin_count) == ("ACTIVE", None)
+    assert cfg.omp_wait_source == "$OMP_WAIT_POLICY"
     assert resolve_config(omp_wait_policy="passive").omp_wait_policy == "PASSIVE"
     with pytest.raises(ConfigError, match="OMP_WAIT_POLICY"):
         resolve_config(omp_wait_policy="sometimes")
