@@ -48,12 +48,13 @@ def free_port() -> int:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL for a process still there after 10 s."""
     proc.terminate()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
+        return
+    proc.kill()
+    proc.wait(5)
 
 
 def _wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float) -> bool:
