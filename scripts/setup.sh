@@ -5,7 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-quiet() { "$@" >/tmp/infersight-setup.log 2>&1 || { cat /tmp/infersight-setup.log >&2; exit 1; }; }
+# Each step's output goes to a private temp file (mode 0600, a fresh name: no other
+# user can read it or plant a link there), shown only when the step fails.
+LOG=$(mktemp "${TMPDIR:-/tmp}/infersight-setup.XXXXXX")
+trap 'rm -f "$LOG"' EXIT
+quiet() { "$@" >"$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }; }
 
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
@@ -37,7 +41,8 @@ if [ "${1:-}" = "--system" ]; then
     quiet $SUDO apt-get update -qq
     quiet env DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
   fi
-  # Debian's package may start a prometheus service; tests start their own.
-  pkill -x prometheus 2>/dev/null || true
+  # Debian's package may start a prometheus service. It is left alone: this script
+  # never stops a process it did not start, and the tests start their own Prometheus
+  # on free ports, so a service on :9090 does not disturb them.
 fi
 echo "setup: done"

@@ -83,9 +83,10 @@ def _summary(plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, *
         output=str(cfg.output),
         max_cost=cfg.max_cost,
         rows_in_input=scan.rows,
-        bad_lines=[{"line": b.line, "reason": b.reason} for b in scan.bad],
+        bad_lines=[{"line": b.line, "reason": b.reason, "custom_id": b.custom_id} for b in scan.bad],
         skipped_bad=len(scan.bad),
-        already_done=len(set(plan.state.done) & scan.ids) - (len(plan.todo) if cfg.retry_failed else 0),
+        already_done=len((set(plan.state.done) - plan.state.input_errors) & scan.ids)
+        - (len(plan.todo - plan.state.input_errors) if cfg.retry_failed else 0),
         to_do=len(plan.todo),
         repaired_bytes=plan.state.repaired_bytes,
         compacted_lines=plan.compacted,

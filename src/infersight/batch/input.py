@@ -24,7 +24,8 @@ from typing import Any
 
 import orjson
 
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, InvalidRequest, file_error
+from infersight.core.request_checks import check_body, check_messages
 
 __all__ = [
     "ENDPOINTS",
@@ -40,15 +41,18 @@ __all__ = [
 
 #: Endpoints a batch row may target.
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+_ENDPOINT_NAMES = dict(zip(ENDPOINTS, ("chat", "completions", "embeddings"), strict=True))
 _MAX_ID_LEN = 512
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BadLine:
     """One invalid input line: its 1-based number and why it was rejected."""
 
     line: int
     reason: str
+    #: The id of this line's error line in the output (see :func:`scan_input`).
+    custom_id: str = ""
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.reason}"
@@ -103,36 +107,40 @@ class InputScan:
     def bad_line_numbers(self) -> set[int]:
         return {b.line for b in self.bad}
 
+    @property
+    def bad_ids(self) -> set[str]:
+        """The ids of the bad lines' error lines in the output."""
+        return {b.custom_id for b in self.bad}
+
 
 def _messages_error(messages: Any) -> str | None:
-    if not isinstance(messages, list) or not messages:
-        return "'messages' must be a non-empty list"
+    try:
+        check_messages(messages)
+    except InvalidRequest as e:
+        return e.message
     for i, m in enumerate(messages):
-        if not isinstance(m, dict):
-            return f"messages[{i}] is not an object"
-        if not isinstance(m.get("role"), str):
-            return f"messages[{i}] has no string 'role'"
+        # A batch row is a whole request: each message says something (or calls a tool).
         if "content" not in m and "tool_calls" not in m:
             return f"messages[{i}] has no 'content'"
     return None
 
 
 def _body_error(url: str, body: dict[str, Any]) -> str | None:
+    """Why a row's body cannot be sent: the checks the gateway and ``serve`` apply
+    (:mod:`infersight.core.request_checks`), and a batch's own rules."""
     if body.get("stream"):
         return "body.stream is not allowed in a batch (each result is written whole)"
     if url == "/v1/chat/completions":
-        return _messages_error(body.get("messages"))
-    if url == "/v1/completions":
-        p = body.get("prompt")
-        if not isinstance(p, str | list) or (isinstance(p, list) and not p):
-            return "body.prompt must be a string or a non-empty list"
-    elif url == "/v1/embeddings":
-        inp = body.get("input")
-        if not isinstance(inp, str | list) or (isinstance(inp, list) and not inp):
-            return "body.input must be a string or a non-empty list"
-    mt = body.get("max_tokens")
-    if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
-        return "body.max_tokens must be a positive integer"
+        err = _messages_error(body.get("messages"))
+        if err:
+            return err
+    try:
+        check_body(_ENDPOINT_NAMES[url], body)
+    except InvalidRequest as e:
+        return e.message
+    for name in ("max_tokens", "max_completion_tokens"):
+        if body.get(name) == 0:  # a row that asks for nothing would bill a prompt for nothing
+            return f"body.{name} must be a positive integer"
     return None
 
 
@@ -253,7 +261,38 @@ def scan_input(path: str | Path, defaults: RowDefaults | None = None) -> InputSc
         scan.rows += 1
         scan.models.add(row.body.get("model"))
     scan.ids = set(first_seen)
+    _name_bad_lines(p, scan)
     return scan
+
+
+def _own_id(raw: bytes) -> str | None:
+    """The custom_id an invalid line names, if it names a usable one."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    cid = doc.get("custom_id") if isinstance(doc, dict) else None
+    ok = isinstance(cid, str) and cid.strip() and len(cid) <= _MAX_ID_LEN
+    return cid if ok else None
+
+
+def _name_bad_lines(path: Path, scan: InputScan) -> None:
+    """Give each bad line the id its error line carries in the output: the line's own
+    custom_id when it has a usable one that no valid row or earlier bad line holds
+    (a duplicate's id belongs to the valid row), else ``line-N`` as for a plain row."""
+    if not scan.bad:
+        return
+    by_line = {b.line: b for b in scan.bad}
+    taken = set(scan.ids)
+    for n, raw in _open_lines(path):
+        bad = by_line.get(n)
+        if bad is None:
+            continue
+        for cid in (_own_id(raw), f"line-{n}", f"line-{n}-invalid"):
+            if cid is not None and cid not in taken:
+                bad.custom_id = cid
+                taken.add(cid)
+                break
 
 
 def iter_rows(

@@ -95,6 +95,8 @@ class OutputState:
     repaired_bytes: int = 0
     #: model -> [prompt_tokens, completion_tokens] over succeeded rows.
     usage: dict[str, list[int]] = field(default_factory=dict)
+    #: Ids whose line records an invalid input line (error kind ConfigError, never sent).
+    input_errors: set[str] = field(default_factory=set)
 
     @property
     def ok_ids(self) -> set[str]:
@@ -162,6 +164,9 @@ def load_output(path: str | Path, *, repair: bool = True) -> OutputState:
     for cid, doc in last.items():
         ok = _line_ok(doc)
         state.done[cid] = ok
+        err = doc.get("error")
+        if isinstance(err, dict) and err.get("code") == "ConfigError":
+            state.input_errors.add(cid)
         if ok:
             body = doc["response"].get("body") or {}
             usage = body.get("usage") if isinstance(body, dict) else None

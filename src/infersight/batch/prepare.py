@@ -9,7 +9,13 @@ from infersight.batch.budget import CostMeter
 from infersight.batch.config import BatchConfig
 from infersight.batch.input import BadInput, InputScan, RowDefaults, scan_input
 from infersight.batch.lock import OutputLock
-from infersight.batch.output import OutputState, compact_output, load_output
+from infersight.batch.output import (
+    OutputState,
+    OutputWriter,
+    compact_output,
+    load_output,
+    result_line,
+)
 from infersight.core.errors import ConfigError
 from infersight.core.pricing import PriceTable
 
@@ -26,6 +32,8 @@ class BatchPlan:
     prices: PriceTable
     todo: set[str]
     compacted: int = 0
+    #: Error lines written for invalid input lines (``--on-bad-line skip``) by this run.
+    bad_lines_written: int = 0
     foreign: int = 0
     notes: list[str] = field(default_factory=list)
     #: Held while the run writes the output (None for a dry run).
@@ -91,7 +99,9 @@ def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock
         plan.compacted = compact_output(out)
         out_lock.relock()
         plan.notes.append(f"{out}: compacted {plan.compacted} superseded lines (last wins)")
-    plan.foreign = len(set(state.done) - scan.ids)
+    if out_lock is not None:
+        plan.bad_lines_written = _write_bad_lines(out, scan, state)
+    plan.foreign = len(set(state.done) - scan.ids - scan.bad_ids)
     if plan.foreign:
         plan.notes.append(
             f"{out} holds {plan.foreign} rows whose custom_id is not in {inp} (was the input edited?)"
@@ -102,7 +112,8 @@ def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock
         if left:
             plan.notes.append(f"{left} rows never ran; rerun without --retry-failed to run them")
     else:
-        plan.todo = scan.ids - set(state.done)
+        # A line that was invalid in an earlier run and has been fixed since runs now.
+        plan.todo = scan.ids - (set(state.done) - state.input_errors)
     if cfg.max_cost is not None and plan.todo:
         unpriced = sorted(
             m for m in scan.models if m is not None and prices.price(m) is None
@@ -113,6 +124,28 @@ def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock
                 "add it with --prices FILE or give --price-in/--price-out"
             )
     return plan
+
+
+def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
+    """One error line per skipped input line (kind ``ConfigError``: the row was never
+    sent), so the output accounts for every input row; lines an earlier run wrote are
+    not written again."""
+    lines = [
+        result_line(b.custom_id, status=None, body=None, error_code="ConfigError",
+                    error_message=f"input line {b.line} skipped: {b.reason}")
+        for b in scan.bad
+        if b.custom_id not in state.input_errors
+    ]  # fmt: skip
+    if lines:
+        writer = OutputWriter(out)
+        try:
+            writer.add(b"".join(lines))
+        finally:
+            writer.close()
+        for b in scan.bad:
+            state.done[b.custom_id] = False
+            state.input_errors.add(b.custom_id)
+    return len(lines)
 
 
 def make_meter(plan: BatchPlan, default_model: str | None) -> CostMeter:

@@ -84,6 +84,8 @@ def render_summary(s: BatchSummary) -> Any:
     t.add_row("status", s.stopped + (" (partial: rerun to resume)" if s.partial else ""))
     rows = f"{s.done} done, {s.failed} failed, {s.not_run} not run"
     rows += f"; {s.already_done} already in output, {s.skipped_bad} bad lines skipped"
+    if s.skipped_bad:
+        rows += " (an error line each in the output)"
     t.add_row("rows", rows)
     t.add_row("output file", f"{s.output_rows_ok} ok, {s.output_rows_failed} failed of {s.rows_in_input} rows")
     if s.failed_by_kind:

@@ -14,7 +14,11 @@ __all__ = ["register", "serve"]
 _HELP = command_help(
     "Serve a GGUF model with llama.cpp on an OpenAI-compatible API.",
     "Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics "
-    "(Prometheus), /tokenize, /slots. With --gateway the engine listens on a private "
+    "(Prometheus), /tokenize, /detokenize, /slots, /props. The public port is a validating "
+    "front: bad input gets a 4xx with an OpenAI error body, a body over 8 MiB a 413 "
+    "(INFERSIGHT_SERVE_MAX_BODY_BYTES), a stalled request head or body a 408 after 60 s; "
+    "the engine listens privately behind it, with a random internal key. "
+    "With --gateway the engine listens on a private "
     "loopback port and the infersight gateway (admission control, metrics, cost) serves "
     "--host/--port in front of it. Settings also come from INFERSIGHT_SERVE_* variables.",
     "Threads: llama.cpp's compute threads meet at a barrier after every operation, "
@@ -65,17 +69,16 @@ def serve(
         parallel=parallel if parallel is not None else env.parallel,
         ctx=ctx if ctx is not None else env.ctx,
         threads=threads if threads is not None else env.threads,
-        # Behind the gateway the engine is private: loopback, free port, no key (the
-        # gateway checks the key instead).
-        host="127.0.0.1" if gateway else public_host,
-        port=0 if gateway else public_port,
-        api_key=None if gateway else key,
+        # The public address and key; the engine itself always listens privately.
+        host=public_host,
+        port=public_port,
+        api_key=key,
         verbose=verbose,
     )
     if gateway:
         serve_stack(opts, public_host, public_port, key, key_source)
         return
-    code = serve_engine(opts, key_source)
+    code = serve_engine(opts, key_source, env)
     if code:
         raise typer.Exit(code)
 

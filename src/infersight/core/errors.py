@@ -31,6 +31,7 @@ __all__ = [
     "FirstTokenTimeout",
     "IdleTimeout",
     "InfersightError",
+    "InvalidRequest",
     "MalformedStream",
     "OutOfMemory",
     "Overloaded",
@@ -197,6 +198,24 @@ class BadRequest(StatusError):
     """A 4xx answer other than 401/403/429: the request itself is wrong. Never retried."""
 
     openai_type = "invalid_request_error"
+
+
+class InvalidRequest(BadRequest):
+    """A request this process refuses before sending it anywhere: a field of the wrong
+    type or value (:mod:`infersight.core.request_checks`), a route, a size. Carries the
+    OpenAI error's ``param`` and ``code``; its kind stays ``BadRequest``."""
+
+    def __init__(
+        self, message: str, param: str | None = None, code: str = "invalid_request",
+        status: int = 400,
+    ) -> None:
+        super().__init__(message, status=status)
+        self.param = param
+        self.code = code
+
+    @property
+    def kind(self) -> str:
+        return "BadRequest"
 
 
 class ProtocolError(InfersightError):

@@ -49,6 +49,7 @@ __all__ = [
     "SlowClient",
     "json_error",
     "openai_error_body",
+    "raw_json_response",
 ]
 
 log = logging.getLogger("infersight.http")
@@ -130,14 +131,28 @@ def _framing(exc: BaseException | None) -> tuple[str, str]:
     return "malformed_request", "malformed HTTP request" + (f": {detail}" if detail else "")
 
 
-def _raw(status: int, body: dict[str, Any], headers: Mapping[str, str]) -> bytes:
-    """A whole HTTP/1.1 response that closes the connection (written to the transport
-    when no request object exists, as on a head timeout)."""
+def raw_json_response(
+    status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None, *,
+    close: bool = True, head_only: bool = False,
+) -> bytes:
+    """A whole HTTP/1.1 JSON response as bytes, for servers that write to the transport
+    themselves (no request object, as on a head timeout; the serve front). ``close``
+    adds ``Connection: close``; ``head_only`` leaves the body out (answers to HEAD)."""
     data = orjson.dumps(body)
-    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Content-Type: application/json",
-             f"Content-Length: {len(data)}", "Connection: close",
-             *(f"{k}: {v}" for k, v in headers.items())]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Error"
+    lines = [f"HTTP/1.1 {status} {phrase}", "Content-Type: application/json",
+             f"Content-Length: {len(data)}", *(["Connection: close"] if close else []),
+             *(f"{k}: {v}" for k, v in (headers or {}).items())]
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head if head_only else head + data
+
+
+def _raw(status: int, body: dict[str, Any], headers: Mapping[str, str]) -> bytes:
+    """A whole HTTP/1.1 response that closes the connection."""
+    return raw_json_response(status, body, headers)
 
 
 class _GuardedHandler(RequestHandler):

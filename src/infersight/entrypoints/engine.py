@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -28,6 +29,7 @@ __all__ = [
     "describe",
     "endpoint",
     "engine_opener",
+    "internal_key",
     "new_engine",
     "running_engine",
 ]
@@ -45,6 +47,14 @@ class EngineOptions:
     port: int = 0
     api_key: str | None = None
     verbose: bool = False
+
+
+def internal_key() -> str:
+    """A fresh random key for an engine that only infersight's own front talks to (the
+    gateway of ``serve --gateway``, ``serve``'s validating front): made per start, held
+    in memory, never printed; any other local user reaching its loopback port is
+    refused."""
+    return secrets.token_urlsafe(32)
 
 
 def new_engine(opts: EngineOptions) -> EmbeddedEngine:

@@ -9,10 +9,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import SecretStr
+
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import ConfigError
 from infersight.core.listen import check_can_listen
-from infersight.entrypoints.engine import EngineOptions, endpoint
+from infersight.entrypoints.engine import EngineOptions, endpoint, internal_key
 from infersight.gateway.config import (
     GatewayConfig,
     KeyConfig,
@@ -82,11 +84,13 @@ def gateway_config(
 def engine_upstream(
     ep: Endpoint, *, limiter: LimiterKind = "static", queue: int | None = None
 ) -> UpstreamConfig:
-    """The upstream for an engine this command started, sized by its slots."""
+    """The upstream for an engine this command started, sized by its slots, with the
+    engine's key (its internal one: see :func:`~infersight.entrypoints.engine.internal_key`)."""
     slots = ep.slots or 1
     return UpstreamConfig(
         name="engine",
         url=ep.url,
+        api_key=SecretStr(ep.api_key) if ep.api_key else None,
         models=[ep.model] if ep.model else [],
         # The engine has `slots` slots: a deeper limit would only queue inside it,
         # where the gateway can neither see nor shed the wait.
@@ -106,7 +110,8 @@ def fronting_engine(
     if cfg.upstreams:
         yield cfg
         return
-    opts = EngineOptions(parallel=cfg.engine_parallel, ctx=cfg.engine_ctx)
+    # The engine is private to the gateway: loopback, and a key only the gateway holds.
+    opts = EngineOptions(parallel=cfg.engine_parallel, ctx=cfg.engine_ctx, api_key=internal_key())
     with endpoint(None, opts, command="gateway", on_start=on_start) as ep:
         up = engine_upstream(ep, limiter=cfg.engine_limiter, queue=cfg.engine_queue)
         yield cfg.model_copy(update={"upstreams": [up]})

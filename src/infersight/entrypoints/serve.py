@@ -3,9 +3,9 @@ behind the gateway (the default local stack), until SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
-import threading
 from typing import TYPE_CHECKING
 
 from pydantic import AliasChoices, Field
@@ -13,7 +13,13 @@ from pydantic_settings import SettingsConfigDict
 
 from infersight.core.listen import check_can_listen
 from infersight.core.settings import BaseConfig, config_error
-from infersight.entrypoints.engine import EngineOptions, describe, new_engine, running_engine
+from infersight.entrypoints.engine import (
+    EngineOptions,
+    describe,
+    internal_key,
+    new_engine,
+    running_engine,
+)
 
 if TYPE_CHECKING:
     from infersight.engine import EmbeddedEngine
@@ -28,8 +34,10 @@ class ServeSettings(BaseConfig):
     """Defaults for ``infersight serve``; flags override them.
 
     Environment: ``INFERSIGHT_SERVE_PARALLEL``, ``_CTX``, ``_THREADS``, ``_HOST``,
-    ``_PORT``, ``_MODEL``; the API key from ``INFERSIGHT_API_KEY`` or the file named by
-    ``INFERSIGHT_API_KEY_FILE``.
+    ``_PORT``, ``_MODEL``, and the public port's limits ``_MAX_BODY_BYTES``,
+    ``_HEADER_TIMEOUT_S``, ``_BODY_TIMEOUT_S``, ``_KEEPALIVE_TIMEOUT_S``,
+    ``_MAX_CONNECTIONS_PER_CLIENT``; the API key from ``INFERSIGHT_API_KEY`` or the
+    file named by ``INFERSIGHT_API_KEY_FILE``.
     """
 
     model_config = SettingsConfigDict(env_prefix="INFERSIGHT_SERVE_", extra="ignore")
@@ -43,6 +51,16 @@ class ServeSettings(BaseConfig):
     api_key_file: str | None = Field(
         default=None, validation_alias=AliasChoices("INFERSIGHT_API_KEY_FILE")
     )
+    #: Largest request body the public port accepts (413 above it).
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    #: Seconds for a whole request head, like nginx's client_header_timeout (then 408).
+    header_timeout_s: float = Field(default=60.0, gt=0)
+    #: Seconds without a body byte, like nginx's client_body_timeout (then 408).
+    body_timeout_s: float = Field(default=60.0, gt=0)
+    #: Seconds an idle kept-alive connection stays open.
+    keepalive_timeout_s: float = Field(default=75.0, gt=0)
+    #: Open connections per client address (0: no cap); more are refused with 429.
+    max_connections_per_client: int = Field(default=512, ge=0)
 
 
 def load_serve_settings() -> ServeSettings:
@@ -74,76 +92,91 @@ def _say(text: str, *, err: bool = False) -> None:
     print(text, file=sys.stderr if err else sys.stdout, flush=True)
 
 
-def _banner(engine: EmbeddedEngine, key_source: str | None) -> str:
+def _banner(
+    engine: EmbeddedEngine, key_source: str | None, url: str, private: str
+) -> str:
     c = engine.config
     size_mib = c.model.stat().st_size / 2**20
     lines = [
-        f"infersight serve: listening on {engine.base_url}  (OpenAI API: {engine.base_url}/v1)",
+        f"infersight serve: listening on {url}  (OpenAI API: {url}/v1)",
         f"  model    {engine.model_name}  ({c.model}, {size_mib:.0f} MiB)",
         f"  slots    {c.parallel} x {c.ctx_per_slot} tokens of context (--ctx {c.ctx} in total)",
         f"  threads  {engine.thread_policy}",
         f"  api key  {'required, from ' + key_source if key_source else 'none (open access)'}",
-        f"  metrics  {engine.base_url}/metrics",
+        f"  metrics  {url}/metrics",
+        f"  engine   {engine.base_url} ({private})",
         "Press Ctrl-C to stop.",
     ]
     return "\n".join(lines)
 
 
-def serve_engine(opts: EngineOptions, key_source: str | None) -> int:
-    """Serve until SIGINT/SIGTERM (exit code 0), or until the engine dies (1)."""
-    engine = new_engine(opts)
-    if engine.config.host not in _LOOPBACK and opts.api_key is None:
+def _check_public(host: str, port: int, key: str | None) -> None:
+    """Refuse an address that cannot be listened on before the model loads; warn about
+    open access on a non-loopback address."""
+    check_can_listen(host, port)
+    if host not in _LOOPBACK and key is None:
         _say(
-            f"warning: listening on {engine.config.host} without an API key: anyone who "
-            f"can reach this address can use the model (set INFERSIGHT_API_KEY)",
+            f"warning: listening on {host} without an API key: anyone who can reach this "
+            f"address can use the model (set INFERSIGHT_API_KEY)",
             err=True,
         )
+
+
+def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSettings) -> int:
+    """The engine behind the validating front (:mod:`infersight.gateway.front`), which
+    listens on ``opts.host:opts.port`` and checks ``opts.api_key``; the engine itself is
+    private (loopback, an internal key). Serve until SIGINT/SIGTERM (exit code 0), or
+    until the engine dies (1)."""
+    from infersight.core.httpguard import GuardSettings
+    from infersight.gateway.front import FrontConfig, run_front
+
+    new_engine(opts)  # every setting checked as given (--port, --host...), one line each
+    _check_public(opts.host, opts.port, opts.api_key)
+    secret = internal_key()
+    engine = new_engine(dataclasses.replace(opts, host="127.0.0.1", port=0, api_key=secret))
     try:
         with running_engine(engine):
-            code, received = _watch(engine, key_source)
+            cfg = FrontConfig(
+                engine_host="127.0.0.1", engine_port=engine.port, engine_key=secret,
+                model=engine.model_name, host=opts.host, port=opts.port, api_key=opts.api_key,
+                max_body_bytes=limits.max_body_bytes, guard=GuardSettings(
+                    head_timeout_s=limits.header_timeout_s,
+                    body_timeout_s=limits.body_timeout_s,
+                    idle_timeout_s=limits.keepalive_timeout_s,
+                    max_connections_per_client=limits.max_connections_per_client,
+                ),
+            )  # fmt: skip
+            note = "private: loopback, internal key, behind the validating front"
+            received = run_front(
+                cfg, on_ready=lambda front: _say(_banner(engine, key_source, front.url, note)),
+                alive=lambda: engine.running,
+            )  # fmt: skip
+            if received is None:
+                code = engine.wait(0)
+                tail = [ln for ln in engine.log_tail(20) if ln.strip()]
+                why = f": {tail[-1].strip()}" if tail else ""
+                _say(f"error: the engine process exited unexpectedly ({code}){why}", err=True)
+                return 1
     except KeyboardInterrupt:  # during start-up: after it, signals only set `stop`
         _say("interrupted during start-up; engine stopped", err=True)
         return 130
-    if received:
-        _say(f"stopped ({signal.Signals(received[0]).name})", err=True)
-    return code
-
-
-def _watch(engine: EmbeddedEngine, key_source: str | None) -> tuple[int, list[int]]:
-    """Print the banner, then wait for a signal or the engine's death."""
-    stop = threading.Event()
-    received: list[int] = []
-
-    def on_signal(signum: int, frame: object) -> None:
-        received.append(signum)
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    _say(_banner(engine, key_source))
-    while not stop.wait(0.5):
-        if not engine.running:
-            code = engine.wait(0)
-            tail = [ln for ln in engine.log_tail(20) if ln.strip()]
-            why = f": {tail[-1].strip()}" if tail else ""
-            _say(f"error: the engine process exited unexpectedly ({code}){why}", err=True)
-            return 1, received
-    return 0, received
+    _say(f"stopped ({signal.Signals(received).name})", err=True)
+    return 0
 
 
 def serve_stack(
     opts: EngineOptions, host: str, port: int, key: str | None, key_source: str | None
 ) -> None:
-    """The engine (``opts``: private, loopback, no key) and the gateway in front of it
-    on ``host:port``, checking ``key``; until SIGINT/SIGTERM."""
+    """The engine (private: loopback, a free port, an internal key only the gateway
+    holds) and the gateway in front of it on ``host:port``, checking ``key``; until
+    SIGINT/SIGTERM."""
     from infersight.entrypoints.gateway import engine_upstream
     from infersight.gateway import KeyConfig, hash_key, load_config, serve
 
-    if host not in _LOOPBACK and key is None:
-        _say(f"warning: listening on {host} without an API key (set INFERSIGHT_API_KEY)",
-             err=True)  # fmt: skip
-    check_can_listen(host, port)  # a taken port: one line, before the engine starts
-    engine = new_engine(opts)
+    _check_public(host, port, key)
+    engine = new_engine(
+        dataclasses.replace(opts, host="127.0.0.1", port=0, api_key=internal_key())
+    )
     with running_engine(engine):
         keys = [KeyConfig(name="default", sha256=hash_key(key))] if key else []
         cfg = load_config(
@@ -152,8 +185,7 @@ def serve_stack(
         )  # fmt: skip
 
         def on_ready(gw: Gateway) -> None:
-            lines = _banner(engine, key_source).replace(engine.base_url, gw.url).splitlines()
-            lines.insert(-1, f"  engine   {engine.base_url} (private, behind the gateway)")
-            _say("\n".join(lines))
+            note = "private: loopback, internal key, behind the gateway"
+            _say(_banner(engine, key_source, gw.url, note))
 
         serve(cfg, on_ready)

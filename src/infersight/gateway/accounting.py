@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import hdrs, web
 
-from infersight.core.errors import InfersightError
+from infersight.core.errors import InfersightError, InvalidRequest
 from infersight.gateway.accesslog import access_log, line_sink
 from infersight.gateway.call import request_id
-from infersight.gateway.errors import InputError, KeyRefused, KeyThrottled
+from infersight.gateway.errors import KeyRefused, KeyThrottled
 from infersight.gateway.http import error_response
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Accounting:
         if call is not None:
             call.status, call.error = resp.status, e.kind
         # Gateway-side refusals; admission and routing sheds are counted where they happen.
-        if isinstance(e, InputError):
+        if isinstance(e, InvalidRequest):
             self.metrics.rejections.labels("bad_request").inc()
         elif isinstance(e, KeyRefused):
             self.metrics.rejections.labels("auth").inc()

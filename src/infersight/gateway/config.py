@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from infersight.core.durations import parse_duration
@@ -81,6 +81,9 @@ class UpstreamConfig(_Strict):
     api_key_env: str | None = None
     #: File holding the key (first line), when not given by env.
     api_key_file: str | None = None
+    #: The key itself, set in code only: the embedded engine's internal key, made per
+    #: start (never in a file, never dumped or shown).
+    api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     #: Client model name -> the name sent to this upstream (a LiteLLM ``model_name`` and
     #: its ``litellm_params.model``); names not in it are sent as they are.
     model_map: dict[str, str] = Field(default_factory=dict)

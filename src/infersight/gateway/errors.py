@@ -7,25 +7,13 @@ OpenAI ``code`` and ``param``, and whether the gateway itself refused the reques
 
 from __future__ import annotations
 
-from infersight.core.errors import AuthError, BadRequest, Overloaded, RateLimited
+from infersight.core.errors import AuthError, InvalidRequest, Overloaded, RateLimited
 
 __all__ = ["InputError", "KeyRefused", "KeyThrottled", "Shed"]
 
 
-class InputError(BadRequest):
+class InputError(InvalidRequest):
     """The client's request is invalid (400, 404 or 413); never sent upstream."""
-
-    def __init__(
-        self, message: str, param: str | None = None, code: str = "invalid_request",
-        status: int = 400,
-    ) -> None:
-        super().__init__(message, status=status)
-        self.param = param
-        self.code = code
-
-    @property
-    def kind(self) -> str:
-        return "BadRequest"
 
 
 class KeyRefused(AuthError):

@@ -14,8 +14,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.core.errors import InfersightError, StatusError
+from infersight.core.errors import InfersightError, InvalidRequest, StatusError
 from infersight.core.httpguard import openai_error_body
+from infersight.core.request_checks import check_body, is_int
 from infersight.gateway.errors import InputError, KeyRefused
 from infersight.gateway.public import passthrough, public_message, upstream_of
 
@@ -26,6 +27,7 @@ __all__ = [
     "estimate_prompt_tokens",
     "estimate_tokens",
     "http_status",
+    "model_not_found",
     "parse_body",
     "validate",
 ]
@@ -59,29 +61,6 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return doc
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return (isinstance(v, int | float) and not isinstance(v, bool)) and math.isfinite(v)
-
-
-def _text_or_tokens(v: Any, param: str) -> None:
-    """str | list[str] | list[int] | list[list[int]], non-empty."""
-    if isinstance(v, str):
-        return
-    if isinstance(v, list) and v:
-        if all(isinstance(x, str) for x in v) or all(_is_int(x) for x in v):
-            return
-        if all(isinstance(x, list) and x and all(_is_int(t) for t in x) for x in v):
-            return
-    raise _bad(
-        f"'{param}' must be a string, a non-empty list of strings, or token id list(s)",
-        param,
-    )
-
-
 def validate(endpoint: str, body: dict[str, Any]) -> tuple[str, bool]:
     """Check the fields the gateway relies on; return (model, stream)."""
     model = body.get("model")
@@ -92,41 +71,25 @@ def validate(endpoint: str, body: dict[str, Any]) -> tuple[str, bool]:
         stream = False
     if not isinstance(stream, bool):
         raise _bad("'stream' must be a boolean", "stream")
-    if endpoint == "chat":
-        msgs = body.get("messages")
-        if not isinstance(msgs, list) or not msgs:
-            raise _bad("'messages' must be a non-empty list", "messages")
-        for i, m in enumerate(msgs):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                raise _bad(f"'messages[{i}]' must be an object with a string 'role'", "messages")
-            c = m.get("content")
-            if c is not None and not isinstance(c, str | list):
-                raise _bad(f"'messages[{i}].content' must be a string or a list", "messages")
-    elif endpoint == "completions":
-        _text_or_tokens(body.get("prompt"), "prompt")
-    elif endpoint == "embeddings":
-        _text_or_tokens(body.get("input"), "input")
-        if stream:
-            raise _bad("embeddings cannot be streamed", "stream")
-    for name in ("max_tokens", "max_completion_tokens", "n"):
-        v = body.get(name)
-        if v is not None and (not _is_int(v) or v < (1 if name == "n" else 0)):
-            raise _bad(f"'{name}' must be a non-negative integer", name)
-    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
-        v = body.get(name)
-        if v is not None and not _is_num(v):
-            raise _bad(f"'{name}' must be a number", name)
-    so = body.get("stream_options")
-    if so is not None and not isinstance(so, dict):
-        raise _bad("'stream_options' must be an object", "stream_options")
+    if endpoint == "embeddings" and stream:
+        raise _bad("embeddings cannot be streamed", "stream")
+    check_body(endpoint, body)
     return model, stream
+
+
+def model_not_found(model: str, where: str = "this gateway") -> InputError:
+    """404 for a model the server does not serve."""
+    return InputError(
+        f"model {model!r} is not served by {where} (see GET /v1/models)",
+        param="model", code="model_not_found", status=404,
+    )  # fmt: skip
 
 
 def _chars(v: Any) -> int:
     if isinstance(v, str):
         return len(v)
     if isinstance(v, list):
-        return sum(_chars(x) if not _is_int(x) else 4 for x in v)
+        return sum(_chars(x) if not is_int(x) else 4 for x in v)
     if isinstance(v, dict):
         return _chars(v.get("content")) + _chars(v.get("text"))
     return 0
@@ -143,7 +106,7 @@ def estimate_prompt_tokens(endpoint: str, body: dict[str, Any]) -> int:
 def estimate_tokens(endpoint: str, body: dict[str, Any]) -> int:
     """Rough prompt tokens (chars/4) plus the requested output limit, for cost routing."""
     out = body.get("max_completion_tokens") or body.get("max_tokens") or 0
-    return _chars(body.get(_INPUT_FIELD[endpoint])) // 4 + (out if _is_int(out) else 0)
+    return _chars(body.get(_INPUT_FIELD[endpoint])) // 4 + (out if is_int(out) else 0)
 
 
 def http_status(e: InfersightError) -> int:
@@ -193,7 +156,7 @@ def error_response(
     """An OpenAI-style JSON error with the gateway's headers (and Retry-After); an
     upstream's client error (4xx) goes through as the upstream wrote it."""
     status = http_status(e)
-    param = e.param if isinstance(e, InputError) else None
+    param = e.param if isinstance(e, InvalidRequest) else None
     body = error_body(e, param=param)
     passed = passthrough(e)
     if passed is not None:

@@ -98,6 +98,8 @@ class Upstream:
 
     # -- lifecycle ----------------------------------------------------------------------
     def api_key(self) -> str | None:
+        if self.cfg.api_key is not None:
+            return self.cfg.api_key.get_secret_value()
         if not (self.cfg.api_key_env or self.cfg.api_key_file):
             return None
         return resolve_api_key(env=self.cfg.api_key_env, file=self.cfg.api_key_file, required=True)

@@ -8,6 +8,11 @@ between them, and reads back one answer::
                                        b"Host: x\\r\\n\\r\\n"])
     ans.status, ans.headers["content-type"], ans.json(), ans.elapsed, ans.closed
 
+``half_close`` ends the sending side after the last part, so an incomplete request
+meets end-of-file instead of a timeout; :func:`exchange_on` does the same on a socket
+the caller holds (keep-alive and pipelining tests). ``head=True`` reads the answer to a
+HEAD request (a head without a body).
+
 It is blocking (plain sockets): call it from a thread in async tests.
 """
 
@@ -22,7 +27,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["RawAnswer", "exchange", "request_bytes"]
+__all__ = ["RawAnswer", "exchange", "exchange_on", "request_bytes"]
 
 
 @dataclass(slots=True)
@@ -46,7 +51,7 @@ def request_bytes(
 ) -> bytes:
     """A well-formed request (Host and Content-Length added), to be cut or corrupted."""
     h = {"Host": "localhost", **(headers or {})}
-    if body or method == "POST":
+    if (body or method == "POST") and "Transfer-Encoding" not in h:
         h.setdefault("Content-Length", str(len(body)))
     head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items())
     return head.encode("latin-1") + b"\r\n" + body
@@ -96,36 +101,61 @@ def _body(sock: socket.socket, buf: bytearray, headers: dict[str, str], deadline
 
 
 def exchange(
-    host: str, port: int, parts: Sequence[bytes | float], *, timeout: float = 10.0
+    host: str, port: int, parts: Sequence[bytes | float], *, timeout: float = 10.0,
+    half_close: bool = False, head: bool = False,
 ) -> RawAnswer:
-    """Send ``parts`` (bytes are written, numbers are pauses in seconds) and read one
-    answer; stop waiting ``timeout`` seconds after the last part was sent."""
-    t0 = time.monotonic()
+    """Send ``parts`` (bytes are written, numbers are pauses in seconds) on a new
+    connection and read one answer; stop waiting ``timeout`` seconds after the last
+    part was sent."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        for part in parts:
-            if isinstance(part, int | float):
-                time.sleep(part)
-                continue
-            with contextlib.suppress(OSError):  # the server may have closed already
-                sock.sendall(part)
-        buf = bytearray()
-        deadline = time.monotonic() + timeout
-        while True:
-            if not _read_until(sock, buf, b"\r\n\r\n", deadline):
-                return RawAnswer(None, elapsed=time.monotonic() - t0, closed=not _open(sock))
-            head, _, rest = bytes(buf).partition(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            status = int(lines[0].split()[1])
-            if status >= 200:
-                break
-            buf = bytearray(rest)  # an interim answer (100 Continue): the real one follows
-        headers = {}
-        for line in lines[1:]:
-            k, _, v = line.partition(":")
-            headers[k.strip().lower()] = v.strip()
-        body = _body(sock, bytearray(rest), headers, deadline)
-        closed = headers.get("connection", "").lower() == "close" or not _open(sock)
-        return RawAnswer(status, headers, body, time.monotonic() - t0, closed)
+        return exchange_on(sock, parts, timeout=timeout, half_close=half_close, head=head)
+
+
+def exchange_on(
+    sock: socket.socket, parts: Sequence[bytes | float], *, timeout: float = 10.0,
+    half_close: bool = False, head: bool = False,
+) -> RawAnswer:
+    """:func:`exchange` on an open connection, which stays open for the next one (with
+    the timeout it had)."""
+    before = sock.gettimeout()
+    try:
+        return _exchange(sock, parts, timeout=timeout, half_close=half_close, head=head)
+    finally:
+        sock.settimeout(before)
+
+
+def _exchange(
+    sock: socket.socket, parts: Sequence[bytes | float], *, timeout: float, half_close: bool,
+    head: bool,
+) -> RawAnswer:
+    t0 = time.monotonic()
+    for part in parts:
+        if isinstance(part, int | float):
+            time.sleep(part)
+            continue
+        with contextlib.suppress(OSError):  # the server may have closed already
+            sock.sendall(part)
+    if half_close:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+    buf = bytearray()
+    deadline = time.monotonic() + timeout
+    while True:
+        if not _read_until(sock, buf, b"\r\n\r\n", deadline):
+            return RawAnswer(None, elapsed=time.monotonic() - t0, closed=not _open(sock))
+        top, _, rest = bytes(buf).partition(b"\r\n\r\n")
+        lines = top.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        if status >= 200:
+            break
+        buf = bytearray(rest)  # an interim answer (100 Continue): the real one follows
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    body = b"" if head else _body(sock, bytearray(rest), headers, deadline)
+    closed = headers.get("connection", "").lower() == "close" or not _open(sock)
+    return RawAnswer(status, headers, body, time.monotonic() - t0, closed)
 
 
 def _open(sock: socket.socket) -> bool:

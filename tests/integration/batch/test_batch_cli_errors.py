@@ -46,7 +46,34 @@ async def test_bad_lines_are_reported_with_numbers_and_nothing_is_sent(
                                     "--on-bad-line", "skip", "-q")
         assert rc == 0, stdout + err
         assert "skipped line 3" in err and "skipped line 7" in err
-    assert len(out.read_text().splitlines()) == 5 and sum(srv.counts.values()) == 5
+        assert "an error line each" in stdout
+        assert sum(srv.counts.values()) == 5
+        # The output accounts for every input row: 5 answers and 2 error lines, the
+        # duplicate's under line-7 (its custom_id belongs to the valid row).
+        docs = [json.loads(x) for x in out.read_text().splitlines()]
+        assert len(docs) == 7
+        errors = {d["custom_id"]: d for d in docs if d["error"] is not None}
+        assert sorted(errors) == ["line-3", "line-7"]
+        assert all(d["error"]["code"] == "ConfigError" and d["response"] is None
+                   for d in errors.values())  # fmt: skip
+        assert "input line 3 skipped: looks like JSON" in errors["line-3"]["error"]["message"]
+        assert "duplicates line 1" in errors["line-7"]["error"]["message"]
+        # A rerun writes them once only, and sends nothing.
+        rc, stdout, err = await cli("batch", str(inp), "--out", str(out), "--url", srv.base_url,
+                                    "--on-bad-line", "skip", "-q")
+        assert rc == 0, stdout + err
+        assert len(out.read_text().splitlines()) == 7 and sum(srv.counts.values()) == 5
+        # The broken line fixed: it runs on the next rerun, and its error line is gone.
+        rows[2] = json.dumps({"custom_id": "line-3", "url": "/v1/chat/completions", "body": {
+            "model": "fake", "messages": [{"role": "user", "content": "fixed"}]}})
+        inp.write_text("\n".join(rows) + "\n")
+        rc, stdout, err = await cli("batch", str(inp), "--out", str(out), "--url", srv.base_url,
+                                    "--on-bad-line", "skip", "-q")
+        assert rc == 0, stdout + err
+        assert srv.counts["line-3"] == 1
+    last = {d["custom_id"]: d for d in map(json.loads, out.read_text().splitlines())}
+    assert len(last) == 7 and last["line-3"]["error"] is None
+    assert last["line-3"]["response"]["status_code"] == 200
 
 
 async def test_missing_file_unreachable_url_bad_flags_and_wrong_key(

@@ -46,6 +46,20 @@ class Served:
     def __init__(self, proc: subprocess.Popen[str], url: str, banner: list[str]) -> None:
         self.proc, self.url, self.banner = proc, url, banner
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        """SIGINT (a clean stop), then a kill if it does not exit in 30 s."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
 
 def _start(*args: str, **env: str) -> Served:
     proc = subprocess.Popen(
@@ -93,7 +107,10 @@ def test_serve_prints_url_model_slots_threads_and_stops_on_sigint(served: Served
                      r"then sleep \(OMP_WAIT_POLICY / GOMP_SPINCOUNT change it\)", text), text
     port = int(served.url.rsplit(":", 1)[1])
     assert port != 8000 and port > 0  # --port 0 picked a free port and printed it
-    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}).encode()
+    body = json.dumps({
+        "model": "SmolLM2-135M-Instruct", "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 3,
+    }).encode()  # fmt: skip
     req = urllib.request.Request(
         served.url + "/v1/chat/completions", body, {"Content-Type": "application/json"}
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import urllib.error
 import urllib.request
 
 import openai
@@ -17,8 +18,12 @@ def test_serve_gateway_stack_answers_through_the_gateway_and_stops_on_sigint() -
     try:
         engine_line = next(ln for ln in s.banner if ln.strip().startswith("engine"))
         engine_url = engine_line.split()[1]
-        # The public URL is the gateway's, not the engine's.
+        # The public URL is the gateway's, not the engine's; the engine refuses anyone
+        # without the internal key the gateway holds (made per start, never printed).
         assert engine_url != s.url
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(engine_url + "/v1/models", timeout=10)
+        assert refused.value.code == 401
         client = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0)
         out = client.chat.completions.with_raw_response.create(
             model="SmolLM2-135M-Instruct",

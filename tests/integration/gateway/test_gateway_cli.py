@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -125,6 +126,10 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
         assert "(upstreams: engine=http://127.0.0.1:" in first
         engines = psutil.Process(proc.pid).children(recursive=True)
         assert engines  # the engine runs as our child, on a private loopback port
+        engine_url = first.split("engine=", 1)[1].split()[0].rstrip("),")
+        with pytest.raises(urllib.error.HTTPError) as refused:  # ...behind a key only we hold
+            urllib.request.urlopen(engine_url + "/v1/models", timeout=10)
+        assert refused.value.code == 401
         client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
         out = client.chat.completions.create(
             model="SmolLM2-135M-Instruct", messages=[{"role": "user", "content": "Say hi"}],

@@ -5,14 +5,17 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersight.batch import BadInput, parse_line, scan_input
 from infersight.batch.input import RowDefaults, iter_rows
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, InvalidRequest
+from infersight.gateway.http import validate
 
 
 def openai_line(cid: str, content: str = "hi", url: str = "/v1/chat/completions") -> str:
@@ -55,6 +58,9 @@ def test_plain_forms_get_line_number_ids_and_defaults() -> None:
         (b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"content": "a"}]}}', "role"),
         (b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"stream": true, "messages": [{"role": "user", "content": "a"}]}}', "stream"),
         (b'{"custom_id": "x", "url": "/v1/completions", "body": {"prompt": "a", "max_tokens": 0}}', "max_tokens"),
+        (b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "a"}], "max_tokens": -5}}', "max_tokens"),
+        (b'{"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": -1}', "max_completion_tokens"),
+        (b'{"messages": [{"role": "user", "content": "a"}], "max_tokens": "12"}', "max_tokens"),
         (b'{"custom_id": "x", "url": "/v1/embeddings", "body": {}}', "input"),
         (b'{"custom_id": "x", "url": "/v1/chat', "does not parse"),
         (b"\xff\xfe", "UTF-8"),
@@ -122,3 +128,35 @@ def test_round_trip_any_ids_and_prompts(rows: list[tuple[str, str]], tmp_path_fa
 def test_parse_line_only_raises_config_error(raw: bytes) -> None:
     with contextlib.suppress(ConfigError):
         parse_line(raw, 1)
+
+
+def test_bad_lines_get_ids_that_no_valid_row_holds(tmp_path: Path) -> None:
+    p = tmp_path / "in.jsonl"
+    bad_own = '{"custom_id": "mine", "url": "/v1/chat/completions", "body": {"messages": []}}'
+    lines = [openai_line("a"), bad_own, openai_line("a"), "{broken", bad_own, openai_line("line-4")]
+    p.write_text("\n".join(lines) + "\n")
+    scan = scan_input(p)
+    ids = {b.line: b.custom_id for b in scan.bad}
+    # its own id when usable; a duplicate's id is the valid row's; line-N is taken here
+    assert ids == {2: "mine", 3: "line-3", 4: "line-4-invalid", 5: "line-5"}
+    assert not scan.bad_ids & scan.ids
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {}}]},
+        {"messages": [{"role": "user", "content": [{"type": "text"}]}]},
+        {"messages": [{"role": "user", "content": "a", "name": 5}]},
+        {"messages": [{"role": "user", "content": "a"}], "stream_options": []},
+        {"messages": [{"role": "user", "content": "a"}], "n": 0},
+        {"prompt": [[1, "x"]]},
+    ],
+)
+def test_a_row_is_refused_as_the_gateway_refuses_its_body(body: dict[str, Any]) -> None:
+    endpoint = "chat" if "messages" in body else "completions"
+    with pytest.raises(InvalidRequest) as gateway:
+        validate(endpoint, {"model": "m", **body})
+    with pytest.raises(ConfigError) as batch:
+        parse_line(orjson.dumps(body), 1)
+    assert str(batch.value) == gateway.value.message  # one owner, one message

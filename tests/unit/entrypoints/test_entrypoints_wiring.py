@@ -13,7 +13,7 @@ from infersight.bench import BenchConfig, run
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import ConfigError
 from infersight.entrypoints import engine as engine_mod
-from infersight.entrypoints.engine import EngineOptions, endpoint
+from infersight.entrypoints.engine import EngineOptions, endpoint, internal_key
 from infersight.entrypoints.gateway import engine_upstream, gateway_config
 from infersight.gateway import GatewayConfig, serve
 
@@ -71,6 +71,16 @@ def test_without_upstreams_the_flags_size_the_embedded_engine() -> None:
     # sight); the queue defaults to 8 per slot.
     assert (up.concurrency, up.max_concurrency, up.queue, up.limiter) == (3, 12, 24, "gradient")
     assert up.models == ["m"] and up.url == "http://127.0.0.1:7"
+
+
+def test_the_engine_upstream_carries_the_engines_key_without_showing_it() -> None:
+    key = internal_key()
+    assert len(key) >= 40 and key != internal_key()  # random, made per start
+    up = engine_upstream(Endpoint("http://127.0.0.1:7", api_key=key, started_by="serve",
+                                  slots=2, model="m"))  # fmt: skip
+    assert up.api_key is not None and up.api_key.get_secret_value() == key
+    assert key not in repr(up) and key not in str(up.model_dump())
+    assert engine_upstream(Endpoint("http://127.0.0.1:7", slots=1)).api_key is None
 
 
 def test_serve_takes_the_key_from_a_variable_a_file_or_the_default(

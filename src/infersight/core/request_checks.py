@@ -1,0 +1,180 @@
+"""The one check of an OpenAI request body's fields, where the API fixes their types.
+
+Used by the gateway and the ``serve`` front (:func:`infersight.gateway.http.validate`,
+which adds what only a server decides: the model, ``stream``) and by ``batch`` for its
+input lines. The checks follow the OpenAI API's types, and are exactly as strict as
+the shapes engines index into without looking: llama.cpp, for one, answers 500 to a
+tool without a name, a message whose ``name`` is a number, or a tool call without
+``function`` (found by fuzzing ``infersight serve``). Hand-written rather than pydantic:
+it runs on every request on the proxy's hot path.
+
+Every refusal is an :class:`~infersight.core.errors.InvalidRequest` naming the field
+(``param``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infersight.core.errors import InvalidRequest
+
+__all__ = [
+    "check_body",
+    "check_messages",
+    "check_options",
+    "check_text_or_tokens",
+    "check_tools",
+    "is_int",
+]
+
+#: Message fields that are strings when present (null: absent).
+_STRING_FIELDS = ("name", "tool_call_id", "reasoning_content")
+_TOOL_CHOICES = ("none", "auto", "required")
+
+
+def _bad(message: str, param: str) -> InvalidRequest:
+    return InvalidRequest(message, param, "invalid_request")
+
+
+def _function(fn: Any, where: str, param: str) -> dict[str, Any]:
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise _bad(f"'{where}.function' must be an object with a string 'name'", param)
+    return fn
+
+
+def _content(i: int, c: Any) -> None:
+    if c is None or isinstance(c, str):
+        return
+    if not isinstance(c, list):
+        raise _bad(f"'messages[{i}].content' must be a string or a list", "messages")
+    for j, part in enumerate(c):
+        # A content part is an object naming its type; a text part carries its text.
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str) or (
+            part["type"] == "text" and not isinstance(part.get("text"), str)
+        ):
+            raise _bad(
+                f"'messages[{i}].content[{j}]' must be an object with a string 'type' "
+                "(and a string 'text' for a text part)",
+                "messages",
+            )
+
+
+def _tool_calls(i: int, calls: Any) -> None:
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise _bad(f"'messages[{i}].tool_calls' must be a list", "messages")
+    for j, call in enumerate(calls):
+        where = f"messages[{i}].tool_calls[{j}]"
+        if not isinstance(call, dict) or not isinstance(call.get("type"), str):
+            raise _bad(f"'{where}' must be an object with a string 'type'", "messages")
+        if call.get("id") is not None and not isinstance(call["id"], str):
+            raise _bad(f"'{where}.id' must be a string", "messages")
+        if call["type"] == "function":
+            _function(call.get("function"), where, "messages")
+
+
+def check_messages(msgs: Any) -> None:
+    """A non-empty list of message objects with a string role and well-typed fields."""
+    if not isinstance(msgs, list) or not msgs:
+        raise _bad("'messages' must be a non-empty list", "messages")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise _bad(f"'messages[{i}]' must be an object with a string 'role'", "messages")
+        _content(i, m.get("content"))
+        _tool_calls(i, m.get("tool_calls"))
+        for name in _STRING_FIELDS:
+            v = m.get(name)
+            if v is not None and not isinstance(v, str):
+                raise _bad(f"'messages[{i}].{name}' must be a string", "messages")
+
+
+def check_tools(body: dict[str, Any]) -> None:
+    """``tools``: a list of typed tool objects (a function tool has a named function);
+    ``tool_choice``: none, auto, required, or an object naming its type."""
+    tools = body.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise _bad("'tools' must be a list", "tools")
+        for j, tool in enumerate(tools):
+            if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+                raise _bad(f"'tools[{j}]' must be an object with a string 'type'", "tools")
+            if tool["type"] != "function":
+                continue
+            fn = _function(tool.get("function"), f"tools[{j}]", "tools")
+            if fn.get("description") is not None and not isinstance(fn["description"], str):
+                raise _bad(f"'tools[{j}].function.description' must be a string", "tools")
+            params = fn.get("parameters")
+            if params is not None and not isinstance(params, dict):
+                raise _bad(f"'tools[{j}].function.parameters' must be an object", "tools")
+    choice = body.get("tool_choice")
+    if choice is not None and not (
+        choice in _TOOL_CHOICES or (isinstance(choice, dict) and isinstance(choice.get("type"), str))
+    ):
+        raise _bad(
+            "'tool_choice' must be none, auto, required, or an object with a string 'type'",
+            "tool_choice",
+        )
+
+
+def is_int(v: Any) -> bool:
+    """An integer (a JSON number without a fraction), not a boolean."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return (isinstance(v, int | float) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def check_text_or_tokens(v: Any, param: str) -> None:
+    """str | list[str] | list[int] | list[list[int]], non-empty."""
+    if isinstance(v, str):
+        return
+    if isinstance(v, list) and v:
+        if all(isinstance(x, str) for x in v) or all(is_int(x) for x in v):
+            return
+        if all(isinstance(x, list) and x and all(is_int(t) for t in x) for x in v):
+            return
+    raise _bad(
+        f"'{param}' must be a string, a non-empty list of strings, or token id list(s)",
+        param,
+    )
+
+
+def check_options(body: dict[str, Any]) -> None:
+    """Sampling and output options."""
+    for name in ("max_tokens", "max_completion_tokens"):
+        v = body.get(name)
+        if v is not None and (not is_int(v) or v < 0):
+            raise _bad(f"'{name}' must be a non-negative integer", name)
+    n = body.get("n")
+    if n is not None and (not is_int(n) or not 1 <= n <= 128):
+        raise _bad("'n' must be an integer from 1 to 128", "n")
+    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        v = body.get(name)
+        if v is not None and not _is_num(v):
+            raise _bad(f"'{name}' must be a number", name)
+    stop = body.get("stop")
+    if stop is not None and not (
+        isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(x, str) for x in stop))
+    ):
+        raise _bad("'stop' must be a string or a list of strings", "stop")
+    so = body.get("stream_options")
+    if so is not None and (
+        not isinstance(so, dict) or not isinstance(so.get("include_usage", False), bool)
+    ):
+        raise _bad("'stream_options' must be an object; 'include_usage' a boolean", "stream_options")
+
+
+def check_body(endpoint: str, body: dict[str, Any]) -> None:
+    """The input field of ``endpoint`` ("chat", "completions" or "embeddings") and the
+    options; not the model or ``stream`` (the caller's rules)."""
+    if endpoint == "chat":
+        check_messages(body.get("messages"))
+        check_tools(body)
+    elif endpoint == "completions":
+        check_text_or_tokens(body.get("prompt"), "prompt")
+    elif endpoint == "embeddings":
+        check_text_or_tokens(body.get("input"), "input")
+    check_options(body)
