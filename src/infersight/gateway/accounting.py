@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import hdrs, web
 
 from infersight.core.errors import InfersightError, InvalidRequest
+from infersight.gateway.accesslog import access_log, line_sink
+from infersight.gateway.call import request_id
 from infersight.gateway.errors import KeyRefused, KeyThrottled
 from infersight.gateway.http import error_response
 
@@ -23,9 +24,6 @@ if TYPE_CHECKING:
     from infersight.gateway.router import Router
 
 __all__ = ["Accounting"]
-
-access_log = logging.getLogger("infersight.gateway.access")
-
 
 class Accounting:
     """Mixed into :class:`~infersight.gateway.server.Gateway`."""
@@ -41,7 +39,7 @@ class Accounting:
         try:
             self.keys.authenticate(request.headers.get(hdrs.AUTHORIZATION))
         except KeyRefused as e:
-            rid = "req-" + uuid.uuid4().hex
+            rid = request_id()
             resp = self._error(None, rid, e, "-")
             self._finish(None, "admin", "-", rid, arrival, resp.status, e.kind)
             return resp
@@ -85,25 +83,33 @@ class Accounting:
                 self.keys.charge_tokens(
                     call.key, call.prompt_tokens + call.completion_tokens, call.cost
                 )
-        if self.config.access_log and access_log.isEnabledFor(logging.INFO):
+        if not self.config.access_log:
+            return
+        sink = line_sink()
+        if sink is None and not access_log.isEnabledFor(logging.INFO):
+            return
+        ms = round((now - arrival) * 1000.0, 3)
+        if call is None:
             line: dict[str, Any] = {
                 "ts": time.time(), "request_id": rid, "endpoint": endpoint, "status": st,
-                "latency_ms": round((now - arrival) * 1000.0, 3),
+                "latency_ms": ms, "error": err,
             }
-            if call is not None:
-                line.update(
-                    model=call.model, served_model=call.served_model, upstream=up,
-                    stream=call.stream, key=call.key, error=call.error,
-                    queue_ms=round(call.queue_delay * 1000.0, 3), attempts=call.attempts,
-                    failovers=call.failovers,
-                    ttft_ms=None if call.ttft is None else round(call.ttft * 1000.0, 3),
-                    prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens,
-                    cost_usd=call.cost,
-                )
-                if call.truncated:
-                    line["truncated"] = True
-                if call.usage_estimated:
-                    line["usage_estimated"] = True
-            else:
-                line["error"] = err
+        else:
+            line = {
+                "ts": time.time(), "request_id": rid, "endpoint": endpoint, "status": st,
+                "latency_ms": ms, "model": call.model, "served_model": call.served_model,
+                "upstream": up, "stream": call.stream, "key": call.key, "error": call.error,
+                "queue_ms": round(call.queue_delay * 1000.0, 3), "attempts": call.attempts,
+                "failovers": call.failovers,
+                "ttft_ms": None if call.ttft is None else round(call.ttft * 1000.0, 3),
+                "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
+                "cost_usd": call.cost,
+            }
+            if call.truncated:
+                line["truncated"] = True
+            if call.usage_estimated:
+                line["usage_estimated"] = True
+        if sink is not None:
+            sink(orjson.dumps(line))
+        else:
             access_log.info(orjson.dumps(line).decode())

@@ -9,13 +9,13 @@ here carries credentials.
 from __future__ import annotations
 
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
 
 from infersight.gateway.accounting import Accounting
+from infersight.gateway.call import request_id
 from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def _dumps(obj: Any) -> str:
 
 def _headers() -> dict[str, str]:
     """Every response carries a request id and X-Queue-Delay (0: these never queue)."""
-    return {"X-Request-Id": "req-" + uuid.uuid4().hex, "X-Queue-Delay": "0.000"}
+    return {"X-Request-Id": request_id(), "X-Queue-Delay": "0.000"}
 
 
 class AdminEndpoints(Accounting):

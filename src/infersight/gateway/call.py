@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Call"]
+from infersight.client.client import new_request_id
+
+__all__ = ["Call", "request_id"]
+
+
+def request_id() -> str:
+    """A fresh ``req-`` id for a request that came without a usable X-Request-Id (the
+    client's id source: a per-process random prefix and a counter, far cheaper than
+    uuid4's system call per request)."""
+    return "req-" + new_request_id()
 
 
 @dataclass(slots=True)

@@ -57,13 +57,25 @@ class Router:
         self.fallbacks = {k: list(v) for k, v in (fallbacks or {}).items()}
         self.cost_rules = {r.model: r for r in cost_rules}
         self._rr = itertools.count()
+        #: chain() per (model, cheaper model or None): fallbacks and rules never change.
+        self._chains: dict[tuple[str, str | None], list[str]] = {}
 
     def chain(self, model: str, estimated_tokens: int | None = None) -> list[str]:
         """Models to try, in order (cost rule, requested, fallbacks), without repeats."""
-        out: list[str] = []
         rule = self.cost_rules.get(model)
+        cheaper = None
         if rule is not None and estimated_tokens is not None and estimated_tokens <= rule.max_tokens:
-            out.append(rule.cheaper)
+            cheaper = rule.cheaper
+        key = (model, cheaper)
+        found = self._chains.get(key)
+        if found is None:
+            if len(self._chains) >= 4096:  # bounded: clients choose the model names
+                self._chains.clear()
+            found = self._chains[key] = self._chain(model, cheaper)
+        return list(found)
+
+    def _chain(self, model: str, cheaper: str | None) -> list[str]:
+        out: list[str] = [] if cheaper is None else [cheaper]
         out.append(model)
         seen = set(out)
         queue = list(self.fallbacks.get(model, ()))

@@ -8,57 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 from infersight.core.errors import ConfigError
+from infersight.gateway.accesslog import AccessLineHandler, flush_all, flush_periodically
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.server import Gateway
 
 __all__ = ["serve"]
 
 log = logging.getLogger("infersight.gateway")
-
-
-class _ThrottledHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes each line at once but flushes the stream at most every ``interval`` s.
-
-    A flush per line is a write syscall per request on the proxy's hot path; the
-    serve loop calls :meth:`force_flush` periodically so no line waits long.
-    """
-
-    interval = 0.25
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self._last = 0.0
-
-    def flush(self) -> None:
-        now = time.monotonic()
-        if now - self._last >= self.interval:
-            self._last = now
-            super().flush()
-
-    def force_flush(self) -> None:
-        self._last = time.monotonic()
-        super().flush()
-
-    def close(self) -> None:
-        self.force_flush()
-        super().close()
-
-
-async def _flush_periodically() -> None:
-    acc = logging.getLogger("infersight.gateway.access")
-    while True:
-        await asyncio.sleep(_ThrottledHandler.interval)
-        for h in acc.handlers:
-            if isinstance(h, _ThrottledHandler):
-                h.force_flush()
 
 
 def _setup_logging(access_log: bool) -> None:
@@ -72,10 +36,28 @@ def _setup_logging(access_log: bool) -> None:
     acc = logging.getLogger("infersight.gateway.access")
     acc.propagate = False
     if access_log and not acc.handlers:
-        h2 = _ThrottledHandler(sys.stdout)
-        h2.setFormatter(logging.Formatter("%(message)s"))
-        acc.addHandler(h2)
+        acc.addHandler(AccessLineHandler())
         acc.setLevel(logging.INFO)
+
+
+#: Young-generation threshold while serving (Python's default is 700): a request makes
+#: hundreds of short-lived containers, freed by reference counting, that still count
+#: towards the next collection.
+GC_THRESHOLD = (7000, 10, 10)
+
+
+def _tune_gc() -> None:
+    """Keep the garbage collector off the hot path.
+
+    Measured on the gateway at capacity, cyclic collections took 6% of its CPU for
+    JSON answers and 9% for streams, mostly full collections walking the start-up
+    heap (modules, the app, config) that never becomes garbage. That heap is moved
+    out of the collector's sight (``gc.freeze``) once the gateway listens, and young
+    collections run a tenth as often; reference cycles are still collected.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
 
 
 async def _serve_async(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any]) -> None:
@@ -85,15 +67,15 @@ async def _serve_async(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any]) -
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    flusher = asyncio.create_task(_flush_periodically())
+    flusher = asyncio.create_task(flush_periodically())
     try:
         async with gw.running():
+            _tune_gc()
             on_ready(gw)
             await stop.wait()
     finally:
         flusher.cancel()
-        for h in logging.getLogger("infersight.gateway.access").handlers:
-            h.flush() if not isinstance(h, _ThrottledHandler) else h.force_flush()
+        flush_all()
 
 
 def serve(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any] | None = None) -> None:

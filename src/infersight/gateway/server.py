@@ -14,7 +14,6 @@ import asyncio
 import logging
 import re
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,6 +28,7 @@ from infersight.core.listen import check_can_listen, listen_error
 from infersight.core.pricing import PriceTable
 from infersight.gateway.admin import AdminEndpoints
 from infersight.gateway.auth import KeyStore
+from infersight.gateway.call import request_id
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.errors import InputError
 from infersight.gateway.http import ENDPOINTS, error_response, estimate_tokens, parse_body, validate
@@ -123,7 +123,7 @@ class Gateway(AdminEndpoints):
             idle_timeout_s=c.keepalive_timeout_s,
             max_connections_per_client=c.max_connections_per_client,
             on_event=lambda reason: rejections.labels(reason).inc(),
-            headers=lambda: {"X-Request-Id": "req-" + uuid.uuid4().hex, "X-Queue-Delay": "0.000"},
+            headers=lambda: {"X-Request-Id": request_id(), "X-Queue-Delay": "0.000"},
         )
 
     async def start(self) -> None:
@@ -189,8 +189,8 @@ class Gateway(AdminEndpoints):
     async def handle(self, request: web.Request, endpoint: str, path: str) -> web.StreamResponse:
         arrival = time.monotonic()
         rid = request.headers.get("X-Request-Id", "")
-        if not _RID_OK.match(rid):
-            rid = "req-" + uuid.uuid4().hex
+        if not rid or not _RID_OK.match(rid):
+            rid = request_id()
         call: Call | None = None
         model = "-"
         kind: str | None = None
@@ -205,7 +205,8 @@ class Gateway(AdminEndpoints):
             call = Call(
                 request_id=rid, endpoint=endpoint, path=path, body=body, model=model,
                 stream=stream, key=key, arrival=arrival, deadline=deadline, priority=priority,
-                est_tokens=estimate_tokens(endpoint, body),
+                # Only cost rules route by size: without one, skip walking the input.
+                est_tokens=estimate_tokens(endpoint, body) if self.router.cost_rules else 0,
                 wants_usage=bool(isinstance(so, dict) and so.get("include_usage")),
             )
             if not self.router.known(model) and not any(
@@ -267,7 +268,7 @@ class Gateway(AdminEndpoints):
             InputError(
                 f"no such endpoint: {request.method} {request.path}", code="not_found", status=404
             ),
-            "req-" + uuid.uuid4().hex,
+            request_id(),
         )
 
     async def _method_not_allowed(self, request: web.Request) -> web.Response:
@@ -279,6 +280,6 @@ class Gateway(AdminEndpoints):
                 code="method_not_allowed",
                 status=405,
             ),
-            "req-" + uuid.uuid4().hex,
+            request_id(),
         )
 

@@ -70,6 +70,8 @@ class Upstream:
 
     def budget_wait(self) -> float:
         """Seconds until the rpm/tpm budgets take one more request (0: now)."""
+        if self.requests_budget is None and self.tokens_budget is None:
+            return 0.0  # the common case, on every request
         budgets = (self.requests_budget, self.tokens_budget)
         return max((b.wait_for(1.0) for b in budgets if b is not None), default=0.0)
 

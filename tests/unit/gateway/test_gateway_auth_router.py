@@ -99,6 +99,19 @@ def test_router_order() -> None:
     assert r.candidates("big", 500) == [] and r.probe_wait("big") == 3.0
 
 
+def test_router_chain_is_computed_once_and_stays_bounded() -> None:
+    r = Router([U("a", ["big"])], fallbacks={"big": ["alt", "big"], "alt": ["x"]},
+               cost_rules=[CostRule(model="big", cheaper="small", max_tokens=100)])
+    first = r.chain("big", 500)
+    assert first == ["big", "alt", "x"] and r.chain("big", 50) == ["small", "big", "alt", "x"]
+    first.append("mutated")  # callers get their own list: the cache is not theirs
+    assert r.chain("big", 500) == ["big", "alt", "x"]
+    assert len(r._chains) == 2
+    for i in range(5000):  # clients choose model names: the cache must not grow with them
+        assert r.chain(f"m{i}") == [f"m{i}"]
+    assert len(r._chains) <= 4096
+
+
 def test_validate_and_estimate() -> None:
     body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "x" * 40}],
                             "max_tokens": 5}
