@@ -38,6 +38,7 @@ import psutil
 from infersight.bench import BenchConfig, run, runner
 from infersight.bench.runtime import run_coroutine
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.realtime import realtime as sched_fifo
 
 try:
     from infersight.bench.pacer import Pacer
@@ -84,7 +85,7 @@ def pinned_upstream(realtime: bool = False) -> Iterator[tuple[str, int, str]]:
             where = f"upstream on core {cores[0]}, load generator on core {cores[1]}"
         else:
             where = "one core: upstream and load generator share it"
-        raised = realtime and realtime(pid) and realtime(0)
+        raised = realtime and sched_fifo(pid) and sched_fifo(0)
         if realtime:
             where += "; both SCHED_FIFO" if raised else "; --realtime refused (needs root)"
         try:
