@@ -72,17 +72,19 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float) -> bool:
 
 @contextlib.contextmanager
 def gateway_process(name: str, upstream: str, *, src: str | None = None,
-                    prefix: list[str] | None = None, env: dict[str, str] | None = None
-                    ) -> Iterator[Target]:
+                    prefix: list[str] | None = None, env: dict[str, str] | None = None,
+                    args: list[str] | None = None) -> Iterator[Target]:
     """`infersight gateway` in its own process; access log on (to a file), as deployed.
 
     ``src``: run another checkout's code (its ``src`` folder first on the path).
-    ``prefix``: Python code run before the CLI (a profiler wraps it that way)."""
+    ``prefix``: Python code run before the CLI (a profiler wraps it that way).
+    ``args``: more gateway flags (``["-c", "gateway.toml"]``)."""
     fd, log_name = tempfile.mkstemp(suffix=".log")
     log = os.fdopen(fd, "w")
     code = "from infersight.cli import main; main()" if prefix is None else "\n".join(prefix)
     cmd = [sys.executable, "-c", code, "gateway",
-           "--upstream", f"up={upstream},models=fake,concurrency=4096,queue=8192", "--port", "0"]
+           "--upstream", f"up={upstream},models=fake,concurrency=4096,queue=8192", "--port", "0",
+           *(args or [])]
     penv = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     if src is not None:
         penv["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [os.environ.get("PYTHONPATH")])])

@@ -36,7 +36,7 @@ import orjson
 import psutil
 from prometheus_client import CollectorRegistry
 
-from gateway_overhead import gateway_process
+from _gateway_targets import gateway_process
 from infersight.gateway import hash_key
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import KeyConfig
@@ -107,7 +107,7 @@ def gateway(upstream: str, redis_url: str | None, tmp: Path, name: str
     if redis_url:
         lines += ["[shared]", f'redis_url = "{redis_url}"']
     cfg.write_text("\n".join(lines) + "\n")
-    with gateway_process(upstream, "-c", str(cfg)) as target:
+    with gateway_process(name, upstream, args=["-c", str(cfg)]) as target:
         assert target.pid is not None
         yield target.url, target.pid
 
