@@ -39,7 +39,10 @@ async def test_200_rows_each_exactly_once_and_matching_its_input(engine: Any, tm
             assert 1 <= body["usage"]["completion_tokens"] <= 8
             assert isinstance(body["choices"][0]["text"], str)
     assert summary.completion_tokens == sum(r["response"]["body"]["usage"]["completion_tokens"] for r in results.values())
-    assert summary.concurrency_settled is not None and summary.concurrency_settled >= 2
+    # The controller explores above one request in flight; where it settles depends on
+    # whether two streams beat one on this host (on a contended 2-core box they may not).
+    assert summary.concurrency_settled is not None and summary.concurrency_settled >= 1
+    assert summary.concurrency_max is not None and summary.concurrency_max >= 2, summary.decisions
 
 
 @pytest.mark.slow

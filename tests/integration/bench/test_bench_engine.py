@@ -49,7 +49,13 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
     # unknown as for a --url target, healthy); a busy shared host may add
     # client-limited or CPU-starved verdicts, rightly.
     ids = {(v.level, v.id) for v in result.diagnosis}
-    assert not {i for _, i in ids} & {"slot_bound", "kv_bound", "capacity"}, ids
+    # llama.cpp defers a request that arrives while the slot it frees is still being
+    # released; on a contended host that can add up at c=8. A queueing verdict is only
+    # right on the engine's own evidence of a queue, and never where one user runs.
+    for v in result.diagnosis:
+        if v.id in {"slot_bound", "kv_bound", "capacity"}:
+            waiting = {e.key: e.value for e in v.evidence}.get("waiting")
+            assert v.level == "c=8" and isinstance(waiting, float) and waiting >= 0.5, v
     c1 = {i for lv, i in ids if lv == "c=1"}
     assert c1 and c1 <= {"under_loaded", "healthy", "client_limited", "host_starved"}, ids
     paths = write_outputs(result, tmp_path)
@@ -75,10 +81,12 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
     _assert_diagnosed(result)
     # One user on 6 slots: the server waits for work. On a busy shared host the engine
     # may also be called CPU-starved, and the client and the engine sharing its cores
-    # may be named as contention, both rightly; no queueing verdict may appear.
+    # may be named as contention, both rightly; a fast engine's single stream may sit at
+    # the bandwidth floor, also rightly; no queueing verdict may appear.
     ids = [(v.level, v.id) for v in result.diagnosis]
     assert ("c=1", "under_loaded") in ids, ids
-    assert {i for _, i in ids} <= {"under_loaded", "host_starved", "client_limited"}, ids
+    assert {i for _, i in ids} <= {"under_loaded", "host_starved", "client_limited",
+                                   "bandwidth_bound_decode"}, ids  # fmt: skip
 
 
 def _assert_diagnosed(result: RunResult) -> None:
