@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infersight.core.processes import stop_process
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_VENVS = ROOT / ".bench-venvs"
 
@@ -45,16 +47,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL for a process still there after 10 s."""
-    proc.terminate()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(10)
-        return
-    proc.kill()
-    proc.wait(5)
 
 
 def _wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float) -> bool:
@@ -101,7 +93,7 @@ def gateway_process(name: str, upstream: str, *, src: str | None = None,
             raise RuntimeError(f"gateway did not start: {Path(log_name).read_text()[-500:]}")
         yield Target(name, url, proc.pid)
     finally:
-        _stop(proc)
+        stop_process(proc)
         log.close()
         os.unlink(log_name)
 
@@ -155,7 +147,7 @@ def nginx_process(upstream: str) -> Iterator[Target | None]:
             return
         yield Target("nginx", url, proc.pid)
     finally:
-        _stop(proc)
+        stop_process(proc)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -205,7 +197,7 @@ def aiohttp_proxy_process(upstream: str) -> Iterator[Target]:
             raise RuntimeError("the bare aiohttp proxy did not start")
         yield Target("aiohttp", url, proc.pid)
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 # ---- LiteLLM (benchmark-only venv; one worker, no database) -------------------------------
@@ -259,5 +251,5 @@ def litellm_process(upstream: str) -> Iterator[Target | None]:
             return
         yield Target("litellm", url, proc.pid, headers={"Authorization": f"Bearer {master}"})
     finally:
-        _stop(proc)
+        stop_process(proc)
         shutil.rmtree(tmp, ignore_errors=True)

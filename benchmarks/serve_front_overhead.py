@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from infersight.core.processes import stop_process
 from infersight.engine import EmbeddedEngine
 
 
@@ -156,8 +157,7 @@ def child(mode: str, engine: EmbeddedEngine, key: str) -> Iterator[tuple[int, in
             raise RuntimeError(f"the {mode} did not start: {line!r}")
         yield int(line.split()[1]), proc.pid
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop_process(proc, 10)
 
 
 def _front_child(engine_port: int, model: str) -> None:

@@ -6,10 +6,10 @@ import collections
 import json
 import os
 import queue
-import signal
 import subprocess
 from typing import IO, Any
 
+from infersight.core.processes import stop_process
 from infersight.engine.config import EngineConfig
 from infersight.engine.threads import wait_env
 
@@ -69,11 +69,4 @@ def terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
             proc.stdin.close()  # end-of-file alone makes the child stop
     except OSError:
         pass
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-    except ProcessLookupError:
-        pass
+    stop_process(proc, grace)

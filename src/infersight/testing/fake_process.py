@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from infersight.core.errors import ConfigError
+from infersight.core.processes import stop_process
 from infersight.testing.fake_config import FakeConfig
 from infersight.testing.fake_metrics import DIALECTS
 
@@ -81,13 +82,7 @@ class FakeProcess:
     def close(self, *, read_stderr: bool = False) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
         p = self._proc
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
+        stop_process(p, 5)
         if p.stdout is not None:
             p.stdout.close()
         if not self._stderr.closed:

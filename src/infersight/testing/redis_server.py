@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 
 from infersight.core.errors import ConfigError
+from infersight.core.processes import stop_process
 
 __all__ = ["RedisServer", "redis_server_path"]
 
@@ -105,14 +106,8 @@ class RedisServer:
     def stop(self) -> None:
         """Stop the process this object started (SIGTERM, then SIGKILL after 10 s)."""
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        if proc is not None:
+            stop_process(proc, 10)
 
     def close(self) -> None:
         self.stop()
