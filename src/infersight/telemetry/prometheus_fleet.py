@@ -34,7 +34,7 @@ from infersight.telemetry.prometheus_catalog import (
 )
 from infersight.telemetry.prometheus_http import MatrixSeries, PrometheusClient
 from infersight.telemetry.prometheus_replicas import Inventory, build_inventory
-from infersight.telemetry.prometheus_time import format_duration, parse_duration
+from infersight.telemetry.prometheus_time import parse_duration, promql_duration
 
 __all__ = ["DEFAULT_PAGE_POINTS", "Fleet", "discover_fleet", "window_counter"]
 
@@ -106,7 +106,7 @@ class Fleet:
     async def _page(self, window: float, t0: float, t1: float) -> FleetPage:
         """Every signal over ``[t0, t1)``: per step, or once per window at the window's
         last step (its mean or quantile over the window, computed by Prometheus)."""
-        win = format_duration(window)
+        win = promql_duration(window)
         last = max(t0, t1 - self.step)  # t1 is the next page's first point
 
         def query(s: Signal) -> Awaitable[list[MatrixSeries]]:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from infersight.core.durations import parse_duration as core_parse_duration
 from infersight.core.errors import ConfigError
 
-__all__ = ["format_duration", "parse_duration", "parse_time", "resolve_range"]
+__all__ = ["parse_duration", "parse_time", "promql_duration", "resolve_range"]
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -30,7 +30,7 @@ def parse_duration(text: str, what: str = "duration") -> float:
     return value
 
 
-def format_duration(seconds: float) -> str:
+def promql_duration(seconds: float) -> str:
     """``5400`` -> ``1h30m``; ``0.5`` -> ``500ms`` (whole units, largest first; exact,
     so it can stand in a PromQL range)."""
     if seconds < 1 or abs(seconds - round(seconds)) > 1e-6:
@@ -77,8 +77,8 @@ def resolve_range(*, since: str | None, start: str | None, end: str | None, step
         t0 = t1 - parse_duration(since or "1h", "--since")
     t0, t1 = math.floor(t0 / step) * step, math.floor(t1 / step) * step
     if t1 - t0 < step:
-        raise ConfigError(f"the range {format_duration(max(0.0, t1 - t0))} is shorter than one "
-                          f"--step ({format_duration(step)}): widen it or lower --step")
+        raise ConfigError(f"the range {promql_duration(max(0.0, t1 - t0))} is shorter than one "
+                          f"--step ({promql_duration(step)}): widen it or lower --step")
     if t1 > now + step:
         raise ConfigError("--end is in the future")
     return t0, t1

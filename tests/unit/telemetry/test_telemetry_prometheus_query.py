@@ -26,9 +26,9 @@ from infersight.telemetry.prometheus_catalog import (
 )
 from infersight.telemetry.prometheus_fleet import window_counter
 from infersight.telemetry.prometheus_time import (
-    format_duration,
     parse_duration,
     parse_time,
+    promql_duration,
     resolve_range,
 )
 
@@ -41,7 +41,7 @@ def test_duration_parts_add_up_and_format_round_trips(parts: dict[str, int]) -> 
     text = "".join(f"{parts[u]}{u}" for u in UNITS if u in parts)  # Prometheus order
     seconds = sum(UNITS[u] * n for u, n in parts.items())
     assert parse_duration(text) == seconds
-    assert parse_duration(format_duration(seconds)) == seconds
+    assert parse_duration(promql_duration(seconds)) == seconds
 
 
 @pytest.mark.parametrize("text, seconds", [("15s", 15), ("1h30m", 5400), ("500ms", 0.5),
