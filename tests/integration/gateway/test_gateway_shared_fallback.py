@@ -255,3 +255,59 @@ def test_shared_config_errors_are_one_line_and_hide_passwords(tmp_path: Path) ->
     assert cfg.shared.redis_url == "redis://127.0.0.1:7/0"
     assert cfg.shared.on_redis_error == "reject"
     assert "redis://" not in repr(cfg)
+
+
+@needs_redis
+async def test_lanes_are_bounded_and_stay_in_step_after_error_replies(redis: RedisServer) -> None:
+    # max_connections=1: 200 concurrent calls (a lone one, then a pipeline that must
+    # wait for it) share the one lane. Redis has
+    # forgotten the script, so the first calls on each lane get NOSCRIPT error replies
+    # and run again: every call still gets its own answer (the lanes stay in step).
+    cfg = SharedConfig(redis_url=redis.url, timeout_ms=5000, max_connections=1)
+    link = RedisLink(cfg, SharedMetrics(CollectorRegistry()))
+    try:
+        assert await link.connect()
+        echo = ScriptBatcher(link, "return ARGV[1] .. KEYS[1]", "echo")
+        fails = ScriptBatcher(link, "return redis.error_reply('no')", "fails")
+        await link.client.script_flush()
+        seen = 0
+
+        async def one(i: int) -> object:
+            nonlocal seen
+            reply = await echo([f"k{i}"], [f"v{i}"])
+            seen = max(seen, link._lanes_open)
+            return reply
+
+        replies = await asyncio.gather(*(one(i) for i in range(200)))
+        assert replies == [f"v{i}k{i}" for i in range(200)]
+        assert seen == 1
+        # An error reply means "Redis unavailable" (go local), never a mixed-up answer.
+        assert await fails(["k"], []) is None and not link.up
+        assert link._lanes_open == 0  # every lane dropped with the link
+        assert await link.connect()
+        assert await echo(["after"], ["ok-"]) == "ok-after"
+    finally:
+        await link.close()
+    assert link._lanes_open == 0
+
+
+@needs_redis
+async def test_lanes_reconnect_after_redis_restarts() -> None:
+    # A lane idle across a Redis restart is dead: its call fails once (go local), the
+    # link drops every lane, and after rejoining new lanes answer.
+    with RedisServer() as rs:
+        cfg = SharedConfig(redis_url=rs.url, timeout_ms=2000)
+        link = RedisLink(cfg, SharedMetrics(CollectorRegistry()))
+        try:
+            assert await link.connect()
+            echo = ScriptBatcher(link, "return ARGV[1]", "echo")
+            assert await echo(["k"], ["one"]) == "one"
+            assert link._lanes_open == 1
+            rs.stop()
+            rs.start()
+            assert await echo(["k"], ["two"]) is None  # the stale lane: Redis "unavailable"
+            assert not link.up and link._lanes_open == 0
+            assert await link.connect()
+            assert await echo(["k"], ["three"]) == "three"  # reloads the forgotten script
+        finally:
+            await link.close()
