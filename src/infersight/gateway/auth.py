@@ -151,7 +151,8 @@ class KeyStore:
         if self._shared is not None:
             verdict = await self._shared.admit(k.cfg)
             if verdict is not None:
-                k.spent = verdict.spent
+                if verdict.spent is not None:
+                    k.spent = verdict.spent
                 if verdict.refused is not None:
                     raise _refusal(k, verdict.refused, verdict.wait)
                 if k.requests is not None:
