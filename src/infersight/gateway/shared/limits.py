@@ -4,9 +4,11 @@ The buckets are the ones :class:`~infersight.gateway.auth.TokenBucket` keeps loc
 (refilled continuously, ``limit`` per minute), but they live in Redis and each
 decision is one Lua script: it reads the bucket, refills it by Redis's own clock
 (``TIME``: replicas' clocks never disagree), decides and writes back atomically, so
-concurrent requests on different replicas can never both take the last token. A
-request costs one round trip at admission; its real token use and dollars are
-charged after the answer, off the request's path.
+concurrent requests on different replicas can never both take the last token (the
+scripts are in :mod:`~infersight.gateway.shared.scripts`). A request costs one round
+trip at admission, or none for a key far from its limits, which keeps a request taken
+ahead of need (:mod:`~infersight.gateway.shared.spares`); its real token use and
+dollars are charged after the answer, off the request's path.
 
 Keys (``{...}`` is a hash tag: one key's data sits in one Redis Cluster slot)::
 
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING, Literal, cast
 from infersight.gateway.shared.batch import ScriptBatcher
 from infersight.gateway.shared.config import SharedConfig
 from infersight.gateway.shared.link import RedisLink
+from infersight.gateway.shared.scripts import ADMIT, CHARGE, GIVE_BACK
+from infersight.gateway.shared.spares import Spares, far
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -37,69 +41,6 @@ __all__ = ["SharedLimits", "Verdict"]
 log = logging.getLogger("infersight.gateway")
 
 Refusal = Literal["requests", "tokens", "budget"]
-
-_LEVEL = """
-if redis.replicate_commands then pcall(redis.replicate_commands) end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local period = tonumber(ARGV[4])
-local function level(key, cap)
-  local v = redis.call('HMGET', key, 'l', 't')
-  local l, ts = tonumber(v[1]), tonumber(v[2])
-  if l == nil or ts == nil then return cap end
-  return math.min(cap, l + math.max(0, now - ts) * cap / period)
-end
-local function store(key, cap, l)
-  redis.call('HSET', key, 'l', string.format('%.17g', l), 't', string.format('%.6f', now))
-  redis.call('PEXPIRE', key, math.ceil((cap - l) * period / cap * 1000) + 1000)
-end
-"""
-
-#: KEYS rpm, tpm, spend; ARGV rpm, tpm, budget, period ('' = no such limit).
-#: Returns {decision, wait seconds, spent dollars}; takes one request when 'ok'. The
-#: spend is read only for a key with a budget ('' otherwise): each call in the script
-#: is a few microseconds on every request's path.
-_ADMIT = _LEVEL + """
-local spent = ''
-local budget = tonumber(ARGV[3])
-if budget ~= nil then
-  spent = tonumber(redis.call('GET', KEYS[3]) or '0') or 0
-  if spent >= budget then
-    return {'budget', '0', tostring(spent)}
-  end
-  spent = tostring(spent)
-end
-local tpm = tonumber(ARGV[2])
-if tpm ~= nil then
-  local tl = level(KEYS[2], tpm)
-  if tl <= 0 then
-    return {'tokens', tostring((math.min(1, tpm) - tl) * period / tpm), spent}
-  end
-end
-local rpm = tonumber(ARGV[1])
-if rpm ~= nil then
-  local rl = level(KEYS[1], rpm)
-  local need = math.min(1, rpm)
-  if rl < need then
-    return {'requests', tostring((need - rl) * period / rpm), spent}
-  end
-  store(KEYS[1], rpm, rl - 1)
-end
-return {'ok', '0', spent}
-"""
-
-#: KEYS tpm, spend; ARGV tpm, tokens, dollars, period. Returns the total spent.
-_CHARGE = _LEVEL + """
-local tpm, n = tonumber(ARGV[1]), tonumber(ARGV[2])
-if tpm ~= nil and n > 0 then
-  store(KEYS[1], tpm, level(KEYS[1], tpm) - n)
-end
-if tonumber(ARGV[3]) > 0 then
-  return redis.call('INCRBYFLOAT', KEYS[2], ARGV[3])
-end
-return redis.call('GET', KEYS[2]) or '0'
-"""
-
 
 #: Charges are summed per key and written this often (seconds): token limits learn of
 #: usage this much later, at one script per key and flush instead of one per request.
@@ -133,6 +74,10 @@ def _arg(v: float | None) -> str:
     return "" if v is None else repr(float(v))
 
 
+def _level(v: str) -> float | None:
+    return None if v == "" else float(v)
+
+
 class SharedLimits:
     """Admission and charging of keys' limits in Redis; None answers mean "go local"."""
 
@@ -143,9 +88,13 @@ class SharedLimits:
         #: What a refused client is told to wait while Redis is unreachable.
         self.retry_s = cfg.retry_s
         self._prefix = cfg.prefix
-        self._admit = ScriptBatcher(link, _ADMIT, "admit")
-        self._charge = link.client.register_script(_CHARGE)
+        self._admit = ScriptBatcher(link, ADMIT, "admit")
+        self._charge = link.client.register_script(CHARGE)
+        self._give_back = link.client.register_script(GIVE_BACK)
+        self.spares: Spares[Verdict] = Spares(self._take_spare, self._return_spare)
         self._fallback = link.metrics.fallbacks.labels(cfg.on_redis_error)
+        self._spares_used = link.metrics.spares.labels("used")
+        self._spares_returned = link.metrics.spares.labels("returned")
         #: Dollars charged while Redis was unreachable, added once it is back.
         self.pending: dict[str, float] = {}
         self._owed: dict[str, _Owed] = {}
@@ -166,16 +115,64 @@ class SharedLimits:
         return call[1], call[2]
 
     async def admit(self, key: KeyConfig) -> Verdict | None:
-        """Take one request from ``key``'s shared buckets; None when Redis is unreachable."""
+        """Take one request from ``key``'s shared buckets; None when Redis is unreachable.
+
+        A key far from its limits is admitted with a spare when one is at hand (see
+        :mod:`~infersight.gateway.shared.spares`): no round trip on the request's path.
+        """
+        spares = self.spares if Spares.eligible(key) else None
+        if spares is not None and self.link.up:
+            spare = spares.use(key)
+            if spare is not None:
+                self._spares_used.inc()
+                return spare
+        got = await self._admit_once(key)
+        if got is None:
+            self._fallback.inc()
+            return None
+        verdict, is_far = got
+        if spares is not None:
+            if verdict.refused is None:
+                spares.note(key, is_far)
+            elif verdict.refused == "requests":
+                spare = await spares.use_or_wait(key)
+                if spare is not None:
+                    self._spares_used.inc()
+                    return spare
+        return verdict
+
+    async def _admit_once(self, key: KeyConfig) -> tuple[Verdict, bool] | None:
+        """One run of the admission script: the verdict, and whether the key's buckets
+        are far from their limits after it; None when Redis is unreachable."""
         keys, args = self._admit_call(key)
         reply = await self._admit(keys, args)
         if reply is None:
-            self._fallback.inc()
             return None
-        decision, wait, spent = reply
+        decision, wait, spent = reply[:3]
         refused = None if decision == "ok" else cast(Refusal, decision)
         total = self._total(key.name, spent) if spent != "" else None
-        return Verdict(refused, float(wait), total)
+        is_far = refused is None and far(_level(reply[3]), key.requests_per_minute) and far(
+            _level(reply[4]), key.tokens_per_minute
+        )
+        return Verdict(refused, float(wait), total), is_far
+
+    async def _take_spare(self, key: KeyConfig) -> tuple[Verdict, bool] | None:
+        got = await self._admit_once(key)
+        return got if got is not None and got[0].refused is None else None
+
+    async def _return_spare(self, key: KeyConfig) -> None:
+        rpm_key = self._keys(key.name)[0]
+        args = [_arg(key.requests_per_minute), "", "", _arg(self.period)]
+        await self.link.call(
+            "give_back", lambda r: self._give_back(keys=[rpm_key], args=args)
+        )
+
+    def sweep_spares(self) -> None:
+        """Give back spares left unused (the replica's loop calls this while Redis is up)."""
+        before = self.spares.returned
+        self.spares.sweep()
+        if self.spares.returned > before:
+            self._spares_returned.inc(self.spares.returned - before)
 
     def charge(
         self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]
@@ -184,11 +181,12 @@ class SharedLimits:
 
         Charges are summed per key and written every ``CHARGE_EVERY_S`` (50 ms).
         """
-        if tokens <= 0 and dollars <= 0:
-            return
         if not self.link.up:
             if dollars > 0:
                 self.pending[key.name] = self.pending.get(key.name, 0.0) + dollars
+            return
+        self.spares.refill(key)  # the answer is out: take the next spare now
+        if tokens <= 0 and dollars <= 0:
             return
         owed = self._owed.get(key.name)
         if owed is None:
@@ -250,6 +248,7 @@ class SharedLimits:
 
     async def close(self) -> None:
         """Write what is owed (each call is bounded by the link's timeout, all by 2 s)."""
+        await self.spares.close()
         await self._admit.close()
         if self._flusher is not None:
             await asyncio.wait([self._flusher], timeout=2.0)

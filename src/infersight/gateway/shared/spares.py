@@ -1,0 +1,174 @@
+"""Spare grants: shared request limits without a Redis round trip on a request's path.
+
+A key far from its limits keeps one request already taken from its shared bucket, a
+*spare*. The key's next request on this replica is admitted with it at once, and the
+next spare is taken in the background once that request is answered (then the
+script's CPU is spent between requests rather than on one's path). So a request waits
+on Redis only when no spare is at hand (the key's first request, a burst, a client
+that sends the next request before the spare is back) or when the key is near a
+limit.
+
+Why it stays exact where exactness matters:
+
+- A spare is a request taken from the shared bucket by the same atomic script as any
+  other, before its request arrives: the fleet never admits more than its buckets
+  gave out.
+- Near a limit (the request bucket below :data:`MARGIN` requests, or below
+  :data:`MARGIN_SHARE` of the limit, whichever is more; the token bucket likewise) no
+  new spare is taken, so every request asks Redis.
+- A request Redis refuses first takes the spare of its key if one is at hand or on its
+  way: spares taken while the bucket drained are spent, not lost.
+- A spare unused for :data:`TTL_S` goes back to its bucket.
+
+Keys with a spend budget never keep spares: their admission also reads the spend,
+which a spare taken earlier would see stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from infersight.gateway.config import KeyConfig
+
+__all__ = ["MARGIN", "MARGIN_SHARE", "TTL_S", "Spares"]
+
+#: No spare is taken while a bucket holds fewer than this many requests (or tokens)...
+MARGIN = 16.0
+#: ...or less than this share of its limit, whichever is more.
+MARGIN_SHARE = 0.05
+#: Seconds a spare waits for a request before it goes back to its bucket.
+TTL_S = 1.0
+
+V = TypeVar("V")
+
+
+def far(level: float | None, limit: float | None) -> bool:
+    """Whether a bucket at ``level`` (None: no such limit) is far from ``limit``."""
+    if level is None or limit is None:
+        return True
+    return level >= max(MARGIN, MARGIN_SHARE * limit)
+
+
+@dataclass(slots=True)
+class _Slot(Generic[V]):
+    """One key's spare (a verdict of an admitted take), and the take on its way."""
+
+    spare: V | None = None
+    taken_at: float = 0.0
+    #: Whether the bucket was far from its limit when the spare was taken.
+    far: bool = False
+    fetch: asyncio.Future[None] | None = field(default=None)
+
+
+class Spares(Generic[V]):
+    """Per-key spares of one replica.
+
+    ``take(key)`` runs the admission script for ``key``: an admitting verdict and
+    whether the key's buckets are still far from their limits, or None (refused, or
+    Redis unreachable); ``give_back(key)`` returns one request to the bucket. The
+    limits call :meth:`note` after each admission Redis decided and :meth:`refill`
+    after each answer.
+    """
+
+    def __init__(
+        self,
+        take: Callable[[KeyConfig], Awaitable[tuple[V, bool] | None]],
+        give_back: Callable[[KeyConfig], Awaitable[object]],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._take = take
+        self._give_back = give_back
+        self._clock = clock
+        self._slots: dict[str, _Slot[V]] = {}
+        self._keys: dict[str, KeyConfig] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Requests admitted with a spare, and spares given back unused (for tests
+        #: and /metrics).
+        self.used = 0
+        self.returned = 0
+
+    @staticmethod
+    def eligible(key: KeyConfig) -> bool:
+        """Only keys with a request limit and no budget keep spares."""
+        return key.requests_per_minute is not None and key.max_cost_usd is None
+
+    def at_hand(self, name: str) -> bool:
+        """Whether key ``name`` has a spare now."""
+        slot = self._slots.get(name)
+        return slot is not None and slot.spare is not None
+
+    def use(self, key: KeyConfig) -> V | None:
+        """The key's spare, if one is at hand (then the next one is fetched)."""
+        slot = self._slots.get(key.name)
+        if slot is None or slot.spare is None or self._clock() - slot.taken_at > TTL_S:
+            return None  # an old spare waits for sweep() to give it back
+        spare, slot.spare = slot.spare, None
+        self.used += 1
+        return spare
+
+    async def use_or_wait(self, key: KeyConfig) -> V | None:
+        """For a request Redis refused: the key's spare, waiting for one on its way."""
+        slot = self._slots.get(key.name)
+        if slot is None:
+            return None
+        if slot.spare is None and slot.fetch is not None:
+            await asyncio.shield(slot.fetch)
+        return self.use(key)
+
+    def note(self, key: KeyConfig, is_far: bool) -> None:
+        """Redis admitted a request of ``key``; ``is_far``: a spare may be taken."""
+        slot = self._slots.get(key.name)
+        if slot is None:
+            slot = self._slots[key.name] = _Slot()
+        self._keys[key.name] = key
+        slot.far = is_far
+
+    def refill(self, key: KeyConfig) -> None:
+        """Take the key's next spare in the background, if its buckets were far from
+        their limits at the last admission and none is at hand or on its way."""
+        slot = self._slots.get(key.name)
+        if slot is None or not slot.far or slot.spare is not None or slot.fetch is not None:
+            return
+        loop = asyncio.get_running_loop()
+        slot.fetch = loop.create_future()
+        task = loop.create_task(self._fetch(key, slot))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _fetch(self, key: KeyConfig, slot: _Slot[V]) -> None:
+        fut = slot.fetch
+        try:
+            got = await self._take(key)
+            if got is None:
+                slot.far = False  # refused, or Redis away: the next request asks
+            else:
+                slot.spare, slot.far, slot.taken_at = got[0], got[1], self._clock()
+        finally:
+            slot.fetch = None
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+
+    def sweep(self) -> None:
+        """Give back spares unused for :data:`TTL_S` (called by the replica's loop)."""
+        now = self._clock()
+        loop = asyncio.get_running_loop()
+        for name, slot in self._slots.items():
+            if slot.spare is not None and now - slot.taken_at > TTL_S:
+                slot.spare = None
+                self.returned += 1
+                task = loop.create_task(self._return(self._keys[name]))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _return(self, key: KeyConfig) -> None:
+        await self._give_back(key)
+
+    async def close(self) -> None:
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=2.0)
