@@ -54,6 +54,11 @@ def far(level: float | None, limit: float | None) -> bool:
     return level >= max(MARGIN, MARGIN_SHARE * limit)
 
 
+def _release(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 @dataclass(slots=True)
 class _Slot(Generic[V]):
     """One key's spare (a verdict of an admitted take), and the take on its way."""
@@ -136,10 +141,13 @@ class Spares(Generic[V]):
         if slot is None or not slot.far or slot.spare is not None or slot.fetch is not None:
             return
         loop = asyncio.get_running_loop()
-        slot.fetch = loop.create_future()
+        fut = slot.fetch = loop.create_future()
         task = loop.create_task(self._fetch(key, slot))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        # A task cancelled before it ran never reaches _fetch's finally: whoever waits
+        # for this spare (use_or_wait) must still be released.
+        task.add_done_callback(lambda _: _release(fut))
 
     async def _fetch(self, key: KeyConfig, slot: _Slot[V]) -> None:
         fut = slot.fetch
@@ -151,8 +159,8 @@ class Spares(Generic[V]):
                 slot.spare, slot.far, slot.taken_at = got[0], got[1], self._clock()
         finally:
             slot.fetch = None
-            if fut is not None and not fut.done():
-                fut.set_result(None)
+            if fut is not None:
+                _release(fut)
 
     def sweep(self) -> None:
         """Give back spares unused for :data:`TTL_S` (called by the replica's loop)."""
