@@ -110,7 +110,7 @@ async def test_unused_spare_goes_back_to_the_bucket(redis: RedisServer) -> None:
             await asyncio.sleep(0.01)
         assert pytest.approx(await _level(r, "back"), abs=0.5) == 998
         await asyncio.sleep(TTL_S + 0.1)
-        r.limits.sweep_spares()
+        r.limits.spares.sweep()
         while await _level(r, "back") < 998.5 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         assert pytest.approx(await _level(r, "back"), abs=0.5) == 999  # only the request
@@ -128,7 +128,7 @@ async def test_near_the_limit_every_request_asks_redis(redis: RedisServer) -> No
             answered(r, key)
         await asyncio.sleep(0.05)
         assert [v is not None and v.refused is None for v in got] == [True] * 12 + [False] * 2
-        assert r.spares("used") == 0 and r.limits.spares.used == 0
+        assert r.spares("used") == 0 and not r.limits.spares.at_hand("small")
 
 
 async def test_two_replicas_admit_exactly_the_limit_with_spares(redis: RedisServer) -> None:

@@ -4,6 +4,7 @@ used, waited for and given back."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from infersight.gateway import hash_key
 from infersight.gateway.config import KeyConfig
@@ -40,7 +41,9 @@ async def test_spare_is_taken_after_an_answer_and_used_once_while_fresh() -> Non
     async def give_back(key: KeyConfig) -> None:
         backs.append(key.name)
 
-    sp: Spares[str] = Spares(take, give_back, clock=clock)
+    used, returned = [], []
+    sp: Spares[str] = Spares(take, give_back, clock=clock, on_used=lambda: used.append(1),
+                             on_returned=lambda: returned.append(1))  # fmt: skip
     key = _key()
     sp.refill(key)  # no admission noted yet: nothing is known to be far
     await asyncio.sleep(0)
@@ -51,18 +54,32 @@ async def test_spare_is_taken_after_an_answer_and_used_once_while_fresh() -> Non
     await asyncio.sleep(0.01)
     assert takes == ["k"] and sp.at_hand("k")
     assert sp.use(key) == "grant-1" and sp.use(key) is None  # used once
+    assert len(used) == 1
     sp.refill(key)
     await asyncio.sleep(0.01)
     clock.t += TTL_S + 0.5  # left unused: too old to admit with, given back by sweep
     assert sp.use(key) is None
     sp.sweep()
     await asyncio.sleep(0.01)
-    assert backs == ["k"] and sp.returned == 1 and not sp.at_hand("k")
+    assert backs == ["k"] and len(returned) == 1 and not sp.at_hand("k")
+    assert len(used) == 1  # an old spare is not used
     sp.note(key, False)  # near the limit now: no more spares
     sp.refill(key)
     await asyncio.sleep(0.01)
     assert takes == ["k", "k"]
     await sp.close()
+
+
+async def _ignore(key: KeyConfig) -> None:
+    pass
+
+
+def _fetching(take: Callable[[KeyConfig], Awaitable[tuple[str, bool]]]) -> Spares[str]:
+    """Spares of a far key whose first spare is being fetched with ``take``."""
+    sp: Spares[str] = Spares(take, _ignore)
+    sp.note(_key(), True)
+    sp.refill(_key())
+    return sp
 
 
 async def test_a_refused_request_waits_for_the_spare_on_its_way() -> None:
@@ -72,13 +89,7 @@ async def test_a_refused_request_waits_for_the_spare_on_its_way() -> None:
         await gate.wait()
         return "late-grant", True
 
-    async def give_back(key: KeyConfig) -> None:
-        pass
-
-    sp: Spares[str] = Spares(take, give_back)
-    key = _key()
-    sp.note(key, True)
-    sp.refill(key)
+    sp, key = _fetching(take), _key()
     waiter = asyncio.create_task(sp.use_or_wait(key))
     await asyncio.sleep(0.01)
     assert not waiter.done()
@@ -91,13 +102,7 @@ async def test_a_fetch_cancelled_before_it_ran_releases_its_waiters() -> None:
     async def take(key: KeyConfig) -> tuple[str, bool]:
         raise AssertionError("never runs")
 
-    async def give_back(key: KeyConfig) -> None:
-        pass
-
-    sp: Spares[str] = Spares(take, give_back)
-    key = _key()
-    sp.note(key, True)
-    sp.refill(key)
+    sp = _fetching(take)
     for task in list(sp._tasks):
         task.cancel()
-    assert await asyncio.wait_for(sp.use_or_wait(key), 1.0) is None
+    assert await asyncio.wait_for(sp.use_or_wait(_key()), 1.0) is None

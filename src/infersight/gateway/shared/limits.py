@@ -91,10 +91,12 @@ class SharedLimits:
         self._admit = ScriptBatcher(link, ADMIT, "admit")
         self._charge = link.client.register_script(CHARGE)
         self._give_back = link.client.register_script(GIVE_BACK)
-        self.spares: Spares[Verdict] = Spares(self._take_spare, self._return_spare)
         self._fallback = link.metrics.fallbacks.labels(cfg.on_redis_error)
-        self._spares_used = link.metrics.spares.labels("used")
-        self._spares_returned = link.metrics.spares.labels("returned")
+        counted = link.metrics.spares
+        self.spares: Spares[Verdict] = Spares(
+            self._take_spare, self._return_spare,
+            on_used=counted.labels("used").inc, on_returned=counted.labels("returned").inc,
+        )  # fmt: skip
         #: Dollars charged while Redis was unreachable, added once it is back.
         self.pending: dict[str, float] = {}
         self._owed: dict[str, _Owed] = {}
@@ -124,7 +126,6 @@ class SharedLimits:
         if spares is not None and self.link.up:
             spare = spares.use(key)
             if spare is not None:
-                self._spares_used.inc()
                 return spare
         got = await self._admit_once(key)
         if got is None:
@@ -137,7 +138,6 @@ class SharedLimits:
             elif verdict.refused == "requests":
                 spare = await spares.use_or_wait(key)
                 if spare is not None:
-                    self._spares_used.inc()
                     return spare
         return verdict
 
@@ -166,13 +166,6 @@ class SharedLimits:
         await self.link.call(
             "give_back", lambda r: self._give_back(keys=[rpm_key], args=args)
         )
-
-    def sweep_spares(self) -> None:
-        """Give back spares left unused (the replica's loop calls this while Redis is up)."""
-        before = self.spares.returned
-        self.spares.sweep()
-        if self.spares.returned > before:
-            self._spares_returned.inc(self.spares.returned - before)
 
     def charge(
         self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]

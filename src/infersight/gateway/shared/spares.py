@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from infersight.gateway.config import KeyConfig
@@ -63,6 +63,7 @@ def _release(fut: asyncio.Future[None]) -> None:
 class _Slot(Generic[V]):
     """One key's spare (a verdict of an admitted take), and the take on its way."""
 
+    key: KeyConfig
     spare: V | None = None
     taken_at: float = 0.0
     #: Whether the bucket was far from its limit when the spare was taken.
@@ -75,28 +76,28 @@ class Spares(Generic[V]):
 
     ``take(key)`` runs the admission script for ``key``: an admitting verdict and
     whether the key's buckets are still far from their limits, or None (refused, or
-    Redis unreachable); ``give_back(key)`` returns one request to the bucket. The
-    limits call :meth:`note` after each admission Redis decided and :meth:`refill`
-    after each answer.
+    Redis unreachable); ``give_back(key)`` returns one request to the bucket;
+    ``on_used`` and ``on_returned`` count spares (the limits pass their metrics). The
+    limits call :meth:`note` after each admission Redis decided, :meth:`refill` after
+    each answer, and the replica's loop calls :meth:`sweep`.
     """
 
     def __init__(
         self,
         take: Callable[[KeyConfig], Awaitable[tuple[V, bool] | None]],
-        give_back: Callable[[KeyConfig], Awaitable[object]],
+        give_back: Callable[[KeyConfig], Coroutine[Any, Any, object]],
         *,
+        on_used: Callable[[], object] = lambda: None,
+        on_returned: Callable[[], object] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._take = take
         self._give_back = give_back
+        self._on_used = on_used
+        self._on_returned = on_returned
         self._clock = clock
         self._slots: dict[str, _Slot[V]] = {}
-        self._keys: dict[str, KeyConfig] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        #: Requests admitted with a spare, and spares given back unused (for tests
-        #: and /metrics).
-        self.used = 0
-        self.returned = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     @staticmethod
     def eligible(key: KeyConfig) -> bool:
@@ -114,7 +115,7 @@ class Spares(Generic[V]):
         if slot is None or slot.spare is None or self._clock() - slot.taken_at > TTL_S:
             return None  # an old spare waits for sweep() to give it back
         spare, slot.spare = slot.spare, None
-        self.used += 1
+        self._on_used()
         return spare
 
     async def use_or_wait(self, key: KeyConfig) -> V | None:
@@ -130,9 +131,8 @@ class Spares(Generic[V]):
         """Redis admitted a request of ``key``; ``is_far``: a spare may be taken."""
         slot = self._slots.get(key.name)
         if slot is None:
-            slot = self._slots[key.name] = _Slot()
-        self._keys[key.name] = key
-        slot.far = is_far
+            slot = self._slots[key.name] = _Slot(key)
+        slot.key, slot.far = key, is_far
 
     def refill(self, key: KeyConfig) -> None:
         """Take the key's next spare in the background, if its buckets were far from
@@ -140,11 +140,8 @@ class Spares(Generic[V]):
         slot = self._slots.get(key.name)
         if slot is None or not slot.far or slot.spare is not None or slot.fetch is not None:
             return
-        loop = asyncio.get_running_loop()
-        fut = slot.fetch = loop.create_future()
-        task = loop.create_task(self._fetch(key, slot))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        fut = slot.fetch = asyncio.get_running_loop().create_future()
+        task = self._spawn(self._fetch(key, slot))
         # A task cancelled before it ran never reaches _fetch's finally: whoever waits
         # for this spare (use_or_wait) must still be released.
         task.add_done_callback(lambda _: _release(fut))
@@ -165,17 +162,17 @@ class Spares(Generic[V]):
     def sweep(self) -> None:
         """Give back spares unused for :data:`TTL_S` (called by the replica's loop)."""
         now = self._clock()
-        loop = asyncio.get_running_loop()
-        for name, slot in self._slots.items():
+        for slot in self._slots.values():
             if slot.spare is not None and now - slot.taken_at > TTL_S:
                 slot.spare = None
-                self.returned += 1
-                task = loop.create_task(self._return(self._keys[name]))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._on_returned()
+                self._spawn(self._give_back(slot.key))
 
-    async def _return(self, key: KeyConfig) -> None:
-        await self._give_back(key)
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def close(self) -> None:
         if self._tasks:
