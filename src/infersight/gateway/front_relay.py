@@ -350,12 +350,18 @@ class Exchange:
 
 
 class EnginePool:
-    """Kept-alive connections to the engine on loopback, reused newest first."""
+    """Kept-alive connections to the engine on loopback, reused newest first.
+
+    llama.cpp's HTTP server closes a connection after each streamed answer. When one
+    goes and none is left idle, the pool opens the next one at once (one at a time), so
+    the next request does not wait for a connect before its first token.
+    """
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
         self._idle: list[Relay] = []
         self._closed = False
+        self._spare: asyncio.Task[None] | None = None
 
     async def connect(self) -> Relay:
         loop = asyncio.get_running_loop()
@@ -382,12 +388,29 @@ class EnginePool:
         if self._closed or not relay.reusable or t is None or t.is_closing():
             if t is not None:
                 t.close()
+            if not self._closed and not self._idle and self._spare is None:
+                self._spare = asyncio.get_running_loop().create_task(self._open_spare())
             return
         relay.idle_since = time.monotonic()
         self._idle.append(relay)
 
+    async def _open_spare(self) -> None:
+        try:
+            relay = await self.connect()
+        except ConnectError:
+            return  # the next request meets it, and says so
+        finally:
+            self._spare = None
+        if self._closed and relay.transport is not None:
+            relay.transport.close()
+        elif not self._closed:
+            self._idle.append(relay)
+
     def close(self) -> None:
         self._closed = True
+        if self._spare is not None:
+            self._spare.cancel()
+            self._spare = None
         for relay in self._idle:
             if relay.transport is not None:
                 relay.transport.close()
