@@ -100,7 +100,7 @@ class SlotAdvice:
             return f"all the memory holds ({fits})"
         if self.limited_by == "compute knee":
             return (f"twice the {self.knee} sequences where decode turns compute-bound on this "
-                    f"device: more slots add latency, not throughput ({fits})")
+                    f"device; slots beyond that add latency, not throughput ({fits})")
         return f"which fits in memory ({fits})"
 
 
