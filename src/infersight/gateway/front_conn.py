@@ -160,7 +160,7 @@ class ClientConn(asyncio.Protocol):
             return None
         if end - pos > MAX_HEAD_BYTES:
             raise InputError("request head too large", code="header_too_large", status=431)
-        head = parse_head(buf[pos:end])
+        head = parse_head(bytes(buf[pos:end]))
         self._pos = end + 4
         self.state, self.since = (BODY if head.has_body else HEAD), self.front.loop.time()
         refusal = self.front.check_head(head)

@@ -28,17 +28,12 @@ MAX_LINE_BYTES = 8190
 _MAX_HEADERS = 100
 _MAX_CHUNK_LINE = 1024
 
-# The head is matched as latin-1 text: one byte, one character, so these classes are
-# the RFC's byte classes, and the names, values, method and target come out as the str
-# the front uses without a decode each.
-_TCHAR = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
-_REQUEST_LINE = re.compile(r"(" + _TCHAR + r"+) ([\x21-\x7e]+) HTTP/(\d)\.(\d)")
+_TCHAR = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
+_REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([\x21-\x7e]+) HTTP/(\d)\.(\d)")
 #: The header lines, each ``token ":" value CRLF``; a value has no control character
 #: but TAB (so no bare CR or LF, and no obs-fold). One pass in C for the whole block.
-_HEADER_LINE = _TCHAR + r"+:[\t\x20-\x7e\x80-\xff]*"
-_HEADER_BLOCK = re.compile(r"(?:" + _HEADER_LINE + r"\r\n)*" + _HEADER_LINE)
-#: One line of a checked block: the name, and the value less its surrounding blanks.
-_PAIR = re.compile(r"([^:]+):[ \t]*([^\r\n]*?)[ \t]*(?:\r\n|\Z)")
+_HEADER_LINE = _TCHAR + rb"+:[\t\x20-\x7e\x80-\xff]*"
+_HEADER_BLOCK = re.compile(rb"(?:" + _HEADER_LINE + rb"\r\n)*" + _HEADER_LINE)
 _VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 #: Headers that must not repeat: a second copy is how requests get smuggled, or how
@@ -79,47 +74,36 @@ class Head:
         return "close" in conn
 
 
-def _joined(pairs: list[tuple[str, str]]) -> dict[str, str]:
-    """Headers with a repeated name: the values joined by ", " (RFC 9110 5.3), except
-    for the names that must not repeat."""
-    headers: dict[str, str] = {}
-    for name, value in pairs:
-        key = name.lower()
-        if key in headers:
-            if key in _SINGLE:
-                raise _bad(f"repeated {key} header")
-            headers[key] += ", " + value
-        else:
-            headers[key] = value
-    return headers
-
-
-def parse_head(raw: bytes | bytearray) -> Head:
+def parse_head(raw: bytes) -> Head:
     """Parse a request head (without its final blank line); raise InputError (4xx)."""
-    # Few distinct operations, on purpose: the front runs after other processes (and
-    # engine steps) evicted its code from the CPU's caches, so each distinct C function
-    # run costs microseconds; one decode and three passes of one regex engine do it.
-    text = raw.decode("latin-1")
-    eol = text.find("\r\n")
-    if (len(text) if eol < 0 else eol) > MAX_LINE_BYTES:
+    eol = raw.find(b"\r\n")
+    line = raw if eol < 0 else raw[:eol]
+    if len(line) > MAX_LINE_BYTES:
         raise _bad("request line too long", 431, "header_too_large")
-    m = _REQUEST_LINE.fullmatch(text, 0, len(text) if eol < 0 else eol)
+    m = _REQUEST_LINE.fullmatch(line)
     if m is None:
         raise _bad("invalid request line")
-    if m.group(3) != "1" or m.group(4) not in ("0", "1"):
+    if m.group(3) != b"1" or m.group(4) not in (b"0", b"1"):
         raise _bad("only HTTP/1.0 and HTTP/1.1 are served")
     headers: dict[str, str] = {}
     if eol >= 0:
-        if _HEADER_BLOCK.fullmatch(text, eol + 2) is None:
+        # The whole block checked in one pass (in C), then split as text.
+        if _HEADER_BLOCK.fullmatch(raw, eol + 2) is None:
             raise _bad("invalid header line, or a control character in one")
-        pairs: list[tuple[str, str]] = _PAIR.findall(text, eol + 2)
-        if len(pairs) > _MAX_HEADERS:
+        lines = raw[eol + 2 :].decode("latin-1").split("\r\n")
+        if len(lines) > _MAX_HEADERS:
             raise _bad("too many header lines", 431, "header_too_large")
-        if len(text) > MAX_LINE_BYTES and max(map(len, text.split("\r\n"))) > MAX_LINE_BYTES:
-            raise _bad("a header line is too long", 431, "header_too_large")
-        headers = {name.lower(): value for name, value in pairs}
-        if len(headers) != len(pairs):  # a repeated name: joined, or refused
-            headers = _joined(pairs)
+        for text in lines:
+            if len(text) > MAX_LINE_BYTES:
+                raise _bad("a header line is too long", 431, "header_too_large")
+            name, _, value = text.partition(":")
+            key = name.lower()
+            if key in headers:
+                if key in _SINGLE:
+                    raise _bad(f"repeated {key} header")
+                headers[key] += ", " + value.strip(" \t")
+            else:
+                headers[key] = value.strip(" \t")
     minor = int(m.group(4))
     if minor == 1 and "host" not in headers:
         raise _bad("HTTP/1.1 requires a Host header")
@@ -137,7 +121,8 @@ def parse_head(raw: bytes | bytearray) -> Head:
             if not cl.isascii() or not cl.isdigit() or len(cl) > 18:
                 raise _bad("invalid Content-Length")
             length = int(cl)
-    return Head(m.group(1), m.group(2), minor, headers, length, chunked)
+    return Head(m.group(1).decode("ascii"), m.group(2).decode("ascii"), minor, headers,
+                length, chunked)  # fmt: skip
 
 
 class ChunkDecoder:
