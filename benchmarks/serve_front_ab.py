@@ -7,9 +7,13 @@ alike; the CPU each front's process spent per request is read from
 ``/proc/<pid>/task/*/schedstat`` (median over blocks).
 
 On this 2-core box the run-to-run spread of ``serve_front_overhead.py`` (about ±30 us
-for a chat request, more for streams) hides changes of that size; one engine and
-alternating blocks make a 20 us difference visible.
+for a chat request, more for streams) hides changes of that size. Comparing on one
+engine in alternating blocks narrows it, but not to nothing: read the noise floor from
+an A/A run first (``--base HEAD`` with the front unchanged; with ``--quick`` it showed up
+to ±100 us per stream, with 16 blocks about ±20 us per request), and repeat a run
+before believing a difference near it.
 
+    python benchmarks/serve_front_ab.py --base HEAD~1 --quick    # about a minute
     python benchmarks/serve_front_ab.py --base HEAD~1            # about 3 minutes
     python benchmarks/serve_front_ab.py --base 83f909c --blocks 24
 """
@@ -80,7 +84,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="HEAD", help="the revision to compare against (HEAD)")
     ap.add_argument("--blocks", type=int, default=16, help="alternating blocks (16)")
+    ap.add_argument("--quick", action="store_true", help="6 blocks, about a minute")
     args = ap.parse_args()
+    if args.quick:
+        args.blocks = 6
     key = secrets.token_urlsafe(32)
     with tempfile.TemporaryDirectory() as tmp, \
             EmbeddedEngine(parallel=2, ctx=2048, api_key=key) as engine:  # fmt: skip
