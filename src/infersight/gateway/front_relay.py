@@ -45,20 +45,14 @@ def _chunk_heads() -> list[bytes | tuple[()]]:
 _CHUNK_HEADS = _chunk_heads()
 
 
-def _header(low: bytes, needle: bytes) -> bytes | None:
-    """The value of the header a needle (``b"\\r\\nname:"``) finds in a lower-cased
-    head (status line first), or None."""
-    at = low.find(needle)
+def _header(low: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` in a lower-cased head (status line first), or None."""
+    at = low.find(b"\r\n" + name + b":")
     if at < 0:
         return None
-    end = low.find(b"\r\n", at + 2)
-    return low[at + len(needle) : end if end >= 0 else len(low)].strip()
-
-
-_TE, _CL, _CONN = b"\r\ntransfer-encoding:", b"\r\ncontent-length:", b"\r\nconnection:"
-_KEEP_ALIVE = b"\r\nkeep-alive:"
-#: Status codes by their three digits (a lookup, not a parse: see data_received).
-_STATUS = {b"%d" % code: code for code in range(100, 600)}
+    start = at + len(name) + 3
+    end = low.find(b"\r\n", start)
+    return low[start : end if end >= 0 else len(low)].strip()
 
 
 class Relay(asyncio.Protocol):
@@ -168,7 +162,7 @@ class Relay(asyncio.Protocol):
 
     # -- framing ------------------------------------------------------------------------
     def _read_head(self, data: bytes, sink: asyncio.WriteTransport) -> bytes:
-        buf = self._head + data if self._head else data
+        buf = self._head + data
         end = buf.find(b"\r\n\r\n")
         if end < 0:
             if len(buf) > _MAX_HEAD:
@@ -179,23 +173,22 @@ class Relay(asyncio.Protocol):
         self._head = b""
         raw = buf[:end]
         low = raw.lower()
-        status = _STATUS.get(raw[9:12], 0)
-        te = _header(low, _TE)
+        status = int(raw[9:12]) if raw[9:12].isdigit() else 0
+        te = _header(low, b"transfer-encoding")
         chunked = te is not None and b"chunked" in te
-        cl = _header(low, _CL)
+        cl = _header(low, b"content-length")
         length = int(cl) if cl is not None and cl.isdigit() else None
-        conn = _header(low, _CONN)
+        conn = _header(low, b"connection")
         if conn is not None and b"close" in conn:
             self.reusable = False
         if conn is None and not self._close_client and not self._unchunk:
             # The usual case: the head as it came, less the engine's own keep-alive
             # terms (its 5 s and 100 requests are not the front's).
-            ka = low.find(_KEEP_ALIVE)
+            ka = low.find(b"\r\nkeep-alive:")
             if ka >= 0:
-                eol = buf.find(b"\r\n", ka + 2)  # at most ``end``: the head's own end
-                self._prefix = buf[:ka] + buf[eol : end + 4]
-            else:
-                self._prefix = buf[: end + 4]
+                eol = low.find(b"\r\n", ka + 2)
+                raw = raw[:ka] + (raw[eol:] if eol >= 0 else b"")
+            self._prefix = raw + b"\r\n\r\n"
         else:
             self._prefix = self._rewrite(raw, chunked)
         self.started = True
