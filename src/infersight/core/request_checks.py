@@ -31,6 +31,10 @@ __all__ = [
 #: Message fields that are strings when present (null: absent).
 _STRING_FIELDS = ("name", "tool_call_id", "reasoning_content")
 _TOOL_CHOICES = ("none", "auto", "required")
+#: The options check_options knows: counts, numbers, and the rest by name.
+_COUNTS = frozenset({"max_tokens", "max_completion_tokens"})
+_NUMBERS = frozenset({"temperature", "top_p", "presence_penalty", "frequency_penalty"})
+_OPTIONS = _COUNTS | _NUMBERS | {"n", "stop", "stream_options"}
 
 
 def _bad(message: str, param: str) -> InvalidRequest:
@@ -80,6 +84,10 @@ def check_messages(msgs: Any) -> None:
     if not isinstance(msgs, list) or not msgs:
         raise _bad("'messages' must be a non-empty list", "messages")
     for i, m in enumerate(msgs):
+        if type(m) is dict and len(m) == 2 and type(m.get("role")) is str and (
+            type(m.get("content")) is str
+        ):
+            continue  # the usual message, a role and its text: nothing more to check
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise _bad(f"'messages[{i}]' must be an object with a string 'role'", "messages")
         _content(i, m.get("content"))
@@ -144,27 +152,30 @@ def check_text_or_tokens(v: Any, param: str) -> None:
 
 def check_options(body: dict[str, Any]) -> None:
     """Sampling and output options."""
-    for name in ("max_tokens", "max_completion_tokens"):
-        v = body.get(name)
-        if v is not None and (not is_int(v) or v < 0):
-            raise _bad(f"'{name}' must be a non-negative integer", name)
-    n = body.get("n")
-    if n is not None and (not is_int(n) or not 1 <= n <= 128):
-        raise _bad("'n' must be an integer from 1 to 128", "n")
-    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
-        v = body.get(name)
-        if v is not None and not _is_num(v):
-            raise _bad(f"'{name}' must be a number", name)
-    stop = body.get("stop")
-    if stop is not None and not (
-        isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(x, str) for x in stop))
-    ):
-        raise _bad("'stop' must be a string or a list of strings", "stop")
-    so = body.get("stream_options")
-    if so is not None and (
-        not isinstance(so, dict) or not isinstance(so.get("include_usage", False), bool)
-    ):
-        raise _bad("'stream_options' must be an object; 'include_usage' a boolean", "stream_options")
+    # Only the options the body names are looked at, in the body's order: a request
+    # names few of the many, and this runs on every request.
+    for name in body:
+        if name not in _OPTIONS:
+            continue
+        v = body[name]
+        if v is None:
+            continue
+        if name in _COUNTS:
+            if not is_int(v) or v < 0:
+                raise _bad(f"'{name}' must be a non-negative integer", name)
+        elif name in _NUMBERS:
+            if not _is_num(v):
+                raise _bad(f"'{name}' must be a number", name)
+        elif name == "n":
+            if not is_int(v) or not 1 <= v <= 128:
+                raise _bad("'n' must be an integer from 1 to 128", "n")
+        elif name == "stop":
+            if not (isinstance(v, str) or (isinstance(v, list)
+                                           and all(isinstance(x, str) for x in v))):
+                raise _bad("'stop' must be a string or a list of strings", "stop")
+        elif not isinstance(v, dict) or not isinstance(v.get("include_usage", False), bool):
+            raise _bad("'stream_options' must be an object; 'include_usage' a boolean",
+                       "stream_options")  # fmt: skip
 
 
 def check_body(endpoint: str, body: dict[str, Any]) -> None:

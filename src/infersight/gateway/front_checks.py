@@ -23,6 +23,8 @@ def _bad(message: str, param: str, code: str = "invalid_request") -> InputError:
 def check_llama_chat(doc: dict[str, Any]) -> None:
     """A chat body that already passed :func:`~infersight.gateway.http.validate`."""
     for i, m in enumerate(doc["messages"]):
+        if len(m) == 2 and type(m.get("content")) is str:
+            continue  # a role and its text (check_messages saw the role): nothing to add
         if "content" not in m and "tool_calls" not in m:
             raise _bad(f"'messages[{i}]' needs 'content' or 'tool_calls'", "messages")
         for name in ("name", "tool_call_id", "reasoning_content"):

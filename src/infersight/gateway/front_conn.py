@@ -80,6 +80,8 @@ class ClientConn(asyncio.Protocol):
         self.last_read = now
         if self.state == IDLE:
             self.state, self.since = HEAD, now
+            if not self._buf and self._whole(data):
+                return
         self._buf += data
         if self.state != BUSY:
             self._advance()
@@ -141,6 +143,35 @@ class ClientConn(asyncio.Protocol):
                 del self._buf[: self._pos]
                 self._pos = 0
 
+    def _whole(self, data: bytes) -> bool:
+        """The usual read: exactly one whole request (a head and its Content-Length
+        body), with nothing buffered before it. Taken straight from ``data``, in fewer
+        steps than the buffered path (each step costs microseconds when a request
+        arrives after an engine step has evicted the front from the CPU's caches).
+        False, having done nothing, for anything else: the buffered path takes it."""
+        end = data.find(b"\r\n\r\n")
+        if end <= 0 or end > MAX_HEAD_BYTES:
+            return False
+        try:
+            head = parse_head(data[:end])
+        except InvalidRequest:
+            return False  # the buffered path refuses it, with the same error
+        if head.chunked or end + 4 + head.length != len(data) or "expect" in head.headers:
+            return False
+        refusal = self.front.check_head(head)
+        if refusal is not None:
+            self._refuse(head, refusal)
+            return True
+        self.state = BUSY
+        self.front.on_request(self, head, data[end + 4 :] if head.length else b"")
+        return True
+
+    def _refuse(self, head: Head, refusal: InfersightError) -> None:
+        self.send_error(refusal, close=head.has_body or head.close,
+                        head_only=head.method == "HEAD",
+                        headers=self.front.allow_header(refusal, head))  # fmt: skip
+        self._after_answer(keep=not (head.has_body or head.close), resume=False)
+
     def _next_head(self) -> bool | None:
         """True: a head is ready for its body; False: refused (answered); None: wait."""
         buf, pos = self._buf, self._pos
@@ -165,10 +196,7 @@ class ClientConn(asyncio.Protocol):
         self.state, self.since = (BODY if head.has_body else HEAD), self.front.loop.time()
         refusal = self.front.check_head(head)
         if refusal is not None:
-            self.send_error(refusal, close=head.has_body or head.close,
-                            head_only=head.method == "HEAD",
-                            headers=self.front.allow_header(refusal, head))  # fmt: skip
-            self._after_answer(keep=not (head.has_body or head.close), resume=False)
+            self._refuse(head, refusal)
             return False
         if head.has_body and head.headers.get("expect") and self.transport is not None:
             self.transport.write(_CONTINUE)

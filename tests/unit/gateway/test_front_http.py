@@ -130,3 +130,45 @@ def test_bad_chunks_are_refused(wire: bytes, status: int) -> None:
     with pytest.raises(InputError) as ei:
         ChunkDecoder(cap=0x1000).feed(wire, 0)
     assert ei.value.status == status
+
+
+#: A header value as clients send it: visible ASCII, blanks inside and around it, and
+#: latin-1 bytes past ASCII (allowed in a value, RFC 9110 obs-text).
+blank_value = st.text(st.sampled_from([" ", "\t", "a", "Z", "9", ":", ",", "é", "\xff"]),
+                      max_size=20)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(fields=st.lists(st.tuples(token.filter(lambda n: n.lower() not in SPECIAL),
+                                 blank_value), max_size=12))  # fmt: skip
+def test_header_values_match_a_line_by_line_reading(fields: list[tuple[str, str]]) -> None:
+    """The parser splits all lines in one pass; it must read them exactly as splitting
+    each line at its first colon and trimming blanks does, repeats joined in order."""
+    lines = ["POST /v1/x HTTP/1.1", "Host: h"] + [f"{k}:{v}" for k, v in fields]
+    head = parse_head("\r\n".join(lines).encode("latin-1"))
+    expected: dict[str, str] = {"host": "h"}
+    for k, v in fields:
+        key = k.lower()
+        expected[key] = (expected[key] + ", " if key in expected else "") + v.strip(" \t")
+    assert head.headers == expected
+
+
+def test_a_repeated_single_header_is_refused_however_it_is_spelled() -> None:
+    for second in ("Content-Length: 5", "content-length:5", "AUTHORIZATION: b", "Host: h"):
+        first = "Authorization: a" if second.lower().startswith("auth") else "Content-Length: 5"
+        if second.startswith("Host"):
+            first = "Host: g"
+        raw = f"POST / HTTP/1.1\r\nHost: h\r\n{first}\r\n{second}".encode()
+        if second.startswith("Host"):
+            raw = f"POST / HTTP/1.1\r\n{first}\r\n{second}".encode()
+        with pytest.raises(InputError, match="repeated"):
+            parse_head(raw)
+
+
+def test_an_overlong_header_line_is_431_only_when_one_line_is_over() -> None:
+    ok = "x-a: " + "v" * 8000
+    head = parse_head(f"GET / HTTP/1.1\r\nHost: h\r\n{ok}\r\n{ok}".encode())
+    assert head.headers["x-a"] == "v" * 8000 + ", " + "v" * 8000
+    with pytest.raises(InputError) as e:
+        parse_head(f"GET / HTTP/1.1\r\nHost: h\r\nx-b: {'v' * 8200}".encode())
+    assert e.value.status == 431
