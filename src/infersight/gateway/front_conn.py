@@ -163,7 +163,7 @@ class ClientConn(asyncio.Protocol):
             self._refuse(head, refusal)
             return True
         self.state = BUSY
-        self.front.on_request(self, head, data[end + 4 :] if head.length else b"")
+        self.front.on_request(self, head, data[end + 4 :])
         return True
 
     def _refuse(self, head: Head, refusal: InfersightError) -> None:

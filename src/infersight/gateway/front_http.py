@@ -29,14 +29,15 @@ _MAX_HEADERS = 100
 _MAX_CHUNK_LINE = 1024
 
 _TCHAR = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]"
-_REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([\x21-\x7e]+) HTTP/(\d)\.(\d)")
+#: A request line's method and target, then its version.
+_METHOD_TARGET = rb"(" + _TCHAR + rb"+) ([\x21-\x7e]+) HTTP/"
+_REQUEST_LINE = re.compile(_METHOD_TARGET + rb"(\d)\.(\d)")
 #: The header lines, each ``token ":" value CRLF``; a value has no control character
 #: but TAB (so no bare CR or LF, and no obs-fold). One pass in C for the whole block.
 _HEADER_LINE = _TCHAR + rb"+:[\t\x20-\x7e\x80-\xff]*"
 _HEADER_BLOCK = re.compile(rb"(?:" + _HEADER_LINE + rb"\r\n)*" + _HEADER_LINE)
 #: A clean head whole: the request line (HTTP/1.0 or 1.1), then header lines.
-_CLEAN_HEAD = re.compile(rb"(" + _TCHAR + rb"+) ([\x21-\x7e]+) HTTP/1\.([01])((?:\r\n"
-                         + _HEADER_LINE + rb")*)")  # fmt: skip
+_CLEAN_HEAD = re.compile(_METHOD_TARGET + rb"1\.([01])((?:\r\n" + _HEADER_LINE + rb")*)")
 #: One header line of a clean head's block: its name, and its value without the
 #: blanks around it.
 _FIELD = re.compile(r"\r\n([^:]+):[ \t]*((?:[^\r\n]*[^ \t\r\n])?)[ \t]*")
