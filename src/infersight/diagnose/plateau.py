@@ -47,11 +47,13 @@ class Plateau:
                 f"Q > 0 ({kv}; R p10 {self.p10:.1f} >= 0.9 x p90 {self.p90:.1f})")
 
 
-def infer_slots(idx: SampleIndex, t0: float, t1: float, *, queued_outside: float = 0.0) -> Plateau | None:
+def infer_slots(idx: SampleIndex, t0: float, t1: float, *,
+                queued_outside: float | np.ndarray = 0.0) -> Plateau | None:
     """S from R's plateau in ``[t0, t1]``, or None when R is not flat while requests wait.
 
     ``queued_outside``: requests the client had in flight that the engine neither ran
-    nor listed as waiting (queued before its scheduler); they count as waiting.
+    nor listed as waiting (queued before its scheduler), one per scrape of
+    ``engine.requests_running`` in the window or one for all; they count as waiting.
     """
     times = idx.times("engine.requests_running", t0, t1)
     if times.size < MIN_SCRAPES:

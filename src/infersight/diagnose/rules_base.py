@@ -14,7 +14,6 @@ from infersight.diagnose.verdict import Evidence, Verdict, VerdictWindow
 __all__ = ["TTFT_FLOOR_LABEL", "RuleInput", "evidence", "fmt", "make_verdict", "rq_evidence"]
 
 #: Thresholds (design.md section 5); named so reports can cite them.
-Q_SUSTAINED = 0.5  # fraction of samples with Q > 0
 R_NEAR_S = 0.85
 KV_FULL = 0.90
 UNDER_R_OF_S = 0.25

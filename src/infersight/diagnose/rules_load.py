@@ -18,7 +18,6 @@ from infersight.diagnose.rules_base import (
     ERROR_RATE,
     ILLUSION_SM,
     KV_FULL,
-    Q_SUSTAINED,
     R_NEAR_S,
     SATURATED,
     UNDER_R_OF_S,
@@ -28,7 +27,7 @@ from infersight.diagnose.rules_base import (
     make_verdict,
     rq_evidence,
 )
-from infersight.diagnose.signals_engine import EngineSignals
+from infersight.diagnose.signals_engine import Q_SUSTAINED, EngineSignals
 from infersight.diagnose.verdict import Evidence, Verdict
 
 __all__ = ["client_limited", "error_driven", "queueing", "under_loaded"]

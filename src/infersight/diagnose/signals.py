@@ -12,6 +12,7 @@ import numpy as np
 
 from infersight.core.fleet import SeriesArrays
 from infersight.core.records import RequestRecord, Sample
+from infersight.diagnose.inflight import InFlight
 
 __all__ = ["RecordArrays", "SampleIndex", "WindowStats", "window_stats"]
 
@@ -171,6 +172,8 @@ class RecordArrays:
     queue_delay: np.ndarray
     lag: np.ndarray
     records: list[RequestRecord]
+    #: The requests' send and end times, for counting them at each engine scrape.
+    inflight: InFlight
 
     @classmethod
     def build(cls, records: list[RequestRecord]) -> RecordArrays:
@@ -204,10 +207,12 @@ class RecordArrays:
                 qd[i] = r.queue_delay
         cols = np.array([sched, sent, end, first, prompt, output, tpot, qd, lag], dtype=float)
         cols = cols.reshape(9, n)
+        ok_a = np.array(ok, dtype=bool)
         return cls(
             scheduled=cols[0], sent=cols[1], end=cols[2], first=cols[3],
             prompt=cols[4], output=cols[5], tpot=cols[6], queue_delay=cols[7], lag=cols[8],
-            ok=np.array(ok, dtype=bool), failed=np.array(failed, dtype=bool), records=records,
+            ok=ok_a, failed=np.array(failed, dtype=bool), records=records,
+            inflight=InFlight.build(cols[1], cols[2], cols[3], ok_a),
         )
 
 
@@ -245,6 +250,9 @@ class WindowStats:
     lag_p99: float | None = None
     output_tps: float = 0.0
     prompt_tps: float = 0.0
+    #: The run's requests (all of them, not only this window's: the engine sees every
+    #: one), to count at each scrape; None when the window has no request records.
+    inflight_probe: InFlight | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -270,7 +278,7 @@ def _inflight(sent: np.ndarray, end: np.ndarray, t0: float, t1: float) -> tuple[
 
 def window_stats(ra: RecordArrays, t0: float, t1: float, idx: np.ndarray) -> WindowStats:
     """Record-side statistics for the records ``idx`` (those scheduled in the window)."""
-    w = WindowStats(t0=t0, t1=t1, n=int(idx.size))
+    w = WindowStats(t0=t0, t1=t1, n=int(idx.size), inflight_probe=ra.inflight)
     if not idx.size:
         return w
     w.n_ok = int(ra.ok[idx].sum())

@@ -7,12 +7,18 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from infersight.diagnose.context import RunContext
 from infersight.diagnose.physics.floors import decode_floor, prefill_floor
 from infersight.diagnose.plateau import Plateau, infer_slots
 from infersight.diagnose.signals import SampleIndex, WindowStats
 
-__all__ = ["EngineSignals", "engine_signals", "floor_record"]
+__all__ = ["Q_SUSTAINED", "EngineSignals", "engine_signals", "floor_record"]
+
+#: Fraction of a window's scrapes with a queue for it to count as sustained (design.md
+#: section 5: "Q>0 sustained"); the queueing rules cite it too.
+Q_SUSTAINED = 0.5
 
 
 @dataclass(slots=True)
@@ -25,6 +31,9 @@ class EngineSignals:
     Q_frac: float | None = None
     rq_source: str = ""
     inferred: bool = False
+    #: Per scrape of the window: requests the client had in flight that the engine
+    #: neither ran nor listed as waiting (None: no such queue was sustained).
+    queued_outside: np.ndarray | None = None
     S: float | None = None
     S_source: str = ""
     #: Set when S was inferred from R's plateau (the engine exports no slot limit).
@@ -73,6 +82,42 @@ def _client_rq(w: WindowStats, s: EngineSignals, S: float | None) -> None:
         s.R = inflight
         s.rq_source = "client in-flight count (server queue unknown), inferred"
     s.inferred = True
+
+
+def _scrape_times(idx: SampleIndex, t0: float, t1: float) -> np.ndarray:
+    name = "engine.requests_running" if idx.has("engine.requests_running") else "engine.requests_waiting"
+    return idx.times(name, t0, t1)
+
+
+def _held0(idx: SampleIndex, name: str, times: np.ndarray, agg: str = "sum") -> np.ndarray:
+    v = idx.held(name, times, agg)
+    return np.zeros(times.size) if v is None else np.nan_to_num(v)
+
+
+def _queued_outside(idx: SampleIndex, w: WindowStats, t0: float, t1: float) -> np.ndarray | None:
+    """Per scrape in the window: requests the client had in flight that the engine
+    neither ran nor listed as waiting, queued before its scheduler (an HTTP accept
+    backlog, a proxy); None unless that queue is sustained (design.md section 5).
+
+    Each scrape is set against the client's count at that scrape, not a mean against a
+    mean: a mean of a few scrapes reads a closed-loop handover as a queue. Whether there
+    is a queue is decided on the requests the engine must have seen by then
+    (:class:`~infersight.diagnose.inflight.InFlight`): they must be missing at half the
+    scrapes or more, as the engine's own Q must, and at least one on average (a tenth
+    of those in flight at high concurrency). How long it is counts them all, since in a
+    busy queue many have only just arrived.
+    """
+    probe = w.inflight_probe
+    times = _scrape_times(idx, t0, t1)
+    if probe is None or not w.n or not times.size:
+        return None
+    seen = _held0(idx, "engine.requests_running", times) + _held0(idx, "engine.requests_waiting", times)
+    scrape = _held0(idx, "engine.scrape_duration_seconds", times, "max")
+    sure = np.clip(probe.count(times, scrape, probe.settle) - seen, 0.0, None)
+    if np.mean(sure >= 1) < Q_SUSTAINED or sure.mean() < max(1.0, 0.1 * w.inflight_mean):
+        return None
+    outside: np.ndarray = np.clip(probe.count(times, scrape) - seen, 0.0, None)
+    return outside
 
 
 def floor_record(s: EngineSignals) -> dict[str, Any]:
@@ -136,23 +181,21 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext,
         s.Q_max = idx.max_sum("engine.requests_waiting", t0, t1) or 0.0
         s.Q_frac = idx.frac_positive("engine.requests_waiting", t0, t1) or 0.0
         s.rq_source = "engine /metrics (engine.requests_running / engine.requests_waiting)"
-        # Requests the client has in flight but the engine neither runs nor lists as
-        # waiting are queued before its scheduler (HTTP accept queue, proxy): count them.
-        q_client = w.inflight_mean - s.R
-        if w.n and q_client > s.Q + max(1.0, 0.1 * w.inflight_mean):
-            s.Q = q_client
-            s.Q_max = max(s.Q_max, float(w.inflight_max) - s.R)
-            s.Q_frac = max(s.Q_frac, 1.0 if q_client >= 0.5 else 0.0)
+        outside = _queued_outside(idx, w, t0, t1)
+        if outside is not None:
+            total = outside + _held0(idx, "engine.requests_waiting", _scrape_times(idx, t0, t1))
+            s.Q, s.Q_max = float(total.mean()), max(s.Q_max, float(total.max()))
+            s.Q_frac = max(s.Q_frac, float(np.mean(total >= 0.5)))
+            s.queued_outside = outside
             s.rq_source = (
-                "engine /metrics running + client in-flight count (requests "
+                "engine /metrics running + client in-flight count at each scrape (requests "
                 "waiting before the engine's scheduler)"
             )
     else:
         _client_rq(w, s, ctx.slots)
     if s.S is None and not s.inferred:
-        outside = max(0.0, w.inflight_mean - (s.R or 0.0)) if s.rq_source.startswith(
-            "engine /metrics running + client") else 0.0
-        s.plateau = infer_slots(idx, t0, t1, queued_outside=outside)
+        held_out = s.queued_outside if s.queued_outside is not None else 0.0
+        s.plateau = infer_slots(idx, t0, t1, queued_outside=held_out)
         if s.plateau is not None:
             s.S, s.S_source = float(s.plateau.slots), s.plateau.source()
     s.kv = idx.mean_avg("engine.kv_cache_usage", t0, t1)

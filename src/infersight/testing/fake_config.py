@@ -165,6 +165,13 @@ class FakeConfig:
     kv_usage: float = 0.02
     #: KV usage per running request, for a KV-full engine (overrides ``kv_usage``).
     kv_per_running: float | None = None
+    #: Seconds each generation request spends in the engine's HTTP front (reading,
+    #: templating, tokenizing) before it joins the slot queue. ``/metrics`` counts it
+    #: neither running nor waiting there, as llama.cpp's does not.
+    front_delay: float = 0.0
+    #: Report no waiting requests: those beyond the slots wait where the engine does
+    #: not count them (an HTTP accept backlog, a proxy's queue).
+    hide_waiting: bool = False
 
     def to_json(self) -> bytes:
         d = dataclasses.asdict(self)

@@ -137,7 +137,7 @@ def _vllm(m: EngineMetrics) -> Iterator[Metric]:
     f = _Families(m, {"model_name": m.config.model, "engine": "0"})
     pool = m.pool
     yield f.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", pool.running)
-    yield f.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", pool.waiting)
+    yield f.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting)
     yield f.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv_usage())
     yield f.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0.0)
     yield f.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
@@ -155,7 +155,7 @@ def _sglang(m: EngineMetrics) -> Iterator[Metric]:
     pool = m.pool
     usage = m.kv_usage()
     yield f.gauge("sglang:num_running_reqs", "The number of running requests.", pool.running)
-    yield f.gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", pool.waiting)
+    yield f.gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", m.waiting)
     yield f.gauge("sglang:token_usage", "The token usage.", usage)
     yield f.gauge("sglang:num_used_tokens", "The number of used tokens.", round(usage * m.kv_tokens))
     yield f.gauge("sglang:num_retracted_reqs", "The number of retracted requests.", 0.0)
@@ -175,7 +175,7 @@ def _tgi(m: EngineMetrics) -> Iterator[Metric]:
     f = _Families(m, {})
     pool = m.pool
     yield f.gauge("tgi_batch_current_size", "Current batch size", pool.running)
-    yield f.gauge("tgi_queue_size", "Current queue size", pool.waiting)
+    yield f.gauge("tgi_queue_size", "Current queue size", m.waiting)
     yield f.gauge("tgi_batch_current_max_tokens", "Maximum tokens for the current batch", 16000.0)
     # prometheus_client adds _total to counters; EngineMetrics.render takes it off again.
     yield f.counter("tgi_request_count", "Total number of requests", m.received)
@@ -199,7 +199,7 @@ def _llamacpp(m: EngineMetrics) -> Iterator[Metric]:
     yield c("llamacpp:n_decode_total", "Total number of llama_decode() calls", value=decodes)
     yield g("llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", value=per_decode)
     yield g("llamacpp:requests_processing", "Number of requests processing", value=pool.running)
-    yield g("llamacpp:requests_deferred", "Number of requests deferred", value=pool.waiting)
+    yield g("llamacpp:requests_deferred", "Number of requests deferred", value=m.waiting)
 
 
 #: Dialect name -> the function that yields its families.

@@ -73,6 +73,11 @@ class EngineMetrics(Collector):
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(self)
 
+    @property
+    def waiting(self) -> int:
+        """The queue the fake reports: none when it hides its queue (``hide_waiting``)."""
+        return 0 if self.config.hide_waiting else self.pool.waiting
+
     def kv_usage(self) -> float:
         """The KV-cache usage the fake reports (0..1)."""
         per = self.config.kv_per_running

@@ -184,6 +184,10 @@ class FakeOpenAI(ExtraEndpoints):
             if b.body is not None:
                 return json_response(b.body, b.status, headers)
             return error_response(b.status, b.message or f"fake error {b.status}", headers)
+        if cfg.front_delay > 0:
+            # The engine's HTTP front (parse, template, tokenize): not yet in its queue.
+            await asyncio.sleep(cfg.front_delay)
+        queued = time.monotonic()
         # The engine's queue: wait for a slot (FIFO) before the first byte of the answer.
         await self.pool.acquire()
         start = time.monotonic()
@@ -196,7 +200,7 @@ class FakeOpenAI(ExtraEndpoints):
         if self.engine_metrics is not None:
             ttft, itl, prompt, tokens, finish = gen
             self.engine_metrics.observe(
-                queue=start - arrival,
+                queue=start - queued,
                 ttft=start - arrival + ttft,
                 itl=itl,
                 e2e=end - arrival,

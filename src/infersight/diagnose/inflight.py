@@ -1,0 +1,65 @@
+"""The client's requests in flight at given instants, to set against an engine's scrape.
+
+An engine's ``/metrics`` is a snapshot taken at one moment while the scrape is being
+served, and a request shows in it only once the engine's HTTP front has read and
+tokenized it. So the client's time-averaged in-flight count cannot be set against the
+mean of a few scrapes: one scrape that lands while a closed-loop batch is handed over
+reads far fewer running than the client has in flight, and a mean over three scrapes
+turns that instant into "1.3 requests waiting" on an engine with idle slots.
+:class:`InFlight` counts, at each scrape, only the requests the engine must already have
+seen (sent at least the run's fastest time to first token before it, ``settle``) and still
+had when the scrape ended (not finished before it returned).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["InFlight"]
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """Send and end times of a run's requests, for counting those in flight at instants.
+
+    ``settle`` is the run's fastest time from send to first token: a request younger
+    than that may still be in the engine's HTTP front, where no engine counts it.
+    """
+
+    #: Send times, sorted.
+    sent: np.ndarray
+    #: End times in the order of ``sent`` (inf: never ended).
+    end_by_sent: np.ndarray
+    #: End times, sorted.
+    ends: np.ndarray
+    settle: float
+
+    @classmethod
+    def build(cls, sent: np.ndarray, end: np.ndarray, first: np.ndarray,
+              ok: np.ndarray) -> InFlight:
+        """From record columns (NaN where unknown): requests never sent are left out,
+        and one without an end is in flight for good."""
+        m = np.isfinite(sent)
+        s = sent[m]
+        e = np.where(np.isfinite(end[m]), end[m], np.inf)
+        order = np.argsort(s, kind="stable")
+        ttft = (first - sent)[ok & np.isfinite(first) & np.isfinite(sent)]
+        settle = max(0.0, float(ttft.min())) if ttft.size else 0.0
+        return cls(sent=s[order], end_by_sent=e[order], ends=np.sort(e), settle=settle)
+
+    def count(self, t: np.ndarray, dt: np.ndarray, min_age: float = 0.0) -> np.ndarray:
+        """For each instant ``t[i]``: the requests sent at least ``min_age`` before it and
+        still in flight at ``t[i] + dt[i]`` (the end of the scrape taken at ``t[i]``)."""
+        a = t - min_age
+        b = t + np.maximum(dt, 0.0)
+        n_sent = np.searchsorted(self.sent, a, "right")  # sent <= a
+        n_ended = np.searchsorted(self.ends, b, "left")  # ended before b
+        out: np.ndarray = n_sent - n_ended
+        # A request sent after a and ended before b was taken off above but never
+        # counted: add those back (they lie wholly inside (a, b), a short slice).
+        lo, hi = n_sent, np.searchsorted(self.sent, b, "left")
+        for i in np.flatnonzero(hi > lo):
+            out[i] += int(np.count_nonzero(self.end_by_sent[lo[i]:hi[i]] < b[i]))
+        return out
