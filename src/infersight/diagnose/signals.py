@@ -251,7 +251,7 @@ class WindowStats:
     output_tps: float = 0.0
     prompt_tps: float = 0.0
     #: The run's requests (all of them, not only this window's: the engine sees every
-    #: one), to count at each scrape; None when the window has no request records.
+    #: one), to count at each scrape; None for a window read from a metrics store.
     inflight_probe: InFlight | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

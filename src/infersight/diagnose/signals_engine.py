@@ -94,10 +94,12 @@ def _held0(idx: SampleIndex, name: str, times: np.ndarray, agg: str = "sum") -> 
     return np.zeros(times.size) if v is None else np.nan_to_num(v)
 
 
-def _queued_outside(idx: SampleIndex, w: WindowStats, t0: float, t1: float) -> np.ndarray | None:
+def _queued_outside(idx: SampleIndex, w: WindowStats, t0: float,
+                    t1: float) -> tuple[np.ndarray, np.ndarray] | None:
     """Per scrape in the window: requests the client had in flight that the engine
     neither ran nor listed as waiting, queued before its scheduler (an HTTP accept
-    backlog, a proxy); None unless that queue is sustained (design.md section 5).
+    backlog, a proxy), and those the engine listed as waiting; None unless the first
+    queue is sustained (design.md section 5).
 
     Each scrape is set against the client's count at that scrape, not a mean against a
     mean: a mean of a few scrapes reads a closed-loop handover as a queue. Whether there
@@ -111,13 +113,13 @@ def _queued_outside(idx: SampleIndex, w: WindowStats, t0: float, t1: float) -> n
     times = _scrape_times(idx, t0, t1)
     if probe is None or not w.n or not times.size:
         return None
-    seen = _held0(idx, "engine.requests_running", times) + _held0(idx, "engine.requests_waiting", times)
+    waiting = _held0(idx, "engine.requests_waiting", times)
+    seen = _held0(idx, "engine.requests_running", times) + waiting
     scrape = _held0(idx, "engine.scrape_duration_seconds", times, "max")
     sure = np.clip(probe.count(times, scrape, probe.settle) - seen, 0.0, None)
     if np.mean(sure >= 1) < Q_SUSTAINED or sure.mean() < max(1.0, 0.1 * w.inflight_mean):
         return None
-    outside: np.ndarray = np.clip(probe.count(times, scrape) - seen, 0.0, None)
-    return outside
+    return np.clip(probe.count(times, scrape) - seen, 0.0, None), waiting
 
 
 def floor_record(s: EngineSignals) -> dict[str, Any]:
@@ -181,9 +183,10 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext,
         s.Q_max = idx.max_sum("engine.requests_waiting", t0, t1) or 0.0
         s.Q_frac = idx.frac_positive("engine.requests_waiting", t0, t1) or 0.0
         s.rq_source = "engine /metrics (engine.requests_running / engine.requests_waiting)"
-        outside = _queued_outside(idx, w, t0, t1)
-        if outside is not None:
-            total = outside + _held0(idx, "engine.requests_waiting", _scrape_times(idx, t0, t1))
+        found = _queued_outside(idx, w, t0, t1)
+        if found is not None:
+            outside, waiting = found
+            total = outside + waiting
             s.Q, s.Q_max = float(total.mean()), max(s.Q_max, float(total.max()))
             s.Q_frac = max(s.Q_frac, float(np.mean(total >= 0.5)))
             s.queued_outside = outside
