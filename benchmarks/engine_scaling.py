@@ -213,12 +213,12 @@ def _parse_variant(text: str) -> dict[str, Any]:
 
 
 async def _measure(side: Side, client: Client, c: int, args: argparse.Namespace,
-                   spinner: int | None, *, freeze_after: bool) -> Level:  # fmt: skip
+                   spinner: int | None, *, freeze_after: bool) -> Level:
     side.freeze(False)
     try:
         return await run_level(client, c, warmup=args.warmup, duration=args.duration,
                                max_tokens=args.max_tokens, engine_pid=side.pid,
-                               spinner_pid=spinner)  # fmt: skip
+                               spinner_pid=spinner)
     finally:
         await asyncio.sleep(0.3)  # cancelled streams end before the server is frozen
         if freeze_after:
@@ -230,7 +230,7 @@ async def bench_sides(sides: list[Side], args: argparse.Namespace) -> None:
     several = len(sides) > 1
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(Client(s.url, timeouts=timeouts))
-                   for s in sides]  # fmt: skip
+                   for s in sides]
         for s, cl in zip(sides, clients, strict=True):
             s.freeze(False)
             await cl.warmup()
@@ -263,7 +263,7 @@ def _ratio(a: float, b: float) -> str:
 def print_comparison(sides: list[Side], args: argparse.Namespace) -> None:
     ref = next((s for s in sides if s.name == RAW), None)
     print(f"\n== side by side: medians of {args.rounds} rounds of {args.duration:.0f} s per "
-          f"level (tok/s; 'others': cores that other processes used meanwhile)")  # fmt: skip
+          f"level (tok/s; 'others': cores that other processes used meanwhile)")
     head = f"{'conc':>5} {'server':<24} {'quiet':>8} {'vs raw':>7} {'others':>7}"
     head += f" {'busy':>8} {'vs raw':>7} {'busy/quiet':>11} {'others':>7}" if args.busy else ""
     print(head + "\n" + "-" * len(head))
@@ -292,18 +292,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short levels (5 s, 2 rounds)")
     ap.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")],
-                    help="levels (default 1,4,16,32; 1,8 with --raw or --busy)")  # fmt: skip
+                    help="levels (default 1,4,16,32; 1,8 with --raw or --busy)")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--duration", type=float,
-                    help="seconds per measurement (default 20; 12 with --raw/--busy)")  # fmt: skip
+                    help="seconds per measurement (default 20; 12 with --raw/--busy)")
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds cut at each level start")
     ap.add_argument("--rounds", type=int,
                     help="measurements per level and side, in alternating order "
-                    "(default 1; 3 with --raw/--busy)")  # fmt: skip
+                    "(default 1; 3 with --raw/--busy)")
     ap.add_argument("--raw", action="store_true",
-                    help="also measure xllamacpp with llama-server defaults, side by side")  # fmt: skip
+                    help="also measure xllamacpp with llama-server defaults, side by side")
     ap.add_argument("--busy", action="store_true",
-                    help="also measure every level while another process spins one core")  # fmt: skip
+                    help="also measure every level while another process spins one core")
     ap.add_argument("--parallel", type=int, default=8, help="slots (both sides)")
     ap.add_argument(
         "--variant",
@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.raw and not args.url:
             first = sides[0].settings
             sides.append(stack.enter_context(
-                raw(first["parallel"], first["ctx"], first["model_path"])))  # fmt: skip
+                raw(first["parallel"], first["ctx"], first["model_path"])))
         try:
             asyncio.run(bench_sides(sides, args))
         finally:

@@ -76,7 +76,7 @@ def raw(parallel: int, ctx: int, model: str) -> Iterator[Side]:
         proc = subprocess.Popen(
             [sys.executable, __file__, "--raw-server", model, str(parallel), str(ctx)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, text=True,
-        )  # fmt: skip
+        )
         try:
             assert proc.stdout is not None
             port = proc.stdout.readline().strip()
@@ -87,9 +87,9 @@ def raw(parallel: int, ctx: int, model: str) -> Iterator[Side]:
             found = (ln.split("n_threads = ", 1)[1] for ln in log if "n_threads = " in ln)
             threads = next(found, "llama.cpp default").split(" |")[0].strip()
             settings = {"parallel": parallel, "ctx_per_slot": ctx // parallel,
-                        "threads": threads, "omp_wait": "unset (libgomp default)"}  # fmt: skip
+                        "threads": threads, "omp_wait": "unset (libgomp default)"}
             yield Side(name=RAW, url=f"http://127.0.0.1:{port}", pid=proc.pid,
-                       settings=settings)  # fmt: skip
+                       settings=settings)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGCONT)

@@ -227,7 +227,7 @@ def main() -> None:
     proc = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tsdb}",
                              "--storage.tsdb.retention.time=3650d", "--log.level=warn",
                              f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url)

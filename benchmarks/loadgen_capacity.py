@@ -59,7 +59,7 @@ def bench_cfg(url: str, **kw: Any) -> BenchConfig:
     base: dict[str, Any] = {
         "url": url, "input_tokens": "16", "diagnose": False, "progress": False,
         "warmup": "0", "cooldown": "0",
-    }  # fmt: skip
+    }
     return BenchConfig(**{**base, **kw})
 
 
@@ -106,7 +106,7 @@ def ensure_guidellm() -> tuple[Path | None, str]:
         subprocess.run(
             [str(VENV / "bin" / "pip"), "install", "-q", "guidellm"],
             check=True, capture_output=True, timeout=900,
-        )  # fmt: skip
+        )
     except (subprocess.SubprocessError, OSError) as e:
         return None, f"GuideLLM could not be installed ({type(e).__name__}); column skipped"
     return (exe, "") if exe.exists() else (None, "GuideLLM installed no CLI; column skipped")
@@ -141,7 +141,7 @@ def run_guidellm(
         "--tokenizer", f"kind=huggingface_auto,model={tok}",
         "--output", f"kind=json,path={out}",
         "--disable-console",
-    ]  # fmt: skip
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     c0 = cpu_seconds()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=out.parent)
@@ -185,11 +185,11 @@ def paced_section(args: argparse.Namespace) -> None:
     cores = sorted(os.sched_getaffinity(0))  # before pinning narrows them to one
     with paced.pinned_upstream(args.realtime) as (url, pid, where):
         print(f"\n## --rate {args.rate:g} against a paced upstream (TTFT 20 ms, 5 ms/token, "
-              f"16 tokens, streamed), {seconds:g} s per run, {rounds} rounds; {where}")  # fmt: skip
+              f"16 tokens, streamed), {seconds:g} s per run, {rounds} rounds; {where}")
         runs = []
         for r in range(rounds):
             pair = [lambda: paced.run_ours(url, pid, args.rate, seconds),
-                    lambda: paced.run_bare(url, pid, args.rate, seconds)]  # fmt: skip
+                    lambda: paced.run_bare(url, pid, args.rate, seconds)]
             for fn in pair if r % 2 == 0 else pair[::-1]:
                 runs.append(fn())
         paced.print_runs(runs)
@@ -197,11 +197,11 @@ def paced_section(args: argparse.Namespace) -> None:
         if args.workers > 1:
             if len(cores) < args.workers + 1:
                 print(f"--workers {args.workers}: needs {args.workers + 1} cores (one for the "
-                      f"upstream), this machine has {len(cores)}; skipped")  # fmt: skip
+                      f"upstream), this machine has {len(cores)}; skipped")
             else:
                 os.sched_setaffinity(0, set(cores[1 : 1 + args.workers]))
                 wide = [paced.run_ours(url, pid, args.rate * n, seconds, workers=n)
-                        for n in (1, args.workers)]  # fmt: skip
+                        for n in (1, args.workers)]
                 print(f"\n## --workers scaling: {args.rate:g}/s per worker, each on its own core")
                 paced.print_runs(wide)
         if args.profile:
@@ -221,15 +221,15 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, help="section 0: seconds per run (default 10; quick 5)")
     ap.add_argument("--rounds", type=int, help="section 0: runs per client (default 3; quick 2)")
     ap.add_argument("--workers", type=int, default=2,
-                    help="section 0: also N worker processes at N x the rate (needs N+1 cores)")  # fmt: skip
+                    help="section 0: also N worker processes at N x the rate (needs N+1 cores)")
     ap.add_argument("--profile", action="store_true",
-                    help="section 0: cProfile of the load generator's hot path")  # fmt: skip
+                    help="section 0: cProfile of the load generator's hot path")
     ap.add_argument("--profile-rate", type=float, help="rate of the profiled run (default rate/4)")
     ap.add_argument("--realtime", action="store_true",
-                    help="section 0 under SCHED_FIFO (root): a quiet core on a shared machine")  # fmt: skip
+                    help="section 0 under SCHED_FIFO (root): a quiet core on a shared machine")
     args = ap.parse_args()
     print(f"# loadgen capacity ({'quick' if args.quick else 'full'}), {os.cpu_count()} CPUs, "
-          f"load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
+          f"load avg {os.getloadavg()[0]:.1f}")
     paced_section(args)
     if not args.paced_only:
         sections(args)

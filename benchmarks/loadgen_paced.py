@@ -35,10 +35,11 @@ import aiohttp
 import orjson
 import psutil
 
+import _tests_on_path  # noqa: F401  (tests/support on sys.path)
 from infersight.bench import BenchConfig, run, runner
 from infersight.bench.runtime import run_coroutine
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from infersight.testing.realtime import realtime as sched_fifo
+from support.realtime import realtime as sched_fifo
 
 try:
     from infersight.bench.pacer import Pacer
@@ -133,9 +134,9 @@ def _profiling_levels(prof: cProfile.Profile | None) -> Iterator[None]:
 
 
 def run_ours(url: str, server_pid: int, rate: float, seconds: float, *, workers: int = 1,
-             profile: bool = False) -> dict[str, Any]:  # fmt: skip
+             profile: bool = False) -> dict[str, Any]:
     cfg = BenchConfig(url=url, rate=[rate], duration=seconds, max_tokens=16, ignore_eos=True,
-                      input_tokens="16", diagnose=False, progress=False, workers=workers)  # fmt: skip
+                      input_tokens="16", diagnose=False, progress=False, workers=workers)
     meter = _Meter(server_pid)
     prof = cProfile.Profile() if profile else None
     with _profiling_levels(prof):
@@ -168,7 +169,7 @@ async def _bare(url: str, rate: float, seconds: float) -> tuple[list[float], int
         "model": "fake", "messages": [{"role": "user", "content": " ".join(["w"] * 16)}],
         "max_tokens": 16, "stream": True, "ignore_eos": True,
         "stream_options": {"include_usage": True},
-    })  # fmt: skip
+    })
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     lags: list[float] = []
     ok = 0
@@ -180,7 +181,7 @@ async def _bare(url: str, rate: float, seconds: float) -> tuple[list[float], int
             lags.append(time.monotonic() - at)
             with contextlib.suppress(aiohttp.ClientError):
                 async with session.post(url + "/v1/chat/completions", data=body,
-                                        headers=headers) as resp:  # fmt: skip
+                                        headers=headers) as resp:
                     async for _ in resp.content.iter_any():
                         pass
                     ok += resp.status == 200
@@ -211,7 +212,7 @@ def run_bare(url: str, server_pid: int, rate: float, seconds: float) -> dict[str
         "flagged": None, "reasons": [], "cpu_us": 1e6 * cpu / max(n, 1),
         "cpu_pct": 100.0 * cpu / wall, "ttft_p50": None, "others": meter.others(),
         "load": os.getloadavg()[0], "profile": None,
-    }  # fmt: skip
+    }
 
 
 def _ms(x: float | None) -> str:
@@ -220,13 +221,13 @@ def _ms(x: float | None) -> str:
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
     head = (f"{'client':<24}{'sent':>7}{'ok':>7}{'req/s':>8}{'lag p50':>9}{'p99 ms':>8}"
-            f"{'max':>8}{'flagged':>8}{'CPU us/req':>11}{'CPU %':>7}{'others':>7}{'load':>6}")  # fmt: skip
+            f"{'max':>8}{'flagged':>8}{'CPU us/req':>11}{'CPU %':>7}{'others':>7}{'load':>6}")
     print(head + "\n" + "-" * len(head))
     for r in runs:
         flag = "-" if r["flagged"] is None else ("YES" if r["flagged"] else "no")
         print(f"{r['client']:<24}{r['sent']:>7}{r['ok']:>7}{r['achieved'] or 0:>8.0f}"
               f"{_ms(r['lag_p50']):>9}{_ms(r['lag_p99']):>8}{_ms(r['lag_max']):>8}{flag:>8}"
-              f"{r['cpu_us']:>11.0f}{r['cpu_pct']:>7.0f}{r['others']:>7.2f}{r['load']:>6.1f}")  # fmt: skip
+              f"{r['cpu_us']:>11.0f}{r['cpu_pct']:>7.0f}{r['others']:>7.2f}{r['load']:>6.1f}")
     for r in runs:
         for why in r["reasons"]:
             print(f"   {r['client']} flagged: {why}")
@@ -243,9 +244,9 @@ def summarise(runs: list[dict[str, Any]], rate: float) -> None:
     held = sum(1 for r in ours if not r["flagged"] and r["lag_p99"] < 0.005)
     print(f"medians: lag p99 infersight {o99 * 1e3:.2f} ms, bare aiohttp {b99 * 1e3:.2f} ms; "
           f"CPU per request infersight {ocpu:.0f} us, bare {bcpu:.0f} us "
-          f"(infersight/bare {ocpu / bcpu:.2f})")  # fmt: skip
+          f"(infersight/bare {ocpu / bcpu:.2f})")
     print(f"--rate {rate:g} held (lag p99 < 5 ms, not flagged) in {held} of {len(ours)} runs; "
-          f"'others' > 0.2 cores means the machine was not quiet")  # fmt: skip
+          f"'others' > 0.2 cores means the machine was not quiet")
 
 
 def print_profile(prof: cProfile.Profile, top: int = 30) -> None:

@@ -32,10 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _tests_on_path  # noqa: F401  (tests/support on sys.path)
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from infersight.testing.ray_cluster import LocalRayCluster
+from support.ray_cluster import LocalRayCluster
 
 
 def free_port() -> int:
@@ -57,7 +58,7 @@ def one(url: str, rate: float, requests: int, **kw: Any) -> tuple[RunResult, flo
         url=url, rate=[rate], arrival="poisson", requests=requests, seed=3, max_tokens=20,
         input_tokens="fixed:16", warmup="0", cooldown="0", diagnose=False, progress=False,
         **kw,
-    )  # fmt: skip
+    )
     t = time.monotonic()
     result = run(cfg)
     return result, time.monotonic() - t

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def export_src(rev: str, into: Path) -> Path:
     """``src/`` as it was at ``rev``, unpacked under ``into``."""
     data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True,
-                          capture_output=True).stdout  # fmt: skip
+                          capture_output=True).stdout
     with tarfile.open(fileobj=BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
     return into / "src"
@@ -69,7 +69,7 @@ def start_front(src: str, engine: EmbeddedEngine, key: str) -> tuple[int, subpro
     proc = subprocess.Popen(
         [sys.executable, "-c", _CHILD, src, str(engine.port), engine.model_name],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(ROOT),
-    )  # fmt: skip
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(key + "\n")  # never on the command line
     proc.stdin.flush()
@@ -90,10 +90,10 @@ def main() -> None:
         args.blocks = 6
     key = secrets.token_urlsafe(32)
     with tempfile.TemporaryDirectory() as tmp, \
-            EmbeddedEngine(parallel=2, ctx=2048, api_key=key) as engine:  # fmt: skip
+            EmbeddedEngine(parallel=2, ctx=2048, api_key=key) as engine:
         base_src = export_src(args.base, Path(tmp))
         chat = {"model": engine.model_name,
-                "messages": [{"role": "user", "content": "Count to 20"}]}  # fmt: skip
+                "messages": [{"role": "user", "content": "Count to 20"}]}
         cases = [
             (Case("GET /health", "GET", "/health"), 200),
             (Case("POST /tokenize", "POST", "/tokenize",
@@ -103,9 +103,9 @@ def main() -> None:
             (Case("chat stream, 16 tokens", "POST", "/v1/chat/completions",
                   json.dumps({**chat, "max_tokens": 16, "stream": True, "temperature": 0,
                               "ignore_eos": True}).encode()), 6),
-        ]  # fmt: skip
+        ]
         fronts = {"base": start_front(str(base_src), engine, key),
-                  "tree": start_front("-", engine, key)}  # fmt: skip
+                  "tree": start_front("-", engine, key)}
         try:
             cpu: dict[tuple[str, str], list[float]] = {}
             for c, _ in cases:  # warm both (connections, caches, the prompt cache)
@@ -122,7 +122,7 @@ def main() -> None:
             for _, proc in fronts.values():
                 stop_process(proc, 10)
     print(f"\nfront CPU per request, median of {args.blocks} alternating blocks "
-          f"({os.cpu_count()} CPUs); base = {args.base}, tree = this working tree\n")  # fmt: skip
+          f"({os.cpu_count()} CPUs); base = {args.base}, tree = this working tree\n")
     print(f"{'request':<26} {'base':>9} {'tree':>9} {'tree-base':>10}")
     for c, _ in cases:
         base = statistics.median(cpu[(c.name, "base")])

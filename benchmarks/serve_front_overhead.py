@@ -143,7 +143,7 @@ def run_blocks(port: int, req: bytes, n: int, concurrency: int) -> tuple[list[fl
         return run_block(port, req, n)
     with ThreadPoolExecutor(concurrency) as pool:
         parts = list(pool.map(lambda _: run_block(port, req, n // concurrency),
-                              range(concurrency)))  # fmt: skip
+                              range(concurrency)))
     return [x for lat, _ in parts for x in lat], parts[-1][1]
 
 
@@ -163,7 +163,7 @@ def child(mode: str, engine: EmbeddedEngine, key: str) -> Iterator[tuple[int, in
     proc = subprocess.Popen(
         [sys.executable, __file__, f"--{mode}-child", str(engine.port), engine.model_name],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(key + "\n")  # never on the command line
     proc.stdin.flush()
@@ -181,7 +181,7 @@ def _front_child(engine_port: int, model: str) -> None:
 
     key = sys.stdin.readline().strip()
     cfg = FrontConfig(engine_host="127.0.0.1", engine_port=engine_port, engine_key=key,
-                      model=model, port=0)  # fmt: skip
+                      model=model, port=0)
     run_front(cfg, on_ready=lambda f: print(f"port {f.port}", flush=True), alive=lambda: True)
 
 
@@ -209,7 +209,7 @@ def _relay_child(engine_port: int, _model: str) -> None:
 
         async def open(self) -> None:
             self.up, _ = await asyncio.get_running_loop().create_connection(
-                lambda: _Up(self.t), "127.0.0.1", engine_port)  # fmt: skip
+                lambda: _Up(self.t), "127.0.0.1", engine_port)
             for d in self.early:
                 self.up.write(d)
 
@@ -258,14 +258,14 @@ def measure(cases: list[Case], engine: EmbeddedEngine, key: str, n: int, blocks:
 
 def report(cases: list[Case], res: dict[str, dict[str, Side]]) -> None:
     print(f"\n{'request':<26} {'n':>5} {'direct p50':>11} {'+relay p50':>11} {'+front p50':>11} "
-          f"{'relay CPU/req':>14} {'front CPU/req':>14} {'front-relay':>12} {'front/chunk':>12}")  # fmt: skip
+          f"{'relay CPU/req':>14} {'front CPU/req':>14} {'front-relay':>12} {'front/chunk':>12}")
     for c in cases:
         d, r, f = (res[c.name][p] for p in ("direct", "relay", "front"))
         dp, rp, fp = (float(np.percentile(s.lat, 50)) * 1e6 for s in (d, r, f))
         rc, fc = float(np.median(r.cpu_per_req)), float(np.median(f.cpu_per_req))
         per_chunk = f"{fc / c.chunks:9.1f}us" if c.chunks > 1 else ""
         print(f"{c.name:<26} {len(f.lat):>5} {dp:>9.0f}us {rp - dp:>+9.0f}us {fp - dp:>+9.0f}us "
-              f"{rc:>12.0f}us {fc:>12.0f}us {fc - rc:>+10.0f}us {per_chunk:>12}")  # fmt: skip
+              f"{rc:>12.0f}us {fc:>12.0f}us {fc - rc:>+10.0f}us {per_chunk:>12}")
 
 
 def main() -> None:
@@ -282,14 +282,14 @@ def main() -> None:
     key = secrets.token_urlsafe(32)
     with EmbeddedEngine(parallel=2, ctx=2048, api_key=key) as engine:
         chat = {"model": engine.model_name,
-                "messages": [{"role": "user", "content": "Count to 20"}]}  # fmt: skip
+                "messages": [{"role": "user", "content": "Count to 20"}]}
         print(f"engine: llama.cpp {engine.model_name}, {os.cpu_count()} CPUs; {blocks} "
               f"alternating blocks per path; CPU/req is the median over blocks")
         measure([
             Case("GET /health", "GET", "/health"),
             Case("POST /tokenize", "POST", "/tokenize",
                  json.dumps({"content": "The quick brown fox " * 8}).encode()),
-        ], engine, key, n, blocks)  # fmt: skip
+        ], engine, key, n, blocks)
         one = json.dumps({**chat, "max_tokens": 1}).encode()
         measure([
             Case("chat, 1 token", "POST", "/v1/chat/completions", one),
@@ -300,7 +300,7 @@ def main() -> None:
             Case("chat stream, 16 tokens", "POST", "/v1/chat/completions",
                  json.dumps({**chat, "max_tokens": 16, "stream": True, "temperature": 0,
                              "ignore_eos": True}).encode(), n=max(4, n_chat // 4)),
-        ], engine, key, n_chat, blocks)  # fmt: skip
+        ], engine, key, n_chat, blocks)
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def _nvidia_smi(n: int) -> list[float] | None:
     for _ in range(n):
         t0 = time.perf_counter()
         subprocess.run([exe, f"--query-gpu={q}", "--format=csv,noheader,nounits"],
-                       capture_output=True, check=True)  # fmt: skip
+                       capture_output=True, check=True)
         wall.append((time.perf_counter() - t0) * 1000)
     return wall
 
@@ -132,7 +132,7 @@ async def main(args: argparse.Namespace) -> None:
     port = _free_port()
     srv = _popen([sys.executable, "-c", _SERVER, str(port),
                             f"llamacpp={FIX / 'llamacpp_xllamacpp_2026.txt'}",
-                            f"vllm={FIX / 'vllm_v0_11.txt'}"])  # fmt: skip
+                            f"vllm={FIX / 'vllm_v0_11.txt'}"])
     engine_ctx: Any = None
     try:
         _wait_http(port, "/vllm/metrics")
@@ -183,7 +183,7 @@ async def main(args: argparse.Namespace) -> None:
              "--port", str(eport), "--no-gpu", "--interval", "1",
              f"http://127.0.0.1:{port}/vllm/metrics", f"http://127.0.0.1:{port}/llamacpp/metrics"],
             quiet=True,
-        )  # fmt: skip
+        )
         try:
             _wait_http(eport, "/metrics")
             await asyncio.sleep(2.5)  # two rounds: interval quantiles present

@@ -135,7 +135,7 @@ def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
                     error_message=f"input line {b.line} skipped: {b.reason}")
         for b in scan.bad
         if b.custom_id not in state.input_errors
-    ]  # fmt: skip
+    ]
     if lines:
         writer = OutputWriter(out)
         try:

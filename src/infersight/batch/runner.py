@@ -4,7 +4,7 @@ The runner schedules retries itself (the client is built with ``RetryPolicy.none
 so that the concurrency controller sees every attempt, 429s included, and a row
 waiting for its Retry-After does not hold a slot; how many attempts and how long to
 wait between them come from the caller's :class:`~infersight.client.RetryPolicy`
-(design.md section 3: the client's policy owns backoff). Rows that stay failed after
+(docs/design.md section 3: the client's policy owns backoff). Rows that stay failed after
 the policy's ``max_attempts`` (or fail with a non-retryable error) are written with
 their typed error.
 """
@@ -38,8 +38,8 @@ from infersight.core.errors import (
     StatusError,
     Timeout,
 )
+from infersight.core.interrupts import stop_text
 from infersight.core.records import RequestRecord
-from infersight.core.signals import stop_text
 
 __all__ = ["CUSTOM_ID_HEADER", "RowRunner", "is_congestion"]
 
@@ -84,7 +84,7 @@ class RowRunner:
         self.client, self.rows, self.ctrl, self.meter = client, rows, ctrl, meter
         self.writer, self.progress = writer, progress
         self.retry, self.stream, self.default_model = retry, stream, default_model
-        #: A Retry-After longer than this fails the row at once (design.md s.3: fail
+        #: A Retry-After longer than this fails the row at once (docs/design.md s.3: fail
         #: fast when the wait does not fit); --retry-failed runs it later.
         self.max_retry_wait = max_retry_wait
         self.done = self.failed = self.attempts = self.retries = 0

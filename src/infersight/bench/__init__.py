@@ -4,7 +4,7 @@
 >>> result = run(BenchConfig(url="http://127.0.0.1:8000", concurrency=[1, 4], requests=32))
 >>> result.aggregates["c=4"]["ttft"]["p99"]
 
-Metrics follow ``shared/design.md`` section 2: latency counts from the intended send
+Metrics follow ``docs/design.md`` section 2: latency counts from the intended send
 time, ITL is pooled (and per request beside it), every percentile is exact and carries
 its sample count, and a run the load generator limited says so.
 """

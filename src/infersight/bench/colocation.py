@@ -3,7 +3,7 @@
 When it does (bench started the embedded engine, or ``--url`` is a loopback address
 served by a process of this machine), a late client is not starved by itself: the two
 compete for the same CPUs. The client-limited flag then names that contention
-(design.md section 2) instead of blaming the client alone.
+(docs/design.md section 2) instead of blaming the client alone.
 """
 
 from __future__ import annotations

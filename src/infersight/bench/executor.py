@@ -2,7 +2,7 @@
 
 Open loop: a single dispatcher walks the precomputed schedule and starts each request
 at ``t0 + offset``; the request's record holds that instant as ``scheduled``, so any
-delay the client adds shows up as schedule lag and in TTFT (design.md section 2).
+delay the client adds shows up as schedule lag and in TTFT (docs/design.md section 2).
 Closed loop: N user coroutines each send the next request as soon as their previous
 one ends; ``scheduled`` is the moment the user became free.
 
@@ -108,11 +108,11 @@ async def run_level(
         live.started()
         body = plan.bodies[index % len(plan.bodies)]
         try:
-            # Resends on dropped keep-alive connections are the client's (design.md s.3).
+            # Resends on dropped keep-alive connections are the client's (docs/design.md s.3).
             done = await client.request(
                 plan.path, dict(body), scheduled=scheduled,
                 deadline=scheduled + plan.timeout, request_id=rec.request_id, record=rec,
-            )  # fmt: skip
+            )
             rec = _adopt(rec, getattr(done, "record", None))
         except asyncio.CancelledError:
             rec.cancelled, rec.ok, rec.error = True, False, "Cancelled"

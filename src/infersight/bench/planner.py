@@ -3,7 +3,7 @@
 - Fixed: the ``--concurrency`` or ``--rate`` list, in order.
 - ``--sweep auto``: a sequential baseline (concurrency 1), then the throughput level
   (everything at once: the server's saturation rate), then ``sweep_levels`` rates
-  evenly between the two, lowest first. Once a rate is unsustainable (design.md
+  evenly between the two, lowest first. Once a rate is unsustainable (docs/design.md
   section 2) the higher ones are skipped: they would only queue for longer.
 - ``--find-max``: the throughput level bounds the search; then a bisection on the rate
   keeps the highest rate whose level met every SLO *and* was sustainable. An

@@ -147,7 +147,7 @@ class LiveDisplay:
                 self._live = Live(
                     "", console=console, refresh_per_second=4, transient=True,
                     get_renderable=self._render, auto_refresh=loop is None,
-                )  # fmt: skip
+                )
                 self._live.__enter__()
                 if loop is not None:
                     self._tick = loop.call_later(self._PERIOD, self._redraw, loop)

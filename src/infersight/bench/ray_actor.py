@@ -173,7 +173,7 @@ async def _run_share(w: LoadWorker) -> tuple[LevelOutcome, list[Sample]]:
             outcome = await run_level(
                 client, plan, t0=t0, stop=w._stop.is_set, hard_stop=w._hard.is_set,
                 next_index=w._take, live=stats,
-            )  # fmt: skip
+            )
         finally:
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -111,7 +111,7 @@ class RayWorkers:
             self._placed = await place_workers(
                 self.spec, self.n, strategy=self.strategy, cpus=self.cpus,
                 sample_interval=self.sample_interval,
-            )  # fmt: skip
+            )
             self._actors, self._where = self._placed.actors, self._placed.where
             self._clocks = [[] for _ in self._actors]
         except BaseException:
@@ -156,7 +156,7 @@ class RayWorkers:
         await asyncio.gather(*(
             resolve(a.prepare.remote(s, f, plan.concurrency or 0))
             for a, s, f in zip(actors, shares, first_users, strict=True)
-        ))  # fmt: skip
+        ))
         runs: dict[asyncio.Future[Any], int] = {
             asyncio.ensure_future(resolve(a.run.remote())): i for i, a in enumerate(actors)
         }
@@ -246,7 +246,7 @@ class RayWorkers:
             clock = {
                 "level": level, **est.as_dict(), "drift_s": drift,
                 "remeasured": [e.as_dict() for e in remeasured[i]],
-            }  # fmt: skip
+            }
             self._clocks[i].append(clock)
             if drift > DRIFT_NOTE_S:
                 self.notes.append(
@@ -258,12 +258,12 @@ class RayWorkers:
                 **where, "offset_s": est.offset, "uncertainty_s": est.uncertainty,
                 "drift_s": drift, "cpu_percent": outcome.cpu_percent,
                 "cpu_seconds": outcome.cpu_seconds, "requests": len(outcome.records),
-            })  # fmt: skip
+            })
         merged = merge_outcomes(parts, wall)
         return RayLevelOutcome(
             merged.records, merged.cpu_percent, merged.wall, merged.cpu_seconds,
             workers=workers, samples=samples,
-        )  # fmt: skip
+        )
 
     def describe(self) -> dict[str, Any]:
         """What the RunResult keeps: the cluster, and each worker's host, node and
@@ -312,5 +312,5 @@ async def ray_pool(cfg: BenchConfig, spec: ClientSpec) -> AsyncIterator[RayWorke
         spec, address=cfg.ray, workers=cfg.workers, strategy=cfg.ray_strategy,
         cpus=cfg.ray_cpus, sample_interval=cfg.sample_interval,
         clock_interval=cfg.ray_clock_interval,
-    ) as pool:  # fmt: skip
+    ) as pool:
         yield pool

@@ -33,12 +33,12 @@ from infersight.bench.target import Target, open_target
 from infersight.bench.telemetry import BenchTelemetry
 from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
+from infersight.core.aggregate import aggregate
 from infersight.core.cost import price_run
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import InfersightError
-from infersight.core.metrics import aggregate
+from infersight.core.interrupts import stop_text
 from infersight.core.records import ClockAnchor, RunResult
-from infersight.core.signals import stop_text
 
 __all__ = ["run", "run_async"]
 
@@ -102,7 +102,7 @@ async def _run_with_target(
     spec = ClientSpec(
         target.base_url, target.api_key, target.api_key_source,
         max_connections=cfg.max_concurrency,
-    )  # fmt: skip
+    )
     result.notes.extend(target.notes)
     planner = LevelPlanner(cfg)
     window = cfg.window()
@@ -115,7 +115,7 @@ async def _run_with_target(
             input_tokens=cfg.input_tokens, output_tokens=cfg.output_tokens,
             max_tokens=cfg.max_tokens, dataset=cfg.dataset, shared_prefix=cfg.shared_prefix,
             seed=cfg.seed, tokenize=_safe_tokenize(tokenize),
-        )  # fmt: skip
+        )
         await prompts.prepare()
         telemetry = BenchTelemetry(cfg, target)
         await telemetry.start()
@@ -137,7 +137,7 @@ async def _run_with_target(
                         loadgen_cpu_percent=outcome.cpu_percent,
                         check_lag=level.rate is None or not math.isinf(level.rate),
                         contention=contention, workers=remote.loads() if remote else None,
-                    )  # fmt: skip
+                    )
                     if remote:
                         remote_samples += remote.samples
                     result.aggregates[level.name] = agg
@@ -145,7 +145,7 @@ async def _run_with_target(
                     levels_done.append(
                         {**level.as_dict(), "wall_s": outcome.wall,
                          "loadgen_cpu_s": outcome.cpu_seconds, "workers": cfg.workers}
-                    )  # fmt: skip
+                    )
                     if stop.stop:
                         stop.during = level.name
         finally:
@@ -201,7 +201,7 @@ async def _run_one(
             level.rate, arrival=level.arrival, burstiness=cfg.burstiness,
             requests=n_req if n_req is not None or not math.isinf(level.rate) else 64,
             duration=None if math.isinf(level.rate) else cfg.duration, seed=cfg.seed,
-        )  # fmt: skip
+        )
         slots = [(i, float(o)) for i, o in enumerate(offsets)]
         n_bodies = len(slots)
     else:
@@ -214,11 +214,11 @@ async def _run_one(
     bodies = build_bodies(
         await prompts.take(max(n_bodies, 1)), model=target.model, endpoint=cfg.endpoint,
         stream=cfg.stream, ignore_eos=cfg.ignore_eos,
-    )  # fmt: skip
+    )
     plan = LevelPlan(
         name=level.name, path=target.path, bodies=bodies, concurrency=level.concurrency,
         slots=slots, duration=cfg.duration, limit=n_req, timeout=cfg.timeout, grace=cfg.grace,
-    )  # fmt: skip
+    )
     live = LiveStats(total=len(slots) if slots else n_req, duration=cfg.duration)
     display.show(level.name, live)
     if pool is not None:
@@ -229,11 +229,11 @@ async def _run_one(
         return await run_level_in_workers(
             spec, plan, workers=cfg.workers,
             stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live,
-        )  # fmt: skip
+        )
     return await run_level(
         client, plan, t0=time.monotonic() + 0.01, stop=lambda: stop.stop,
         hard_stop=lambda: stop.hard, live=live,
-    )  # fmt: skip
+    )
 
 
 def _finish(

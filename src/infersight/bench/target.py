@@ -65,7 +65,7 @@ async def open_target(cfg: BenchConfig, endpoint: Endpoint) -> Target:
         key, source = _given_key(cfg)
         info = {"url": url, "engine": "unknown"}
     target = Target(url, key, source, cfg.model or "", PATHS[cfg.endpoint], info,
-                    started=endpoint.started)  # fmt: skip
+                    started=endpoint.started)
     client = Client(
         url,
         api_key=key,

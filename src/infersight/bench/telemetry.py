@@ -45,7 +45,7 @@ class BenchTelemetry:
             interval=self.cfg.sample_interval, processes=procs,
             children=self.cfg.workers > 1, scrape=urls,
             api_key=self.target.api_key, slots=self.target.slots,
-        )  # fmt: skip
+        )
         self.gpus, self.gpu_note = tel.gpus, tel.gpu_note
         self._rec = tel.recorder
         await self._rec.start()

@@ -91,7 +91,7 @@ def _worker_main(
     out.put(
         ("done", index, [r.to_dict() for r in outcome.records], outcome.cpu_percent,
          outcome.cpu_seconds)
-    )  # fmt: skip
+    )
 
 
 async def _worker_async(
@@ -131,7 +131,7 @@ async def _worker_async(
             return await run_level(
                 client, plan, t0=t0.value, stop=stop_ev.is_set, hard_stop=hard_ev.is_set,
                 next_index=take, live=stats,
-            )  # fmt: skip
+            )
         finally:
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -76,7 +76,7 @@ _DEFAULT_IN_PARENS = re.compile(r"default: \(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 
 _BY_ANNOTATION: dict[object, str] = {int: "N", float: "NUMBER", str: "TEXT", bool: "BOOL"}
 _BY_TYPE_NAME = {"integer": "N", "float": "NUMBER", "text": "TEXT", "path": "PATH",
-                 "boolean": "BOOL"}  # fmt: skip
+                 "boolean": "BOOL"}
 
 
 def derived_metavar(param: Any) -> str:
@@ -120,9 +120,9 @@ class Command(TyperCommand):
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         args = [(str(p.metavar), (p.help or "") + (" [required]" if p.required else ""))
-                for p in self.get_params(ctx) if isinstance(p, TyperArgument)]  # fmt: skip
+                for p in self.get_params(ctx) if isinstance(p, TyperArgument)]
         opts = [(rv[0], _DEFAULT_IN_PARENS.sub(r"default: \1", rv[1])) for p in self.get_params(ctx)
-                if not isinstance(p, TyperArgument) and (rv := p.get_help_record(ctx))]  # fmt: skip
+                if not isinstance(p, TyperArgument) and (rv := p.get_help_record(ctx))]
         if args:
             with formatter.section("Arguments"):
                 formatter.write_dl(args)
@@ -160,7 +160,7 @@ def duration_option(
     if show_default is None:
         show_default = format_duration(default) if default is not None else False
     return typer.Option(default, *names, metavar="DURATION", parser=parse, help=help,
-                        show_default=show_default)  # fmt: skip
+                        show_default=show_default)
 
 
 def api_key_env_option(help: str = "Environment variable holding the API key.") -> Any:

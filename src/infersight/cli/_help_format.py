@@ -47,7 +47,7 @@ def wrap(text: str, width: int, indent: str = "") -> str:
         wrapper = textwrap.TextWrapper(
             max(width, 10), initial_indent=pad, subsequent_indent=pad,
             break_long_words=False, break_on_hyphens=False,
-        )  # fmt: skip
+        )
         out.append(wrapper.fill(para))
     return "\n\n".join(out)
 

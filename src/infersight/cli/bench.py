@@ -115,7 +115,7 @@ def _config(flags: dict[str, Any]) -> BenchConfig:
         if (rate or poisson) else None,
         "arrival": arrival,
         "scrape": flags.pop("scrape") or None,
-    }  # fmt: skip
+    }
     given = {
         _FIELDS.get(k, k): str(v) if isinstance(v, Path) else v for k, v in flags.items()
     }

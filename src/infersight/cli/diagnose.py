@@ -97,13 +97,13 @@ def diagnose_cmd(
         if seconds <= 0:
             raise _err("--seconds must be > 0")
         inputs = watch_url(url, seconds, api_key_env=api_key_env, probe=probe,
-                           interval=interval, api_key_file=api_key_file)  # fmt: skip
+                           interval=interval, api_key_file=api_key_file)
     else:
         if not files:
             raise _err("give a RunResult file (or monitor recording), --url URL or --prometheus URL")
         inputs = load_inputs(list(files))
     print_diagnoses(inputs, window=window, model=model, gpu=device,
-                    engine_slots=engine_slots, as_json=as_json)  # fmt: skip
+                    engine_slots=engine_slots, as_json=as_json)
 
 
 def plan_cmd(

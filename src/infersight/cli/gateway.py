@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
             config, upstream, host=host, port=port, concurrency=max_concurrency, queue=queue,
             adaptive=adaptive, deadline=deadline, ttft_timeout=ttft_timeout, prices=prices,
             no_access_log=no_access_log, client_key=client_key(api_key_env, api_key_file),
-        )  # fmt: skip
+        )
 
         def starting() -> None:
             typer.echo("no upstream given: starting the embedded engine...", err=True)

@@ -153,7 +153,7 @@ def exporter(
             targets = [default_url(cfg.default_urls())]
         except ConfigError:
             typer.echo("no engine URL given and none on the default ports: "
-                       "exporting GPU and host metrics only", err=True)  # fmt: skip
+                       "exporting GPU and host metrics only", err=True)
     from infersight.telemetry import run_exporter
 
     asyncio.run(
@@ -163,7 +163,7 @@ def exporter(
             gpu=cfg.gpu if gpu is None else gpu, api_key=_api_key(api_key_env, api_key_file),
             scrape_timeout=cfg.scrape_timeout, on_ready=_exporter_ready,
         )
-    )  # fmt: skip
+    )
 
 
 def dashboards(
@@ -174,7 +174,7 @@ def dashboards(
     from infersight.telemetry import dashboards as d
 
     getters = {"grafana": d.grafana_dashboard, "alerts": d.alert_rules,
-               "alerts-test": d.alert_rules_tests}  # fmt: skip
+               "alerts-test": d.alert_rules_tests}
     if what not in getters:
         raise ConfigError(f"unknown dashboard {what!r}; choose one of {', '.join(getters)}")
     text = getters[what]()

@@ -1,7 +1,7 @@
 """infersight.client: the async OpenAI-compatible client with per-request timing.
 
-Every request fills a :class:`~infersight.core.records.RequestRecord` (design.md
-section 2) inside the SSE loop, and failures raise the typed errors of design.md
+Every request fills a :class:`~infersight.core.records.RequestRecord` (docs/design.md
+section 2) inside the SSE loop, and failures raise the typed errors of docs/design.md
 section 3 with the record attached as ``.record``::
 
     async with Client("http://127.0.0.1:8000") as c:

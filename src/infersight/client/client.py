@@ -1,7 +1,7 @@
 """The async OpenAI-compatible client every infersight part uses.
 
 One aiohttp session with a pooled keep-alive connector per Client. Each request gets
-one absolute deadline across all its attempts; retries follow design.md section 3
+one absolute deadline across all its attempts; retries follow docs/design.md section 3
 and happen only before content reached the caller. Every request fills a
 :class:`~infersight.core.records.RequestRecord`; failures raise the most specific
 InfersightError with that record attached as ``.record``.

@@ -8,7 +8,7 @@ leaves its keep-alive loop and closes the socket; it never reads from it again. 
 close comes right after the final ``0\\r\\n\\r\\n`` when the HTTP thread runs at once,
 or milliseconds later when it is descheduled (on a busy CPU engine, often). A request
 written on the pooled connection in that gap is never read by the server, yet the
-client cannot prove it (design.md section 3 only allows a resend when nothing was
+client cannot prove it (docs/design.md section 3 only allows a resend when nothing was
 written), so it would be lost.
 
 So once the client knows the server does this, it keeps no connection that carried a

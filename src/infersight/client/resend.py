@@ -1,4 +1,4 @@
-"""The resend rule (design.md section 3): a request goes out again, without counting
+"""The resend rule (docs/design.md section 3): a request goes out again, without counting
 an attempt, only when it provably never reached the server.
 
 A keep-alive pool holds connections that the server may close while they are idle.
@@ -123,7 +123,7 @@ class TimedRequest(aiohttp.ClientRequest):
     before the request head is serialised. The state comes through a context variable
     set by :func:`open_response` in the same task; this costs far less than aiohttp's
     tracing signals, which it replaces. Only the first attempt stamps ``sent``
-    (design.md section 2: schedule lag is the client's own delay); a resend stamps it
+    (docs/design.md section 2: schedule lag is the client's own delay); a resend stamps it
     again, since nothing was written before.
     """
 

@@ -1,6 +1,6 @@
 """Retry policy: exponential backoff with full jitter, and a shared retry budget.
 
-design.md section 3: only ConnectError, ConnectTimeout, 408/429/502/503/504 and a
+docs/design.md section 3: only ConnectError, ConnectTimeout, 408/429/502/503/504 and a
 ResetError before any content are retried; never once content reached the caller.
 A server's Retry-After is honoured when it fits inside the deadline; otherwise the
 request fails fast with that error. A :class:`RetryBudget` shared by every request of

@@ -1,6 +1,6 @@
 """Cost of a run: $ per run, per million output tokens and per day, per level.
 
-Cost is counted from usage (design.md section 2): a request is billed when it
+Cost is counted from usage (docs/design.md section 2): a request is billed when it
 completed or the server reported its usage. ``bench`` prices a run once with
 :func:`price_run` and stores the result (``aggregates[level]["cost"]`` and
 ``RunResult.cost``); the report shows what is stored and prices a file that holds no

@@ -1,6 +1,6 @@
 """The one exception tree shared by the client, bench, gateway and batch.
 
-It follows ``shared/design.md`` section 3. Transport errors (nothing or only part of
+It follows ``docs/design.md`` section 3. Transport errors (nothing or only part of
 an exchange happened on the wire) are kept apart from status errors (the server
 answered with an HTTP error) and from protocol errors (the server answered, but the
 stream was not valid). Third-party exceptions are mapped to the most specific type
@@ -54,7 +54,7 @@ class InfersightError(Exception):
 
     #: OpenAI-style error ``type`` used in HTTP error bodies.
     openai_type: str = "api_error"
-    #: Whether the retry policy may try again (design.md section 3).
+    #: Whether the retry policy may try again (docs/design.md section 3).
     retryable: bool = False
 
     def __init__(self, message: str = "") -> None:
@@ -230,7 +230,7 @@ class TruncatedStream(ProtocolError):
     """The stream ended without ``[DONE]`` or a ``finish_reason``; never a success."""
 
 
-#: Statuses the retry policy may retry (design.md section 3).
+#: Statuses the retry policy may retry (docs/design.md section 3).
 RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
 
 

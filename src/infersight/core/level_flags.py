@@ -1,4 +1,4 @@
-"""What every output says beside a level's figures (design.md section 2).
+"""What every output says beside a level's figures (docs/design.md section 2).
 
 - the client-limited flag, relative to the level's own latency, and the headline a
   flagged run starts with (naming the contention when the server shares the client's
@@ -27,7 +27,7 @@ __all__ = [
     "level_state",
 ]
 
-#: Client-limited thresholds (design.md section 2).
+#: Client-limited thresholds (docs/design.md section 2).
 LAG_P99_LIMIT = 0.005
 #: ... or this fraction of TTFT p50, whichever is larger.
 LAG_TTFT_FRACTION = 0.01
@@ -44,7 +44,7 @@ def client_limited(
     contention: str | None = None,
     workers: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The client-limited flag of a level (design.md section 2), relative to the level.
+    """The client-limited flag of a level (docs/design.md section 2), relative to the level.
 
     Schedule lag only matters against the latency it distorts: it is flagged above
     max(5 ms, 1% of TTFT p50). When the server shares the client's cores, the reasons
@@ -112,7 +112,7 @@ def client_headline(result: RunResult) -> tuple[str, str] | None:
     """``(label, text)`` of the line every output of a flagged run starts with.
 
     When the server under test shared the client's cores, the label names the
-    contention instead of blaming the client alone (design.md section 2).
+    contention instead of blaming the client alone (docs/design.md section 2).
     """
     if not result.client_limited:
         return None
@@ -159,7 +159,7 @@ def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
             f"{name} is unsustainable: {'; '.join(sus.get('reasons') or [])}. Capacity ≈ "
             f"{cap_txt} req/s (the rate it completed); its latency percentiles grow with "
             "the level's duration and are not a property of the server",
-        ))  # fmt: skip
+        ))
     req, w = agg.get("requests") or {}, agg.get("window") or {}
     if w.get("note"):
         out.append(("no_steady_state", f"{name}: {w['note']}"))
@@ -172,5 +172,5 @@ def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
             f"in the window ({w.get('method')}); throughput over "
             f"{'-' if span is None else f'{span:.1f}'} s ({tp.get('completions', '-')} "
             "completions, until the window's requests drained)",
-        ))  # fmt: skip
+        ))
     return out

@@ -1,5 +1,5 @@
 """Shared record types: one timing record per request, telemetry samples, and the
-self-contained RunResult document (``shared/design.md`` sections 1 and 2).
+self-contained RunResult document (``docs/design.md`` sections 1 and 2).
 
 All timestamps are ``time.monotonic()`` seconds. On Linux that clock is system-wide,
 so records from several worker processes and telemetry samples share one time axis.
@@ -75,7 +75,7 @@ class RequestRecord:
     attempts: int = 0
     #: Times the request was written again, without an attempt, because the pooled
     #: connection it was given had been closed by the server before any byte of it was
-    #: written (design.md section 3: resend is not retry).
+    #: written (docs/design.md section 3: resend is not retry).
     resends: int = 0
     #: Request id from the server's ``X-Request-Id`` header, when given.
     server_request_id: str | None = None
@@ -83,7 +83,7 @@ class RequestRecord:
     #: Free-form labels: load level, worker index, endpoint, model, upstream.
     labels: dict[str, str] = field(default_factory=dict)
 
-    # -- derived metrics (design.md section 2) -------------------------------------
+    # -- derived metrics (docs/design.md section 2) -------------------------------------
     @property
     def schedule_lag(self) -> float | None:
         return None if self.sent is None else self.sent - self.scheduled
@@ -165,7 +165,7 @@ class ClockAnchor(BaseModel):
 
 
 class RunResult(BaseModel):
-    """One self-contained, versioned measurement document (design.md section 1).
+    """One self-contained, versioned measurement document (docs/design.md section 1).
 
     ``diagnose`` and ``report`` work offline on this file alone. ``aggregates`` is a
     cache: it is always recomputable from ``records``.
@@ -176,11 +176,11 @@ class RunResult(BaseModel):
     schema_version: int = SCHEMA_VERSION
     kind: str = "bench"
     run_id: str = ""
-    # The flags come first so that they head the JSON document (design.md section 2:
+    # The flags come first so that they head the JSON document (docs/design.md section 2:
     # a client-limited run says so at the top of every output).
     #: True when the run was interrupted and holds partial results.
     partial: bool = False
-    #: Whether the load generator limited the run (design.md section 2) and why.
+    #: Whether the load generator limited the run (docs/design.md section 2) and why.
     client_limited: bool = False
     client_limited_reasons: list[str] = Field(default_factory=list)
     created: float = Field(default_factory=time.time)

@@ -175,7 +175,7 @@ def check_options(body: dict[str, Any]) -> None:
                 raise _bad("'stop' must be a string or a list of strings", "stop")
         elif not isinstance(v, dict) or not isinstance(v.get("include_usage", False), bool):
             raise _bad("'stream_options' must be an object; 'include_usage' a boolean",
-                       "stream_options")  # fmt: skip
+                       "stream_options")
 
 
 def check_body(endpoint: str, body: dict[str, Any]) -> None:

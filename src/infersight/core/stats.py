@@ -1,4 +1,4 @@
-"""Exact summary statistics (``shared/design.md`` section 2, "Percentiles").
+"""Exact summary statistics (``docs/design.md`` section 2, "Percentiles").
 
 Percentiles are computed exactly from every sample with numpy's default ("linear")
 method, so ``summarize(v)["p99"] == numpy.percentile(v, 99)`` bit for bit. No sketches
@@ -7,7 +7,7 @@ sort is cheap and removes a source of disagreement between tools.
 
 A weighted summary treats a value with integer weight ``k`` as ``k`` identical samples.
 That is how pooled inter-token latency counts a chunk carrying ``k`` tokens: its gap is
-recorded once, with weight ``k`` (design.md section 2).
+recorded once, with weight ``k`` (docs/design.md section 2).
 """
 
 from __future__ import annotations

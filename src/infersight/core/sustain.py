@@ -1,4 +1,4 @@
-"""Is an open-loop level sustainable? (design.md section 2, "Sustainability")
+"""Is an open-loop level sustainable? (docs/design.md section 2, "Sustainability")
 
 A level is *unsustainable* when the server completes fewer requests than were offered
 (short by more than 5%), or when the number of requests in flight grows through the
@@ -37,7 +37,7 @@ from infersight.core.windows import MIN_REQUESTS, LevelWindow, fill_time, finish
 
 __all__ = ["SHORTFALL_LIMIT", "inflight_trend", "judge_sustainability"]
 
-#: Completions may fall short of the offered rate by this fraction (design.md: 5%).
+#: Completions may fall short of the offered rate by this fraction (docs/design.md: 5%).
 SHORTFALL_LIMIT = 0.05
 #: Edge effects: this many requests of shortfall or growth are never judged.
 _SLACK_REQUESTS = 2

@@ -1,4 +1,4 @@
-"""The Verdict document (design.md section 5): what is wrong, the evidence, the fix.
+"""The Verdict document (docs/design.md section 5): what is wrong, the evidence, the fix.
 
 ``diagnose`` produces these models and ``RunResult.diagnosis`` stores them, so every
 reader (the console, the report, a script) gets typed verdicts from the file alone.
@@ -16,7 +16,25 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-__all__ = ["Evidence", "Verdict", "VerdictWindow", "evidence_key"]
+__all__ = ["VERDICT_IDS", "Evidence", "Verdict", "VerdictWindow", "evidence_key"]
+
+#: Every verdict id, in the order outputs list them (most actionable first).
+VERDICT_IDS: tuple[str, ...] = (
+    "client_limited",
+    "memory_pressure",
+    "error_driven",
+    "overloaded",
+    "load_imbalance",
+    "kv_bound",
+    "slot_bound",
+    "capacity",
+    "host_starved",
+    "busy_illusion",
+    "under_loaded",
+    "compute_bound_prefill",
+    "bandwidth_bound_decode",
+    "healthy",
+)
 
 #: Keys of the labels older files used for evidence that readers look up (the floors).
 _LEGACY_KEYS = {

@@ -1,4 +1,4 @@
-"""Which requests of a load level the aggregates describe (design.md section 2).
+"""Which requests of a load level the aggregates describe (docs/design.md section 2).
 
 Membership is decided by each request's *intended send time* (``scheduled``), never by
 when it finished: a request belongs to the window when it was scheduled inside it, and

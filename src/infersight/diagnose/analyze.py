@@ -9,16 +9,16 @@ from typing import Any
 import numpy as np
 
 from infersight.core.records import RunResult
+from infersight.core.verdicts import VERDICT_IDS, Evidence, Verdict, VerdictWindow
 from infersight.diagnose.context import RunContext, resolve_context, stored_physics
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.rules import RuleInput, evaluate
 from infersight.diagnose.signals import RecordArrays, SampleIndex, WindowStats, window_stats
 from infersight.diagnose.signals_engine import EngineSignals, engine_signals, floor_record
-from infersight.diagnose.verdict import VERDICT_IDS, Evidence, Verdict, VerdictWindow
 
 __all__ = ["diagnose"]
 
-#: Own fallback for files without the bench's flag (design.md section 2).
+#: Own fallback for files without the bench's flag (docs/design.md section 2).
 LAG_P99_LIMIT = 0.005
 LOADGEN_CPU_LIMIT = 90.0
 MAX_WINDOWS = 5000
@@ -81,7 +81,7 @@ def _agg_stat(agg: dict[str, Any], key: str, stat: str) -> tuple[float | None, i
 
 def use_aggregates(w: WindowStats, agg: dict[str, Any], level: str) -> None:
     """Quote the level's latencies as the aggregates tables do (same requests, same
-    definitions: design.md section 2), not as this window's own records would."""
+    definitions: docs/design.md section 2), not as this window's own records would."""
     win = agg.get("window") if isinstance(agg.get("window"), dict) else {}
     method = f", window {win['method']}" if isinstance(win, dict) and win.get("method") else ""
     for key, stat, attr, what in (
@@ -142,7 +142,7 @@ def diagnose(
     engine_slots: int | None = None,
     store_physics: bool = False,
 ) -> list[Verdict]:
-    """Diagnose a run: the verdicts of shared/design.md section 5, per time window.
+    """Diagnose a run: the verdicts of docs/design.md section 5, per time window.
 
     Windows are the bench's load levels (``records[i].labels["level"]``) by default, or
     consecutive slices of ``window_seconds``. ``model`` (config.json / GGUF path,
@@ -206,7 +206,7 @@ def _windows(result: RunResult, ra: RecordArrays, sidx: SampleIndex,
 
 
 def _store(result: RunResult, ctx: RunContext, floors: dict[str, dict[str, Any]]) -> None:
-    """Keep the peaks and floors this diagnosis used (design.md section 1: the file
+    """Keep the peaks and floors this diagnosis used (docs/design.md section 1: the file
     alone gives the same numbers on any machine)."""
     if ctx.device is None:
         return

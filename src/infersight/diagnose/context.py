@@ -24,7 +24,7 @@ _ENGINE_ALIASES = {
     "vllm": "vllm", "sglang": "sglang", "tgi": "tgi", "text-generation-inference": "tgi",
     "llama.cpp": "llamacpp", "llamacpp": "llamacpp", "llama-cpp": "llamacpp",
     "infersight": "gateway", "gateway": "gateway", "openai": "hosted", "hosted": "hosted",
-}  # fmt: skip
+}
 
 
 @dataclass(slots=True)

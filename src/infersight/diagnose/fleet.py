@@ -1,4 +1,4 @@
-"""Fleet diagnosis: the rules of shared/design.md section 5 per replica and per time
+"""Fleet diagnosis: the rules of docs/design.md section 5 per replica and per time
 window, over pages of series read from a metrics store, and a fleet summary on top.
 
     diag = FleetDiagnoser(replicas, start=t0, end=t1, step=15, window=300)
@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 from infersight.core.fleet import FleetPage, FleetReport, ReplicaDiagnosis, ReplicaInfo
 from infersight.core.records import RunResult
+from infersight.core.verdicts import VERDICT_IDS, Verdict
 from infersight.diagnose.analyze import _merge
 from infersight.diagnose.context import RunContext, resolve_context
 from infersight.diagnose.fleet_balance import imbalance_verdicts
@@ -31,7 +32,6 @@ from infersight.diagnose.fleet_summary import summarize
 from infersight.diagnose.fleet_window import Pending, WindowRow, judge, window_signals
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.signals import SampleIndex
-from infersight.diagnose.verdict import VERDICT_IDS, Verdict
 
 __all__ = ["FleetDiagnoser", "diagnose_fleet"]
 
@@ -73,7 +73,7 @@ class FleetDiagnoser:
             idx = SampleIndex.from_series(series)
             run = RunResult(kind="monitor", config={"engine": {"engine": info.engine}})
             yield rid, idx, resolve_context(run, idx, model=self.model, gpu=self.gpu,
-                                            engine_slots=self.engine_slots)  # fmt: skip
+                                            engine_slots=self.engine_slots)
 
     def add_page(self, page: FleetPage) -> None:
         """Judge every window of ``page`` for every replica with series in it; a window
@@ -165,7 +165,7 @@ class FleetDiagnoser:
         replicas = [self._replica(rid) for rid in sorted(self.replicas)]
         balance = imbalance_verdicts(self.replicas, self.rows)
         report = FleetReport(start=self.start, end=self.end, step=self.step, window=self.window,
-                             replicas=replicas, balance=balance, notes=list(self.notes))  # fmt: skip
+                             replicas=replicas, balance=balance, notes=list(self.notes))
         summarize(report, self.rows)
         return report
 
@@ -191,7 +191,7 @@ def diagnose_fleet(replicas: dict[str, ReplicaInfo], pages: list[FleetPage] | tu
                    engine_slots: int | None = None) -> FleetReport:
     """Diagnose pages already in memory (tests, small ranges); see :class:`FleetDiagnoser`."""
     diag = FleetDiagnoser(replicas, start=start, end=end, step=step, window=window,
-                          engine_slots=engine_slots)  # fmt: skip
+                          engine_slots=engine_slots)
     for page in pages:
         diag.add_page(page)
     return diag.finish()

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from infersight.core.fleet import ReplicaInfo
+from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.diagnose.analyze import _merge
 from infersight.diagnose.fleet_window import WindowRow
 from infersight.diagnose.rules_base import BUSY_LOW, SATURATED, UNDER_R_OF_S, evidence, fmt
-from infersight.diagnose.verdict import Evidence, Verdict, VerdictWindow
 
 __all__ = ["QUEUE_VERDICTS", "SPREAD", "classify", "imbalance_verdicts"]
 
@@ -115,7 +115,7 @@ def _one(model: str, engine: str, recs: dict[str, WindowRow]) -> Verdict | None:
     return Verdict(id="load_imbalance", title="Load imbalance across replicas", summary=summary,
                    window=VerdictWindow(start=first.start, end=first.end),
                    evidence=_evidence(model, recs, kinds), confidence=conf,
-                   fixes=_fixes(engine), level=model, engine=engine)  # fmt: skip
+                   fixes=_fixes(engine), level=model, engine=engine)
 
 
 def imbalance_verdicts(replicas: Mapping[str, ReplicaInfo],

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from infersight.core.fleet import FleetGroup, FleetReport, WorstWindow
+from infersight.core.verdicts import VERDICT_IDS
 from infersight.diagnose.fleet_window import WindowRow
-from infersight.diagnose.verdict import VERDICT_IDS
 
 __all__ = ["WORST", "summarize"]
 
@@ -18,7 +18,7 @@ _WORDS = {"slot_bound": "slot-bound", "kv_bound": "KV-bound", "capacity": "at ca
           "under_loaded": "under-loaded", "busy_illusion": "busy only in name (\"100% busy\" illusion)",
           "host_starved": "host-starved", "healthy": "healthy", "error_driven": "failing requests",
           "bandwidth_bound_decode": "bandwidth-bound in decode",
-          "compute_bound_prefill": "compute-bound in prefill"}  # fmt: skip
+          "compute_bound_prefill": "compute-bound in prefill"}
 
 
 def _worst(rows: Mapping[str, list[WindowRow]]) -> list[WorstWindow]:
@@ -32,7 +32,7 @@ def _worst(rows: Mapping[str, list[WindowRow]]) -> list[WorstWindow]:
             out.append(WorstWindow(
                 replica=rid, verdict=row.ids[top] if top is not None else "",
                 title=row.titles[top] if top is not None else "", start=row.start, end=row.end,
-                waiting=row.Q, ttft_p99=row.ttft_p99, queued_request_seconds=q * row.seconds))  # fmt: skip
+                waiting=row.Q, ttft_p99=row.ttft_p99, queued_request_seconds=q * row.seconds))
     out.sort(key=lambda r: (-r.queued_request_seconds, -(r.ttft_p99 or 0.0), r.start))
     return out[:WORST]
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from infersight.core.verdicts import VERDICT_IDS, Verdict, VerdictWindow
 from infersight.diagnose.context import RunContext
 from infersight.diagnose.rules import RuleInput, evaluate
 from infersight.diagnose.signals import SampleIndex, WindowStats
 from infersight.diagnose.signals_engine import EngineSignals, engine_signals
-from infersight.diagnose.verdict import VERDICT_IDS, Verdict, VerdictWindow
 
 __all__ = ["Pending", "WindowRow", "has_data", "judge", "store_window_stats", "window_end",
            "window_signals"]
@@ -28,7 +28,7 @@ _PRESENCE = ("engine.requests_running", "engine.requests_waiting", "gpu.utilizat
 #: The rules name NVML's fields; dcgm-exporter's series say the same under these names.
 _DCGM_SOURCES = {"NVML gpu.utilization": "DCGM_FI_DEV_GPU_UTIL (dcgm-exporter)",
                  "NVML GPM gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)",
-                 "NVML gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)"}  # fmt: skip
+                 "NVML gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)"}
 _ORDER = {vid: i for i, vid in enumerate(VERDICT_IDS)}
 
 
@@ -55,7 +55,7 @@ def store_window_stats(idx: SampleIndex, t0: float, t1: float) -> WindowStats:
         w.output_mean = out_tps / done if out_tps is not None else None
         w.prompt_mean = in_tps / done if in_tps is not None else None
     for attr, name in (("ttft_sent_p50", "engine.ttft_seconds"), ("e2e_sent_p50", "engine.e2e_seconds"),
-                       ("itl_p50", "engine.itl_seconds")):  # fmt: skip
+                       ("itl_p50", "engine.itl_seconds")):
         v = _stat(idx, name, "p50", t0, t1, "median")
         if v is not None:
             setattr(w, attr, v)
@@ -139,5 +139,5 @@ def judge(p: Pending) -> tuple[list[Verdict], WindowRow]:
     row = WindowRow(start=p.start, end=p.end, R=s.R, Q=s.Q, S=s.S, kv=s.kv, U=s.U, SM=s.SM,
                     busy=s.busy, busy_source=s.busy_source, ids=tuple(v.id for v in verdicts),
                     titles=tuple(v.title for v in verdicts),
-                    ttft_p99=float(p99) if isinstance(p99, int | float) else None)  # fmt: skip
+                    ttft_p99=float(p99) if isinstance(p99, int | float) else None)
     return verdicts, row

@@ -1,6 +1,6 @@
 """The slot limit S when the engine does not export it (vLLM has no metric for
 ``--max-num-seqs``): the plateau of R while requests wait and the KV cache has room
-(shared/design.md section 5).
+(docs/design.md section 5).
 
 A scheduler that keeps R flat while Q > 0 and KV < 0.9 stops at a sequence limit, not
 at memory: R is that limit. Flat means p10 >= 0.9 x p90 over the scrapes where

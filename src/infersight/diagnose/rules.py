@@ -1,7 +1,8 @@
-"""The diagnosis rules of shared/design.md section 5, evaluated on one window."""
+"""The diagnosis rules of docs/design.md section 5, evaluated on one window."""
 
 from __future__ import annotations
 
+from infersight.core.verdicts import Verdict
 from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
 from infersight.diagnose.rules_device import (
     bandwidth_decode,
@@ -17,7 +18,6 @@ from infersight.diagnose.rules_load import (
 )
 from infersight.diagnose.rules_memory import memory_pressure
 from infersight.diagnose.rules_overload import overloaded
-from infersight.diagnose.verdict import Verdict
 
 __all__ = ["RULES", "RuleInput", "evaluate"]
 

@@ -6,14 +6,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.diagnose.context import RunContext
 from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
-from infersight.diagnose.verdict import Evidence, Verdict, VerdictWindow
 
 __all__ = ["TTFT_FLOOR_LABEL", "RuleInput", "evidence", "fmt", "make_verdict", "rq_evidence"]
 
-#: Thresholds (design.md section 5); named so reports can cite them.
+#: Thresholds (docs/design.md section 5); named so reports can cite them.
 R_NEAR_S = 0.85
 KV_FULL = 0.90
 UNDER_R_OF_S = 0.25

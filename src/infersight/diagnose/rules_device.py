@@ -1,8 +1,9 @@
 """Device-side rules: host-starved, "100% busy" illusion, bandwidth-bound decode,
-compute-bound prefill (shared/design.md sections 5 and 6)."""
+compute-bound prefill (docs/design.md sections 5 and 6)."""
 
 from __future__ import annotations
 
+from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import slot_flag
 from infersight.diagnose.physics.floors import compute_knee
 from infersight.diagnose.rules_base import (
@@ -20,7 +21,6 @@ from infersight.diagnose.rules_base import (
     make_verdict,
     rq_evidence,
 )
-from infersight.diagnose.verdict import Verdict
 
 __all__ = ["bandwidth_decode", "busy_illusion", "compute_prefill", "host_starved"]
 

@@ -1,10 +1,11 @@
 """Load-side rules: client-limited, error-driven, queueing (KV, slots, capacity),
-under-loaded (shared/design.md section 5)."""
+under-loaded (docs/design.md section 5)."""
 
 from __future__ import annotations
 
 import math
 
+from infersight.core.verdicts import Evidence, Verdict
 from infersight.diagnose.fixes import (
     kv_fixes,
     replica_fixes,
@@ -28,7 +29,6 @@ from infersight.diagnose.rules_base import (
     rq_evidence,
 )
 from infersight.diagnose.signals_engine import Q_SUSTAINED, EngineSignals
-from infersight.diagnose.verdict import Evidence, Verdict
 
 __all__ = ["client_limited", "error_driven", "queueing", "under_loaded"]
 
@@ -42,7 +42,7 @@ def client_limited(ri: RuleInput) -> Verdict | None:
     ev += [evidence("reason", "reason", r, "", "client-limited check (schedule lag and client CPU limits)") for r in ri.client_reasons]
     why = "; ".join(ri.client_reasons) or "schedule lag / load generator CPU over limits"
     contention = (ri.agg.get("client_limited") or {}).get("contention")
-    if contention:  # design.md s.2: name the contention, do not blame the client alone
+    if contention:  # docs/design.md s.2: name the contention, do not blame the client alone
         return make_verdict(
             ri, "client_limited", "Benchmark client and server share cores",
             f"The client's schedule slipped ({why}): {contention}, so the figures include "
@@ -120,7 +120,7 @@ def queueing(ri: RuleInput) -> Verdict | None:
     if s.Q is None or s.Q_frac is None or s.Q_frac < Q_SUSTAINED or s.Q < 0.5:
         return None
     ev = rq_evidence(ri)
-    # An engine that exports no KV usage is never called KV-bound (design.md section 5).
+    # An engine that exports no KV usage is never called KV-bound (docs/design.md section 5).
     kv_hi = s.kv_p90 is not None and s.kv_p90 >= KV_FULL
     if s.kv is not None and (kv_hi or (s.P is not None and s.P > 0)):
         ev.append(evidence("preemption_rate", "preemption rate", s.P, "1/s", "engine /metrics (engine.preemptions_total)"))

@@ -1,4 +1,4 @@
-"""Memory pressure: the engine answered "out of memory" (shared/design.md section 5).
+"""Memory pressure: the engine answered "out of memory" (docs/design.md section 5).
 
 Any ``OutOfMemory`` record fires it: the engine admitted more sequences, or longer
 ones, than its memory holds (device memory or KV cache), and requests failed for it.
@@ -10,10 +10,10 @@ when the model and device are known; the KV-cache levers otherwise.
 from __future__ import annotations
 
 from infersight.core.errors import ConfigError
+from infersight.core.verdicts import Evidence, Verdict
 from infersight.diagnose.fixes import kv_fixes, slot_flag
 from infersight.diagnose.physics.capacity import plan_capacity
 from infersight.diagnose.rules_base import RuleInput, evidence, make_verdict, rq_evidence
-from infersight.diagnose.verdict import Evidence, Verdict
 
 __all__ = ["memory_pressure"]
 

@@ -1,6 +1,6 @@
-"""The "overloaded (unsustainable rate)" verdict (design.md section 5).
+"""The "overloaded (unsustainable rate)" verdict (docs/design.md section 5).
 
-An open-loop level is overloaded when bench judged it unsustainable (design.md
+An open-loop level is overloaded when bench judged it unsustainable (docs/design.md
 section 2): the server completed fewer requests than were offered, or the number in
 flight grew through the window. Its latency percentiles then measure how long the
 level ran, not the server, and its achieved rate is an estimate of capacity. The
@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infersight.core.verdicts import Verdict
 from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
-from infersight.diagnose.verdict import Verdict
 
 __all__ = ["overloaded"]
 
@@ -46,7 +46,7 @@ def overloaded(ri: RuleInput) -> Verdict | None:
         f"about {fmt(cap, 1)} req/s; the queueing verdicts say what limits it."
     )
     return make_verdict(ri, "overloaded", "Overloaded (unsustainable rate)", summary, ev, 0.9,
-                        _fixes(offered, cap))  # fmt: skip
+                        _fixes(offered, cap))
 
 
 def _fixes(offered: float | None, cap: float | None) -> list[str]:

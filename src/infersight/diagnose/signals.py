@@ -1,5 +1,5 @@
 """Per-window signals: R, Q, S, kv, P, U, SM, CPU from samples; in-flight counts,
-errors and latencies from request records (shared/design.md section 5 symbols)."""
+errors and latencies from request records (docs/design.md section 5 symbols)."""
 
 from __future__ import annotations
 

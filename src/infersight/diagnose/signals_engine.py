@@ -16,14 +16,14 @@ from infersight.diagnose.signals import SampleIndex, WindowStats
 
 __all__ = ["Q_SUSTAINED", "EngineSignals", "engine_signals", "floor_record"]
 
-#: Fraction of a window's scrapes with a queue for it to count as sustained (design.md
+#: Fraction of a window's scrapes with a queue for it to count as sustained (docs/design.md
 #: section 5: "Q>0 sustained"); the queueing rules cite it too.
 Q_SUSTAINED = 0.5
 
 
 @dataclass(slots=True)
 class EngineSignals:
-    """The design.md section 5 symbols for one window, with their sources."""
+    """The docs/design.md section 5 symbols for one window, with their sources."""
 
     R: float | None = None
     Q: float | None = None
@@ -99,7 +99,7 @@ def _queued_outside(idx: SampleIndex, w: WindowStats, t0: float,
     """Per scrape in the window: requests the client had in flight that the engine
     neither ran nor listed as waiting, queued before its scheduler (an HTTP accept
     backlog, a proxy), and those the engine listed as waiting; None unless the first
-    queue is sustained (design.md section 5).
+    queue is sustained (docs/design.md section 5).
 
     Each scrape is set against the client's count at that scrape, not a mean against a
     mean: a mean of a few scrapes reads a closed-loop handover as a queue. Whether there
@@ -135,7 +135,7 @@ def _num(v: Any) -> float | None:
 
 
 def _floors(s: EngineSignals, w: WindowStats, ctx: RunContext, level: str | None) -> None:
-    """ITL and prefill floors (design.md section 6): the run's stored ones for this
+    """ITL and prefill floors (docs/design.md section 6): the run's stored ones for this
     level when it has them, else computed from the model shape and device peaks."""
     shape, dev = ctx.shape, ctx.device
     if shape is not None and dev is not None:

@@ -55,7 +55,7 @@ _WHERE = {
     "ServeSettings": "serve", "serve_engine": "serve", "serve_stack": "serve",
     "FleetQuery": "fleet", "diagnose_prometheus": "fleet", "print_fleet": "fleet",
     "write_fleet_html": "fleet",
-}  # fmt: skip
+}
 
 __all__ = [
     "EngineOptions",

@@ -47,7 +47,7 @@ def run_batch_command(cfg: BatchConfig, *, summary_json: Path | None = None) -> 
         opener = engine_opener(
             EngineOptions(parallel=cfg.engine_parallel), command="batch",
             on_start=lambda: progress.note("no --url: starting the embedded engine for this run"),
-        )  # fmt: skip
+        )
     try:
         summary = run_batch(cfg, handle_signals=True, progress=progress, endpoint=opener)
     except BadInput as e:

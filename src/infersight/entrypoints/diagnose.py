@@ -57,7 +57,7 @@ def watch_url(url: str, seconds: float, *, api_key_env: str | None, probe: bool,
         from infersight.client import resolve_api_key
 
         key = resolve_api_key(env=api_key_env, file=str(api_key_file) if api_key_file else None,
-                              required=True)  # fmt: skip
+                              required=True)
     return [(url, sample_url(url, seconds, api_key=key, probe=probe, interval=interval))]
 
 
@@ -81,7 +81,7 @@ def print_diagnoses(
     con = Console()
     for name, result in inputs:
         verdicts = diagnose(result, window_seconds=window, model=model, gpu=gpu,
-                            engine_slots=engine_slots)  # fmt: skip
+                            engine_slots=engine_slots)
         out[name] = [v.model_dump(mode="json") for v in verdicts]
         if not as_json:
             render_diagnosis(result, verdicts, console=con, title=name)

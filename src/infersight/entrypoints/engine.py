@@ -64,7 +64,7 @@ def new_engine(opts: EngineOptions) -> EmbeddedEngine:
     return EmbeddedEngine(
         model=opts.model, parallel=opts.parallel, ctx=opts.ctx, threads=opts.threads,
         host=opts.host, port=opts.port, api_key=opts.api_key, verbose=opts.verbose,
-    )  # fmt: skip
+    )
 
 
 @contextlib.contextmanager
@@ -98,7 +98,7 @@ def describe(engine: EmbeddedEngine, started_by: str) -> Endpoint:
     return Endpoint(
         url=engine.base_url, api_key=engine.api_key, started_by=started_by, pid=engine.pid,
         slots=engine.config.parallel, model=engine.model_name, settings=engine.settings,
-    )  # fmt: skip
+    )
 
 
 @contextlib.contextmanager

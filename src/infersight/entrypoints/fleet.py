@@ -76,7 +76,7 @@ async def _run(q: FleetQuery, auth: object, start: float, end: float, step: floa
     async with PrometheusClient(q.url, auth) as prom:
         fleet = await discover_fleet(prom, start=start, end=end, step=step, selector=q.selector,
                                      gpu_selector=q.gpu_selector,
-                                     physics=model is not None and gpu is not None)  # fmt: skip
+                                     physics=model is not None and gpu is not None)
         window = q.window or default_window(end - start, step, fleet.scrape_interval)
         # whole windows: the range starts earlier by less than one window if need be
         start = fleet.start = end - math.ceil((end - start) / window - 1e-9) * window
@@ -85,7 +85,7 @@ async def _run(q: FleetQuery, auth: object, start: float, end: float, step: floa
         bar = Progress(TextColumn("[bold]reading Prometheus[/bold]"), BarColumn(),
                        TextColumn("{task.completed}/{task.total} pages · {task.fields[pts]:,} points"),
                        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-                       disable=not progress or not sys.stderr.isatty())  # fmt: skip
+                       disable=not progress or not sys.stderr.isatty())
         with bar:
             task = bar.add_task("pages", total=fleet.page_count(window, points), pts=0)
             async for page in fleet.pages(window, points):
@@ -97,7 +97,7 @@ async def _run(q: FleetQuery, auth: object, start: float, end: float, step: floa
     report.notes = [*fleet.notes, *report.notes, *(f"Prometheus: {w}" for w in prom.warnings)]
     report.stats = {"pages": diag.pages, "queries": prom.queries, "points": prom.points,
                     "signals": len(fleet.signals), "scrape_interval_s": fleet.scrape_interval,
-                    "seconds": round(time.perf_counter() - t_begin, 2)}  # fmt: skip
+                    "seconds": round(time.perf_counter() - t_begin, 2)}
     return report
 
 

@@ -56,7 +56,7 @@ def gateway_config(
         "host": host, "port": port, "default_deadline_s": deadline,
         "prices_file": str(prices) if prices else None,
         "access_log": False if no_access_log else None,
-    }  # fmt: skip
+    }
     cfg = load_config(config, **overrides)
     ups = [u.model_dump() for u in cfg.upstreams] + [parse_upstream_flag(u) for u in upstream]
     for u in ups:

@@ -145,12 +145,12 @@ def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSetti
                     idle_timeout_s=limits.keepalive_timeout_s,
                     max_connections_per_client=limits.max_connections_per_client,
                 ),
-            )  # fmt: skip
+            )
             note = "private: loopback, internal key, behind the validating front"
             received = run_front(
                 cfg, on_ready=lambda front: _say(_banner(engine, key_source, front.url, note)),
                 alive=lambda: engine.running,
-            )  # fmt: skip
+            )
             if received is None:
                 code = engine.wait(0)
                 tail = [ln for ln in engine.log_tail(20) if ln.strip()]
@@ -182,7 +182,7 @@ def serve_stack(
         cfg = load_config(
             None, host=host, port=port, upstreams=[engine_upstream(describe(engine, "serve"))],
             keys=keys, require_key=bool(key),
-        )  # fmt: skip
+        )
 
         def on_ready(gw: Gateway) -> None:
             note = "private: loopback, internal key, behind the gateway"

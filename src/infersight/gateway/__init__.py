@@ -1,5 +1,5 @@
 """infersight.gateway: an OpenAI-compatible gateway that keeps upstreams busy and
-every request safe (shared/design.md section 4).
+every request safe (docs/design.md section 4).
 
 Admission control per upstream (static or adaptive concurrency limit, bounded
 priority queue, 503 + Retry-After from the measured drain rate), failover before the
@@ -15,7 +15,6 @@ share limits, spend and breaker opens through Redis (``infersight.gateway.shared
 """
 
 from infersight.gateway.admission import AdmissionController
-from infersight.gateway.batcher import DynamicBatcher
 from infersight.gateway.breaker import BreakerState, CircuitBreaker
 from infersight.gateway.config import (
     BatchingConfig,
@@ -28,6 +27,7 @@ from infersight.gateway.config import (
     load_config,
     parse_upstream_flag,
 )
+from infersight.gateway.dynamic_batching import DynamicBatcher
 from infersight.gateway.limiter import AIMDLimit, GradientLimit, StaticLimit, make_limiter
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.router import Router

@@ -1,6 +1,6 @@
 """The gateway's non-proxy endpoints: /v1/models, /metrics, /health and /stats.
 
-With keys configured, all but /health need one (design.md section 4): /stats shows
+With keys configured, all but /health need one (docs/design.md section 4): /stats shows
 the upstreams and the spend per key, /v1/models what is served. ``metrics_public``
 opens /metrics alone, for a Prometheus that scrapes without credentials. No URL shown
 here carries credentials.
@@ -20,8 +20,8 @@ from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
     from infersight.gateway.auth import KeyStore
-    from infersight.gateway.merge import BatchMerger
     from infersight.gateway.metrics import GatewayMetrics
+    from infersight.gateway.request_merge import BatchMerger
     from infersight.gateway.router import Router
     from infersight.gateway.shared import SharedState
     from infersight.gateway.upstream import Upstream

@@ -113,7 +113,7 @@ class UpstreamConfig(_Strict):
     #: Clamp ``max_tokens`` / ``max_completion_tokens`` sent to this upstream (and set
     #: it when a request gives none): bounds the KV cache one request may claim.
     max_tokens_cap: int | None = Field(default=None, ge=1)
-    #: Attempts on this upstream per request (retries follow design.md s.3).
+    #: Attempts on this upstream per request (retries follow docs/design.md s.3).
     max_attempts: int = Field(default=2, ge=1)
     #: Circuit breaker: consecutive failures that open it, and seconds before probing.
     breaker_failures: int = Field(default=5, ge=1)
@@ -270,7 +270,7 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
             )
         out[keys[k]] = [m for m in v.split("|") if m] if k == "models" else v.strip()
     for field, short in (("ttft_timeout_s", "ttft"), ("first_byte_timeout_s", "first_byte"),
-                         ("idle_timeout_s", "idle")):  # fmt: skip
+                         ("idle_timeout_s", "idle")):
         if field in out:
             out[field] = parse_duration(out[field], f"--upstream {name}: {short}")
     return out

@@ -34,7 +34,7 @@ __all__ = ["OPENAI_COMPATIBLE", "from_litellm", "is_litellm"]
 
 #: LiteLLM provider prefixes whose servers speak the OpenAI API (what the gateway proxies).
 OPENAI_COMPATIBLE = ("openai", "hosted_vllm", "text-completion-openai", "openai_like",
-                     "lm_studio", "llamafile")  # fmt: skip
+                     "lm_studio", "llamafile")
 _DEFAULT_BASE = {"openai": "https://api.openai.com", "text-completion-openai": "https://api.openai.com"}
 _TOP = {"model_list", "router_settings", "litellm_settings", "general_settings"}
 _PARAMS = {"model", "api_base", "api_key", "rpm", "tpm"}
@@ -156,7 +156,7 @@ def from_litellm(doc: dict[str, Any], where: str) -> dict[str, Any]:
                 out["default_deadline_s"] = float(s[key])
         if s.get("fallbacks"):
             out["fallbacks"] = {**out.get("fallbacks", {}),
-                                **_fallbacks(r, s["fallbacks"], f"{section}.fallbacks")}  # fmt: skip
+                                **_fallbacks(r, s["fallbacks"], f"{section}.fallbacks")}
     general = _mapping(doc.get("general_settings"), f"{where}: general_settings")
     r.extra(general, _GENERAL, "general_settings")
     if "master_key" in general:

@@ -37,4 +37,4 @@ def raw_error(
         retry_after = getattr(e, "retry_after", None)
         extra["Retry-After"] = str(max(1, math.ceil(retry_after or 1)))
     return raw_json_response(status, error_body(e, param=param), extra, close=close,
-                             head_only=head_only)  # fmt: skip
+                             head_only=head_only)

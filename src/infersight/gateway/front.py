@@ -114,7 +114,7 @@ class ServeFront:
             self._server = await self.loop.create_server(
                 lambda: ClientConn(self), self.cfg.host, self.cfg.port, backlog=1024,
                 reuse_address=True,
-            )  # fmt: skip
+            )
         except OSError as e:
             raise listen_error(self.cfg.host, self.cfg.port, e) from None
         self.port = int(self._server.sockets[0].getsockname()[1])
@@ -136,7 +136,7 @@ class ServeFront:
         c = self.cfg
         g = c.guard
         tick = max(0.05, min(1.0, g.head_timeout_s / 4, g.body_timeout_s / 4,
-                             g.idle_timeout_s / 4))  # fmt: skip
+                             g.idle_timeout_s / 4))
         while True:
             await asyncio.sleep(tick)
             now = self.loop.time()
@@ -183,10 +183,10 @@ class ServeFront:
         want = "POST" if path in _POST else ("GET" if path in _GET else None)
         if want is None:
             raise InputError(f"no such endpoint: {head.method} {path[:200]}",
-                             code="not_found", status=404)  # fmt: skip
+                             code="not_found", status=404)
         if head.method != want:
             raise InputError(f"{path} accepts {want}, not {head.method}",
-                             code="method_not_allowed", status=405)  # fmt: skip
+                             code="method_not_allowed", status=405)
 
     def _check_head(self, head: Head) -> None:
         if head.path not in _OPEN:
@@ -194,14 +194,14 @@ class ServeFront:
         enc = (head.headers.get("content-encoding") or "identity").lower()
         if enc not in ("", "identity"):
             raise InputError(f"compressed request bodies ({enc[:40]}) are not accepted",
-                             code="unsupported_media_type", status=415)  # fmt: skip
+                             code="unsupported_media_type", status=415)
         expect = head.headers.get("expect")
         if expect is not None and expect.lower() != "100-continue":
             raise InputError(f"unsupported Expect: {expect[:100]}",
-                             code="expectation_failed", status=417)  # fmt: skip
+                             code="expectation_failed", status=417)
         if head.length > self.cfg.max_body_bytes:
             raise InputError(f"request body exceeds {self.cfg.max_body_bytes} bytes",
-                             code="body_too_large", status=413)  # fmt: skip
+                             code="body_too_large", status=413)
 
     def _validate(self, endpoint: str, body: bytes) -> None:
         doc = parse_body(body)
@@ -220,7 +220,7 @@ class ServeFront:
         if endpoint is None:
             # GET: the path and query as sent (the head parser allowed visible ASCII only).
             conn.relay(b"GET " + head.target.encode("ascii") + b" HTTP/1.1\r\n"
-                       + self._up_head + b"\r\n", head)  # fmt: skip
+                       + self._up_head + b"\r\n", head)
             return
         try:
             self._validate(endpoint, body)
@@ -231,7 +231,7 @@ class ServeFront:
         conn.relay(b"".join((
             b"POST ", head.path.encode("ascii"), b" HTTP/1.1\r\n", self._up_head,
             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body), body,
-        )), head)  # fmt: skip
+        )), head)
 
 
 def run_front(

@@ -58,7 +58,7 @@ def check_llama_tokens(endpoint: str, doc: dict[str, Any]) -> None:
         if not (isinstance(c, str) or (isinstance(c, list)
                                        and all(isinstance(x, str) or is_int(x) for x in c))):
             raise _bad("'content' must be a string or a list of strings and token ids",
-                       "content")  # fmt: skip
+                       "content")
         for flag in ("add_special", "with_pieces", "parse_special"):
             if flag in doc and not isinstance(doc[flag], bool):
                 raise _bad(f"'{flag}' must be a boolean", flag)

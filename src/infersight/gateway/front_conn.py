@@ -71,7 +71,7 @@ class ClientConn(asyncio.Protocol):
             cap = self.front.cfg.guard.max_connections_per_client
             self.send_error(RateLimited(
                 f"too many connections from this address (at most {cap})", status=429
-            ), close=True)  # fmt: skip
+            ), close=True)
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -97,7 +97,7 @@ class ClientConn(asyncio.Protocol):
             where = "head" if self.state == HEAD else "body"
             self.send_error(InputError(
                 f"the connection closed inside a request {where}", code="malformed_http"
-            ), close=True)  # fmt: skip
+            ), close=True)
         elif self.state == IDLE:
             self._shut()
         return True  # busy: keep our side open for the answer
@@ -169,7 +169,7 @@ class ClientConn(asyncio.Protocol):
     def _refuse(self, head: Head, refusal: InfersightError) -> None:
         self.send_error(refusal, close=head.has_body or head.close,
                         head_only=head.method == "HEAD",
-                        headers=self.front.allow_header(refusal, head))  # fmt: skip
+                        headers=self.front.allow_header(refusal, head))
         self._after_answer(keep=not (head.has_body or head.close), resume=False)
 
     def _next_head(self) -> bool | None:
@@ -184,10 +184,10 @@ class ClientConn(asyncio.Protocol):
         if end < 0:
             if len(buf) - pos > MAX_HEAD_BYTES:
                 raise InputError("request head too large", code="header_too_large",
-                                 status=431)  # fmt: skip
+                                 status=431)
             if buf.find(b"\n\n", pos) >= 0 or buf.find(b"\n\r\n", pos) >= 0:
                 raise InputError("malformed HTTP request: lines must end with CRLF",
-                                 code="malformed_http")  # fmt: skip
+                                 code="malformed_http")
             return None
         if end - pos > MAX_HEAD_BYTES:
             raise InputError("request head too large", code="header_too_large", status=431)
@@ -225,7 +225,7 @@ class ClientConn(asyncio.Protocol):
         ex = self._exchange = Exchange(
             self.front.pool, self.transport, request, close_client=self._close_after,
             unchunk=unchunk, on_done=self._relayed,
-        )  # fmt: skip
+        )
         ex.start()
 
     def _relayed(self, error: InfersightError | None) -> None:
@@ -303,8 +303,8 @@ class ClientConn(asyncio.Protocol):
         elif self.state == HEAD and now - self.since > cfg.head_timeout_s:
             self.send_error(SlowClient(
                 f"request head not received within {cfg.head_timeout_s:g} s"
-            ), close=True)  # fmt: skip
+            ), close=True)
         elif self.state == BODY and now - self.last_read > cfg.body_timeout_s:
             self.send_error(SlowClient(
                 f"request body stalled for {cfg.body_timeout_s:g} s"
-            ), close=True)  # fmt: skip
+            ), close=True)

@@ -150,7 +150,7 @@ def _framed(method: bytes, target: bytes, minor_text: bytes, headers: dict[str, 
                 raise _bad("invalid Content-Length")
             length = int(cl)
     return Head(method.decode("ascii"), target.decode("ascii"), minor, headers, length,
-                chunked)  # fmt: skip
+                chunked)
 
 
 class ChunkDecoder:
@@ -207,7 +207,7 @@ class ChunkDecoder:
             self.size += size
             if self.size > self.cap:
                 raise InputError(f"request body exceeds {self.cap} bytes",
-                                 code="body_too_large", status=413)  # fmt: skip
+                                 code="body_too_large", status=413)
             self._left = size
         return pos - start
 

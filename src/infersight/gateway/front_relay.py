@@ -133,7 +133,7 @@ class Relay(asyncio.Protocol):
         elif self._mode == 2:
             self._chunks(data, sink)
             self._whole = self._mode == 2 and not (self._left or self._line or self._trailers
-                                                   or self._unchunk or self._prefix)  # fmt: skip
+                                                   or self._unchunk or self._prefix)
         elif self._mode == 3:
             self._emit(sink, data)
 
@@ -315,7 +315,7 @@ class Exchange:
     def _begin(self, relay: Relay) -> None:
         self.relay = relay
         relay.begin(self.sink, self.request, close_client=self.close_client,
-                    unchunk=self.unchunk, on_done=self._relayed)  # fmt: skip
+                    unchunk=self.unchunk, on_done=self._relayed)
 
     def _relayed(self, error: InfersightError | None) -> None:
         relay, self.relay = self.relay, None

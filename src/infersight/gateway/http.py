@@ -82,7 +82,7 @@ def model_not_found(model: str, where: str = "this gateway") -> InputError:
     return InputError(
         f"model {model!r} is not served by {where} (see GET /v1/models)",
         param="model", code="model_not_found", status=404,
-    )  # fmt: skip
+    )
 
 
 def _chars(v: Any) -> int:

@@ -104,7 +104,7 @@ class Proxy:
                 raise DeadlineExceeded("request deadline passed before an upstream answered")
             if (wait := up.budget_wait()) > 0:  # over its rpm/tpm: the next candidate
                 last = last or Shed(f"upstream {up.name} is over its requests/tokens per minute",
-                                    code="upstream_rate_limit", retry_after=wait)  # fmt: skip
+                                    code="upstream_rate_limit", retry_after=wait)
                 continue
             if not up.breaker.allow():
                 continue

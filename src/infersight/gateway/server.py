@@ -32,9 +32,9 @@ from infersight.gateway.call import request_id
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.errors import InputError
 from infersight.gateway.http import ENDPOINTS, error_response, estimate_tokens, parse_body, validate
-from infersight.gateway.merge import BatchMerger
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
+from infersight.gateway.request_merge import BatchMerger
 from infersight.gateway.router import Router
 from infersight.gateway.shared import SharedState
 from infersight.gateway.upstream import Upstream

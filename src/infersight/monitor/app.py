@@ -132,7 +132,7 @@ async def run_monitor(
             loop.add_signal_handler(sig, stop.set)
     try:
         return await _run(url, interval, record, processes, gpu, api_key, duration, once,
-                          console, scrape_timeout, stop)  # fmt: skip
+                          console, scrape_timeout, stop)
     finally:
         tlog.setLevel(old_level)
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -164,7 +164,7 @@ async def _run(
     # The file keeps everything; memory holds the last ~50k samples.
     tel = build_recorder(interval=interval, processes=procs, gpu=gpu,
                          scrape=[] if scraper is None else [scraper],
-                         record=record, capacity=50_000)  # fmt: skip
+                         record=record, capacity=50_000)
     rec = tel.recorder
     state = MonitorState()
     rec.add_listener(state.update)

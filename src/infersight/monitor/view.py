@@ -69,7 +69,7 @@ def _gpu(st: MonitorState, info: ViewInfo) -> RenderableType:
     if not gpus:
         return Text(f"GPU: {info.gpu_message or 'no GPU metrics'}", style="dim")
     t = Table(title="GPU", title_justify="left", expand=True, box=None, header_style="bold")
-    for col in ("gpu", "util", "", "SM act", "memory", "power", "SM/mem MHz", "temp", "PCIe rx/tx", "throttle"):  # fmt: skip
+    for col in ("gpu", "util", "", "SM act", "memory", "power", "SM/mem MHz", "temp", "PCIe rx/tx", "throttle"):
         t.add_column(col)
     for g in gpus:
 
@@ -100,7 +100,7 @@ def _engine(st: MonitorState, info: ViewInfo) -> RenderableType:
     spec = engine_specs().get(st.engine or "")
     label = spec.label if spec else "unknown engine"
     t = Table(title=f"Engine: {label}  {info.url}", title_justify="left",
-              box=None, show_header=False, padding=(0, 2))  # fmt: skip
+              box=None, show_header=False, padding=(0, 2))
     t.add_column(style="bold")
     t.add_column()
     t.add_column(style="bold")
@@ -110,12 +110,12 @@ def _engine(st: MonitorState, info: ViewInfo) -> RenderableType:
     status = Text("up", style="green") if up == 1.0 else Text("DOWN", style="bold red")
     t.add_row("status", status, "scrape failures", str(st.scrape_failures))
     t.add_row("running", f"{_num(running)} / {_num(slots)} slots", "waiting",
-              Text(_num(waiting), style="bold red" if (waiting or 0) > 0 else ""))  # fmt: skip
+              Text(_num(waiting), style="bold red" if (waiting or 0) > 0 else ""))
     kv_cell = Text(NA, style="dim") if kv is None else Text(_pct(kv) + " ") + _bar(kv, 12)
     t.add_row("KV cache", kv_cell, "preemptions/s",
-              _num(st.rate("engine.preemptions_total"), "{:.2f}"))  # fmt: skip
+              _num(st.rate("engine.preemptions_total"), "{:.2f}"))
     t.add_row("prompt tok/s", _num(st.rate("engine.prompt_tokens_total"), "{:.1f}"),
-              "generated tok/s", _num(st.rate("engine.generation_tokens_total"), "{:.1f}"))  # fmt: skip
+              "generated tok/s", _num(st.rate("engine.generation_tokens_total"), "{:.1f}"))
     req = st.rate("engine.requests_finished_total") or st.rate("engine.requests_total")
     err = st.rate("engine.request_errors_total")
     t.add_row("requests/s", _num(req, "{:.2f}"), "errors/s", _num(err, "{:.2f}"))
@@ -136,12 +136,12 @@ def _latency(st: MonitorState) -> RenderableType:
     if not rows:
         return Text("latency: the engine exports no latency histograms", style="dim")
     t = Table(title="Latency (engine, last interval with requests)", title_justify="left",
-              expand=True, box=None, header_style="bold")  # fmt: skip
+              expand=True, box=None, header_style="bold")
     for col in ("", "p50", "p90", "p99", "mean (30 s)"):
         t.add_column(col)
     for k, lv in rows:
         t.add_row(k.upper() if k != "queue_time" else "queue", _ms(lv.p50), _ms(lv.p90),
-                  _ms(lv.p99), _ms(lv.mean))  # fmt: skip
+                  _ms(lv.p99), _ms(lv.mean))
     return t
 
 
@@ -164,7 +164,7 @@ def _host(st: MonitorState) -> RenderableType:
     for s in st.values("process.cpu_percent"):
         rss = st.value("process.rss_bytes", pid=s.labels.get("pid", ""))
         t.add_row(f"{s.labels.get('name')} ({s.labels.get('pid')})",
-                  f"CPU {_num(s.value)}% of a core, RSS {_bytes(rss)}")  # fmt: skip
+                  f"CPU {_num(s.value)}% of a core, RSS {_bytes(rss)}")
     return t
 
 
@@ -178,5 +178,5 @@ def render(st: MonitorState, info: ViewInfo) -> RenderableType:
         ("   q or Ctrl-C to quit" if info.live else "", "dim"),
     )
     body = Group(_gpu(st, info), Text(""), _engine(st, info), Text(""), _latency(st),
-                 Text(""), _host(st))  # fmt: skip
+                 Text(""), _host(st))
     return Panel(body, title=head, title_align="left")

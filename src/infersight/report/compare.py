@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from infersight.report.aggregates import level_aggregate
 from infersight.report.svg import fmt_value
-from infersight.report.view import LevelView, RunView, record_end
+from infersight.report.view import LevelView, RunView, level_aggregate, record_end
 
 __all__ = [
     "CompareRow",

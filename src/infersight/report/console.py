@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from infersight.core.metrics import client_headline, level_notes, level_state
+from infersight.core.aggregate import client_headline, level_notes, level_state
 from infersight.core.records import RunResult
 from infersight.report.headline import build_headline, verdict_where
 
@@ -51,7 +51,7 @@ def _columns(result: RunResult) -> tuple[tuple[str, ...], dict[str, list[str]]]:
         a["requests"]["in_window"] != a["requests"]["total"] for a in result.aggregates.values()
     )
     cols = ("req/s", "tok/s", "ok/sent", *(("in stats",) if differ else ()), "state",
-            "TTFT p50/p99", "TPOT p50", "ITL p50/p99", "e2e p50/p99", "lag p99", "goodput")  # fmt: skip
+            "TTFT p50/p99", "TPOT p50", "ITL p50/p99", "e2e p50/p99", "lag p99", "goodput")
     rows: dict[str, list[str]] = {}
     for name, a in result.aggregates.items():
         req = a["requests"]
@@ -141,6 +141,6 @@ def render_console(result: RunResult, console: Console) -> None:
     _cost_lines(result, console)
     for v in result.diagnosis:  # each labelled: levels often share a verdict
         console.print(f"[bold]{escape(v.title or v.id)}[/] [dim]({escape(verdict_where(v, origin))})"
-                      f"[/]: {escape(v.summary)}", highlight=False)  # fmt: skip
+                      f"[/]: {escape(v.summary)}", highlight=False)
     for note in result.notes:
         console.print(f"[dim]note: {escape(note)}[/]")

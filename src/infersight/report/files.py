@@ -26,7 +26,7 @@ CSV_FIELDS = (
     "e2e_from_sent", "tpot", "itl_mean", "n_chunks", "prompt_tokens", "completion_tokens",
     "tokens_estimated", "usage_mismatch", "queue_delay", "attempts", "resends", "finish_reason",
     "error_message",
-)  # fmt: skip
+)
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

@@ -40,7 +40,7 @@ def fmt_num(x: float | None, unit: str = "", nd: int = 1) -> str:
 def _replica_table(report: FleetReport) -> Table:
     tab = Table(title="replicas", header_style="bold", title_justify="left")
     for col in ("replica", "model", "engine", "GPUs", "main verdict", "R", "S", "Q", "KV", "GPU util",
-                "SM", "TTFT p99 (max)"):  # fmt: skip
+                "SM", "TTFT p99 (max)"):
         tab.add_column(col, justify="right" if col in ("R", "S", "Q", "KV") else "left")
     for rd in report.replicas:
         st, r = rd.stats, rd.replica
@@ -49,7 +49,7 @@ def _replica_table(report: FleetReport) -> Table:
                     escape(rd.main_title if rd.verdicts else "no data"), fmt_num(st.get("R")),
                     fmt_num(st.get("S"), nd=0), fmt_num(st.get("Q")), fmt_num(st.get("kv"), "%"),
                     fmt_num(st.get("U"), "%"), fmt_num(st.get("SM"), "%"),
-                    fmt_num(st.get("ttft_p99_max"), "s"))  # fmt: skip
+                    fmt_num(st.get("ttft_p99_max"), "s"))
     return tab
 
 

@@ -18,7 +18,7 @@ __all__ = ["render_fleet_html", "timeline_svg"]
 COLOURS = {"slot_bound": "#D55E00", "kv_bound": "#CC79A7", "capacity": "#E69F00",
            "under_loaded": "#56B4E9", "busy_illusion": "#0072B2", "host_starved": "#999933",
            "healthy": "#009E73", "error_driven": "#c0392b", "bandwidth_bound_decode": "#7fbfbf",
-           "compute_bound_prefill": "#7f7fbf", "load_imbalance": "#000000"}  # fmt: skip
+           "compute_bound_prefill": "#7f7fbf", "load_imbalance": "#000000"}
 _ROW, _LEFT, _WIDTH = 22, 190, 1060
 
 
@@ -73,7 +73,7 @@ def _replicas_table(report: FleetReport) -> str:
         gpus = f"{len(r.gpus)} (by {r.gpu_join})" if r.gpus else "-"
         cells = [fmt_num(st.get("R")), fmt_num(st.get("S"), nd=0), fmt_num(st.get("Q")),
                  fmt_num(st.get("kv"), "%"), fmt_num(st.get("U"), "%"), fmt_num(st.get("SM"), "%"),
-                 fmt_num(st.get("ttft_p99_max"), "s")]  # fmt: skip
+                 fmt_num(st.get("ttft_p99_max"), "s")]
         main = escape(rd.main_title if rd.verdicts else "no data")
         rows.append(f'<tr><td><a href="#r-{escape(r.id)}">{escape(r.id)}</a></td><td>{escape(r.model)}</td>'
                     f"<td>{escape(r.engine)}</td><td>{escape(gpus)}</td><td>{main}</td>"

@@ -1,6 +1,6 @@
 """Observed ITL and TTFT against the roofline floors, from the verdicts' evidence.
 
-The diagnosis computes the floors (shared/design.md section 6) and attaches them to each
+The diagnosis computes the floors (docs/design.md section 6) and attaches them to each
 verdict as evidence (keys ``itl_floor``, ``itl_ratio``, ``ttft_floor``, ...). The
 report gathers them per level into one table instead of recomputing the physics.
 """

@@ -10,18 +10,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infersight.core.aggregate import level_state, parse_slo_key
 from infersight.core.durations import format_duration
 from infersight.core.errors import ConfigError
-from infersight.core.metrics import level_state, parse_slo_key
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.svg_axes import fmt_value
 
 __all__ = ["Headline", "OperatingPoint", "build_headline", "find_max_text", "slo_text",
-           "verdict_where"]  # fmt: skip
+           "verdict_where"]
 
 _METRIC = {"ttft": "TTFT", "ttft_from_sent": "TTFT from send", "tpot": "TPOT", "itl": "ITL",
-           "e2e": "e2e", "e2e_from_sent": "e2e from send"}  # fmt: skip
+           "e2e": "e2e", "e2e_from_sent": "e2e from send"}
 #: Verdicts that say the measurement itself is in doubt: they come first.
 _DOUBT = ("client_limited", "error_driven", "overloaded")
 _QUIET = ("healthy", "under_loaded")
@@ -73,7 +73,7 @@ def _num(v: Any) -> float | None:
 def point_figures(agg: Mapping[str, Any]) -> str:
     """``5.1 req/s, 412 output tok/s, TTFT p99 820 ms, ITL p99 41 ms``."""
     parts = [f"{_num(agg.get('request_throughput')) or 0:.3g} req/s",
-             f"{_num(agg.get('output_token_throughput')) or 0:.4g} output tok/s"]  # fmt: skip
+             f"{_num(agg.get('output_token_throughput')) or 0:.4g} output tok/s"]
     for metric, label in (("ttft", "TTFT p99"), ("itl", "ITL p99"), ("e2e", "e2e p99")):
         v = _num((agg.get(metric) or {}).get("p99"))
         if v is not None:
@@ -120,7 +120,7 @@ def _qualifies(agg: Mapping[str, Any]) -> bool:
 
 
 def _best(levels: Sequence[tuple[str, Mapping[str, Any]]], goal: str, key: str | None,
-          *, goals: bool = True) -> OperatingPoint:  # fmt: skip
+          *, goals: bool = True) -> OperatingPoint:
     """Among sustainable, not client-limited levels (meeting the goals, or the goal
     ``key``), the one with the most output tokens/s."""
     ok = []
@@ -129,7 +129,7 @@ def _best(levels: Sequence[tuple[str, Mapping[str, Any]]], goal: str, key: str |
         met = (agg.get("slo") or {}).get("met") if key is None else (checks.get(key) or {}).get("met")
         if _qualifies(agg) and (met or not goals):
             ok.append((_num(agg.get("output_token_throughput")) or 0.0,
-                       _num(agg.get("request_throughput")) or 0.0, name, agg))  # fmt: skip
+                       _num(agg.get("request_throughput")) or 0.0, name, agg))
     if not ok:
         return OperatingPoint(goal, None)
     _, _, name, agg = max(ok, key=lambda t: (t[0], t[1]))
@@ -151,7 +151,7 @@ def main_verdict(verdicts: Sequence[Verdict], level_order: Sequence[str]) -> Ver
 
 
 def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, Any]]],
-                   verdicts: Sequence[Verdict] | None = None) -> Headline:  # fmt: skip
+                   verdicts: Sequence[Verdict] | None = None) -> Headline:
     """The headline of a run whose levels (name, aggregate) are in load order."""
     slo: dict[str, float] = dict(result.config.get("slo") or {})
     points: list[OperatingPoint] = []
@@ -161,7 +161,7 @@ def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, A
             points += [_best(levels, f"meeting {slo_text({k: v})}", k) for k, v in slo.items()]
     elif levels:
         points.append(_best(levels, "highest sustainable throughput (no goals given)", None,
-                            goals=False))  # fmt: skip
+                            goals=False))
     vs = list(result.diagnosis if verdicts is None else verdicts)
     main = main_verdict(vs, [n for n, _ in levels])
     caveat = None
@@ -169,7 +169,7 @@ def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, A
         flagged = any((a.get("client_limited") or {}).get("flag") for _, a in levels)
         caveat = ("every level was client-limited: the load generator, not the server, set "
                   "these figures" if flagged else
-                  "no level was both sustainable and within the goals")  # fmt: skip
+                  "no level was both sustainable and within the goals")
     fm = result.config.get("find_max")
     return Headline(
         points=points,

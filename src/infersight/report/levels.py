@@ -2,8 +2,8 @@
 
 Beside every level: how many requests were sent and how many the statistics describe
 (the window chooses by intended send time), whether the window is a steady state, and
-whether an open-loop level was sustainable (design.md section 2). The words come from
-:func:`infersight.core.metrics.level_notes`, as in the console table.
+whether an open-loop level was sustainable (docs/design.md section 2). The words come from
+:func:`infersight.core.aggregate.level_notes`, as in the console table.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 from html import escape
 from typing import Any
 
-from infersight.core.metrics import level_notes, level_state
+from infersight.core.aggregate import level_notes, level_state
 from infersight.report.compare import _get
 from infersight.report.svg import fmt_value
 from infersight.report.view import LevelView, RunView

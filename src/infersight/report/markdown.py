@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from infersight.core.metrics import client_headline, level_state
+from infersight.core.aggregate import client_headline, level_state
 from infersight.core.records import RunResult
 from infersight.report.compare import (
     CompareRow,
@@ -125,7 +125,7 @@ def _headline_md(view: RunView) -> list[str]:
     head = run_headline(view)
     origin = view.t0
     lines = [f"- **{md_cell(label.capitalize())}**: {md_cell(text)}"
-             for label, text in head.lines(origin)]  # fmt: skip
+             for label, text in head.lines(origin)]
     return [*lines, ""] if lines else []
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from infersight.core.chunks import Chunks, FloatArray
-from infersight.report.aggregates import cdf_points
+from infersight.report.cdf import cdf_points
 from infersight.report.compare import _get
 from infersight.report.svg import PALETTE, Band, Series, chart
 from infersight.report.timeline import Timeline, binned_means, build_timeline
@@ -167,7 +167,7 @@ def _util_chart(view: RunView, edges: FloatArray, bands: list[Band]) -> str:
             vs, ts = binned_means(ts, vs, edges), (edges[:-1] + edges[1:]) / 2
         per_core = is_per_core(name)
         series.append(Series(name, ts.tolist(), vs.tolist(), _color(i),
-                             dash="SM" in name or per_core, right=per_core and device))  # fmt: skip
+                             dash="SM" in name or per_core, right=per_core and device))
     right = device and any(s.right for s in series)
     return chart(
         series,

@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from infersight.core.metrics import client_headline
+from infersight.core.aggregate import client_headline
 from infersight.core.verdicts import Verdict
-from infersight.report.aggregates import PERCENTILES
+from infersight.report.cdf import PERCENTILES
 from infersight.report.floors import floors_html
 from infersight.report.headline_html import headline_html
 from infersight.report.levels import fmt_cell, level_notes_html, summary_table

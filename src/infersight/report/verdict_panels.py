@@ -10,14 +10,14 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from infersight.core.metrics import client_headline
+from infersight.core.aggregate import client_headline
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 
 __all__ = ["render_diagnosis", "render_verdicts"]
 
 _STYLE = {"healthy": "green", "bandwidth_bound_decode": "cyan", "compute_bound_prefill": "cyan",
-          "under_loaded": "yellow", "client_limited": "magenta"}  # fmt: skip
+          "under_loaded": "yellow", "client_limited": "magenta"}
 
 
 def _panel(v: Verdict, origin: float, window_text: Callable[[Verdict], str] | None = None) -> Panel:
@@ -33,13 +33,13 @@ def _panel(v: Verdict, origin: float, window_text: Callable[[Verdict], str] | No
     when = window_text(v) if window_text else f"{w0:.1f}-{w1:.1f} s"
     head = (f"{escape(v.summary)}\n[dim]window {escape(when)}"
             f"{' · level ' + escape(v.level) if v.level else ''} · engine {v.engine} · "
-            f"confidence {v.confidence:.2f}[/dim]")  # fmt: skip
+            f"confidence {v.confidence:.2f}[/dim]")
     body: list[Any] = [head, tab]
     if fixes:
         body.append(f"[bold]fix[/bold]\n{fixes}")
     where = f" · level {escape(v.level)}" if v.level else f" · {w0:.0f}-{w1:.0f} s"
     return Panel(Group(*body), title=f"[bold]{escape(v.title)}[/bold]{where}",
-                 border_style=_STYLE.get(v.id, "red"), expand=True)  # fmt: skip
+                 border_style=_STYLE.get(v.id, "red"), expand=True)
 
 
 def render_verdicts(

@@ -16,9 +16,16 @@ from infersight.core.chunks import Chunks, FloatArray, flatten_chunks, itl_from_
 from infersight.core.cost import level_cost, run_model, run_price
 from infersight.core.records import RequestRecord, RunResult
 from infersight.core.verdicts import Verdict
-from infersight.report.aggregates import level_aggregate
 
-__all__ = ["NOT_DIAGNOSED", "LevelView", "RunView", "build_view", "build_views", "no_price_text"]
+__all__ = [
+    "NOT_DIAGNOSED",
+    "LevelView",
+    "RunView",
+    "build_view",
+    "build_views",
+    "level_aggregate",
+    "no_price_text",
+]
 
 #: Label used when records carry no ``labels["level"]``.
 DEFAULT_LEVEL = "run"
@@ -43,7 +50,7 @@ class LevelView:
     def in_stats(self) -> list[bool]:
         """Which records the level's statistics cover: those sent inside its window.
 
-        The CDFs use the same requests as the tables (design.md section 2).
+        The CDFs use the same requests as the tables (docs/design.md section 2).
         """
         w = self.agg.get("window") or {}
         lo, hi = w.get("start"), w.get("end")
@@ -253,3 +260,25 @@ def build_views(results: Sequence[RunResult], labels: Sequence[str] | None = Non
         seen[base] = seen.get(base, 0) + 1
         views.append(build_view(res, base if seen[base] == 1 else f"{base} ({seen[base]})"))
     return views
+
+
+def level_aggregate(
+    stored: Any, records: Sequence[RequestRecord], level: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The aggregate the run stored (what the console printed), else recomputed.
+
+    Recomputing uses the same ``core.aggregate.aggregate`` as ``bench``, with the level's
+    target concurrency or rate from ``config["levels"]``, so the numbers agree.
+    """
+    if isinstance(stored, dict) and stored:
+        return stored
+    from infersight.core.aggregate import aggregate
+
+    level = level or {}
+    conc, rate = level.get("concurrency"), level.get("rate")
+    out: dict[str, Any] = aggregate(
+        list(records),
+        target_concurrency=int(conc) if isinstance(conc, int | float) else None,
+        target_rate=float(rate) if isinstance(rate, int | float) else None,
+    )
+    return out

@@ -77,7 +77,7 @@ def alert_expressions() -> list[str]:
 _KEYWORDS = {
     "by", "without", "on", "ignoring", "group_left", "group_right", "and", "or",
     "unless", "bool", "offset", "inf", "nan",
-}  # fmt: skip
+}
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
 
@@ -163,4 +163,4 @@ def alert_engines(expr: str) -> list[str]:
     return [
         key for key in engine_specs()
         if _fills(lhs, key) and not (scope and _fills(scope, key))
-    ]  # fmt: skip
+    ]

@@ -98,7 +98,7 @@ def panels_markdown() -> str:
            "engine (llama.cpp includes infersight's embedded engine); an empty cell is a panel",
            "that says \"no data\" for it. GPU, host and cost panels do not depend on the engine.",
            "",
-           head, "|---" * (len(specs) + 1) + "|"]  # fmt: skip
+           head, "|---" * (len(specs) + 1) + "|"]
     for p in dashboard_panels():
         engines = panel_engines(p)
         if engines and p.get("type") != "stat":

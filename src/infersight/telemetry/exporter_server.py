@@ -135,7 +135,7 @@ async def run_exporter(
     tel = build_recorder(
         interval=interval, processes=processes, gpu=gpu, scrape=urls, api_key=api_key,
         scrape_timeout=scrape_timeout, engine_buckets=True, capacity=_EXPORTER_CAPACITY,
-    )  # fmt: skip
+    )
     srv = ExporterServer(tel.recorder, host=host, port=port, gpus=tel.gpus)
     await srv.start()
     stop = asyncio.Event()

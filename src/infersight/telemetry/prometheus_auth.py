@@ -38,7 +38,7 @@ from infersight.core.settings import BaseConfig, config_error
 __all__ = ["PrometheusAuth", "PrometheusEnv", "load_auth"]
 
 _SUPPORTED = {"basic_auth", "authorization", "bearer_token", "bearer_token_file", "tls_config",
-              "follow_redirects", "enable_http2"}  # fmt: skip
+              "follow_redirects", "enable_http2"}
 
 
 class PrometheusAuth(BaseModel):
@@ -127,7 +127,7 @@ def _from_env() -> PrometheusAuth:
         username=env.username, password_value=SecretStr(password), bearer=SecretStr(token),
         ca_file=env.ca_file, cert_file=env.cert_file, key_file=env.key_file,
         server_name=env.server_name, insecure_skip_verify=env.insecure_skip_verify,
-    )  # fmt: skip
+    )
 
 
 def _section(doc: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
@@ -173,7 +173,7 @@ def _from_file(path: Path) -> PrometheusAuth:
         bearer=SecretStr(token), ca_file=rel(tls.get("ca_file")), cert_file=rel(tls.get("cert_file")),
         key_file=rel(tls.get("key_file")), server_name=str(tls.get("server_name") or ""),
         insecure_skip_verify=bool(tls.get("insecure_skip_verify", False)),
-    )  # fmt: skip
+    )
 
 
 def load_auth(http_config: Path | str | None = None) -> PrometheusAuth:

@@ -36,24 +36,24 @@ __all__ = [
 
 #: Labels that identify a replica (and its host) on an engine's series.
 ENGINE_BY = ("namespace", "pod", "job", "instance", "model_name", "node", "kubernetes_node",
-             "nodename", "hostname", "Hostname", "host")  # fmt: skip
+             "nodename", "hostname", "Hostname", "host")
 #: Labels kept on GPU series: the GPU, its host, the pod using it, the exporter.
 GPU_BY = ("gpu", "UUID", "uuid", "GPU_I_ID", "Hostname", "hostname", "pod", "namespace",
-          "exported_pod", "exported_namespace", "instance", "job")  # fmt: skip
+          "exported_pod", "exported_namespace", "instance", "job")
 #: Labels of infersight's exporter's series.
 EXPORTER_BY = ("namespace", "pod", "job", "instance", "source", "engine")
 
-#: Gauges and counters the rules read (design.md section 5 symbols, request counts).
+#: Gauges and counters the rules read (docs/design.md section 5 symbols, request counts).
 ENGINE_NAMES = ("engine.requests_running", "engine.requests_waiting", "engine.kv_cache_usage",
                 "engine.slots", "engine.preemptions_total", "engine.requests_finished_total",
-                "engine.requests_total")  # fmt: skip
+                "engine.requests_total")
 #: Read too when the roofline floors can be computed (--model and --gpu): throughput.
 PHYSICS_NAMES = ("engine.prompt_tokens_total", "engine.generation_tokens_total")
 #: Histograms and the quantiles read from them: TTFT p99 ranks the worst windows ...
 QUANTILES = {"engine.ttft_seconds": (0.99,)}
 #: ... and the medians are compared with the roofline floors.
 PHYSICS_QUANTILES = {"engine.ttft_seconds": (0.5,), "engine.itl_seconds": (0.5,),
-                     "engine.e2e_seconds": (0.5,)}  # fmt: skip
+                     "engine.e2e_seconds": (0.5,)}
 #: GPU signals the rules read.
 GPU_NAMES = ("gpu.utilization", "gpu.sm_activity")
 
@@ -115,7 +115,7 @@ def dcgm_spec() -> GpuExporterSpec:
         checked_against=str(t["checked_against"]), gpu_labels=tuple(t["gpu_labels"]),
         host_labels=tuple(t["host_labels"]),
         pod_labels=tuple((str(a), str(b)) for a, b in t["pod_labels"]), metrics=metrics,
-    )  # fmt: skip
+    )
 
 
 def parse_selector(text: str | None) -> str:

@@ -192,7 +192,7 @@ async def discover_fleet(client: PrometheusClient, *, start: float, end: float, 
     inv.direct = {(s.source, s.name, s.stat) for s in signals if s.family == "engine"}
     return Fleet(client=client, start=start, end=end, step=step, selector=selector, inventory=inv,
                  signals=signals, scrape_interval=await _scrape_interval(client),
-                 notes=[*inv.notes, *_coverage_notes(inv, names, gpu_names, gpu_sets)])  # fmt: skip
+                 notes=[*inv.notes, *_coverage_notes(inv, names, gpu_names, gpu_sets)])
 
 
 def _coverage_notes(inv: Inventory, names: set[str], gpu_names: set[str],

@@ -96,7 +96,7 @@ class PrometheusClient:
         self._session = aiohttp.ClientSession(
             connector=connector, headers=self.auth.headers(),
             timeout=aiohttp.ClientTimeout(total=self.timeout, sock_connect=min(10.0, self.timeout)),
-        )  # fmt: skip
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -136,7 +136,7 @@ def _add_engines(inv: Inventory, engine_sets: dict[str, list[dict[str, str]]]) -
                     job=lab.get("job", ""), instance=lab.get("instance", ""),
                     namespace=lab.get("namespace", ""), pod=lab.get("pod", ""), host=_host(lab),
                     sources=[f"{label} /metrics"],
-                )  # fmt: skip
+                )
 
 
 def _add_exporter(inv: Inventory, sets: list[dict[str, str]]) -> None:
@@ -156,7 +156,7 @@ def _add_exporter(inv: Inventory, sets: list[dict[str, str]]) -> None:
                         model=lab.get("model_name") or lab.get("job", ""), job=lab.get("job", ""),
                         instance=lab.get("instance", ""), namespace=lab.get("namespace", ""),
                         pod=lab.get("pod", ""), host=_host(lab),
-                    )  # fmt: skip
+                    )
             if "infersight exporter" not in inv.replicas[rid].sources:
                 inv.replicas[rid].sources.append("infersight exporter")
             inv.exporter_alias[(_key(lab), src)] = rid

@@ -83,7 +83,7 @@ def build_recorder(
             s, api_key=api_key, slots=slots, timeout=timeout, buckets=engine_buckets
         )
         for s in scrape
-    ]  # fmt: skip
+    ]
     samplers.extend(scrapers)
     rec = Recorder(samplers, interval=interval, capacity=capacity, record=record)
     return Telemetry(rec, scrapers, gpu_sampler, gpus, reason)

@@ -1,14 +1,10 @@
-"""infersight.testing: helpers for tests and benchmarks: a fake OpenAI server (with
-scripted faults, N slots and engine-dialect /metrics; each engine's real out-of-memory
-answer, broken framing and stalling bodies in ``fake_faults``), a real ``redis-server``
-on a free port (``RedisServer``), in ``queue_sim`` a simulated FIFO slot server that
-yields request records with their true queue waits, in ``raw_http`` a raw-socket client
-for slow and malformed requests, and in ``http_fuzz`` Hypothesis strategies over request
-bodies and framing (needs the dev extra)."""
+"""infersight.testing: a fake OpenAI-compatible server for tests, benchmarks and
+demos, with scripted faults, N slots and each engine's dialect of /metrics (each
+engine's real out-of-memory answer, broken framing and stalling bodies in
+``fake_faults``), in-process (``FakeOpenAI``) or in its own process (``FakeProcess``)."""
 
 from infersight.testing.fake_config import Behavior, FakeConfig, parse_behavior
 from infersight.testing.fake_openai import FakeOpenAI
 from infersight.testing.fake_process import FakeProcess
-from infersight.testing.redis_server import RedisServer
 
-__all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess", "RedisServer", "parse_behavior"]
+__all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess", "parse_behavior"]

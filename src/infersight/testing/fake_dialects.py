@@ -60,7 +60,7 @@ BOUNDS: dict[str, dict[str, Sequence[float]]] = {
         "inference": _TGI_DURATION, "prompt_len": _TGI_INPUT, "gen_len": _TGI_GENERATED,
     },
     "llamacpp": {},
-}  # fmt: skip
+}
 
 
 #: (name, help, kind of EngineMetrics.hists) of each dialect's histograms.
@@ -146,7 +146,7 @@ def _vllm(m: EngineMetrics) -> Iterator[Metric]:
     yield f.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", 0.0)
     reasons = {r: m.finished.get(r, 0.0) for r in ("stop", "length", "abort")}
     yield f.by_label("vllm:request_success", "Count of successfully processed requests.",
-                     "finished_reason", reasons)  # fmt: skip
+                     "finished_reason", reasons)
     yield from f.hists(_VLLM_HISTS)
 
 

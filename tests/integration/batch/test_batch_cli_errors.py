@@ -55,7 +55,7 @@ async def test_bad_lines_are_reported_with_numbers_and_nothing_is_sent(
         errors = {d["custom_id"]: d for d in docs if d["error"] is not None}
         assert sorted(errors) == ["line-3", "line-7"]
         assert all(d["error"]["code"] == "ConfigError" and d["response"] is None
-                   for d in errors.values())  # fmt: skip
+                   for d in errors.values())
         assert "input line 3 skipped: looks like JSON" in errors["line-3"]["error"]["message"]
         assert "duplicates line 1" in errors["line-7"]["error"]["message"]
         # A rerun writes them once only, and sends nothing.

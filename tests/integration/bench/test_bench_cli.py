@@ -30,7 +30,7 @@ def _bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         [*CLI, *args, "--no-progress", "--no-diagnose"],
         capture_output=True, text=True, timeout=timeout,
         env={**os.environ, "INFERSIGHT_DEBUG": ""},
-    )  # fmt: skip
+    )
 
 
 def _one_clear_line(p: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -52,7 +52,7 @@ def test_sigint_leaves_a_valid_partial_result(tmp_path: Path, sig: signal.Signal
              "--max-tokens", "100", "--input-tokens", "8", "--grace", "0.5",
              "--out", str(out), "--no-progress", "--no-diagnose"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        )
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -138,14 +138,14 @@ def test_bad_flags(
 def test_a_reset_after_the_server_read_the_request_is_an_error_not_a_resend() -> None:
     # The second level request reaches the server, which then drops the connection
     # without an answer (after reading it). The server may have processed it, so
-    # neither bench nor the client sends it again (design.md section 3); bench
+    # neither bench nor the client sends it again (docs/design.md section 3); bench
     # measures without retries, so it is recorded as a ResetError. ("ok" answers the
     # start-up check.)
     with FakeOpenAI.subprocess(FakeConfig(tokens=3, script=["ok", "ok", "reset"])) as srv:
         result = run(
             BenchConfig(url=srv.base_url, concurrency=[1], requests=3, input_tokens="4",
                         max_tokens=3, diagnose=False, progress=False)
-        )  # fmt: skip
+        )
         sent = srv.stats()["by_path"]["/v1/chat/completions"]
     recs = sorted(result.records, key=lambda r: r.scheduled)
     assert [r.ok for r in recs] == [True, False, True]
@@ -169,7 +169,7 @@ def test_the_command_chains_bench_diagnose_and_outputs(tmp_path: Path) -> None:
             [*CLI, "--url", srv.base_url, "--concurrency", "1", "--requests", "6",
              "--max-tokens", "4", "--input-tokens", "8", "--out", str(out), "--no-progress"],
             capture_output=True, text=True, timeout=90,
-        )  # fmt: skip
+        )
     assert p.returncode == 0, p.stderr
     result = load_run_result(out / "result.json")
     assert result.diagnosis and not [n for n in result.notes if "diagnosis failed" in n]
@@ -192,7 +192,7 @@ def test_find_max_answers_in_a_sentence_and_peer_flag_names_work(tmp_path: Path)
              "--find-max-steps", "1", "--num-prompts", "6", "--max-tokens", "4",
              "--input-tokens", "8", "--out", str(out), "--no-progress", "--no-diagnose"],
             capture_output=True, text=True, timeout=90,
-        )  # fmt: skip
+        )
     assert p.returncode == 0, p.stderr
     result = load_run_result(out / "result.json")
     assert result.config["slo"] == {"ttft_max": 2.0, "tpot_max": 0.5}

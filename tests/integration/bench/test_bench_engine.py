@@ -21,7 +21,7 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
     cfg = BenchConfig(
         url=engine.base_url, concurrency=[1, 4, 8], requests=8, max_tokens=32,
         input_tokens="fixed:16", ignore_eos=True, progress=False, warmup="0", cooldown="0",
-    )  # fmt: skip
+    )
     # Other work on a shared machine only ever slows a level down, so the best of up
     # to three sweeps per level estimates what the engine can do.
     best: dict[str, float] = {}
@@ -69,7 +69,7 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
     cfg = BenchConfig(
         concurrency=[1], requests=6, max_tokens=32, input_tokens="fixed:16", ignore_eos=True,
         progress=False, engine_parallel=6, engine_ctx=1536,
-    )  # fmt: skip
+    )
     result = bench_and_diagnose(cfg)
     eng = result.config["engine"]
     assert eng["started_by"] == "bench" and eng["parallel"] == 6
@@ -86,7 +86,7 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
     ids = [(v.level, v.id) for v in result.diagnosis]
     assert ("c=1", "under_loaded") in ids, ids
     assert {i for _, i in ids} <= {"under_loaded", "host_starved", "client_limited",
-                                   "bandwidth_bound_decode"}, ids  # fmt: skip
+                                   "bandwidth_bound_decode"}, ids
 
 
 def _assert_diagnosed(result: RunResult) -> None:

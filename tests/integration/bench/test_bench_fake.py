@@ -12,10 +12,10 @@ import pytest
 
 from infersight.bench import BenchConfig, run
 from infersight.bench.schedule import open_loop_schedule
-from infersight.core.metrics import aggregate
+from infersight.core.aggregate import aggregate
 from infersight.core.records import RequestRecord
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from infersight.testing.realtime import realtime
+from support.realtime import realtime
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,7 +42,7 @@ def _cfg(url: str, **kw: Any) -> BenchConfig:
     base: dict[str, Any] = {
         "url": url, "max_tokens": 20, "input_tokens": "fixed:16", "diagnose": False,
         "progress": False, "warmup": "0", "cooldown": "0",
-    }  # fmt: skip
+    }
     return BenchConfig(**{**base, **kw})
 
 
@@ -104,7 +104,7 @@ def test_workers_split_the_schedule_and_merge_exactly(fake: Any) -> None:
         list(reversed(recs)), window=_cfg("http://x").window(), target_concurrency=4,
         loadgen_cpu_percent=a["loadgen_cpu_percent"],
         contention=result.environment.get("cpu_contention"),
-    )  # fmt: skip
+    )
     assert again == a
 
 
@@ -133,7 +133,7 @@ def test_sweep_auto_and_find_max(fake: Any) -> None:
     fm = run(
         _cfg(fake.base_url, find_max=True, slo="ttft_p99<150ms", requests=12, find_max_steps=2,
              max_concurrency=4)
-    )  # fmt: skip
+    )
     info = fm.config["find_max"]
     assert len(info["curve"]) == 3 and info["capacity"] > 0
     assert all(lv["goodput"] is not None for lv in fm.aggregates.values())

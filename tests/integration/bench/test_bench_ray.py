@@ -18,8 +18,8 @@ from infersight.bench import BenchConfig, run
 from infersight.bench.schedule import open_loop_schedule
 from infersight.core.records import RunResult, load_run_result
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from infersight.testing.ray_cluster import LocalRayCluster
 from realparts import free_port, real_part_path
+from support.ray_cluster import LocalRayCluster
 
 pytestmark = pytest.mark.timeout(600)
 needs_ray = pytest.mark.needs("ray")
@@ -50,7 +50,7 @@ def _flags(url: str) -> list[str]:
         "--url", url, "--poisson", str(RATE), "--requests", str(REQUESTS), "--seed", "7",
         "--max-tokens", "20", "--input-tokens", "fixed:16", "--warmup", "0",
         "--cooldown", "0", "--no-diagnose", "--no-progress",
-    ]  # fmt: skip
+    ]
 
 
 def _bench(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -68,7 +68,7 @@ def test_open_loop_across_two_nodes_matches_one_process(
 ) -> None:
     out = tmp_path / "ray"
     proc = _bench([*_flags(fake.base_url), "--ray", cluster.address, "--workers", "2",
-                   "--out", str(out)])  # fmt: skip
+                   "--out", str(out)])
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     result = load_run_result(out / "result.json")
 
@@ -119,7 +119,7 @@ def _cfg(url: str, **kw: Any) -> dict[str, Any]:
         "url": url, "rate": [RATE], "arrival": "poisson", "requests": REQUESTS, "seed": 7,
         "max_tokens": 20, "input_tokens": "fixed:16", "warmup": "0", "cooldown": "0",
         "diagnose": False, "progress": False,
-    }  # fmt: skip
+    }
     return {**base, **kw}
 
 
@@ -143,7 +143,7 @@ def test_closed_loop_deals_every_index_once_and_measures_clocks_again(
     cfg = BenchConfig(**_cfg(
         fake.base_url, rate=[], concurrency=[3], requests=None, duration=3.0,
         ray="auto", workers=2, ray_strategy="strict-spread", ray_clock_interval=0.5,
-    ))  # fmt: skip
+    ))
     result = run(cfg)
     recs = result.records
     idx = sorted(_index(r) for r in recs)

@@ -38,7 +38,7 @@ def engine() -> Iterator[Any]:
 def _bench(url: str, **kw: Any) -> RunResult:
     base: dict[str, Any] = {
         "url": url, "max_tokens": 1, "input_tokens": "fixed:8", "progress": False,
-    }  # fmt: skip
+    }
     return bench_and_diagnose(BenchConfig(**{**base, **kw}))
 
 

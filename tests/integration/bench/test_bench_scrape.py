@@ -27,7 +27,7 @@ def _cfg(url: str, **kw: Any) -> BenchConfig:
         "url": url, "concurrency": [2], "requests": 4, "max_tokens": 3,
         "input_tokens": "fixed:8", "diagnose": False, "progress": False,
         "sample_interval": 0.2,
-    }  # fmt: skip
+    }
     return BenchConfig(**{**base, **kw})
 
 

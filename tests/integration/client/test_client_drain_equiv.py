@@ -188,7 +188,7 @@ def test_lazy_path_covers_the_first_read(
     SSEEvent for any of its content chunks."""
     loop, client = server
     Box.writes = [b"".join([sse(ch(delta={"content": f"t{i}"})) for i in range(6)]
-                           + [sse(ch(delta={}, finish_reason="stop")), sse("[DONE]")])]  # fmt: skip
+                           + [sse(ch(delta={}, finish_reason="stop")), sse("[DONE]")])]
     Box.pause = False
     done = loop.run_until_complete(client.chat([{"role": "user", "content": "x"}]))
     assert done.text == "t0t1t2t3t4t5" and done.finish_reason == "stop" and done.record.ok

@@ -86,7 +86,7 @@ def test_any_stream_gives_result_or_typed_error(
 def test_garbage_after_done_in_the_same_read_does_not_fail_the_answer(
     garbage_server: tuple[asyncio.AbstractEventLoop, Client],
 ) -> None:
-    """design.md s.3: the answer is complete at [DONE]; what follows does not matter,
+    """docs/design.md s.3: the answer is complete at [DONE]; what follows does not matter,
     whether it arrives in the same read as [DONE] or later."""
     loop, client = garbage_server
     Box.body = (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'

@@ -1,4 +1,4 @@
-"""Pooled keep-alive connections the server closes, and the resend rule (design.md s.3).
+"""Pooled keep-alive connections the server closes, and the resend rule (docs/design.md s.3).
 
 A request is written again, without an attempt, only when it provably never reached
 the server (the pooled connection was closed before any byte of it was written), and

@@ -80,5 +80,5 @@ def start_prometheus(d: Path, scrape_configs: str) -> tuple[subprocess.Popen[byt
         [PROMETHEUS, f"--config.file={d / 'prometheus.yml'}", f"--web.config.file={d / 'web.yml'}",
          f"--storage.tsdb.path={d / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}",
          "--log.level=warn"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=d)  # fmt: skip
+        stdout=log, stderr=subprocess.STDOUT, cwd=d)
     return proc, f"https://127.0.0.1:{port}"

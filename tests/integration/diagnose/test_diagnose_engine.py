@@ -1,4 +1,4 @@
-"""Verdicts from real, short runs of the embedded llama.cpp engine (design.md s.5).
+"""Verdicts from real, short runs of the embedded llama.cpp engine (docs/design.md s.5).
 
 The states a CPU can make: under-loaded (1 client, 16 slots), slot-bound (32 clients,
 2 slots), client-limited (a load generator whose event loop is hogged) and

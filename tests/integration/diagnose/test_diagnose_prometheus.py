@@ -69,7 +69,7 @@ def _vllm(running: Any, waiting: Any, kv: Any, preempt: float = 0.0) -> Any:
     text = (FIX / "vllm_v1_0_10.txt").read_text()
     values = {"vllm:num_requests_running": running, "vllm:num_requests_waiting": waiting,
               "vllm:kv_cache_usage_perc": kv, "vllm:gpu_cache_usage_perc": kv,
-              "vllm:num_preemptions_total": lambda t: preempt * t}  # fmt: skip
+              "vllm:num_preemptions_total": lambda t: preempt * t}
     return lambda t: render(text, t, values, growth=0.05)
 
 

@@ -1,6 +1,6 @@
 """A bench run of the embedded engine stores the CPU peaks it measured and the floors
 it computed; `diagnose` of the saved file reuses them instead of measuring the machine
-that reads it (design.md section 1: the file alone gives the same numbers)."""
+that reads it (docs/design.md section 1: the file alone gives the same numbers)."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_serve_prints_url_model_slots_threads_and_stops_on_sigint(served: Served
     body = json.dumps({
         "model": "SmolLM2-135M-Instruct", "messages": [{"role": "user", "content": "hi"}],
         "max_tokens": 3,
-    }).encode()  # fmt: skip
+    }).encode()
     req = urllib.request.Request(
         served.url + "/v1/chat/completions", body, {"Content-Type": "application/json"}
     )

@@ -19,7 +19,7 @@ import psutil
 import pytest
 from test_engine_serve_cli import Served, _start
 
-from infersight.testing.raw_http import RawAnswer, exchange, exchange_on, request_bytes
+from support.raw_http import RawAnswer, exchange, exchange_on, request_bytes
 
 pytestmark = pytest.mark.engine
 
@@ -49,7 +49,7 @@ def served() -> Iterator[Served]:
 def post(s: Served, body: Any, path: str = CHAT, **headers: str) -> RawAnswer:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     ans = exchange("127.0.0.1", s.port, [request_bytes("POST", path, data, headers)],
-                   timeout=60, half_close=True)  # fmt: skip
+                   timeout=60, half_close=True)
     assert ans.status is not None, "the front closed without an answer"
     return ans
 
@@ -143,7 +143,7 @@ def test_the_openai_client_sees_typed_errors_and_normal_answers(served: Served) 
     chunks = list(client.chat.completions.create(
         model=MODEL, messages=msg("Count"), max_tokens=6, stream=True,  # type: ignore[arg-type]
         stream_options={"include_usage": True},
-    ))  # fmt: skip
+    ))
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens >= 1
     assert sum(1 for c in chunks if c.choices and c.choices[0].delta.content) >= 1
 
@@ -154,7 +154,7 @@ def test_wrong_method_is_405_and_unknown_path_404(served: Served) -> None:
     assert_error(ans, 405, "method_not_allowed")
     assert ans.headers["allow"] == "POST"
     ans = exchange("127.0.0.1", port, [request_bytes("POST", "/v1/models", b"{}")],
-                   half_close=True)  # fmt: skip
+                   half_close=True)
     assert_error(ans, 405)
     assert ans.headers["allow"] == "GET"
     for path in ("/v1/embeddings", "/completion", "/lora-adapters", "/slots/0?action=erase"):
@@ -250,7 +250,7 @@ def test_idle_keep_alive_connections_are_closed(served: Served) -> None:
 
 def test_connections_per_client_are_capped(served: Served) -> None:
     held = [socket.create_connection(("127.0.0.1", served.port), timeout=30)
-            for _ in range(16)]  # fmt: skip
+            for _ in range(16)]
     try:
         with socket.create_connection(("127.0.0.1", served.port), timeout=30) as extra:
             buf, _ = _read_until_closed(extra)

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from test_engine_serve_cli import Served, _start
 
-from infersight.testing.http_fuzz import check_answer, raw_requests
-from infersight.testing.raw_http import RawAnswer, exchange, request_bytes
+from support.http_fuzz import check_answer, raw_requests
+from support.raw_http import RawAnswer, exchange, request_bytes
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ MODEL = "SmolLM2-135M-Instruct"
 FUZZ = settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow],
     database=None,
-)  # fmt: skip
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def served() -> Iterator[Served]:
         "--port", "0", "--parallel", "2", "--ctx", "1024",
         INFERSIGHT_SERVE_HEADER_TIMEOUT_S="2", INFERSIGHT_SERVE_BODY_TIMEOUT_S="2",
         INFERSIGHT_SERVE_MAX_BODY_BYTES="65536",
-    )  # fmt: skip
+    )
     yield s
     s.stop()
 
@@ -56,7 +56,7 @@ def send(served: Served, data: bytes, *, head: bool = False) -> RawAnswer:
 json_scalar = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False),
     st.text(max_size=20),
-)  # fmt: skip
+)
 json_value = st.recursive(
     json_scalar,
     lambda inner: st.one_of(
@@ -69,7 +69,7 @@ function = st.fixed_dictionaries(
     {"name": st.sampled_from(["get_weather", "f"]) | json_value},
     optional={"parameters": st.just({"type": "object", "properties": {"x": {"type": "string"}}})
               | json_value, "description": text | json_value, "arguments": text | json_value},
-)  # fmt: skip
+)
 tool_call = st.fixed_dictionaries(
     {"type": st.just("function") | json_value, "function": function | json_value},
     optional={"id": text | json_value},
@@ -87,7 +87,7 @@ message = st.fixed_dictionaries(
         "tool_call_id": text | json_value,
         "reasoning_content": text | json_value,
     },
-)  # fmt: skip
+)
 schema = st.just({"type": "object", "properties": {"a": {"type": "integer"}}}) | json_value
 #: Per field: plausible values, valid and not. Generation stays short: a max_tokens the
 #: engine accepts is at most 3 (an unlimited body gets max_tokens 1 before it is sent).
@@ -127,7 +127,7 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "echo": st.booleans() | json_value,
     "suffix": text | json_value,
     "best_of": st.integers(-1, 2) | json_value,
-}  # fmt: skip
+}
 BASE = {
     "chat": {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2},
     "completions": {"model": MODEL, "prompt": "Hello", "max_tokens": 2},
@@ -178,10 +178,10 @@ header_line = st.one_of(
     st.tuples(st.just("Content-Encoding"), st.sampled_from(["gzip", "identity", "br"])),
     st.tuples(st.just("Connection"), st.sampled_from(["close", "keep-alive", "upgrade"])),
     st.tuples(st.just("Upgrade"), st.just("websocket")),
-)  # fmt: skip
+)
 def _mostly(common: list[str], rare: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(common), st.sampled_from(common), st.sampled_from(common),
-                     rare)  # fmt: skip
+                     rare)
 
 
 request_line = st.tuples(
@@ -191,7 +191,7 @@ request_line = st.tuples(
              "/tokenize", "/detokenize", "/slots", "/props"],
             st.sampled_from(["*", "/x?y=1", "//", "http://h/v1/models", "/health?x=%zz"]) | token),
     _mostly(["HTTP/1.1", "HTTP/1.1", "HTTP/1.0"], st.sampled_from(["HTTP/2.0", "HTTP/1.x", ""])),
-)  # fmt: skip
+)
 body_bytes = st.sampled_from(
     [b"", _VALID, _VALID, b'{"content": "hi"}', b'{"tokens": [1, 2]}', b"{", b"\xff\xfe"]
 ) | st.binary(max_size=64)
@@ -200,14 +200,14 @@ chunked_body = st.lists(
     max_size=3,
 ).map(lambda cs: b"".join(
     (fmt % len(d) if "%" in fmt else fmt).encode() + b"\r\n" + d + b"\r\n" for fmt, d in cs
-) + b"0\r\n\r\n")  # fmt: skip
+) + b"0\r\n\r\n")
 
 
 @FUZZ
 @given(
     line=request_line, host=st.booleans() | st.just(True), headers=st.lists(header_line, max_size=2),
     body=body_bytes | chunked_body, crlf=st.sampled_from(["\r\n"] * 5 + ["\n"]),
-)  # fmt: skip
+)
 def test_fuzzed_framing_never_gets_a_5xx(
     served: Served, line: tuple[str, str, str], host: bool, headers: list[tuple[str, str]],
     body: bytes, crlf: str,
@@ -250,6 +250,6 @@ def test_the_engine_is_healthy_after_the_fuzzing(served: Served) -> None:
     assert kids and all(k.is_running() for k in kids)
     assert urllib.request.urlopen(served.url + "/health", timeout=10).status == 200
     req = urllib.request.Request(served.url + "/v1/chat/completions", _VALID,
-                                 {"Content-Type": "application/json"})  # fmt: skip
+                                 {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
         assert json.loads(r.read())["usage"]["completion_tokens"] >= 1

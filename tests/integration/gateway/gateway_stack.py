@@ -109,7 +109,7 @@ def start_cli(
     proc = subprocess.Popen(
         [*CLI, "gateway", *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-    )  # fmt: skip
+    )
     lines: list[str] = []
 
     def read() -> None:

@@ -69,7 +69,7 @@ class Replicas:
                         [*CLI, "gateway", "--config", str(self.config), "--port", "0"],
                         stdout=out, stderr=subprocess.STDOUT,
                         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                    ))  # fmt: skip
+                    ))
             self.urls = [self._wait_listening(i) for i in range(len(self.procs))]
         except BaseException:
             self.close()

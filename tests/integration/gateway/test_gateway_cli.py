@@ -19,7 +19,7 @@ from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 def test_cli_serves_and_stops_on_ctrl_c() -> None:
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
         proc, _, url = start_cli("--upstream", f"a={fake.base_url},models=fake,concurrency=4",
-                              "--port", "0", "--queue", "8")  # fmt: skip
+                              "--port", "0", "--queue", "8")
         try:
             req = urllib.request.Request(
                 url + "/v1/chat/completions",
@@ -58,7 +58,7 @@ def test_cli_taken_port_is_one_line_and_exit_2() -> None:
         port = taken.getsockname()[1]
         for args in (["--upstream", f"a={fake.base_url}"], []):  # an upstream; the engine
             r = subprocess.run([*CLI, "gateway", "--port", str(port), *args],
-                               capture_output=True, text=True, timeout=120)  # fmt: skip
+                               capture_output=True, text=True, timeout=120)
             assert r.returncode == 2, r.stderr
             assert r.stderr.splitlines() == [
                 f"error: port {port} on 127.0.0.1 is already in use; choose another --port, "
@@ -75,11 +75,11 @@ def test_cli_client_key_from_env_or_file(tmp_path: Path) -> None:
     key_file.write_text("sk-from-file-1\n")
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
         for flag, value, key in (("--api-key-env", "C14C_GW_KEY", "sk-from-env-1"),
-                                 ("--api-key-file", str(key_file), "sk-from-file-1")):  # fmt: skip
+                                 ("--api-key-file", str(key_file), "sk-from-file-1")):
             os.environ["C14C_GW_KEY"] = "sk-from-env-1"
             try:
                 proc, _, url = start_cli("--upstream", f"a={fake.base_url},models=fake",
-                                         "--port", "0", "--no-access-log", flag, value)  # fmt: skip
+                                         "--port", "0", "--no-access-log", flag, value)
             finally:
                 del os.environ["C14C_GW_KEY"]
             try:
@@ -88,7 +88,7 @@ def test_cli_client_key_from_env_or_file(tmp_path: Path) -> None:
                 assert r.choices[0].message.content
                 with pytest.raises(openai.AuthenticationError):
                     openai.OpenAI(base_url=f"{url}/v1", api_key="sk-wrong", max_retries=0
-                                  ).chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])  # fmt: skip
+                                  ).chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])
             finally:
                 assert interrupt(proc, 30) == 0
                 err = proc.stderr.read()  # type: ignore[union-attr]
@@ -121,7 +121,7 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
     import psutil
 
     proc, first, url = start_cli("--port", "0", "--max-concurrency", "2", "--no-access-log",
-                                 wait=180)  # fmt: skip
+                                 wait=180)
     try:
         assert "(upstreams: engine=http://127.0.0.1:" in first
         engines = psutil.Process(proc.pid).children(recursive=True)

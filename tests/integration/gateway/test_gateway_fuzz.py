@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from infersight.testing.http_fuzz import PATHS, check_answer, json_bodies, raw_requests
-from infersight.testing.raw_http import exchange, request_bytes
+from support.http_fuzz import PATHS, check_answer, json_bodies, raw_requests
+from support.raw_http import exchange, request_bytes
 
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])

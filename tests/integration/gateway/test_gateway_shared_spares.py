@@ -17,7 +17,7 @@ from infersight.gateway import hash_key
 from infersight.gateway.config import KeyConfig
 from infersight.gateway.shared import RedisLink, SharedConfig, SharedLimits, SharedMetrics
 from infersight.gateway.shared.spares import TTL_S
-from infersight.testing import RedisServer
+from support.redis_server import RedisServer
 
 pytestmark = pytest.mark.needs("redis-server")
 

@@ -16,7 +16,7 @@ import pytest
 from gateway_stack import CHAT, StackFactory
 
 from infersight.testing.fake_openai import FakeConfig
-from infersight.testing.raw_http import RawAnswer, exchange, request_bytes
+from support.raw_http import RawAnswer, exchange, request_bytes
 
 PATH = "/v1/chat/completions"
 TIMEOUTS: dict[str, Any] = {"client_header_timeout_s": 1.0, "client_body_timeout_s": 1.0,

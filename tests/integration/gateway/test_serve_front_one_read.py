@@ -45,7 +45,7 @@ class Engine(asyncio.Protocol):
             self.buf = self.buf[end + 4 + n :]
             self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                  b"Keep-Alive: timeout=5, max=100\r\n"
-                                 b"Content-Length: %d\r\n\r\n" % len(ANSWER) + ANSWER)  # fmt: skip
+                                 b"Content-Length: %d\r\n\r\n" % len(ANSWER) + ANSWER)
 
 
 @asynccontextmanager
@@ -55,7 +55,7 @@ async def front() -> AsyncIterator[ServeFront]:
     engine = await loop.create_server(Engine, "127.0.0.1", 0)
     cfg = FrontConfig(engine_host="127.0.0.1",
                       engine_port=int(engine.sockets[0].getsockname()[1]),
-                      engine_key="internal", model="m", api_key=KEY)  # fmt: skip
+                      engine_key="internal", model="m", api_key=KEY)
     f = ServeFront(cfg)
     await f.start()
     try:
@@ -96,7 +96,7 @@ def chat(body: dict[str, object], *, key: str | None = KEY, extra: str = "") -> 
     auth = f"Authorization: Bearer {key}\r\n" if key else ""
     return (f"POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\n{auth}{extra}"
             f"Content-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n"
-            ).encode() + raw  # fmt: skip
+            ).encode() + raw
 
 
 #: What the openai client sends besides the usual: a dozen more headers.

@@ -17,7 +17,7 @@ from infersight.gateway.front_relay import EnginePool, Exchange
 
 STREAM = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
           b"Transfer-Encoding: chunked\r\n\r\n"
-          b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")  # fmt: skip
+          b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
 
 
 class StreamingEngine(asyncio.Protocol):
@@ -61,7 +61,7 @@ async def relay_one(pool: EnginePool) -> tuple[InfersightError | None, bytes]:
     done: asyncio.Future[InfersightError | None] = asyncio.get_running_loop().create_future()
     sink = Sink()
     Exchange(pool, sink, b"POST /v1/chat/completions HTTP/1.1\r\nHost: e\r\n\r\n",  # type: ignore[arg-type]
-             close_client=False, unchunk=False, on_done=done.set_result).start()  # fmt: skip
+             close_client=False, unchunk=False, on_done=done.set_result).start()
     error = await asyncio.wait_for(done, 5)
     return error, bytes(sink.out)
 

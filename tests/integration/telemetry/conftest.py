@@ -27,7 +27,7 @@ def prometheus_factory(tmp_path: Path) -> Iterator[Any]:
         for job, url in targets.items():
             hostport, path = url.split("//", 1)[1].split("/", 1)
             jobs += (f"  - job_name: {job}\n    metrics_path: /{path}\n"
-                     f"    static_configs:\n      - targets: ['{hostport}']\n")  # fmt: skip
+                     f"    static_configs:\n      - targets: ['{hostport}']\n")
         cfg = tmp_path / "prometheus.yml"
         cfg.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -39,7 +39,7 @@ def prometheus_factory(tmp_path: Path) -> Iterator[Any]:
             [exe, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
              f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
             stdout=log, stderr=subprocess.STDOUT,
-        ))  # fmt: skip
+        ))
         return Prometheus(f"http://127.0.0.1:{port}")
 
     yield start

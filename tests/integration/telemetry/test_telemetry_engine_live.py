@@ -78,11 +78,11 @@ async def test_recorder_with_engine_pid(engine: Any) -> None:
         [HostSampler({"engine": engine.pid}, per_cpu=False),
          EngineScraper(engine.base_url, api_key=engine.api_key)],
         interval=0.2,
-    )  # fmt: skip
+    )
     async with rec:
         await asyncio.sleep(0.5)
     names = {s.name for s in rec.samples()}
     assert {"process.cpu_percent", "process.rss_bytes", "engine.requests_running",
-            "engine.up", "host.cpu_percent"} <= names  # fmt: skip
+            "engine.up", "host.cpu_percent"} <= names
     rss = [s.value for s in rec.samples() if s.name == "process.rss_bytes"]
     assert all(v is not None and v > 50e6 for v in rss)  # the model is loaded in there

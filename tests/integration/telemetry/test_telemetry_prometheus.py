@@ -68,7 +68,7 @@ def test_promtool_test_rules_fire_on_synthetic_series(tmp_path: Path) -> None:
         "InfersightExporterDown": ("up == 0\n", 'up{job="infersight"} == 0\n'),
         # scope dropped: a vLLM with a queue-time histogram would fire it too
         "EngineRequestsQueuedContinuously": ("unless on (instance, source)", "or on (instance, source)"),
-    }  # fmt: skip
+    }
     for alert, (old, new) in mutations.items():
         assert old in rules, alert
         (tmp_path / "alerts.yml").write_text(rules.replace(old, new, 1))
@@ -139,7 +139,7 @@ async def test_real_prometheus_scrapes_exporter_and_engine(
     prom = prometheus_factory({
         "infersight": exporter.url + "/metrics",
         "engine": engine.base_url + "/metrics",
-    })  # fmt: skip
+    })
     _query = prom.query
     async with aiohttp.ClientSession() as s:
         up = await _query(s, 'up{job="infersight"}')
@@ -193,7 +193,7 @@ async def test_dashboard_and_alerts_name_only_exported_metrics(exporter: Exporte
     # and the panels the issue asks for are there
     titles = " | ".join(p["title"] for p in doc["panels"])
     for want in ("SM activity", "memory", "power", "Queue depth", "Queue delay", "TTFT",
-                 "ITL", "throughput", "KV", "Errors", "Cost"):  # fmt: skip
+                 "ITL", "throughput", "KV", "Errors", "Cost"):
         assert want.lower() in titles.lower(), want
 
 

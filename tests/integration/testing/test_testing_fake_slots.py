@@ -95,7 +95,7 @@ def _get(url: str | urllib.request.Request) -> Any:
 
 def test_cli_slots_and_llamacpp_dialect() -> None:
     cmd = [sys.executable, "-m", "infersight.testing.fake_openai", "--port", "0",
-           "--slots", "3", "--metrics-dialect", "llamacpp", "--ttft", "0.01"]  # fmt: skip
+           "--slots", "3", "--metrics-dialect", "llamacpp", "--ttft", "0.01"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -117,5 +117,5 @@ def test_cli_slots_and_llamacpp_dialect() -> None:
     bad = subprocess.run(
         [sys.executable, "-m", "infersight.testing.fake_openai", "--metrics-dialect", "triton"],
         capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
+    )
     assert bad.returncode != 0 and "invalid choice" in bad.stderr

@@ -18,8 +18,8 @@ from infersight.bench.clock import (
     shift_sample,
 )
 from infersight.bench.ray_actor import owned_indices
+from infersight.core.aggregate import aggregate
 from infersight.core.errors import DataError
-from infersight.core.metrics import aggregate
 from infersight.core.records import RequestRecord, Sample
 
 delays = st.floats(min_value=0.0, max_value=0.5, allow_nan=False)
@@ -69,7 +69,7 @@ def test_shift_moves_every_timestamp_and_keeps_durations() -> None:
         request_id="r-0", scheduled=100.0, sent=100.001, headers=100.01,
         chunk_times=[100.05, 100.06, 100.07], chunk_tokens=[1, 1, 1], end=100.08,
         ok=True, completion_tokens=3,
-    )  # fmt: skip
+    )
     before = (rec.ttft, rec.tpot, rec.e2e, rec.schedule_lag)
     shift_record(rec, 1234.5)
     assert rec.scheduled == 1334.5 and rec.end == pytest.approx(1334.58)
@@ -110,7 +110,7 @@ def _rec(i: int, worker: str, lag: float) -> RequestRecord:
         request_id=f"r-{i}", scheduled=t, sent=t + lag, chunk_times=[t + 0.05, t + 0.06],
         chunk_tokens=[1, 1], end=t + 0.07, ok=True, completion_tokens=2,
         labels={"worker": worker},
-    )  # fmt: skip
+    )
 
 
 def test_one_slow_worker_is_flagged_by_name_though_the_merged_lag_passes() -> None:

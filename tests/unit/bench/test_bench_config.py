@@ -58,7 +58,7 @@ def test_parse_levels() -> None:
     ("text", "mean"),
     [("fixed:64", 64), ("64", 64), ("uniform:10:30", 20), ("normal:100:10", 100),
      ("lognormal:200:50", 200)],
-)  # fmt: skip
+)
 def test_distributions_have_their_mean(text: str, mean: float) -> None:
     d = Distribution.parse(text, "--input-tokens")
     draws = d.sample(5000, np.random.default_rng(0))

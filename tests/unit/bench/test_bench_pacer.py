@@ -45,7 +45,7 @@ class _Instant:
 
     async def request(self, path: str, body: dict[str, Any], *, scheduled: float | None = None,
                       deadline: float | None = None, request_id: str | None = None,
-                      record: RequestRecord | None = None) -> Any:  # fmt: skip
+                      record: RequestRecord | None = None) -> Any:
         assert record is not None
         record.sent = time.monotonic()
         record.end, record.ok = record.sent, True
@@ -54,7 +54,7 @@ class _Instant:
 
 def test_open_loop_at_1000_per_second_sends_on_time_without_polling() -> None:
     plan = LevelPlan(name="r", path="/v1/chat/completions", bodies=[{}],
-                     slots=[(i, i * 0.001) for i in range(400)])  # fmt: skip
+                     slots=[(i, i * 0.001) for i in range(400)])
 
     async def go() -> Any:
         return await run_level(_Instant(), plan, t0=time.monotonic() + 0.02, stop=lambda: False)

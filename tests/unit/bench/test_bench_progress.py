@@ -17,7 +17,7 @@ def _done(tokens: int = 16) -> RequestRecord:
     return RequestRecord(
         "r", now - 0.1, sent=now - 0.1, chunk_times=[now - 0.05] * tokens,
         chunk_tokens=[1] * tokens, end=now, ok=True, completion_tokens=tokens,
-    )  # fmt: skip
+    )
 
 
 def test_rates_count_every_completion_at_high_rates() -> None:
@@ -60,7 +60,7 @@ def test_worker_snapshots_add_to_the_rates() -> None:
     stats = LiveStats()
     stats.start -= 10.0
     stats.merge_snapshot({"done": 3, "errors": 0, "in_flight": 2, "tokens": 48,
-                          "ttfts": [0.02, 0.03, 0.04], "recent": [16, 16, 16]})  # fmt: skip
+                          "ttfts": [0.02, 0.03, 0.04], "recent": [16, 16, 16]})
     rps, tps = stats.rates(span=1.0)
     assert (stats.done, stats.in_flight, stats.tokens) == (3, 2, 48)
     assert rps == pytest.approx(3.0) and tps == pytest.approx(48.0)

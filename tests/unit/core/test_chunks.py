@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infersight.core.aggregate import aggregate
 from infersight.core.chunks import flatten_chunks, pooled_itl
-from infersight.core.metrics import aggregate
 from infersight.core.records import RequestRecord
 
 

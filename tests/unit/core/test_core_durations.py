@@ -16,7 +16,7 @@ from infersight.core.errors import ConfigError
     ("text", "seconds"),
     [("500ms", 0.5), ("2s", 2.0), ("1.5m", 90.0), ("1h", 3600.0), ("250us", 250e-6),
      ("0.25", 0.25), ("10", 10.0), (" 2 S ", 2.0), ("3min", 180.0), (7, 7.0), (0.5, 0.5)],
-)  # fmt: skip
+)
 def test_units_and_bare_seconds(text: str | float, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
@@ -50,7 +50,7 @@ def test_format_reads_back(seconds: float) -> None:
     ("text", "seconds"),
     [("1h30m", 5400.0), ("2d", 172800.0), ("1w", 604800.0), ("2d12h", 216000.0),
      ("1m30s", 90.0), ("1s500ms", 1.5)],
-)  # fmt: skip
+)
 def test_compound_forms_as_prometheus_writes_them(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 

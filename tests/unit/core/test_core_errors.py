@@ -1,4 +1,4 @@
-"""The one error tree (design.md section 3): status mapping, retry rules, kinds, and
+"""The one error tree (docs/design.md section 3): status mapping, retry rules, kinds, and
 pydantic reports as one ConfigError line."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from aiohttp import web
 
 from infersight.core.httpguard import GuardedRunner, GuardSettings
-from infersight.testing.raw_http import exchange, request_bytes
+from support.raw_http import exchange, request_bytes
 
 
 @asynccontextmanager

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 from infersight.bench.colocation import cpu_contention, loopback_server_pid
-from infersight.core.metrics import Window, aggregate, client_headline, level_notes
+from infersight.core.aggregate import Window, aggregate, client_headline, level_notes
 from infersight.core.records import RequestRecord, RunResult
-from infersight.testing.queue_sim import simulate
+from support.queue_sim import simulate
 
 
 def _lagged(recs: list[RequestRecord], lag: float) -> list[RequestRecord]:

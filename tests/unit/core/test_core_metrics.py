@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infersight.core.aggregate import Window, aggregate
 from infersight.core.errors import ConfigError
-from infersight.core.metrics import Window, aggregate
 from infersight.core.records import RequestRecord
 
 KEYS = {
@@ -17,7 +17,7 @@ KEYS = {
     "goodput", "ttft", "ttft_from_sent", "e2e", "e2e_from_sent", "tpot", "itl",
     "itl_per_request", "schedule_lag", "queue_delay", "errors_by_type", "tokens", "target",
     "achieved_rate", "client_limited",
-}  # fmt: skip
+}
 
 
 def make(
@@ -58,7 +58,7 @@ def test_output_keys_and_definitions() -> None:
     assert a["requests"] == {
         "total": 20, "ok": 20, "errors": 0, "cancelled": 0, "in_window": 20, "in_window_ok": 20,
         "completions_in_span": 20,
-    }  # fmt: skip
+    }
     assert a["ttft"]["p50"] == pytest.approx(0.051)  # from the intended send time
     assert a["ttft_from_sent"]["p50"] == pytest.approx(0.05)
     assert a["tpot"]["p50"] == pytest.approx(0.01)

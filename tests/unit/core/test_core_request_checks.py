@@ -33,7 +33,7 @@ OTHER = {"model": "m", "messages": [], "user": 3, "seed": "anything", "logit_bia
 def bodies(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
     """A body with some options, and the first invalid one in the body's order (or None)."""
     names = draw(st.lists(st.sampled_from(sorted(GOOD) + sorted(OTHER)), unique=True,
-                          max_size=8))  # fmt: skip
+                          max_size=8))
     body: dict[str, Any] = {}
     first_bad = None
     for name in names:
@@ -68,7 +68,7 @@ def test_options_are_refused_exactly_when_one_is_invalid(
     {"content": "x", "name": "n"},             # two fields, no role
     {"role": "user", "content": [{"type": "text", "text": 1}]},
     ["role", "content"],
-])  # fmt: skip
+])
 def test_messages_off_the_plain_path_get_the_full_rules(msg: Any) -> None:
     with pytest.raises(InvalidRequest):
         check_messages([{"role": "system", "content": "ok"}, msg])
@@ -82,4 +82,4 @@ def test_plain_and_rich_valid_messages_pass() -> None:
          "tool_calls": [{"id": "1", "type": "function",
                          "function": {"name": "f", "arguments": "{}"}}]},
         {"role": "tool", "content": "42", "tool_call_id": "1"},
-    ])  # fmt: skip
+    ])

@@ -1,4 +1,4 @@
-"""summarize(): exact, numpy-equal percentiles (design.md section 2)."""
+"""summarize(): exact, numpy-equal percentiles (docs/design.md section 2)."""
 
 from __future__ import annotations
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from infersight.core.metrics import Window, aggregate
+from infersight.core.aggregate import Window, aggregate
 from infersight.core.records import RequestRecord
 from infersight.core.sustain import inflight_trend
 from infersight.core.windows import MIN_REQUESTS
-from infersight.testing.queue_sim import simulate
+from support.queue_sim import simulate
 
 
 def test_overload_tail_is_not_dropped() -> None:
@@ -64,7 +64,7 @@ def _level(server: tuple[int, float, bool, int], load: float, duration: float) -
     slots, service, poisson, seed = server
     cap = slots / service
     sim = simulate(slots=slots, service=service, rate=load * cap, duration=duration,
-                   poisson=poisson, jitter=0.2, seed=seed)  # fmt: skip
+                   poisson=poisson, jitter=0.2, seed=seed)
     agg = aggregate(sim.records, window=Window("auto"), target_rate=load * cap)
     return sim, agg["sustainability"], agg, cap
 

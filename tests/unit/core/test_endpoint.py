@@ -36,7 +36,7 @@ _path = st.lists(st.from_regex(r"[a-z0-9]{1,4}", fullmatch=True), max_size=3).ma
 
 
 @given(scheme=st.sampled_from(["http://", "https://"]), host=_host, path=_path,
-       v1=st.booleans(), slash=st.booleans())  # fmt: skip
+       v1=st.booleans(), slash=st.booleans())
 def test_server_root_properties(scheme: str, host: str, path: str, v1: bool, slash: bool) -> None:
     url = scheme + host + path + ("/v1" if v1 else "") + ("/" if slash else "")
     # One trailing /v1 goes (the one pasted, else one the path ends with); the scheme,

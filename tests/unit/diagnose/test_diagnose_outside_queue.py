@@ -1,4 +1,4 @@
-"""Requests the client has in flight that the engine does not report (design.md section 5:
+"""Requests the client has in flight that the engine does not report (docs/design.md section 5:
 "Q includes requests the client holds in flight that the engine does not report"):
 counted at each scrape, among requests the engine must have seen, and only when
 sustained. A closed-loop handover caught by one scrape is not a queue; an HTTP accept

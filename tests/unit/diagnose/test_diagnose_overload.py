@@ -1,13 +1,13 @@
-"""The overloaded verdict (design.md section 5) on simulated levels with a known truth."""
+"""The overloaded verdict (docs/design.md section 5) on simulated levels with a known truth."""
 
 from __future__ import annotations
 
 import pytest
 
-from infersight.core.metrics import Window, aggregate
+from infersight.core.aggregate import Window, aggregate
 from infersight.core.records import RunResult
 from infersight.diagnose import diagnose
-from infersight.testing.queue_sim import simulate
+from support.queue_sim import simulate
 
 
 def _run(rate: float) -> RunResult:
@@ -16,7 +16,7 @@ def _run(rate: float) -> RunResult:
         r.labels["level"] = "r"
     agg = aggregate(sim.records, window=Window("auto"), target_rate=rate)
     return RunResult(records=sim.records, aggregates={"r": agg},
-                     config={"levels": [{"name": "r", "rate": rate}]})  # fmt: skip
+                     config={"levels": [{"name": "r", "rate": rate}]})
 
 
 def test_an_unsustainable_level_is_overloaded_with_its_capacity() -> None:

@@ -1,4 +1,4 @@
-"""Physics against hand-computed values (design.md section 6)."""
+"""Physics against hand-computed values (docs/design.md section 6)."""
 
 from __future__ import annotations
 

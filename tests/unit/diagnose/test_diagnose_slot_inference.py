@@ -1,5 +1,5 @@
 """The slot limit when the engine exports none (vLLM), --engine-slots, and an engine
-without KV usage (shared/design.md section 5)."""
+without KV usage (docs/design.md section 5)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def test_gateway_flags_apply_to_every_upstream(tmp_path: Path) -> None:
     conf = tmp_path / "gw.toml"
     conf.write_text('[[upstreams]]\nname = "a"\nurl = "http://127.0.0.1:1/v1"\n')
     cfg = gateway_config(conf, ["b=http://127.0.0.1:2"], port=0, concurrency=3, queue=5,
-                         adaptive=True, ttft_timeout=1.5, no_access_log=True)  # fmt: skip
+                         adaptive=True, ttft_timeout=1.5, no_access_log=True)
     assert [(u.name, u.url) for u in cfg.upstreams] == [
         ("a", "http://127.0.0.1:1"), ("b", "http://127.0.0.1:2")
     ]
@@ -66,7 +66,7 @@ def test_without_upstreams_the_flags_size_the_embedded_engine() -> None:
     assert cfg.upstreams == []
     assert (cfg.engine_parallel, cfg.engine_queue, cfg.engine_limiter) == (3, 5, "gradient")
     up = engine_upstream(Endpoint("http://127.0.0.1:7", started_by="gateway", slots=3,
-                                  model="m"), limiter=cfg.engine_limiter)  # fmt: skip
+                                  model="m"), limiter=cfg.engine_limiter)
     # The engine's slots are the limit (a deeper one would queue out of the gateway's
     # sight); the queue defaults to 8 per slot.
     assert (up.concurrency, up.max_concurrency, up.queue, up.limiter) == (3, 12, 24, "gradient")
@@ -77,7 +77,7 @@ def test_the_engine_upstream_carries_the_engines_key_without_showing_it() -> Non
     key = internal_key()
     assert len(key) >= 40 and key != internal_key()  # random, made per start
     up = engine_upstream(Endpoint("http://127.0.0.1:7", api_key=key, started_by="serve",
-                                  slots=2, model="m"))  # fmt: skip
+                                  slots=2, model="m"))
     assert up.api_key is not None and up.api_key.get_secret_value() == key
     assert key not in repr(up) and key not in str(up.model_dump())
     assert engine_upstream(Endpoint("http://127.0.0.1:7", slots=1)).api_key is None

@@ -13,7 +13,7 @@ TCHARS = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS
 token = st.text(TCHARS, min_size=1, max_size=16)
 value = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=40)
 target = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1,
-                 max_size=60).map(lambda t: "/" + t)  # fmt: skip
+                 max_size=60).map(lambda t: "/" + t)
 SPECIAL = {"host", "content-length", "transfer-encoding", "authorization"}
 
 
@@ -23,7 +23,7 @@ SPECIAL = {"host", "content-length", "transfer-encoding", "authorization"}
     headers=st.dictionaries(token.filter(lambda n: n.lower() not in SPECIAL), value,
                             max_size=8),
     length=st.integers(0, 10**12),
-)  # fmt: skip
+)
 def test_well_formed_heads_parse_to_what_was_sent(
     method: str, path: str, minor: int, headers: dict[str, str], length: int
 ) -> None:
@@ -98,7 +98,7 @@ def _chunked(body: bytes, sizes: list[int]) -> bytes:
 @given(
     body=st.binary(max_size=400), sizes=st.lists(st.integers(1, 64), max_size=10),
     cuts=st.lists(st.integers(1, 50), max_size=20), tail=st.binary(max_size=20),
-)  # fmt: skip
+)
 def test_chunks_decode_to_the_body_however_the_bytes_arrive(
     body: bytes, sizes: list[int], cuts: list[int], tail: bytes
 ) -> None:
@@ -135,12 +135,12 @@ def test_bad_chunks_are_refused(wire: bytes, status: int) -> None:
 #: A header value as clients send it: visible ASCII, blanks inside and around it, and
 #: latin-1 bytes past ASCII (allowed in a value, RFC 9110 obs-text).
 blank_value = st.text(st.sampled_from([" ", "\t", "a", "Z", "9", ":", ",", "é", "\xff"]),
-                      max_size=20)  # fmt: skip
+                      max_size=20)
 
 
 @settings(max_examples=300)
 @given(fields=st.lists(st.tuples(token.filter(lambda n: n.lower() not in SPECIAL),
-                                 blank_value), max_size=12))  # fmt: skip
+                                 blank_value), max_size=12))
 def test_header_values_match_a_line_by_line_reading(fields: list[tuple[str, str]]) -> None:
     """The parser splits all lines in one pass; it must read them exactly as splitting
     each line at its first colon and trimming blanks does, repeats joined in order."""

@@ -45,7 +45,7 @@ def _relay(answer: bytes, cuts: list[int]) -> tuple[bytes, list[Any], Relay]:
     relay, sink, done = Relay(), Sink(), []
     relay.connection_made(Engine())  # type: ignore[arg-type]
     relay.begin(sink, b"req", close_client=False, unchunk=False,  # type: ignore[arg-type]
-                on_done=done.append)  # fmt: skip
+                on_done=done.append)
     points = sorted({c % (len(answer) + 1) for c in cuts} | {0, len(answer)})
     for a, b in itertools.pairwise(points):
         relay.data_received(answer[a:b])
@@ -55,12 +55,12 @@ def _relay(answer: bytes, cuts: list[int]) -> tuple[bytes, list[Any], Relay]:
 events = st.lists(
     st.binary(min_size=1, max_size=80).map(lambda b: b"data: " + b.hex().encode() + b"\n\n"),
     min_size=1, max_size=12,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(events, st.lists(st.integers(min_value=0, max_value=4000), max_size=8),
-       st.booleans())  # fmt: skip
+       st.booleans())
 def test_any_split_of_a_stream_is_relayed_exactly_once(
     evs: list[bytes], cuts: list[int], per_event: bool
 ) -> None:
@@ -98,7 +98,7 @@ def test_the_whole_chunk_table_names_the_one_size_each_length_can_hold() -> None
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from([1, 15, 16, 255, 256, 4095, 4096, 16370, 20000]),
-                min_size=1, max_size=6), st.booleans())  # fmt: skip
+                min_size=1, max_size=6), st.booleans())
 def test_chunks_across_size_line_lengths_and_upper_case_sizes_are_relayed_exactly(
     sizes: list[int], upper: bool
 ) -> None:

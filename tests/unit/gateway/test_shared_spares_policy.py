@@ -43,7 +43,7 @@ async def test_spare_is_taken_after_an_answer_and_used_once_while_fresh() -> Non
 
     used, returned = [], []
     sp: Spares[str] = Spares(take, give_back, clock=clock, on_used=lambda: used.append(1),
-                             on_returned=lambda: returned.append(1))  # fmt: skip
+                             on_returned=lambda: returned.append(1))
     key = _key()
     sp.refill(key)  # no admission noted yet: nothing is known to be far
     await asyncio.sleep(0)

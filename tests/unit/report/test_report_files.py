@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from infersight.core.metrics import aggregate
+from infersight.core.aggregate import aggregate
 from infersight.core.records import RequestRecord, RunResult, load_run_result
 from infersight.report import render_console, write_outputs
 

@@ -31,7 +31,7 @@ def test_rendering_a_stored_run_imports_no_diagnose_module(tmp_path: Path) -> No
     p = subprocess.run(
         [sys.executable, "-c", CHECK, str(path), str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
     assert (tmp_path / "out" / "records.csv").exists()

@@ -1,12 +1,12 @@
 """The report says which requests each level's figures cover and which levels were
-unsustainable (design.md section 2), in the HTML and the Markdown alike."""
+unsustainable (docs/design.md section 2), in the HTML and the Markdown alike."""
 
 from __future__ import annotations
 
-from infersight.core.metrics import Window, aggregate
+from infersight.core.aggregate import Window, aggregate
 from infersight.core.records import RunResult
 from infersight.report import render_html, render_markdown
-from infersight.testing.queue_sim import simulate
+from support.queue_sim import simulate
 
 
 def _run() -> RunResult:
@@ -25,7 +25,7 @@ def _run() -> RunResult:
     aggs["c=8"] = aggregate(small, window=Window("auto"), target_concurrency=8)
     levels.append({"name": "c=8", "concurrency": 8})
     return RunResult(records=records + small, aggregates=aggs,
-                     config={"levels": levels, "model": "m"})  # fmt: skip
+                     config={"levels": levels, "model": "m"})
 
 
 def test_html_and_markdown_mark_unsustainable_levels_and_windows() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from report_synth import make_run
 
 from infersight.core.records import RequestRecord, RunResult
-from infersight.report.aggregates import cdf_points
+from infersight.report.cdf import cdf_points
 from infersight.report.compare import comparison_rows, delta, fmt_delta, judge
 from infersight.report.svg import fmt_value, nice_ticks
 from infersight.report.timeline import build_timeline, mean_occupancy

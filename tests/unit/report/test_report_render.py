@@ -160,7 +160,7 @@ def test_a_run_without_verdicts_says_how_to_diagnose_it(tmp_path: Path) -> None:
             [sys.executable, "-c", "from infersight.cli import main; main()",
              "report", str(f), "--out", str(out), flag],
             capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        )
         assert proc.returncode == 0, proc.stderr
         html = out.read_text()
         assert ('<div class="verdict' in html) is diagnosed

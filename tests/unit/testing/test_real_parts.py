@@ -35,7 +35,7 @@ def test_a_missing_real_part_is_skipped_and_listed_locally(
     result.stdout.fnmatch_lines([
         "*tests skipped because real parts are missing*",
         "infersight-no-such-program: 1 test(s), e.g. *test_needs_a_missing_program",
-    ])  # fmt: skip
+    ])
 
 
 def test_a_missing_real_part_fails_when_required(

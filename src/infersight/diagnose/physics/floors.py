@@ -1,4 +1,4 @@
-"""Roofline floors for decode and prefill (shared/design.md section 6).
+"""Roofline floors for decode and prefill (docs/design.md section 6).
 
 - Decode ITL floor ≈ max(bandwidth floor, compute floor):
   bandwidth floor = (weight bytes read per step + Σ context_tokens · kv_bytes_per_token)

@@ -1,7 +1,7 @@
 """A model's shape (layers, heads, experts, attention kind), read from an HF
 ``config.json`` or from GGUF metadata, and the sizes that follow from it.
 
-Formulas (shared/design.md section 6):
+Formulas (docs/design.md section 6):
 - KV bytes per token = ``2 · layers · kv_heads · head_dim · bytes_per_element``;
 - multi-head latent attention (DeepSeek-V2/V3) caches one compressed latent per layer
   and token: ``layers · (kv_lora_rank + qk_rope_head_dim) · bytes``;
@@ -27,7 +27,7 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "float8": 1.0, "int8": 1.0,
     "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32, "q5_0": 22 / 32, "q5_1": 24 / 32,
     "iq4_nl": 18 / 32, "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5 + 1 / 16,
-}  # fmt: skip
+}
 
 
 def dtype_bytes(name: str) -> float:

@@ -1,5 +1,5 @@
 """How many concurrent sequences to allow: the one recommendation `plan` and `diagnose`
-share (shared/design.md section 6), so both name the same ``--parallel`` /
+share (docs/design.md section 6), so both name the same ``--parallel`` /
 ``--max-num-seqs`` for the same model, device and context.
 
 - Memory: device memory x the engine's utilisation target, less the weights and the

@@ -96,7 +96,7 @@ class SharedLimits:
         self.spares: Spares[Verdict] = Spares(
             self._take_spare, self._return_spare,
             on_used=counted.labels("used").inc, on_returned=counted.labels("returned").inc,
-        )  # fmt: skip
+        )
         #: Dollars charged while Redis was unreachable, added once it is back.
         self.pending: dict[str, float] = {}
         self._owed: dict[str, _Owed] = {}

@@ -1,7 +1,7 @@
 """Merge batchable requests into one upstream call and cut the answer back per caller.
 
 This covers embeddings and non-streamed completions with prompt lists; *when* a batch
-is flushed is :class:`~infersight.gateway.batcher.DynamicBatcher`'s job.
+is flushed is :class:`~infersight.gateway.dynamic_batching.DynamicBatcher`'s job.
 
 Concurrent requests with the same model and parameters are merged into one upstream
 call whose input is the concatenation of theirs; the answer's ``data`` (embeddings)
@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from infersight.core.errors import BadRequest, MalformedStream
-from infersight.gateway.batcher import DynamicBatcher
 from infersight.gateway.config import BatchingConfig
+from infersight.gateway.dynamic_batching import DynamicBatcher
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
 

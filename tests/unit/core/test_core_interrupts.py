@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from infersight.core.signals import stop_text
+from infersight.core.interrupts import stop_text
 
 
 def test_each_signal_is_named() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from infersight.testing.raw_http import RawAnswer
+from support.raw_http import RawAnswer
 
 __all__ = ["PATHS", "check_answer", "json_bodies", "raw_requests", "request_bodies"]
 

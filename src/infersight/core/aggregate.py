@@ -1,4 +1,4 @@
-"""Aggregates over request records (``shared/design.md`` section 2).
+"""Aggregates over request records (``docs/design.md`` section 2).
 
 :func:`aggregate` turns the records of one load level into the numbers every output
 shows. It is a pure function of the records, so a RunResult's aggregates can always be
@@ -102,7 +102,7 @@ def aggregate(
     contention: str | None = None,
     workers: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Aggregate one load level's records (design.md section 2).
+    """Aggregate one load level's records (docs/design.md section 2).
 
     Latency statistics describe the window's requests (chosen by intended send time);
     throughput counts the completions inside the window's throughput span. An
@@ -163,7 +163,7 @@ def aggregate(
     out["client_limited"] = client_limited(
         out, scheduled_rate, loadgen_cpu_percent, check_lag=check_lag, contention=contention,
         workers=None if workers is None else _worker_loads(members, workers),
-    )  # fmt: skip
+    )
     return out
 
 
@@ -176,11 +176,11 @@ def _worker_loads(
         lags = [
             lag for r in members
             if r.labels.get("worker") == name and (lag := r.schedule_lag) is not None
-        ]  # fmt: skip
+        ]
         out.append({
             "worker": name, "host": info.get("host"), "requests": len(lags),
             "lag_p99": summarize(lags)["p99"], "cpu_percent": info.get("cpu_percent"),
-        })  # fmt: skip
+        })
     return out
 
 

@@ -87,7 +87,7 @@ class RedisServer:
             self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self._dir),
             "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes",
             "--loglevel", "warning", "--databases", "1",
-        ]  # fmt: skip
+        ]
         try:
             self._proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         finally:

@@ -46,7 +46,7 @@ class LocalRayCluster:
             self._start(
                 "head", "--head", "--port", str(port), "--node-ip-address", HEAD_IP,
                 "--temp-dir", str(self.temp_dir), "--include-dashboard=false", timeout=timeout,
-            )  # fmt: skip
+            )
             self._start(
                 "node", "--address", self.address, "--node-ip-address", NODE_IP, timeout=timeout
             )
@@ -60,7 +60,7 @@ class LocalRayCluster:
             self.ray_cli, "start", "--block", "--num-cpus", "1", "--disable-usage-stats",
             # A small object store: the workers pass records, not large objects.
             "--object-store-memory", str(100 * 2**20), *args,
-        ]  # fmt: skip
+        ]
         with log.open("wb") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env)
         self._procs.append(proc)

@@ -1,24 +1,18 @@
-"""Per-level aggregates for the report, and the downsampling of its CDF plots.
-
-The report shows the aggregates stored in the RunResult (what the console printed)
-and recomputes them with ``infersight.core.metrics.aggregate`` only when a level has
-none, so report and console never disagree.
+"""The downsampling of the report's CDF plots, and the percentiles its tables show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from infersight.core.chunks import FloatArray
-from infersight.core.records import RequestRecord
 from infersight.core.stats import PERCENTILES as _SHARED_PERCENTILES
 
-__all__ = ["PERCENTILES", "cdf_points", "level_aggregate"]
+__all__ = ["PERCENTILES", "cdf_points"]
 
-#: The percentiles every latency summary carries (design.md section 2).
+#: The percentiles every latency summary carries (docs/design.md section 2).
 PERCENTILES: tuple[str, ...] = tuple(_SHARED_PERCENTILES)
 
 
@@ -48,25 +42,3 @@ def cdf_points(values: Any, weights: Any = None, n: int = 160) -> tuple[FloatArr
     cw /= cw[-1]
     idx = np.minimum(np.searchsorted(cw, ps - 1e-12, side="left"), sv.size - 1)
     return sv[idx], ps
-
-
-def level_aggregate(
-    stored: Any, records: Sequence[RequestRecord], level: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The aggregate the run stored (what the console printed), else recomputed.
-
-    Recomputing uses the same ``core.metrics.aggregate`` as ``bench``, with the level's
-    target concurrency or rate from ``config["levels"]``, so the numbers agree.
-    """
-    if isinstance(stored, dict) and stored:
-        return stored
-    from infersight.core.metrics import aggregate
-
-    level = level or {}
-    conc, rate = level.get("concurrency"), level.get("rate")
-    out: dict[str, Any] = aggregate(
-        list(records),
-        target_concurrency=int(conc) if isinstance(conc, int | float) else None,
-        target_rate=float(rate) if isinstance(rate, int | float) else None,
-    )
-    return out

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.gateway.batcher import DynamicBatcher
+from infersight.gateway.dynamic_batching import DynamicBatcher
 
 
 class Recorder:

@@ -1,0 +1,6 @@
+"""Helpers only the tests and benchmarks use (not shipped in the wheel): a real
+``redis-server`` on a free port, a local two-node Ray cluster, a raw-socket HTTP client
+for slow and malformed requests, Hypothesis strategies over request framing, a
+simulated FIFO slot server that yields request records with their true queue waits,
+and real-time helpers for paced tests. Benchmarks put ``tests/`` on ``sys.path`` to
+import them."""
