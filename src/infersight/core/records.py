@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import config_error
 from infersight.core.verdicts import Verdict
@@ -197,6 +198,10 @@ class RunResult(BaseModel):
     aggregates: dict[str, Any] = Field(default_factory=dict)
     #: Verdicts from diagnose, when embedded (files with plain verdict dicts load too).
     diagnosis: list[Verdict] = Field(default_factory=list)
+    #: The levels as a capacity curve, with the measured knee (docs/design.md section 2).
+    capacity_curve: CapacityCurve | None = None
+    #: The run's one recommendation, from its curve (docs/design.md section 5).
+    recommendation: Recommendation | None = None
     #: Cost of the run when prices are known: ``usd``, ``usd_per_million_output_tokens``,
     #: ``projected_usd_per_day`` (also per level in ``aggregates[level]["cost"]``).
     cost: dict[str, Any] | None = None

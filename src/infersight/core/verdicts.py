@@ -28,6 +28,8 @@ VERDICT_IDS: tuple[str, ...] = (
     "kv_bound",
     "slot_bound",
     "capacity",
+    "compute_bound",
+    "prefix_cache_miss",
     "host_starved",
     "busy_illusion",
     "under_loaded",
