@@ -130,6 +130,8 @@ class FakeConfig:
     engine's names, and its info endpoint with the slot limit
     (running = holders of a slot, waiting = the queue); the KV usage it reports is
     ``kv_usage``, or ``kv_per_running * running`` (capped at 1) when that is set.
+    ``compute_knee`` set -> steps slow down in proportion to the generations running
+    beyond it (a device whose compute saturates).
     """
 
     ttft: float = 0.0
@@ -172,6 +174,10 @@ class FakeConfig:
     #: Report no waiting requests: those beyond the slots wait where the engine does
     #: not count them (an HTTP accept backlog, a proxy's queue).
     hide_waiting: bool = False
+    #: A compute knee: while more than this many generations run, every step (the
+    #: first token and each one after it) takes ``running / compute_knee`` times longer,
+    #: so throughput stops growing past it and TPOT grows with the work in flight.
+    compute_knee: int | None = None
 
     def to_json(self) -> bytes:
         d = dataclasses.asdict(self)

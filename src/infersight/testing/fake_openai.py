@@ -245,7 +245,7 @@ class FakeOpenAI(ExtraEndpoints):
             "model": body.get("model") or cfg.model,
         }
         if not body.get("stream"):
-            await asyncio.sleep(ttft + itl * max(0, n - 1))
+            await asyncio.sleep((ttft + itl * max(0, n - 1)) * self._pace())
             text = cfg.token_text * n
             choices = [
                 {
@@ -281,8 +281,14 @@ class FakeOpenAI(ExtraEndpoints):
             itl=itl,
             finish=finish,
             usage=usage if want_usage else None,
+            pace=self._pace,
         )
         return streamed, gen
+
+    def _pace(self) -> float:
+        """How much slower a step runs now: ``running / compute_knee`` past the knee."""
+        knee = self.config.compute_knee
+        return max(1.0, self.pool.running / knee) if knee else 1.0
 
     async def _metrics(self, request: web.Request) -> web.Response:
         assert self.engine_metrics is not None

@@ -118,6 +118,12 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="serve /metrics with this engine's metric names",
     )
+    ap.add_argument(
+        "--compute-knee",
+        type=int,
+        default=None,
+        help="past N generations at once, every step slows by running/N",
+    )
     ap.add_argument("--kv-usage", type=float, default=None, help="fixed KV usage 0..1")
     ap.add_argument(
         "--kv-per-running", type=float, default=None, help="KV usage per running request"
@@ -126,7 +132,11 @@ def main(argv: list[str] | None = None) -> None:
     cfg = FakeConfig.from_json(args.config_json) if args.config_json else FakeConfig()
     if args.slots is not None and args.slots < 1:
         ap.error("--slots must be at least 1")
-    for name in ("ttft", "itl", "tokens", "slots", "metrics_dialect", "kv_usage", "kv_per_running"):
+    if args.compute_knee is not None and args.compute_knee < 1:
+        ap.error("--compute-knee must be at least 1")
+    names = ("ttft", "itl", "tokens", "slots", "compute_knee", "metrics_dialect", "kv_usage",
+             "kv_per_running")
+    for name in names:
         if getattr(args, name) is not None:
             setattr(cfg, name, getattr(args, name))
     try:

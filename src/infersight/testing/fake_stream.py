@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -32,8 +33,13 @@ async def stream_answer(
     itl: float,
     finish: str,
     usage: dict[str, Any] | None,
+    pace: Callable[[], float] = lambda: 1.0,
 ) -> web.StreamResponse:
-    """Write role chunk, n content chunks per prompt, finish, usage, [DONE]."""
+    """Write role chunk, n content chunks per prompt, finish, usage, [DONE].
+
+    ``pace()`` is how many times longer the next step takes than configured (a
+    compute knee); each step's time is added when the step starts.
+    """
     resp = web.StreamResponse(status=200, headers=headers)
     await resp.prepare(request)
     start = time.monotonic()
@@ -61,10 +67,10 @@ async def stream_answer(
         ]
     # Every content chunk is the same: encode it once so the server stays fast.
     chunk = keep + _event({**base, "choices": choices})
+    step_end = start
     for k in range(n):
-        target = start + ttft + k * itl
-        if b.stall and k == b.stall_at:
-            target += b.stall
+        step_end += (ttft if k == 0 else itl) * pace()
+        target = step_end + (b.stall if b.stall and k == b.stall_at else 0.0)
         delay = target - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
