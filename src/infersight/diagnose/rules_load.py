@@ -43,10 +43,13 @@ def client_limited(ri: RuleInput) -> Verdict | None:
     why = "; ".join(ri.client_reasons) or "schedule lag / load generator CPU over limits"
     contention = (ri.agg.get("client_limited") or {}).get("contention")
     if contention:  # docs/design.md s.2: name the contention, do not blame the client alone
+        # Each stored reason ends by naming the contention; the sentence names it once.
+        tail = f", while {contention} (contention, not the client alone)"
+        slipped = "; ".join(r.removesuffix(tail) for r in ri.client_reasons) or why
         return make_verdict(
             ri, "client_limited", "Benchmark client and server share cores",
-            f"The client's schedule slipped ({why}): {contention}, so the figures include "
-            "the contention between them.", ev, 0.8,
+            f"The load generator's schedule slipped ({slipped}): the figures include the "
+            "time each side waited for the other's CPU, not the server's alone.", ev, 0.8,
             ["run the load generator on another host (or pin client and engine to "
              "separate cores) to measure the server alone",
              "give the engine fewer threads than the host has cores"])
