@@ -12,6 +12,8 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    out_option,
+    port_option,
 )
 
 if TYPE_CHECKING:
@@ -92,7 +94,7 @@ def _interval(v: float | None, default: float) -> float:
 def monitor(
     url: str = typer.Argument(None, metavar="URL", help="Engine or gateway root URL."),
     interval: float = duration_option(None, "--interval", help="Time between samples.", show_default="1s"),
-    record: Path = typer.Option(None, metavar="FILE", help="Append every sample to this JSONL file (read it with diagnose)."),
+    record: Path = out_option(None, "--record", help="Append every sample to this JSONL file (read it with diagnose)."),
     process: list[str] = typer.Option(None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."),
     gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"),
     api_key_env: str = api_key_env_option(),
@@ -129,7 +131,7 @@ def monitor(
 def exporter(
     urls: list[str] = typer.Argument(None, metavar="URL", help="Engine or gateway root URLs to scrape."),
     host: str = typer.Option(None, help="Address to listen on.", show_default="127.0.0.1"),
-    port: int = typer.Option(None, help="Port to listen on; 0 picks a free one.", show_default="9400"),
+    port: int = port_option(None, help="Port to listen on; 0 picks a free one.", show_default="9400"),
     interval: float = duration_option(None, "--interval", help="Time between samples.", show_default="1s"),
     process: list[str] = typer.Option(None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."),
     gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"),
@@ -168,7 +170,7 @@ def exporter(
 
 def dashboards(
     what: str = typer.Argument(..., metavar="WHAT", help="grafana, alerts or alerts-test."),
-    out: Path = typer.Option(None, metavar="FILE", help="Write to this file instead of stdout."),
+    out: Path = out_option(None, help="Write to this file instead of stdout."),
 ) -> None:
     from infersight.core.errors import ConfigError
     from infersight.telemetry import dashboards as d
