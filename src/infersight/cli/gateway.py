@@ -20,7 +20,6 @@ from infersight.cli._conventions import (
     duration_option,
     port_option,
 )
-from infersight.core.endpoint import shown_url
 from infersight.core.errors import ConfigError
 
 _HELP = command_help(
@@ -68,22 +67,23 @@ def register(app: typer.Typer) -> None:
         if hash_key:
             _print_key_hash()
             return
-        from infersight.entrypoints.gateway import gateway_config, run_gateway
+        from infersight.entrypoints.gateway import gateway_config, key_name, run_gateway
 
         cfg = gateway_config(
             config, upstream, host=host, port=port, concurrency=max_concurrency, queue=queue,
             adaptive=adaptive, deadline=deadline, ttft_timeout=ttft_timeout, prices=prices,
             no_access_log=no_access_log, client_key=client_key(api_key_env, api_key_file),
+            client_key_name=key_name(api_key_env, api_key_file),
         )
 
         def starting() -> None:
             typer.echo("no upstream given: starting the embedded engine...", err=True)
 
         def ready(gw: Any) -> None:
+            from infersight.entrypoints.banner import gateway_banner
+
             # stderr: stdout carries only the JSON access lines.
-            names = ", ".join(f"{u.name}={shown_url(u.cfg.url)}" for u in gw.upstreams)
-            typer.echo(f"infersight gateway listening on {gw.url}  (upstreams: {names})",
-                       err=True)
+            typer.echo(gateway_banner(gw), err=True)
             sys.stderr.flush()
 
         run_gateway(cfg, on_ready=ready, on_start=starting)
