@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from infersight.batch.controller import Decision
+from infersight.core.durations import format_elapsed
+from infersight.core.wording import counted
 
 __all__ = ["BatchProgress", "PlainProgress", "make_progress", "progress_line"]
 
@@ -31,16 +33,6 @@ class BatchProgress:
 
     def stop(self) -> None:
         """The run is over."""
-
-
-def _duration(seconds: float) -> str:
-    """``45s``, ``12m05s``, ``3h07m``."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 class PlainProgress(BatchProgress):
@@ -143,12 +135,11 @@ def progress_line(
     finished = done + failed
     left = max(0, total - finished)
     rate = finished / elapsed if elapsed > 0 else 0.0
-    eta = _duration(left / rate) if rate > 0 else "unknown"
+    eta = format_elapsed(left / rate) if rate > 0 else "unknown"
     failed_txt = f" ({failed:,} failed)" if failed else ""
-    plural = "error" if errors == 1 else "errors"
     return (f"[{elapsed:7.1f}s] {finished:,} of {total:,} rows done{failed_txt}, {left:,} left: "
             f"{rate:.2f} rows/s, {tokens / elapsed if elapsed > 0 else 0.0:.0f} output tok/s, "
-            f"{errors:,} {plural}, concurrency {limit}, ETA {eta if left else 'done'}")
+            f"{counted(errors, 'error')}, concurrency {limit}, ETA {eta if left else 'done'}")
 
 
 def make_progress(

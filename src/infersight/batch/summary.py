@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from infersight.core.wording import counted
+
 __all__ = ["BatchSummary", "concurrency_text", "render_summary"]
 
 
@@ -71,10 +73,6 @@ class BatchSummary(BaseModel):
         return 0 if self.failed == 0 and self.not_run == 0 and self.output_rows_failed == 0 else 1
 
 
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def concurrency_text(s: BatchSummary) -> str:
     """How the concurrency moved, plainly: ``started at 8, settled at 4 after 3
     changes`` (then the peak and the end, when they say something more)."""
@@ -84,7 +82,7 @@ def concurrency_text(s: BatchSummary) -> str:
     start = s.concurrency_start if s.concurrency_start is not None else s.concurrency_final
     if not s.concurrency_changes:
         return f"stayed at {start} (no change was needed)"
-    text = f"started at {start}, settled at {settled:g} after {_n(s.concurrency_changes, 'change')}"
+    text = f"started at {start}, settled at {settled:g} after {counted(s.concurrency_changes, 'change')}"
     extra = []
     if s.concurrency_max is not None and s.concurrency_max > max(settled or 0, start or 0):
         extra.append(f"peak {s.concurrency_max}")
@@ -108,7 +106,7 @@ def render_summary(s: BatchSummary) -> Any:
     t.add_column()
     t.add_row("status", s.stopped + (" (partial: rerun to resume)" if s.partial else ""))
     rows = f"{s.done} done, {s.failed} failed, {s.not_run} not run"
-    rows += f"; {s.already_done} already in output, {_n(s.skipped_bad, 'bad line')} skipped"
+    rows += f"; {s.already_done} already in output, {counted(s.skipped_bad, 'bad line')} skipped"
     if s.skipped_bad:
         rows += " (an error line each in the output)"
     t.add_row("rows", rows)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from infersight.core.endpoint import shown_url
+from infersight.core.wording import counted
 
 if TYPE_CHECKING:
     from infersight.gateway.server import Gateway
@@ -23,10 +24,6 @@ def startup_banner(command: str, url: str, rows: Sequence[tuple[str, str]]) -> s
     lines += [f"  {k:<{width}}  {v}" for k, v in rows]
     lines.append("Press Ctrl-C to stop.")
     return "\n".join(lines)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def gateway_banner(gw: Gateway) -> str:
@@ -50,7 +47,7 @@ def gateway_banner(gw: Gateway) -> str:
                                             for m, fs in cfg.fallbacks.items())))
     if cfg.keys or cfg.require_key:
         who = ", ".join(k.name for k in cfg.keys)
-        rows.append(("api key", f"required ({_plural(len(cfg.keys), 'key')}: {who})"
+        rows.append(("api key", f"required ({counted(len(cfg.keys), 'key')}: {who})"
                      if cfg.keys else "required"))
     else:
         rows.append(("api key", "none (open access)"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from infersight.core.durations import format_elapsed
 from infersight.monitor.history import sparkline
 from infersight.monitor.state import MonitorState
 
@@ -13,11 +14,6 @@ __all__ = ["LABEL_WIDTH", "VALUE_WIDTH", "history_table", "process_table"]
 
 LABEL_WIDTH, VALUE_WIDTH = 24, 24
 NA = "n/a"
-
-
-def _ago(seconds: float) -> str:
-    m, s = divmod(round(seconds), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 def _last(values: list[float | None]) -> float | None:
@@ -34,7 +30,7 @@ def history_table(st: MonitorState, width: int) -> tuple[Table, int]:
     h = st.history
     cells = max(8, width - LABEL_WIDTH - VALUE_WIDTH - 6)
     reach = h.seconds("busy")
-    t = Table(title=f"History (last {_ago(reach)}, now at the right)", title_justify="left",
+    t = Table(title=f"History (last {format_elapsed(reach)}, now at the right)", title_justify="left",
               box=None, show_header=False, padding=(0, 1))
     t.add_column(width=LABEL_WIDTH, no_wrap=True, style="bold")
     t.add_column(width=cells, no_wrap=True)
