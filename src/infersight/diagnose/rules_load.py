@@ -82,7 +82,8 @@ def error_driven(ri: RuleInput) -> Verdict | None:
     where = ", ".join(f"{k} ({n})" for k, n in w.error_sources.most_common(3))
     return make_verdict(
         ri, "error_driven", "Error-driven",
-        f"{rate:.0%} of requests failed ({w.n_failed} of {total}); most are {kind} "
+        # as precise as the evidence: 3 of 200 is 1.5%, not "2%"
+        f"{rate * 100:.3g}% of requests failed ({w.n_failed} of {total}); most are {kind} "
         f"({count}), from {where}.",
         ev, min(0.99, 0.75 + rate / 4), fixes,
     )
@@ -184,8 +185,8 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
         conf -= 0.1  # a plateau could also be an unexported KV limit
     return make_verdict(
         ri, "slot_bound", "Queueing: slot-bound",
-        f"{head}Queueing is slot-bound: {fmt(s.R)} of {current} slots busy, {fmt(s.Q)} "
-        f"waiting{kv_txt}; {act}", ev, conf, fixes)
+        f"{head}{fmt(s.R)} of {current} slots busy, {fmt(s.Q)} waiting{kv_txt}; {act}",
+        ev, conf, fixes)
 
 
 def _saturated(s: EngineSignals) -> bool:
