@@ -23,7 +23,10 @@ __all__ = ["register"]
 
 _MONITOR_HELP = command_help(
     "Live view of an engine, its host and GPUs.",
-    "Queue, throughput, latency and errors of the engine beside GPU and host load.",
+    "Queue, throughput, latency and errors of the engine beside GPU and host load, with "
+    "five minutes of history as sparklines (busy, running R of the slots S, waiting Q, "
+    "tokens/s, TTFT where the engine exports it) and the server's processes (CPU, RSS). "
+    "The view fits the terminal's width and height.",
     "URL is the engine or gateway root (vLLM, SGLang, TGI, llama.cpp or the infersight "
     "gateway; the kind is detected from its /metrics). Without a URL, the embedded "
     "engine (127.0.0.1:8000) or the gateway (127.0.0.1:8090) is used if one answers. "
