@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything infersight needs into ./.venv (idempotent).
 #   scripts/setup.sh          python packages (the ray and redis extras included) + the embedded model
-#   scripts/setup.sh --system also Debian's prometheus, chromium and redis-server (used by the tests)
+#   scripts/setup.sh --system also Debian's prometheus, chromium, tmux and redis-server (used by the tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -32,6 +32,8 @@ if [ "${1:-}" = "--system" ]; then
   command -v prometheus >/dev/null || need+=(prometheus)
   command -v promtool >/dev/null || need+=(prometheus)
   command -v chromium >/dev/null || need+=(chromium)
+  # The monitor's test drives it in a real terminal (tmux capture-pane).
+  command -v tmux >/dev/null || need+=(tmux)
   # The shared-state tests start their own redis-server (a free port, no persistence);
   # a Redis service the package may start is not ours to stop.
   [ -x /usr/bin/redis-server ] || command -v redis-server >/dev/null || need+=(redis-server)

@@ -44,6 +44,7 @@ def _tree(tmp: Path) -> tuple[Path, dict[str, str]]:
         (bins / "prometheus", _RECORDER),
         (bins / "promtool", _RECORDER),
         (bins / "chromium", _RECORDER),
+        (bins / "tmux", _RECORDER),
         (bins / "redis-server", _RECORDER),
     ]:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -115,6 +115,9 @@ def _summary(plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, *
         s.concurrency_settled = ctrl.settled(runner.t_last or time.monotonic())
         s.concurrency_final, s.concurrency_max = ctrl.limit, runner.max_limit
         s.decisions = [d.to_dict() for d in ctrl.decisions]
+        if ctrl.history:  # the start, then one entry per change (never truncated)
+            s.concurrency_start = ctrl.history[0][1]
+            s.concurrency_changes = len(ctrl.history) - 1
     final = load_output(cfg.output, repair=False)
     s.output_rows_ok = len(final.ok_ids & scan.ids)
     s.output_rows_failed = len(final.failed_ids & scan.ids)

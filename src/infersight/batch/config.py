@@ -57,6 +57,8 @@ class BatchConfig(BaseConfig):
     #: Slots of the embedded engine when no --url is given.
     engine_parallel: int = Field(default=8, ge=1)
     quiet: bool = False
+    #: Seconds between progress lines when stderr is not a terminal (CI, nohup, a pipe).
+    progress_interval: float = Field(default=10.0, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> BatchConfig:

@@ -34,6 +34,7 @@ import orjson
 from infersight.core.errors import ConfigError, InfersightError, StatusError, file_error
 
 __all__ = [
+    "INPUT_ERROR_CODES",
     "OutputState",
     "OutputWriter",
     "compact_output",
@@ -42,6 +43,10 @@ __all__ = [
     "read_output",
     "result_line",
 ]
+
+
+#: ``error.code`` of a skipped input line: DataError now, ConfigError in older files.
+INPUT_ERROR_CODES = ("DataError", "ConfigError")
 
 
 def result_line(
@@ -67,12 +72,14 @@ def result_line(
     return orjson.dumps(doc) + b"\n"
 
 
-def error_line(custom_id: str, e: InfersightError) -> bytes:
+def error_line(custom_id: str, e: InfersightError, request_id: str | None = None) -> bytes:
     """The output line of a row that failed with ``e``: the server's answer when it
-    gave one (its JSON error body, or the text wrapped as one), and the typed error."""
+    gave one (its JSON error body, or the text wrapped as one), and the typed error.
+    ``request_id`` (the id the request was sent with) stands in for a server that
+    names none."""
     status = body = rid = None
     if isinstance(e, StatusError):
-        status, rid = e.status or None, e.request_id
+        status, rid = e.status or None, e.request_id or request_id
         if status is not None and e.body:
             try:
                 body = orjson.loads(e.body)
@@ -95,7 +102,8 @@ class OutputState:
     repaired_bytes: int = 0
     #: model -> [prompt_tokens, completion_tokens] over succeeded rows.
     usage: dict[str, list[int]] = field(default_factory=dict)
-    #: Ids whose line records an invalid input line (error kind ConfigError, never sent).
+    #: Ids whose line records an invalid input line (never sent): error kind DataError,
+    #: or ConfigError in files written before docs/design.md section 7 said DataError.
     input_errors: set[str] = field(default_factory=set)
 
     @property
@@ -165,7 +173,7 @@ def load_output(path: str | Path, *, repair: bool = True) -> OutputState:
         ok = _line_ok(doc)
         state.done[cid] = ok
         err = doc.get("error")
-        if isinstance(err, dict) and err.get("code") == "ConfigError":
+        if isinstance(err, dict) and err.get("code") in INPUT_ERROR_CODES:
             state.input_errors.add(cid)
         if ok:
             body = doc["response"].get("body") or {}

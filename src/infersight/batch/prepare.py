@@ -16,7 +16,7 @@ from infersight.batch.output import (
     load_output,
     result_line,
 )
-from infersight.core.errors import ConfigError
+from infersight.core.errors import ConfigError, DataError
 from infersight.core.pricing import PriceTable
 
 __all__ = ["BatchPlan", "make_meter", "plan_batch", "prior_cost"]
@@ -127,11 +127,11 @@ def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock
 
 
 def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
-    """One error line per skipped input line (kind ``ConfigError``: the row was never
-    sent), so the output accounts for every input row; lines an earlier run wrote are
-    not written again."""
+    """One error line per skipped input line (kind ``DataError``, docs/design.md
+    section 7: the row was never sent), so the output accounts for every input row;
+    lines an earlier run wrote are not written again."""
     lines = [
-        result_line(b.custom_id, status=None, body=None, error_code="ConfigError",
+        result_line(b.custom_id, status=None, body=None, error_code=DataError.__name__,
                     error_message=f"input line {b.line} skipped: {b.reason}")
         for b in scan.bad
         if b.custom_id not in state.input_errors

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from infersight.batch.controller import Decision
+from infersight.core.durations import format_elapsed
+from infersight.core.wording import counted
 
-__all__ = ["BatchProgress", "make_progress"]
+__all__ = ["BatchProgress", "PlainProgress", "make_progress", "progress_line"]
 
 
 class BatchProgress:
@@ -32,11 +35,33 @@ class BatchProgress:
         """The run is over."""
 
 
-class _PlainProgress(BatchProgress):
-    """Not a terminal: print decisions and notes as lines on stderr, no bar."""
+class PlainProgress(BatchProgress):
+    """Not a terminal (CI, nohup, a pipe): a progress line every ``interval`` seconds
+    (rows done and left, rows/s, output tok/s, errors, ETA), and the decisions and
+    notes as lines, on stderr; no bar."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(
+        self, stream: TextIO, interval: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.stream = stream
+        self.interval = interval
+        self.clock = clock
+        self.total = 0
+        self.t0 = self.last = clock()
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self.t0 = self.last = self.clock()
+
+    def update(
+        self, *, done: int, failed: int, tokens: int, errors: int, limit: int, inflight: int
+    ) -> None:
+        now = self.clock()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        print(progress_line(now - self.t0, self.total, done=done, failed=failed, tokens=tokens,
+                            errors=errors, limit=limit), file=self.stream, flush=True)
 
     def decision(self, d: Decision) -> None:
         print(f"[{d.t:7.1f}s] concurrency {d.old} -> {d.new}: {d.reason}", file=self.stream)
@@ -102,11 +127,29 @@ class _RichProgress(BatchProgress):
             self.progress.stop()
 
 
-def make_progress(*, quiet: bool, stream: TextIO | None = None) -> BatchProgress:
-    """A bar on a terminal, plain lines otherwise, nothing when quiet."""
+def progress_line(
+    elapsed: float, total: int, *, done: int, failed: int, tokens: int, errors: int, limit: int
+) -> str:
+    """``[  10.0s] 120 of 1,000 rows done (2 failed), 880 left: 12.0 rows/s, 410 output
+    tok/s, 3 errors, concurrency 8, ETA 1m13s``."""
+    finished = done + failed
+    left = max(0, total - finished)
+    rate = finished / elapsed if elapsed > 0 else 0.0
+    eta = format_elapsed(left / rate) if rate > 0 else "unknown"
+    failed_txt = f" ({failed:,} failed)" if failed else ""
+    return (f"[{elapsed:7.1f}s] {finished:,} of {total:,} rows done{failed_txt}, {left:,} left: "
+            f"{rate:.2f} rows/s, {tokens / elapsed if elapsed > 0 else 0.0:.0f} output tok/s, "
+            f"{counted(errors, 'error')}, concurrency {limit}, ETA {eta if left else 'done'}")
+
+
+def make_progress(
+    *, quiet: bool, stream: TextIO | None = None, interval: float = 10.0
+) -> BatchProgress:
+    """A bar on a terminal, plain lines otherwise (a progress line every ``interval``
+    seconds), nothing when quiet."""
     out = stream or sys.stderr
     if quiet:
         return BatchProgress()
     if out.isatty():
         return _RichProgress(out)
-    return _PlainProgress(out)
+    return PlainProgress(out, interval)

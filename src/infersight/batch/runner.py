@@ -273,7 +273,9 @@ class RowRunner:
             c = 0
         model = (comp.response or {}).get("model")
         self.meter.record(row, p, c, model if isinstance(model, str) else None)
-        rid = rec.server_request_id or comp.headers.get("x-request-id")
+        # The server's id for the request, else the X-Request-Id it was sent with (an
+        # engine such as llama.cpp names none): every answered row carries one.
+        rid = rec.server_request_id or comp.headers.get("x-request-id") or rec.request_id
         self.writer.add(result_line(row.custom_id, status=comp.status, body=comp.response, request_id=rid))
         self.done += 1
 
@@ -298,6 +300,6 @@ class RowRunner:
             self.meter.release(row)  # would have been retried: leave it for the rerun
             return
         self.meter.release(row)
-        self.writer.add(error_line(row.custom_id, e))
+        self.writer.add(error_line(row.custom_id, e, quote(row.custom_id, safe="")))
         self.failed += 1
         self.failed_by_kind[e.kind] += 1

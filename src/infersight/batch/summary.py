@@ -6,7 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["BatchSummary", "render_summary"]
+from infersight.core.wording import counted
+
+__all__ = ["BatchSummary", "concurrency_text", "render_summary"]
 
 
 class BatchSummary(BaseModel):
@@ -50,6 +52,9 @@ class BatchSummary(BaseModel):
     concurrency_settled: float | None = None
     concurrency_final: int | None = None
     concurrency_max: int | None = None
+    concurrency_start: int | None = None
+    #: How many times the limit changed (``decisions`` keeps at most 2,000 of them).
+    concurrency_changes: int = 0
     decisions: list[dict[str, Any]] = Field(default_factory=list)
     #: Output maintenance: torn bytes cut, duplicate lines compacted.
     repaired_bytes: int = 0
@@ -68,6 +73,24 @@ class BatchSummary(BaseModel):
         return 0 if self.failed == 0 and self.not_run == 0 and self.output_rows_failed == 0 else 1
 
 
+def concurrency_text(s: BatchSummary) -> str:
+    """How the concurrency moved, plainly: ``started at 8, settled at 4 after 3
+    changes`` (then the peak and the end, when they say something more)."""
+    if s.concurrency_mode != "adaptive":
+        return f"fixed at {s.concurrency_final} (--concurrency)"
+    settled = s.concurrency_settled
+    start = s.concurrency_start if s.concurrency_start is not None else s.concurrency_final
+    if not s.concurrency_changes:
+        return f"stayed at {start} (no change was needed)"
+    text = f"started at {start}, settled at {settled:g} after {counted(s.concurrency_changes, 'change')}"
+    extra = []
+    if s.concurrency_max is not None and s.concurrency_max > max(settled or 0, start or 0):
+        extra.append(f"peak {s.concurrency_max}")
+    if s.concurrency_final is not None and s.concurrency_final != settled:
+        extra.append(f"{s.concurrency_final} at the end")
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
 def _money(v: float | None) -> str:
     return "unpriced" if v is None else f"${v:,.4f}"
 
@@ -83,7 +106,7 @@ def render_summary(s: BatchSummary) -> Any:
     t.add_column()
     t.add_row("status", s.stopped + (" (partial: rerun to resume)" if s.partial else ""))
     rows = f"{s.done} done, {s.failed} failed, {s.not_run} not run"
-    rows += f"; {s.already_done} already in output, {s.skipped_bad} bad lines skipped"
+    rows += f"; {s.already_done} already in output, {counted(s.skipped_bad, 'bad line')} skipped"
     if s.skipped_bad:
         rows += " (an error line each in the output)"
     t.add_row("rows", rows)
@@ -106,11 +129,7 @@ def render_summary(s: BatchSummary) -> Any:
         f"{s.rows_per_s:.2f} rows/s, {s.output_tokens_per_s:.1f} output tokens/s over {s.elapsed_s:.1f} s",
     )
     if s.concurrency_settled is not None:
-        t.add_row(
-            "concurrency",
-            f"{s.concurrency_mode}: settled at {s.concurrency_settled:g} "
-            f"(final {s.concurrency_final}, max {s.concurrency_max}, {len(s.decisions)} decisions)",
-        )
+        t.add_row("concurrency", concurrency_text(s))
     parts: list[Any] = [t]
     for note in s.notes:
         parts.append(Text(f"note: {note}", style="yellow"))

@@ -112,6 +112,12 @@ class BenchConfig(BaseConfig):
     no_scrape: bool = False
     sample_interval: float = Field(1.0, gt=0)
     out: str | None = None
+    #: The RunResult JSON's file name inside ``out`` (vLLM's --result-filename).
+    result_filename: str | None = None
+    #: Extra console lines, as vLLM prints them: mean, median and these percentiles
+    #: of these metrics (record attributes ttft, tpot, itl, e2e), per level.
+    percentile_metrics: list[str] = Field(default_factory=list)
+    metric_percentiles: list[float] = Field(default_factory=lambda: [99.0])
     price_in: float | None = Field(None, ge=0)
     price_out: float | None = Field(None, ge=0)
     prices: str | None = None

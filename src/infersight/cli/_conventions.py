@@ -14,6 +14,8 @@ is added:
   "(default: X)" or "[X]" in the help text.
 - Times go through :func:`duration_option`: ``500ms``, ``2s``, ``1m`` or bare seconds.
 - API keys: :func:`api_key_env_option` and :func:`api_key_file_option`, always both.
+- A file a command writes is ``-o/--out`` (:func:`out_option`); a port it serves is
+  ``-p/--port`` (:func:`port_option`).
 - Each command's help is built by :func:`command_help` and ends with one Examples
   block, each example a line that fits in 80 columns.
 - A flag name means one thing in every command: :data:`VOCABULARY`.
@@ -42,6 +44,8 @@ __all__ = [
     "apply_conventions",
     "command_help",
     "duration_option",
+    "out_option",
+    "port_option",
 ]
 
 #: Help is wrapped to the terminal's width, up to this many columns.
@@ -161,6 +165,23 @@ def duration_option(
         show_default = format_duration(default) if default is not None else False
     return typer.Option(default, *names, metavar="DURATION", parser=parse, help=help,
                         show_default=show_default)
+
+
+def out_option(
+    default: Any, *aliases: str, help: str, metavar: str = "FILE",
+    show_default: str | bool | None = None,
+) -> Any:
+    """``-o/--out PATH``: where a command writes its file (or folder). ``aliases`` are
+    older long names kept working (``monitor --record``)."""
+    shown = default not in (None, ...) if show_default is None else show_default
+    return typer.Option(default, "--out", "-o", *aliases, metavar=metavar, help=help,
+                        show_default=shown)
+
+
+def port_option(default: int | None, *, help: str, show_default: str | bool | None = None) -> Any:
+    """``-p/--port N``: the port a command serves on."""
+    return typer.Option(default, "--port", "-p", metavar="N", help=help,
+                        show_default=default is not None if show_default is None else show_default)
 
 
 def api_key_env_option(help: str = "Environment variable holding the API key.") -> Any:

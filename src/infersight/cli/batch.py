@@ -12,6 +12,7 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    out_option,
 )
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def register(app: typer.Typer) -> None:
     @app.command("batch", help=_HELP)
     def batch(
         input: Path = typer.Argument(..., metavar="INPUT", help="JSONL: OpenAI Batch lines, or one prompt / messages list per line."),
-        out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="Output JSONL (OpenAI Batch output format). A rerun resumes it."),
+        out: Path = out_option(..., help="Output JSONL (OpenAI Batch output format). A rerun resumes it."),
         url: str | None = typer.Option(None, metavar="URL", help="The server's root URL, e.g. http://127.0.0.1:8000.", show_default="start the embedded engine"),
         api_key_env: str | None = api_key_env_option(),
         api_key_file: str | None = api_key_file_option(),

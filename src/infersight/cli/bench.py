@@ -12,7 +12,9 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    out_option,
 )
+from infersight.cli.bench_vllm import VLLM_OPTIONS, apply_vllm_flags
 
 if TYPE_CHECKING:
     from infersight.bench import BenchConfig
@@ -22,13 +24,17 @@ _HELP = command_help(
     "With no --url the embedded engine is started for the run. Latency counts from the "
     "intended send time (no coordinated omission); a run the load generator itself "
     "limited is flagged at the top of every output.",
-    "Durations take units: 500ms, 2s, 1m (a bare number is seconds). Flags of vllm bench "
-    "serve work too: --num-prompts, --max-concurrency, --goodput.",
+    "Durations take units: 500ms, 2s, 1m (a bare number is seconds). vllm bench serve's "
+    "flags work too, meaning what they mean there (marked below): --num-prompts, "
+    "--max-concurrency, --goodput, --request-rate, --backend, --dataset-name random "
+    "--random-input-len N ...; a line of them without a rate sends every request at "
+    "once, as vLLM does.",
     examples=[
         "infersight bench --concurrency 1,4,16 --requests 48 --out runs/demo",
         "infersight bench --url http://127.0.0.1:8000 --rate 1,2,4 --duration 1m",
         "infersight bench --url URL --find-max --slo 'ttft_p99<500ms,tpot_p99<50ms'",
         "infersight bench --url URL --rate 200 --duration 1m --ray auto --workers 4",
+        "infersight bench --backend vllm --dataset-name random --request-rate 4",
     ],
 )
 
@@ -42,7 +48,7 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option(None, help="Model id.", show_default="the first the server lists"),
         api_key_env: str = api_key_env_option(),
         api_key_file: Path = api_key_file_option(),
-        endpoint: str = typer.Option("chat", metavar="chat|completions", help="The OpenAI API to call."),
+        endpoint: str = typer.Option(None, metavar="chat|completions", help="The OpenAI API to call (vLLM's /v1/chat/completions and /v1/completions too).", show_default="chat"),
         stream: bool = typer.Option(True, "--stream/--no-stream", help="Stream responses (needed for TTFT/ITL)."),
         concurrency: str = typer.Option(None, metavar="LIST", help="Closed loop: requests kept in flight, one level per value, e.g. 1,4,16."),
         rate: str = typer.Option(None, metavar="LIST", help="Open loop, constant rate: requests/s per level, e.g. 1,2,4."),
@@ -73,7 +79,7 @@ def register(app: typer.Typer) -> None:
         find_max_steps: int = typer.Option(5, help="Bisection steps for --find-max."),
         scrape: list[str] = typer.Option(None, metavar="URL", help="Prometheus /metrics URL to sample every second (repeatable); by default the target's own /metrics when it answers."),
         no_scrape: bool = typer.Option(False, "--no-scrape", help="Scrape no /metrics (not even the target's own)."),
-        out: Path = typer.Option(None, metavar="DIR", help="Directory for result.json, records.csv and schema.json."),
+        out: Path = out_option(None, metavar="DIR", help="Directory for result.json, records.csv and schema.json."),
         price_in: float = typer.Option(None, help="$ per million input tokens."),
         price_out: float = typer.Option(None, help="$ per million output tokens."),
         prices: Path = typer.Option(None, metavar="FILE", help="Price table file (TOML, like the shipped prices.toml)."),
@@ -83,6 +89,21 @@ def register(app: typer.Typer) -> None:
         engine_slots: int = typer.Option(None, help="The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; without it, the engine's own export, else inferred from its running count."),
         ctx: int = typer.Option(None, help="Embedded engine: total context in tokens (ignored with --url)."),
         timeout: float = duration_option(600.0, "--timeout", help="How long one request may take, from its intended send."),
+        base_url: str = VLLM_OPTIONS["base_url"],
+        host: str = VLLM_OPTIONS["host"],
+        port: int = VLLM_OPTIONS["port"],
+        backend: str = VLLM_OPTIONS["backend"],
+        request_rate: str = VLLM_OPTIONS["request_rate"],
+        save_result: bool = VLLM_OPTIONS["save_result"],
+        result_dir: Path = VLLM_OPTIONS["result_dir"],
+        result_filename: str = VLLM_OPTIONS["result_filename"],
+        dataset_name: str = VLLM_OPTIONS["dataset_name"],
+        dataset_path: Path = VLLM_OPTIONS["dataset_path"],
+        random_input_len: int = VLLM_OPTIONS["random_input_len"],
+        random_output_len: int = VLLM_OPTIONS["random_output_len"],
+        random_range_ratio: float = VLLM_OPTIONS["random_range_ratio"],
+        percentile_metrics: str = VLLM_OPTIONS["percentile_metrics"],
+        metric_percentiles: str = VLLM_OPTIONS["metric_percentiles"],
     ) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name
         from infersight.entrypoints.bench import run_bench
@@ -101,6 +122,7 @@ def _config(flags: dict[str, Any]) -> BenchConfig:
     from infersight.bench import BenchConfig, parse_levels
     from infersight.core.errors import ConfigError
 
+    apply_vllm_flags(flags)  # vllm bench serve's names, as the settings they mean
     concurrency, rate, poisson = flags.pop("concurrency"), flags.pop("rate"), flags.pop("poisson")
     goals = [flags.pop("slo"), *(goodput_to_slo(g) for g in flags.pop("goodput") or [])]
     flags["slo"] = ",".join(g for g in goals if g) or None

@@ -48,6 +48,7 @@ _PLAN_HELP = command_help(
     examples=[
         "infersight plan --model config.json --gpu h100 --ctx 8192",
         "infersight plan --model embedded --gpu cpu --ctx 2048 --concurrency 16",
+        "infersight plan --model m.gguf --gpu l4 --ctx 4096 --prompt-tokens 1000",
     ],
 )
 
@@ -111,7 +112,8 @@ def plan_cmd(
     gpu: str = typer.Option(..., metavar="NAME", help="GPU from the peak table, or 'cpu'."),
     ctx: int = typer.Option(..., help="Context length per sequence (prompt + output)."),
     concurrency: int = typer.Option(None, help="Estimate latency with this many requests kept in flight."),
-    tokens: int = typer.Option(None, help="Output tokens per request for the estimate."),
+    tokens: int = typer.Option(None, help="Output tokens per request for the estimate.", show_default="256"),
+    prompt_tokens: int = typer.Option(None, help="Prompt tokens per request for the estimate.", show_default="the context less --tokens, said as assumed"),
     kv_dtype: str = typer.Option("auto", metavar="auto|fp8|q8_0|q4_0", help="KV cache dtype."),
     gpus: int = typer.Option(1, help="Devices (tensor parallel)."),
     threads: int = typer.Option(None, help="With --gpu cpu: the engine's threads (as infersight serve and llama.cpp use).", show_default="physical cores"),
@@ -132,16 +134,20 @@ def plan_cmd(
         raise _err("--concurrency must be >= 1")
     if tokens is not None and tokens < 1:
         raise _err("--tokens must be >= 1")
+    if prompt_tokens is not None and prompt_tokens < 1:
+        raise _err("--prompt-tokens must be >= 1")
     if threads is not None and threads < 1:
         raise _err("--threads must be >= 1")
     device = _check_gpu(gpu)
+    engine_threads = None
     if device.kind != "cpu":
         device = device.scaled(gpus)
     else:
         from infersight.engine.config import default_threads
 
-        # the cores the engine computes on, as diagnose sees a run of it
-        device = device.with_cores(threads or default_threads())
+        # the cores the engine computes on, as diagnose sees a run of it; llama.cpp's -t
+        engine_threads = threads or default_threads()
+        device = device.with_cores(engine_threads)
     try:
         shape = load_shape(model)
     except ConfigError as e:
@@ -149,7 +155,8 @@ def plan_cmd(
     try:
         wb = dtype_bytes(weights) if weights else None
         plan = plan_capacity(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
-                             tokens=tokens, weight_bytes_per_param=wb)
+                             tokens=tokens, weight_bytes_per_param=wb,
+                             prompt_tokens=prompt_tokens, threads=engine_threads)
     except ConfigError as e:
         raise _err(str(e)) from None
     if as_json:

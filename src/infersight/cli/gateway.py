@@ -18,8 +18,8 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    port_option,
 )
-from infersight.core.endpoint import shown_url
 from infersight.core.errors import ConfigError
 
 _HELP = command_help(
@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
         config: Path | None = typer.Option(None, "--config", "-c", metavar="FILE", help="Gateway config file: TOML or YAML, or a LiteLLM proxy config."),
         upstream: list[str] = typer.Option([], "--upstream", "-u", metavar="SPEC", help="An upstream: NAME=URL, then optional ,key=value settings: models=a|b, concurrency=N, queue=N, limiter=static|aimd|gradient, key_env=VAR, key_file=PATH, ttft=DURATION. Repeatable; with none, the embedded engine is started.", show_default=False),
         host: str | None = typer.Option(None, "--host", help="Address to listen on.", show_default="127.0.0.1"),
-        port: int | None = typer.Option(None, "--port", "-p", help="Port to listen on; 0 picks a free one (printed).", show_default="8090"),
+        port: int | None = port_option(None, help="Port to listen on; 0 picks a free one (printed).", show_default="8090"),
         max_concurrency: int | None = typer.Option(None, "--max-concurrency", help="At most this many requests in flight per upstream (the start value when adaptive); with no upstream, also the embedded engine's slots."),
         queue: int | None = typer.Option(None, "--queue", help="Requests that may wait per upstream once it is at its limit."),
         adaptive: bool = typer.Option(False, "--adaptive", help="Adaptive (gradient) concurrency limit for every upstream."),
@@ -67,22 +67,23 @@ def register(app: typer.Typer) -> None:
         if hash_key:
             _print_key_hash()
             return
-        from infersight.entrypoints.gateway import gateway_config, run_gateway
+        from infersight.entrypoints.gateway import gateway_config, key_name, run_gateway
 
         cfg = gateway_config(
             config, upstream, host=host, port=port, concurrency=max_concurrency, queue=queue,
             adaptive=adaptive, deadline=deadline, ttft_timeout=ttft_timeout, prices=prices,
             no_access_log=no_access_log, client_key=client_key(api_key_env, api_key_file),
+            client_key_name=key_name(api_key_env, api_key_file),
         )
 
         def starting() -> None:
             typer.echo("no upstream given: starting the embedded engine...", err=True)
 
         def ready(gw: Any) -> None:
+            from infersight.entrypoints.banner import gateway_banner
+
             # stderr: stdout carries only the JSON access lines.
-            names = ", ".join(f"{u.name}={shown_url(u.cfg.url)}" for u in gw.upstreams)
-            typer.echo(f"infersight gateway listening on {gw.url}  (upstreams: {names})",
-                       err=True)
+            typer.echo(gateway_banner(gw), err=True)
             sys.stderr.flush()
 
         run_gateway(cfg, on_ready=ready, on_start=starting)

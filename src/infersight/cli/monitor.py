@@ -12,6 +12,8 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    out_option,
+    port_option,
 )
 
 if TYPE_CHECKING:
@@ -21,7 +23,10 @@ __all__ = ["register"]
 
 _MONITOR_HELP = command_help(
     "Live view of an engine, its host and GPUs.",
-    "Queue, throughput, latency and errors of the engine beside GPU and host load.",
+    "Queue, throughput, latency and errors of the engine beside GPU and host load, with "
+    "five minutes of history as sparklines (busy, running R of the slots S, waiting Q, "
+    "tokens/s, TTFT where the engine exports it) and the server's processes (CPU, RSS). "
+    "The view fits the terminal's width and height.",
     "URL is the engine or gateway root (vLLM, SGLang, TGI, llama.cpp or the infersight "
     "gateway; the kind is detected from its /metrics). Without a URL, the embedded "
     "engine (127.0.0.1:8000) or the gateway (127.0.0.1:8090) is used if one answers. "
@@ -92,7 +97,7 @@ def _interval(v: float | None, default: float) -> float:
 def monitor(
     url: str = typer.Argument(None, metavar="URL", help="Engine or gateway root URL."),
     interval: float = duration_option(None, "--interval", help="Time between samples.", show_default="1s"),
-    record: Path = typer.Option(None, metavar="FILE", help="Append every sample to this JSONL file (read it with diagnose)."),
+    record: Path = out_option(None, "--record", help="Append every sample to this JSONL file (read it with diagnose)."),
     process: list[str] = typer.Option(None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."),
     gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"),
     api_key_env: str = api_key_env_option(),
@@ -129,7 +134,7 @@ def monitor(
 def exporter(
     urls: list[str] = typer.Argument(None, metavar="URL", help="Engine or gateway root URLs to scrape."),
     host: str = typer.Option(None, help="Address to listen on.", show_default="127.0.0.1"),
-    port: int = typer.Option(None, help="Port to listen on; 0 picks a free one.", show_default="9400"),
+    port: int = port_option(None, help="Port to listen on; 0 picks a free one.", show_default="9400"),
     interval: float = duration_option(None, "--interval", help="Time between samples.", show_default="1s"),
     process: list[str] = typer.Option(None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."),
     gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"),
@@ -168,7 +173,7 @@ def exporter(
 
 def dashboards(
     what: str = typer.Argument(..., metavar="WHAT", help="grafana, alerts or alerts-test."),
-    out: Path = typer.Option(None, metavar="FILE", help="Write to this file instead of stdout."),
+    out: Path = out_option(None, help="Write to this file instead of stdout."),
 ) -> None:
     from infersight.core.errors import ConfigError
     from infersight.telemetry import dashboards as d

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from infersight.cli import _prometheus as P
-from infersight.cli._conventions import command_help, duration_option
+from infersight.cli._conventions import command_help, duration_option, out_option
 
 if TYPE_CHECKING:
     from infersight.core.records import RunResult
@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
     @app.command("report", help=_HELP)
     def report(
         results: list[Path] = typer.Argument(None, metavar="RESULT", help="RunResult JSON files; with several, the first is the baseline of the comparison.", show_default=False),
-        out: Path = typer.Option(Path("report.html"), "--out", "-o", metavar="FILE", help="HTML file to write."),
+        out: Path = out_option(Path("report.html"), help="HTML file to write."),
         markdown: Path | None = typer.Option(None, "--markdown", "-m", metavar="FILE", help="Also write a Markdown summary for an issue."),
         label: list[str] | None = typer.Option(None, "--label", "-l", metavar="NAME", help="Name of each run in the comparison (repeatable).", show_default="run id or file name"),
         diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Diagnose a file that holds no verdicts before rendering it."),

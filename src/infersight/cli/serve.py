@@ -6,7 +6,12 @@ from pathlib import Path
 
 import typer
 
-from infersight.cli._conventions import api_key_env_option, api_key_file_option, command_help
+from infersight.cli._conventions import (
+    api_key_env_option,
+    api_key_file_option,
+    command_help,
+    port_option,
+)
 from infersight.engine.threads import SPIN_COUNT
 
 __all__ = ["register", "serve"]
@@ -44,7 +49,7 @@ def serve(
     ctx: int | None = typer.Option(None, "--ctx", help="Total context in tokens, shared by the slots.", show_default="2048 x slots"),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp's compute (decode and prompt); waiting threads spin briefly, then sleep (see above).", show_default="the physical cores this process may use"),
     host: str | None = typer.Option(None, "--host", help="Address to listen on.", show_default="127.0.0.1"),
-    port: int | None = typer.Option(None, "--port", help="Port to listen on; 0 picks a free one and prints it.", show_default="8000"),
+    port: int | None = port_option(None, help="Port to listen on; 0 picks a free one and prints it.", show_default="8000"),
     api_key_env: str | None = api_key_env_option("Environment variable holding the API key clients must send. Without a key, access is open."),
     api_key_file: Path | None = api_key_file_option("File whose first line is the API key clients must send (or set INFERSIGHT_API_KEY)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log."),

@@ -13,7 +13,7 @@ import re
 
 from infersight.core.errors import ConfigError
 
-__all__ = ["UNITS", "format_duration", "parse_duration"]
+__all__ = ["UNITS", "format_duration", "format_elapsed", "parse_duration"]
 
 #: Seconds per unit. ``m`` is minutes (a duration never means metres here).
 UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0,
@@ -67,6 +67,16 @@ def format_duration(seconds: float) -> str:
     if seconds < 7200.0:
         return f"{seconds / 60.0:.4g}m"
     return f"{seconds / 3600.0:.4g}h"
+
+
+def format_elapsed(seconds: float) -> str:
+    """A span as a clock reads it, to the second: ``45s``, ``12m05s``, ``3h07m``."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def _unit_name(unit: str) -> str:

@@ -119,6 +119,8 @@ def client_headline(result: RunResult) -> tuple[str, str] | None:
     reasons = "; ".join(result.client_limited_reasons) or "see the schedule lag"
     contention = result.environment.get("cpu_contention")
     if contention:
+        # Each level's reason ends by naming the contention: the line names it once.
+        reasons = reasons.replace(f", while {contention} (contention, not the client alone)", "")
         return (
             "CLIENT AND SERVER SHARE CORES",
             f"{contention} and compete for them, so the schedule slipped ({reasons}); "

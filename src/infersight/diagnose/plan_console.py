@@ -53,6 +53,10 @@ def print_plan(plan: CapacityPlan, *, console: Console | None = None) -> None:
         con.print(st)
     if plan.estimate:
         e = plan.estimate
+        if e.get("prompt_tokens_assumed"):
+            con.print(f"[yellow]assumed:[/yellow] prompts of {e['prompt_tokens']:,} tokens, the "
+                      f"context less {e['output_tokens']:,} output tokens (the longest it "
+                      "holds); give --prompt-tokens N for yours")
         con.print(
             f"estimate (roofline floors, best case) at concurrency {e['batch'] + e['queued']}: "
             f"batch {e['batch']} ({e['queued']} queued), ITL >= {e['itl_floor_s'] * 1000:.2f} ms "

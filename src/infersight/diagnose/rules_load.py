@@ -43,10 +43,13 @@ def client_limited(ri: RuleInput) -> Verdict | None:
     why = "; ".join(ri.client_reasons) or "schedule lag / load generator CPU over limits"
     contention = (ri.agg.get("client_limited") or {}).get("contention")
     if contention:  # docs/design.md s.2: name the contention, do not blame the client alone
+        # Each stored reason ends by naming the contention; the sentence names it once.
+        tail = f", while {contention} (contention, not the client alone)"
+        slipped = "; ".join(r.removesuffix(tail) for r in ri.client_reasons) or why
         return make_verdict(
             ri, "client_limited", "Benchmark client and server share cores",
-            f"The client's schedule slipped ({why}): {contention}, so the figures include "
-            "the contention between them.", ev, 0.8,
+            f"The load generator's schedule slipped ({slipped}): the figures include the "
+            "time each side waited for the other's CPU, not the server's alone.", ev, 0.8,
             ["run the load generator on another host (or pin client and engine to "
              "separate cores) to measure the server alone",
              "give the engine fewer threads than the host has cores"])
@@ -79,7 +82,8 @@ def error_driven(ri: RuleInput) -> Verdict | None:
     where = ", ".join(f"{k} ({n})" for k, n in w.error_sources.most_common(3))
     return make_verdict(
         ri, "error_driven", "Error-driven",
-        f"{rate:.0%} of requests failed ({w.n_failed} of {total}); most are {kind} "
+        # as precise as the evidence: 3 of 200 is 1.5%, not "2%"
+        f"{rate * 100:.3g}% of requests failed ({w.n_failed} of {total}); most are {kind} "
         f"({count}), from {where}.",
         ev, min(0.99, 0.75 + rate / 4), fixes,
     )
@@ -181,8 +185,8 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
         conf -= 0.1  # a plateau could also be an unexported KV limit
     return make_verdict(
         ri, "slot_bound", "Queueing: slot-bound",
-        f"{head}Queueing is slot-bound: {fmt(s.R)} of {current} slots busy, {fmt(s.Q)} "
-        f"waiting{kv_txt}; {act}", ev, conf, fixes)
+        f"{head}{fmt(s.R)} of {current} slots busy, {fmt(s.Q)} waiting{kv_txt}; {act}",
+        ev, conf, fixes)
 
 
 def _saturated(s: EngineSignals) -> bool:

@@ -41,7 +41,7 @@ def run_batch_command(cfg: BatchConfig, *, summary_json: Path | None = None) -> 
     from infersight.batch.input import BadInput
     from infersight.batch.progress import make_progress
 
-    progress = make_progress(quiet=cfg.quiet)
+    progress = make_progress(quiet=cfg.quiet, interval=cfg.progress_interval)
     opener = None
     if cfg.url is None:
         opener = engine_opener(

@@ -26,13 +26,15 @@ def _console() -> Console:
 def run_bench(cfg: BenchConfig, *, console: Console | None = None) -> RunResult:
     """``infersight bench``: :func:`bench_and_diagnose`, then print the result and
     write ``cfg.out``."""
-    from infersight.report import render_console, write_outputs
+    from infersight.report import render_console, render_percentiles, write_outputs
 
     con = console or _console()
     result = bench_and_diagnose(cfg, console=con)
     render_console(result, con)
+    if cfg.percentile_metrics:
+        render_percentiles(result, cfg.percentile_metrics, cfg.metric_percentiles, con)
     if cfg.out:
-        paths = write_outputs(result, cfg.out)
+        paths = write_outputs(result, cfg.out, json_name=cfg.result_filename)
         con.print(f"wrote {paths['json']} and {paths['csv']}")
     return result
 

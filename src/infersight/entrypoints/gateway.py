@@ -28,7 +28,7 @@ from infersight.gateway.config import (
 if TYPE_CHECKING:
     from infersight.gateway.server import Gateway
 
-__all__ = ["engine_upstream", "fronting_engine", "gateway_config", "run_gateway"]
+__all__ = ["engine_upstream", "fronting_engine", "gateway_config", "key_name", "run_gateway"]
 
 
 def gateway_config(
@@ -45,11 +45,13 @@ def gateway_config(
     prices: Path | None = None,
     no_access_log: bool = False,
     client_key: str | None = None,
+    client_key_name: str = "cli",
 ) -> GatewayConfig:
     """The config file, then ``INFERSIGHT_GATEWAY_*``, then the flags. The per-upstream
     flags apply to every upstream; with none, ``concurrency``/``queue``/``adaptive``
     size the embedded engine and its limit instead. ``client_key`` is a key clients
-    must send, added to the config's keys (only its hash is kept)."""
+    must send, added to the config's keys (only its hash is kept) under
+    ``client_key_name`` (see :func:`key_name`), the name metrics and logs show."""
     if config is not None and not config.exists():
         raise ConfigError(f"--config {config}: no such file")
     overrides: dict[str, Any] = {
@@ -70,7 +72,10 @@ def gateway_config(
             u["ttft_timeout_s"] = ttft_timeout
     extra: dict[str, Any] = {"upstreams": ups}
     if client_key:
-        extra["keys"] = [*cfg.keys, KeyConfig(name="cli", sha256=hash_key(client_key))]
+        if any(k.name == client_key_name for k in cfg.keys):
+            raise ConfigError(f"the config already has a key named {client_key_name!r}: "
+                              "rename it, or give the key in the config only")
+        extra["keys"] = [*cfg.keys, KeyConfig(name=client_key_name, sha256=hash_key(client_key))]
         extra["require_key"] = True
     if not ups:  # the embedded engine: --concurrency is also its slot count
         extra.update(
@@ -79,6 +84,16 @@ def gateway_config(
             engine_limiter="gradient" if adaptive else None,
         )
     return load_config(config, **overrides, **extra)
+
+
+def key_name(env: str | None, file: str | Path | None) -> str:
+    """The name a key given on the command line goes by in metrics, logs and
+    ``/stats``: its environment variable (``GATEWAY_KEY``), else ``file:NAME``."""
+    if env:
+        return env
+    if file:
+        return f"file:{Path(file).name}"
+    return "cli"
 
 
 def engine_upstream(

@@ -13,6 +13,7 @@ from pydantic_settings import SettingsConfigDict
 
 from infersight.core.listen import check_can_listen
 from infersight.core.settings import BaseConfig, config_error
+from infersight.entrypoints.banner import startup_banner
 from infersight.entrypoints.engine import (
     EngineOptions,
     describe,
@@ -97,17 +98,14 @@ def _banner(
 ) -> str:
     c = engine.config
     size_mib = c.model.stat().st_size / 2**20
-    lines = [
-        f"infersight serve: listening on {url}  (OpenAI API: {url}/v1)",
-        f"  model    {engine.model_name}  ({c.model}, {size_mib:.0f} MiB)",
-        f"  slots    {c.parallel} x {c.ctx_per_slot} tokens of context (--ctx {c.ctx} in total)",
-        f"  threads  {engine.thread_policy}",
-        f"  api key  {'required, from ' + key_source if key_source else 'none (open access)'}",
-        f"  metrics  {url}/metrics",
-        f"  engine   {engine.base_url} ({private})",
-        "Press Ctrl-C to stop.",
-    ]
-    return "\n".join(lines)
+    return startup_banner("serve", url, [
+        ("model", f"{engine.model_name}  ({c.model}, {size_mib:.0f} MiB)"),
+        ("slots", f"{c.parallel} x {c.ctx_per_slot} tokens of context (--ctx {c.ctx} in total)"),
+        ("threads", engine.thread_policy),
+        ("api key", f"required, from {key_source}" if key_source else "none (open access)"),
+        ("metrics", f"{url}/metrics"),
+        ("engine", f"{engine.base_url} ({private})"),
+    ])
 
 
 def _check_public(host: str, port: int, key: str | None) -> None:

@@ -208,7 +208,7 @@ class ServeFront:
         if endpoint in ("chat", "completions"):
             model, _ = validate(endpoint, doc)
             if model != self.cfg.model:
-                raise model_not_found(model, "this server")
+                raise model_not_found(model, "this server", [self.cfg.model])
             if endpoint == "chat":
                 check_llama_chat(doc)
         else:

@@ -7,8 +7,10 @@ fields, ``stream``, token limits) and leaves the rest to the upstream.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -22,6 +24,7 @@ from infersight.gateway.public import passthrough, public_message, upstream_of
 
 __all__ = [
     "ENDPOINTS",
+    "closest_name",
     "error_body",
     "error_response",
     "estimate_prompt_tokens",
@@ -77,12 +80,30 @@ def validate(endpoint: str, body: dict[str, Any]) -> tuple[str, bool]:
     return model, stream
 
 
-def model_not_found(model: str, where: str = "this gateway") -> InputError:
-    """404 for a model the server does not serve."""
+def model_not_found(
+    model: str, where: str = "this gateway", known: Iterable[str] = ()
+) -> InputError:
+    """404 for a model the server does not serve; "did you mean" the closest of the
+    ``known`` names (a typo, another case, a missing prefix)."""
+    hint = closest_name(model, known)
     return InputError(
-        f"model {model!r} is not served by {where} (see GET /v1/models)",
+        f"model {model!r} is not served by {where}"
+        + (f"; did you mean {hint!r}?" if hint else "") + " (see GET /v1/models)",
         param="model", code="model_not_found", status=404,
     )
+
+
+def closest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name ``name`` most likely meant (difflib's ratio, case ignored), or None."""
+    names = [k for k in known if k != name]
+    by_lower = {k.lower(): k for k in names}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    tails = [k for k in names if k.lower().rsplit("/", 1)[-1] == name.lower()]
+    if len(tails) == 1:  # "llama-3-8b" for "meta-llama/llama-3-8b"
+        return tails[0]
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
+    return by_lower[close[0]] if close else None
 
 
 def _chars(v: Any) -> int:

@@ -146,6 +146,16 @@ class GatewayMetrics:
             p = self._price_cache[model] = self.prices.price(model) if self.prices else None
             return p
 
+    def priced(self, model: str) -> bool:
+        """True when the price table has a price for ``model``."""
+        return self._price(model) is not None
+
+    def price_of(self, model: str, prompt: int, completion: int) -> float | None:
+        """The dollars of one request's tokens (None: the model has no price); counts
+        nothing (:meth:`account` does, once the request ends)."""
+        price = self._price(model)
+        return price.cost(prompt, completion) if price is not None else None
+
     def account(self, model: str, key: str | None, prompt: int, completion: int) -> float | None:
         """Count tokens and cost of one request; return its dollars (None: no price)."""
         kname = key or "-"
@@ -153,8 +163,7 @@ class GatewayMetrics:
             self.child(self.tokens, model, kname, "prompt").inc(prompt)
         if completion:
             self.child(self.tokens, model, kname, "completion").inc(completion)
-        price = self._price(model)
-        dollars = price.cost(prompt, completion) if price is not None else None
+        dollars = self.price_of(model, prompt, completion)
         if dollars:
             self.child(self.cost, model, kname).inc(dollars)
         row = self.ledger.setdefault((model, kname), [0.0, 0.0, 0.0])

@@ -34,6 +34,7 @@ from infersight.core.errors import (
     TruncatedStream,
 )
 from infersight.gateway.call import Call
+from infersight.gateway.cost_stamp import COST_HEADER, cost_text, stamp_usage
 from infersight.gateway.errors import Shed
 from infersight.gateway.http import error_body, estimate_prompt_tokens
 from infersight.gateway.metrics import GatewayMetrics
@@ -247,11 +248,22 @@ class Proxy:
         call.status = 200
         # One headers dict with the content type in it: cheaper than aiohttp's
         # content_type argument, which re-parses and re-sets the header.
-        return web.Response(body=orjson.dumps(doc), headers={
+        headers = {
             "Content-Type": "application/json",
             "X-Request-Id": call.request_id,
             "X-Queue-Delay": _queue_ms(call.queue_delay),
-        })
+        }
+        dollars = self._cost(call)
+        if dollars is not None:
+            headers[COST_HEADER] = cost_text(dollars)
+        return web.Response(body=orjson.dumps(doc), headers=headers)
+
+    def _cost(self, call: Call) -> float | None:
+        """The request's dollars from its usage (None: no usage or no price)."""
+        if not (call.prompt_tokens or call.completion_tokens):
+            return None
+        return self.metrics.price_of(call.served_model or call.model, call.prompt_tokens,
+                                     call.completion_tokens)
 
     # -- streamed ---------------------------------------------------------------------------
     async def stream(self, call: Call, request: web.Request) -> web.StreamResponse:
@@ -294,9 +306,17 @@ class Proxy:
             else:
                 # Passthrough: one write per upstream read, whole events, bytes as received
                 # (the client fills the record and finds usage/finish/[DONE]/errors).
+                # The usage chunk the client asked for gets the cost (after the finish).
+                stamp = call.wants_usage and self.metrics.priced(call.served_model or call.model)
                 async for piece in sr.raw_chunks(drop_usage_only=not call.wants_usage):
                     if call.ttft is None:  # the first piece holds the first content
                         call.ttft = time.monotonic() - call.arrival
+                    if stamp and sr.usage is not None and sr.finish_reason is not None:
+                        self._usage(call, sr.usage)
+                        dollars = self._cost(call)
+                        stamped = stamp_usage(piece, dollars) if dollars is not None else None
+                        if stamped is not None:
+                            piece, stamp = stamped, False
                     await write(piece)
         except ConnectionError:
             # The client hung up: stop; leaving the upstream stream drops that request too.

@@ -31,7 +31,14 @@ from infersight.gateway.auth import KeyStore
 from infersight.gateway.call import request_id
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.errors import InputError
-from infersight.gateway.http import ENDPOINTS, error_response, estimate_tokens, parse_body, validate
+from infersight.gateway.http import (
+    ENDPOINTS,
+    error_response,
+    estimate_tokens,
+    model_not_found,
+    parse_body,
+    validate,
+)
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
 from infersight.gateway.request_merge import BatchMerger
@@ -73,6 +80,12 @@ class Gateway(AdminEndpoints):
     @property
     def url(self) -> str:
         return f"http://{self.config.host}:{self.port}"
+
+    def model_names(self) -> set[str]:
+        """Every model name clients may send that the gateway knows of (upstreams'
+        lists, their renames, fallback chains), for "did you mean"."""
+        names = {m for u in self.upstreams for m in (*u.models, *u.cfg.model_map)}
+        return names | {m for k, v in self.config.fallbacks.items() for m in (k, *v)}
 
     # -- app ------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -212,10 +225,7 @@ class Gateway(AdminEndpoints):
             if not self.router.known(model) and not any(
                 self.router.known(m) for m in self.router.chain(model, call.est_tokens)
             ):
-                raise InputError(
-                    f"model {model!r} is not served by this gateway (see GET /v1/models)",
-                    param="model", code="model_not_found", status=404,
-                )
+                raise model_not_found(model, "this gateway", self.model_names())
             await self.keys.admit(key, call.est_tokens)
             if stream:
                 resp = await self.proxy.stream(call, request)

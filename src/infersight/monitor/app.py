@@ -16,13 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import psutil
 from rich.console import Console
 from rich.live import Live
 
 from infersight.core.errors import ConfigError
+from infersight.core.records import Sample
 from infersight.monitor.state import MonitorState
 from infersight.monitor.view import ViewInfo, render
 from infersight.telemetry import EngineScraper, build_recorder, metrics_url
+from infersight.telemetry.process_tree import ProcessTree
 
 __all__ = ["DEFAULT_URLS", "MonitorResult", "default_url", "listening_pid", "run_monitor"]
 
@@ -155,21 +158,36 @@ async def _run(
 ) -> MonitorResult:
     procs = dict(processes or {})
     scraper = EngineScraper(url, api_key=api_key, timeout=scrape_timeout) if url else None
+    server: int | None = None
     if scraper is not None and url:
         await scraper.sample()  # detect the engine before naming its process
         role = "gateway" if scraper.engine == "infersight" else "engine"
         pid = listening_pid(url)
         if role not in procs and pid is not None and pid != os.getpid():
             procs[role] = pid
+        server = pid if pid != os.getpid() else None
     # The file keeps everything; memory holds the last ~50k samples.
     tel = build_recorder(interval=interval, processes=procs, gpu=gpu,
                          scrape=[] if scraper is None else [scraper],
                          record=record, capacity=50_000)
     rec = tel.recorder
-    state = MonitorState()
-    rec.add_listener(state.update)
+    state = MonitorState(cpus=psutil.cpu_count() or 1)
+    # The process list: the server listening on the URL and its children (serve's
+    # front and its llama.cpp engine; vLLM's API server and engine core).
+    tree = ProcessTree(server) if server is not None else None
+
+    def on_round(samples: list[Sample]) -> None:
+        if tree is not None:
+            state.processes = tree.rows()
+        state.update(samples)
+
+    rec.add_listener(on_round)
 
     live_view = console.is_terminal and not once
+
+    def size() -> tuple[int, int]:
+        """The terminal's size for a live view; a pipe gets every section."""
+        return (console.width, console.height if live_view else 10_000)
 
     def info() -> ViewInfo:
         return ViewInfo(
@@ -189,7 +207,7 @@ async def _run(
             await rec.sample_once()
         finally:
             await rec.stop()
-        console.print(render(state, info()))
+        console.print(render(state, info(), size()))
         return MonitorResult(rec.rounds, len(rec.samples()), _p(record), state.engine)
 
     loop = asyncio.get_running_loop()
@@ -198,9 +216,10 @@ async def _run(
             if live_view:  # redraw in place; q quits
                 stack.enter_context(_keys(loop, stop))
                 live = stack.enter_context(Live(console=console, auto_refresh=False, screen=False))
-                rec.add_listener(lambda _r: live.update(render(state, info()), refresh=True))
+                rec.add_listener(
+                    lambda _r: live.update(render(state, info(), size()), refresh=True))
             else:  # a pipe or a file: one frame per round, one after the other
-                rec.add_listener(lambda _r: console.print(render(state, info())))
+                rec.add_listener(lambda _r: console.print(render(state, info(), size())))
             await rec.start()
             await _until(stop, duration)
     finally:

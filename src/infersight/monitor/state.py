@@ -8,6 +8,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from infersight.core.records import Sample
+from infersight.monitor.history import History
+from infersight.telemetry.process_tree import ProcessRow
 
 __all__ = ["LatencyView", "MonitorState"]
 
@@ -52,6 +54,14 @@ class MonitorState:
     _history: dict[str, deque[tuple[float, float]]] = field(default_factory=dict)
     _hist_totals: dict[str, deque[tuple[float, float, float]]] = field(default_factory=dict)
     latencies: dict[str, LatencyView] = field(default_factory=dict)
+    #: The last few minutes, one point per round (the sparklines).
+    history: History = field(default_factory=History)
+    #: The server process and its children, as the app read them this round.
+    processes: list[ProcessRow] = field(default_factory=list)
+    #: What the "busy" series measures ("GPU busy", "server CPU", "host CPU").
+    busy_label: str = "busy"
+    #: Logical CPUs of this host (the server's CPU share is over all of them).
+    cpus: int = 1
 
     def update(self, samples: list[Sample]) -> None:
         self.rounds += 1
@@ -90,6 +100,33 @@ class MonitorState:
                 (_, s0, c0), (_, s1, c1) = ht[0], ht[-1]
                 if c1 > c0:
                     view.mean = (s1 - s0) / (c1 - c0)
+        self._remember(t_round)
+
+    def busy(self) -> float | None:
+        """How busy the device is, 0..1: the GPUs' mean utilisation; without GPUs, the
+        server's processes' CPU over all the host's cores; else the host's CPU."""
+        gpus = [s.value for s in self.values("gpu.utilization") if s.value is not None]
+        if gpus:
+            self.busy_label = "GPU busy"
+            return sum(gpus) / len(gpus)
+        cpu = [r.cpu_percent for r in self.processes if r.cpu_percent is not None]
+        if cpu:
+            self.busy_label = f"server CPU (of {self.cpus} cores)"
+            return sum(cpu) / (100.0 * max(1, self.cpus))
+        host = self.value("host.cpu_percent", cpu="all")
+        self.busy_label = "host CPU"
+        return None if host is None else host / 100.0
+
+    def _remember(self, t: float) -> None:
+        h = self.history
+        h.add(t, "busy", self.busy())
+        for name, metric in (("running", "engine.requests_running"),
+                             ("waiting", "engine.requests_waiting"), ("slots", "engine.slots")):
+            h.add(t, name, self.value(metric))
+        h.add(t, "tok_s", self.rate("engine.generation_tokens_total"))
+        ttft = self.latencies.get("ttft")
+        # a point only in rounds whose interval had requests (else a gap, not a zero)
+        h.add(t, "ttft", ttft.p50 if ttft is not None and ttft.t == t else None)
 
     def value(self, name: str, **labels: str) -> float | None:
         """Latest value of ``name`` whose labels include ``labels`` (first match)."""

@@ -9,6 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from infersight.monitor.history_view import history_table, process_table
 from infersight.monitor.state import LATENCIES, MonitorState
 from infersight.telemetry.engines import engine_specs
 from infersight.telemetry.gpu import throttle_reason_names
@@ -168,8 +169,20 @@ def _host(st: MonitorState) -> RenderableType:
     return t
 
 
-def render(st: MonitorState, info: ViewInfo) -> RenderableType:
-    """The whole screen for the current state."""
+def _height(r: RenderableType) -> int:
+    """Lines a section takes (tables: title, header, rows; anything else: one)."""
+    if isinstance(r, Table):
+        return r.row_count + (1 if r.title else 0) + (1 if r.show_header else 0)
+    return 1
+
+
+def render(
+    st: MonitorState, info: ViewInfo, size: tuple[int, int] | None = None
+) -> RenderableType:
+    """The whole screen for the current state. ``size`` (columns, lines) fits it to a
+    terminal: the sparklines fill the width; when lines run short, the host, latency
+    and GPU tables go first and the process list is cut (most important kept: the
+    engine, its history, its processes)."""
     head = Text.assemble(
         ("infersight monitor", "bold"),
         f"  every {info.interval:g} s",
@@ -177,6 +190,23 @@ def render(st: MonitorState, info: ViewInfo) -> RenderableType:
         (f"  {info.at}" if info.at else "", "dim"),
         ("   q or Ctrl-C to quit" if info.live else "", "dim"),
     )
-    body = Group(_gpu(st, info), Text(""), _engine(st, info), Text(""), _latency(st),
-                 Text(""), _host(st))
-    return Panel(body, title=head, title_align="left")
+    width, lines = size if size is not None else (120, 10_000)
+    hist, _ = history_table(st, width - 4)
+    parts: dict[str, RenderableType] = {
+        "gpu": _gpu(st, info), "engine": _engine(st, info), "history": hist,
+        "latency": _latency(st), "host": _host(st),
+    }
+    room = lines - 3  # the panel's borders and the cursor's line
+    cost = {k: _height(r) + 1 for k, r in parts.items()}
+    for drop in ("host", "latency", "gpu"):  # what a short terminal does without
+        if sum(cost.values()) + 3 <= room:
+            break
+        del parts[drop], cost[drop]
+    procs, _ = process_table(st, max(1, room - sum(cost.values()) - 3))
+    order = ("gpu", "engine", "history", "processes", "latency", "host")
+    parts["processes"] = procs
+    shown: list[RenderableType] = []
+    for k in order:
+        if k in parts:
+            shown += [parts[k], Text("")]
+    return Panel(Group(*shown[:-1]), title=head, title_align="left")

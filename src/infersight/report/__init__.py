@@ -28,6 +28,7 @@ from infersight.report.fleet_console import render_fleet
 from infersight.report.fleet_html import render_fleet_html
 from infersight.report.html import render_html, render_views_html
 from infersight.report.markdown import render_markdown, render_views_markdown
+from infersight.report.percentile_lines import render_percentiles
 from infersight.report.verdict_panels import render_diagnosis, render_verdicts
 from infersight.report.view import build_views
 
@@ -40,6 +41,7 @@ __all__ = [
     "render_fleet_html",
     "render_html",
     "render_markdown",
+    "render_percentiles",
     "render_verdicts",
     "write_csv",
     "write_json",

@@ -54,7 +54,7 @@ def _level_table(views: Sequence[RunView], rows: list[CompareRow]) -> str:
                 f'<td class="num {cls}">{dtxt}</td><td class="num {cls}">{ptxt}</td>'
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f'<div class="wide"><table><tr>{head}</tr>{"".join(body)}</table></div>'
 
 
 def _overview(views: Sequence[RunView], pairs: list[tuple[str, list[LevelView]]]) -> str:

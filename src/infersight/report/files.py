@@ -85,12 +85,20 @@ def write_csv(result: RunResult, path: str | Path) -> Path:
     return p
 
 
-def write_outputs(result: RunResult, out_dir: str | Path) -> dict[str, Path]:
-    """``result.json`` (validated by reloading), ``records.csv`` and ``schema.json``."""
+def write_outputs(
+    result: RunResult, out_dir: str | Path, *, json_name: str | None = None
+) -> dict[str, Path]:
+    """``result.json`` (validated by reloading), ``records.csv`` and ``schema.json``.
+
+    ``json_name`` names the RunResult file instead (vLLM's ``--result-filename``); its
+    CSV is then named after it (``NAME.csv``), so several runs can share a folder.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": save_run_result(result, out / "result.json")}
+    json_path = out / (json_name or "result.json")
+    paths = {"json": save_run_result(result, json_path)}
     RunResult.from_json_bytes(paths["json"].read_bytes())  # must load back cleanly
     paths["schema"] = write_json(out / "schema.json", RunResult.model_json_schema())
-    paths["csv"] = write_csv(result, out / "records.csv")
+    csv_name = f"{json_path.stem}.csv" if json_name else "records.csv"
+    paths["csv"] = write_csv(result, json_path.parent / csv_name)
     return paths

@@ -10,7 +10,7 @@ from infersight.core.fleet import FleetReport, ReplicaDiagnosis
 from infersight.core.verdicts import Verdict
 from infersight.report.fleet_console import clock, fmt_num, span_text
 from infersight.report.html import _page
-from infersight.report.sections import verdict_box
+from infersight.report.verdict_html import verdict_box
 
 __all__ = ["render_fleet_html", "timeline_svg"]
 

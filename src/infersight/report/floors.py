@@ -76,7 +76,7 @@ def floors_html(view: RunView) -> str:
         '<p class="muted">A ratio near 1× means the step runs at the hardware limit; far '
         "above it, time goes elsewhere (scheduling, host, queueing). Observed values are "
         "the level's aggregates, as in the percentile tables.</p>"
-        f"<table><tr>{head}</tr>{body}</table>"
+        f'<div class="wide"><table><tr>{head}</tr>{body}</table></div>'
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from html import escape
 
 from infersight.report.headline import Headline, build_headline
+from infersight.report.verdict_html import inline_html
 from infersight.report.view import RunView
 
 __all__ = ["headline_html", "run_headline", "toc_html"]
@@ -22,7 +23,8 @@ def headline_html(view: RunView) -> str:
     if not rows:
         rows = [("answer", "no requests or verdicts to summarise")]
     cells = "".join(
-        f"<tr><th>{escape(k[:1].upper() + k[1:])}</th><td>{escape(v)}</td></tr>" for k, v in rows
+        f"<tr><th>{escape(k[:1].upper() + k[1:])}</th><td>{inline_html(v)}</td></tr>"
+        for k, v in rows
     )
     return f'<div class="answer"><table>{cells}</table></div>'
 

@@ -54,6 +54,11 @@ fill:#667085}svg .grid{stroke:#e6e9ee;stroke-width:1}
 td.better{background:#dff3e8;color:#146c43}td.worse{background:#fde8e6;color:#a12a1e}
 td.same{color:#667085}pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
 h2.inline{display:inline-block;border:0;margin:18px 0 6px}summary{cursor:pointer}.wide{overflow-x:auto;max-width:100%}dl.defs dt{font-weight:600;margin-top:6px}dl.defs dd{margin-left:18px}
+code{font:12px monospace;background:#eef1f5;border-radius:3px;padding:0 3px}
+table.ev{width:100%;table-layout:fixed}table.ev col.c-name{width:28%}table.ev col.c-val{width:20%}
+table.ev col.c-src{width:52%}table.ev td{overflow-wrap:anywhere}table.ev td.num{white-space:normal}
+tr.ev-note td{background:#fafbfc}tr.ev-note .ev-name{font-weight:600}
+svg.plot{max-width:100%;height:auto}.wide>table{margin-right:2px}
 """
 
 DEFINITIONS = (
@@ -135,7 +140,8 @@ def render_views_html(views: Sequence[RunView]) -> str:
     parts = [f"<h1>{escape(title)}</h1>"]
     if len(views) > 1:
         parts.append(comparison_html(views))
-    parts.extend(run_section(v, i) for i, v in enumerate(views))
+    # One run: the page's title is its heading; several: each run is headed by its label.
+    parts.extend(run_section(v, i, heading=len(views) > 1) for i, v in enumerate(views))
     parts.append(_definitions())
     return _page(title, "".join(parts), toc_html(views, SECTIONS))
 

@@ -75,7 +75,7 @@ def summary_table(view: RunView) -> str:
     )
     rows = "".join(_row(lv) for lv in view.levels)
     return (
-        f"<table>{head}{rows}</table>"
+        f'<div class="wide"><table>{head}{rows}</table></div>'
         '<p class="muted">Latency covers the requests <i>sent</i> inside each level\'s '
         "window (in stats), however late they finished; throughput counts completions "
         "until those requests drained.</p>"

@@ -22,8 +22,8 @@ from infersight.report.compare_html import OVERVIEW_METRICS
 from infersight.report.floors import floors_markdown
 from infersight.report.headline_html import run_headline
 from infersight.report.levels import level_notes_md
-from infersight.report.sections import ev_value
 from infersight.report.svg import fmt_value
+from infersight.report.verdict_html import ev_value
 from infersight.report.view import NOT_DIAGNOSED, RunView, build_views, no_price_text
 
 __all__ = ["md_cell", "render_markdown", "render_views_markdown"]

@@ -18,11 +18,13 @@ from infersight.report.cdf import PERCENTILES
 from infersight.report.floors import floors_html
 from infersight.report.headline_html import headline_html
 from infersight.report.levels import fmt_cell, level_notes_html, summary_table
+from infersight.report.physics_html import physics_html
 from infersight.report.plots import cdf_charts, throughput_latency_charts, timeline_charts
 from infersight.report.svg import PALETTE
+from infersight.report.verdict_html import inline_html, verdict_box
 from infersight.report.view import NOT_DIAGNOSED, RunView, no_price_text
 
-__all__ = ["banner", "ev_value", "fmt_cell", "redact", "run_section", "verdict_box", "verdicts_html"]
+__all__ = ["banner", "fmt_cell", "redact", "run_section", "verdicts_html"]
 
 _SECRET = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|bearer|^token$)", re.I)
 
@@ -81,9 +83,6 @@ def banner(view: RunView, *, named: bool = False) -> str:
     return "".join(out)
 
 
-_BAD_VERDICTS = ("client_limited", "memory_pressure", "error_driven", "overloaded")
-
-
 def _verdict_html(view: RunView, v: Verdict) -> str:
     # Windows are monotonic times like the records; show them from the run start.
     off = view.t0 if v.window.start >= view.t0 - 1.0 else 0.0
@@ -93,43 +92,12 @@ def _verdict_html(view: RunView, v: Verdict) -> str:
     return verdict_box(v, where)
 
 
-def verdict_box(v: Verdict, where: str) -> str:
-    """One verdict: title, id, confidence, ``where`` (its window), summary, evidence, fixes."""
-    cls = "ok" if v.id == "healthy" else "bad" if v.id in _BAD_VERDICTS else ""
-    ev_rows = "".join(
-        f"<tr><td>{escape(e.name)}</td>"
-        f"<td class=num>{escape(ev_value(e.value))} {escape(e.unit)}</td>"
-        f"<td class=muted>{escape(e.source)}</td></tr>"
-        for e in v.evidence
-    )
-    fixes = "".join(f"<li>{escape(f)}</li>" for f in v.fixes)
-    return (
-        f'<div class="verdict {cls}"><h3>{escape(v.title or v.id)} '
-        f'<span class="tag">{escape(v.id)}</span> <span class="muted">confidence '
-        f"{v.confidence * 100:.0f}% · {escape(where)}</span></h3><p>{escape(v.summary)}</p>"
-        + (
-            f"<table class=ev><tr><th>evidence</th><th>value</th><th>source</th></tr>{ev_rows}</table>"
-            if ev_rows
-            else ""
-        )
-        + (f"<p><b>Fix</b></p><ul>{fixes}</ul>" if fixes else "")
-        + "</div>"
-    )
-
-
 def verdicts_html(view: RunView) -> str:
     """One box per stored verdict; a run without verdicts says how to get them."""
     if not view.verdicts:
-        return f'<p class="muted">{escape(view.diagnosis_note or NOT_DIAGNOSED)}</p>'
-    note = f'<p class="muted">{escape(view.diagnosis_note)}</p>' if view.diagnosis_note else ""
+        return f'<p class="muted">{inline_html(view.diagnosis_note or NOT_DIAGNOSED)}</p>'
+    note = f'<p class="muted">{inline_html(view.diagnosis_note)}</p>' if view.diagnosis_note else ""
     return note + "".join(_verdict_html(view, v) for v in view.verdicts)
-
-
-def ev_value(v: Any) -> str:
-    """An evidence value as text: floats to 4 significant digits, None as n/a."""
-    if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
-    return "n/a" if v is None else str(v)
 
 
 def _latency_tables(view: RunView) -> str:
@@ -151,7 +119,8 @@ def _latency_tables(view: RunView) -> str:
             )
         if rows:
             head = "".join(f"<th>{escape(c)}</th>" for c in ["level", *cols])
-            out.append(f"<h3>{escape(title)}</h3><table><tr>{head}</tr>{''.join(rows)}</table>")
+            out.append(f'<h3>{escape(title)}</h3><div class="wide"><table><tr>{head}</tr>'
+                       f"{''.join(rows)}</table></div>")
     return "".join(out)
 
 
@@ -183,7 +152,7 @@ def _cost_table(view: RunView) -> str:
         if (c := lv.cost)
     ]
     if not rows or not view.priced:
-        return f'<p class="muted">{escape(no_price_text(view))}</p>'
+        return f'<p class="muted">{inline_html(no_price_text(view))}</p>'
     return (
         f'<p class="muted">{escape(view.price_note)}; $/day projects the measured rate over 24 h.</p>'
         "<table><tr><th>level</th><th>$ per run</th><th>$ per Mtok output</th>"
@@ -199,6 +168,13 @@ def _kv_table(d: dict[str, Any]) -> str:
         for k, v in redact(d).items()
     )
     return f"<table class=kv>{rows}</table>"
+
+
+def _environment(env: dict[str, Any]) -> str:
+    """The host facts as a table; the diagnosis's physics as a small folded one."""
+    physics = env.get("physics")
+    rest = {k: v for k, v in env.items() if k != "physics"}
+    return _kv_table(rest) + (physics_html(physics) if isinstance(physics, dict) else "")
 
 
 def identity(view: RunView) -> str:
@@ -217,7 +193,7 @@ def identity(view: RunView) -> str:
         f"<div><span class=muted>{escape(k)}</span><br><b>{escape(v)}</b></div>"
         for k, v in facts.items()
     )
-    notes = "".join(f"<li>{escape(str(n))}</li>" for n in r.notes)
+    notes = "".join(f"<li>{inline_html(str(n))}</li>" for n in r.notes)
     return f'<div class="facts">{cells}</div>' + (f"<ul>{notes}</ul>" if notes else "")
 
 
@@ -246,8 +222,9 @@ SECTIONS = (
 )
 
 
-def run_section(view: RunView, idx: int) -> str:
-    """The full report of one run: the answer first, then the evidence."""
+def run_section(view: RunView, idx: int, *, heading: bool = True) -> str:
+    """The full report of one run: the answer first, then the evidence. ``heading``:
+    start with the run's label (a page of one run has it in its title already)."""
     r = view.result
     charts = "".join(throughput_latency_charts(view)) if view.levels else ""
     config = escape(json.dumps(redact(r.config), indent=2, default=str, sort_keys=True))
@@ -263,12 +240,13 @@ def run_section(view: RunView, idx: int) -> str:
         "errors": _errors_table(view),
         "cost": _cost_table(view),
         "identity": f"<h3>Versions</h3>{_kv_table(r.versions)}"
-        f"<h3>Environment</h3>{_kv_table(r.environment)}"
+        f"<h3>Environment</h3>{_environment(r.environment)}"
         f"<details><summary>Configuration (JSON)</summary><pre>{config}</pre></details>",
     }
     parts = [f'<h2 id="run-{idx}-{slug}">{escape(title)}</h2>{body[slug]}' for slug, title in SECTIONS]
     # the answer, then what was run (model, requests), then the evidence
     return (
-        f'<section id="run-{idx}"><h1>{escape(view.label)}</h1>{banner(view)}{parts[0]}'
+        f'<section id="run-{idx}">{f"<h1>{escape(view.label)}</h1>" if heading else ""}'
+        f"{banner(view)}{parts[0]}"
         f'{identity(view)}{"".join(parts[1:])}</section>'
     )

@@ -193,7 +193,8 @@ def chart(
     for s in series:
         body.extend(draw_series(s, pts[id(s)], xa, ra if s.right and ra else ya, n_bars))
     body.extend(_axis_labels(f, xlabel, ylabel, y2label if right else ""))
-    marks, rows = legend(series, f.ml, height - 12, width - f.mr)
+    two_axes = ra is not None and any(not s.right for s in series)
+    marks, rows = legend(series, f.ml, height - 12, width - f.mr, axes=two_axes)
     body.append(marks)
     if not any(pts.values()):
         body.append(

@@ -19,7 +19,7 @@ def draw_series(
     if not pts:
         return []
     col = escape(s.color)
-    dash = ' stroke-dasharray="5 3"' if s.dash else ""
+    dash = _dash(s)
     if s.kind == "points":
         out = [
             f'<polyline fill="none" stroke="{col}" stroke-width="1.2" stroke-opacity="0.6"{dash} '
@@ -66,22 +66,33 @@ def draw_series(
     ]
 
 
-def legend(series: Sequence[Series], x: float, y: float, xmax: float) -> tuple[str, int]:
-    """Legend entries left to right, wrapping onto more rows; returns (svg, rows)."""
+def _dash(s: Series) -> str:
+    """A series' stroke pattern: dotted on the right axis, dashed when asked, else solid;
+    so two lines on different axes never look alike, whatever their colours."""
+    if s.right:
+        return ' stroke-dasharray="2 3"'
+    return ' stroke-dasharray="5 3"' if s.dash else ""
+
+
+def legend(
+    series: Sequence[Series], x: float, y: float, xmax: float, *, axes: bool = False
+) -> tuple[str, int]:
+    """Legend entries left to right, wrapping onto more rows; returns (svg, rows).
+    ``axes``: the chart has two y axes, and each entry says which one is its own."""
     out = []
     cx, row = x, 0
     for s in series:
         if not s.label:
             continue
-        w = 26 + 6.2 * len(s.label)
+        label = s.label + ((", right axis" if s.right else ", left axis") if axes else "")
+        w = 26 + 6.2 * len(label)
         if cx + w > xmax and cx > x:
             cx, row = x, row + 1
         ly = y + 14 * row
-        dash = ' stroke-dasharray="5 3"' if s.dash else ""
         out.append(
             f'<line x1="{cx:.0f}" x2="{cx + 16:.0f}" y1="{ly - 4}" y2="{ly - 4}" '
-            f'stroke="{escape(s.color)}" stroke-width="{6 if s.kind == "bars" else 2.5}"{dash}/>'
-            f'<text x="{cx + 20:.0f}" y="{ly}" class="lg">{escape(s.label)}</text>'
+            f'stroke="{escape(s.color)}" stroke-width="{6 if s.kind == "bars" else 2.5}"{_dash(s)}/>'
+            f'<text x="{cx + 20:.0f}" y="{ly}" class="lg">{escape(label)}</text>'
         )
         cx += w
     return "".join(out), row + 1

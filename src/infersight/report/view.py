@@ -117,11 +117,13 @@ class RunView:
 
 
 def no_price_text(view: RunView) -> str:
-    """What the outputs say instead of a $0 cost: no price, why, and how to give one."""
-    why = view.price_note or "no price is known for this model"
-    if any(lv.cost for lv in view.levels):  # a price was found, and it is $0
-        why += " is $0"
-    return f"no price: {why}; give one with --price-in/--price-out or --prices"
+    """What the outputs say instead of a $0 cost, in plain words: no price for the
+    model, and how to give one (a $0 entry, e.g. the local embedded engine's, prices
+    nothing: the hardware is not free, the table just does not know its cost)."""
+    stored = view.result.cost if isinstance(view.result.cost, dict) else {}
+    model = view.model or stored.get("model")
+    who = f"for {model}" if model else "for this run's model"
+    return f"no price {who}: give one with `--price-in`/`--price-out` or a price file (`--prices`)"
 
 
 def record_end(r: RequestRecord) -> float:

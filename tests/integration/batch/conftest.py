@@ -34,10 +34,16 @@ def write_rows(path: Path, n: int, *, max_tokens: int = 8, extra: dict[str, Any]
 class CountingServer:
     """FakeOpenAI in this process, counting generation requests per custom_id."""
 
-    def __init__(self, config: FakeConfig) -> None:
+    def __init__(self, config: FakeConfig, *, names_requests: bool = True) -> None:
         self.fake = FakeOpenAI(config)
         self.counts: Counter[str] = Counter()
         self.base_url = ""
+        #: False: answers carry no X-Request-Id (as llama.cpp's server sends none).
+        self.names_requests = names_requests
+
+    @staticmethod
+    async def _unnamed(request: web.Request, response: web.StreamResponse) -> None:
+        response.headers.popall("X-Request-Id", None)
 
     @web.middleware
     async def _count(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
@@ -50,6 +56,8 @@ class CountingServer:
     async def running(self) -> AsyncIterator[CountingServer]:
         app = self.fake.app()
         app.middlewares.append(self._count)
+        if not self.names_requests:
+            app.on_response_prepare.append(self._unnamed)
         self.fake._closing = asyncio.Event()
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()

@@ -123,10 +123,12 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
     proc, first, url = start_cli("--port", "0", "--max-concurrency", "2", "--no-access-log",
                                  wait=180)
     try:
-        assert "(upstreams: engine=http://127.0.0.1:" in first
+        assert first.startswith("infersight gateway: listening on ")
+        up = proc.stderr.readline()  # type: ignore[union-attr]  # the banner's first fact
+        assert up.split()[:2] == ["upstream", up.split()[1]] and "engine=http://127.0.0.1:" in up
         engines = psutil.Process(proc.pid).children(recursive=True)
         assert engines  # the engine runs as our child, on a private loopback port
-        engine_url = first.split("engine=", 1)[1].split()[0].rstrip("),")
+        engine_url = up.split("engine=", 1)[1].split()[0]
         with pytest.raises(urllib.error.HTTPError) as refused:  # ...behind a key only we hold
             urllib.request.urlopen(engine_url + "/v1/models", timeout=10)
         assert refused.value.code == 401

@@ -132,4 +132,21 @@ def test_one_vocabulary_across_commands() -> None:
         assert ("--api-key-env" in longs) == ("--api-key-file" in longs), cmd
         if "--url" in longs:
             assert "--api-key-env" in longs, f"{cmd} talks to a server but takes no key"
-    assert all(len(v) == 1 for v in seen.values()), seen
+    # a short option stands for one long option everywhere (older long aliases aside)
+    assert all(SHORT_OPTIONS[s] in v for s, v in seen.items()), seen
+
+
+def test_every_file_written_is_out_and_every_port_served_is_port() -> None:
+    """As the README says: ``-o`` is ``--out`` and ``-p`` is ``--port``, in every
+    command that writes a file or serves a port."""
+    writers, servers = set(), set()
+    for cmd in COMMANDS:
+        for p in options(cmd):
+            if "--out" in p.opts:
+                assert "-o" in p.opts, cmd
+                writers.add(cmd)
+            if "--port" in p.opts and cmd != "bench":  # bench's is the target's (vLLM's flag)
+                assert "-p" in p.opts, cmd
+                servers.add(cmd)
+    assert writers == {"bench", "batch", "report", "monitor", "dashboards"}
+    assert servers == {"serve", "gateway", "exporter"}

@@ -59,3 +59,14 @@ def test_compound_forms_as_prometheus_writes_them(text: str, seconds: float) -> 
 def test_broken_compound_forms_are_refused(text: str) -> None:
     with pytest.raises(ConfigError):
         parse_duration(text)
+
+
+def test_elapsed_reads_like_a_clock_and_words_count() -> None:
+    from infersight.core.durations import format_elapsed
+    from infersight.core.wording import counted
+
+    assert [format_elapsed(s) for s in (0.4, 45, 725, 11_220, -3)] == [
+        "0s", "45s", "12m05s", "3h07m", "0s"]
+    assert [counted(n, "change") for n in (0, 1, 3, 1200)] == [
+        "0 changes", "1 change", "3 changes", "1,200 changes"]
+    assert counted(2, "replica") == "2 replicas" and counted(2, "batch", "batches") == "2 batches"

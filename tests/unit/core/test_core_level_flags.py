@@ -62,6 +62,7 @@ def test_contention_is_named_in_reasons_and_headline() -> None:
     head = client_headline(result)
     assert head is not None and head[0] == "CLIENT AND SERVER SHARE CORES"
     assert phrase in head[1] and "load generator, not the server" not in head[1]
+    assert head[1].count(phrase) == 1  # named once, not again in every reason
     assert client_headline(RunResult()) is None
 
 

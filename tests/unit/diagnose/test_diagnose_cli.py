@@ -140,3 +140,45 @@ def test_report_prometheus_refuses_files_too(tmp_path: Path) -> None:
     assert isinstance(res.exception, ConfigError) and "not both" in str(res.exception)
     res = runner.invoke(app, ["report"])
     assert isinstance(res.exception, ConfigError) and "--prometheus URL" in str(res.exception)
+
+
+def test_plan_gives_one_number_threads_and_its_prompt_assumption(llama_config: Path) -> None:
+    """Every engine's line names the same sequence count (TGI's admission limit too),
+    llama.cpp's -t is a number, and an estimate without --prompt-tokens says what it
+    assumed; with it, it uses it."""
+    import re
+
+    res = runner.invoke(app, ["plan", "--model", str(llama_config), "--gpu", "h100", "--ctx",
+                              "8192", "--concurrency", "32", "--json"])
+    plan = json.loads(res.stdout)
+    n = plan["recommended_slots"]
+    flags = {eng: " ".join(f) for eng, f in plan["settings"].items()}
+    assert f"--max-num-seqs {n}" in flags["vllm"] and f"--max-running-requests {n}" in flags["sglang"]
+    assert f"--max-concurrent-requests {n}" in flags["tgi"] and f"--parallel {n}" in flags["llama.cpp"]
+    assert {int(x) for x in re.findall(r"(?:seqs|requests|parallel) (\d+)", " ".join(flags.values()))} == {n}
+    est = plan["estimate"]
+    assert est["prompt_tokens"] == 8192 - 256 and est["prompt_tokens_assumed"] is True
+    console = runner.invoke(app, ["plan", "--model", str(llama_config), "--gpu", "h100",
+                                  "--ctx", "8192", "--concurrency", "32"])
+    said = " ".join(console.stdout.split())
+    assert "assumed: prompts of 7,936 tokens" in said and "--prompt-tokens N" in said
+    given = runner.invoke(app, ["plan", "--model", str(llama_config), "--gpu", "h100", "--ctx",
+                                "8192", "--concurrency", "32", "--prompt-tokens", "500", "--json"])
+    est = json.loads(given.stdout)["estimate"]
+    assert est["prompt_tokens"] == 500 and est["prompt_tokens_assumed"] is False
+    assert est["ttft_floor_s"] < plan["estimate"]["ttft_floor_s"]  # a shorter prompt, a lower floor
+    too_long = runner.invoke(app, ["plan", "--model", str(llama_config), "--gpu", "h100",
+                                   "--ctx", "1024", "--prompt-tokens", "1000"])
+    assert isinstance(too_long.exception, ConfigError) and "--prompt-tokens" in str(too_long.exception)
+
+
+def test_plan_on_a_cpu_names_the_threads() -> None:
+    from infersight.engine.threads import default_threads
+
+    res = runner.invoke(app, ["plan", "--model", "embedded", "--gpu", "cpu", "--ctx", "2048",
+                              "--json"])
+    lcpp = " ".join(json.loads(res.stdout)["settings"]["llama.cpp"])
+    assert f"-t {default_threads()}" in lcpp and "<" not in lcpp
+    res = runner.invoke(app, ["plan", "--model", "embedded", "--gpu", "cpu", "--ctx", "2048",
+                              "--threads", "1", "--json"])
+    assert "-t 1" in json.loads(res.stdout)["settings"]["llama.cpp"]

@@ -36,6 +36,7 @@ def test_kv_bound_from_preemptions_alone() -> None:
 def test_slot_bound_recommends_slots_that_fit() -> None:
     vs = diagnose(make_run(running=32, waiting=50, slots=32, kv=0.3, util=0.9, sm=0.6))
     v = one(vs, "slot_bound")
+    assert "slot-bound" not in v.summary  # the sentence says what, the title says which
     assert v.evidence_value("slots (S)") == 32
     assert v.evidence_value("running (R)") == pytest.approx(32, rel=0.05)
     target = v.evidence_value("recommended slots")

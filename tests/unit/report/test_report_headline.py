@@ -105,7 +105,8 @@ def test_markdown_starts_with_the_answer_says_no_price_and_has_no_entities() -> 
     assert answer < md.index("| level |") and md.index("**Main verdict**") < md.index("| level |")
     # the shipped price table lists the embedded model at $0: no "$" column, "no price"
     assert "$/Mtok out" not in md and not re.search(r"\| \$0", md)
-    assert "Cost: no price: " in md and "is $0" in md
+    assert "Cost: no price for SmolLM2-135M-Instruct: give one with '--price-in'" in md
+    assert "is $0" not in md and "cost recorded" not in md
     run.config.update(price_in=0.5, price_out=1.5)
     priced = render_markdown(run)
     assert "$/Mtok out" in priced and "no price" not in priced

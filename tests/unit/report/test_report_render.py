@@ -151,7 +151,7 @@ def test_a_run_without_verdicts_says_how_to_diagnose_it(tmp_path: Path) -> None:
     run = make_run(400, levels=(2,), diagnosis=[])
     view = build_view(run)
     assert not view.verdicts and view.diagnosis_note.startswith("not diagnosed: run `infersight")
-    assert "not diagnosed: run `infersight diagnose FILE`" in render_html(run)
+    assert "not diagnosed: run <code>infersight diagnose FILE</code>" in render_html(run)
     # The report command diagnoses such a file first (unless --no-diagnose).
     f = save_run_result(run, tmp_path / "run.json")
     for flag, diagnosed in (("--diagnose", True), ("--no-diagnose", False)):
@@ -164,7 +164,7 @@ def test_a_run_without_verdicts_says_how_to_diagnose_it(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         html = out.read_text()
         assert ('<div class="verdict' in html) is diagnosed
-        assert ("diagnosed by `infersight report`" in html) is diagnosed
+        assert ("diagnosed by <code>infersight report</code>" in html) is diagnosed
         assert ("not diagnosed: run" in html) is not diagnosed
     assert not load_run_result(f).diagnosis  # the file itself is left as it was
 
@@ -266,7 +266,7 @@ def test_cost_from_bench_fields_and_from_flat_prices() -> None:
 
     unpriced = make_run(200, levels=(1,), model="unknown-model-xyz")
     assert build_view(unpriced).levels[0].cost is None
-    assert "no price for model" in render_html(unpriced)
+    assert "no price for unknown-model-xyz: give one with <code>--price-in</code>" in render_html(unpriced)
 
 
 def test_observed_latency_against_the_physics_floors() -> None:

@@ -25,7 +25,12 @@ from infersight.diagnose.physics.slots import (
     recommend_slots,
 )
 
-__all__ = ["KNEE_NEVER", "CapacityPlan", "load_shape", "plan_capacity"]
+__all__ = ["DEFAULT_OUTPUT_TOKENS", "KNEE_NEVER", "CapacityPlan", "load_shape", "plan_capacity"]
+
+#: Output tokens per request of the estimate when ``--tokens`` is not given.
+DEFAULT_OUTPUT_TOKENS = 256
+#: llama.cpp's limit on sequences decoded together (its LLAMA_MAX_SEQ).
+LLAMA_MAX_SEQ = 256
 
 def load_shape(spec: str | Path) -> ModelShape:
     """A model shape from ``embedded``, a ``.gguf`` file, a ``config.json`` or a folder.
@@ -100,11 +105,16 @@ def plan_capacity(
     concurrency: int | None = None,
     tokens: int | None = None,
     weight_bytes_per_param: float | None = None,
+    prompt_tokens: int | None = None,
+    threads: int | None = None,
 ) -> CapacityPlan:
     """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``.
 
     The slot / sequence limit comes from :func:`recommend_slots`, the function
-    ``diagnose`` uses for a slot-bound run, so both name the same number.
+    ``diagnose`` uses for a slot-bound run, so both name the same number, and every
+    engine's settings use that one number. ``threads``: llama.cpp's ``-t`` on a CPU
+    (its physical cores). ``prompt_tokens``: the estimate's prompt length (without
+    it, prompts that fill the context, and the plan says so).
     """
     if ctx <= 0:
         raise ConfigError("--ctx must be positive")
@@ -138,21 +148,31 @@ def plan_capacity(
         headroom_bytes=b.headroom, kv_budget_bytes=max(0.0, b.kv_budget),
         memory_bytes=device.memory_bytes, max_sequences=b.max_seqs, fits=fits,
         kv_dtype=kv_name, compute_knee=adv.knee, recommended_slots=adv.target,
-        settings=_settings(device, ctx=ctx, advice=adv, kv_name=kv_name), notes=notes,
+        settings=_settings(device, ctx=ctx, advice=adv, kv_name=kv_name, threads=threads),
+        notes=notes,
     )
-    if concurrency or tokens:
-        plan.estimate = _estimate(shape, device, plan, concurrency or 1, tokens or 256, kv_b,
-                                  weight_bytes_per_param)
+    if fits and not cpu and adv.target > LLAMA_MAX_SEQ:
+        notes.append(f"llama.cpp runs at most {LLAMA_MAX_SEQ} sequences at once: its line "
+                     f"says --parallel {LLAMA_MAX_SEQ}, the others {adv.target}")
+    if concurrency or tokens or prompt_tokens:
+        out = tokens or DEFAULT_OUTPUT_TOKENS
+        if prompt_tokens is not None and prompt_tokens + out > ctx:
+            raise ConfigError(f"--prompt-tokens {prompt_tokens} + {out} output tokens exceed "
+                              f"--ctx {ctx}")
+        plan.estimate = _estimate(shape, device, plan, concurrency or 1, out, kv_b,
+                                  weight_bytes_per_param, prompt_tokens)
     return plan
 
 
-def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str) -> dict[str, list[str]]:
+def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str,
+              threads: int | None = None) -> dict[str, list[str]]:
     n = device.count
-    seqs = advice.target
+    seqs = advice.target  # one number for every engine: the sequences run at once
     if device.kind == "cpu":
         cache = [] if kv_name == "f16" else [f"--cache-type-k {kv_name}", f"--cache-type-v {kv_name}"]
+        t = threads or device.cores or 1
         return {
-            "llama.cpp": [f"--parallel {seqs}", f"--ctx-size {ctx * seqs}", "-t <physical cores>", *cache],
+            "llama.cpp": [f"--parallel {seqs}", f"--ctx-size {ctx * seqs}", f"-t {t}", *cache],
             "infersight serve": [f"--parallel {seqs}", f"--ctx {ctx * seqs}"],
         }
     util = GPU_UTILISATION
@@ -161,8 +181,9 @@ def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str) -> 
     sglang = [f"--context-length {ctx}", f"--mem-fraction-static {util - 0.02:.2f}",
               f"--max-running-requests {seqs}"]
     tgi = [f"--max-total-tokens {ctx}", f"--max-input-tokens {max(1, ctx - 1)}",
-           f"--max-batch-total-tokens {seqs * ctx}", f"--max-concurrent-requests {max(128, seqs * 2)}"]
-    lcpp = [f"--parallel {min(seqs, 256)}", f"--ctx-size {ctx * min(seqs, 256)}", "-ngl 999"]
+           f"--max-batch-total-tokens {seqs * ctx}", f"--max-concurrent-requests {seqs}"]
+    lcpp = [f"--parallel {min(seqs, LLAMA_MAX_SEQ)}", f"--ctx-size {ctx * min(seqs, LLAMA_MAX_SEQ)}",
+            "-ngl 999"]
     if n > 1:
         vllm.append(f"--tensor-parallel-size {n}")
         sglang.append(f"--tp {n}")
@@ -178,9 +199,10 @@ def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str) -> 
 
 
 def _estimate(shape: ModelShape, device: Device, plan: CapacityPlan, concurrency: int, tokens: int,
-              kv_b: float, wbpp: float | None) -> dict[str, Any]:
+              kv_b: float, wbpp: float | None, prompt_tokens: int | None) -> dict[str, Any]:
     batch = max(1, min(concurrency, plan.max_sequences or 1))
-    prompt = max(1, plan.ctx - tokens)
+    # Without a prompt length, the worst case the context allows: prompts that fill it.
+    prompt = prompt_tokens if prompt_tokens is not None else max(1, plan.ctx - tokens)
     ctx_avg = prompt + tokens / 2
     d = decode_floor(shape, device, batch=batch, context=ctx_avg, kv_bytes_per_element=kv_b,
                      weight_bytes_per_param=wbpp)
@@ -190,6 +212,8 @@ def _estimate(shape: ModelShape, device: Device, plan: CapacityPlan, concurrency
         "batch": batch,
         "queued": max(0, concurrency - batch),
         "prompt_tokens": prompt,
+        #: True when no --prompt-tokens was given: prompts assumed to fill the context.
+        "prompt_tokens_assumed": prompt_tokens is None,
         "output_tokens": tokens,
         "itl_floor_s": d.itl_s,
         "itl_bound": d.bound,
