@@ -103,6 +103,10 @@ class BaseClient:
         other statuses raise a StatusError, transport failures a TransportError."""
         return await self._simple("GET", path)
 
+    async def post(self, path: str, body: Any) -> tuple[int, bytes]:
+        """POST a JSON body to any path (``/tokenize``...): (status, body) as :meth:`get`."""
+        return await self._simple("POST", path, body)
+
     async def _simple(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
         return await simple_call(
             self._get_session(),

@@ -13,8 +13,8 @@ from aiohttp import hdrs, web
 from infersight.core.errors import InfersightError, InvalidRequest
 from infersight.gateway.accesslog import access_log, line_sink
 from infersight.gateway.call import request_id
+from infersight.gateway.error_answers import error_response
 from infersight.gateway.errors import KeyRefused, KeyThrottled
-from infersight.gateway.http import error_response
 
 if TYPE_CHECKING:
     from infersight.gateway.auth import KeyStore

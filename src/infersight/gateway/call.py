@@ -7,7 +7,7 @@ from typing import Any
 
 from infersight.client.client import new_request_id
 
-__all__ = ["Call", "request_id"]
+__all__ = ["Call", "own_headers", "request_id"]
 
 
 def request_id() -> str:
@@ -15,6 +15,12 @@ def request_id() -> str:
     client's id source: a per-process random prefix and a counter, far cheaper than
     uuid4's system call per request)."""
     return "req-" + new_request_id()
+
+
+def own_headers() -> dict[str, str]:
+    """The headers of the gateway's own answers (refusals, /health...): a fresh request
+    id and ``X-Queue-Delay: 0.000`` (these never queue)."""
+    return {"X-Request-Id": request_id(), "X-Queue-Delay": "0.000"}
 
 
 @dataclass(slots=True)

@@ -7,13 +7,31 @@ OpenAI ``code`` and ``param``, and whether the gateway itself refused the reques
 
 from __future__ import annotations
 
-from infersight.core.errors import AuthError, InvalidRequest, Overloaded, RateLimited
+from infersight.core.errors import AuthError, BadRequest, InvalidRequest, Overloaded, RateLimited
 
-__all__ = ["InputError", "KeyRefused", "KeyThrottled", "Shed"]
+__all__ = ["InputError", "KeyRefused", "KeyThrottled", "MalformedRequest", "Shed", "SlowClient"]
 
 
 class InputError(InvalidRequest):
     """The client's request is invalid (400, 404 or 413); never sent upstream."""
+
+
+class SlowClient(BadRequest):
+    """The client took longer than the head or body time limit (408)."""
+
+    code = "request_timeout"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=408)
+
+
+class MalformedRequest(BadRequest):
+    """The request's HTTP framing is invalid or ambiguous (400)."""
+
+    code = "malformed_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=400)
 
 
 class KeyRefused(AuthError):

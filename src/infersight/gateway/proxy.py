@@ -34,10 +34,11 @@ from infersight.core.errors import (
     TruncatedStream,
 )
 from infersight.gateway.call import Call
+from infersight.gateway.error_answers import error_body
 from infersight.gateway.errors import Shed
-from infersight.gateway.http import error_body, estimate_prompt_tokens
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.public import FailureLog, mark, public_message
+from infersight.gateway.request_body import estimate_prompt_tokens
 from infersight.gateway.router import Candidate, Router
 from infersight.gateway.upstream import Upstream
 
@@ -212,14 +213,14 @@ class Proxy:
         so usage and cost are not undercounted."""
         usage = getattr(sr, "usage", None)
         if usage is not None:
-            self._usage(call, usage)
+            self.note_usage(call, usage)
             return
         rec = getattr(sr, "record", None)
         call.completion_tokens = sum(rec.chunk_tokens) if rec is not None else 0
         call.prompt_tokens = estimate_prompt_tokens(call.endpoint, call.body)
         call.usage_estimated = True
 
-    def _usage(self, call: Call, usage: Any) -> None:
+    def note_usage(self, call: Call, usage: Any) -> None:
         if isinstance(usage, dict):
             pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
             call.prompt_tokens = pt if isinstance(pt, int) else 0
@@ -238,7 +239,7 @@ class Proxy:
             )
             self._count_attempts(call, up, comp.record.attempts or 1)
             resp = comp.response if isinstance(comp.response, dict) else {}
-            self._usage(call, comp.usage or resp.get("usage"))
+            self.note_usage(call, comp.usage or resp.get("usage"))
             return resp
 
         return await self.run(call, attempt)
@@ -288,7 +289,7 @@ class Proxy:
             if not getattr(sr, "is_sse", True):
                 # The upstream ignored "stream": relay its body as one event.
                 async for ev in sr.events():
-                    self._usage(call, ev.json.get("usage") if ev.json else None)
+                    self.note_usage(call, ev.json.get("usage") if ev.json else None)
                     call.ttft = time.monotonic() - call.arrival
                     await write(b"data: " + orjson.dumps(ev.json) + b"\n\n")
             else:
@@ -322,7 +323,7 @@ class Proxy:
                 await resp.write_eof()
             return
         if getattr(sr, "usage", None) is not None:
-            self._usage(call, sr.usage)
+            self.note_usage(call, sr.usage)
         with contextlib.suppress(ConnectionError):
             if not getattr(sr, "done", False):
                 await write(_DONE)
