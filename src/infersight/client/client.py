@@ -104,7 +104,6 @@ class Client(BaseClient):
         request_id: str | None,
         headers: Mapping[str, str] | None,
         record: RequestRecord | None,
-        lazy: bool = False,
     ) -> StreamResponse:
         now = time.monotonic()
         if record is None:
@@ -153,7 +152,6 @@ class Client(BaseClient):
                 key=self._key,
                 key_source=self._key_source,
                 keepalive=self._keepalive,
-                lazy=lazy,
                 streamed=bool(stream),
             )
 
@@ -186,7 +184,6 @@ class Client(BaseClient):
             request_id=request_id,
             headers=headers,
             record=record,
-            lazy=True,
         )
         await drain(sr)
         return sr.completion()
