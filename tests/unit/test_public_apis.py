@@ -33,6 +33,9 @@ SRC = Path(infersight.__file__).parent
 LIBS = {"aiohttp": Path(aiohttp.__file__).parent, "redis": Path(redis.__file__).parent}
 
 
+_REFLECTION = ("getattr", "setattr", "hasattr", "delattr")
+
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
@@ -136,13 +139,13 @@ class _Scan(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         fn = node.func
-        if isinstance(fn, ast.Name) and fn.id in ("getattr", "setattr", "hasattr", "delattr"):
-            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
-                name = node.args[1].value
-                if isinstance(name, str) and _private(name) and name in library_private() and (
-                    self._from_lib(node.args[0]) or name not in own_private()
-                ):
-                    self.flag(node, f"{fn.id}(..., {name!r})")
+        literal = len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+        if literal and isinstance(fn, ast.Name) and fn.id in _REFLECTION:
+            name = node.args[1].value  # type: ignore[attr-defined]
+            if isinstance(name, str) and _private(name) and name in library_private() and (
+                self._from_lib(node.args[0]) or name not in own_private()
+            ):
+                self.flag(node, f"{fn.id}(..., {name!r})")
         self.generic_visit(node)
 
 

@@ -73,6 +73,8 @@ class Accounting:
         err = (call.error if call is not None else None) or kind or (
             "none" if st < 400 else "BadRequest")
         m.child(m.requests, endpoint, mlabel, up, str(st), err).inc()
+        if err != "none":
+            m.child(m.errors, err).inc()
         if call is not None:
             served = call.served_model or call.model
             m.child(m.latency, mlabel, up).observe(now - arrival)

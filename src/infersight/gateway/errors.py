@@ -15,6 +15,10 @@ __all__ = ["InputError", "KeyRefused", "KeyThrottled", "MalformedRequest", "Shed
 class InputError(InvalidRequest):
     """The client's request is invalid (400, 404 or 413); never sent upstream."""
 
+    @property
+    def kind(self) -> str:
+        return "InvalidRequest"
+
 
 class SlowClient(BadRequest):
     """The client took longer than the head or body time limit (408)."""
@@ -24,6 +28,10 @@ class SlowClient(BadRequest):
     def __init__(self, message: str) -> None:
         super().__init__(message, status=408)
 
+    @property
+    def kind(self) -> str:
+        return "BadRequest"
+
 
 class MalformedRequest(BadRequest):
     """The request's HTTP framing is invalid or ambiguous (400)."""
@@ -32,6 +40,10 @@ class MalformedRequest(BadRequest):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, status=400)
+
+    @property
+    def kind(self) -> str:
+        return "BadRequest"
 
 
 class KeyRefused(AuthError):

@@ -110,6 +110,9 @@ class Gateway(AdminEndpoints):
     async def _on_startup(self, app: web.Application) -> None:
         for u in self.upstreams:
             await u.start()
+        models = {m for u in self.upstreams for m in u.models}
+        models |= {m for chain in self.config.fallbacks.values() for m in chain}
+        self.metrics.served(sorted(models), [k.name for k in self.config.keys] or ["-"])
         if self.shared is not None:
             await self.shared.start()
 
