@@ -52,6 +52,8 @@ class Call:
     cost: float | None = None
     #: Set once a byte of the answer reached the client: no failover after that.
     committed: bool = False
+    #: Another upstream may take the request over if this attempt fails (failover).
+    next_candidate: bool = False
     #: When the upstream's first content arrived (streams): the limiter's latency signal.
     first_content_at: float | None = None
     #: The stream broke after content was sent (the client got an SSE error event).

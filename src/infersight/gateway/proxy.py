@@ -98,7 +98,9 @@ class Proxy:
         one fails with nothing left to try."""
         last: InfersightError | None = None
         moved_from: tuple[str, str] | None = None
-        for cand in self.router.candidates(call.model, call.est_tokens):
+        cands = self.router.candidates(call.model, call.est_tokens)
+        for i, cand in enumerate(cands):
+            call.next_candidate = i + 1 < len(cands)
             up = cand.upstream
             assert isinstance(up, Upstream)
             if time.monotonic() >= call.deadline:
@@ -236,6 +238,7 @@ class Proxy:
             comp = await up.client.request(
                 call.path, self._body_for(call, cand, up),
                 deadline=call.deadline, request_id=call.request_id,
+                timeouts=up.attempt_timeouts(up.client, call),
             )
             self._count_attempts(call, up, comp.record.attempts or 1)
             resp = comp.response if isinstance(comp.response, dict) else {}
@@ -266,6 +269,7 @@ class Proxy:
                 self._body_for(call, cand, up),
                 deadline=call.deadline,
                 request_id=call.request_id,
+                timeouts=up.attempt_timeouts(up.stream_client, call),
             )
             async with cm as sr:
                 call.first_content_at = time.monotonic()
