@@ -49,11 +49,11 @@ GC_THRESHOLD = (7000, 10, 10)
 def _tune_gc() -> None:
     """Keep the garbage collector off the hot path.
 
-    Measured on the gateway at capacity, cyclic collections took 6% of its CPU for
-    JSON answers and 9% for streams, mostly full collections walking the start-up
-    heap (modules, the app, config) that never becomes garbage. That heap is moved
-    out of the collector's sight (``gc.freeze``) once the gateway listens, and young
-    collections run a tenth as often; reference cycles are still collected.
+    At capacity, cyclic collections are mostly full collections walking the start-up
+    heap (modules, the app, config) that never becomes garbage
+    (``benchmarks/gateway_overhead.py --profile`` shows their share). That heap is
+    moved out of the collector's sight (``gc.freeze``) once the gateway listens, and
+    young collections run a tenth as often; reference cycles are still collected.
     """
     gc.collect()
     gc.freeze()
