@@ -26,6 +26,7 @@ from typing import Any
 
 import psutil
 
+from infersight.core.processes import stop_process
 from infersight.engine import EmbeddedEngine
 
 #: Environment variables that change how llama.cpp's OpenMP threads wait; the raw
@@ -93,12 +94,7 @@ def served(parallel: int, ctx: int | None, src: Path | None,
         with contextlib.suppress(ProcessLookupError, psutil.Error):
             for pid in [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(True))]:
                 os.kill(pid, signal.SIGCONT)
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, grace=30)  # SIGTERM: serve stops cleanly
 
 
 def raw_server(model: str, parallel: int, ctx: int) -> None:

@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from pathlib import Path
 import psutil
 
 from _baseline import baseline_src
+from infersight.core.processes import stop_process
 
 KEY = "bench-abuse-" + os.urandom(6).hex()
 MIB = 2**20
@@ -80,12 +80,7 @@ def serve(src: Path | None) -> Iterator[tuple[int, int]]:
         threading.Thread(target=proc.stdout.read, daemon=True).start()  # drain stdout
         yield port, proc.pid
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, grace=30)  # SIGTERM: serve stops cleanly
 
 
 def rss(pid: int) -> int:

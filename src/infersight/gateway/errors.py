@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from infersight.core.errors import AuthError, BadRequest, InvalidRequest, Overloaded, RateLimited
 
-__all__ = ["InputError", "KeyRefused", "KeyThrottled", "MalformedRequest", "Shed", "SlowClient"]
+__all__ = [
+    "ClientFault",
+    "InputError",
+    "KeyRefused",
+    "KeyThrottled",
+    "MalformedRequest",
+    "Shed",
+    "SlowClient",
+]
 
 
 class InputError(InvalidRequest):
@@ -20,30 +28,31 @@ class InputError(InvalidRequest):
         return "InvalidRequest"
 
 
-class SlowClient(BadRequest):
+class ClientFault(BadRequest):
+    """The client's HTTP itself is at fault, not what it asks for: the connection is
+    closed after the answer."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=self.status_code)
+
+    @property
+    def kind(self) -> str:
+        return "BadRequest"
+
+
+class SlowClient(ClientFault):
     """The client took longer than the head or body time limit (408)."""
 
     code = "request_timeout"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, status=408)
-
-    @property
-    def kind(self) -> str:
-        return "BadRequest"
+    status_code = 408
 
 
-class MalformedRequest(BadRequest):
+class MalformedRequest(ClientFault):
     """The request's HTTP framing is invalid or ambiguous (400)."""
 
     code = "malformed_request"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, status=400)
-
-    @property
-    def kind(self) -> str:
-        return "BadRequest"
 
 
 class KeyRefused(AuthError):

@@ -27,7 +27,7 @@ from aiohttp import hdrs, web
 
 from infersight.core.errors import InfersightError
 from infersight.gateway.error_answers import error_response, json_error
-from infersight.gateway.errors import InputError, MalformedRequest, SlowClient
+from infersight.gateway.errors import ClientFault, InputError, MalformedRequest, SlowClient
 from infersight.gateway.listener import ClientLimits, Connection
 
 __all__ = ["Handler", "RequestGuard", "read_body"]
@@ -123,7 +123,7 @@ class RequestGuard:
                 return self._http_error(request, e)
             except InfersightError as e:  # a handler's refusal it did not answer itself
                 resp = self._json(e)
-                if isinstance(e, SlowClient | MalformedRequest):
+                if isinstance(e, ClientFault):
                     resp.force_close()
                 return resp
         finally:

@@ -28,7 +28,7 @@ from infersight.gateway.auth import KeyStore
 from infersight.gateway.call import own_headers, request_id
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.engine_routes import EngineRoutes
-from infersight.gateway.errors import InputError, MalformedRequest, SlowClient
+from infersight.gateway.errors import ClientFault, InputError
 from infersight.gateway.listener import ClientLimits, Listener
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.proxy import Call, Proxy
@@ -249,7 +249,7 @@ class Gateway(AdminEndpoints):
             if call is not None and call.committed:
                 raise  # headers already sent; nothing sensible left to answer
             resp, kind = self._error(call, rid, e, model), e.kind
-            if isinstance(e, SlowClient | MalformedRequest):
+            if isinstance(e, ClientFault):
                 resp.force_close()  # the rest of the body can no longer be trusted
         except (ConnectionError, Cancelled):
             # The client went away (499, as nginx logs it); nothing can reach it any more.
