@@ -12,8 +12,9 @@ notice; the product would then break on an upgrade, silently. Everything is read
   of that set read or written on an object (``x._name``), or passed to
   ``getattr``/``setattr``/``hasattr`` as a literal, fails, unless infersight defines the
   name itself on its own classes. An object made by either library
-  (``site = web.TCPSite(...)``) is checked whatever names infersight defines; so is
-  ``self`` inside a class that derives from one of the libraries' classes.
+  (``site = web.TCPSite(...)``) is checked whatever names infersight defines; inside a
+  class that derives from one of the libraries' classes, no private name is used on
+  ``self`` at all (it may be, or become, the library's own).
 """
 
 from __future__ import annotations
@@ -128,7 +129,9 @@ class _Scan(ast.NodeVisitor):
             base = node.value
             is_self = isinstance(base, ast.Name) and base.id in ("self", "cls")
             if is_self:
-                bad = self.self_is_lib[-1] and name in library_private()
+                # In a subclass of a library class, any private name on self may be (or
+                # become) the library's own.
+                bad = self.self_is_lib[-1]
             elif self._from_lib(base):
                 bad = True
             else:

@@ -195,14 +195,14 @@ class Connection(web.RequestHandler):
         self.guard_peer = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
         lst = self.guard_listener
         if not lst.admit(self.guard_peer):
-            self._refuse(transport)
+            self.guard_refuse(transport)
             return
         self.guard_counted = True
         super().connection_made(transport)
         self.guard_wait_from = asyncio.get_running_loop().time()
-        self._arm(lst.limits.head_timeout_s)
+        self.guard_arm(lst.limits.head_timeout_s)
 
-    def _refuse(self, transport: asyncio.BaseTransport) -> None:
+    def guard_refuse(self, transport: asyncio.BaseTransport) -> None:
         """Over the per-address cap: a 429 at once, then a lingering close."""
         lim = self.guard_listener.limits
         lim.event("connection_limit")
@@ -219,7 +219,7 @@ class Connection(web.RequestHandler):
         self.guard_timer = asyncio.get_running_loop().call_later(_LINGER_S, t.close)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self._disarm()
+        self.guard_disarm()
         if self.guard_counted:
             self.guard_counted = False
             self.guard_listener.forget(self.guard_peer)
@@ -236,12 +236,12 @@ class Connection(web.RequestHandler):
                 if self.guard_served and not self.guard_busy:
                     # An idle kept-alive connection: the head's clock starts now.
                     self.guard_wait_from = asyncio.get_running_loop().time()
-                    self._arm(self.guard_listener.limits.head_timeout_s)
+                    self.guard_arm(self.guard_listener.limits.head_timeout_s)
         super().data_received(data)
 
     # -- requests (called by request_guard) ------------------------------------------
     def request_started(self, body: Any) -> None:
-        self._disarm()
+        self.guard_disarm()
         self.guard_busy = True
         self.guard_head = False
         self.guard_body = body
@@ -251,32 +251,32 @@ class Connection(web.RequestHandler):
         self.guard_served = True
         self.guard_wait_from = asyncio.get_running_loop().time()
         lim = self.guard_listener.limits
-        self._arm(lim.head_timeout_s if self.guard_head else lim.keepalive_timeout_s)
+        self.guard_arm(lim.head_timeout_s if self.guard_head else lim.keepalive_timeout_s)
 
     # -- the one timer --------------------------------------------------------------
-    def _arm(self, delay: float) -> None:
-        self._disarm()
-        self.guard_timer = asyncio.get_running_loop().call_later(delay, self._expired)
+    def guard_arm(self, delay: float) -> None:
+        self.guard_disarm()
+        self.guard_timer = asyncio.get_running_loop().call_later(delay, self.guard_expired)
 
-    def _disarm(self) -> None:
+    def guard_disarm(self) -> None:
         if self.guard_timer is not None:
             self.guard_timer.cancel()
             self.guard_timer = None
 
-    def _expired(self) -> None:
+    def guard_expired(self) -> None:
         self.guard_timer = None
         t = self.transport
         if self.guard_busy or t is None or t.is_closing():
             return
         if t.get_write_buffer_size():
-            self._arm(1.0)  # the last answer is still going out
+            self.guard_arm(1.0)  # the last answer is still going out
             return
         lim = self.guard_listener.limits
         limit = lim.head_timeout_s if self.guard_head or not self.guard_served else (
             lim.keepalive_timeout_s)
         left = self.guard_wait_from + limit - asyncio.get_running_loop().time()
         if left > 0:
-            self._arm(left)
+            self.guard_arm(left)
             return
         if self.guard_head:
             lim.event("head_timeout")
@@ -291,7 +291,7 @@ class Connection(web.RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         """aiohttp's own error answers (framing errors, a crashed handler) as OpenAI JSON."""
-        self._disarm()
+        self.guard_disarm()
         lim = self.guard_listener.limits
         if status >= 500:
             self.log_exception("Error handling request from %s", self.guard_peer, exc_info=exc)
