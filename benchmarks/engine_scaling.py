@@ -25,6 +25,10 @@ processes other than the server, this client and the spinner.
     python benchmarks/engine_scaling.py --raw --busy             # 12 s per measurement
     python benchmarks/engine_scaling.py --variant parallel=8 --variant parallel=16
     python benchmarks/engine_scaling.py --url http://127.0.0.1:8000   # a running server
+    python benchmarks/engine_scaling.py --raw --serve --serve-baseline main   # serve vs raw
+
+``--serve`` adds `infersight serve` as a side (the gateway in front of the engine: what
+users of serve get), ``--serve-baseline REV`` the same command at another revision.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from engine_sides import RAW, Side, ours, raw, spinner
+from _baseline import baseline_src
+from engine_sides import RAW, Side, ours, raw, served, spinner
 
 PROMPT = [{"role": "user", "content": "Write a short story about a lighthouse keeper."}]
 
@@ -105,11 +110,15 @@ def _busy_cores() -> float:
 
 
 def _cpu(p: psutil.Process | None) -> float:
+    """CPU seconds of ``p`` and its children (serve: the gateway and the engine)."""
     if p is None:
         return 0.0
+    total = 0.0
     with contextlib.suppress(psutil.Error):
-        return float(sum(p.cpu_times()[:2]))
-    return 0.0
+        for q in (p, *p.children(recursive=True)):
+            with contextlib.suppress(psutil.Error):
+                total += float(sum(q.cpu_times()[:2]))
+    return total
 
 
 async def run_level(
@@ -233,6 +242,8 @@ async def bench_sides(sides: list[Side], args: argparse.Namespace) -> None:
                    for s in sides]
         for s, cl in zip(sides, clients, strict=True):
             s.freeze(False)
+            # The model each server names (serve checks it; llama.cpp takes any).
+            cl.model = next(iter(await cl.models()), None)
             await cl.warmup()
             if several:
                 s.freeze(True)
@@ -313,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         "(repeatable; each variant is one more side)",
     )
     ap.add_argument("--url", help="benchmark a running server instead of the embedded engine")
+    ap.add_argument("--serve", action="store_true",
+                    help="also measure `infersight serve` (the gateway in front of the engine)")
+    ap.add_argument("--serve-baseline", metavar="REV",
+                    help="also measure `infersight serve` as it is at git revision REV")
     args = ap.parse_args(argv)
     compare = args.raw or args.busy
     args.concurrency = args.concurrency or ([1, 8] if compare else [1, 4, 16, 32])
@@ -335,6 +350,13 @@ def main(argv: list[str] | None = None) -> int:
             sides = [Side(name=args.url, url=args.url, pid=None, settings={"url": args.url})]
         else:
             sides = [stack.enter_context(ours(v, n)) for v, n in zip(variants, names, strict=True)]
+        v0 = variants[0]
+        if args.serve:
+            sides.append(stack.enter_context(served(v0["parallel"], v0.get("ctx"), None)))
+        if args.serve_baseline:
+            src = baseline_src(args.serve_baseline)
+            sides.append(stack.enter_context(
+                served(v0["parallel"], v0.get("ctx"), src, f"serve at {args.serve_baseline}")))
         if args.raw and not args.url:
             first = sides[0].settings
             sides.append(stack.enter_context(

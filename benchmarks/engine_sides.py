@@ -3,6 +3,8 @@
 - infersight's embedded engine (one per ``--variant``);
 - raw llama.cpp: the same library (xllamacpp's ``Server``) with llama-server's defaults:
   nothing set but the model, the slots and the context, no OpenMP variables;
+- `infersight serve` (the gateway in front of the engine), of this checkout or of another
+  revision's ``src`` (``served``);
 - a spinner: another process that keeps one core busy (``--busy``).
 
 Every server stays up for the whole run; the ones not being measured are frozen with
@@ -19,8 +21,12 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import psutil
+
+from infersight.core.processes import stop_process
 from infersight.engine import EmbeddedEngine
 
 #: Environment variables that change how llama.cpp's OpenMP threads wait; the raw
@@ -41,15 +47,54 @@ class Side:
     busy: dict[int, list[Any]] = field(default_factory=dict)
 
     def freeze(self, frozen: bool) -> None:
-        if self.pid is not None:
+        """Stop (or go on with) the server and its children (serve's engine)."""
+        if self.pid is None:
+            return
+        pids = [self.pid]
+        with contextlib.suppress(psutil.Error):
+            pids += [c.pid for c in psutil.Process(self.pid).children(recursive=True)]
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+                os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
 
 
 @contextlib.contextmanager
 def ours(variant: dict[str, Any], name: str) -> Iterator[Side]:
     with EmbeddedEngine(**variant) as eng:
         yield Side(name=name, url=eng.base_url, pid=eng.pid, settings=dict(eng.settings))
+
+
+@contextlib.contextmanager
+def served(parallel: int, ctx: int | None, src: Path | None,
+           name: str = "infersight serve") -> Iterator[Side]:
+    """`infersight serve` on a free port (``src``: another revision's code first on the
+    path), stopped with SIGINT after the run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INFERSIGHT_")}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    cmd = [sys.executable, "-c", "from infersight.cli import main; main()", "serve",
+           "--port", "0", "--parallel", str(parallel),
+           *(["--ctx", str(ctx)] if ctx else [])]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)
+    try:
+        assert proc.stdout is not None
+        banner: list[str] = []
+        while not banner or not banner[-1].startswith("Press Ctrl-C"):
+            line = proc.stdout.readline()
+            if not line:
+                raise SystemExit(f"error: {name} did not start")
+            banner.append(line.rstrip())
+        url = banner[0].split("listening on ")[1].split()[0]
+        threads = next((ln.split(None, 1)[1] for ln in banner if ln.strip().startswith(
+            "threads")), "-")
+        yield Side(name=name, url=url, pid=proc.pid,
+                   settings={"parallel": parallel, "threads": threads})
+    finally:
+        with contextlib.suppress(ProcessLookupError, psutil.Error):
+            for pid in [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(True))]:
+                os.kill(pid, signal.SIGCONT)
+        stop_process(proc, grace=30)  # SIGTERM: serve stops cleanly
 
 
 def raw_server(model: str, parallel: int, ctx: int) -> None:

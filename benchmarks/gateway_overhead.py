@@ -25,6 +25,7 @@ during it: on a busy machine the absolute numbers inflate; the side-by-side ones
     python benchmarks/gateway_overhead.py --quick        # ~3 min on a quiet machine
     python benchmarks/gateway_overhead.py                # full run, ~6 min
     python benchmarks/gateway_overhead.py --quick --profile --baseline-src ../main/src
+    python benchmarks/gateway_overhead.py --quick --no-batching --baseline main
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pathlib import Path
 import orjson
 import psutil
 
+from _baseline import baseline_src
 from _gateway_load import Meter, closed_loop, pct, rate_compare
 from _gateway_profile import CPROFILE_PREFIX, Profiler, print_breakdown, pyspy_binary
 from _gateway_targets import (
@@ -176,6 +178,8 @@ def main() -> None:
     ap.add_argument("--no-nginx", action="store_true", help="leave nginx out")
     ap.add_argument("--no-aiohttp", action="store_true", help="leave the bare aiohttp proxy out")
     ap.add_argument("--baseline-src", help="also run the gateway from this checkout's src folder")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="also run the gateway of git revision REV (a git archive of its src)")
     ap.add_argument("--profile", action="store_true",
                     help="profile the gateway at capacity (cProfile on CPU time)")
     ap.add_argument("--pyspy", action="store_true",
@@ -209,6 +213,8 @@ def main() -> None:
             "infersight", fake.base_url, prefix=CPROFILE_PREFIX if use_cprofile else None,
             env={"BENCH_CPROFILE_OUT": str(cprof)}))
         targets = [direct, gw]
+        if args.baseline and not args.baseline_src:
+            args.baseline_src = str(baseline_src(args.baseline))
         if args.baseline_src:
             targets.append(stack.enter_context(
                 gateway_process("baseline", fake.base_url, src=args.baseline_src)))

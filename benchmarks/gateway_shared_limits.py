@@ -4,21 +4,21 @@ Side by side in one run, on 127.0.0.1 (a real redis-server started here, no
 persistence; a fast fake upstream in its own process):
 
 - admission alone: ``KeyStore.admit`` for a key with request and token limits, local
-  buckets vs the Redis Lua script (one round trip: back-to-back admissions with no
-  answer between them never get a spare, so this is what every request of a key near
-  its limit pays), in alternating blocks: latency and the CPU the caller spends per
-  admission;
-- end to end: sequential requests through two ``infersight gateway`` processes with
-  the same key and limits, one keeping them locally, one in Redis, alternating blocks:
-  latency and each gateway's CPU per request, and how many requests were admitted with
-  a spare (a key far from its limits: no round trip on the request's path); then the
-  most req/s of each with 32 concurrent clients.
+  buckets vs the Redis Lua script (one round trip, what every request of a limited key
+  pays), in alternating blocks: latency and the CPU the caller spends per admission;
+- end to end: sequential requests through ``infersight gateway`` processes with the
+  same key and limits: one keeping them locally, one in Redis, and one in Redis as the
+  baseline revision runs it (``--baseline REV``, default main: there, a key far from
+  its limits kept a request taken ahead of need, a *spare*, on raw redis-py
+  connections), alternating blocks: latency and each gateway's CPU per request; then
+  the most req/s of each with 32 concurrent clients.
 
-The goal is at most 0.3 ms added at p50 on loopback Redis. Latency on a busy machine
-includes waiting for a core (three processes take turns per request); the CPU figures
+The goal is at most 0.3 ms added at p50 on loopback Redis, and no user-visible figure
+(latency, req/s) more than 10% worse than the baseline's. Latency on a busy machine
+includes waiting for a core (several processes take turns per request); the CPU figures
 are what the shared limits cost whatever the load.
 
-    python benchmarks/gateway_shared_limits.py --quick      # < 60 s
+    python benchmarks/gateway_shared_limits.py --quick      # about a minute
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import psutil
 from prometheus_client import CollectorRegistry
 
 import _tests_on_path  # noqa: F401  (tests/support on sys.path)
+from _baseline import baseline_src
 from _gateway_targets import gateway_process
 from infersight.gateway import hash_key
 from infersight.gateway.auth import KeyStore
@@ -102,17 +103,18 @@ async def admission(redis_url: str, n: int, blocks: int
 
 # -- end to end ---------------------------------------------------------------------------
 @contextlib.contextmanager
-def gateway(upstream: str, redis_url: str | None, tmp: Path, name: str
-            ) -> Iterator[tuple[str, int]]:
+def gateway(upstream: str, redis_url: str | None, tmp: Path, name: str,
+            src: Path | None = None) -> Iterator[tuple[str, int]]:
     """`infersight gateway` in its own process with the bench key, limits kept locally
-    or (``redis_url``) in Redis."""
+    or (``redis_url``) in Redis; ``src``: another revision's code."""
     cfg = tmp / f"{name}.toml"
     lines = ["[[keys]]", 'name = "bench"', f'sha256 = "{hash_key(KEY)}"',
              *(f"{k} = {v!r}" for k, v in LIMITS.items())]
     if redis_url:
         lines += ["[shared]", f'redis_url = "{redis_url}"']
     cfg.write_text("\n".join(lines) + "\n")
-    with gateway_process(name, upstream, args=["-c", str(cfg)]) as target:
+    with gateway_process(name, upstream, args=["-c", str(cfg)],
+                         src=str(src) if src else None) as target:
         assert target.pid is not None
         yield target.url, target.pid
 
@@ -154,17 +156,6 @@ async def sequential(targets: dict[str, tuple[str, int]], n: int, blocks: int
     return out, {name: cpu[name] / max(1, len(out[name])) for name in out}
 
 
-async def spares_used(url: str) -> float:
-    """The gateway's ``infersight_gateway_shared_spares_total{outcome="used"}``."""
-    async with aiohttp.ClientSession() as session, session.get(
-            url + "/metrics", headers={"Authorization": f"Bearer {KEY}"}) as r:
-        text = await r.text()
-    for line in text.splitlines():
-        if line.startswith('infersight_gateway_shared_spares_total{outcome="used"}'):
-            return float(line.split()[-1])
-    return 0.0
-
-
 async def closed_loop(url: str, concurrency: int, seconds: float) -> float:
     done = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -192,17 +183,24 @@ def table(title: str, res: dict[str, list[float]], cpu: dict[str, float], cpu_of
     added = pct(res["redis"], 50) - pct(res["local"], 50)
     print(f"  added by Redis: p50 {added:.3f} ms ({pct(res['redis'], 50) / pct(res['local'], 50):.2f}x"
           f" local), CPU {(cpu['redis'] - cpu['local']) * 1e6:.1f} µs per request")
+    for name in (n for n in res if n.startswith("redis@")):
+        print(f"  {name}: p50 {pct(res[name], 50):.3f} ms; this/baseline p50 "
+              f"{pct(res['redis'], 50) / pct(res[name], 50):.2f}, p99 "
+              f"{pct(res['redis'], 99) / pct(res[name], 99):.2f}")
     return added
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="short run (< 60 s)")
+    ap.add_argument("--quick", action="store_true", help="short run (about a minute)")
+    ap.add_argument("--baseline", default="main", help="git revision to run beside ('none': skip)")
     args = ap.parse_args()
+    base = None if args.baseline == "none" else baseline_src(args.baseline)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     n_admit = 4000 if args.quick else 40000
     n_e2e = 1000 if args.quick else 8000
-    seconds = 3.0 if args.quick else 10.0
+    seconds = 3.0 if args.quick else 5.0
+    rounds = 2 if args.quick else 5
     try:
         import uvloop
 
@@ -218,20 +216,31 @@ def main() -> None:
         adm, adm_cpu = asyncio.run(admission(redis.url, n_admit, blocks=8))
         a_added = table(f"admission alone (KeyStore.admit, {n_admit} per mode, alternating "
                         "blocks; PINGs show where the time goes):", adm, adm_cpu, "caller")
-        with gateway(fake.base_url, None, Path(tmp), "local") as local, \
-                gateway(fake.base_url, redis.url, Path(tmp), "redis") as shared:
-            e2e, e2e_cpu = asyncio.run(
-                sequential({"local": local, "redis": shared}, n_e2e, blocks=8))
+        with contextlib.ExitStack() as stack:
+            targets = {
+                "local": stack.enter_context(gateway(fake.base_url, None, Path(tmp), "local")),
+                "redis": stack.enter_context(gateway(fake.base_url, redis.url, Path(tmp),
+                                                     "redis")),
+            }
+            if base is not None:
+                targets[f"redis@{args.baseline}"] = stack.enter_context(
+                    gateway(fake.base_url, redis.url, Path(tmp), "base", src=base))
+            e2e, e2e_cpu = asyncio.run(sequential(targets, n_e2e, blocks=8))
             e_added = table(f"end to end (one client, {n_e2e} requests per gateway, "
                             "alternating blocks):", e2e, e2e_cpu, "gateway")
-            print(f"  requests admitted with a spare (no round trip): "
-                  f"{asyncio.run(spares_used(shared[0])):.0f} of {n_e2e + 30}")
-            print("\nmost req/s, 32 concurrent clients:")
-            rps = {name: asyncio.run(closed_loop(url, 32, seconds))
-                   for name, (url, _) in (("local", local), ("redis", shared))}
+            print(f"\nmost req/s, 32 concurrent clients ({rounds} alternating rounds of "
+                  f"{seconds:g} s each; median, min-max):")
+            runs: dict[str, list[float]] = {name: [] for name in targets}
+            for r in range(rounds):
+                order = list(targets.items())[:: 1 if r % 2 == 0 else -1]
+                for name, (url, _) in order:
+                    runs[name].append(asyncio.run(closed_loop(url, 32, seconds)))
+            rps = {name: float(np.median(v)) for name, v in runs.items()}
             for name, v in rps.items():
-                print(f"  {name:<8}{v:>9.0f} req/s")
-            print(f"  redis/local: {rps['redis'] / rps['local']:.2f}")
+                print(f"  {name:<14}{v:>9.0f} req/s  ({min(runs[name]):.0f}-{max(runs[name]):.0f})")
+            print(f"  redis/local: {rps['redis'] / rps['local']:.2f}" + "".join(
+                f"; redis/{n}: {rps['redis'] / v:.2f}" for n, v in rps.items()
+                if n.startswith("redis@")))
     goal = 0.3
     print(f"\ngoal: <= {goal} ms added at p50 -> admission {a_added:.3f} ms, "
           f"end to end {e_added:.3f} ms: {'met' if max(a_added, e_added) <= goal else 'NOT met'}"

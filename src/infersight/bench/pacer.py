@@ -3,13 +3,13 @@
 The open-loop dispatcher waits until each request's intended send time. uvloop's
 timers count whole milliseconds (libuv), so a timer may fire up to ~1.5 ms early, and
 waiting out the rest with ``sleep(0)`` polls the event loop (an iteration per turn)
-until the instant has come: a few percent of a core at 1,000 sends/s, and sends that
-start wherever the polling happens to be (a third of a millisecond late, typically).
+until the instant has come: CPU spent on polling, and sends that start wherever the
+polling happens to be, late by a fraction of a millisecond.
 
 On Linux the :class:`Pacer` arms a ``timerfd`` (nanosecond resolution, the same
 ``CLOCK_MONOTONIC`` as ``time.monotonic()``) at the absolute send time and lets the
 event loop watch its file descriptor: the loop sleeps in ``epoll`` until that instant
-and wakes within the kernel's timer slack (about 50 us). Elsewhere it sleeps on the
+and wakes within the kernel's timer slack (50 µs by default). Elsewhere it sleeps on the
 loop's own timer aimed 2 ms late, so it is never early and never polls.
 """
 

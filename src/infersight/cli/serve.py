@@ -19,13 +19,12 @@ __all__ = ["register", "serve"]
 _HELP = command_help(
     "Serve a GGUF model with llama.cpp on an OpenAI-compatible API.",
     "Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics "
-    "(Prometheus), /tokenize, /detokenize, /slots, /props. The public port is a validating "
-    "front: bad input gets a 4xx with an OpenAI error body, a body over 8 MiB a 413 "
-    "(INFERSIGHT_SERVE_MAX_BODY_BYTES), a stalled request head or body a 408 after 60 s; "
-    "the engine listens privately behind it, with a random internal key. "
-    "With --gateway the engine listens on a private "
-    "loopback port and the infersight gateway (admission control, metrics, cost) serves "
-    "--host/--port in front of it. Settings also come from INFERSIGHT_SERVE_* variables.",
+    "(Prometheus), /tokenize, /detokenize, /slots, /props. The infersight gateway serves "
+    "--host/--port (admission control, metrics, cost): bad input gets a 4xx with an "
+    "OpenAI error body, a body over 8 MiB a 413 (INFERSIGHT_SERVE_MAX_BODY_BYTES), a "
+    "stalled request head or body a 408 after 60 s; the engine listens privately behind "
+    "it, on a loopback port with a random internal key. Settings also come from "
+    "INFERSIGHT_SERVE_* variables.",
     "Threads: llama.cpp's compute threads meet at a barrier after every operation, "
     "hundreds of times per token. By default a waiting thread spins a short, bounded "
     f"while (GOMP_SPINCOUNT={SPIN_COUNT} turns, a fraction of a millisecond) and then "
@@ -38,7 +37,7 @@ _HELP = command_help(
     examples=[
         "infersight serve",
         "infersight serve --model ./qwen2.5-0.5b-q4_k_m.gguf --parallel 16",
-        "infersight serve --gateway --api-key-env MY_KEY --host 0.0.0.0",
+        "infersight serve --api-key-env MY_KEY --host 0.0.0.0",
     ],
 )
 
@@ -53,15 +52,10 @@ def serve(
     api_key_env: str | None = api_key_env_option("Environment variable holding the API key clients must send. Without a key, access is open."),
     api_key_file: Path | None = api_key_file_option("File whose first line is the API key clients must send (or set INFERSIGHT_API_KEY)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log."),
-    gateway: bool = typer.Option(False, "--gateway", help="Run the default local stack: the engine on a private loopback port and the infersight gateway (admission control, metrics, cost) on --host/--port in front."),
+    gateway: bool = typer.Option(False, "--gateway", hidden=True, help="Kept for scripts: serve always runs the gateway in front of the engine."),
 ) -> None:
     from infersight.entrypoints.engine import EngineOptions
-    from infersight.entrypoints.serve import (
-        load_serve_settings,
-        resolve_key,
-        serve_engine,
-        serve_stack,
-    )
+    from infersight.entrypoints.serve import load_serve_settings, resolve_key, serve_engine
 
     env = load_serve_settings()
     key, key_source = resolve_key(
@@ -80,9 +74,7 @@ def serve(
         api_key=key,
         verbose=verbose,
     )
-    if gateway:
-        serve_stack(opts, public_host, public_port, key, key_source)
-        return
+    del gateway  # the default since serve runs behind the gateway
     code = serve_engine(opts, key_source, env)
     if code:
         raise typer.Exit(code)

@@ -36,13 +36,9 @@ async def send_attempt(
     key: str | None,
     key_source: str | None,
     keepalive: KeepAlive,
-    lazy: bool = False,
     streamed: bool = True,
 ) -> StreamResponse:
     """Send one attempt; return once its first content (or its end) has arrived.
-
-    ``lazy``: the caller reads the answer to the end without events (``drain``), so
-    plain content chunks are recorded without SSEEvent objects from the first read.
 
     Raises typed errors: ConnectError/ConnectTimeout/ResetError before the headers,
     a StatusError for an HTTP error answer, FirstTokenTimeout or DeadlineExceeded.
@@ -95,7 +91,6 @@ async def send_attempt(
         deadline=deadline,
         key=key,
         loop=loop,
-        lazy=lazy,
         streamed=streamed,
     )
     await prime(sr)

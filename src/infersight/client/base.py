@@ -16,7 +16,7 @@ import orjson
 
 from infersight.client.attempt import simple_call
 from infersight.client.keepalive import KeepAlive
-from infersight.client.resend import TimedRequest
+from infersight.client.resend import ResendConnector
 from infersight.client.types import Timeouts
 from infersight.core import errors as E
 
@@ -70,21 +70,17 @@ class BaseClient:
     def _get_session(self) -> aiohttp.ClientSession:
         s = self._session
         if s is None or s.closed:
-            connector = aiohttp.TCPConnector(
+            # Resends (only when provably unsent) and retries (the policy) are the
+            # client's: see client.resend.
+            connector = ResendConnector(
                 limit=self.max_connections, limit_per_host=0, keepalive_timeout=60.0
             )
             s = self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeouts.connect),
-                request_class=TimedRequest,
                 auto_decompress=True,
                 raise_for_status=False,
             )
-            # aiohttp would send an idempotent request (GET) once more when a reused
-            # connection breaks, even after the server may have read it. The client owns
-            # resends (client.resend: only when provably unsent) and retries (the policy).
-            if hasattr(s, "_retry_connection"):
-                s._retry_connection = False
         return s
 
     async def close(self) -> None:
@@ -102,6 +98,10 @@ class BaseClient:
         """GET any path (``/metrics``, ``/health``...): (status, body) for 2xx and 404;
         other statuses raise a StatusError, transport failures a TransportError."""
         return await self._simple("GET", path)
+
+    async def post(self, path: str, body: Any) -> tuple[int, bytes]:
+        """POST a JSON body to any path (``/tokenize``...): (status, body) as :meth:`get`."""
+        return await self._simple("POST", path, body)
 
     async def _simple(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
         return await simple_call(

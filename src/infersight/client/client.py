@@ -31,7 +31,7 @@ from infersight.core.records import RequestRecord
 
 __all__ = ["Client"]
 
-_REQUEST_KWARGS = ("scheduled", "deadline", "request_id", "headers", "record")
+_REQUEST_KWARGS = ("scheduled", "deadline", "request_id", "headers", "record", "timeouts")
 
 
 def _new_id_source() -> None:
@@ -104,7 +104,7 @@ class Client(BaseClient):
         request_id: str | None,
         headers: Mapping[str, str] | None,
         record: RequestRecord | None,
-        lazy: bool = False,
+        timeouts: Timeouts | None = None,
     ) -> StreamResponse:
         now = time.monotonic()
         if record is None:
@@ -117,8 +117,9 @@ class Client(BaseClient):
             if scheduled is not None:
                 record.scheduled = scheduled
         rec = record
+        limits = timeouts or self.timeouts
         if deadline is None:
-            total = self.timeouts.total
+            total = limits.total
             deadline = now + total if total is not None else math.inf
         stream = body.get("stream")
         if stream:
@@ -149,11 +150,10 @@ class Client(BaseClient):
                 hdrs,
                 rec,
                 deadline,
-                timeouts=self.timeouts,
+                timeouts=limits,
                 key=self._key,
                 key_source=self._key_source,
                 keepalive=self._keepalive,
-                lazy=lazy,
                 streamed=bool(stream),
             )
 
@@ -176,8 +176,10 @@ class Client(BaseClient):
         request_id: str | None = None,
         headers: Mapping[str, str] | None = None,
         record: RequestRecord | None = None,
+        timeouts: Timeouts | None = None,
     ) -> Completion:
-        """Send one request (streamed when ``body["stream"]``) and read it to the end."""
+        """Send one request (streamed when ``body["stream"]``) and read it to the end;
+        ``timeouts`` replaces the client's own for this request."""
         sr = await self._open(
             path,
             body,
@@ -186,7 +188,7 @@ class Client(BaseClient):
             request_id=request_id,
             headers=headers,
             record=record,
-            lazy=True,
+            timeouts=timeouts,
         )
         await drain(sr)
         return sr.completion()
@@ -201,14 +203,17 @@ class Client(BaseClient):
         request_id: str | None = None,
         headers: Mapping[str, str] | None = None,
         record: RequestRecord | None = None,
+        timeouts: Timeouts | None = None,
     ) -> _Streaming:
         """Open a response; enters once the first content arrived (retries happen before).
 
         After entering there is no retry: errors raise from ``events()`` or
         ``raw_chunks()``. Leaving the block before the end drops the connection and
-        marks the record cancelled.
+        marks the record cancelled. ``timeouts`` replaces the client's own for this
+        request.
         """
-        return _Streaming(self, path, body, (scheduled, deadline, request_id, headers, record))
+        return _Streaming(self, path, body,
+                          (scheduled, deadline, request_id, headers, record, timeouts))
 
     def _body(
         self,
@@ -280,7 +285,7 @@ class _Streaming:
         self._sr: StreamResponse | None = None
 
     async def __aenter__(self) -> StreamResponse:
-        scheduled, deadline, request_id, headers, record = self._args
+        scheduled, deadline, request_id, headers, record, timeouts = self._args
         self._sr = await self._client._open(
             self._path,
             self._body,
@@ -289,6 +294,7 @@ class _Streaming:
             request_id=request_id,
             headers=headers,
             record=record,
+            timeouts=timeouts,
         )
         return self._sr
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
-from infersight.client.resend import MAX_RESENDS, StaleConnection
+from infersight.client.resend import SentThenDropped
 from infersight.core import errors as E
 
 __all__ = [
@@ -257,10 +257,6 @@ def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return E.ConnectTimeout(f"connecting to {url} timed out")
-    if isinstance(exc, StaleConnection):
-        # Only after too many resends (client.resend): nothing was sent, like a
-        # failed connect.
-        return E.ConnectError(f"{detail} (after {MAX_RESENDS} resends)")
     if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
         err = E.ConnectError(
             f"TLS handshake with {url} failed (certificate or TLS setup): {detail}"
@@ -271,7 +267,8 @@ def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -
         if isinstance(exc, aiohttp.InvalidURL):
             return E.ConfigError(f"invalid URL {url}")
         return E.ConnectError(connect_failure(exc.host, exc.port, exc.os_error))
-    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError
+                  | SentThenDropped):
         where = "before any content" if before_content else "in the middle of the answer"
         return E.ResetError(
             f"{url} closed the connection {where}: {detail}", before_content=before_content

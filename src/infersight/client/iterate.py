@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from infersight.client.outcome import mark_cancelled
 from infersight.client.sse import SSEEvent
@@ -51,7 +51,7 @@ class _Ending:
             sr.close()  # the caller stopped iterating: ok after [DONE], else cancelled
 
 
-async def _next_read(sr: StreamResponse) -> list[Any] | None:
+async def _next_read(sr: StreamResponse) -> list[SSEEvent] | None:
     """The next read's events ([] for none), or None once the answer has ended."""
     if sr._error is not None or sr._eof:
         return None
@@ -63,12 +63,11 @@ async def _next_read(sr: StreamResponse) -> list[Any] | None:
 
 async def prime(sr: StreamResponse) -> None:
     """Read until the first content event, an error, or the end (before retries end);
-    what was read is replayed to the caller (``sr._pending``), unless the response is
-    lazy (read to the end by ``drain``, which replays nothing)."""
+    what was read is replayed to the caller (``sr._pending``)."""
     try:
         while not sr.record.chunk_times and not sr._eof and sr._error is None:
             evs = await sr._read()
-            if evs and not sr._lazy:
+            if evs:
                 sr._pending.extend(evs)
         if sr._error is not None and not sr.record.chunk_times:
             err, sr._error = sr._error, None
@@ -80,7 +79,6 @@ async def prime(sr: StreamResponse) -> None:
 
 async def drain(sr: StreamResponse) -> None:
     """Read to the end without yielding events (``Client.request``)."""
-    sr._lazy = sr.is_sse  # no SSEEvent objects for plain chunks from here on
     read = sr._read
     with _Ending(sr):
         # _next_read, inlined: this loop runs once per streamed token.
@@ -130,7 +128,6 @@ async def iter_raw(sr: StreamResponse, drop_usage_only: bool) -> AsyncIterator[b
             piece = join_raw(evs, drop_usage_only) if sr.is_sse else evs[0].raw
             if piece:
                 yield piece
-        sr._lazy = sr.is_sse
         while (got := await _next_read(sr)) is not None:
             if got:
                 piece = join_raw(got, drop_usage_only)
@@ -139,19 +136,12 @@ async def iter_raw(sr: StreamResponse, drop_usage_only: bool) -> AsyncIterator[b
     sr._settle()
 
 
-def join_raw(evs: list[Any], drop_usage_only: bool) -> bytes:
-    """The bytes of a read's events, in order.
-
-    A plain payload (lazy mode) is exactly the ``data: <payload>`` block, with its
-    blank line, that the parser cut, so it is rebuilt from the payload.
-    """
+def join_raw(evs: list[SSEEvent], drop_usage_only: bool) -> bytes:
+    """The bytes of a read's events, in order (without the usage-only event when
+    ``drop_usage_only``)."""
     if len(evs) == 1 and not drop_usage_only:
-        ev = evs[0]
-        return b"data: " + ev + b"\n\n" if ev.__class__ is bytes else ev.raw
-    parts = []
-    for ev in evs:
-        if ev.__class__ is bytes:
-            parts.append(b"data: " + ev + b"\n\n")
-        elif not (drop_usage_only and ev.usage is not None and ev.json and not ev.json.get("choices")):
-            parts.append(ev.raw)
-    return b"".join(parts)
+        return evs[0].raw
+    return b"".join(
+        ev.raw for ev in evs
+        if not (drop_usage_only and ev.usage is not None and ev.json and not ev.json.get("choices"))
+    )

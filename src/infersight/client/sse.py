@@ -19,7 +19,6 @@ decoded without walking its lines. Everything else (CR line endings, comments,
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import orjson
 
@@ -60,57 +59,19 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse one read; return the events it completed (possibly none)."""
-        out: list[SSEEvent] = []
-        self._feed_safe(chunk, out, False)
-        return out
-
-    def feed_lazy(self, chunk: bytes) -> list[SSEEvent | bytes]:
-        """Like :meth:`feed`, but an event that is one plain ``data: `` line comes as its
-        payload bytes, undecoded (``raw`` not kept): the caller decodes it, or hands
-        it to :meth:`decode`. For readers that need no SSEEvent objects."""
-        out: list[SSEEvent | bytes] = []
-        self._feed_safe(chunk, out, True)
-        return out
-
-    def single_plain(self, chunk: bytes) -> bytes | None:
-        """The payload when ``chunk`` is exactly one plain ``data: {...}`` event (LF
-        line ends) and nothing unfinished is held; else None, and nothing changed.
-
-        Nearly every read of a token stream is such an event: a reader that wants no
-        SSEEvent objects takes its payload here, as :meth:`feed_lazy` would give it,
-        without the framing walk. Anything else goes to :meth:`feed_lazy`.
-        """
-        if (
-            self._buf
-            or self._data
-            or self._raw
-            or self._event is not None
-            or self._skip_lf
-            or self.error is not None
-            or chunk[:7] != b"data: {"
-            or chunk.find(b"\n") != len(chunk) - 2
-            or chunk[-1:] != b"\n"
-            or 13 in chunk
-        ):
-            return None
-        return chunk[6:-2]
-
-    def decode(self, data: bytes) -> SSEEvent:
-        """The SSEEvent of a payload from :meth:`feed_lazy` (``raw`` is empty)."""
-        return self._decode(data, b"", "message")
-
-    def _feed_safe(self, chunk: bytes, out: list[Any], lazy: bool) -> None:
         if self.error is not None:
             raise self.error
+        out: list[SSEEvent] = []
         if not chunk:
-            return
+            return out
         try:
-            self._feed(chunk, out, lazy)
+            self._feed(chunk, out)
         except MalformedStream as e:
             if not out:
                 raise
             self.error = e
             self._buf = b""
+        return out
 
     def close(self) -> list[SSEEvent]:
         """End of stream: finish a last event that lacks its blank line, if valid.
@@ -141,7 +102,7 @@ class SSEParser:
         return out
 
     # -- framing -----------------------------------------------------------------
-    def _feed(self, chunk: bytes, out: list[Any], lazy: bool) -> None:
+    def _feed(self, chunk: bytes, out: list[SSEEvent]) -> None:
         if self._skip_lf:
             # The previous read ended with CR; a following LF belongs to that CRLF.
             self._skip_lf = False
@@ -164,10 +125,7 @@ class SSEParser:
                     break
                 nxt = end + 2
                 if buf.startswith(b"data: ", pos) and find(b"\n", pos, end) < 0:
-                    if lazy:
-                        out.append(buf[pos + 6 : end])
-                    else:
-                        out.append(decode(buf[pos + 6 : end], buf[pos:nxt], "message"))
+                    out.append(decode(buf[pos + 6 : end], buf[pos:nxt], "message"))
                 else:  # the block ends with a blank line: the state is clean after it
                     self._lines_lf(buf, pos, nxt, out)
                 pos = nxt

@@ -32,7 +32,6 @@ from infersight.client.outcome import (
     whole_body,
 )
 from infersight.client.sse import SSEEvent, SSEParser
-from infersight.client.stream_fast import quick_chunk
 from infersight.client.types import Completion
 from infersight.client.watchdog import arm, cancel
 from infersight.core import errors as E
@@ -55,7 +54,7 @@ class StreamResponse:
 
     __slots__ = (
         "_body_at", "_consumed", "_content", "_deadline", "_done", "_done_at", "_eof", "_error",
-        "_finished", "_ft_due", "_idle", "_key", "_last_json", "_lazy", "_loop", "_parser",
+        "_finished", "_ft_due", "_idle", "_key", "_last_json", "_loop", "_parser",
         "_pending", "_resp", "_text", "_timer", "_timer_at", "_tool_calls", "_url",
         "finish_reason", "headers", "is_sse", "record", "response", "status", "usage",
     )
@@ -72,7 +71,6 @@ class StreamResponse:
         deadline: float,
         key: str | None,
         loop: asyncio.AbstractEventLoop,
-        lazy: bool = False,
         streamed: bool = True,
     ) -> None:
         self.status: int = resp.status
@@ -96,9 +94,6 @@ class StreamResponse:
         self.is_sse = ctype.startswith("text/event-stream")
         self._parser = SSEParser()
         self._pending: list[SSEEvent] = []
-        #: Plain content events are recorded without SSEEvent objects (the caller reads
-        #: to the end and wants no events: ``Client.request``), from the first read on.
-        self._lazy = lazy
         self._error: E.InfersightError | None = None
         self._eof = False
         self._finished = False
@@ -121,11 +116,8 @@ class StreamResponse:
             arm(self, due)
 
     # -- reading -----------------------------------------------------------------
-    async def _read(self) -> list[Any] | None:
-        """One read: parse it, fill the record; returns the read's events (SSE only).
-
-        In lazy mode (``drain``, ``raw_chunks``) a plain content event stays as its
-        payload bytes in the returned list; other events are SSEEvents."""
+    async def _read(self) -> list[SSEEvent] | None:
+        """One read: parse it, fill the record; returns the read's events (SSE only)."""
         try:
             data = await self._content.readany()
         except E.InfersightError:
@@ -145,16 +137,7 @@ class StreamResponse:
                     return None
                 self.is_sse = True  # an SSE stream served without its Content-Type
             self._consumed += len(data)
-            if self._lazy:
-                # The common read, one plain content event: recorded without framing.
-                payload = parser.single_plain(data)
-                if payload is not None and quick_chunk(self, payload, t):
-                    if self._idle is not None and len(self.record.chunk_times) == 1:
-                        arm(self, t + self._idle)
-                    return [payload]
-                evs: list[Any] = parser.feed_lazy(data)
-            else:
-                evs = parser.feed(data)
+            evs = parser.feed(data)
         else:
             self._eof = True
             if not self.is_sse:
@@ -168,25 +151,7 @@ class StreamResponse:
         rec = self.record
         times = rec.chunk_times
         first = not times
-        for i, item in enumerate(evs):
-            if item.__class__ is bytes:  # a plain data line, from feed_lazy
-                if quick_chunk(self, item, t):
-                    continue
-                try:
-                    ev: SSEEvent = parser.decode(item)
-                except E.MalformedStream as e:
-                    # As the parser does with a bad event after good ones of a read:
-                    # keep those; the error is raised after them (never after [DONE]).
-                    if parser.error is None:
-                        parser.error = e
-                    if self._error is None:
-                        self._error = parser.error
-                    evs = evs[:i]
-                    break
-                ev.raw = b"data: " + item + b"\n\n"  # what the fast path cut
-                evs[i] = ev
-            else:
-                ev = item
+        for i, ev in enumerate(evs):
             if ev.has_content:
                 times.append(t)
                 rec.chunk_tokens.append(ev.n_tokens)

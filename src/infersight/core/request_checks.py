@@ -1,8 +1,10 @@
 """The one check of an OpenAI request body's fields, where the API fixes their types.
 
-Used by the gateway and the ``serve`` front (:func:`infersight.gateway.http.validate`,
-which adds what only a server decides: the model, ``stream``) and by ``batch`` for its
-input lines. The checks follow the OpenAI API's types, and are exactly as strict as
+Used by the gateway (:func:`infersight.gateway.request_body.validate`, which adds what
+only a server decides: the model, ``stream``) and by ``batch`` for its input lines;
+and, for the embedded llama.cpp engine behind the gateway (``infersight serve``), the
+checks where llama.cpp is narrower than the API (:func:`check_llama_chat`) and the
+bodies of its own endpoints (:func:`check_llama_tokens`). The checks follow the OpenAI API's types, and are exactly as strict as
 the shapes engines index into without looking: llama.cpp, for one, answers 500 to a
 tool without a name, a message whose ``name`` is a number, or a tool call without
 ``function`` (found by fuzzing ``infersight serve``). Hand-written rather than pydantic:
@@ -21,6 +23,8 @@ from infersight.core.errors import InvalidRequest
 
 __all__ = [
     "check_body",
+    "check_llama_chat",
+    "check_llama_tokens",
     "check_messages",
     "check_options",
     "check_text_or_tokens",
@@ -189,3 +193,57 @@ def check_body(endpoint: str, body: dict[str, Any]) -> None:
     elif endpoint == "embeddings":
         check_text_or_tokens(body.get("input"), "input")
     check_options(body)
+
+
+def check_llama_chat(doc: dict[str, Any]) -> None:
+    """What llama.cpp needs of a chat body beyond the API (one that passed
+    :func:`check_body`): it indexes into the JSON without looking, and answers 500 to a
+    message with neither content nor tool calls, a tool call without arguments, or a
+    non-function tool; the embedded model reads text only."""
+    for i, m in enumerate(doc["messages"]):
+        if len(m) == 2 and type(m.get("content")) is str:
+            continue  # a role and its text (check_messages saw the role): nothing to add
+        if "content" not in m and "tool_calls" not in m:
+            raise _bad(f"'messages[{i}]' needs 'content' or 'tool_calls'", "messages")
+        for name in _STRING_FIELDS:  # null too: llama.cpp takes a present field as a string
+            if name in m and not isinstance(m[name], str):
+                raise _bad(f"'messages[{i}].{name}' must be a string", "messages")
+        c = m.get("content")
+        if isinstance(c, list) and any(p["type"] != "text" for p in c):
+            raise InvalidRequest(
+                f"'messages[{i}].content' has a non-text part: this server's model reads "
+                "text only", "messages", "unsupported_content",
+            )
+        for j, call in enumerate(m.get("tool_calls") or ()):
+            if call["type"] != "function" or "arguments" not in call.get("function", {}):
+                raise _bad(
+                    f"'messages[{i}].tool_calls[{j}]' must be a function call with "
+                    "'arguments'", "messages",
+                )
+    for j, tool in enumerate(doc.get("tools") or ()):
+        if tool["type"] != "function":
+            raise _bad(f"'tools[{j}]': this server supports function tools only", "tools")
+
+
+def check_llama_tokens(endpoint: str, doc: dict[str, Any], n_vocab: int | None = None) -> None:
+    """llama.cpp's ``/tokenize`` (``content``: text, or a list of text and token ids)
+    or ``/detokenize`` (``tokens``: token ids of this model, below ``n_vocab`` when it
+    is known: llama.cpp answers 500 to any other)."""
+    if endpoint == "tokenize":
+        c = doc.get("content")
+        if not (isinstance(c, str) or (isinstance(c, list)
+                                       and all(isinstance(x, str) or is_int(x) for x in c))):
+            raise _bad("'content' must be a string or a list of strings and token ids",
+                       "content")
+        for flag in ("add_special", "with_pieces", "parse_special"):
+            if flag in doc and not isinstance(doc[flag], bool):
+                raise _bad(f"'{flag}' must be a boolean", flag)
+        return
+    toks = doc.get("tokens")
+    if not isinstance(toks, list) or not all(is_int(t) and t >= 0 for t in toks):
+        raise _bad("'tokens' must be a list of token ids", "tokens")
+    if n_vocab is not None:
+        for i, t in enumerate(toks):
+            if t >= n_vocab:
+                raise _bad(f"'tokens[{i}]' = {t} is not a token id of this model "
+                           f"(0 to {n_vocab - 1})", "tokens")

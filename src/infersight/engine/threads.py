@@ -9,8 +9,8 @@ apart for a small model. How a thread waits there decides the speed:
   about 25 ms on a CPU whose ``pause`` takes 85 ns) answers a barrier at once, but when
   another process holds the core a peer needs, the spinner burns its own time slice
   waiting for a thread that cannot run: decode collapses on a shared machine;
-- sleeping at once (``PASSIVE``) costs a futex wake-up per barrier: about half the
-  single-stream speed on a quiet machine.
+- sleeping at once (``PASSIVE``) costs a futex wake-up per barrier: a single stream
+  is much slower on a quiet machine (``benchmarks/engine_scaling.py`` measures it).
 
 The default here spins a short, bounded while (``GOMP_SPINCOUNT``, :data:`SPIN_COUNT`
 turns, a fraction of a millisecond) and then sleeps: a barrier inside a decode step is

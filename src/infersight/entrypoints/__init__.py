@@ -42,7 +42,7 @@ if TYPE_CHECKING:
         gateway_config,
         run_gateway,
     )
-    from infersight.entrypoints.serve import ServeSettings, serve_engine, serve_stack
+    from infersight.entrypoints.serve import ServeSettings, serve_engine
 
 _WHERE = {
     "dry_run_batch": "batch", "run_batch_command": "batch",
@@ -52,7 +52,7 @@ _WHERE = {
     "engine_opener": "engine", "new_engine": "engine", "running_engine": "engine",
     "engine_upstream": "gateway", "fronting_engine": "gateway",
     "gateway_config": "gateway", "run_gateway": "gateway",
-    "ServeSettings": "serve", "serve_engine": "serve", "serve_stack": "serve",
+    "ServeSettings": "serve", "serve_engine": "serve",
     "FleetQuery": "fleet", "diagnose_prometheus": "fleet", "print_fleet": "fleet",
     "write_fleet_html": "fleet",
 }
@@ -79,7 +79,6 @@ __all__ = [
     "run_gateway",
     "running_engine",
     "serve_engine",
-    "serve_stack",
     "watch_url",
     "write_fleet_html",
 ]

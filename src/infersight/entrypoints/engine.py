@@ -50,10 +50,9 @@ class EngineOptions:
 
 
 def internal_key() -> str:
-    """A fresh random key for an engine that only infersight's own front talks to (the
-    gateway of ``serve --gateway``, ``serve``'s validating front): made per start, held
-    in memory, never printed; any other local user reaching its loopback port is
-    refused."""
+    """A fresh random key for an engine that only infersight's gateway talks to (``serve``,
+    ``gateway`` without upstreams): made per start, held in memory, never printed; any
+    other local user reaching its loopback port is refused."""
     return secrets.token_urlsafe(32)
 
 

@@ -99,8 +99,10 @@ def key_name(env: str | None, file: str | Path | None) -> str:
 def engine_upstream(
     ep: Endpoint, *, limiter: LimiterKind = "static", queue: int | None = None
 ) -> UpstreamConfig:
-    """The upstream for an engine this command started, sized by its slots, with the
-    engine's key (its internal one: see :func:`~infersight.entrypoints.engine.internal_key`)."""
+    """The upstream for the embedded engine this command started, sized by its slots,
+    with the engine's key (its internal one: see
+    :func:`~infersight.entrypoints.engine.internal_key`); the gateway serves its own
+    endpoints and applies its request checks (``embedded``)."""
     slots = ep.slots or 1
     return UpstreamConfig(
         name="engine",
@@ -113,6 +115,7 @@ def engine_upstream(
         max_concurrency=max(slots * 4, 8),
         limiter=limiter,
         queue=queue if queue is not None else slots * 8,
+        embedded=True,
     )
 
 

@@ -1,5 +1,5 @@
-"""``infersight serve`` as functions: the embedded engine in the foreground, alone or
-behind the gateway (the default local stack), until SIGINT/SIGTERM."""
+"""``infersight serve`` as functions: the embedded engine behind the gateway (the
+default local stack), in the foreground until SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ from infersight.entrypoints.engine import (
 
 if TYPE_CHECKING:
     from infersight.engine import EmbeddedEngine
+    from infersight.gateway.config import GatewayConfig
     from infersight.gateway.server import Gateway
 
-__all__ = ["ServeSettings", "load_serve_settings", "resolve_key", "serve_engine", "serve_stack"]
+__all__ = ["ServeSettings", "load_serve_settings", "resolve_key", "serve_engine"]
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -120,35 +121,49 @@ def _check_public(host: str, port: int, key: str | None) -> None:
         )
 
 
+def _gateway_config(
+    engine: EmbeddedEngine, opts: EngineOptions, limits: ServeSettings
+) -> GatewayConfig:
+    """The gateway in front of ``engine``: the public address, the key and the limits
+    of ``serve``, no access log (stdout carries the start-up lines)."""
+    from infersight.entrypoints.gateway import engine_upstream
+    from infersight.gateway import KeyConfig, hash_key, load_config
+
+    key = opts.api_key
+    return load_config(
+        None, host=opts.host, port=opts.port,
+        upstreams=[engine_upstream(describe(engine, "serve"))],
+        keys=[KeyConfig(name="default", sha256=hash_key(key))] if key else [],
+        require_key=bool(key), access_log=False,
+        max_body_bytes=limits.max_body_bytes,
+        client_header_timeout_s=limits.header_timeout_s,
+        client_body_timeout_s=limits.body_timeout_s,
+        keepalive_timeout_s=limits.keepalive_timeout_s,
+        max_connections_per_client=limits.max_connections_per_client,
+    )
+
+
 def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSettings) -> int:
-    """The engine behind the validating front (:mod:`infersight.gateway.front`), which
-    listens on ``opts.host:opts.port`` and checks ``opts.api_key``; the engine itself is
-    private (loopback, an internal key). Serve until SIGINT/SIGTERM (exit code 0), or
+    """The engine behind the gateway, which listens on ``opts.host:opts.port`` and
+    checks ``opts.api_key``; the engine itself is private (loopback, a free port, an
+    internal key only the gateway holds). Serve until SIGINT/SIGTERM (exit code 0), or
     until the engine dies (1)."""
-    from infersight.core.httpguard import GuardSettings
-    from infersight.gateway.front import FrontConfig, run_front
+    from infersight.gateway import serve
 
     new_engine(opts)  # every setting checked as given (--port, --host...), one line each
     _check_public(opts.host, opts.port, opts.api_key)
-    secret = internal_key()
-    engine = new_engine(dataclasses.replace(opts, host="127.0.0.1", port=0, api_key=secret))
+    engine = new_engine(
+        dataclasses.replace(opts, host="127.0.0.1", port=0, api_key=internal_key())
+    )
     try:
         with running_engine(engine):
-            cfg = FrontConfig(
-                engine_host="127.0.0.1", engine_port=engine.port, engine_key=secret,
-                model=engine.model_name, host=opts.host, port=opts.port, api_key=opts.api_key,
-                max_body_bytes=limits.max_body_bytes, guard=GuardSettings(
-                    head_timeout_s=limits.header_timeout_s,
-                    body_timeout_s=limits.body_timeout_s,
-                    idle_timeout_s=limits.keepalive_timeout_s,
-                    max_connections_per_client=limits.max_connections_per_client,
-                ),
-            )
-            note = "private: loopback, internal key, behind the validating front"
-            received = run_front(
-                cfg, on_ready=lambda front: _say(_banner(engine, key_source, front.url, note)),
-                alive=lambda: engine.running,
-            )
+            cfg = _gateway_config(engine, opts, limits)
+
+            def on_ready(gw: Gateway) -> None:
+                note = "private: loopback, internal key, behind the gateway"
+                _say(_banner(engine, key_source, gw.url, note))
+
+            received = serve(cfg, on_ready, alive=lambda: engine.running)
             if received is None:
                 code = engine.wait(0)
                 tail = [ln for ln in engine.log_tail(20) if ln.strip()]
@@ -160,30 +175,3 @@ def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSetti
         return 130
     _say(f"stopped ({signal.Signals(received).name})", err=True)
     return 0
-
-
-def serve_stack(
-    opts: EngineOptions, host: str, port: int, key: str | None, key_source: str | None
-) -> None:
-    """The engine (private: loopback, a free port, an internal key only the gateway
-    holds) and the gateway in front of it on ``host:port``, checking ``key``; until
-    SIGINT/SIGTERM."""
-    from infersight.entrypoints.gateway import engine_upstream
-    from infersight.gateway import KeyConfig, hash_key, load_config, serve
-
-    _check_public(host, port, key)
-    engine = new_engine(
-        dataclasses.replace(opts, host="127.0.0.1", port=0, api_key=internal_key())
-    )
-    with running_engine(engine):
-        keys = [KeyConfig(name="default", sha256=hash_key(key))] if key else []
-        cfg = load_config(
-            None, host=host, port=port, upstreams=[engine_upstream(describe(engine, "serve"))],
-            keys=keys, require_key=bool(key),
-        )
-
-        def on_ready(gw: Gateway) -> None:
-            note = "private: loopback, internal key, behind the gateway"
-            _say(_banner(engine, key_source, gw.url, note))
-
-        serve(cfg, on_ready)

@@ -13,8 +13,8 @@ from aiohttp import hdrs, web
 from infersight.core.errors import InfersightError, InvalidRequest
 from infersight.gateway.accesslog import access_log, line_sink
 from infersight.gateway.call import request_id
+from infersight.gateway.error_answers import error_response
 from infersight.gateway.errors import KeyRefused, KeyThrottled
-from infersight.gateway.http import error_response
 
 if TYPE_CHECKING:
     from infersight.gateway.auth import KeyStore
@@ -73,6 +73,8 @@ class Accounting:
         err = (call.error if call is not None else None) or kind or (
             "none" if st < 400 else "BadRequest")
         m.child(m.requests, endpoint, mlabel, up, str(st), err).inc()
+        if err != "none":
+            m.child(m.errors, err).inc()
         if call is not None:
             served = call.served_model or call.model
             m.child(m.latency, mlabel, up).observe(now - arrival)

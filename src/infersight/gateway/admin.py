@@ -15,11 +15,12 @@ import orjson
 from aiohttp import web
 
 from infersight.gateway.accounting import Accounting
-from infersight.gateway.call import request_id
+from infersight.gateway.call import own_headers
 from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
     from infersight.gateway.auth import KeyStore
+    from infersight.gateway.engine_routes import EngineRoutes
     from infersight.gateway.metrics import GatewayMetrics
     from infersight.gateway.request_merge import BatchMerger
     from infersight.gateway.router import Router
@@ -33,11 +34,6 @@ def _dumps(obj: Any) -> str:
     return orjson.dumps(obj).decode()
 
 
-def _headers() -> dict[str, str]:
-    """Every response carries a request id and X-Queue-Delay (0: these never queue)."""
-    return {"X-Request-Id": request_id(), "X-Queue-Delay": "0.000"}
-
-
 class AdminEndpoints(Accounting):
     """Mixed into :class:`~infersight.gateway.server.Gateway`."""
 
@@ -49,6 +45,7 @@ class AdminEndpoints(Accounting):
     shared: SharedState | None
     started: float
     metrics_public: bool
+    engine: EngineRoutes | None
 
     async def models(self, request: web.Request) -> web.Response:
         """The union of every upstream's models (discovered ones refreshed on demand)."""
@@ -65,7 +62,7 @@ class AdminEndpoints(Accounting):
              "upstreams": ups}
             for m, ups in sorted(owners.items())
         ]
-        return web.json_response({"object": "list", "data": data}, dumps=_dumps, headers=_headers())
+        return web.json_response({"object": "list", "data": data}, dumps=_dumps, headers=own_headers())
 
     async def prom(self, request: web.Request) -> web.Response:
         if not self.metrics_public and (denied := self._denied(request)) is not None:
@@ -78,9 +75,10 @@ class AdminEndpoints(Accounting):
             self.metrics.key_spend.labels(name).set(spent)
             if budget is not None:
                 self.metrics.key_budget.labels(name).set(budget)
-        return web.Response(
-            body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE, **_headers()}
-        )
+        body = self.metrics.render()
+        if self.engine is not None:  # serve: the engine's llamacpp:* metrics come first
+            body = await self.engine.metrics_text() + body
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE, **own_headers()})
 
     def health_reasons(self) -> tuple[list[str], list[str]]:
         """(reasons the gateway cannot serve some model, warnings)."""
@@ -116,7 +114,7 @@ class AdminEndpoints(Accounting):
         if self.shared is not None:
             doc["shared"] = self.shared.health()
         return web.json_response(
-            doc, status=503 if reasons else 200, dumps=_dumps, headers=_headers()
+            doc, status=503 if reasons else 200, dumps=_dumps, headers=own_headers()
         )
 
     async def stats(self, request: web.Request) -> web.Response:
@@ -137,4 +135,4 @@ class AdminEndpoints(Accounting):
                 "items": self.merger.batcher.flushed_items,
             },
         }
-        return web.json_response(doc, dumps=_dumps, headers=_headers())
+        return web.json_response(doc, dumps=_dumps, headers=own_headers())

@@ -7,7 +7,7 @@ from typing import Any
 
 from infersight.client.client import new_request_id
 
-__all__ = ["Call", "request_id"]
+__all__ = ["Call", "own_headers", "request_id"]
 
 
 def request_id() -> str:
@@ -15,6 +15,12 @@ def request_id() -> str:
     client's id source: a per-process random prefix and a counter, far cheaper than
     uuid4's system call per request)."""
     return "req-" + new_request_id()
+
+
+def own_headers() -> dict[str, str]:
+    """The headers of the gateway's own answers (refusals, /health...): a fresh request
+    id and ``X-Queue-Delay: 0.000`` (these never queue)."""
+    return {"X-Request-Id": request_id(), "X-Queue-Delay": "0.000"}
 
 
 @dataclass(slots=True)
@@ -46,6 +52,8 @@ class Call:
     cost: float | None = None
     #: Set once a byte of the answer reached the client: no failover after that.
     committed: bool = False
+    #: Another upstream may take the request over if this attempt fails (failover).
+    next_candidate: bool = False
     #: When the upstream's first content arrived (streams): the limiter's latency signal.
     first_content_at: float | None = None
     #: The stream broke after content was sent (the client got an SSE error event).

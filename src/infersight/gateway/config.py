@@ -119,6 +119,11 @@ class UpstreamConfig(_Strict):
     breaker_failures: int = Field(default=5, ge=1)
     breaker_cooldown_s: float = Field(default=10.0, gt=0)
     breaker_probes: int = Field(default=1, ge=1)
+    #: Set in code only, for the embedded llama.cpp engine infersight started (``serve``,
+    #: ``gateway`` without upstreams): its request checks apply, its own endpoints
+    #: (/tokenize, /detokenize, /slots, /props) and metrics are served, and
+    #: /v1/embeddings is not (it serves none).
+    embedded: bool = False
 
     @field_validator("url")
     @classmethod

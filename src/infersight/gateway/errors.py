@@ -7,13 +7,52 @@ OpenAI ``code`` and ``param``, and whether the gateway itself refused the reques
 
 from __future__ import annotations
 
-from infersight.core.errors import AuthError, InvalidRequest, Overloaded, RateLimited
+from infersight.core.errors import AuthError, BadRequest, InvalidRequest, Overloaded, RateLimited
 
-__all__ = ["InputError", "KeyRefused", "KeyThrottled", "Shed"]
+__all__ = [
+    "ClientFault",
+    "InputError",
+    "KeyRefused",
+    "KeyThrottled",
+    "MalformedRequest",
+    "Shed",
+    "SlowClient",
+]
 
 
 class InputError(InvalidRequest):
     """The client's request is invalid (400, 404 or 413); never sent upstream."""
+
+    @property
+    def kind(self) -> str:
+        return "InvalidRequest"
+
+
+class ClientFault(BadRequest):
+    """The client's HTTP itself is at fault, not what it asks for: the connection is
+    closed after the answer."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=self.status_code)
+
+    @property
+    def kind(self) -> str:
+        return "BadRequest"
+
+
+class SlowClient(ClientFault):
+    """The client took longer than the head or body time limit (408)."""
+
+    code = "request_timeout"
+    status_code = 408
+
+
+class MalformedRequest(ClientFault):
+    """The request's HTTP framing is invalid or ambiguous (400)."""
+
+    code = "malformed_request"
 
 
 class KeyRefused(AuthError):

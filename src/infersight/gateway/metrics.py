@@ -17,9 +17,10 @@ from prometheus_client import (
     generate_latest,
 )
 
+from infersight.core import errors as E
 from infersight.core.pricing import Price, PriceTable
 
-__all__ = ["CONTENT_TYPE", "GatewayMetrics"]
+__all__ = ["CONTENT_TYPE", "ERROR_KINDS", "REJECTION_REASONS", "GatewayMetrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -27,6 +28,26 @@ _LAT_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 )
 _QUEUE_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_GROUPS = (E.InfersightError, E.TransportError, E.Timeout, E.StatusError, E.ProtocolError,
+           E.DataError)
+
+
+def _kinds(cls: type[E.InfersightError]) -> list[str]:
+    out = [] if cls in _GROUPS else [cls.__name__]
+    for sub in cls.__subclasses__():
+        if sub.__module__ == E.__name__:
+            out += _kinds(sub)
+    return out
+
+
+#: The error kinds a request can end with (docs/design.md section 3): each is exported
+#: from 0, so a dashboard shows 0 errors of a kind rather than no data.
+ERROR_KINDS = tuple(sorted(set(_kinds(E.InfersightError))))
+#: Why the gateway refuses a request itself (``rejections_total``), each from 0.
+REJECTION_REASONS = (
+    "queue_full", "predicted_wait", "deadline", "rate_limited", "auth", "bad_request",
+    "no_upstream", "head_timeout", "body_timeout", "malformed", "connection_limit",
+)
 
 
 class GatewayMetrics:
@@ -69,6 +90,15 @@ class GatewayMetrics:
             "head_timeout, body_timeout, malformed, connection_limit).",
             ["reason"], registry=r,
         )
+        for reason in REJECTION_REASONS:
+            self.rejections.labels(reason)
+        self.errors = Counter(
+            p + "errors_total",
+            "Requests answered with an error, by error kind (every kind exported from 0).",
+            ["error"], registry=r,
+        )
+        for kind in ERROR_KINDS:
+            self.errors.labels(kind)
         self.retries = Counter(
             p + "retries_total", "Extra attempts on one upstream.", ["upstream"], registry=r
         )
@@ -103,6 +133,11 @@ class GatewayMetrics:
             p + "cost_usd_total", "Dollars from usage and the price table.",
             ["model", "key"], registry=r,
         )
+        self.model_priced = Gauge(
+            p + "model_priced",
+            "1 for a served model the price table prices, 0 for one it does not (its cost "
+            "is not counted).", ["model"], registry=r,
+        )
         self.truncations = Counter(
             p + "truncated_streams_total",
             "Streams that broke after content was sent (client got an SSE error event).",
@@ -130,6 +165,18 @@ class GatewayMetrics:
         # lookups run fnmatch over the whole table. Both are done once per label set.
         self._children: dict[tuple[Any, ...], Any] = {}
         self._price_cache: dict[str, Price | None] = {}
+
+    def served(self, models: list[str], keys: list[str]) -> None:
+        """Export the served models from 0: their cost and tokens per key (so a healthy
+        gateway shows 0 rather than no data) and whether each has a price."""
+        for model in models:
+            price = self._price(model)
+            self.model_priced.labels(model).set(1 if price is not None else 0)
+            for key in keys:
+                self.child(self.tokens, model, key, "prompt")
+                self.child(self.tokens, model, key, "completion")
+                if price is not None:
+                    self.child(self.cost, model, key)
 
     def child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, cached."""

@@ -35,10 +35,11 @@ from infersight.core.errors import (
 )
 from infersight.gateway.call import Call
 from infersight.gateway.cost_stamp import COST_HEADER, cost_text, stamp_usage
+from infersight.gateway.error_answers import error_body
 from infersight.gateway.errors import Shed
-from infersight.gateway.http import error_body, estimate_prompt_tokens
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.public import FailureLog, mark, public_message
+from infersight.gateway.request_body import estimate_prompt_tokens
 from infersight.gateway.router import Candidate, Router
 from infersight.gateway.upstream import Upstream
 
@@ -98,7 +99,9 @@ class Proxy:
         one fails with nothing left to try."""
         last: InfersightError | None = None
         moved_from: tuple[str, str] | None = None
-        for cand in self.router.candidates(call.model, call.est_tokens):
+        cands = self.router.candidates(call.model, call.est_tokens)
+        for i, cand in enumerate(cands):
+            call.next_candidate = i + 1 < len(cands)
             up = cand.upstream
             assert isinstance(up, Upstream)
             if time.monotonic() >= call.deadline:
@@ -213,14 +216,14 @@ class Proxy:
         so usage and cost are not undercounted."""
         usage = getattr(sr, "usage", None)
         if usage is not None:
-            self._usage(call, usage)
+            self.note_usage(call, usage)
             return
         rec = getattr(sr, "record", None)
         call.completion_tokens = sum(rec.chunk_tokens) if rec is not None else 0
         call.prompt_tokens = estimate_prompt_tokens(call.endpoint, call.body)
         call.usage_estimated = True
 
-    def _usage(self, call: Call, usage: Any) -> None:
+    def note_usage(self, call: Call, usage: Any) -> None:
         if isinstance(usage, dict):
             pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
             call.prompt_tokens = pt if isinstance(pt, int) else 0
@@ -236,10 +239,11 @@ class Proxy:
             comp = await up.client.request(
                 call.path, self._body_for(call, cand, up),
                 deadline=call.deadline, request_id=call.request_id,
+                timeouts=up.attempt_timeouts(up.client, call),
             )
             self._count_attempts(call, up, comp.record.attempts or 1)
             resp = comp.response if isinstance(comp.response, dict) else {}
-            self._usage(call, comp.usage or resp.get("usage"))
+            self.note_usage(call, comp.usage or resp.get("usage"))
             return resp
 
         return await self.run(call, attempt)
@@ -277,6 +281,7 @@ class Proxy:
                 self._body_for(call, cand, up),
                 deadline=call.deadline,
                 request_id=call.request_id,
+                timeouts=up.attempt_timeouts(up.stream_client, call),
             )
             async with cm as sr:
                 call.first_content_at = time.monotonic()
@@ -300,7 +305,7 @@ class Proxy:
             if not getattr(sr, "is_sse", True):
                 # The upstream ignored "stream": relay its body as one event.
                 async for ev in sr.events():
-                    self._usage(call, ev.json.get("usage") if ev.json else None)
+                    self.note_usage(call, ev.json.get("usage") if ev.json else None)
                     call.ttft = time.monotonic() - call.arrival
                     await write(b"data: " + orjson.dumps(ev.json) + b"\n\n")
             else:
@@ -312,7 +317,7 @@ class Proxy:
                     if call.ttft is None:  # the first piece holds the first content
                         call.ttft = time.monotonic() - call.arrival
                     if stamp and sr.usage is not None and sr.finish_reason is not None:
-                        self._usage(call, sr.usage)
+                        self.note_usage(call, sr.usage)
                         dollars = self._cost(call)
                         stamped = stamp_usage(piece, dollars) if dollars is not None else None
                         if stamped is not None:
@@ -342,7 +347,7 @@ class Proxy:
                 await resp.write_eof()
             return
         if getattr(sr, "usage", None) is not None:
-            self._usage(call, sr.usage)
+            self.note_usage(call, sr.usage)
         with contextlib.suppress(ConnectionError):
             if not getattr(sr, "done", False):
                 await write(_DONE)

@@ -49,37 +49,54 @@ GC_THRESHOLD = (7000, 10, 10)
 def _tune_gc() -> None:
     """Keep the garbage collector off the hot path.
 
-    Measured on the gateway at capacity, cyclic collections took 6% of its CPU for
-    JSON answers and 9% for streams, mostly full collections walking the start-up
-    heap (modules, the app, config) that never becomes garbage. That heap is moved
-    out of the collector's sight (``gc.freeze``) once the gateway listens, and young
-    collections run a tenth as often; reference cycles are still collected.
+    At capacity, cyclic collections are mostly full collections walking the start-up
+    heap (modules, the app, config) that never becomes garbage
+    (``benchmarks/gateway_overhead.py --profile`` shows their share). That heap is
+    moved out of the collector's sight (``gc.freeze``) once the gateway listens, and
+    young collections run a tenth as often; reference cycles are still collected.
     """
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
 
 
-async def _serve_async(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any]) -> None:
+async def _serve_async(
+    cfg: GatewayConfig, on_ready: Callable[[Gateway], Any], alive: Callable[[], bool] | None
+) -> int | None:
     gw = Gateway(cfg)
     stop = asyncio.Event()
+    received: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal, sig)
     flusher = asyncio.create_task(flush_periodically())
     try:
         async with gw.running():
             _tune_gc()
             on_ready(gw)
-            await stop.wait()
+            while not stop.is_set() and (alive is None or alive()):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.5)
     finally:
         flusher.cancel()
         flush_all()
+    return received[0] if received else None
 
 
-def serve(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any] | None = None) -> None:
-    """Serve until SIGINT/SIGTERM, with uvloop when available."""
+def serve(
+    cfg: GatewayConfig,
+    on_ready: Callable[[Gateway], Any] | None = None,
+    *,
+    alive: Callable[[], bool] | None = None,
+) -> int | None:
+    """Serve until SIGINT/SIGTERM (returns the signal's number) or until ``alive()``
+    turns false (returns None), with uvloop when available."""
     if not cfg.upstreams:
         raise ConfigError(
             "the gateway has no upstream: give one (the `infersight gateway` command "
@@ -92,4 +109,5 @@ def serve(cfg: GatewayConfig, on_ready: Callable[[Gateway], Any] | None = None) 
         runner: Any = uvloop.run
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
         runner = asyncio.run
-    runner(_serve_async(cfg, on_ready or (lambda gw: None)))
+    result: int | None = runner(_serve_async(cfg, on_ready or (lambda gw: None), alive))
+    return result

@@ -19,28 +19,27 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from aiohttp import hdrs, web
-from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestPayloadError
 
 from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
-from infersight.core.httpguard import GuardedRunner, GuardSettings, MalformedRequest
-from infersight.core.listen import check_can_listen, listen_error
+from infersight.core.listen import check_can_listen
 from infersight.core.pricing import PriceTable
 from infersight.gateway.admin import AdminEndpoints
 from infersight.gateway.auth import KeyStore
-from infersight.gateway.call import request_id
+from infersight.gateway.call import own_headers, request_id
 from infersight.gateway.config import GatewayConfig
-from infersight.gateway.errors import InputError
-from infersight.gateway.http import (
+from infersight.gateway.engine_routes import EngineRoutes
+from infersight.gateway.errors import ClientFault, InputError
+from infersight.gateway.listener import ClientLimits, Listener
+from infersight.gateway.metrics import GatewayMetrics
+from infersight.gateway.proxy import Call, Proxy
+from infersight.gateway.request_body import (
     ENDPOINTS,
-    error_response,
     estimate_tokens,
     model_not_found,
     parse_body,
     validate,
 )
-from infersight.gateway.metrics import GatewayMetrics
-from infersight.gateway.proxy import Call, Proxy
+from infersight.gateway.request_guard import Handler, RequestGuard, read_body
 from infersight.gateway.request_merge import BatchMerger
 from infersight.gateway.router import Router
 from infersight.gateway.shared import SharedState
@@ -74,7 +73,11 @@ class Gateway(AdminEndpoints):
         )
         self.metrics_public = config.metrics_public
         self.started = time.time()
-        self._runner: web.AppRunner | None = None
+        self.limits = self.client_limits()
+        self.guard = RequestGuard(self.limits, self.key_needed, own_headers)
+        #: The embedded engine's own endpoints, when an upstream is the embedded engine.
+        self.engine = EngineRoutes.of(self)
+        self._listener: Listener | None = None
         self.port: int | None = None
 
     @property
@@ -89,17 +92,23 @@ class Gateway(AdminEndpoints):
 
     # -- app ------------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=self.config.max_body_bytes)
-        for path, endpoint in ENDPOINTS.items():
-            app.router.add_post(path, self._make_handler(endpoint, path))
-        app.router.add_get("/v1/models", self.models)
-        app.router.add_get("/metrics", self.prom)
-        app.router.add_get("/health", self.health)
-        app.router.add_get("/stats", self.stats)
-        # Anything else gets an OpenAI-style error body too (aiohttp's default is text).
-        for path in ENDPOINTS:
-            app.router.add_route("*", path, self._method_not_allowed)
-        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        app = web.Application(
+            client_max_size=self.config.max_body_bytes, middlewares=[self.guard.middleware]
+        )
+        routes: dict[str, dict[str, Handler]] = {
+            path: {"POST": self._make_handler(endpoint, path)}
+            for path, endpoint in ENDPOINTS.items()
+            if self.engine is None or endpoint in self.engine.endpoints
+        }
+        routes["/v1/models"] = {"GET": self.models}
+        routes["/metrics"] = {"GET": self.prom}
+        routes["/health"] = {"GET": self.health}
+        routes["/stats"] = {"GET": self.stats}
+        if self.engine is not None:
+            routes.update(self.engine.routes())
+        for path, methods in routes.items():
+            self.guard.add_routes(app, path, methods)
+        self.guard.add_catch_all(app)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
         return app
@@ -107,6 +116,9 @@ class Gateway(AdminEndpoints):
     async def _on_startup(self, app: web.Application) -> None:
         for u in self.upstreams:
             await u.start()
+        models = {m for u in self.upstreams for m in u.models}
+        models |= {m for chain in self.config.fallbacks.values() for m in chain}
+        self.metrics.served(sorted(models), [k.name for k in self.config.keys] or ["-"])
         if self.shared is not None:
             await self.shared.start()
 
@@ -126,40 +138,38 @@ class Gateway(AdminEndpoints):
         finally:
             await self.stop()
 
-    def guard(self) -> GuardSettings:
-        """Slow and malformed clients (core.httpguard), counted as rejections."""
+    def client_limits(self) -> ClientLimits:
+        """Slow and malformed clients (:mod:`.listener`), counted as rejections."""
         c = self.config
         rejections = self.metrics.rejections
-        return GuardSettings(
+        return ClientLimits(
             head_timeout_s=c.client_header_timeout_s,
             body_timeout_s=c.client_body_timeout_s,
-            idle_timeout_s=c.keepalive_timeout_s,
+            keepalive_timeout_s=c.keepalive_timeout_s,
             max_connections_per_client=c.max_connections_per_client,
+            max_body_bytes=c.max_body_bytes,
             on_event=lambda reason: rejections.labels(reason).inc(),
-            headers=lambda: {"X-Request-Id": request_id(), "X-Queue-Delay": "0.000"},
+            headers=own_headers,
         )
+
+    def key_needed(self, request: web.Request) -> web.StreamResponse | None:
+        """A 401 when ``request`` needs a key it lacks (all paths but /health, and
+        /metrics when it is public)."""
+        if request.path == "/health" or (self.metrics_public and request.path == "/metrics"):
+            return None
+        return self._denied(request)
 
     async def start(self) -> None:
         # A taken port fails here, before the upstreams are contacted: one line.
         check_can_listen(self.config.host, self.config.port)
-        self._runner = GuardedRunner(
-            self.app(), self.guard(), access_log=None, handle_signals=False
-        )
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.config.host, self.config.port, backlog=1024)
-        try:
-            await site.start()
-        except OSError as e:
-            await self.stop()  # closes the upstreams' sessions: no "Unclosed" warnings
-            raise listen_error(self.config.host, self.config.port, e) from None
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self.config.port
+        self._listener = Listener(self.app(), self.limits)
+        await self._listener.start(self.config.host, self.config.port)
+        self.port = self._listener.port
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
 
     # -- OpenAI endpoints ---------------------------------------------------------------------
     def _make_handler(self, endpoint: str, path: str) -> Any:
@@ -210,8 +220,10 @@ class Gateway(AdminEndpoints):
         resp: web.StreamResponse
         try:
             key = self.keys.authenticate(request.headers.get(hdrs.AUTHORIZATION))
-            body = parse_body(await self._read(request))
+            body = parse_body(await read_body(request, self.limits))
             model, stream = validate(endpoint, body)
+            if self.engine is not None:
+                self.engine.check(endpoint, model, body)
             deadline = self._deadline(request, arrival)
             priority = self._priority(request)
             so = body.get("stream_options")
@@ -231,7 +243,7 @@ class Gateway(AdminEndpoints):
                 resp = await self.proxy.stream(call, request)
             elif self.merger.batchable(call):
                 doc = await self.merger.submit(call)
-                self.proxy._usage(call, doc.get("usage"))
+                self.proxy.note_usage(call, doc.get("usage"))
                 resp = self.proxy.json_response(call, doc)
             else:
                 doc = await self.proxy.fetch_json(call)
@@ -243,6 +255,8 @@ class Gateway(AdminEndpoints):
             if call is not None and call.committed:
                 raise  # headers already sent; nothing sensible left to answer
             resp, kind = self._error(call, rid, e, model), e.kind
+            if isinstance(e, ClientFault):
+                resp.force_close()  # the rest of the body can no longer be trusted
         except (ConnectionError, Cancelled):
             # The client went away (499, as nginx logs it); nothing can reach it any more.
             if call is not None:
@@ -258,38 +272,3 @@ class Gateway(AdminEndpoints):
             raise
         self._finish(call, endpoint, model, rid, arrival, resp.status, kind)
         return resp
-
-    async def _read(self, request: web.Request) -> bytes:
-        """The body, or the client's fault as a 4xx (the guard's 408/400 pass through)."""
-        try:
-            return await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            raise InputError(
-                f"request body exceeds {self.config.max_body_bytes} bytes",
-                code="body_too_large", status=413,
-            ) from None
-        except (RequestPayloadError, HttpProcessingError) as e:
-            raise MalformedRequest(f"malformed request body: {type(e).__name__}") from None
-
-    async def _not_found(self, request: web.Request) -> web.Response:
-        if (denied := self._denied(request)) is not None:
-            return denied
-        return error_response(
-            InputError(
-                f"no such endpoint: {request.method} {request.path}", code="not_found", status=404
-            ),
-            request_id(),
-        )
-
-    async def _method_not_allowed(self, request: web.Request) -> web.Response:
-        if (denied := self._denied(request)) is not None:
-            return denied
-        return error_response(
-            InputError(
-                f"{request.path} accepts POST, not {request.method}",
-                code="method_not_allowed",
-                status=405,
-            ),
-            request_id(),
-        )
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
@@ -12,6 +13,7 @@ from infersight.core.errors import InfersightError
 from infersight.gateway.admission import AdmissionController
 from infersight.gateway.auth import TokenBucket
 from infersight.gateway.breaker import BreakerState, CircuitBreaker
+from infersight.gateway.call import Call
 from infersight.gateway.config import UpstreamConfig
 from infersight.gateway.limiter import make_limiter
 from infersight.gateway.metrics import GatewayMetrics
@@ -63,6 +65,21 @@ class Upstream:
         rpm, tpm = cfg.requests_per_minute, cfg.tokens_per_minute
         self.requests_budget = TokenBucket(rpm) if rpm else None
         self.tokens_budget = TokenBucket(tpm) if tpm else None
+
+    @staticmethod
+    def attempt_timeouts(client: Client, call: Call) -> Timeouts:
+        """``client``'s limits for one attempt of ``call``. When another upstream may
+        take the request over, the first-byte and idle limits are at most half the time
+        left to its deadline: an upstream that goes silent (at its start or in the middle
+        of its body) is left while the next one can still answer, instead of holding the
+        request until the deadline."""
+        t = client.timeouts
+        half = (call.deadline - time.monotonic()) / 2
+        if not call.next_candidate or half <= 0:
+            return t
+        ft = t.first_token if t.first_token is not None and t.first_token <= half else half
+        idle = t.idle if t.idle is not None and t.idle <= half else half
+        return Timeouts(connect=t.connect, first_token=ft, idle=idle, total=t.total)
 
     def wire_model(self, model: str) -> str:
         """The name this upstream knows ``model`` by (``model_map``, else the same)."""

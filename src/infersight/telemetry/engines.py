@@ -38,14 +38,23 @@ __all__ = [
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
 
 
+#: The infersight gateway's entry in the engine table: in front of the embedded engine
+#: (``infersight serve``) it exports the engine's metrics too, and then the engine is
+#: the one detected.
+_GATEWAY = "infersight"
+
+
 def detect_engine(names: list[str] | set[str]) -> str | None:
-    """The engine whose prefixes match the most metric names, or None."""
-    best, best_n = None, 0
-    for key, spec in engine_specs().items():
-        n = sum(1 for name in names if name.startswith(spec.detect))
-        if n > best_n:
-            best, best_n = key, n
-    return best
+    """The engine whose prefixes match the most metric names (a real engine before
+    the infersight gateway that fronts it), or None."""
+    counts = {
+        key: sum(1 for name in names if name.startswith(spec.detect))
+        for key, spec in engine_specs().items()
+    }
+    engines = {key: n for key, n in counts.items() if n and key != _GATEWAY}
+    if engines:
+        return max(engines, key=lambda key: engines[key])
+    return _GATEWAY if counts.get(_GATEWAY) else None
 
 
 def _le(bound: float) -> str:

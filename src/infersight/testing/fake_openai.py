@@ -87,10 +87,7 @@ class FakeOpenAI(ExtraEndpoints):
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
-        server = site._server
-        assert server is not None
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1]
+        self.port = int(runner.addresses[0][1])
         self.base_url = f"http://{host}:{self.port}"
         try:
             yield self

@@ -1,5 +1,5 @@
-"""request() (lazy drain: common chunks recorded without SSEEvent objects) must give
-the same record and answer as stream() + events() (every event decoded in full)."""
+"""request() (drain: read to the end, no events handed out) must give the same record
+and answer as stream() + events() and as stream() + raw_chunks() (passthrough)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import infersight.client.stream as stream_mod
-import infersight.client.stream_fast as stream_fast
-from infersight.client import Client, RetryPolicy, StreamResponse, Timeouts
+from infersight.client import Client, RetryPolicy, Timeouts
 from infersight.core.errors import InfersightError
 
 
@@ -34,7 +32,7 @@ def server() -> Iterator[tuple[asyncio.AbstractEventLoop, Client]]:
         for w in Box.writes:
             await resp.write(w)
             if Box.pause:
-                await asyncio.sleep(0.001)  # separate reads: the lazy whole-event path
+                await asyncio.sleep(0.001)  # separate reads: one event per read
         await resp.write_eof()
         return resp
 
@@ -150,46 +148,3 @@ def test_request_equals_stream_events(
     # Passthrough forwards exactly the good events' bytes, in order.
     good = b"".join(raw)
     assert body_bytes.startswith(good) and all(p.endswith(b"\n\n") for p in raw)
-
-
-@pytest.fixture
-def quick_hits(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """What each call of the fast path answered (True: recorded without an SSEEvent)."""
-    hits: list[bool] = []
-    real = stream_fast.quick_chunk
-
-    def counting(sr: StreamResponse, data: bytes, t: float) -> bool:
-        hits.append(real(sr, data, t))
-        return hits[-1]
-
-    monkeypatch.setattr(stream_mod, "quick_chunk", counting)
-    return hits
-
-
-def test_lazy_path_is_taken(
-    server: tuple[asyncio.AbstractEventLoop, Client], quick_hits: list[bool]
-) -> None:
-    loop, client = server
-    Box.writes = [sse(ch(delta={"content": f"t{i}"})) for i in range(6)]
-    Box.writes += [sse(ch(delta={}, finish_reason="stop")), sse("[DONE]")]
-    Box.pause = True
-    hits = quick_hits
-    done = loop.run_until_complete(client.chat([{"role": "user", "content": "x"}]))
-    assert done.text == "t0t1t2t3t4t5" and done.record.chunk_tokens == [1] * 6
-    assert done.finish_reason == "stop" and done.record.ok
-    assert sum(hits) >= 3  # most content chunks skipped the SSEEvent path
-
-
-def test_lazy_path_covers_the_first_read(
-    server: tuple[asyncio.AbstractEventLoop, Client], quick_hits: list[bool]
-) -> None:
-    """request() wants no events, so the read that brings the first content (before
-    retries end) is recorded lazily too: a whole short answer in one read costs no
-    SSEEvent for any of its content chunks."""
-    loop, client = server
-    Box.writes = [b"".join([sse(ch(delta={"content": f"t{i}"})) for i in range(6)]
-                           + [sse(ch(delta={}, finish_reason="stop")), sse("[DONE]")])]
-    Box.pause = False
-    done = loop.run_until_complete(client.chat([{"role": "user", "content": "x"}]))
-    assert done.text == "t0t1t2t3t4t5" and done.finish_reason == "stop" and done.record.ok
-    assert sum(quick_hits) == 6  # every content chunk, the first read's included

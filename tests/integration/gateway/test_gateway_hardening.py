@@ -144,3 +144,21 @@ async def test_client_leaving_before_the_first_byte_frees_the_upstream_slot(
         assert s.fakes[0].stats["in_flight"] == 0 and s.fakes[0].stats["client_gone"] == 1
         assert await s.metric("infersight_gateway_requests_total", status="499",
                               error="Cancelled") == 1
+
+
+@pytest.mark.parametrize("fault", ["hang", "stall_body:60"])
+async def test_silence_without_configured_limits_fails_over_within_the_deadline(
+    make_stack: StackFactory, fault: str
+) -> None:
+    # No first-byte or idle limit is configured: each attempt gets at most half the
+    # time left to the deadline (3 s here), so a primary that goes silent, at its start
+    # or in the middle of its body, leaves room for the fallback to answer in time.
+    async with make_stack([FakeConfig(script=[fault] * 4), FakeConfig(tokens=2)],
+                          upstreams=[{"max_attempts": 1}, {}]) as s:
+        t0 = time.monotonic()
+        status, _, raw = await s.post("/v1/chat/completions", CHAT,
+                                      headers={"X-Infersight-Deadline-Ms": "3000"})
+        took = time.monotonic() - t0
+        assert status == 200, raw
+        assert 1.0 < took < 3.0, took  # left at about 1.5 s, answered before the 3 s
+        assert await s.metric("infersight_gateway_failovers_total", upstream="a") == 1

@@ -9,6 +9,7 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 from gateway_stack import CHAT, StackFactory
+from prometheus_client.parser import text_string_to_metric_families
 
 from infersight.testing.fake_openai import FakeConfig
 
@@ -81,3 +82,33 @@ async def test_stats_endpoint(make_stack: StackFactory) -> None:
         up = doc["upstreams"][0]
         assert up["name"] == "a" and up["limit"] == 3 and up["circuit"] == "closed"
         assert up["in_flight"] == 0 and doc["cost"]["by_model"]["fake"]["completion_tokens"] == 2
+
+
+async def test_a_healthy_gateway_shows_zero_errors_and_cost_and_names_unpriced_models(
+    make_stack: StackFactory, tmp_path: Path
+) -> None:
+    # Dashboard panels sum these by label: before any error or cost, each series must
+    # exist at 0 (a panel then shows 0, not "No data").
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[models."fake"]\ninput = 1.0\noutput = 2.0\n')
+    async with make_stack([FakeConfig(tokens=2), FakeConfig(tokens=2)],
+                          upstreams=[{}, {"models": ["free"]}], prices_file=str(prices)) as s:
+        async with s.session.get(s.url + "/metrics") as r:
+            text = await r.text()
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        errors = {x.labels["error"]: x.value for x in families["infersight_gateway_errors"].samples
+                  if x.name.endswith("_total")}
+        assert {"ResetError", "DeadlineExceeded", "Overloaded", "InvalidRequest"} <= set(errors)
+        assert set(errors.values()) == {0.0}
+        rejections = {x.labels["reason"] for x in families["infersight_gateway_rejections"].samples}
+        assert {"queue_full", "auth", "malformed", "head_timeout"} <= rejections
+        cost = {x.labels["model"]: x.value for x in families["infersight_gateway_cost_usd"].samples
+                if x.name.endswith("_total")}
+        assert cost == {"fake": 0.0}  # priced: from 0; "free" has no price, so no cost series
+        priced = {x.labels["model"]: x.value
+                  for x in families["infersight_gateway_model_priced"].samples}
+        assert priced == {"fake": 1.0, "free": 0.0}
+        status, _, _ = await s.post("/v1/chat/completions", CHAT)
+        assert status == 200
+        assert await s.metric("infersight_gateway_cost_usd_total", model="fake") > 0
+        assert await s.metric("infersight_gateway_errors_total") == 0

@@ -23,7 +23,6 @@ from infersight.gateway import hash_key
 from infersight.gateway.config import KeyConfig
 from infersight.gateway.shared import (
     RedisLink,
-    ScriptBatcher,
     SharedConfig,
     SharedLimits,
     SharedMetrics,
@@ -192,24 +191,33 @@ async def test_lua_limits_admit_exactly_the_limit_under_concurrency(redis: Redis
     assert 50 <= ok <= 50 + int(elapsed * 50 / 60.0) + 1, (ok, elapsed)
     waits = [v.wait for v in verdicts if v is not None and v.refused == "requests"]
     assert waits and all(0 < w <= 1.2 for w in waits)  # 50/min: one more every 1.2 s
-    for reg in regs:  # 150 admissions per replica went out in a few pipelines
+    for reg in regs:  # one round trip per admission, each timed
         calls = reg.get_sample_value("infersight_gateway_shared_call_seconds_count",
                                      {"op": "admit"})
-        assert calls is not None and calls < 20, calls
+        assert calls == 150, calls
 
 
 @needs_redis
-async def test_pipelined_calls_reload_a_forgotten_script(redis: RedisServer) -> None:
+async def test_charges_of_several_keys_go_in_one_pipeline_that_reloads_scripts(
+    redis: RedisServer,
+) -> None:
     cfg = SharedConfig(redis_url=redis.url, timeout_ms=5000)
-    link = RedisLink(cfg, SharedMetrics(CollectorRegistry()))
+    reg = CollectorRegistry()
+    link = RedisLink(cfg, SharedMetrics(reg))
+    keys = [KeyConfig(name=f"pipe{i}", sha256="0" * 64, tokens_per_minute=1e6)
+            for i in range(5)]
+    spent: dict[str, float] = {}
     try:
         assert await link.connect()
-        batcher = ScriptBatcher(link, "return ARGV[1] .. KEYS[1]", "echo")
-        await link.client.script_flush()
-        loop = asyncio.get_running_loop()
-        batch = [([f"k{i}"], [f"v{i}"], loop.create_future()) for i in range(5)]
-        await batcher._send(batch)  # the pipelined path: NOSCRIPT, load, run again
-        assert [f.result() for _, _, f in batch] == [f"v{i}k{i}" for i in range(5)]
+        limits = SharedLimits(link, cfg)
+        await link.client.script_flush()  # a Redis that forgot the scripts
+        for i, k in enumerate(keys):
+            limits.charge(k, 10 * (i + 1), 0.5 * (i + 1),
+                          lambda total, name=k.name: spent.__setitem__(name, total))
+        await limits.close()  # writes what is owed
+        assert spent == {f"pipe{i}": 0.5 * (i + 1) for i in range(5)}
+        assert reg.get_sample_value("infersight_gateway_shared_call_seconds_count",
+                                    {"op": "charge"}) == 1
         assert link.up
     finally:
         await link.close()
@@ -259,56 +267,52 @@ def test_shared_config_errors_are_one_line_and_hide_passwords(tmp_path: Path) ->
 
 
 @needs_redis
-async def test_lanes_are_bounded_and_stay_in_step_after_error_replies(redis: RedisServer) -> None:
-    # max_connections=1: 200 concurrent calls (a lone one, then a pipeline that must
-    # wait for it) share the one lane. Redis has
-    # forgotten the script, so the first calls on each lane get NOSCRIPT error replies
-    # and run again: every call still gets its own answer (the lanes stay in step).
+async def test_one_connection_serves_many_calls_and_an_error_reply_goes_local(
+    redis: RedisServer,
+) -> None:
+    # max_connections=1: 200 concurrent admissions wait for the one connection; Redis
+    # has forgotten the script, so the first call loads it again. Every call gets its
+    # own answer; an error reply means "Redis unavailable" (go local).
     cfg = SharedConfig(redis_url=redis.url, timeout_ms=5000, max_connections=1)
     link = RedisLink(cfg, SharedMetrics(CollectorRegistry()))
     try:
         assert await link.connect()
-        echo = ScriptBatcher(link, "return ARGV[1] .. KEYS[1]", "echo")
-        fails = ScriptBatcher(link, "return redis.error_reply('no')", "fails")
+        echo = link.client.register_script("return ARGV[1] .. KEYS[1]")
+        fails = link.client.register_script("return redis.error_reply('no')")
         await link.client.script_flush()
-        seen = 0
-
-        async def one(i: int) -> object:
-            nonlocal seen
-            reply = await echo([f"k{i}"], [f"v{i}"])
-            seen = max(seen, link._lanes_open)
-            return reply
-
-        replies = await asyncio.gather(*(one(i) for i in range(200)))
+        replies = await asyncio.gather(*(
+            link.call("echo", lambda r, i=i: echo(keys=[f"k{i}"], args=[f"v{i}"], client=r))
+            for i in range(200)))
         assert replies == [f"v{i}k{i}" for i in range(200)]
-        assert seen == 1
-        # An error reply means "Redis unavailable" (go local), never a mixed-up answer.
-        assert await fails(["k"], []) is None and not link.up
-        assert link._lanes_open == 0  # every lane dropped with the link
+        assert await link.call("fails", lambda r: fails(keys=["k"], args=[], client=r)) is None
+        assert not link.up
         assert await link.connect()
-        assert await echo(["after"], ["ok-"]) == "ok-after"
+        assert await link.call("echo", lambda r: echo(keys=["after"], args=["ok-"], client=r)
+                               ) == "ok-after"
     finally:
         await link.close()
-    assert link._lanes_open == 0
 
 
 @needs_redis
-async def test_lanes_reconnect_after_redis_restarts() -> None:
-    # A lane idle across a Redis restart is dead: its call fails once (go local), the
-    # link drops every lane, and after rejoining new lanes answer.
+async def test_calls_reconnect_after_redis_restarts() -> None:
+    # A connection idle across a Redis restart is dead: its call fails once (go
+    # local), and after rejoining calls answer (the forgotten script loaded again).
     with RedisServer() as rs:
         cfg = SharedConfig(redis_url=rs.url, timeout_ms=2000)
         link = RedisLink(cfg, SharedMetrics(CollectorRegistry()))
+        echo = link.client.register_script("return ARGV[1]")
+
+        async def call(v: str) -> object:
+            return await link.call("echo", lambda r: echo(keys=["k"], args=[v], client=r))
+
         try:
             assert await link.connect()
-            echo = ScriptBatcher(link, "return ARGV[1]", "echo")
-            assert await echo(["k"], ["one"]) == "one"
-            assert link._lanes_open == 1
+            assert await call("one") == "one"
             rs.stop()
             rs.start()
-            assert await echo(["k"], ["two"]) is None  # the stale lane: Redis "unavailable"
-            assert not link.up and link._lanes_open == 0
+            assert await call("two") is None  # the stale connection: Redis "unavailable"
+            assert not link.up
             assert await link.connect()
-            assert await echo(["k"], ["three"]) == "three"  # reloads the forgotten script
+            assert await call("three") == "three"
         finally:
             await link.close()

@@ -97,8 +97,10 @@ async def _fakes() -> AsyncIterator[dict[str, str]]:
             FakeOpenAI(FakeConfig(ttft=0.05, itl=0.01, tokens=8)).running()
         )
         gw_cfg = load_config(None, port=0, upstreams=[
-            # a model of the price table, so the cost panel has dollars to show
-            {"name": "fake", "url": up.base_url, "models": [GATEWAY_MODEL], "concurrency": 2},
+            # a model of the price table, so the cost panel has dollars to show, and one
+            # it does not price, which the cost panel names as such
+            {"name": "fake", "url": up.base_url, "models": [GATEWAY_MODEL, "unpriced-model"],
+             "concurrency": 2},
         ])
         out["gateway"] = (await stack.enter_async_context(Gateway(gw_cfg).running())).url
         yield out

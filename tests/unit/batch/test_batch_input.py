@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from infersight.batch import BadInput, parse_line, scan_input
 from infersight.batch.input import RowDefaults, iter_rows
 from infersight.core.errors import ConfigError, InvalidRequest
-from infersight.gateway.http import validate
+from infersight.gateway.request_body import validate
 
 
 def openai_line(cid: str, content: str = "hi", url: str = "/v1/chat/completions") -> str:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from infersight.core.errors import AuthError, BadRequest, RateLimited
 from infersight.gateway.auth import KeyStore, TokenBucket, bearer_token
 from infersight.gateway.config import CostRule, KeyConfig, hash_key
-from infersight.gateway.http import estimate_tokens, parse_body, validate
+from infersight.gateway.request_body import estimate_tokens, parse_body, validate
 from infersight.gateway.router import Router
 
 

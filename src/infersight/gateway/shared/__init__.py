@@ -10,7 +10,6 @@ says so in /health, logs and /metrics, and rejoins when Redis is back.
 Needs the ``redis`` client: ``pip install 'infersight[redis]'``.
 """
 
-from infersight.gateway.shared.batch import ScriptBatcher
 from infersight.gateway.shared.breakers import SharedBreakers
 from infersight.gateway.shared.config import SharedConfig, display_url
 from infersight.gateway.shared.limits import SharedLimits, Verdict
@@ -20,7 +19,6 @@ from infersight.gateway.shared.state import SharedState
 
 __all__ = [
     "RedisLink",
-    "ScriptBatcher",
     "SharedBreakers",
     "SharedConfig",
     "SharedLimits",

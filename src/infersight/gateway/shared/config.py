@@ -47,9 +47,8 @@ class SharedConfig(BaseModel):
     poll_ms: float = Field(default=200.0, ge=10, le=5_000)
     #: While Redis is unreachable, how often to try it again.
     retry_s: float = Field(default=1.0, gt=0, le=300)
-    #: Connections to Redis per replica for admissions (each holds one for a round
-    #: trip; concurrent ones share it as a pipeline), and as many again for the rest
-    #: (charges, spend totals, breaker polls).
+    #: Connections to Redis per replica (each call holds one for a round trip; more
+    #: calls at once wait for one).
     max_connections: int = Field(default=64, ge=1, le=10_000)
     #: Fraction of each key's limits one replica enforces on its own while Redis is
     #: unreachable (1/replicas keeps the fleet's total near the limit).

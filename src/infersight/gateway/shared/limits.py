@@ -5,10 +5,10 @@ The buckets are the ones :class:`~infersight.gateway.auth.TokenBucket` keeps loc
 decision is one Lua script: it reads the bucket, refills it by Redis's own clock
 (``TIME``: replicas' clocks never disagree), decides and writes back atomically, so
 concurrent requests on different replicas can never both take the last token (the
-scripts are in :mod:`~infersight.gateway.shared.scripts`). A request costs one round
-trip at admission, or none for a key far from its limits, which keeps a request taken
-ahead of need (:mod:`~infersight.gateway.shared.spares`); its real token use and
-dollars are charged after the answer, off the request's path.
+scripts are in :mod:`~infersight.gateway.shared.scripts`, run through redis-py's
+``Script``). A request of a limited key costs one round trip at admission; its real
+token use and dollars are charged after the answer, off the request's path, summed per
+key and written together in one pipeline.
 
 Keys (``{...}`` is a hash tag: one key's data sits in one Redis Cluster slot)::
 
@@ -25,11 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
-from infersight.gateway.shared.batch import ScriptBatcher
 from infersight.gateway.shared.config import SharedConfig
 from infersight.gateway.shared.link import RedisLink
-from infersight.gateway.shared.scripts import ADMIT, CHARGE, GIVE_BACK
-from infersight.gateway.shared.spares import Spares, far
+from infersight.gateway.shared.scripts import ADMIT, CHARGE
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -74,10 +72,6 @@ def _arg(v: float | None) -> str:
     return "" if v is None else repr(float(v))
 
 
-def _level(v: str) -> float | None:
-    return None if v == "" else float(v)
-
-
 class SharedLimits:
     """Admission and charging of keys' limits in Redis; None answers mean "go local"."""
 
@@ -88,15 +82,9 @@ class SharedLimits:
         #: What a refused client is told to wait while Redis is unreachable.
         self.retry_s = cfg.retry_s
         self._prefix = cfg.prefix
-        self._admit = ScriptBatcher(link, ADMIT, "admit")
+        self._admit = link.client.register_script(ADMIT)
         self._charge = link.client.register_script(CHARGE)
-        self._give_back = link.client.register_script(GIVE_BACK)
         self._fallback = link.metrics.fallbacks.labels(cfg.on_redis_error)
-        counted = link.metrics.spares
-        self.spares: Spares[Verdict] = Spares(
-            self._take_spare, self._return_spare,
-            on_used=counted.labels("used").inc, on_returned=counted.labels("returned").inc,
-        )
         #: Dollars charged while Redis was unreachable, added once it is back.
         self.pending: dict[str, float] = {}
         self._owed: dict[str, _Owed] = {}
@@ -117,55 +105,16 @@ class SharedLimits:
         return call[1], call[2]
 
     async def admit(self, key: KeyConfig) -> Verdict | None:
-        """Take one request from ``key``'s shared buckets; None when Redis is unreachable.
-
-        A key far from its limits is admitted with a spare when one is at hand (see
-        :mod:`~infersight.gateway.shared.spares`): no round trip on the request's path.
-        """
-        spares = self.spares if Spares.eligible(key) else None
-        if spares is not None and self.link.up:
-            spare = spares.use(key)
-            if spare is not None:
-                return spare
-        got = await self._admit_once(key)
-        if got is None:
-            self._fallback.inc()
-            return None
-        verdict, is_far = got
-        if spares is not None:
-            if verdict.refused is None:
-                spares.note(key, is_far)
-            elif verdict.refused == "requests":
-                spare = await spares.use_or_wait(key)
-                if spare is not None:
-                    return spare
-        return verdict
-
-    async def _admit_once(self, key: KeyConfig) -> tuple[Verdict, bool] | None:
-        """One run of the admission script: the verdict, and whether the key's buckets
-        are far from their limits after it; None when Redis is unreachable."""
+        """Take one request from ``key``'s shared buckets; None when Redis is unreachable."""
         keys, args = self._admit_call(key)
-        reply = await self._admit(keys, args)
+        reply = await self.link.call("admit", lambda r: self._admit(keys=keys, args=args, client=r))
         if reply is None:
+            self._fallback.inc()
             return None
         decision, wait, spent = reply[:3]
         refused = None if decision == "ok" else cast(Refusal, decision)
         total = self._total(key.name, spent) if spent != "" else None
-        is_far = refused is None and far(_level(reply[3]), key.requests_per_minute) and far(
-            _level(reply[4]), key.tokens_per_minute
-        )
-        return Verdict(refused, float(wait), total), is_far
-
-    async def _take_spare(self, key: KeyConfig) -> tuple[Verdict, bool] | None:
-        got = await self._admit_once(key)
-        return got if got is not None and got[0].refused is None else None
-
-    async def _return_spare(self, key: KeyConfig) -> None:
-        rpm_key = self._keys(key.name)[0]
-        args = [_arg(key.requests_per_minute), "", "", _arg(self.period)]
-        await self.link.call(
-            "give_back", lambda r: self._give_back(keys=[rpm_key], args=args)
-        )
+        return Verdict(refused, float(wait), total)
 
     def charge(
         self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]
@@ -178,7 +127,6 @@ class SharedLimits:
             if dollars > 0:
                 self.pending[key.name] = self.pending.get(key.name, 0.0) + dollars
             return
-        self.spares.refill(key)  # the answer is out: take the next spare now
         if tokens <= 0 and dollars <= 0:
             return
         owed = self._owed.get(key.name)
@@ -191,25 +139,25 @@ class SharedLimits:
 
     async def _flush_owed(self) -> None:
         await asyncio.sleep(CHARGE_EVERY_S)
-        owed, self._owed, self._flusher = self._owed, {}, None
-        await asyncio.gather(*(
-            self._charge_now(o.key, o.tokens, o.dollars, o.on_spent) for o in owed.values()
-        ))
+        owed, self._owed, self._flusher = list(self._owed.values()), {}, None
 
-    async def _charge_now(
-        self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]
-    ) -> None:
-        _, tpm_key, spend_key = self._keys(key.name)
-        args = [_arg(key.tokens_per_minute), str(max(0, tokens)), f"{dollars:.12f}",
-                _arg(self.period)]
-        total = await self.link.call(
-            "charge", lambda r: self._charge(keys=[tpm_key, spend_key], args=args)
-        )
-        if total is None:
-            if dollars > 0:
-                self.pending[key.name] = self.pending.get(key.name, 0.0) + dollars
-            return
-        on_spent(self._total(key.name, total))
+        async def charge_all(r: Redis) -> list[str]:
+            pipe = r.pipeline(transaction=False)
+            for o in owed:
+                _, tpm_key, spend_key = self._keys(o.key.name)
+                args = [_arg(o.key.tokens_per_minute), str(max(0, o.tokens)),
+                        f"{o.dollars:.12f}", _arg(self.period)]
+                await self._charge(keys=[tpm_key, spend_key], args=args, client=pipe)
+            replies: list[str] = await pipe.execute()
+            return replies
+
+        totals = await self.link.call("charge", charge_all)
+        for i, o in enumerate(owed):
+            if totals is None:
+                if o.dollars > 0:
+                    self.pending[o.key.name] = self.pending.get(o.key.name, 0.0) + o.dollars
+            else:
+                o.on_spent(self._total(o.key.name, totals[i]))
 
     async def totals(self, names: list[str]) -> dict[str, float] | None:
         """Each key's total spend across replicas (None when Redis is unreachable)."""
@@ -240,8 +188,6 @@ class SharedLimits:
                 del self.pending[name]
 
     async def close(self) -> None:
-        """Write what is owed (each call is bounded by the link's timeout, all by 2 s)."""
-        await self.spares.close()
-        await self._admit.close()
+        """Write what is owed (bounded by the link's timeout, and by 2 s)."""
         if self._flusher is not None:
             await asyncio.wait([self._flusher], timeout=2.0)

@@ -10,7 +10,6 @@ transition is logged once and shown in ``/health`` and ``/metrics``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -23,7 +22,6 @@ from infersight.gateway.shared.metrics import SharedMetrics
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
-    from redis.asyncio.connection import AbstractConnection
 
 __all__ = ["RedisLink", "redis_client"]
 
@@ -54,8 +52,7 @@ def redis_client(cfg: SharedConfig) -> Redis:
             max_connections=cfg.max_connections,
             timeout=None,  # the wait is bounded by RedisLink.call's timeout
             decode_responses=True,
-            # No socket timeout: every call is bounded by RedisLink.call's own timeout,
-            # and redis-py's costs a task per command (asyncio.wait_for on each send).
+            # No socket timeout: every call is bounded by RedisLink.call's own timeout.
             socket_timeout=None,
             socket_connect_timeout=max(2 * timeout, 0.5),
             retry=Retry(NoBackoff(), 0),
@@ -93,10 +90,6 @@ class RedisLink:
         self._start_warned = False
         self._retry_at = 0.0
         self._latency: dict[str, Any] = {}
-        #: Idle lanes, and how many are open in all (at most cfg.max_connections).
-        self._lanes: list[AbstractConnection] = []
-        self._lanes_open = 0
-        self._lane_freed = asyncio.Event()
 
     async def call(self, op: str, fn: Callable[[Redis], Awaitable[T]]) -> T | None:
         """``fn(client)`` under the timeout; None when the link is down or the call fails."""
@@ -118,46 +111,9 @@ class RedisLink:
         hist.observe(self._clock() - t0)
         return result
 
-    # -- lanes: the hot path's own connections ----------------------------------------
-    # Admission runs one script per request. Through ``Redis.evalsha`` that costs a
-    # pool checkout (a lock, a liveness read), a retry wrapper and response callbacks:
-    # about 0.1 ms of CPU on the 2-core dev box, as much as the loopback round trip
-    # itself. A lane is a plain redis-py connection from the same pool settings that
-    # the link hands out and takes back with a list pop and append.
-    async def take_lane(self) -> AbstractConnection:
-        """An idle lane, or a new one (waits while ``max_connections`` are in use)."""
-        while not self._lanes and self._lanes_open >= self.cfg.max_connections:
-            self._lane_freed.clear()
-            await self._lane_freed.wait()
-        if self._lanes:
-            return self._lanes.pop()
-        self._lanes_open += 1
-        pool = self.client.connection_pool
-        return pool.connection_class(**pool.connection_kwargs)
-
-    def give_lane(self, lane: AbstractConnection, *, in_step: bool) -> None:
-        """Take a lane back; one whose replies may be out of step is closed instead."""
-        if in_step and self.up:
-            self._lanes.append(lane)
-        else:
-            self._close_lane(lane)
-        self._lane_freed.set()
-
-    def _close_lane(self, lane: AbstractConnection) -> None:
-        self._lanes_open -= 1
-        # nowait: the socket is closed at once, without waiting on a dead peer.
-        task = asyncio.get_running_loop().create_task(lane.disconnect(nowait=True))
-        task.add_done_callback(_ignore_result)
-
-    def _drop_lanes(self) -> None:
-        lanes, self._lanes = self._lanes, []
-        for lane in lanes:
-            self._close_lane(lane)
-
     def mark_down(self, op: str, e: BaseException) -> None:
         """Stop trusting Redis until the background loop reaches it again."""
         self._retry_at = self._clock() + self.cfg.retry_s
-        self._drop_lanes()
         if not self.up:
             return
         self.up = False
@@ -185,7 +141,6 @@ class RedisLink:
                 # Pooled connections from before an outage are dead (a restarted Redis
                 # closed them): drop them all, or each would fail once more later.
                 await self.client.connection_pool.disconnect()
-                self._drop_lanes()
                 await self.client.ping()
         except asyncio.CancelledError:
             raise
@@ -212,11 +167,6 @@ class RedisLink:
         return True
 
     async def close(self) -> None:
-        lanes, self._lanes = self._lanes, []
-        for lane in lanes:
-            self._lanes_open -= 1
-            with contextlib.suppress(Exception):  # a dead connection may fail to close
-                await lane.disconnect(nowait=True)
         try:
             await self.client.aclose()
         except Exception:  # closing a dead connection may fail; nothing to do about it
@@ -229,11 +179,6 @@ class RedisLink:
         if self._secret:
             text = text.replace(self._secret, "***")
         return text[:300]
-
-
-def _ignore_result(task: asyncio.Task[None]) -> None:
-    if not task.cancelled():
-        task.exception()  # closing a dead connection may fail; nothing to do about it
 
 
 def _password(url: str) -> str | None:

@@ -38,12 +38,6 @@ class SharedMetrics:
             p + "remote_opens_total",
             "Circuit-breaker opens learnt from another replica.", ["upstream"], registry=r,
         )
-        self.spares = Counter(
-            p + "spares_total",
-            "Spare grants (requests taken from a shared bucket ahead of need): 'used' "
-            "admitted a request without a Redis round trip, 'returned' went back unused.",
-            ["outcome"], registry=r,
-        )
         self.rejoins = Counter(
             p + "rejoins_total", "Times Redis became reachable again after an outage.",
             registry=r,

@@ -7,7 +7,7 @@ to expire once it would be full again.
 
 from __future__ import annotations
 
-__all__ = ["ADMIT", "CHARGE", "GIVE_BACK", "LEVEL"]
+__all__ = ["ADMIT", "CHARGE", "LEVEL"]
 
 LEVEL = """
 if redis.replicate_commands then pcall(redis.replicate_commands) end
@@ -27,10 +27,8 @@ end
 """
 
 #: KEYS rpm, tpm, spend; ARGV rpm, tpm, budget, period ('' = no such limit).
-#: Returns {decision, wait seconds, spent dollars, request level after, token level}
-#: ('' where the key has no such limit); takes one request when 'ok'. The spend is
-#: read only for a key with a budget ('' otherwise): each call in the script is a few
-#: microseconds on every request's path.
+#: Returns {decision, wait seconds, spent dollars}; takes one request when 'ok'. The
+#: spend is read only for a key with a budget ('' otherwise).
 ADMIT = LEVEL + """
 local spent = ''
 local budget = tonumber(ARGV[3])
@@ -42,34 +40,22 @@ if budget ~= nil then
   spent = tostring(spent)
 end
 local tpm = tonumber(ARGV[2])
-local tl = ''
 if tpm ~= nil then
-  tl = level(KEYS[2], tpm)
+  local tl = level(KEYS[2], tpm)
   if tl <= 0 then
     return {'tokens', tostring((math.min(1, tpm) - tl) * period / tpm), spent}
   end
 end
 local rpm = tonumber(ARGV[1])
-local rl = ''
 if rpm ~= nil then
-  rl = level(KEYS[1], rpm)
+  local rl = level(KEYS[1], rpm)
   local need = math.min(1, rpm)
   if rl < need then
     return {'requests', tostring((need - rl) * period / rpm), spent}
   end
-  rl = rl - 1
-  store(KEYS[1], rpm, rl)
+  store(KEYS[1], rpm, rl - 1)
 end
-return {'ok', '0', spent, tostring(rl), tostring(tl)}
-"""
-
-#: KEYS rpm; ARGV rpm, '', '', period. Gives one request back (a spare never used).
-GIVE_BACK = LEVEL + """
-local rpm = tonumber(ARGV[1])
-if rpm ~= nil then
-  store(KEYS[1], rpm, math.min(rpm, level(KEYS[1], rpm) + 1))
-end
-return 1
+return {'ok', '0', spent}
 """
 
 #: KEYS tpm, spend; ARGV tpm, tokens, dollars, period. Returns the total spent.

@@ -84,7 +84,6 @@ class SharedState:
 
     async def _tick(self) -> None:
         if self.link.up:
-            self.limits.spares.sweep()  # unused spares go back
             await self.breakers.poll()
         elif self.link.retry_due() and await self.link.connect():
             await self.limits.flush()
