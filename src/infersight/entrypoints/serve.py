@@ -121,8 +121,20 @@ def _check_public(host: str, port: int, key: str | None) -> None:
         )
 
 
+def _key_label(key_source: str | None) -> str:
+    """The name the key goes by in metrics, logs and ``/stats``, as the gateway names a
+    key from the command line: its variable (``INFERSIGHT_API_KEY``), else ``file:NAME``."""
+    from infersight.entrypoints.gateway import key_name
+
+    if key_source and key_source.startswith("$"):
+        return key_name(key_source[1:], None)
+    if key_source and key_source.startswith("file "):
+        return key_name(None, key_source.removeprefix("file "))
+    return key_name(None, None)
+
+
 def _gateway_config(
-    engine: EmbeddedEngine, opts: EngineOptions, limits: ServeSettings
+    engine: EmbeddedEngine, opts: EngineOptions, limits: ServeSettings, key_source: str | None
 ) -> GatewayConfig:
     """The gateway in front of ``engine``: the public address, the key and the limits
     of ``serve``, no access log (stdout carries the start-up lines)."""
@@ -133,7 +145,7 @@ def _gateway_config(
     return load_config(
         None, host=opts.host, port=opts.port,
         upstreams=[engine_upstream(describe(engine, "serve"))],
-        keys=[KeyConfig(name="default", sha256=hash_key(key))] if key else [],
+        keys=[KeyConfig(name=_key_label(key_source), sha256=hash_key(key))] if key else [],
         require_key=bool(key), access_log=False,
         max_body_bytes=limits.max_body_bytes,
         client_header_timeout_s=limits.header_timeout_s,
@@ -157,7 +169,7 @@ def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSetti
     )
     try:
         with running_engine(engine):
-            cfg = _gateway_config(engine, opts, limits)
+            cfg = _gateway_config(engine, opts, limits, key_source)
 
             def on_ready(gw: Gateway) -> None:
                 note = "private: loopback, internal key, behind the gateway"

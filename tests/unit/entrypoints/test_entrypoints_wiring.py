@@ -97,3 +97,13 @@ def test_serve_takes_the_key_from_a_variable_a_file_or_the_default(
     assert resolve_key(None) == ("sk-default-1", "$INFERSIGHT_API_KEY")
     with pytest.raises(ConfigError, match="C14C_UNSET"):
         resolve_key(None, api_key_env="C14C_UNSET")
+
+
+def test_serve_names_its_key_as_the_gateway_does() -> None:
+    """serve's key goes by its variable or file name in metrics and /stats, never
+    a generic "default" (and never the key itself)."""
+    from infersight.entrypoints.serve import _key_label
+
+    assert _key_label("$INFERSIGHT_API_KEY") == "INFERSIGHT_API_KEY"
+    assert _key_label("$MY_KEY") == "MY_KEY"
+    assert _key_label("file /etc/infersight/serve.key") == "file:serve.key"
