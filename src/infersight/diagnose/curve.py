@@ -79,8 +79,13 @@ def level_point(name: str, agg: Mapping[str, Any], ra: RecordArrays, idx: np.nda
         running = sidx.mean_sum("engine.requests_running", a, b)
     thr = _num(agg.get("request_throughput"))
     inflight, source = (running, "engine") if running is not None else (client, "client")
-    in_engine = inflight / thr if thr and inflight else None
     queue = max(0.0, client - running) if running is not None else None
+    waiting = sidx.mean_sum("engine.requests_waiting", t0, t1)
+    if queue is not None and (waiting or 0.0) < 0.5 and queue < max(0.5, 0.25 * client):
+        # Nothing waits: the client's time-weighted count is the finer measure of the same
+        # requests (a few scrapes that catch closed-loop handovers read R low).
+        inflight, queue = client, 0.0
+    in_engine = inflight / thr if thr and inflight else None
     if running is None and in_engine is not None and thr:
         alone = _unqueued_time(ra, idx, _stat(agg, "tpot", "p50"))
         if alone is not None and alone < in_engine:

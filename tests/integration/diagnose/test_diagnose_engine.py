@@ -62,7 +62,9 @@ def test_under_loaded_one_client_sixteen_slots() -> None:
     assert v.evidence_value("slots (S)") == 16
     assert 0.2 <= v.evidence_value("running (R)") <= 1.5
     assert v.evidence_value("waiting (Q)") < 0.1
-    assert v.evidence_value("SM activity / MFU") < 0.5
+    # one level measures no knee, so the CPU's compute ceiling is not calibrated: no MFU
+    # from a generic matmul figure, and the summary says the compute use is unknown
+    assert v.evidence_value("SM activity / MFU") is None and "compute use unknown" in v.summary
     # the diagnosis states observed ITL against the computed CPU floor
     assert v.evidence_value("ITL / floor") >= 1.0
     assert any("concurren" in f for f in v.fixes)
@@ -77,12 +79,9 @@ def test_slot_bound_two_slots_thirty_two_clients() -> None:
     assert v.evidence_value("running (R)") >= 1.7
     assert v.evidence_value("waiting (Q)") >= 10
     target = v.evidence_value("recommended slots")
-    assert 2 < target <= 40
-    # the shared recommendation (what `plan` gives): this CPU's compute knee or memory
-    from infersight.diagnose.physics import load_shape, measure_cpu, recommend_slots
-
-    device = measure_cpu().with_cores(int(r.config["engine"]["threads"]))
-    assert target == recommend_slots(load_shape("embedded"), device, ctx=256).target
+    # Little's law: 32 clients keep 32 requests in flight; one level reaches no knee, and
+    # a CPU's matmul figure never caps the number (memory holds far more)
+    assert target == v.evidence_value("needed_inflight") == 32
     assert v.fixes[0].startswith(f"raise infersight serve --parallel 2 \u2192 {target} --ctx {target * 256}")
 
 
