@@ -5,6 +5,7 @@ marked) and the Markdown summary all say the same thing."""
 from __future__ import annotations
 
 import re
+from html import escape
 
 from rich.console import Console
 
@@ -33,7 +34,7 @@ def test_every_output_shows_the_one_fix_with_its_prediction() -> None:
     assert f"- **Fix**: {rec.text}" in md and "- **Expected after the fix**: about 66." in md
     assert "**Capacity curve**" in md and re.search(r"\| c=4 \| 3\.99 \|.*\| knee, best \|", md)
     html = render_html(run)  # type: ignore[arg-type]
-    assert rec.text in html and "Expected after the fix" in html
+    assert escape(rec.text) in html and "Expected after the fix" in html
 
 
 def test_the_html_draws_the_curve_with_the_knee_marked() -> None:
