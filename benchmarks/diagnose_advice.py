@@ -11,7 +11,7 @@ runs/demo/result.json): its curve, its fix, and that the fix agrees with the tab
 (no slot raise past a measured compute knee, never above 2 x the knee, replicas when
 the load needs more than one server).
 
-    .venv/bin/python benchmarks/diagnose_advice.py
+    .venv/bin/python benchmarks/diagnose_advice.py            # about a minute
     .venv/bin/python benchmarks/diagnose_advice.py --demo runs/demo/result.json
 """
 
@@ -151,13 +151,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--demo", type=Path, help="also check this saved run (runs/demo/result.json)")
     ap.add_argument("--only", help="run the scenarios whose name contains this text")
+    ap.add_argument("--quick", action="store_true",
+                    help="two scenarios: the open-loop slot limit and the compute knee")
     args = ap.parse_args()
     con = Console(width=200)
     table = Table(title="diagnose advice against the fake server's truth", title_justify="left")
     for col in ("scenario", "verdict", "fix", "the curve says", "truth", "agrees"):
         table.add_column(col)
     ok = True
-    for sc in scenarios():
+    chosen = scenarios()
+    if args.quick:
+        chosen = [chosen[0], chosen[2]]
+    for sc in chosen:
         if args.only and args.only not in sc.name:
             continue
         result = run_scenario(sc)
