@@ -77,7 +77,8 @@ def knee_text(curve: CapacityCurve) -> str:
     """``measured knee: 4 in flight (c=4), compute-bound past it`` or why there is none."""
     if curve.knee_reached and curve.knee is not None:
         return (f"measured knee: {curve.knee:.3g} in flight ({curve.knee_level}); past it "
-                "throughput grows less than 10% per doubling while TPOT grows (compute)")
+                "throughput grows less than 10% per doubling while TPOT or the time in the "
+                "engine grows (compute)")
     above = f" (above {curve.above:.3g} in flight)" if curve.above else ""
     if curve.plateau == "admission" and curve.plateau_at:
         return (f"knee not reached{above}; throughput is flat from {curve.plateau_level} with "
