@@ -109,6 +109,9 @@ def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Re
         step = f"{current} \u2192 {fix.slots}" if current else f"to {fix.slots}"
         text = f"{v.title}{_where(v)}: raise {flag} {step}{reps}."
         knob, direction, target = "slots", "up", fix.slots
+    elif fix.slots < current:  # the knee or memory puts the limit below the one set
+        text = f"{v.title}{_where(v)}: lower {flag} {current} \u2192 {fix.slots}{reps} ({fix.short()})."
+        knob, direction, target = "slots", "down", fix.slots
     else:
         text = (f"{v.title}{_where(v)}: {flag} {current} covers what the load needs in flight"
                 f"{'; run ' + str(fix.replicas) + ' replicas' if fix.replicas > 1 else ''}.")
