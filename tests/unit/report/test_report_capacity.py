@@ -54,3 +54,23 @@ def test_diagnose_prints_the_level_table_above_the_fix_and_the_verdicts() -> Non
     assert out.index("capacity curve") < out.index("c=16") < out.index("fix:") < out.index(
         "Compute-bound (measured)")
     assert "rests on: Little's law: 16 clients" in out
+
+
+def test_the_best_point_is_the_measured_knee_even_on_a_client_flagged_level() -> None:
+    """The demo on a busy box: c=4 (the knee) is flagged for schedule lag, c=16 is not;
+    the answer names the knee, as the fix does, not the unsteady top level."""
+    from infersight.core.curve import CapacityCurve
+    from infersight.core.records import RunResult
+    from infersight.report.headline import build_headline
+
+    def agg(tok: float, ttft99: float, steady: bool, flag: bool) -> dict[str, object]:
+        return {"requests": {"ok": 32}, "output_token_throughput": tok,
+                "request_throughput": tok / 46, "ttft": {"p99": ttft99},
+                "window": {"steady": steady}, "sustainability": {"judged": False},
+                "client_limited": {"flag": flag, "marginal": False}}
+
+    levels = [("c=1", agg(19.4, 1.7, True, True)), ("c=4", agg(30.9, 3.8, True, True)),
+              ("c=16", agg(28.9, 24.3, False, False))]
+    run = RunResult(capacity_curve=CapacityCurve(knee=4, knee_level="c=4", knee_reached=True))
+    assert build_headline(run, levels, []).points[0].level == "c=4"
+    assert build_headline(RunResult(), levels, []).points[0].level == "c=16"  # no knee stored
