@@ -92,6 +92,8 @@ def level_point(name: str, agg: Mapping[str, Any], ra: RecordArrays, idx: np.nda
             in_engine = alone
             queue = max(0.0, client - thr * alone)
             inflight = thr * alone
+        elif alone is not None:
+            queue = 0.0  # the requests took no longer than an unqueued one
     target = agg.get("target") if isinstance(agg.get("target"), dict) else {}
     assert isinstance(target, dict)
     sus = agg.get("sustainability") if isinstance(agg.get("sustainability"), dict) else {}

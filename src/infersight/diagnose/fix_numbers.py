@@ -148,7 +148,7 @@ def fix_numbers(curve: CapacityCurve, physics: PhysicsBounds | None = None) -> F
         notes.append(f"capped: memory holds {physics.memory}" + (
             f" ({physics.memory_why})" if physics.memory_why else ""))
     elif physics.memory is not None:
-        notes.append(f"memory holds {physics.memory}, more than that")
+        notes.append(f"memory holds {physics.memory} such sequences, more than that")
     else:
         notes.append("memory not checked (the model or device is unknown)")
     # Past a measured knee a replica does no better than at its best operating point,
