@@ -1,7 +1,8 @@
 """``build_curve``: the run's capacity curve from its levels (docs/design.md section 2).
 
-One point per load level, over the level's steady window (its sends; the whole level
-when it has none): the requests in flight (the engine's running count R where it
+One point per load level, over the level's window of sends (or, when everything was
+sent at once, the span its throughput was counted over; the whole level when it has
+no window): the requests in flight (the engine's running count R where it
 exports one, else the client's time-weighted count), throughput, TPOT/ITL and TTFT
 (the aggregates' own figures), the queue, and the time a request spends in the engine
 by Little's law (R / X). ``find_knee`` then finds the knee and the plateau, and the
@@ -39,10 +40,15 @@ def _stat(agg: Mapping[str, Any], key: str, stat: str) -> float | None:
 
 
 def _window(agg: Mapping[str, Any], ra: RecordArrays, idx: np.ndarray) -> tuple[float, float]:
-    """The level's window of sends, else the span of its records."""
+    """The level's window of sends; when that is short against the span its throughput
+    was counted over (everything sent at once), that span; else its records' span."""
     win = agg.get("window") if isinstance(agg.get("window"), dict) else {}
     assert isinstance(win, dict)
     a, b = _num(win.get("start")), _num(win.get("end"))
+    span = win.get("throughput_span")
+    c = _num(span[1]) if isinstance(span, list) and len(span) == 2 else None
+    if a is not None and c is not None and c > a and (b is None or b - a < 0.5 * (c - a)):
+        return a, c
     if a is not None and b is not None and b > a:
         return a, b
     t0 = float(np.min(ra.scheduled[idx]))

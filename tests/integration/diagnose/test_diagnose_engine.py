@@ -172,3 +172,28 @@ def test_diagnose_live_url_window(key_engine: Any) -> None:
     assert "client_limited" not in {v.id for v in vs}  # probes are no load generator
     slots = [v.evidence_value("slots (S)") for v in vs if v.evidence_value("slots (S)")]
     assert slots and set(slots) == {2}
+
+
+def test_the_demo_sweeps_fix_agrees_with_its_own_curve() -> None:
+    """The demo's sweep, shortened: whatever this shared box makes of the levels, the
+    run's one fix never contradicts its curve (docs/design.md section 5)."""
+    from infersight.diagnose import embed_diagnosis
+    from infersight.diagnose.fixes import DOWNSIZE, raises_slots
+
+    r = _bench(engine_parallel=8, engine_ctx=8 * 256, concurrency=[1, 4, 16], requests=16,
+               max_tokens=10)
+    embed_diagnosis(r)
+    curve, rec = r.capacity_curve, r.recommendation
+    assert curve is not None and rec is not None
+    assert [p.level for p in curve.points] == ["c=1", "c=4", "c=16"]
+    fixes = [f for v in r.diagnosis for f in v.fixes]
+    if curve.plateau == "compute":
+        assert not (rec.knob == "slots" and rec.direction == "up")
+        assert not any(raises_slots(f) for f in fixes), fixes
+    if curve.knee_reached and curve.knee and rec.knob == "slots":
+        assert (rec.target or 0) <= 2 * round(curve.knee)
+    if rec.direction == "up" and rec.knob in ("slots", "replicas"):
+        assert not any(f.startswith(DOWNSIZE) for f in fixes), fixes
+    targets = {v.evidence_value("recommended_slots") for v in r.diagnosis} - {None}
+    if rec.knob == "slots":  # one number for the slots in every output
+        assert targets <= {rec.target}, (targets, rec)
