@@ -161,6 +161,11 @@ def fix_numbers(curve: CapacityCurve, physics: PhysicsBounds | None = None) -> F
     replicas = max(1, math.ceil(rate / per_replica - WITHIN)) if per_replica else 1
     if replicas > 1:
         notes.append(f"{rate:.3g} req/s / {per_replica:.3g} req/s per replica = {replicas} replicas")
+    measured = max((p.inflight or 0.0 for p in curve.points), default=0.0)
+    if not curve.knee_reached and slots > 1.05 * measured:
+        notes.append(f"the run measured up to {measured:.3g} running: beyond that the "
+                     "prediction assumes a request's time in the engine holds (tune or "
+                     "bench again to confirm)")
     ref = best if bound == "knee" else _unqueued_ttft(curve, slots)
     predicted: dict[str, float | None] = {"throughput": min(rate, replicas * per_replica),
                                           "ttft_p99": ref.ttft_p99 if ref is not None else None}
