@@ -119,6 +119,9 @@ def fix_numbers(curve: CapacityCurve, physics: PhysicsBounds | None = None) -> F
     elif closed:
         clients = max(p.concurrency or 0 for p in closed)
         t = _service(curve, best)
+        if curve.knee_reached and curve.knee and best is not None and best.throughput:
+            # at the knee, its whole number of sequences run: so many clients per replica
+            t = max(1, round(curve.knee)) / best.throughput
         if t is None:
             return None
         rate, needed = clients / t, float(clients)

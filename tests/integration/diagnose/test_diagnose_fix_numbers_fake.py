@@ -61,7 +61,11 @@ def test_a_compute_knee_of_four_with_sixteen_slots_is_compute_bound_at_c16() -> 
     assert not any(raises_slots(f) for v in result.diagnosis for f in v.fixes)
     rec = result.recommendation
     assert rec is not None and rec.verdict == "compute_bound" and rec.direction == "down"
-    assert rec.target == 8 and rec.replicas == 4  # 16 clients / a knee of 4
+    # 2 x the knee measured (4 on a quiet box; a busy client keeps fewer in flight), and
+    # one replica per knee's worth of the 16 clients
+    knee = round(curve.knee or 0)
+    assert 3 <= knee <= 4 and rec.target == 2 * knee <= 8
+    assert rec.replicas == -(-16 // knee)
 
 
 def test_four_slots_closed_loop_is_an_admission_limit_from_the_curve() -> None:

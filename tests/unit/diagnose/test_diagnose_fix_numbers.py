@@ -136,6 +136,10 @@ def test_a_marginal_client_flag_is_shown_and_never_the_headline() -> None:
     assert head.caveat is None and head.points[0].level == "c=1"
     assert head.verdict is None or head.verdict.id != "client_limited"
     assert run.recommendation is not None and run.recommendation.verdict != "client_limited"
+    from infersight.core.level_flags import client_headline
+
+    banner = client_headline(run)  # still said at the top, as marginal
+    assert banner is not None and banner[0] == "CLIENT-LIMITED (MARGINAL)"
 
 
 def _two_levels(itl_low: float, itl_high: float) -> RunResult:
