@@ -9,6 +9,7 @@ from typing import Any
 
 from infersight.core.aggregate import client_headline, level_state
 from infersight.core.records import RunResult
+from infersight.report.capacity import curve_markdown
 from infersight.report.compare import (
     CompareRow,
     _get,
@@ -115,6 +116,7 @@ def _run_md(view: RunView) -> list[str]:
     if not priced:
         out += [f"Cost: {md_cell(no_price_text(view))}", ""]
     out += level_notes_md(view)
+    out += curve_markdown(r.capacity_curve, md_cell)
     out += floors_markdown(view)
     out += _verdicts_md(view)
     return out

@@ -110,11 +110,11 @@ def plan_capacity(
 ) -> CapacityPlan:
     """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``.
 
-    The slot / sequence limit comes from :func:`recommend_slots`, the function
-    ``diagnose`` uses for a slot-bound run, so both name the same number, and every
-    engine's settings use that one number. ``threads``: llama.cpp's ``-t`` on a CPU
-    (its physical cores). ``prompt_tokens``: the estimate's prompt length (without
-    it, prompts that fill the context, and the plan says so).
+    The slot / sequence limit comes from :func:`recommend_slots`; ``diagnose`` caps a
+    run's own number (Little's law) with the same memory bound, and every engine's
+    settings use that one number. ``threads``: llama.cpp's ``-t`` on a CPU (its
+    physical cores). ``prompt_tokens``: the estimate's prompt length (without it,
+    prompts that fill the context, and the plan says so).
     """
     if ctx <= 0:
         raise ConfigError("--ctx must be positive")
