@@ -28,6 +28,7 @@ _HELP = command_help(
         "infersight bench --concurrency 1,4,16 --requests 48 --out runs/demo",
         "infersight bench --url http://127.0.0.1:8000 --rate 1,2,4 --duration 1m",
         "infersight bench --url URL --find-max --slo 'ttft_p99<500ms,tpot_p99<50ms'",
+        "infersight bench --url URL --concurrency 8 --duration 30s --repeat 3 --out runs/a",
         "infersight bench --url URL --rate 200 --duration 1m --ray auto --workers 4",
     ],
 )
@@ -52,6 +53,7 @@ def register(app: typer.Typer) -> None:
         sweep_levels: int = typer.Option(4, help="Rates between baseline and saturation for --sweep auto."),
         requests: int = typer.Option(None, "--requests", "--num-prompts", help="Requests per level (--num-prompts as in vllm bench serve).", show_default="64 without --duration"),
         duration: float = duration_option(None, "--duration", help="How long each level sends."),
+        repeat: int = typer.Option(1, help="Run each level N times, interleaved; report A B then compares run against run."),
         warmup: str = typer.Option("auto", metavar="CUT", help="Cut from the start of the window: 'auto', a duration ('10s') or a request count ('20')."),
         cooldown: str = typer.Option("auto", metavar="CUT", help="Cut from the end of the window, like --warmup."),
         workers: int = typer.Option(1, help="Load-generator processes (with --ray: Ray actors across the cluster)."),
