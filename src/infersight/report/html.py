@@ -11,6 +11,7 @@ from html import escape
 
 from infersight import __version__
 from infersight.core.records import RunResult
+from infersight.core.significance import DEFAULT_DELTA
 from infersight.report.compare_html import comparison_html
 from infersight.report.headline_html import toc_html
 from infersight.report.sections import SECTIONS, run_section
@@ -52,7 +53,7 @@ svg .pt{font-size:13px;font-weight:600;fill:#1d2330}svg .tk{font-size:10px;fill:
 svg .al{font-size:11px;fill:#4a5160}svg .lg{font-size:11px;fill:#1d2330}svg .bl{font-size:10px;
 fill:#667085}svg .grid{stroke:#e6e9ee;stroke-width:1}
 td.better{background:#dff3e8;color:#146c43}td.worse{background:#fde8e6;color:#a12a1e}
-td.same{color:#667085}pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
+td.same{color:#667085}td.unsure{background:#fff4d6;color:#8a5a00}pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
 h2.inline{display:inline-block;border:0;margin:18px 0 6px}summary{cursor:pointer}.wide{overflow-x:auto;max-width:100%}dl.defs dt{font-weight:600;margin-top:6px}dl.defs dd{margin-left:18px}
 """
 
@@ -125,8 +126,8 @@ def _definitions() -> str:
     return f'<h2 id="definitions">Definitions</h2><dl class="defs">{items}</dl>'
 
 
-def render_views_html(views: Sequence[RunView]) -> str:
-    """The page for already built views."""
+def render_views_html(views: Sequence[RunView], *, threshold: float = DEFAULT_DELTA) -> str:
+    """The page for already built views (``threshold``: the comparison's noise δ)."""
     if not views:
         return _page("infersight report", "<h1>infersight report</h1><p>No results.</p>")
     title = "infersight report: " + (
@@ -134,15 +135,18 @@ def render_views_html(views: Sequence[RunView]) -> str:
     )
     parts = [f"<h1>{escape(title)}</h1>"]
     if len(views) > 1:
-        parts.append(comparison_html(views))
+        parts.append(comparison_html(views, threshold=threshold))
     parts.extend(run_section(v, i) for i, v in enumerate(views))
     parts.append(_definitions())
     return _page(title, "".join(parts), toc_html(views, SECTIONS))
 
 
 def render_html(
-    results: RunResult | Sequence[RunResult], labels: Sequence[str] | None = None
+    results: RunResult | Sequence[RunResult],
+    labels: Sequence[str] | None = None,
+    *,
+    threshold: float = DEFAULT_DELTA,
 ) -> str:
     """One self-contained HTML report for one or several RunResults (first = baseline)."""
     seq = [results] if isinstance(results, RunResult) else list(results)
-    return render_views_html(build_views(seq, labels))
+    return render_views_html(build_views(seq, labels), threshold=threshold)
