@@ -28,7 +28,7 @@ _HELP = command_help(
         "infersight bench --concurrency 1,4,16 --requests 48 --out runs/demo",
         "infersight bench --url http://127.0.0.1:8000 --rate 1,2,4 --duration 1m",
         "infersight bench --url URL --find-max --slo 'ttft_p99<500ms,tpot_p99<50ms'",
-        "infersight bench --url URL --concurrency 8 --duration 30s --repeat 3 --out runs/a",
+        "infersight bench --url URL --concurrency 8 --duration 30s --repeat 3 -o A",
         "infersight bench --url URL --rate 200 --duration 1m --ray auto --workers 4",
     ],
 )

@@ -27,7 +27,7 @@ _HELP = command_help(
     examples=[
         "infersight report runs/demo/result.json -o report.html",
         "infersight report before.json after.json -l before -l after -m summary.md",
-        "infersight report a.json b.json --threshold 3%     # calls against a 3% noise floor",
+        "infersight report a.json b.json --threshold 3%",
         "infersight report --prometheus http://prom:9090 --since 6h -o fleet.html",
     ],
 )

@@ -15,6 +15,7 @@ import aiohttp
 import orjson
 
 from infersight.client.attempt import simple_call
+from infersight.client.errors_map import extract_message
 from infersight.client.keepalive import KeepAlive
 from infersight.client.resend import TimedRequest
 from infersight.client.types import Timeouts
@@ -121,6 +122,17 @@ class BaseClient:
         status, data = await self._simple("GET", path)
         if status == 404:
             raise E.BadRequest(f"HTTP 404 from {self.url(path)}", status=404)
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise E.MalformedStream(f"{self.url(path)} did not answer JSON") from None
+
+    async def put_json(self, path: str, body: Any) -> Any:
+        """PUT a JSON body and read the JSON answer, with typed errors (404 ->
+        BadRequest), e.g. the gateway's ``/upstreams/{name}/limit``."""
+        status, data = await self._simple("PUT", path, body)
+        if status == 404:
+            raise E.BadRequest(f"HTTP 404 from {self.url(path)}: {extract_message(data)}", status=404)
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -83,6 +83,7 @@ class Gateway(AdminEndpoints):
         app.router.add_get("/metrics", self.prom)
         app.router.add_get("/health", self.health)
         app.router.add_get("/stats", self.stats)
+        app.router.add_put("/upstreams/{name}/limit", self.set_limit)
         # Anything else gets an OpenAI-style error body too (aiohttp's default is text).
         for path in ENDPOINTS:
             app.router.add_route("*", path, self._method_not_allowed)

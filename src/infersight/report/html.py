@@ -17,7 +17,7 @@ from infersight.report.headline_html import toc_html
 from infersight.report.sections import SECTIONS, run_section
 from infersight.report.view import RunView, build_views
 
-__all__ = ["comparison_html", "render_html", "render_views_html"]
+__all__ = ["comparison_html", "html_page", "render_html", "render_views_html"]
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
@@ -108,7 +108,7 @@ DEFINITIONS = (
 )
 
 
-def _page(title: str, body: str, toc: str = "") -> str:
+def html_page(title: str, body: str, toc: str = "") -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -129,7 +129,7 @@ def _definitions() -> str:
 def render_views_html(views: Sequence[RunView], *, threshold: float = DEFAULT_DELTA) -> str:
     """The page for already built views (``threshold``: the comparison's noise δ)."""
     if not views:
-        return _page("infersight report", "<h1>infersight report</h1><p>No results.</p>")
+        return html_page("infersight report", "<h1>infersight report</h1><p>No results.</p>")
     title = "infersight report: " + (
         views[0].label if len(views) == 1 else " vs ".join(v.label for v in views)
     )
@@ -138,7 +138,7 @@ def render_views_html(views: Sequence[RunView], *, threshold: float = DEFAULT_DE
         parts.append(comparison_html(views, threshold=threshold))
     parts.extend(run_section(v, i) for i, v in enumerate(views))
     parts.append(_definitions())
-    return _page(title, "".join(parts), toc_html(views, SECTIONS))
+    return html_page(title, "".join(parts), toc_html(views, SECTIONS))
 
 
 def render_html(
