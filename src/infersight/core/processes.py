@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,7 +56,5 @@ def _stop_group(proc: subprocess.Popen[Any], grace: float) -> None:
                 _signal_group(pgid, signal.SIGKILL)
                 break
             time.sleep(0.05)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):  # only a hung kernel ignores SIGKILL
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # SIGKILL cannot be ignored: only a hung kernel
-        pass
