@@ -82,6 +82,8 @@ def register(app: typer.Typer) -> None:
         result = run_tune(cfg, bench)
         if result.stopped == "interrupted":
             raise typer.Exit(130)
+        if result.stopped == "baseline failed":
+            raise typer.Exit(1)
 
 
 #: Flags that belong to tune itself (the rest describe each trial's bench run).

@@ -15,7 +15,7 @@ from infersight.report.html import html_page
 from infersight.report.levels import fmt_cell
 from infersight.report.plots import throughput_latency_charts
 from infersight.report.sections import verdicts_html
-from infersight.report.svg import chart
+from infersight.report.svg import chart, fmt_value
 from infersight.report.svg_types import PALETTE, Series
 from infersight.report.view import build_view
 
@@ -40,7 +40,7 @@ def _answer(t: TuneResult) -> str:
     if t.guide.get("reason"):
         rows.append(("Knob", f"{t.knob}, {t.direction}: {t.guide['reason']}"))
     what = "goodput under the SLO" if t.slo else "best sustainable throughput"
-    slo = ", ".join(f"{k} < {v:g} s" for k, v in t.slo.items())
+    slo = ", ".join(f"{k} < {fmt_value(v, 's')}" for k, v in t.slo.items())
     rows.append(("Objective", what + (f" ({slo})" if slo else "")))
     if t.noise_floor is not None:
         rows.append(("Noise floor", f"{t.noise_floor:.1%}, from {t.noise_basis}: a setting "
@@ -49,14 +49,15 @@ def _answer(t: TuneResult) -> str:
                  + (f" of a {t.budget_s / 60:.0f} min budget" if t.budget_s else "")
                  + ("" if t.stopped == "done" else f", stopped: {t.stopped}")))
     body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
-    return f'<div class="answer"><table>{body}</table></div>'
+    return f'<div class="answer" id="answer"><table>{body}</table></div>'
 
 
 def _curve(t: TuneResult) -> str:
     if t.knob is None:
         return ""
-    pts = [(float(tr.setting[t.knob]), tr) for tr in t.trials
-           if tr.status == "ok" and tr.objective is not None and t.knob in tr.setting]
+    pts = sorted(((float(tr.setting[t.knob]), tr) for tr in t.trials
+                  if tr.status == "ok" and tr.objective is not None and t.knob in tr.setting),
+                 key=lambda p: (p[0], p[1].index))
     if not pts:
         return ""
     series = [Series("objective", [p[0] for p in pts], [p[1].objective or 0.0 for p in pts],
@@ -109,10 +110,19 @@ def _before_after(t: TuneResult) -> str:
             "choice, run again)</th><th>call</th><th>note</th></tr>" + "".join(rows) + "</table>")
 
 
+def _toc(t: TuneResult, runs: Mapping[str, RunResult]) -> str:
+    subs = "".join(f'<li><a href="#trial-{tr.index}">Trial {tr.index}</a></li>'
+                   for tr in t.trials if tr.result is not None and tr.result in runs)
+    items = ('<li><a href="#answer">Answer</a></li><li><a href="#trials">Trials</a></li>'
+             '<li><a href="#before-after">Before and after</a></li>'
+             f'<li><a href="#runs">Each trial</a><ul>{subs}</ul></li>')
+    return f'<nav class="toc" aria-label="contents"><ul>{items}</ul></nav>'
+
+
 def _trial_details(tr: TrialRecord, run: RunResult, knob: str | None) -> str:
     view = build_view(run, f"trial {tr.index}")
     charts = "".join(throughput_latency_charts(view))
-    return (f"<details><summary>Trial {tr.index} ({escape(tr.role)}): "
+    return (f'<details id="trial-{tr.index}"><summary>Trial {tr.index} ({escape(tr.role)}): '
             f"{escape(_setting(tr.setting, knob))}</summary>{verdicts_html(view)}"
             f'<div class="charts">{charts}</div></details>')
 
@@ -130,4 +140,4 @@ def render_tune_html(result: TuneResult, runs: Mapping[str, RunResult]) -> str:
             f"{_trials(result)}<h2 id=\"before-after\">Before and after</h2>{_before_after(result)}"
             + ("".join(f"<p class=muted>note: {escape(n)}</p>" for n in result.notes))
             + f'<h2 id="runs">Each trial</h2>{details or "<p class=muted>No trial ran.</p>"}')
-    return html_page(title, body)
+    return html_page(title, body, _toc(result, runs))

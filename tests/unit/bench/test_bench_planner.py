@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from infersight.bench.config import BenchConfig
-from infersight.core.errors import ConfigError
 from infersight.bench.planner import LevelPlanner
+from infersight.core.errors import ConfigError
 
 
 def agg(throughput: float, met: bool | None = None) -> dict[str, Any]:

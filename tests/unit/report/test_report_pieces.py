@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from report_synth import make_run
 
 from infersight.core.records import RequestRecord, RunResult
-from infersight.report.cdf import cdf_points
 from infersight.core.significance import BETTER, RUN_MORE
+from infersight.report.cdf import cdf_points
 from infersight.report.compare import delta, fmt_delta, matched_rows
 from infersight.report.svg import fmt_value, nice_ticks
 from infersight.report.timeline import build_timeline, mean_occupancy
@@ -110,7 +110,7 @@ def test_comparison_rows_take_values_from_the_aggregates() -> None:
     before = make_run(900, levels=(1, 8), seed=4, run_id="before")
     after = make_run(900, levels=(1, 8), seed=4, base_itl=0.005, run_id="after")
     vb, va = build_views([before, after])
-    (_, _, rows_1), (level, _, rows_8) = matched_rows([vb, va])
+    _, (level, _, rows_8) = matched_rows([vb, va])
     assert level == "c=8"
     rows = {r.metric: r for r in rows_8}
     assert rows["e2e p99"].values == [
