@@ -28,6 +28,12 @@ class CurvePoint(BaseModel):
     inflight: float | None = None
     #: "engine" (R from /metrics) or "client" (time-weighted requests in flight).
     inflight_source: str = "client"
+    #: The client's time-weighted requests in flight (the work offered; the knee's
+    #: doublings are counted on it, since an admission limit caps R).
+    client_inflight: float | None = None
+    #: The level's load: closed-loop clients, or the open-loop rate offered (req/s).
+    concurrency: int | None = None
+    offered_rate: float | None = None
     #: Completions per second over the level's throughput span.
     throughput: float | None = None
     #: Output tokens per second over the same span.
@@ -44,6 +50,8 @@ class CurvePoint(BaseModel):
     steady: bool = False
     #: Open-loop levels: whether the rate was sustainable (None: not judged).
     sustainable: bool | None = None
+    #: The level's client-limited flag is set (and more than marginal).
+    client_limited: bool = False
 
 
 class CapacityCurve(BaseModel):
@@ -59,6 +67,14 @@ class CapacityCurve(BaseModel):
     above: float | None = None
     #: What binds at the plateau: "admission" (slots, a scheduler budget) or "compute".
     plateau: Literal["admission", "compute"] | None = None
+    #: Requests running where throughput stops growing, whatever binds (for an
+    #: admission limit: the limit, as throughput x time in the engine shows it).
+    plateau_at: float | None = None
+    #: The first level of the plateau.
+    plateau_level: str | None = None
+    #: The best operating point (docs/design.md section 5): the knee, or the
+    #: lowest-latency steady level within 5% of the best sustainable throughput.
+    best_level: str | None = None
     #: Best sustainable throughput (req/s), the capacity of one replica.
     capacity: float | None = None
     #: How each figure was obtained, for the evidence tables.

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from infersight.core.records import RunResult
+from infersight.core.verdicts import is_marginal
 
 __all__ = [
     "CLIENT_CPU_LIMIT",
@@ -23,8 +24,10 @@ __all__ = [
     "RATE_RATIO_LIMIT",
     "client_headline",
     "client_limited",
+    "flagged",
     "level_notes",
     "level_state",
+    "marginal_run",
 ]
 
 #: Client-limited thresholds (docs/design.md section 2).
@@ -53,6 +56,8 @@ def client_limited(
     load-generator worker on its own figures; the flag's ``workers`` entry keeps them.
     """
     reasons: list[str] = []
+    #: Per reason: whether it clears its limit by less than 20% (docs/design.md s.5).
+    marginal: list[bool] = []
     lag99 = agg["schedule_lag"]["p99"]
     ttft50 = agg["ttft"]["p50"]
     lag_limit = max(LAG_P99_LIMIT, LAG_TTFT_FRACTION * (ttft50 or 0.0))
@@ -61,26 +66,33 @@ def client_limited(
             f"schedule lag p99 {lag99 * 1e3:.1f} ms > {lag_limit * 1e3:.1f} ms "
             f"(the larger of {LAG_P99_LIMIT * 1e3:.0f} ms and {LAG_TTFT_FRACTION:.0%} of TTFT p50)"
         )
+        marginal.append(is_marginal(lag99, lag_limit))
     per_worker = None if workers is None else _judge_workers(workers, lag_limit, check_lag)
     if per_worker is not None:
         reasons += [r for w in per_worker for r in w["reasons"]]
+        marginal += [m for w in per_worker for m in w["marginal"]]
     elif loadgen_cpu_percent is not None and loadgen_cpu_percent > CLIENT_CPU_LIMIT:
         reasons.append(
             f"load generator CPU {loadgen_cpu_percent:.0f}% of a core "
             f"> {CLIENT_CPU_LIMIT:.0f}% per worker"
         )
+        marginal.append(is_marginal(loadgen_cpu_percent, CLIENT_CPU_LIMIT))
     achieved = agg["achieved_rate"]
     if scheduled_rate and achieved is not None and achieved < RATE_RATIO_LIMIT * scheduled_rate:
         reasons.append(
             f"achieved send rate {achieved:.2f}/s < {RATE_RATIO_LIMIT:.0%} of "
             f"scheduled {scheduled_rate:.2f}/s"
         )
+        # the flag is on the shortfall: 5% allowed, marginal below 6%
+        marginal.append(is_marginal(1 - achieved / scheduled_rate, 1 - RATE_RATIO_LIMIT))
     if reasons and contention:
         # Both sides slow each other down: name the contention, not the client alone.
         reasons = [f"{r}, while {contention} (contention, not the client alone)" for r in reasons]
     out: dict[str, Any] = {
         "flag": bool(reasons),
         "reasons": reasons,
+        # every reason within 20% of its limit: shown as marginal, never the headline
+        "marginal": bool(reasons) and all(marginal),
         "lag_limit": lag_limit,
         "contention": contention,
     }
@@ -97,14 +109,16 @@ def _judge_workers(
     for w in workers:
         who = f"worker {w['worker']}" + (f" on {w['host']}" if w.get("host") else "")
         lag, cpu = w.get("lag_p99"), w.get("cpu_percent")
-        reasons = []
+        reasons, marginal = [], []
         if check_lag and lag is not None and lag > lag_limit:
             reasons.append(f"{who}: schedule lag p99 {lag * 1e3:.1f} ms > {lag_limit * 1e3:.1f} ms")
+            marginal.append(is_marginal(lag, lag_limit))
         if cpu is not None and cpu > CLIENT_CPU_LIMIT:
             reasons.append(
                 f"{who}: load generator CPU {cpu:.0f}% of a core > {CLIENT_CPU_LIMIT:.0f}%"
             )
-        out.append({**w, "flag": bool(reasons), "reasons": reasons})
+            marginal.append(is_marginal(cpu, CLIENT_CPU_LIMIT))
+        out.append({**w, "flag": bool(reasons), "reasons": reasons, "marginal": marginal})
     return out
 
 
@@ -117,6 +131,12 @@ def client_headline(result: RunResult) -> tuple[str, str] | None:
     if not result.client_limited:
         return None
     reasons = "; ".join(result.client_limited_reasons) or "see the schedule lag"
+    if marginal_run(result):
+        return (
+            "CLIENT-LIMITED (MARGINAL)",
+            f"every flag clears its limit by less than 20% ({reasons}); the figures are "
+            "very likely the server's, but rerun with more --workers to be sure",
+        )
     contention = result.environment.get("cpu_contention")
     if contention:
         return (
@@ -128,6 +148,20 @@ def client_headline(result: RunResult) -> tuple[str, str] | None:
         "CLIENT-LIMITED",
         f"the load generator, not the server, may have limited these numbers: {reasons}",
     )
+
+
+def flagged(agg: dict[str, Any]) -> bool:
+    """Whether a level's client-limited flag is set and more than marginal."""
+    cl = agg.get("client_limited") or {}
+    return bool(cl.get("flag")) and not cl.get("marginal")
+
+
+def marginal_run(result: RunResult) -> bool:
+    """A client-limited run whose every flagged level is only marginally flagged."""
+    levels = [a.get("client_limited") or {} for a in result.aggregates.values()
+              if isinstance(a, dict)]
+    hit = [cl for cl in levels if cl.get("flag")]
+    return bool(hit) and all(cl.get("marginal") for cl in hit)
 
 
 def level_state(agg: dict[str, Any]) -> str:

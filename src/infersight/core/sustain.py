@@ -1,15 +1,16 @@
 """Is an open-loop level sustainable? (docs/design.md section 2, "Sustainability")
 
-A level is *unsustainable* when the server completes fewer requests than were offered
-(short by more than 5%), or when the number of requests in flight grows through the
-window (least-squares slope with its 95% interval above 0). Its latency percentiles
+A level is *unsustainable* when the server answers fewer requests than were offered
+(short by more than 5%; a success and an error are both answers, so a server that fails
+fast is error-driven, not overloaded), or when the number of requests in flight grows
+through the window (least-squares slope with its 95% interval above 0). Its latency percentiles
 then grow with the level's duration and say nothing about the server, while the rate
 it did complete is an estimate of the server's capacity.
 
 Both tests are built to be unbiased in a steady state:
 
-- *Completions* are counted one fill time (the median latency of the first sends)
-  after the window, over the same length as the window: ``[start + f, end + f]``
+- *Answers* (successes and errors) are counted one fill time (the median latency of
+  the first sends) after the window, over the same length as the window: ``[start + f, end + f]``
   against the sends in ``[start, end]``. A stationary server shifts every send by its
   latency, so the two counts agree up to edge effects (a tolerance of 2 requests).
 - *In-flight growth* is fitted, from one fill time after the first send (while the
@@ -46,6 +47,11 @@ _BLOCKS = 10
 _TREND_MIN_SENDS = 10
 #: Student's t, 97.5% quantile, 8 degrees of freedom (10 blocks, 2 parameters).
 _T975_DF8 = 2.306
+
+
+def _answered(r: RequestRecord) -> bool:
+    """A success or an error the server gave back (a cancelled request is neither)."""
+    return r.ok or (r.error is not None and not r.cancelled and r.end is not None)
 
 
 def inflight_trend(
@@ -132,7 +138,9 @@ def judge_sustainability(
         return out
     fill = fill_time(records)
     sends = len(window.members)
-    done = sum(1 for r in records if r.ok and start + fill <= finish_time(r) <= end + fill)
+    # Answers, not successes: an error that came back is a request the server kept up
+    # with (the error-driven verdict judges it), not one still queued.
+    done = sum(1 for r in records if _answered(r) and start + fill <= finish_time(r) <= end + fill)
     offered, ratio = sends / dur, done / sends
     # The rate it completed: the level's throughput (completions over the throughput
     # span). Over that span an overloaded server is busy throughout, so this is its
@@ -154,8 +162,8 @@ def judge_sustainability(
     counted = sends >= MIN_REQUESTS  # a few requests short of a handful says nothing
     if counted and ratio < 1 - SHORTFALL_LIMIT and sends - done > max(_SLACK_REQUESTS, 3 * std):
         reasons.append(
-            f"completed {ratio:.0%} of the requests offered in the window, one fill time "
-            f"later ({achieved:.3g} req/s against {offered:.3g} offered)"
+            f"answered {ratio:.0%} of the requests offered in the window, one fill time "
+            f"later ({achieved:.3g} req/s completed against {offered:.3g} offered)"
         )
     if trend is not None:
         out["inflight_slope"] = trend["slope"]

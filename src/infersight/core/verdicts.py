@@ -16,7 +16,24 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-__all__ = ["VERDICT_IDS", "Evidence", "Verdict", "VerdictWindow", "evidence_key"]
+__all__ = ["MARGINAL", "VERDICT_IDS", "Evidence", "Verdict", "VerdictWindow", "evidence_key",
+           "is_marginal"]
+
+#: A flag that clears its threshold by less than this fraction is "marginal"
+#: (docs/design.md section 5): shown as such, never the headline.
+MARGINAL = 0.20
+
+
+def is_marginal(value: float, limit: float, *, below: bool = False) -> bool:
+    """Whether ``value`` is past ``limit`` by less than :data:`MARGINAL` of it.
+
+    ``below``: the flag is for values under the limit (a shortfall); the margin is then
+    how far under it, relative to the limit.
+    """
+    if limit == 0:
+        return False
+    past = (limit - value) / abs(limit) if below else (value - limit) / abs(limit)
+    return 0.0 <= past < MARGINAL
 
 #: Every verdict id, in the order outputs list them (most actionable first).
 VERDICT_IDS: tuple[str, ...] = (
@@ -118,6 +135,8 @@ class Verdict(BaseModel):
     level: str | None = None
     #: The engine the fixes are named for ("vllm", "llamacpp", "embedded", ...).
     engine: str = "unknown"
+    #: The flag clears its threshold by less than 20%: shown, never the headline.
+    marginal: bool = False
 
     def find(self, key: str) -> Evidence | None:
         """The first evidence with this key (or, failing that, this label)."""

@@ -1,22 +1,39 @@
-"""``diagnose(result)``: split a run into windows, compute the symbols, apply the rules."""
+"""``diagnose_run(result)``: the run's capacity curve, then its windows, the symbols and
+the rules, then its one recommendation (docs/design.md sections 2 and 5)."""
 
 from __future__ import annotations
 
 import itertools
 import platform
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.records import RunResult
 from infersight.core.verdicts import VERDICT_IDS, Evidence, Verdict, VerdictWindow
+from infersight.diagnose.calibrate import calibrate_cpu, physics_bounds, sequence_context
 from infersight.diagnose.context import RunContext, resolve_context, stored_physics
+from infersight.diagnose.curve import build_curve, level_aggregates
+from infersight.diagnose.fix_numbers import FixNumbers, fix_numbers
 from infersight.diagnose.physics.hardware import Device
+from infersight.diagnose.recommend import recommend, reconcile
 from infersight.diagnose.rules import RuleInput, evaluate
 from infersight.diagnose.signals import RecordArrays, SampleIndex, WindowStats, window_stats
 from infersight.diagnose.signals_engine import EngineSignals, engine_signals, floor_record
 
-__all__ = ["diagnose"]
+__all__ = ["Diagnosis", "diagnose", "diagnose_run"]
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """What diagnose finds in a run: each window's verdicts, the run's capacity curve
+    and its one recommendation (stored in the RunResult by ``embed_diagnosis``)."""
+
+    verdicts: list[Verdict]
+    curve: CapacityCurve | None
+    recommendation: Recommendation | None
 
 #: Own fallback for files without the bench's flag (docs/design.md section 2).
 LAG_P99_LIMIT = 0.005
@@ -98,19 +115,31 @@ def use_aggregates(w: WindowStats, agg: dict[str, Any], level: str) -> None:
         w.itl_source = str(w.extra["itl_p50_source"])
 
 
-def _evaluate_window(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunContext,
-                     level: str | None, idx: np.ndarray, t0: float, t1: float,
+@dataclass(frozen=True, slots=True)
+class _Run:
+    result: RunResult
+    ra: RecordArrays
+    sidx: SampleIndex
+    ctx: RunContext
+    curve: CapacityCurve | None
+    fix: FixNumbers | None
+
+
+def _evaluate_window(run: _Run, level: str | None, idx: np.ndarray, t0: float, t1: float,
                      whole_level: bool) -> tuple[list[Verdict], EngineSignals]:
-    w = window_stats(ra, t0, t1, idx)
+    result = run.result
+    w = window_stats(run.ra, t0, t1, idx)
     agg = result.aggregates.get(level, {}) if level is not None else {}
     if not isinstance(agg, dict):
         agg = {}
     if whole_level and level is not None:
         use_aggregates(w, agg, level)
-    s = engine_signals(sidx, w, ctx, level if whole_level else None)
+    s = engine_signals(run.sidx, w, run.ctx, level if whole_level else None)
     flag, reasons = _client_flag(result, agg, level, w.lag_p99, s.loadgen_cpu)
-    ri = RuleInput(w=w, s=s, ctx=ctx, level=level, client_limited=flag,
-                   client_reasons=reasons, agg=agg)
+    marginal = bool((agg.get("client_limited") or {}).get("marginal"))
+    ri = RuleInput(w=w, s=s, ctx=run.ctx, level=level, client_limited=flag,
+                   client_reasons=reasons, agg=agg, curve=run.curve, fix=run.fix,
+                   client_marginal=marginal)
     return evaluate(ri), s
 
 
@@ -142,38 +171,74 @@ def diagnose(
     engine_slots: int | None = None,
     store_physics: bool = False,
 ) -> list[Verdict]:
-    """Diagnose a run: the verdicts of docs/design.md section 5, per time window.
+    """The verdicts of :func:`diagnose_run` (docs/design.md section 5), per time window."""
+    return diagnose_run(result, window_seconds=window_seconds, model=model, gpu=gpu,
+                        engine_slots=engine_slots, store_physics=store_physics).verdicts
+
+
+def _prepare(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunContext) -> _Run:
+    """The capacity curve, the CPU's calibrated ceiling and the numbers of the fixes."""
+    levels = _levels(result, ra) if ra.records else []
+    if not levels or levels[0][0] is None:
+        return _Run(result, ra, sidx, ctx, None, None)
+    aggs = level_aggregates(result, levels)
+    curve = build_curve(levels, aggs, ra, sidx)
+    calibrate_cpu(ctx, curve, aggs)
+    if curve is not None and curve.plateau == "admission" and curve.plateau_at:
+        first = next(p for p in curve.points if p.level == curve.plateau_level)
+        ctx.curve_slots = float(max(1, round(curve.plateau_at)))
+        ctx.curve_slots_source = (
+            f"inferred from the capacity curve: throughput flat at about {first.throughput:.3g} "
+            f"req/s from {first.level} on, TPOT flat and TTFT growing (an admission limit)")
+    bounds = physics_bounds(ctx, sequence_context(ctx, aggs))
+    fix = fix_numbers(curve, bounds) if curve is not None else None
+    return _Run(result, ra, sidx, ctx, curve, fix)
+
+
+def diagnose_run(
+    result: RunResult,
+    *,
+    window_seconds: float | None = None,
+    model: Any = None,
+    gpu: str | Device | None = None,
+    engine_slots: int | None = None,
+    store_physics: bool = False,
+) -> Diagnosis:
+    """Diagnose a run: its capacity curve, the verdicts of docs/design.md section 5 per
+    time window, and the run's one recommendation.
 
     Windows are the bench's load levels (``records[i].labels["level"]``) by default, or
     consecutive slices of ``window_seconds``. ``model`` (config.json / GGUF path,
     ``"embedded"``, a dict) and ``gpu`` (a peak-table name) enable the roofline floors
     when the RunResult does not name them itself. ``engine_slots`` states the engine's
-    slot limit (else: the run's ``--engine-slots``, the engine's export, or R's plateau).
-    With ``store_physics`` the device peaks and per-level floors used are written to
-    ``result.environment["physics"]``, so later readers of the file reuse them instead
-    of measuring their own machine. A window where nothing is wrong gets one
-    ``healthy`` verdict.
+    slot limit (else: the run's ``--engine-slots``, the engine's export, R's plateau or
+    the curve's). With ``store_physics`` the device peaks and per-level floors used are
+    written to ``result.environment["physics"]``, so later readers of the file reuse
+    them instead of measuring their own machine. A window where nothing is wrong gets
+    one ``healthy`` verdict.
     """
     ra = RecordArrays.build(result.records)
     sidx = SampleIndex(result.samples)
     ctx = resolve_context(result, sidx, model=model, gpu=gpu, engine_slots=engine_slots)
+    run = _prepare(result, ra, sidx, ctx)
     windows = _windows(result, ra, sidx, window_seconds)
     order = {vid: i for i, vid in enumerate(VERDICT_IDS)}
     verdicts: list[Verdict] = []
     floors: dict[str, dict[str, Any]] = {}
     for level, ids, a, b in windows:
-        vs, sig = _evaluate_window(result, ra, sidx, ctx, level, ids, a, b,
-                                   whole_level=not window_seconds)
+        vs, sig = _evaluate_window(run, level, ids, a, b, whole_level=not window_seconds)
         verdicts.extend(sorted(vs, key=lambda v: order.get(v.id, 99)))
         if level is not None and not window_seconds and sig.itl_floor is not None:
             floors[level] = floor_record(sig)
     if window_seconds:
         verdicts = _merge(verdicts)
+    rec = recommend(verdicts, run.curve, run.fix, ctx.engine)
+    reconcile(verdicts, rec)
     for v in verdicts:
         v.evidence.extend(Evidence(key="note", name="note", value=n, source="diagnose") for n in ctx.notes)
     if store_physics:
         _store(result, ctx, floors)
-    return verdicts
+    return Diagnosis(verdicts, run.curve, rec)
 
 
 def _windows(result: RunResult, ra: RecordArrays, sidx: SampleIndex,
@@ -216,7 +281,7 @@ def _store(result: RunResult, ctx: RunContext, floors: dict[str, dict[str, Any]]
         "model": ctx.shape.name if ctx.shape is not None else None,
         "floors": floors,
     }
-    if ctx.device.measured and ctx.device_origin == "measured":
+    if ctx.device.measured and ctx.device_origin in ("measured", "calibrated"):
         doc["measured_on"] = platform.node()
     elif ctx.device_origin == "stored":
         doc["measured_on"] = stored_physics(result).get("measured_on")

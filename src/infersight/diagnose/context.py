@@ -43,8 +43,25 @@ class RunContext:
     notes: list[str]
     #: Floors the run stored per level (reused so every reader shows the same numbers).
     stored_floors: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: Where the device peaks come from: "given", "stored", "table" or "measured".
+    #: The stored device peaks were given, from the GPU table or calibrated when stored.
+    stored_trusted: bool = False
+    #: An admission limit the capacity curve shows (throughput flat, TPOT flat, TTFT
+    #: growing), used as S when neither the engine nor the run states one.
+    curve_slots: float | None = None
+    curve_slots_source: str = ""
+    #: Where the device peaks come from: "given", "stored", "table", "measured" or
+    #: "calibrated" (a CPU's FLOP/s from the run's own knee).
     device_origin: str = ""
+
+    @property
+    def compute_trusted(self) -> bool:
+        """Whether the device's FLOP/s may bound compute (MFU, the roofline's knee): a
+        peak given or from the GPU table, or a CPU's calibrated from a run; never a
+        CPU's generic matmul figure (docs/design.md section 5, notes on CPU engines)."""
+        if self.device is None:
+            return False
+        return (self.device_origin in ("given", "calibrated") or self.stored_trusted
+                or self.device.compute_trusted)
 
 
 def _is_embedded(eng_cfg: Any) -> bool:
@@ -230,4 +247,6 @@ def resolve_context(
         notes=notes,
         stored_floors=floors if isinstance(floors, dict) else {},
         device_origin=origin,
+        stored_trusted=origin == "stored"
+        and stored_physics(result).get("device_origin") in ("given", "table", "calibrated"),
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
-from infersight.diagnose.analyze import diagnose
+from infersight.diagnose.analyze import diagnose_run
 
 __all__ = ["embed_diagnosis"]
 
@@ -19,18 +19,22 @@ log = logging.getLogger(__name__)
 
 
 def embed_diagnosis(result: RunResult, **options: Any) -> list[Verdict]:
-    """Diagnose ``result`` and store the verdicts in ``result.diagnosis``.
+    """Diagnose ``result`` and store the verdicts in ``result.diagnosis``, the capacity
+    curve in ``result.capacity_curve`` and the run's one recommendation in
+    ``result.recommendation``.
 
-    ``options`` go to :func:`infersight.diagnose.diagnose` (``store_physics=True``
+    ``options`` go to :func:`infersight.diagnose.diagnose_run` (``store_physics=True``
     keeps the peaks and floors used in the file). A bug in diagnose must not cost the
     user the measurements: the run keeps them, the traceback is logged and a note in
     every output says so; it never passes quietly.
     """
     try:
-        verdicts = diagnose(result, **options)
+        found = diagnose_run(result, **options)
     except Exception as e:
         log.exception("diagnosis failed")
         result.notes.append(f"diagnosis failed (a bug, please report it): {type(e).__name__}: {e}")
         return []
-    result.diagnosis = verdicts
-    return verdicts
+    result.diagnosis = found.verdicts
+    result.capacity_curve = found.curve
+    result.recommendation = found.recommendation
+    return found.verdicts

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from infersight.core.engines import engine_specs
 
-__all__ = ["kv_fixes", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
+__all__ = ["DOWNSIZE", "kv_fixes", "raises_slots", "replica_fixes", "slot_fix", "slot_flag",
+           "under_loaded_fixes"]
+
+#: How a fix that shrinks the server begins (the run's recommendation may overrule it).
+DOWNSIZE = "or downsize:"
 
 #: Engines whose slot setting is not in the telemetry name map (data/telemetry/engines.toml).
 _OWN_SLOT_FLAG = {
@@ -24,9 +28,10 @@ def slot_flag(engine: str) -> str:
 
 
 def slot_fix(engine: str, current: int, target: int, *, ctx_per_slot: int | None, why: str,
-             inferred: bool = False) -> list[str]:
+             inferred: str | None = None) -> list[str]:
     """How to raise the slot limit from ``current`` to ``target``; ``why`` says why that
-    number (memory, compute knee, demand)."""
+    number (Little's law, the knee, memory); ``inferred`` says how ``current`` was found
+    when the engine does not state it."""
     flag = slot_flag(engine)
     step = f"{current} \u2192 {target}"
     out: list[str]
@@ -49,7 +54,7 @@ def slot_fix(engine: str, current: int, target: int, *, ctx_per_slot: int | None
         out.append("if vLLM's startup log shows KV blocks for fewer sequences, also raise "
                    "--gpu-memory-utilization (e.g. 0.92-0.95)")
     if inferred:
-        out.append(f"the limit {current} was inferred from R's plateau; if {flag} is set "
+        out.append(f"the limit {current} was inferred from {inferred}; if {flag} is set "
                    f"otherwise, state it with --engine-slots N")
     return out
 
@@ -100,6 +105,12 @@ def under_loaded_fixes(engine: str, slots: float | None) -> list[str]:
            "put `infersight gateway` with an adaptive concurrency limit in front of it so "
            "many clients share the server"]
     if slots:
-        out.append(f"or downsize: fewer replicas or a smaller instance; {slot_flag(engine)} "
+        out.append(f"{DOWNSIZE} fewer replicas or a smaller instance; {slot_flag(engine)} "
                    f"{int(slots)} is far above the concurrency seen")
     return out
+
+
+def raises_slots(fix: str) -> bool:
+    """Whether a fix line raises the slot limit or the batch (:func:`slot_fix`, the
+    busy-illusion and bandwidth-bound advice)."""
+    return fix.startswith(("raise ", "batch more sequences"))

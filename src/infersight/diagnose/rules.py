@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
+from infersight.diagnose.rules_curve import compute_bound
 from infersight.diagnose.rules_device import (
     bandwidth_decode,
     busy_illusion,
@@ -21,14 +22,21 @@ from infersight.diagnose.rules_overload import overloaded
 
 __all__ = ["RULES", "RuleInput", "evaluate"]
 
-RULES = (client_limited, memory_pressure, error_driven, overloaded, queueing, host_starved,
-         busy_illusion, under_loaded, compute_prefill, bandwidth_decode)
+RULES = (client_limited, memory_pressure, error_driven, overloaded, compute_bound, queueing,
+         host_starved, busy_illusion, under_loaded, compute_prefill, bandwidth_decode)
+
+#: Verdicts a measured compute limit overrides at the same level: their fix (more slots,
+#: "no limiter binding") would contradict the curve (docs/design.md section 5).
+_OVERRIDDEN_BY_COMPUTE = ("slot_bound", "capacity", "under_loaded", "busy_illusion")
 
 
 def evaluate(ri: RuleInput) -> list[Verdict]:
-    """Every verdict that fires on this window, or one ``healthy`` verdict."""
+    """Every verdict that fires on this window, or one ``healthy`` verdict (also beside
+    verdicts that are all marginal: those never stand for the window alone)."""
     out = [v for rule in RULES if (v := rule(ri)) is not None]
-    if out:
+    if any(v.id == "compute_bound" for v in out):
+        out = [v for v in out if v.id not in _OVERRIDDEN_BY_COMPUTE]
+    if out and not all(v.marginal for v in out):
         return out
     s, w = ri.s, ri.w
     parts = [f"{w.n} requests, {w.n_failed} errors"]
@@ -39,5 +47,6 @@ def evaluate(ri: RuleInput) -> list[Verdict]:
     if s.itl_ratio is not None:
         parts.append(f"ITL {fmt(s.itl_ratio)}x floor")
     ev = [*rq_evidence(ri), evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source)]
-    return [make_verdict(ri, "healthy", "Healthy",
-                     "No limiter found: " + ", ".join(parts) + ".", ev, 0.7, [])]
+    marginal = " beyond the marginal flags above" if out else ""
+    return [*out, make_verdict(ri, "healthy", "Healthy",
+                               f"No limiter found{marginal}: " + ", ".join(parts) + ".", ev, 0.7, [])]

@@ -6,8 +6,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from infersight.core.curve import CapacityCurve, CurvePoint
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.diagnose.context import RunContext
+from infersight.diagnose.fix_numbers import FixNumbers
 from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
 
@@ -42,6 +44,18 @@ class RuleInput:
     client_limited: bool | None = None
     client_reasons: list[str] = field(default_factory=list)
     agg: dict[str, Any] = field(default_factory=dict)
+    #: The run's capacity curve and the numbers of its fixes (docs/design.md s.5);
+    #: None for a run without levels (a monitor recording).
+    curve: CapacityCurve | None = None
+    fix: FixNumbers | None = None
+    #: The client-limited flag clears its limits by less than 20%.
+    client_marginal: bool = False
+
+    def point(self) -> CurvePoint | None:
+        """This window's level on the curve."""
+        if self.curve is None or self.level is None:
+            return None
+        return next((p for p in self.curve.points if p.level == self.level), None)
 
 
 def evidence(key: str, name: str, value: Any, unit: str = "", source: str = "") -> Evidence:
@@ -99,9 +113,11 @@ def _inferred_note(ri: RuleInput) -> str:
 
 
 def make_verdict(ri: RuleInput, vid: str, title: str, summary: str, evidence: list[Evidence],
-             base_conf: float, fixes: list[str]) -> Verdict:
+                 base_conf: float, fixes: list[str], *, marginal: bool = False) -> Verdict:
+    """A verdict of this window; a ``marginal`` one says so in its title."""
     return Verdict(
-        id=vid, title=title, summary=summary + _inferred_note(ri),
+        id=vid, title=title + (" (marginal)" if marginal else ""), summary=summary + _inferred_note(ri),
         window=VerdictWindow(start=ri.w.t0, end=ri.w.t1), evidence=evidence + _floor_evidence(ri),
-        confidence=_conf(base_conf, ri), fixes=fixes, level=ri.level, engine=ri.ctx.engine,
+        confidence=_conf(base_conf * (0.6 if marginal else 1.0), ri), fixes=fixes, level=ri.level,
+        engine=ri.ctx.engine, marginal=marginal,
     )

@@ -22,7 +22,8 @@ from infersight.diagnose.rules_base import (
     rq_evidence,
 )
 
-__all__ = ["bandwidth_decode", "busy_illusion", "compute_prefill", "host_starved"]
+__all__ = ["bandwidth_decode", "busy_illusion", "compute_prefill", "host_starved",
+           "measured_batching"]
 
 
 def host_starved(ri: RuleInput) -> Verdict | None:
@@ -95,6 +96,33 @@ def busy_illusion(ri: RuleInput) -> Verdict | None:
          "alert on SM activity (DCGM/GPM), not on nvidia-smi utilisation"])
 
 
+#: ITL at more work in flight above this multiple of ITL at the least: not "almost free".
+BATCHING_COST = 1.25
+
+
+def measured_batching(ri: RuleInput) -> str | None:
+    """What the run measured when batching cost ITL (docs/design.md section 5: physics
+    statements are checked against the run), or None when it did not."""
+    curve = ri.curve
+    pts = [p for p in (curve.points if curve is not None else []) if p.itl_p50 and p.inflight]
+    if len(pts) < 2:
+        return None
+    lo = min(pts, key=lambda p: p.inflight or 0.0)
+    hi = max((p for p in pts if (p.inflight or 0.0) >= 1.5 * (lo.inflight or 0.0)),
+             key=lambda p: (p.itl_p50 or 0.0) / (lo.itl_p50 or 1.0), default=None)
+    if hi is None or lo.itl_p50 is None or hi.itl_p50 is None:
+        return None
+    if hi.itl_p50 <= BATCHING_COST * lo.itl_p50:
+        return None
+    assert curve is not None
+    knee = (f"; the run's measured knee is at {curve.knee:.3g} in flight"
+            if curve.knee_reached and curve.knee else "")
+    return (f"Batching is not free here: the run measured ITL p50 {lo.itl_p50 * 1000:.3g} ms at "
+            f"{round(lo.inflight or 0.0, 1):.3g} in flight ({lo.level}) and "
+            f"{hi.itl_p50 * 1000:.3g} ms at {round(hi.inflight or 0.0, 1):.3g} ({hi.level}), "
+            f"{hi.itl_p50 / lo.itl_p50:.2g}x{knee}.")
+
+
 def bandwidth_decode(ri: RuleInput) -> Verdict | None:
     s, w = ri.s, ri.w
     if s.itl_ratio is None or s.itl_floor_bw is None or s.itl_floor_compute is None:
@@ -104,23 +132,32 @@ def bandwidth_decode(ri: RuleInput) -> Verdict | None:
     if w.e2e_sent_p50 and w.ttft_sent_p50 is not None and w.ttft_sent_p50 > 0.5 * w.e2e_sent_p50:
         return None  # not decode-dominated
     knee = None
-    if ri.ctx.shape is not None and ri.ctx.device is not None:
+    if ri.ctx.shape is not None and ri.ctx.device is not None and ri.ctx.compute_trusted:
         ctx_t = (w.prompt_mean or 0) + (w.output_mean or 0) / 2
         knee = compute_knee(ri.ctx.shape, ri.ctx.device, context=ctx_t, limit=KNEE_LIMIT)
     ev = [evidence("itl_floor_bandwidth", "bandwidth floor", s.itl_floor_bw, "s", s.floor_source),
           evidence("itl_floor_compute", "compute floor", s.itl_floor_compute, "s", s.floor_source),
           evidence("running", "running (R)", s.R, "requests", s.rq_source),
           evidence("compute_knee", "compute knee", knee, "sequences", "batch where compute floor = bandwidth floor")]
+    measured = measured_batching(ri)
+    if measured is not None:
+        batching = measured
+    elif knee and knee < KNEE_LIMIT:
+        batching = f"Batching raises throughput at almost no ITL cost until about {knee} sequences."
+    elif knee is None:
+        batching = ("Batching raises throughput at little ITL cost until compute saturates; "
+                    "the device's compute ceiling is unknown until a run measures its knee.")
+    else:
+        batching = ("Batching raises throughput at little ITL cost; at this context the KV "
+                    "reads keep decode memory-bound at any batch size.")
     return make_verdict(
         ri, "bandwidth_bound_decode", "Memory-bandwidth-bound decode",
         f"Decode runs at {fmt(s.itl_ratio)}x the memory-bandwidth floor (ITL {fmt((w.itl_p50 or 0) * 1000)} ms "
-        f"vs {fmt(s.itl_floor_bw * 1000, 2)} ms): each step streams the weights and KV. Batching "
-        + (f"raises throughput at almost no ITL cost until about {knee} sequences."
-           if knee and knee < KNEE_LIMIT else
-           "raises throughput at little ITL cost; at this context the KV reads keep decode "
-           "memory-bound at any batch size."),
+        f"vs {fmt(s.itl_floor_bw * 1000, 2)} ms): each step streams the weights and KV. {batching}",
         ev, 0.7,
-        [f"batch more sequences per step ({slot_flag(ri.ctx.engine)}, more client concurrency)",
+        [f"batch more sequences per step ({slot_flag(ri.ctx.engine)}, more client concurrency)"
+         if measured is None else "batch up to the measured knee, no further: past it ITL "
+         "grows faster than throughput",
          "quantised weights (fp8 / int4) and an fp8 KV cache cut the bytes per step",
          "speculative decoding trades spare compute for fewer steps"])
 

@@ -3,9 +3,7 @@ under-loaded (docs/design.md section 5)."""
 
 from __future__ import annotations
 
-import math
-
-from infersight.core.verdicts import Evidence, Verdict
+from infersight.core.verdicts import Evidence, Verdict, is_marginal
 from infersight.diagnose.fixes import (
     kv_fixes,
     replica_fixes,
@@ -41,23 +39,25 @@ def client_limited(ri: RuleInput) -> Verdict | None:
           evidence("loadgen_cpu", "load generator CPU", s.loadgen_cpu, "% of a core", "process.cpu_percent{name=loadgen}")]
     ev += [evidence("reason", "reason", r, "", "client-limited check (schedule lag and client CPU limits)") for r in ri.client_reasons]
     why = "; ".join(ri.client_reasons) or "schedule lag / load generator CPU over limits"
+    margin = (" Every flag clears its limit by less than 20%: the figures are very likely "
+              "the server's." if ri.client_marginal else "")
     contention = (ri.agg.get("client_limited") or {}).get("contention")
     if contention:  # docs/design.md s.2: name the contention, do not blame the client alone
         return make_verdict(
             ri, "client_limited", "Benchmark client and server share cores",
             f"The client's schedule slipped ({why}): {contention}, so the figures include "
-            "the contention between them.", ev, 0.8,
+            f"the contention between them.{margin}", ev, 0.8,
             ["run the load generator on another host (or pin client and engine to "
              "separate cores) to measure the server alone",
-             "give the engine fewer threads than the host has cores"])
+             "give the engine fewer threads than the host has cores"], marginal=ri.client_marginal)
     return make_verdict(
         ri, "client_limited", "Benchmark client-limited",
         f"The load generator, not the server, limited this run ({why}); its latencies "
-        f"include client delay (schedule lag p99 {fmt((w.lag_p99 or 0) * 1000)} ms).",
+        f"include client delay (schedule lag p99 {fmt((w.lag_p99 or 0) * 1000)} ms).{margin}",
         ev, 0.9,
         ["run the load generator with more worker processes (bench --workers) or on "
          "another host", "lower the per-process concurrency or request rate",
-         "stop other CPU-heavy work on the load generator's host"],
+         "stop other CPU-heavy work on the load generator's host"], marginal=ri.client_marginal,
     )
 
 
@@ -76,13 +76,25 @@ def error_driven(ri: RuleInput) -> Verdict | None:
     if kind in w.error_example:
         ev.append(evidence(f"example.{kind}", f"example {kind}", w.error_example[kind], "", "records (error_message)"))
     fixes = _error_fixes(kind, ri.ctx.engine)
+    if kind in ("Overloaded", "RateLimited") and not _under_pressure(ri):
+        fixes.insert(0, f"the {kind} answers come while the server keeps up with the load "
+                     "(no queue, no rate it fell behind): find what sheds them (a proxy's or "
+                     "the server's own admission limits, a health check) before adding capacity")
     where = ", ".join(f"{k} ({n})" for k, n in w.error_sources.most_common(3))
     return make_verdict(
         ri, "error_driven", "Error-driven",
         f"{rate:.0%} of requests failed ({w.n_failed} of {total}); most are {kind} "
         f"({count}), from {where}.",
-        ev, min(0.99, 0.75 + rate / 4), fixes,
+        ev, min(0.99, 0.75 + rate / 4), fixes, marginal=is_marginal(rate, ERROR_RATE),
     )
+
+
+def _under_pressure(ri: RuleInput) -> bool:
+    """Whether the level showed load: a queue, or a rate it could not keep up with."""
+    sus = ri.agg.get("sustainability") if isinstance(ri.agg, dict) else None
+    if isinstance(sus, dict) and sus.get("sustainable") is False:
+        return True
+    return ri.s.Q is not None and ri.s.Q >= 0.5
 
 
 def _error_fixes(kind: str, engine: str) -> list[str]:
@@ -153,29 +165,45 @@ def queueing(ri: RuleInput) -> Verdict | None:
 
 
 def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
-    s, ctx = ri.s, ri.ctx
+    s, ctx, fix = ri.s, ri.ctx, ri.fix
     assert s.S is not None
     current = round(s.S)
-    demand = max(current + 1, math.ceil(current + (s.Q_max or s.Q or 0)))
-    target, why = _recommend_slots(ri, demand)
-    ev.append(evidence("recommended_slots", "recommended slots", target, "sequences", why))
-    ev.append(evidence("demand", "demand (R + Q, max)", demand, "requests", s.rq_source))
+    flag = slot_flag(ctx.engine)
+    if fix is not None:
+        target: int | None = fix.slots
+        why, short = fix.why(), fix.short()
+        ev.append(evidence("recommended_slots", "recommended slots", fix.slots, "sequences", why))
+        ev.append(evidence("needed_inflight", "needed in flight (Little's law)", fix.needed,
+                           "requests", "target rate x time in the engine (capacity curve)"))
+        if fix.replicas > 1:
+            ev.append(evidence("replicas", "replicas needed", fix.replicas, "servers", why))
+    else:
+        target, why = _physics_slots(ri)
+        short = why
+        if target is not None:
+            ev.append(evidence("recommended_slots", "recommended slots", target, "sequences", why))
     if s.kv is not None:
         kv_txt = f", KV at {fmt(s.kv * 100, 0)}%"
     else:
         kv_txt = ", KV usage unknown (the engine exports none)" if ctx.has_engine_metrics else ""
     head = f"{s.plateau.sentence()}. " if s.plateau is not None else ""
     fixes: list[str] = []
-    if target > current:
-        act = f"raise {slot_flag(ctx.engine)} {current} \u2192 {target}, {why}."
-        fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=why,
-                         inferred=s.plateau is not None)
+    if target is None:
+        act = (f"raise {flag} above {current}; the run gives no rate to size it by "
+               "(bench an open-loop rate, or pass --model and --gpu for the physics).")
+        fixes = [f"raise {flag} above {current}, then bench again to size it"]
+    elif target > current:
+        act = f"raise {flag} {current} \u2192 {target} ({short})."
+        how = ("R's plateau" if s.plateau is not None else
+               "the capacity curve's shape" if "curve" in s.S_source else None)
+        fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=short,
+                         inferred=how)
     else:
-        act = f"{slot_flag(ctx.engine)} {current} cannot usefully go higher: {why}."
-    if target < demand:
-        act += (f" Up to {demand} requests were in the system: beyond {target} slots they "
-                "queue, so add replicas for the rest.")
-        fixes += replica_fixes(ctx.engine)
+        act = f"{flag} {current} already covers what the load needs in flight ({short})."
+    if fix is not None and fix.replicas > 1:
+        act += (f" At {target} slots one server serves about {fix.per_replica:.3g} req/s of "
+                f"the {fix.target_rate:.3g} needed: run {fix.replicas} replicas.")
+        fixes += replica_fixes(ctx.engine)[:1]
     conf = 0.85 if s.plateau is None else 0.75
     if s.kv is None:
         conf -= 0.1  # a plateau could also be an unexported KV limit
@@ -193,16 +221,27 @@ def _saturated(s: EngineSignals) -> bool:
     return s.U >= SATURATED and (s.SM is None or s.SM >= ILLUSION_SM)
 
 
-def _recommend_slots(ri: RuleInput, demand: int) -> tuple[int, str]:
-    """The shared recommendation (physics.slots, as `plan` gives it); without the model
-    and device, the demand this window saw."""
+def _physics_slots(ri: RuleInput) -> tuple[int | None, str]:
+    """Without a rate to size it by: what memory holds, as an estimate (physics alone)."""
     ctx, w = ri.ctx, ri.w
-    shape, dev = ctx.shape, ctx.device
-    if shape is None or dev is None:
-        return demand, "the demand seen, if memory allows (pass --model and --gpu to check)"
+    if ctx.shape is None or ctx.device is None:
+        return None, "no rate and no model or device to size it by"
     seq_ctx = ctx.ctx_per_slot or int((w.prompt_mean or 512) + (w.output_mean or 256))
-    adv = recommend_slots(shape, dev, ctx=seq_ctx)
-    return adv.target, adv.why()
+    adv = recommend_slots(ctx.shape, ctx.device, ctx=seq_ctx)
+    return adv.target, f"an estimate from physics alone: {adv.why()}"
+
+
+def _cpu_idle(ri: RuleInput) -> tuple[bool, str, float]:
+    """A CPU engine without a calibrated compute ceiling: its threads spin, so its CPU
+    use says nothing. Below half the measured knee it has room; with no knee measured,
+    how busy it is stays unknown (said so, at lower confidence)."""
+    s, curve = ri.s, ri.curve
+    if curve is not None and curve.knee_reached and curve.knee:
+        if (s.R or 0.0) >= 0.5 * curve.knee:
+            return False, "", 0.0
+        return True, f"below half the measured knee ({curve.knee:.3g} in flight)", 0.85
+    return True, ("compute use unknown: the run measured no knee to calibrate the CPU's "
+                  "ceiling, and spinning threads make CPU use say nothing"), 0.6
 
 
 def under_loaded(ri: RuleInput) -> Verdict | None:
@@ -210,6 +249,15 @@ def under_loaded(ri: RuleInput) -> Verdict | None:
     if s.Q is None or s.Q >= 0.1 or s.S is None or s.R is None or s.R >= UNDER_R_OF_S * s.S:
         return None
     low = [x for x in (s.U, s.SM) if x is not None]
+    if ri.ctx.engine in ("embedded", "llamacpp") and not ri.ctx.has_gpu and s.SM is None:
+        idle, busy_txt, conf = _cpu_idle(ri)
+        if not idle:
+            return None
+        return make_verdict(
+            ri, "under_loaded", "Under-loaded (request-starved)",
+            f"The server waits for work: {fmt(s.R)} of {s.S:.0f} slots busy, nothing queued, "
+            f"{busy_txt}; throughput is limited by the offered load.",
+            rq_evidence(ri), conf, under_loaded_fixes(ri.ctx.engine, s.S))
     if not low or min(low) >= BUSY_LOW:
         return None
     ev = [*rq_evidence(ri), evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source)]

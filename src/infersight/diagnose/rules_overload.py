@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infersight.core.verdicts import Verdict
+from infersight.core.sustain import SHORTFALL_LIMIT
+from infersight.core.verdicts import Verdict, is_marginal
 from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
 
 __all__ = ["overloaded"]
@@ -36,17 +37,28 @@ def overloaded(ri: RuleInput) -> Verdict | None:
     ci = sus.get("inflight_slope_ci")
     if isinstance(ci, list) and len(ci) == 2:
         ev.append(evidence("queue_growth_ci", "queue growth 95% CI", f"{ci[0]:.3g} to {ci[1]:.3g}", "req/s", src))
-    ev += [evidence("reason", "reason", r, "", src) for r in sus.get("reasons") or []]
+    reasons = [str(r) for r in sus.get("reasons") or []]
+    ev += [evidence("reason", "reason", r, "", src) for r in reasons]
     ev += rq_evidence(ri)
-    growth = f"; the queue grew by {fmt(slope, 1)} req/s" if slope is not None and slope > 0 else ""
+    # Say only what the test found (docs/design.md s.5: no text contradicts its numbers).
+    why = []
+    ratio = sus.get("completion_ratio")
+    short = any(r.startswith("answered") for r in reasons)
+    if short and isinstance(ratio, int | float):
+        why.append(f"it answered {ratio:.0%} of the requests offered")
+    if any(r.startswith("in flight grew") for r in reasons) and slope is not None:
+        why.append(f"the requests in flight grew by {slope:.3g} per second")
     summary = (
         f"Offered {fmt(offered, 1)} req/s, the server completed {fmt(cap, 1)} req/s"
-        f"{growth}: this rate is unsustainable, so its latency percentiles grow with the "
-        "level's duration and describe the run, not the server. The server's capacity is "
-        f"about {fmt(cap, 1)} req/s; the queueing verdicts say what limits it."
+        f"{' (' + '; '.join(why) + ')' if why else ''}: this rate is unsustainable, so its "
+        "latency percentiles grow with the level's duration and describe the run, not the "
+        f"server. The server's capacity is about {fmt(cap, 1)} req/s; the queueing verdicts "
+        "say what limits it."
     )
+    marginal = short and len(why) == 1 and isinstance(ratio, int | float) and is_marginal(
+        1 - ratio, SHORTFALL_LIMIT)
     return make_verdict(ri, "overloaded", "Overloaded (unsustainable rate)", summary, ev, 0.9,
-                        _fixes(offered, cap))
+                        _fixes(offered, cap), marginal=marginal)
 
 
 def _fixes(offered: float | None, cap: float | None) -> list[str]:

@@ -14,7 +14,7 @@ from infersight.core.fleet import SeriesArrays
 from infersight.core.records import RequestRecord, Sample
 from infersight.diagnose.inflight import InFlight
 
-__all__ = ["RecordArrays", "SampleIndex", "WindowStats", "window_stats"]
+__all__ = ["RecordArrays", "SampleIndex", "WindowStats", "inflight_stats", "window_stats"]
 
 
 class SampleIndex:
@@ -260,7 +260,7 @@ class WindowStats:
         return max(1e-9, self.t1 - self.t0)
 
 
-def _inflight(sent: np.ndarray, end: np.ndarray, t0: float, t1: float) -> tuple[float, int]:
+def inflight_stats(sent: np.ndarray, end: np.ndarray, t0: float, t1: float) -> tuple[float, int]:
     """Time-weighted mean and max of requests in flight (sent <= t < end) in [t0, t1]."""
     m = np.isfinite(sent)
     s = sent[m]
@@ -292,7 +292,7 @@ def window_stats(ra: RecordArrays, t0: float, t1: float, idx: np.ndarray) -> Win
         w.error_sources[src] += 1
         if kind not in w.error_example and r.error_message:
             w.error_example[kind] = r.error_message[:160]
-    w.inflight_mean, w.inflight_max = _inflight(ra.sent[idx], ra.end[idx], t0, t1)
+    w.inflight_mean, w.inflight_max = inflight_stats(ra.sent[idx], ra.end[idx], t0, t1)
     ok = idx[ra.ok[idx]]
     first, sent, end = ra.first[ok], ra.sent[ok], ra.end[ok]
     w.ttft_sent_p50 = _nanmed(first - sent)

@@ -138,7 +138,8 @@ def _floors(s: EngineSignals, w: WindowStats, ctx: RunContext, level: str | None
     """ITL and prefill floors (docs/design.md section 6): the run's stored ones for this
     level when it has them, else computed from the model shape and device peaks."""
     shape, dev = ctx.shape, ctx.device
-    if shape is not None and dev is not None:
+    if shape is not None and dev is not None and ctx.compute_trusted:
+        # MFU only against a trusted ceiling (a CPU's is calibrated from the run's knee)
         flops = (w.output_tps + w.prompt_tps) * 2.0 * shape.n_active_params
         peak = dev.peak_flops("bf16")
         s.mfu = flops / peak if peak else None
@@ -195,12 +196,16 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext,
                 "waiting before the engine's scheduler)"
             )
     else:
-        _client_rq(w, s, ctx.slots)
+        if s.S is None and ctx.curve_slots is not None:
+            s.S, s.S_source = ctx.curve_slots, ctx.curve_slots_source
+        _client_rq(w, s, s.S)
     if s.S is None and not s.inferred:
         held_out = s.queued_outside if s.queued_outside is not None else 0.0
         s.plateau = infer_slots(idx, t0, t1, queued_outside=held_out)
         if s.plateau is not None:
             s.S, s.S_source = float(s.plateau.slots), s.plateau.source()
+        elif ctx.curve_slots is not None:  # too few scrapes: the curve's shape tells
+            s.S, s.S_source = ctx.curve_slots, ctx.curve_slots_source
     s.kv = idx.mean_avg("engine.kv_cache_usage", t0, t1)
     s.kv_p90 = idx.max_quantile("engine.kv_cache_usage", 0.9, t0, t1)
     s.P = idx.counter_rate("engine.preemptions_total", t0, t1)

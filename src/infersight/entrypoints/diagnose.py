@@ -70,21 +70,30 @@ def print_diagnoses(
     engine_slots: int | None = None,
     as_json: bool = False,
 ) -> None:
-    """Diagnose each input; print its headline and verdict panels, or JSON."""
+    """Diagnose each input, storing its verdicts, capacity curve and recommendation in
+    it (as ``bench`` does); print the level table, the run's fix and the verdict panels,
+    or JSON (``{"recommendation", "capacity_curve", "verdicts"}`` per input)."""
     import orjson
     from rich.console import Console
 
-    from infersight.diagnose import diagnose
+    from infersight.diagnose import diagnose_run
     from infersight.report import render_diagnosis
 
-    out: dict[str, list[dict[str, object]]] = {}
+    out: dict[str, dict[str, object]] = {}
     con = Console()
     for name, result in inputs:
-        verdicts = diagnose(result, window_seconds=window, model=model, gpu=gpu,
-                            engine_slots=engine_slots)
-        out[name] = [v.model_dump(mode="json") for v in verdicts]
+        found = diagnose_run(result, window_seconds=window, model=model, gpu=gpu,
+                             engine_slots=engine_slots)
+        result.diagnosis = found.verdicts
+        result.capacity_curve, result.recommendation = found.curve, found.recommendation
+        out[name] = {
+            "recommendation": None if found.recommendation is None
+            else found.recommendation.model_dump(mode="json"),
+            "capacity_curve": None if found.curve is None else found.curve.model_dump(mode="json"),
+            "verdicts": [v.model_dump(mode="json") for v in found.verdicts],
+        }
         if not as_json:
-            render_diagnosis(result, verdicts, console=con, title=name)
+            render_diagnosis(result, found.verdicts, console=con, title=name)
     if as_json:
         doc = out[inputs[0][0]] if len(inputs) == 1 else out
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")

@@ -1,5 +1,6 @@
-"""The answer every output starts with: the best sustainable operating point (per SLO
-goal when the run has goals), the main verdict and its one fix; then the evidence.
+"""The answer every output starts with: the best operating point (per SLO goal when the
+run has goals), the main verdict and the run's one fix (its recommendation, with what it
+predicts and rests on); then the evidence.
 
 The console, the HTML page and the Markdown summary all print these same sentences.
 """
@@ -10,11 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.core.aggregate import level_state, parse_slo_key
+from infersight.core.aggregate import parse_slo_key
 from infersight.core.durations import format_duration
 from infersight.core.errors import ConfigError
+from infersight.core.level_flags import flagged
+from infersight.core.operating_point import best_level, counts
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
+from infersight.report.capacity import advice_lines
 from infersight.report.svg_axes import fmt_value
 
 __all__ = ["Headline", "OperatingPoint", "build_headline", "find_max_text", "slo_text",
@@ -49,6 +53,8 @@ class Headline:
     find_max: str | None = None
     #: Why no point qualifies, or what limits the figures (e.g. a client-limited run).
     caveat: str | None = None
+    #: After the fix: what it is expected to do and what that rests on.
+    advice: list[tuple[str, str]] = field(default_factory=list)
 
     def lines(self, origin: float | None = None, *, summary: bool = False) -> list[tuple[str, str]]:
         """(label, text) pairs in reading order; ``summary`` adds the verdict's summary."""
@@ -61,6 +67,7 @@ class Headline:
             out.append(("main verdict", text + (f": {v.summary}" if summary else "")))
         if self.fix:
             out.append(("fix", self.fix))
+        out += self.advice
         if self.caveat:
             out.append(("caveat", self.caveat))
         return out
@@ -113,32 +120,28 @@ def verdict_where(v: Verdict, origin: float | None = None) -> str:
     return f"level {v.level}, {span}" if v.level else span
 
 
-def _qualifies(agg: Mapping[str, Any]) -> bool:
-    req = agg.get("requests") or {}
-    flagged = (agg.get("client_limited") or {}).get("flag")
-    return bool(req.get("ok")) and not flagged and level_state(dict(agg)) != "unsustainable"
-
-
 def _best(levels: Sequence[tuple[str, Mapping[str, Any]]], goal: str, key: str | None,
-          *, goals: bool = True) -> OperatingPoint:
-    """Among sustainable, not client-limited levels (meeting the goals, or the goal
-    ``key``), the one with the most output tokens/s."""
+          *, goals: bool = True, knee: str | None = None) -> OperatingPoint:
+    """Among the levels that count (sustainable, not client-limited beyond a marginal
+    flag) and meet the goals (or the goal ``key``), the knee: the lowest-latency one
+    within 5% of the best throughput (``core.operating_point``)."""
     ok = []
-    for name, agg in levels:
+    for level, agg in levels:
         checks = (agg.get("slo") or {}).get("checks") or {}
         met = (agg.get("slo") or {}).get("met") if key is None else (checks.get(key) or {}).get("met")
-        if _qualifies(agg) and (met or not goals):
-            ok.append((_num(agg.get("output_token_throughput")) or 0.0,
-                       _num(agg.get("request_throughput")) or 0.0, name, agg))
-    if not ok:
+        if counts(agg) and (met or not goals):
+            ok.append((level, agg))
+    name = best_level(ok, knee_level=knee)
+    if name is None:
         return OperatingPoint(goal, None)
-    _, _, name, agg = max(ok, key=lambda t: (t[0], t[1]))
-    return OperatingPoint(goal, name, dict(agg))
+    return OperatingPoint(goal, name, dict(next(a for n, a in ok if n == name)))
 
 
 def main_verdict(verdicts: Sequence[Verdict], level_order: Sequence[str]) -> Verdict | None:
-    """The verdict to read first: one that puts the measurement in doubt, else the
-    first (most actionable) verdict of the most loaded level that found a limit."""
+    """The verdict to read first (for a run without a stored recommendation): one that
+    puts the measurement in doubt, else the first (most actionable) verdict of the most
+    loaded level that found a limit. A marginal verdict is never the headline."""
+    verdicts = [v for v in verdicts if not v.marginal]
     doubt = [v for v in verdicts if v.id in _DOUBT]
     if doubt:
         return doubt[0]
@@ -154,27 +157,46 @@ def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, A
                    verdicts: Sequence[Verdict] | None = None) -> Headline:
     """The headline of a run whose levels (name, aggregate) are in load order."""
     slo: dict[str, float] = dict(result.config.get("slo") or {})
+    curve = result.capacity_curve
+    knee = curve.knee_level if curve is not None else None
     points: list[OperatingPoint] = []
     if slo:
-        points.append(_best(levels, f"meeting {slo_text(slo)}", None))
+        points.append(_best(levels, f"meeting {slo_text(slo)}", None, knee=knee))
         if len(slo) > 1:
-            points += [_best(levels, f"meeting {slo_text({k: v})}", k) for k, v in slo.items()]
+            points += [_best(levels, f"meeting {slo_text({k: v})}", k, knee=knee)
+                       for k, v in slo.items()]
     elif levels:
-        points.append(_best(levels, "highest sustainable throughput (no goals given)", None,
-                            goals=False))
+        points.append(_best(levels, "the knee: lowest latency within 5% of the best "
+                            "sustainable throughput (no goals given)", None, goals=False,
+                            knee=knee))
     vs = list(result.diagnosis if verdicts is None else verdicts)
-    main = main_verdict(vs, [n for n, _ in levels])
+    order = [n for n, _ in levels]
+    rec = result.recommendation
+    main = _rec_verdict(vs, rec.verdict, order) if rec is not None else None
+    main = main or main_verdict(vs, order)
     caveat = None
     if levels and all(p.level is None for p in points):
-        flagged = any((a.get("client_limited") or {}).get("flag") for _, a in levels)
         caveat = ("every level was client-limited: the load generator, not the server, set "
-                  "these figures" if flagged else
+                  "these figures" if any(flagged(dict(a)) for _, a in levels) else
                   "no level was both sustainable and within the goals")
+    elif rec is not None:
+        doubt = [v for v in vs if v.id in _DOUBT and not v.marginal and v is not main]
+        if doubt:
+            at = f" (level {doubt[0].level})" if doubt[0].level else ""
+            caveat = f"{doubt[0].title}{at}: {doubt[0].summary}"
     fm = result.config.get("find_max")
     return Headline(
         points=points,
         verdict=main,
-        fix=main.fixes[0] if main is not None and main.fixes else None,
+        fix=rec.text if rec is not None else (main.fixes[0] if main is not None and main.fixes else None),
         find_max=find_max_text(fm) if isinstance(fm, dict) else None,
         caveat=caveat,
+        advice=advice_lines(rec)[1:] if rec is not None else [],
     )
+
+
+def _rec_verdict(verdicts: Sequence[Verdict], vid: str, order: Sequence[str]) -> Verdict | None:
+    """The verdict the run's recommendation came from, at the most loaded level."""
+    rank = {name: i for i, name in enumerate(order)}
+    found = [v for v in verdicts if v.id == vid]
+    return max(found, key=lambda v: rank.get(v.level or "", -1)) if found else None

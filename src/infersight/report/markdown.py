@@ -10,6 +10,7 @@ from typing import Any
 from infersight.core.aggregate import client_headline, level_state
 from infersight.core.records import RunResult
 from infersight.core.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
+from infersight.report.capacity import curve_markdown
 from infersight.report.compare import CompareRow, _get, delta, fmt_delta, matched_rows
 from infersight.report.compare_html import OVERVIEW_METRICS, call_text, threshold_text
 from infersight.report.floors import floors_markdown
@@ -108,6 +109,7 @@ def _run_md(view: RunView) -> list[str]:
     if not priced:
         out += [f"Cost: {md_cell(no_price_text(view))}", ""]
     out += level_notes_md(view)
+    out += curve_markdown(r.capacity_curve, md_cell)
     out += floors_markdown(view)
     out += _verdicts_md(view)
     return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from infersight.core.aggregate import client_headline
 from infersight.core.verdicts import Verdict
+from infersight.report.capacity import curve_html
 from infersight.report.cdf import PERCENTILES
 from infersight.report.floors import floors_html
 from infersight.report.headline_html import headline_html
@@ -235,6 +236,7 @@ SECTIONS = (
     ("answer", "Answer"),
     ("verdicts", "Verdicts"),
     ("levels", "Load levels"),
+    ("capacity", "Capacity curve"),
     ("throughput", "Throughput against latency"),
     ("latency", "Latency distributions"),
     ("timeline", "Timeline"),
@@ -255,6 +257,7 @@ def run_section(view: RunView, idx: int) -> str:
         "answer": headline_html(view),
         "verdicts": verdicts_html(view),
         "levels": summary_table(view) + level_notes_html(view),
+        "capacity": curve_html(r.capacity_curve),
         "throughput": f'<div class="charts">{charts}</div>',
         "latency": f'{_cdf_note(view)}<div class="charts">{"".join(cdf_charts(view))}</div>',
         "timeline": f'<div class="charts">{"".join(timeline_charts(view))}</div>',

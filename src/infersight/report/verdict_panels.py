@@ -13,6 +13,7 @@ from rich.table import Table
 from infersight.core.aggregate import client_headline
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
+from infersight.report.capacity import advice_lines, print_curve
 
 __all__ = ["render_diagnosis", "render_verdicts"]
 
@@ -66,8 +67,16 @@ def render_verdicts(
 def render_diagnosis(
     result: RunResult, verdicts: Sequence[Verdict], *, console: Console, title: str = ""
 ) -> None:
-    """What ``infersight diagnose`` prints for one run: the client-limited line first."""
+    """What ``infersight diagnose`` prints for one run: the client-limited line first,
+    then the level table the advice comes from, the run's one fix, and the verdicts."""
     head = client_headline(result)
     if head is not None:
         console.print(f"[bold magenta]{head[0]}:[/bold magenta] {head[1]}", highlight=False)
-    render_verdicts(verdicts, console=console, title=title)
+    if title:
+        console.print(f"[bold]{escape(title)}[/bold]")
+    if result.capacity_curve is not None:
+        print_curve(result.capacity_curve, console)
+    if result.recommendation is not None:
+        for label, text in advice_lines(result.recommendation):
+            console.print(f"[bold]{escape(label)}:[/bold] {escape(text)}", highlight=False)
+    render_verdicts(verdicts, console=console)

@@ -46,7 +46,7 @@ def test_bench_stores_peaks_and_diagnose_of_the_file_reuses_them(tmp_path: Path)
     path = save_run_result(result, tmp_path / "result.json")
     res = CliRunner().invoke(app, ["diagnose", str(path), "--json"])
     assert res.exit_code == 0, res.output
-    again = orjson.loads(res.stdout)
+    again = orjson.loads(res.stdout)["verdicts"]
     assert _floor_evidence(again) == embedded
     notes = [str(e["value"]) for v in again for e in v["evidence"] if e["name"] == "note"]
     assert any(n.startswith("device peaks as stored in the run (measured on ") for n in notes)

@@ -74,11 +74,19 @@ def test_diagnose_file_json_and_console(tmp_path: Path) -> None:
     path = save_run_result(make_run(running=32, waiting=50, slots=32), tmp_path / "run.json")
     res = runner.invoke(app, ["diagnose", str(path), "--json"])
     assert res.exit_code == 0, res.output
-    verdicts = json.loads(res.stdout)
+    doc = json.loads(res.stdout)
+    verdicts = doc["verdicts"]
     assert verdicts[0]["id"] == "slot_bound"
     assert verdicts[0]["fixes"][0].startswith("raise --max-num-seqs 32 \u2192 ")
+    rec = doc["recommendation"]
+    assert (rec["verdict"], rec["knob"], rec["direction"]) == ("slot_bound", "slots", "up")
+    assert verdicts[0]["fixes"][0].startswith(f"raise --max-num-seqs 32 \u2192 {rec['target']}")
+    assert [p["level"] for p in doc["capacity_curve"]["points"]] == [verdicts[0]["level"]]
     res = runner.invoke(app, ["diagnose", str(path)])
     assert res.exit_code == 0 and "slot-bound" in res.stdout and "--max-num-seqs" in res.stdout
+    # the level table the advice comes from, above the fix and the verdicts
+    out = res.stdout
+    assert out.index("capacity curve") < out.index("fix:") < out.index("Queueing: slot-bound")
 
 
 def test_diagnose_monitor_recording(tmp_path: Path) -> None:
@@ -89,7 +97,9 @@ def test_diagnose_monitor_recording(tmp_path: Path) -> None:
     rec.write_bytes(b"\n".join(lines) + b"\n")
     res = runner.invoke(app, ["diagnose", str(rec), "--json", "--gpu", "h100"])
     assert res.exit_code == 0, res.output
-    assert next(v["id"] for v in json.loads(res.stdout)) == "kv_bound"
+    doc = json.loads(res.stdout)
+    assert next(v["id"] for v in doc["verdicts"]) == "kv_bound"
+    assert doc["capacity_curve"] is None  # a recording has no load levels
 
 
 def test_diagnose_errors_are_one_line(tmp_path: Path) -> None:

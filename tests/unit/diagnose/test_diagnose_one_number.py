@@ -10,7 +10,7 @@ from diag_fixtures import LLAMA3_8B, make_run, one
 
 from infersight.core.model_file import default_model_path
 from infersight.core.records import RunResult, Sample, load_run_result, save_run_result
-from infersight.diagnose import diagnose
+from infersight.diagnose import diagnose, diagnose_run
 from infersight.diagnose.physics import (
     Device,
     decode_floor,
@@ -48,15 +48,22 @@ def embedded_run(slots: int = 8, clients: int = 16, ctx_per_slot: int = 2048) ->
 
 
 def test_plan_and_diagnose_recommend_the_same_parallel() -> None:
+    """One level, no knee reached: Little's law asks for the 16 clients' requests, and
+    the roofline's compute knee of a given device caps it, labelled an estimate."""
     shape = load_shape("embedded")
-    v = one(diagnose(embedded_run(), gpu=CPU), "slot_bound")
+    d = diagnose_run(embedded_run(), gpu=CPU)
+    v = one(d.verdicts, "slot_bound")
     target = v.evidence_value("recommended slots")
     adv = recommend_slots(shape, CPU, ctx=2048)
     assert adv.limited_by == "compute knee" and target == adv.target == 12
+    assert v.evidence_value("needed_inflight") == 16  # the clients, not R + Q
     assert v.fixes[0].startswith(f"raise infersight serve --parallel 8 \u2192 {target} ")
-    # 16 in the system, 12 worth running: the rest need another server
-    assert "Up to 16 requests were in the system" in v.summary
+    # 16 needed in flight, 12 worth running: the rest need another server
+    assert "run 2 replicas" in v.summary and v.evidence_value("replicas") == 2
     assert any("add replicas" in f for f in v.fixes)
+    rec = d.recommendation
+    assert rec is not None and (rec.knob, rec.direction, rec.target) == ("slots", "up", 12)
+    assert rec.basis == "estimate" and "roofline" in rec.rests_on
     for concurrency in (16, None):  # `plan --concurrency 16` and plain `plan`
         plan = plan_capacity(shape, CPU, ctx=2048, concurrency=concurrency)
         assert plan.recommended_slots == target
@@ -64,20 +71,26 @@ def test_plan_and_diagnose_recommend_the_same_parallel() -> None:
         assert plan.settings["llama.cpp"][0] == f"--parallel {target}"
 
 
-def test_plan_and_diagnose_agree_on_a_gpu() -> None:
+def test_diagnose_asks_what_the_load_needs_within_what_plan_fits_on_a_gpu() -> None:
+    """Plan says how many sequences fit (memory); diagnose asks for what the run needs
+    (Little's law: 82 clients keep 82 in flight), within that."""
     shape, h100 = shape_from_hf_config(LLAMA3_8B), find_gpu("h100")
     assert h100 is not None
     run = make_run(running=32, waiting=50, slots=32, prompt=1000, output=256)
-    # an exact queue, so the demand is 32 + 50
     run.samples = [Sample(s.t, s.name, 50.0, s.labels) if s.name == "engine.requests_waiting"
                    else s for s in run.samples]
     v = one(diagnose(run), "slot_bound")
     target = v.evidence_value("recommended slots")
-    assert v.evidence_value("demand (R + Q, max)") == 82 and target > 82
-    for concurrency in (82, None):
-        plan = plan_capacity(shape, h100, ctx=1256, concurrency=concurrency)
-        assert plan.recommended_slots == target
-        assert f"--max-num-seqs {target}" in plan.settings["vllm"]
+    assert v.evidence_value("needed_inflight") == 82 and target == 82
+    plan = plan_capacity(shape, h100, ctx=1256, concurrency=82)
+    assert plan.max_sequences >= plan.recommended_slots > target  # memory is not the bound
+    assert "memory holds 354" in str(v.find("recommended_slots").source)  # type: ignore[union-attr]
+    # a tighter device: memory becomes the last bound, with the plan's own number
+    small = Device(key="gpu", name="small GPU", memory_bytes=20 * GIB, bandwidth=1e12,
+                   flops={"bf16": 1e14}, source="fixed for the test")
+    v = one(diagnose(run, gpu=small), "slot_bound")
+    fits = plan_capacity(shape, small, ctx=1256).max_sequences
+    assert 0 < fits < 82 and v.evidence_value("recommended slots") == fits
 
 
 def test_stored_peaks_and_floors_are_reused(tmp_path: Path) -> None:

@@ -39,16 +39,16 @@ def test_slot_bound_recommends_slots_that_fit() -> None:
     assert v.evidence_value("slots (S)") == 32
     assert v.evidence_value("running (R)") == pytest.approx(32, rel=0.05)
     target = v.evidence_value("recommended slots")
-    # what plan gives for this model, GPU and context, and more than the demand seen
+    # Little's law: the closed loop's clients each keep one request in flight
+    assert target == v.evidence_value("needed_inflight") == 82
     shape = shape_from_hf_config(LLAMA3_8B)
     h100 = find_gpu("h100")
     assert h100 is not None
-    assert target == recommend_slots(shape, h100, ctx=1000 + 256).target
-    assert target >= v.evidence_value("demand (R + Q, max)") >= 82
-    # physics: that many 1256-token Llama-3-8B sequences fit on an H100 next to the weights
+    # within what plan says fits for this model, GPU and context
+    assert target <= recommend_slots(shape, h100, ctx=1000 + 256).mem_max
     kv = target * shape.kv_bytes_for_context(1000 + 256)
     assert kv + shape.weights_bytes() < 0.9 * h100.memory_bytes
-    assert f"raise --max-num-seqs 32 \u2192 {target}, all the memory holds" in v.summary
+    assert f"raise --max-num-seqs 32 \u2192 {target} (Little's law: {target} clients" in v.summary
     assert v.fixes[0].startswith(f"raise --max-num-seqs 32 \u2192 {target}")
 
 

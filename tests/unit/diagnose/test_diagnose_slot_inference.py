@@ -120,10 +120,10 @@ def test_cli_engine_slots_on_a_file(tmp_path: Path) -> None:
     path = save_run_result(engine_run(running=4, waiting=84, kv=0.004), tmp_path / "run.json")
     res = runner.invoke(app, ["diagnose", str(path), "--json"])
     assert res.exit_code == 0, res.output
-    assert orjson.loads(res.stdout)[0]["id"] == "slot_bound"
+    assert orjson.loads(res.stdout)["verdicts"][0]["id"] == "slot_bound"
     res = runner.invoke(app, ["diagnose", str(path), "--json", "--engine-slots", "256"])
     assert res.exit_code == 0, res.output
-    doc = orjson.loads(res.stdout)
+    doc = orjson.loads(res.stdout)["verdicts"]
     assert "slot_bound" not in [v["id"] for v in doc]
     assert any(e["name"] == "slots (S)" and e["value"] == 256 for e in doc[0]["evidence"])
     bad = runner.invoke(app, ["diagnose", str(path), "--engine-slots", "0"])

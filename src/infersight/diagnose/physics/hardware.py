@@ -36,6 +36,21 @@ class Device:
     measured: bool = False
     #: CPU devices: the cores the FLOP/s figure covers (see :meth:`with_cores`).
     cores: int = 0
+    #: The FLOP/s figure was calibrated from a run (a CPU's tokens/s at the run's
+    #: measured knee), not taken from a generic microbenchmark (docs/design.md s.5).
+    calibrated: bool = False
+
+    @property
+    def compute_trusted(self) -> bool:
+        """Whether the FLOP/s figure may bound compute: a GPU's table peak or a
+        calibrated CPU; never a float32 matmul's figure for a CPU engine."""
+        return self.kind != "cpu" or self.calibrated or not self.measured
+
+    def calibrated_to(self, flops: float, source: str) -> Device:
+        """The same device with its FLOP/s calibrated from a run."""
+        each = flops / self.count
+        return dataclasses.replace(self, flops={"bf16": each, "fp16": each, "fp32": each},
+                                   source=source, calibrated=True)
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense FLOP/s for ``dtype``; falls back to fp16, then bf16, then the best known."""
@@ -82,7 +97,12 @@ class Device:
         n = f"{self.count}x " if self.count > 1 else ""
         return (f"{n}{self.name}: {self.memory_bytes / GIB:.1f} GiB, "
                 f"{self.bandwidth / 1e9:.0f} GB/s, {self.peak_flops('bf16') / self.count / 1e12:.1f} "
-                f"TFLOP/s bf16{' (measured)' if self.measured else ''}")
+                f"TFLOP/s bf16{self._origin()}")
+
+    def _origin(self) -> str:
+        if self.calibrated:
+            return " (calibrated from the run)"
+        return " (measured)" if self.measured else ""
 
 
 _BENCH_CODE = r"""

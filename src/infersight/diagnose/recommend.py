@@ -1,0 +1,146 @@
+"""The run's one recommendation (docs/design.md section 5, "One recommendation per run").
+
+Each level's verdicts say what that level showed; the run gets one fix, from the verdict
+that binds first in this order (a verdict on the measurement before one on the server,
+a limit before a symptom), at the most loaded level that showed it. Marginal verdicts
+never decide, and a client-limited level decides only when every level was.
+:func:`reconcile` then takes out of the levels' verdicts any fix that points the other
+way (a "downsize" at c=1 while the run needs more capacity, "raise the slots" past a
+measured compute knee), and says where the run's fix is instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from infersight.core.curve import CapacityCurve, Recommendation
+from infersight.core.operating_point import WITHIN
+from infersight.core.verdicts import Verdict
+from infersight.diagnose.fix_numbers import FixNumbers
+from infersight.diagnose.fixes import DOWNSIZE, raises_slots, slot_flag
+
+__all__ = ["ORDER", "recommend", "reconcile"]
+
+#: Which verdict gives the run's fix, first to last.
+ORDER = ("client_limited", "memory_pressure", "error_driven", "kv_bound", "compute_bound",
+         "slot_bound", "capacity", "overloaded", "host_starved", "busy_illusion",
+         "compute_bound_prefill", "bandwidth_bound_decode", "under_loaded", "healthy")
+#: The knob each verdict's fix turns, and which way (None: nothing on the server).
+_KNOB: dict[str, tuple[str | None, str]] = {
+    "client_limited": (None, "hold"), "memory_pressure": ("slots", "down"),
+    "error_driven": (None, "hold"), "kv_bound": ("context", "down"),
+    "host_starved": ("threads", "down"), "busy_illusion": ("load", "up"),
+    "under_loaded": ("load", "up"), "compute_bound_prefill": (None, "hold"),
+    "bandwidth_bound_decode": (None, "hold"), "healthy": (None, "hold"),
+}
+
+
+def _primary(verdicts: Sequence[Verdict]) -> Verdict | None:
+    real = [v for v in verdicts if not v.marginal]
+    levels = {v.level for v in verdicts}
+    limited = {v.level for v in real if v.id == "client_limited"}
+    real = [v for v in real if v.id != "client_limited" or limited >= levels]
+    rank = {vid: i for i, vid in enumerate(ORDER)}
+    best: Verdict | None = None
+    for v in real:  # verdicts come in level order: a tie goes to the more loaded level
+        if best is None or rank.get(v.id, 99) <= rank.get(best.id, 99):
+            best = v
+    return best
+
+
+def _current_slots(v: Verdict) -> int | None:
+    s = v.evidence_value("slots")
+    return round(float(s)) if isinstance(s, int | float) and s > 0 else None
+
+
+def _where(v: Verdict) -> str:
+    return f" at {v.level}" if v.level else ""
+
+
+def _capacity_numbers(fix: FixNumbers, curve: CapacityCurve) -> tuple[int, dict[str, float | None]]:
+    cap = curve.capacity or 0.0
+    rate = fix.target_rate or 0.0
+    n = max(1, math.ceil(rate / cap - WITHIN)) if cap else 1
+    best = next((p for p in curve.points if p.level == curve.best_level), None)
+    return n, {"throughput": min(rate, n * cap) if cap else None,
+               "ttft_p99": best.ttft_p99 if best is not None else None}
+
+
+def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Recommendation:
+    """Slots and replicas from the run's numbers (slot-bound, compute-bound, capacity)."""
+    flag, current = slot_flag(engine), _current_slots(v)
+    rests = fix.why()
+    if v.id in ("capacity", "overloaded"):
+        n, predicted = _capacity_numbers(fix, curve)
+        text = (f"{v.title}{_where(v)}: run {n} replicas behind `infersight gateway` for "
+                f"{fix.target_rate:.3g} req/s (one serves about {curve.capacity or 0:.3g} req/s)"
+                if n > 1 else f"{v.title}{_where(v)}: shed or shape load at the gateway; one "
+                f"replica serves about {curve.capacity or 0:.3g} req/s")
+        return Recommendation(verdict=v.id, knob="replicas", direction="up" if n > 1 else "hold",
+                              current=1, target=n, replicas=n, text=text, predicted=predicted,
+                              rests_on=f"the measured capacity {curve.capacity or 0:.3g} req/s",
+                              basis="measured")
+    reps = f" and run {fix.replicas} replicas" if fix.replicas > 1 else ""
+    if v.id == "compute_bound":
+        head = (f"Compute-bound from {curve.knee:.3g} in flight ({curve.knee_level}, measured): "
+                "more slots add latency, not throughput")
+        if current and current > fix.slots:
+            act, knob, direction, target = (f"lower {flag} {current} \u2192 {fix.slots}{reps}",
+                                            "slots", "down", fix.slots)
+        elif fix.replicas > 1:
+            act = (f"keep {flag}{f' at {current}' if current else ''} and run {fix.replicas} "
+                   "replicas (or faster hardware)")
+            knob, direction, target = "replicas", "up", fix.replicas
+        else:
+            act, knob, direction, target = "keep the settings: the load fits one replica", None, "hold", None
+        text = f"{head}; {act}."
+    elif current is None or fix.slots > current:
+        step = f"{current} \u2192 {fix.slots}" if current else f"to {fix.slots}"
+        text = f"{v.title}{_where(v)}: raise {flag} {step}{reps}."
+        knob, direction, target = "slots", "up", fix.slots
+    else:
+        text = (f"{v.title}{_where(v)}: {flag} {current} covers what the load needs in flight"
+                f"{'; run ' + str(fix.replicas) + ' replicas' if fix.replicas > 1 else ''}.")
+        knob, direction, target = ("replicas", "up", fix.replicas) if fix.replicas > 1 else (None, "hold", None)
+    return Recommendation(verdict=v.id, knob=knob, direction=direction,
+                          current=current if knob == "slots" else (1 if knob == "replicas" else None),
+                          target=target, replicas=fix.replicas, text=text,
+                          predicted=dict(fix.predicted), rests_on=rests, basis=fix.basis)
+
+
+def recommend(verdicts: Sequence[Verdict], curve: CapacityCurve | None, fix: FixNumbers | None,
+              engine: str) -> Recommendation | None:
+    """The run's one recommendation, or None for a run without verdicts."""
+    v = _primary(verdicts)
+    if v is None:
+        return None
+    sized = v.id in ("compute_bound", "slot_bound", "capacity", "overloaded")
+    if sized and curve is not None and fix is not None:
+        return _sized(v, curve, fix, engine)
+    knob, direction = _KNOB.get(v.id, (None, "hold"))
+    if v.id == "healthy" and curve is not None and curve.best_level:
+        text = f"No limiter found: no change needed; the best operating point is {curve.best_level}."
+    else:
+        first = v.fixes[0] if v.fixes else "see the verdict's evidence"
+        text = f"{v.title}{_where(v)}: {first}"
+    target = v.evidence_value("recommended_slots") if v.id == "memory_pressure" else None
+    return Recommendation(verdict=v.id, knob=knob, direction=direction,
+                          current=_current_slots(v) if knob == "slots" else None,
+                          target=target if isinstance(target, int) else None, text=text,
+                          rests_on=f"the {v.id} verdict{_where(v)}", basis="measured")
+
+
+def reconcile(verdicts: Sequence[Verdict], rec: Recommendation | None) -> None:
+    """Drop the levels' fixes that point against the run's recommendation."""
+    if rec is None:
+        return
+    grow = rec.knob in ("slots", "replicas", "context", "threads") and rec.direction == "up"
+    no_more_slots = rec.verdict == "compute_bound" or (rec.knob == "slots" and rec.direction == "down")
+    for v in verdicts:
+        keep = [f for f in v.fixes
+                if not (f.startswith(DOWNSIZE) and (grow or rec.verdict != "under_loaded"))
+                and not (raises_slots(f) and no_more_slots)]
+        if len(keep) < len(v.fixes):
+            keep.append(f"the run's recommendation, from every level: {rec.text}")
+            v.fixes = keep
