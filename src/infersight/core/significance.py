@@ -159,6 +159,10 @@ def _unsustainable(side: Sequence[LevelData]) -> bool:
     return any(level_state(dict(lv.agg)) == "unsustainable" for lv in side)
 
 
+def _sustained(side: Sequence[LevelData]) -> list[LevelData]:
+    return [lv for lv in side if level_state(dict(lv.agg)) != "unsustainable"]
+
+
 def compare_metric(
     a: Sequence[LevelData],
     b: Sequence[LevelData],
@@ -170,15 +174,19 @@ def compare_metric(
     """B against A on one metric. Each side is one level of one run, or the same level
     of several runs (``--repeat``): with at least two runs a side, runs are the units."""
     runs = len(a) >= 2 and len(b) >= 2
-    out = MetricCall(
-        metric=metric.name, label=metric.label, better=metric.better, delta=delta,
-        basis="runs" if runs else "slices",
-        requests=(sum(sample_count(lv, metric) for lv in a), sum(sample_count(lv, metric) for lv in b)),
-    )
+    out = MetricCall(metric=metric.name, label=metric.label, better=metric.better,
+                     delta=delta, basis="runs" if runs else "slices")
+    notes: list[str] = []
     if metric.kind == "latency" and (_unsustainable(a) or _unsustainable(b)):
-        out.call = NOT_COMPARED
-        out.note = "a level is unsustainable: its latency grows with the level's length"
-        return out
+        # With runs as units, an unsustainable run is left out; the rest still compare.
+        a, b = _sustained(a), _sustained(b)
+        if not runs or len(a) < 2 or len(b) < 2:
+            out.call = NOT_COMPARED
+            out.note = "a level is unsustainable: its latency grows with the level's length"
+            return out
+        notes.append("unsustainable runs left out")
+    out.requests = (sum(sample_count(lv, metric) for lv in a),
+                    sum(sample_count(lv, metric) for lv in b))
 
     def units(side: Sequence[LevelData]) -> np.ndarray:
         if runs:
@@ -197,18 +205,16 @@ def compare_metric(
         # From nothing to something (goodput where no request met the SLO before):
         # no ratio, but B is clearly above A's 0.
         out.call = BETTER if metric.better == "higher" else WORSE
-        out.note = "A is 0 in every unit; B is above 0"
-        return out
-    if min(out.units) < 2:
-        out.note = f"too few {out.basis} with values (A {out.units[0]}, B {out.units[1]})"
+        notes.append("A is 0 in every unit; B is above 0")
+    elif min(out.units) < 2:
+        notes.append(f"too few {out.basis} with values (A {out.units[0]}, B {out.units[1]})")
     elif metric.q >= 99 and metric.kind == "latency" and min(out.requests) < P99_MIN_REQUESTS:
         out.call = RUN_MORE
-        out.note = (
-            f"a p99 is called only with {P99_MIN_REQUESTS:,} requests a side "
-            f"(A {out.requests[0]:,}, B {out.requests[1]:,})"
-        )
+        notes.append(f"a p99 is called only with {P99_MIN_REQUESTS:,} requests a side "
+                     f"(A {out.requests[0]:,}, B {out.requests[1]:,})")
     elif out.call == RUN_MORE and out.low is None:
-        out.note = "the interval is unbounded: A's values are too close to 0 or too spread"
+        notes.append("the interval is unbounded: A's values are too close to 0 or too spread")
+    out.note = "; ".join(notes)
     return out
 
 

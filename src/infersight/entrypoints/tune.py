@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from infersight.bench import BenchConfig
-from infersight.core.errors import InfersightError
+from infersight.core.errors import ConfigError, InfersightError
 from infersight.core.records import RunResult
 from infersight.core.tune_result import TrialRecord, TuneResult, save_tune_result
 from infersight.entrypoints.tune_targets import Target, make_target
@@ -40,15 +40,29 @@ def _console() -> Console:
     return console
 
 
-def trial_bench(bench: BenchConfig, setting: Mapping[str, int], kind: str) -> BenchConfig:
-    """The shared workload for one setting: without --concurrency or --rate, as many
-    requests in flight as the setting has slots (all busy, none queued)."""
+#: The baseline's extra level for its diagnosis: this many times its slots in flight.
+DIAGNOSIS_LOAD = 4
+
+
+def trial_bench(
+    bench: BenchConfig, setting: Mapping[str, int], kind: str, role: str
+) -> tuple[BenchConfig, list[str] | None]:
+    """One trial's bench run, and the levels its objective comes from.
+
+    Without --concurrency or --rate, a trial keeps as many requests in flight as its
+    setting has slots (all busy, none queued), and its objective comes from that level.
+    The baseline runs a second level with 4 times as many, so its diagnosis sees what
+    binds past the current setting (a queue, a knee) and how far to go.
+    """
     update: dict[str, Any] = {"progress": False, "out": None}
-    if not bench.concurrency and not bench.rate and "slots" in setting:
-        update["concurrency"] = [setting["slots"]]
+    levels = None
     if kind == "launch" and "slots" in setting:
         update["engine_slots"] = setting["slots"]  # vLLM exports no slot limit
-    return bench.model_copy(update=update)
+    if not bench.concurrency and not bench.rate:
+        s = setting.get("slots", 0)
+        update["concurrency"] = [s, DIAGNOSIS_LOAD * s] if role in ("baseline", "a/a") else [s]
+        levels = [f"c={s}"]
+    return bench.model_copy(update=update), levels
 
 
 class _Trials:
@@ -58,15 +72,16 @@ class _Trials:
         self.target, self.bench, self.kind, self.out = target, bench, kind, out
         self.runs: dict[str, RunResult] = {}
 
-    def __call__(self, setting: Mapping[str, int], name: str) -> TrialRun:
+    def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
         from infersight.entrypoints.bench import bench_on
         from infersight.report import write_outputs
 
         trial_dir = self.out / "trials" / name
         t0 = time.monotonic()
+        bench, levels = trial_bench(self.bench, setting, self.kind, role)
         try:
             with self.target.open(setting, trial_dir) as ep:
-                result = bench_on(trial_bench(self.bench, setting, self.kind), ep)
+                result = bench_on(bench, ep)
         except InfersightError as e:
             return TrialRun(error=e, wall=time.monotonic() - t0)
         result.config["tune_setting"] = dict(setting)
@@ -76,7 +91,7 @@ class _Trials:
             embed_diagnosis(result, store_physics=True)
         path = write_outputs(result, trial_dir)["json"].relative_to(self.out).as_posix()
         self.runs[path] = result
-        return TrialRun(result=result, path=path, wall=time.monotonic() - t0)
+        return TrialRun(result=result, path=path, wall=time.monotonic() - t0, levels=levels)
 
 
 class _Watch(TuneProgress):
@@ -100,6 +115,9 @@ def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = N
 
     con = console or _console()
     target = make_target(cfg, resolve_api_key(env=bench.api_key_env, file=bench.api_key_file))
+    if "slots" not in target.baseline and not bench.concurrency and not bench.rate:
+        raise ConfigError("the --launch template has no slot placeholder to size each "
+                          "trial's load by: give --concurrency or --rate")
     out = Path(cfg.out or time.strftime("runs/tune-%Y%m%d-%H%M%S"))
     trials = _Trials(target, bench, cfg.target_kind, out)
     opts = TuneOptions(

@@ -14,7 +14,7 @@ its time slices' mean (core.slices): the same units the comparisons use.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,9 +65,12 @@ def _num(agg: Mapping[str, Any], *path: str) -> float | None:
     return float(cur) if isinstance(cur, int | float) and not isinstance(cur, bool) else None
 
 
-def score(result: RunResult, slo: Mapping[str, float]) -> Scored:
-    """The trial's objective from its RunResult's aggregates and records."""
-    aggs = result.aggregates
+def score(
+    result: RunResult, slo: Mapping[str, float], *, levels: Sequence[str] | None = None
+) -> Scored:
+    """The trial's objective from its RunResult's aggregates and records (from
+    ``levels`` only, when given)."""
+    aggs = {n: a for n, a in result.aggregates.items() if levels is None or n in levels}
     if not aggs:
         return Scored()
     steady = {n: a for n, a in aggs.items() if level_state(a) != "unsustainable"} or dict(aggs)

@@ -1,8 +1,8 @@
 """One ``tune`` run (docs/design.md section 8): baseline, A/A pair, the diagnosis's
 plan, the search, the winner again, and the before/after with its call.
 
-The session never starts a server or a benchmark itself: it is given ``run_trial``,
-which measures one setting and returns its RunResult (or the typed error that stopped
+The session never starts a server or a benchmark itself: it is given ``run_trial``
+(setting, name, role), which measures one setting and returns its RunResult (or the typed error that stopped
 it). So the same session drives the embedded engine, a launched server and the
 gateway's limits, and the tests drive it with fakes.
 """
@@ -45,6 +45,9 @@ class TrialRun:
     path: str | None = None
     error: InfersightError | None = None
     wall: float = 0.0
+    #: The levels the objective may come from (None: every level). A baseline run
+    #: with extra levels for its diagnosis names the one all trials share.
+    levels: list[str] | None = None
 
 
 class TuneWatcher(Protocol):
@@ -84,7 +87,7 @@ class TuneSession:
     def __init__(
         self,
         opts: TuneOptions,
-        run_trial: Callable[[Mapping[str, int], str], TrialRun],
+        run_trial: Callable[[Mapping[str, int], str, str], TrialRun],
         *,
         watcher: TuneWatcher | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -112,14 +115,14 @@ class TuneSession:
         if self.watcher:
             self.watcher.trial_started(index, role, setting)
         started = time.time()
-        run = self.run_trial(dict(setting), name)
+        run = self.run_trial(dict(setting), name, role)
         rec = TrialRecord(index=index, role=role, setting=dict(setting), result=run.path,
                           started=started, wall_s=run.wall)
         scored, runs = Scored(), []
         if run.error is not None:
             rec.status, rec.error, rec.error_message = "failed", run.error.kind, str(run.error)
         elif run.result is not None:
-            scored = score(run.result, self.opts.slo)
+            scored = score(run.result, self.opts.slo, levels=run.levels)
             runs = [scored.data] if scored.data is not None else []
             rec.status = "partial" if run.result.partial else "ok"
             if scored.value is None or not runs:

@@ -177,6 +177,17 @@ def test_unsustainable_latency_is_not_compared() -> None:
     assert calls["throughput"].call == SAME
 
 
+def test_an_unsustainable_run_is_left_out_of_a_repeat() -> None:
+    a = [_level(_open_loop(20.0, 6.0, 0.1, seed=s), 20.0) for s in (1, 2, 3)]
+    b = [_level(_open_loop(20.0, 6.0, 0.13, seed=s), 20.0) for s in (4, 5, 6)]
+    bad = b[2]
+    b[2] = LevelData(bad.records, {**bad.agg, "sustainability": {"judged": True, "sustainable": False}})
+    ttft = {c.metric: c for c in compare(a, b)}["ttft_p50"]
+    assert ttft.units == (3, 2) and ttft.call == WORSE and "left out" in ttft.note
+    b[1] = LevelData(b[1].records, b[2].agg)
+    assert {c.metric: c for c in compare(a, b)}["ttft_p50"].call == NOT_COMPARED
+
+
 def test_runs_are_the_units_with_repeats() -> None:
     a = [_level(_open_loop(20.0, 6.0, 0.1, seed=s), 20.0) for s in (1, 2, 3)]
     b = [_level(_open_loop(20.0, 6.0, 0.13, seed=s), 20.0) for s in (4, 5, 6)]

@@ -22,8 +22,8 @@ def _result() -> tuple[TuneResult, dict[str, RunResult]]:
     runs: dict[str, RunResult] = {}
 
     class Keep(Server):
-        def __call__(self, setting: Mapping[str, int], name: str) -> TrialRun:
-            run = super().__call__(setting, name)
+        def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
+            run = super().__call__(setting, name, role)
             if run.path is not None and run.result is not None:
                 runs[run.path] = run.result
             return run

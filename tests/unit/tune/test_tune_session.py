@@ -28,7 +28,7 @@ class Server:
         self.rec, self.slo = rec, slo
         self.calls: list[dict[str, int]] = []
 
-    def __call__(self, setting: Mapping[str, int], name: str) -> TrialRun:
+    def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
         self.calls.append(dict(setting))
         if self.interrupt_at is not None and len(self.calls) >= self.interrupt_at:
             raise KeyboardInterrupt
@@ -86,9 +86,9 @@ def test_the_budget_stops_the_search_and_keeps_the_trials() -> None:
     now = [0.0]
 
     class Clocked(Server):
-        def __call__(self, setting: Mapping[str, int], name: str) -> TrialRun:
+        def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
             now[0] += 60.0
-            run = super().__call__(setting, name)
+            run = super().__call__(setting, name, role)
             run.wall = 60.0
             return run
 
