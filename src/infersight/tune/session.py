@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -81,6 +82,15 @@ class _Measured:
     result: RunResult | None = None
 
 
+def _no_answer(result: RunResult) -> tuple[str, str]:
+    """A trial with nothing to measure: its requests' most common error, else DataError."""
+    kinds = Counter(r.error for r in result.records if not r.ok and r.error)
+    if kinds:
+        kind, n = kinds.most_common(1)[0]
+        return kind, f"no request of the trial completed ({n} x {kind})"
+    return "DataError", "the trial has no completed request to measure"
+
+
 class TuneSession:
     """Runs the trials and fills a TuneResult (partial when stopped)."""
 
@@ -125,9 +135,8 @@ class TuneSession:
             scored = score(run.result, self.opts.slo, levels=run.levels)
             runs = [scored.data] if scored.data is not None else []
             rec.status = "partial" if run.result.partial else "ok"
-            if scored.value is None or not runs:
-                rec.status, rec.error = "failed", "NoAnswer"
-                rec.error_message = "no request of the trial completed"
+            if scored.data is None or not any(r.ok for r in scored.data.records):
+                rec.status, rec.error, rec.error_message = "failed", *_no_answer(run.result)
             rec.level, rec.objective, rec.low, rec.high = (
                 scored.level, scored.value, scored.low, scored.high)
             rec.slo_met, rec.slo_margin = scored.slo_met, scored.margin

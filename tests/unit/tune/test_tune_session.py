@@ -120,3 +120,23 @@ def test_a_diagnosis_that_holds_leaves_nothing_to_tune() -> None:
     assert "no change needed" in result.summary
     forced = TuneSession(opts(knob="slots", values=[1, 2, 4]), Server(rec=hold)).run()
     assert forced.chosen == {"slots": 4}
+
+
+def test_a_trial_whose_requests_all_failed_is_a_failed_trial_with_their_error() -> None:
+    from infersight.core.aggregate import aggregate
+    from infersight.core.records import RequestRecord, RunResult
+
+    class Refusing(Server):
+        def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
+            if setting["slots"] < 4:
+                return super().__call__(setting, name, role)
+            recs = [RequestRecord(f"r{i}", scheduled=100.0 + i, sent=100.0 + i, end=100.1 + i,
+                                  status=503, error="Overloaded", labels={"level": "c=4"})
+                    for i in range(10)]
+            run = RunResult(records=recs, aggregates={"c=4": aggregate(recs)})
+            return TrialRun(result=run, path=f"trials/{name}/result.json", wall=1.0)
+
+    result = TuneSession(opts(values=[1, 2, 4]), Refusing()).run()
+    refused = next(t for t in result.trials if t.setting["slots"] == 4)
+    assert refused.status == "failed" and refused.error == "Overloaded"
+    assert "10 x Overloaded" in (refused.error_message or "")
