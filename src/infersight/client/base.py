@@ -119,20 +119,19 @@ class BaseClient:
 
     async def get_json(self, path: str) -> Any:
         """GET a JSON document, with typed errors (404 -> BadRequest)."""
-        status, data = await self._simple("GET", path)
-        if status == 404:
-            raise E.BadRequest(f"HTTP 404 from {self.url(path)}", status=404)
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise E.MalformedStream(f"{self.url(path)} did not answer JSON") from None
+        return await self._json("GET", path)
 
     async def put_json(self, path: str, body: Any) -> Any:
         """PUT a JSON body and read the JSON answer, with typed errors (404 ->
         BadRequest), e.g. the gateway's ``/upstreams/{name}/limit``."""
-        status, data = await self._simple("PUT", path, body)
+        return await self._json("PUT", path, body)
+
+    async def _json(self, method: str, path: str, body: Any = None) -> Any:
+        status, data = await self._simple(method, path, body)
         if status == 404:
-            raise E.BadRequest(f"HTTP 404 from {self.url(path)}: {extract_message(data)}", status=404)
+            msg = extract_message(data) if body is not None else ""
+            raise E.BadRequest(f"HTTP 404 from {self.url(path)}" + (f": {msg}" if msg else ""),
+                               status=404)
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

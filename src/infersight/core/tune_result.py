@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field, ValidationError
 
+from infersight.core.atomic import write_atomic
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import config_error
 from infersight.core.significance import MetricCall
@@ -110,12 +111,7 @@ class TuneResult(BaseModel):
 
 def save_tune_result(result: TuneResult, path: str | Path) -> Path:
     """Write atomically (temp file + rename), as RunResults are."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    tmp.write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
-    tmp.replace(p)
-    return p
+    return write_atomic(path, orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
 
 
 def load_tune_result(path: str | Path) -> TuneResult:
