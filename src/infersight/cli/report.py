@@ -85,7 +85,10 @@ def register(app: typer.Typer) -> None:
 
             from infersight.report import render_comparison
 
-            render_comparison(loaded, Console(), labels=labels, threshold=delta)
+            console = Console()
+            if not console.is_terminal:
+                console = Console(width=160)  # a file or pipe: keep the tables' columns whole
+            render_comparison(loaded, console, labels=labels, threshold=delta)
         n = sum(len(r.records) for r in loaded)
         typer.echo(
             f"wrote {html_path} ({html_path.stat().st_size / 1024:.0f} KiB, {n:,} requests, "
