@@ -70,7 +70,8 @@ class TuneResult(BaseModel):
     created: float = Field(default_factory=time.time)
     #: True when the run stopped early (budget, Ctrl-C): the trials are what was done.
     partial: bool = False
-    #: "done", "budget", "interrupted", "baseline failed" or "nothing to tune".
+    #: "done", "budget", "interrupted", "baseline failed", "too noisy", "nothing to tune",
+    #: or "running" in the copy saved after each trial while tune runs.
     stopped: str = "done"
     #: What was tuned: kind ("embedded", "launch", "gateway") and how it was reached.
     target: dict[str, Any] = Field(default_factory=dict)

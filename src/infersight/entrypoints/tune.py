@@ -104,7 +104,8 @@ class _Watch(TuneProgress):
     def trial_done(self, trial: TrialRecord, objective: str) -> None:
         super().trial_done(trial, objective)
         if self.result is not None and self.path is not None:
-            save_tune_result(self.result, self.path)
+            running = self.result.model_copy(update={"partial": True, "stopped": "running"})
+            save_tune_result(running, self.path)
 
 
 def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = None) -> TuneResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -137,3 +138,22 @@ def test_the_cli_says_one_line_for_a_bad_template_and_a_failed_baseline(tmp_path
     assert "Traceback" not in dead.stderr + dead.stdout
     assert "did not run" in dead.stdout and "status 7" in dead.stdout
     assert load_tune_result(tmp_path / "d" / "tune.json").stopped == "baseline failed"
+
+
+def test_ctrl_c_keeps_the_trials_done(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    proc = subprocess.Popen(
+        [*CLI, "--launch", f"{FAKE} --slots {{slots}} --ttft 0.02 --tokens 8", "--slots", "2",
+         "--duration", "3s", "--max-tokens", "8", "--out", str(out), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while not (out / "tune.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert load_tune_result(out / "tune.json").stopped == "running"
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr + stdout
+    saved = load_tune_result(out / "tune.json")
+    assert saved.stopped == "interrupted" and saved.partial and saved.trials
+    assert saved.trials[0].status == "ok" and "stopped early: interrupted" in saved.summary
