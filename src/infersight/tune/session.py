@@ -35,7 +35,10 @@ from infersight.tune.objective import Scored, objective_metric, score
 from infersight.tune.search import StopSearch, choose, grid, guided, planned_trials
 from infersight.tune.summary import summarize
 
-__all__ = ["TrialRun", "TuneOptions", "TuneSession", "TuneWatcher"]
+__all__ = ["MAX_NOISE", "TrialRun", "TuneOptions", "TuneSession", "TuneWatcher"]
+
+#: Past this A/A spread no setting can be shown better: tune says so instead of guessing.
+MAX_NOISE = 0.25
 
 
 @dataclass(slots=True)
@@ -224,11 +227,14 @@ class TuneSession:
             spread = noise_floor(compare_metric(
                 base.runs, aa.runs, objective_metric(self.opts.slo), slo=self.opts.slo))
             self.result.noise_basis = "the A/A pair of the baseline"
-            if math.isinf(spread):
+            if spread > MAX_NOISE:
                 self.result.stopped = "too noisy"
+                self.result.noise_floor = None if math.isinf(spread) else spread
+                reach = "without bound" if math.isinf(spread) else f"by up to {spread:.0%}"
                 self.result.notes.append(
-                    "the two baseline runs' interval is unbounded: the trials are too short "
-                    "or the server too noisy to tell settings apart; give --duration more")
+                    f"the two baseline runs differ {reach}: a setting would have to beat that "
+                    "to count, so no change can be shown; give each trial more time "
+                    "(--duration) or run where nothing else competes for the machine")
                 return
             self.delta = spread
         else:
@@ -276,7 +282,9 @@ class TuneSession:
             ok = m.trial.status == "ok" and (not self.opts.slo or m.scored.slo_met)
             return m.scored.value if ok else None
 
-        chosen = choose(measured, met_value, self._compare, floor=self.delta,
+        # Cheaper counts as good as the best within the noise, but never more than 5%
+        # below it (the knee of section 5), however noisy the run.
+        chosen = choose(measured, met_value, self._compare, floor=min(self.delta, DEFAULT_DELTA),
                         prefer_low=plan.prefer_low)
         if chosen is None:
             return

@@ -140,3 +140,17 @@ def test_a_trial_whose_requests_all_failed_is_a_failed_trial_with_their_error() 
     refused = next(t for t in result.trials if t.setting["slots"] == 4)
     assert refused.status == "failed" and refused.error == "Overloaded"
     assert "10 x Overloaded" in (refused.error_message or "")
+
+
+def test_a_baseline_too_noisy_to_tell_settings_apart_recommends_nothing() -> None:
+    class Drifting(Server):
+        def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
+            run = super().__call__(setting, name, role)
+            if role == "a/a":  # the same setting, 40% slower the second time
+                run.result = server_run(setting["slots"], ttft=0.07, itl=0.014, recommendation=RAISE)
+            return run
+
+    result = TuneSession(opts(), Drifting()).run()
+    assert result.stopped == "too noisy" and len(result.trials) == 2 and result.chosen is None
+    assert result.noise_floor is not None and result.noise_floor > 0.25
+    assert "too noisy" in result.summary and "--duration" in result.summary
