@@ -24,6 +24,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from infersight.bench import BenchConfig, run
@@ -87,7 +88,7 @@ def main() -> None:
                 wrong = (c.call in (BETTER, WORSE)) != (metric in expected) or (
                     metric in expected and c.call != expected[metric])
                 false_calls += wrong
-                table.add_row(name, metric, c.interval_text(), f"{c.units[0]}/{c.units[1]} {c.basis}",
+                table.add_row(name, metric, escape(c.interval_text()), f"{c.units[0]}/{c.units[1]} {c.basis}",
                               c.call, "yes" if wrong else "")
     con.print(table)
     con.print(f"calls that disagree with the known difference: {false_calls}")

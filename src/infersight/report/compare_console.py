@@ -48,7 +48,8 @@ def render_comparison(
                 shown = [fmt_value(v, row.unit) if v is not None else "-" for v in
                          (row.values[0], row.values[i])]
                 style = _STYLE.get(c.call, "yellow")
-                table.add_row(row.metric, *shown, c.interval_text(), f"[{style}]{c.call}[/]")
+                table.add_row(escape(row.metric), *shown, escape(c.interval_text()),
+                              f"[{style}]{escape(c.call)}[/]")
                 if c.note:
                     notes.append(f"{row.metric}: {c.note}")
             console.print(table)

@@ -39,7 +39,7 @@ def _trials_table(result: TuneResult) -> object:
                           "", "", "", "")
             continue
         vs = t.vs_baseline
-        call = "" if vs is None else f"{vs.interval_text()} [{_STYLE.get(vs.call, 'yellow')}]{vs.call}[/]"
+        call = "" if vs is None else f"{escape(vs.interval_text())} [{_STYLE.get(vs.call, 'yellow')}]{escape(vs.call)}[/]"
         table.add_row(
             str(t.index), t.role, escape(setting_text(t.setting, result.knob)) + mark,
             "-" if t.objective is None else f"{t.objective:.3g}",
@@ -65,7 +65,7 @@ def _before_after(result: TuneResult, console: Console) -> None:
         fmt = (lambda v: f"{v:.3g}") if c.better == "higher" else _ms
         table.add_row(escape(c.label + ("" if c.better == "higher" else " (ms)")),
                       "-" if c.a is None else fmt(c.a), "-" if c.b is None else fmt(c.b),
-                      c.interval_text(), f"[{_STYLE.get(c.call, 'yellow')}]{escape(c.call)}[/]")
+                      escape(c.interval_text()), f"[{_STYLE.get(c.call, 'yellow')}]{escape(c.call)}[/]")
     console.print(table)
 
 
