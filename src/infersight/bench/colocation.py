@@ -8,35 +8,20 @@ compete for the same CPUs. The client-limited flag then names that contention
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
 import os
-from urllib.parse import urlsplit
 
 import psutil
+
+from infersight.core.endpoint import is_loopback
 
 __all__ = ["cpu_contention", "is_loopback", "loopback_server_pid"]
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is this machine's loopback."""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def loopback_server_pid(url: str) -> int | None:
     """The pid listening on a loopback URL's port, when this user may see it."""
-    parts = urlsplit(url)
-    if not is_loopback(parts.hostname or ""):
-        return None
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    with contextlib.suppress(psutil.Error, OSError):
-        for c in psutil.net_connections(kind="tcp"):
-            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port:
-                return c.pid
-    return None
+    from infersight.telemetry.server_process import listening_pid
+
+    return listening_pid(url)
 
 
 def _cores(pid: int) -> set[int]:
@@ -55,9 +40,13 @@ def cpu_contention(base_url: str, engine_pid: int | None) -> str | None:
         found = loopback_server_pid(base_url)
         if found is None:
             return None
-        who, pid = f"the server under test (pid {found}, on this machine)", found
         if found == os.getpid():
-            who = "the server under test (in the client's own process)"
+            who, pid = "the server under test (in the client's own process)", found
+        else:  # the process that computes: for `infersight serve`, its llama.cpp child
+            from infersight.telemetry.server_process import computing_pid
+
+            pid = computing_pid(found)
+            who = f"the server under test (pid {pid}, on this machine)"
     shared = _cores(os.getpid()) & _cores(pid)
     if not shared:
         return None

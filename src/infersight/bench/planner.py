@@ -6,9 +6,11 @@
   evenly between the two, lowest first. Once a rate is unsustainable (docs/design.md
   section 2) the higher ones are skipped: they would only queue for longer.
 - ``--find-max``: the throughput level bounds the search; then a bisection on the rate
-  keeps the highest rate whose level met every SLO *and* was sustainable. An
-  unsustainable level fails whatever its percentiles: they only measure how long the
-  level ran. The curve (every rate tried) and the answer go into
+  keeps the highest rate whose level met every SLO *and* was sustainable, with at most
+  1% of its answers errors. An unsustainable level fails whatever its percentiles: they
+  only measure how long the level ran. A level that answers fast with errors keeps up
+  with its rate (it is error-driven, not overloaded), but its SLOs hold only for the
+  requests that succeeded, so it fails too. The curve (every rate tried) and the answer go into
   ``RunResult.config["find_max"]``.
 """
 
@@ -28,9 +30,17 @@ def unsustainable(agg: dict[str, Any]) -> bool:
     return bool(sus.get("judged")) and sus.get("sustainable") is False
 
 
+#: Errors among a level's answers above which it fails find-max (the error-driven
+#: verdict's threshold, docs/design.md section 5).
+MAX_ERROR_SHARE = 0.01
+
+
 def level_passed(agg: dict[str, Any]) -> bool:
-    """A level passes when it met every SLO and was not unsustainable."""
-    return bool((agg.get("slo") or {}).get("met")) and not unsustainable(agg)
+    """A level passes when it met every SLO, was not unsustainable and at most 1% of
+    its answers were errors."""
+    ok = agg.get("success_rate")
+    failing = isinstance(ok, int | float) and 1 - ok > MAX_ERROR_SHARE
+    return bool((agg.get("slo") or {}).get("met")) and not unsustainable(agg) and not failing
 
 
 class LevelPlanner:

@@ -1,4 +1,6 @@
-"""Samples taken during a bench run: host and processes every second (psutil), GPUs
+"""Samples taken during a bench run: host and processes every second (psutil: the load
+generator, and the engine's process when bench started it or it serves on this
+machine's loopback, the process that computes, not a front), GPUs
 (NVML, when present) and the server's Prometheus metrics (``--scrape URL``, and the
 target's own ``/metrics`` by default), through telemetry's one recorder factory.
 """
@@ -18,6 +20,15 @@ __all__ = ["BenchTelemetry"]
 log = logging.getLogger(__name__)
 
 
+def _local_server(url: str) -> int | None:
+    """The process that computes for a server on this machine's loopback (for
+    ``infersight serve``, its llama.cpp child, not the front), unless it is this one."""
+    from infersight.telemetry.server_process import computing_pid, listening_pid
+
+    pid = listening_pid(url)
+    return None if pid is None or pid == os.getpid() else computing_pid(pid)
+
+
 class BenchTelemetry:
     """Starts a :class:`~infersight.telemetry.Recorder` for the run; never fatal."""
 
@@ -33,8 +44,11 @@ class BenchTelemetry:
         from infersight.telemetry import build_recorder
 
         procs = {"loadgen": os.getpid()}
-        if self.target.engine_pid is not None:
-            procs["engine"] = self.target.engine_pid
+        engine = self.target.engine_pid
+        if engine is None:
+            engine = _local_server(self.target.base_url)
+        if engine is not None:
+            procs["engine"] = engine
         urls = list(self.cfg.scrape)
         if self.target.metrics_url and self.target.metrics_url not in urls:
             urls.append(self.target.metrics_url)

@@ -42,9 +42,10 @@ _PLAN_HELP = command_help(
     "file, a folder holding either, or 'embedded' (the built-in SmolLM2-135M). --gpu "
     "takes a name from the peak table (h100, h200, a100-80gb, l4, l40s, a10g, t4, "
     "rtx-4090, mi300x, ...) or 'cpu' (this host, measured).",
-    "The slot limit (--parallel, --max-num-seqs) comes from the same function `diagnose` "
-    "uses for a slot-bound run, so both name the same number: what the memory holds on "
-    "a GPU, twice the batch where decode turns compute-bound on a CPU.",
+    "The slot limit (--parallel, --max-num-seqs) is what the memory holds on a GPU, "
+    "twice the batch where decode turns compute-bound on a CPU (an estimate: the CPU's "
+    "peak is a generic matmul's). `diagnose` sizes a run's fix from what its load needed "
+    "in flight, within what the memory holds, and on a CPU from the run's measured knee.",
     examples=[
         "infersight plan --model config.json --gpu h100 --ctx 8192",
         "infersight plan --model embedded --gpu cpu --ctx 2048 --concurrency 16",
@@ -68,7 +69,7 @@ def diagnose_cmd(
     window: float = duration_option(None, "--window", help="Window length.", show_default="one window per load level; with --prometheus a sixtieth of the range, at most 15m"),
     model: str = typer.Option(None, metavar="MODEL", help="Model config.json / .gguf / 'embedded' for the roofline floors."),
     gpu: str = typer.Option(None, metavar="NAME", help="GPU name from the peak table, for the floors."),
-    engine_slots: int = typer.Option(None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports none.", show_default="the run's --engine-slots, else inferred from R's plateau"),
+    engine_slots: int = typer.Option(None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports none.", show_default="the run's --engine-slots, else inferred from R's plateau or the capacity curve"),
     as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
     interval: float = duration_option(1.0, "--interval", help="With --url: time between samples."),
     prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START, end: str = P.END,

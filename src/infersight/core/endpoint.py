@@ -8,12 +8,21 @@ and ``gateway`` only ever see this plain data, never the engine itself.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Endpoint", "EndpointOpener", "server_root", "shown_url"]
+__all__ = ["Endpoint", "EndpointOpener", "is_loopback", "server_root", "shown_url"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine's loopback."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def server_root(url: str) -> str:

@@ -4,7 +4,8 @@ run").
 It is the knee: among the levels that count (some successes, sustainable, not
 client-limited beyond a marginal flag), the one with the lowest latency whose throughput
 is within 5% of the best. The level at the measured knee counts as within, since past
-it throughput grows by less than 10% per doubling of work. An unsteady level ("no
+it throughput grows by less than 10% per doubling of work (it counts even when its
+client-limited flag is set: the levels past it measured the knee). An unsteady level ("no
 steady state") is picked only when no steady level is in that set. ``diagnose`` stores
 the pick in the capacity curve; the outputs' headline picks the same way, also among
 the levels meeting each SLO goal.
@@ -30,11 +31,15 @@ def _num(v: Any) -> float | None:
     return float(v)
 
 
+def _answers(agg: Mapping[str, Any]) -> bool:
+    req = agg.get("requests") or {}
+    return bool(req.get("ok")) and level_state(dict(agg)) != "unsustainable"
+
+
 def counts(agg: Mapping[str, Any]) -> bool:
     """Whether a level can be an operating point: it answered some requests, kept up
     with its rate, and its client-limited flag (if any) is only marginal."""
-    req = agg.get("requests") or {}
-    return bool(req.get("ok")) and not flagged(dict(agg)) and level_state(dict(agg)) != "unsustainable"
+    return _answers(agg) and not flagged(dict(agg))
 
 
 def _throughput(agg: Mapping[str, Any]) -> float:
@@ -53,7 +58,8 @@ def best_level(levels: Sequence[tuple[str, Mapping[str, Any]]], *,
                knee_level: str | None = None) -> str | None:
     """The name of the best operating point among ``levels`` (name, aggregate), or None
     when none counts."""
-    cands = [(n, a) for n, a in levels if counts(a)]
+    # The knee level counts despite a client flag: the curve past it measured the knee.
+    cands = [(n, a) for n, a in levels if counts(a) or (n == knee_level and _answers(a))]
     if not cands:
         return None
     top = max(_throughput(a) for _, a in cands)

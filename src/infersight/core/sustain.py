@@ -49,9 +49,19 @@ _TREND_MIN_SENDS = 10
 _T975_DF8 = 2.306
 
 
-def _answered(r: RequestRecord) -> bool:
-    """A success or an error the server gave back (a cancelled request is neither)."""
-    return r.ok or (r.error is not None and not r.cancelled and r.end is not None)
+def _failed(r: RequestRecord) -> bool:
+    """An error the server gave back (a cancelled request is no answer)."""
+    return not r.ok and r.error is not None and not r.cancelled and r.end is not None
+
+
+def _answers(records: Sequence[RequestRecord], start: float, end: float, fill: float) -> int:
+    """Successes finishing one fill time after the window, and errors answered for the
+    window's own sends by then. An error comes back at once, not a fill time later, so
+    it is matched to its send: shifted, one sent early in the window would be lost."""
+    ok = sum(1 for r in records if r.ok and start + fill <= finish_time(r) <= end + fill)
+    failed = sum(1 for r in records if _failed(r) and start <= r.scheduled <= end
+                 and finish_time(r) <= end + fill)
+    return ok + failed
 
 
 def inflight_trend(
@@ -140,7 +150,7 @@ def judge_sustainability(
     sends = len(window.members)
     # Answers, not successes: an error that came back is a request the server kept up
     # with (the error-driven verdict judges it), not one still queued.
-    done = sum(1 for r in records if _answered(r) and start + fill <= finish_time(r) <= end + fill)
+    done = _answers(records, start, end, fill)
     offered, ratio = sends / dur, done / sends
     # The rate it completed: the level's throughput (completions over the throughput
     # span). Over that span an overloaded server is busy throughout, so this is its

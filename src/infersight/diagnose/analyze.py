@@ -162,18 +162,10 @@ def _merge(verdicts: list[Verdict]) -> list[Verdict]:
     return out
 
 
-def diagnose(
-    result: RunResult,
-    *,
-    window_seconds: float | None = None,
-    model: Any = None,
-    gpu: str | Device | None = None,
-    engine_slots: int | None = None,
-    store_physics: bool = False,
-) -> list[Verdict]:
-    """The verdicts of :func:`diagnose_run` (docs/design.md section 5), per time window."""
-    return diagnose_run(result, window_seconds=window_seconds, model=model, gpu=gpu,
-                        engine_slots=engine_slots, store_physics=store_physics).verdicts
+def diagnose(result: RunResult, **options: Any) -> list[Verdict]:
+    """The verdicts of :func:`diagnose_run` (docs/design.md section 5), per time window;
+    ``options`` are its keyword arguments."""
+    return diagnose_run(result, **options).verdicts
 
 
 def _prepare(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunContext) -> _Run:

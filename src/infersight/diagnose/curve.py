@@ -1,7 +1,8 @@
 """``build_curve``: the run's capacity curve from its levels (docs/design.md section 2).
 
-One point per load level, over the level's steady window (its sends; the whole level
-when it has none): the requests in flight (the engine's running count R where it
+One point per load level, over the level's window of sends (or, when everything was
+sent at once, the span its throughput was counted over; the whole level when it has
+no window): the requests in flight (the engine's running count R where it
 exports one, else the client's time-weighted count), throughput, TPOT/ITL and TTFT
 (the aggregates' own figures), the queue, and the time a request spends in the engine
 by Little's law (R / X). ``find_knee`` then finds the knee and the plateau, and the
@@ -39,10 +40,15 @@ def _stat(agg: Mapping[str, Any], key: str, stat: str) -> float | None:
 
 
 def _window(agg: Mapping[str, Any], ra: RecordArrays, idx: np.ndarray) -> tuple[float, float]:
-    """The level's window of sends, else the span of its records."""
+    """The level's window of sends; when that is short against the span its throughput
+    was counted over (everything sent at once), that span; else its records' span."""
     win = agg.get("window") if isinstance(agg.get("window"), dict) else {}
     assert isinstance(win, dict)
     a, b = _num(win.get("start")), _num(win.get("end"))
+    span = win.get("throughput_span")
+    c = _num(span[1]) if isinstance(span, list) and len(span) == 2 else None
+    if a is not None and c is not None and c > a and (b is None or b - a < 0.5 * (c - a)):
+        return a, c
     if a is not None and b is not None and b > a:
         return a, b
     t0 = float(np.min(ra.scheduled[idx]))
@@ -79,14 +85,21 @@ def level_point(name: str, agg: Mapping[str, Any], ra: RecordArrays, idx: np.nda
         running = sidx.mean_sum("engine.requests_running", a, b)
     thr = _num(agg.get("request_throughput"))
     inflight, source = (running, "engine") if running is not None else (client, "client")
-    in_engine = inflight / thr if thr and inflight else None
     queue = max(0.0, client - running) if running is not None else None
+    waiting = sidx.mean_sum("engine.requests_waiting", t0, t1)
+    if queue is not None and (waiting or 0.0) < 0.5 and queue < max(0.5, 0.25 * client):
+        # Nothing waits: the client's time-weighted count is the finer measure of the same
+        # requests (a few scrapes that catch closed-loop handovers read R low).
+        inflight, queue = client, 0.0
+    in_engine = inflight / thr if thr and inflight else None
     if running is None and in_engine is not None and thr:
         alone = _unqueued_time(ra, idx, _stat(agg, "tpot", "p50"))
         if alone is not None and alone < in_engine:
             in_engine = alone
             queue = max(0.0, client - thr * alone)
             inflight = thr * alone
+        elif alone is not None:
+            queue = 0.0  # the requests took no longer than an unqueued one
     target = agg.get("target") if isinstance(agg.get("target"), dict) else {}
     assert isinstance(target, dict)
     sus = agg.get("sustainability") if isinstance(agg.get("sustainability"), dict) else {}

@@ -101,7 +101,9 @@ def fix_numbers(curve: CapacityCurve, physics: PhysicsBounds | None = None) -> F
     physics = physics or PhysicsBounds()
     open_pts = [p for p in curve.points if p.offered_rate and p.concurrency is None]
     closed = [p for p in curve.points if p.concurrency]
-    best = _point(curve, curve.best_level) or _point(curve, curve.plateau_level)
+    # Where each replica is meant to run: the measured knee, else the best operating point.
+    best = (_point(curve, curve.knee_level) or _point(curve, curve.best_level)
+            or _point(curve, curve.plateau_level))
     notes: list[str] = []
     if open_pts:
         top = max(open_pts, key=lambda p: p.offered_rate or 0.0)
@@ -129,10 +131,11 @@ def fix_numbers(curve: CapacityCurve, physics: PhysicsBounds | None = None) -> F
     basis = "measured"
     cap_replica = curve.capacity
     if curve.knee_reached and curve.knee:
-        cap = max(1, round(2 * curve.knee))
+        knee = max(1, round(curve.knee))  # slots are whole: a knee of 3.8 in flight is 4
+        cap = 2 * knee
         if slots > cap:
             slots, bound = cap, "knee"
-            notes.append(f"at most 2 x the measured knee ({curve.knee:.3g} in flight) = {cap}")
+            notes.append(f"at most 2 x the measured knee ({knee} in flight) = {cap}")
     else:
         above = f"above {curve.above:.3g} in flight" if curve.above else "no level reached it"
         notes.append(f"the compute knee was not reached ({above})")
@@ -145,18 +148,25 @@ def fix_numbers(curve: CapacityCurve, physics: PhysicsBounds | None = None) -> F
         notes.append(f"capped: memory holds {physics.memory}" + (
             f" ({physics.memory_why})" if physics.memory_why else ""))
     elif physics.memory is not None:
-        notes.append(f"memory holds {physics.memory}, more than that")
+        notes.append(f"memory holds {physics.memory} such sequences, more than that")
     else:
         notes.append("memory not checked (the model or device is unknown)")
-    # Past a measured knee one replica does no better than the curve's capacity.
+    # Past a measured knee a replica does no better than at its best operating point,
+    # which is where each of them is meant to run.
     per_replica = slots / t
-    if curve.knee_reached and cap_replica:
-        per_replica = min(per_replica, cap_replica)
+    if curve.knee_reached:
+        at_best = best.throughput if best is not None and best.throughput else cap_replica
+        per_replica = min(per_replica, at_best or per_replica)
     # A replica within 5% of the rate (the noise the best operating point allows) is enough.
     replicas = max(1, math.ceil(rate / per_replica - WITHIN)) if per_replica else 1
     if replicas > 1:
         notes.append(f"{rate:.3g} req/s / {per_replica:.3g} req/s per replica = {replicas} replicas")
-    ref = _point(curve, curve.best_level) if bound == "knee" else _unqueued_ttft(curve, slots)
+    measured = max((p.inflight or 0.0 for p in curve.points), default=0.0)
+    if not curve.knee_reached and slots > 1.05 * measured:
+        notes.append(f"the run measured up to {measured:.3g} running: beyond that the "
+                     "prediction assumes a request's time in the engine holds (tune or "
+                     "bench again to confirm)")
+    ref = best if bound == "knee" else _unqueued_ttft(curve, slots)
     predicted: dict[str, float | None] = {"throughput": min(rate, replicas * per_replica),
                                           "ttft_p99": ref.ttft_p99 if ref is not None else None}
     notes.append(f"TTFT p99 after the change: as at {ref.level} ({ref.ttft_p99:.3g} s)"

@@ -6,11 +6,13 @@ at the first level past which throughput grows by less than 10% per doubling of 
 work, judged against every later level at least 1.4 times as loaded. Its shape says
 what binds:
 
-- TPOT grows (by 20% or more from the plateau's first level to its last): compute.
-  That first level is the *measured knee*.
-- TPOT stays flat and TTFT grows (by 50% or more): an admission limit (slots, a
-  scheduler budget); the limit is throughput x time in the engine before any queue
-  formed (Little's law), so it is found with no engine metric at all.
+- TPOT grows (by 20% or more from the plateau's first level to its last), or the
+  engine's own running count grows (by 1.4 times or more: the time in the engine grew
+  with it, Little's law): compute. That first level is the *measured knee*.
+- TPOT stays flat, the engine's running count (where measured) too, and TTFT grows (by
+  50% or more): an admission limit (slots, a scheduler budget); the limit is throughput
+  x time in the engine before any queue formed (Little's law), so it is found with no
+  engine metric at all.
 
 Levels that do not count (unsustainable open-loop rates, whose in-flight count is a
 growing queue; levels without throughput) are left out of the search.
@@ -74,6 +76,14 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return b / a if a and b is not None and a > 0 else None
 
 
+def _engine_growth(a: CurvePoint, b: CurvePoint) -> float | None:
+    """How much the engine's running count grew from ``a`` to ``b`` (None unless the
+    engine measured both)."""
+    if a.inflight_source != "engine" or b.inflight_source != "engine" or not a.inflight:
+        return None
+    return (b.inflight or 0.0) / a.inflight
+
+
 def _service_time(ps: Sequence[_P], upto: int) -> float | None:
     """Time in the engine before a queue formed: the least loaded level's (up to the
     plateau's first level), whose in-flight count is all being served."""
@@ -102,13 +112,17 @@ def find_knee(curve: CapacityCurve) -> None:
     if i == 0:
         curve.notes.append(f"throughput was already flat at the least loaded level "
                            f"({first.point.level}): the plateau starts at or below it")
-    if tpot is not None and tpot >= TPOT_GROWS:
+    # The engine's own R tells the two apart most directly: an admission limit caps it,
+    # while work that grew in the engine without more throughput is compute, whether the
+    # time went to decode steps (TPOT) or elsewhere in the engine (R / X, Little's law).
+    grew = _engine_growth(first.point, last.point)
+    if (tpot is not None and tpot >= TPOT_GROWS) or (grew is not None and grew >= MIN_STEP):
         curve.plateau, curve.plateau_at = "compute", at
         curve.knee, curve.knee_level, curve.knee_reached = at, first.point.level, True
         curve.above = None
         return
     curve.knee_reached, curve.above = False, top
-    if ttft is not None and ttft >= TTFT_GROWS:
+    if ttft is not None and ttft >= TTFT_GROWS and (grew is None or grew < TPOT_GROWS):
         curve.plateau = "admission"
         service = _service_time(ps, i)
         plateau_thr = sum(p.thr for p in ps[i:]) / len(ps[i:])

@@ -1,9 +1,11 @@
 """The run's one recommendation (docs/design.md section 5, "One recommendation per run").
 
 Each level's verdicts say what that level showed; the run gets one fix, from the verdict
-that binds first in this order (a verdict on the measurement before one on the server,
-a limit before a symptom), at the most loaded level that showed it. Marginal verdicts
-never decide, and a client-limited level decides only when every level was.
+that binds first in this order (a limit before a symptom), at the most loaded level that
+showed it. Marginal verdicts never decide. A client-limited flag decides only when every
+level was client-limited and no level found a limit of the server's own (a late client
+makes no engine queue, no growing TPOT, no full KV cache): the flag is then the caveat
+every output prints beside the fix.
 :func:`reconcile` then takes out of the levels' verdicts any fix that points the other
 way (a "downsize" at c=1 while the run needs more capacity, "raise the slots" past a
 measured compute knee), and says where the run's fix is instead.
@@ -36,11 +38,19 @@ _KNOB: dict[str, tuple[str | None, str]] = {
 }
 
 
+#: Verdicts about the server's limit: when one of them fired, a client-limited flag is a
+#: caveat beside it (a late client does not make a queue, a TPOT that grows or a KV cache
+#: that fills), not the fix.
+_SERVER_LIMITS = ("memory_pressure", "error_driven", "kv_bound", "compute_bound", "slot_bound",
+                  "capacity", "overloaded", "host_starved")
+
+
 def _primary(verdicts: Sequence[Verdict]) -> Verdict | None:
     real = [v for v in verdicts if not v.marginal]
     levels = {v.level for v in verdicts}
     limited = {v.level for v in real if v.id == "client_limited"}
-    real = [v for v in real if v.id != "client_limited" or limited >= levels]
+    server = any(v.id in _SERVER_LIMITS for v in real)
+    real = [v for v in real if v.id != "client_limited" or (limited >= levels and not server)]
     rank = {vid: i for i, vid in enumerate(ORDER)}
     best: Verdict | None = None
     for v in real:  # verdicts come in level order: a tie goes to the more loaded level
@@ -99,6 +109,9 @@ def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Re
         step = f"{current} \u2192 {fix.slots}" if current else f"to {fix.slots}"
         text = f"{v.title}{_where(v)}: raise {flag} {step}{reps}."
         knob, direction, target = "slots", "up", fix.slots
+    elif fix.slots < current:  # the knee or memory puts the limit below the one set
+        text = f"{v.title}{_where(v)}: lower {flag} {current} \u2192 {fix.slots}{reps} ({fix.short()})."
+        knob, direction, target = "slots", "down", fix.slots
     else:
         text = (f"{v.title}{_where(v)}: {flag} {current} covers what the load needs in flight"
                 f"{'; run ' + str(fix.replicas) + ' replicas' if fix.replicas > 1 else ''}.")

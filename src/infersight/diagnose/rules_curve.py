@@ -1,7 +1,8 @@
 """The rule the capacity curve adds: compute-bound, measured (docs/design.md section 5).
 
-A level past the run's measured knee (at least 1.4 times its work in flight) whose TPOT
-has grown (by 20% or more) while throughput has not: the device computes as fast as it
+A level past the run's measured knee (at least 1.4 times its work in flight) whose TPOT,
+or time in the engine where the engine measured it, has grown (by 20% or more) while
+throughput has not: the device computes as fast as it
 can, so more slots buy latency, not throughput. The fix is replicas or faster
 hardware, and slots near the knee, with the numbers of
 :mod:`infersight.diagnose.fix_numbers`.
@@ -52,7 +53,13 @@ def compute_bound(ri: RuleInput) -> Verdict | None:
     x0, x1 = knee.client_inflight or knee.inflight, here.client_inflight or here.inflight
     if not x0 or not x1 or x1 < MIN_STEP * x0 or not knee.tpot_p50 or not here.tpot_p50:
         return None
-    if here.tpot_p50 < TPOT_GROWS * knee.tpot_p50 or not knee.throughput or not here.throughput:
+    if not knee.throughput or not here.throughput:
+        return None
+    slower = here.tpot_p50 >= TPOT_GROWS * knee.tpot_p50
+    # or, where the engine measured its R, each request's time in it grew (Little's law)
+    longer = (knee.inflight_source == here.inflight_source == "engine" and knee.time_in_engine
+              and (here.time_in_engine or 0.0) >= TPOT_GROWS * knee.time_in_engine)
+    if not slower and not longer:
         return None
     g = growth_per_doubling(x0, knee.throughput, x1, here.throughput)
     ev = [evidence("knee", "measured knee", curve.knee, "in flight", _SRC + f", level {knee.level}"),
@@ -61,13 +68,18 @@ def compute_bound(ri: RuleInput) -> Verdict | None:
           evidence("growth_per_doubling", "throughput growth per doubling", g, "fraction", _SRC),
           evidence("tpot_at_knee", f"TPOT p50 at the knee ({knee.level})", knee.tpot_p50, "s", _SRC),
           evidence("tpot_p50", "TPOT p50 here", here.tpot_p50, "s", _SRC),
+          evidence("time_in_engine_at_knee", "time in the engine at the knee", knee.time_in_engine, "s", _SRC),
+          evidence("time_in_engine", "time in the engine here", here.time_in_engine, "s", _SRC),
           evidence("inflight", "in flight here", here.inflight, "requests", _SRC),
           *rq_evidence(ri)]
+    cost = (f"TPOT went {_ms(knee.tpot_p50)} \u2192 {_ms(here.tpot_p50)}" if slower else
+            f"the time in the engine went {knee.time_in_engine:.3g} \u2192 "
+            f"{here.time_in_engine:.3g} s (TPOT {_ms(knee.tpot_p50)} \u2192 {_ms(here.tpot_p50)})")
     summary = (
-        f"From {knee.level} ({knee.inflight or x0:.3g} in flight) to {here.level} "
-        f"({here.inflight or x1:.3g}) throughput went {knee.throughput:.3g} \u2192 "
-        f"{here.throughput:.3g} req/s ({g:+.0%} per doubling of the work) while TPOT went "
-        f"{_ms(knee.tpot_p50)} \u2192 {_ms(here.tpot_p50)}: the device computes as fast as it "
-        "can, so more slots add latency, not throughput.")
+        f"From {knee.level} ({knee.inflight or x0:.3g} running) to {here.level} "
+        f"({here.inflight or x1:.3g} running, {x1:.3g} in flight) throughput went "
+        f"{knee.throughput:.3g} \u2192 {here.throughput:.3g} req/s ({g:+.0%} per doubling of "
+        f"the work) while {cost}: the device computes as fast as it can, so more slots add "
+        "latency, not throughput.")
     return make_verdict(ri, "compute_bound", "Compute-bound (measured)", summary, ev, 0.85,
                         compute_fixes(ri))

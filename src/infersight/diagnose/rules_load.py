@@ -198,8 +198,10 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
                "the capacity curve's shape" if "curve" in s.S_source else None)
         fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=short,
                          inferred=how)
-    else:
+    elif target == current:
         act = f"{flag} {current} already covers what the load needs in flight ({short})."
+    else:  # the knee or memory bounds it below the limit set
+        act = f"the run puts the limit at {target}, below {flag} {current} ({short})."
     if fix is not None and fix.replicas > 1:
         act += (f" At {target} slots one server serves about {fix.per_replica:.3g} req/s of "
                 f"the {fix.target_rate:.3g} needed: run {fix.replicas} replicas.")

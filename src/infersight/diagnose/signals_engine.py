@@ -223,9 +223,12 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext,
         # No GPU: the engine process's CPU is the device. Spinning threads keep it near
         # 100% per thread even for one sequence, so the compute actually used (MFU)
         # plays the role SM activity plays on a GPU.
-        threads = ctx.threads or 1
+        threads, how = ctx.threads, "threads"
+        if not threads:  # a recording does not say: the host's cores bound the threads
+            threads = len([lab for lab in idx.labels("host.cpu_percent") if lab.get("cpu") != "all"]) or 1
+            how = "host cores (the engine's threads are not recorded)"
         s.U = min(1.0, s.engine_cpu / (100.0 * threads))
-        s.busy, s.busy_source = s.U, f"engine process CPU / {threads} threads"
+        s.busy, s.busy_source = s.U, f"engine process CPU / {threads} {how}"
         if s.mfu is not None:
             s.SM = min(1.0, s.mfu)
             s.busy, s.busy_source = s.SM, "model FLOP/s over the measured CPU peak (MFU)"

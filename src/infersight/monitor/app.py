@@ -23,6 +23,7 @@ from infersight.core.errors import ConfigError
 from infersight.monitor.state import MonitorState
 from infersight.monitor.view import ViewInfo, render
 from infersight.telemetry import EngineScraper, build_recorder, metrics_url
+from infersight.telemetry.server_process import computing_pid, listening_pid
 
 __all__ = ["DEFAULT_URLS", "MonitorResult", "default_url", "listening_pid", "run_monitor"]
 
@@ -57,23 +58,6 @@ def default_url(candidates: list[str] | tuple[str, ...] = DEFAULT_URLS) -> str:
         f"no engine or gateway answers /metrics on {ports}; pass your engine's URL, "
         "e.g. `infersight monitor http://HOST:PORT`"
     )
-
-
-def listening_pid(url: str) -> int | None:
-    """The pid of the local process listening on the URL's port (best effort)."""
-    import psutil
-
-    parts = urlsplit(url)
-    if parts.hostname not in ("127.0.0.1", "localhost", "::1") or parts.port is None:
-        return None
-    try:
-        conns = psutil.net_connections(kind="tcp")
-    except (psutil.AccessDenied, OSError):
-        return None
-    for c in conns:
-        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == parts.port and c.pid:
-            return int(c.pid)
-    return None
 
 
 @contextlib.contextmanager
@@ -160,7 +144,8 @@ async def _run(
         role = "gateway" if scraper.engine == "infersight" else "engine"
         pid = listening_pid(url)
         if role not in procs and pid is not None and pid != os.getpid():
-            procs[role] = pid
+            # an engine's process is the one that computes (serve: the llama.cpp child)
+            procs[role] = computing_pid(pid) if role == "engine" else pid
     # The file keeps everything; memory holds the last ~50k samples.
     tel = build_recorder(interval=interval, processes=procs, gpu=gpu,
                          scrape=[] if scraper is None else [scraper],

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from infersight.core.curve import CapacityCurve, CurvePoint, Recommendation
-from infersight.report.svg import Band, Series, chart
+from infersight.report.svg import Series, chart
 from infersight.report.svg_axes import fmt_value
 
 __all__ = ["advice_lines", "curve_chart", "curve_html", "curve_markdown", "curve_rows",
@@ -77,7 +77,8 @@ def knee_text(curve: CapacityCurve) -> str:
     """``measured knee: 4 in flight (c=4), compute-bound past it`` or why there is none."""
     if curve.knee_reached and curve.knee is not None:
         return (f"measured knee: {curve.knee:.3g} in flight ({curve.knee_level}); past it "
-                "throughput grows less than 10% per doubling while TPOT grows (compute)")
+                "throughput grows less than 10% per doubling while TPOT or the time in the "
+                "engine grows (compute)")
     above = f" (above {curve.above:.3g} in flight)" if curve.above else ""
     if curve.plateau == "admission" and curve.plateau_at:
         return (f"knee not reached{above}; throughput is flat from {curve.plateau_level} with "
@@ -102,23 +103,24 @@ def print_curve(curve: CapacityCurve, console: Console) -> None:
 
 
 def curve_chart(curve: CapacityCurve) -> str:
-    """Throughput (left) and TPOT (right) against requests in flight, knee marked."""
+    """Throughput (left) and TPOT (right) against requests running, the knee marked."""
     pts = [p for p in curve.points if p.inflight]
     xs = [float(p.inflight or 0.0) for p in pts]
-    thr = Series("throughput (req/s)", xs, [p.throughput or math.nan for p in pts],
-                 point_labels=[p.level for p in pts])
-    tpot = Series("TPOT p50", xs, [p.tpot_p50 or math.nan for p in pts], "#D55E00",
-                  dash=True, right=True)
-    bands = []
-    if curve.knee_reached and curve.knee:
-        k = float(curve.knee)
-        bands.append(Band(k * 0.97, k * 1.03, f"knee {k:.3g}"))
-    elif curve.plateau == "admission" and curve.plateau_at:
-        k = float(curve.plateau_at)
-        bands.append(Band(k * 0.97, k * 1.03, f"admission limit {k:.3g}"))
-    return chart([thr, tpot], title="Capacity curve: throughput and TPOT against work in flight",
-                 xlabel="requests in flight (running)", ylabel="req/s", y2label="TPOT",
-                 y2unit="s", bands=bands)
+    mark = curve.knee_level if curve.knee_reached else curve.plateau_level
+    what = "knee" if curve.knee_reached else f"{curve.plateau or 'plateau'} limit"
+    labels = [f"{p.level} ({what})" if p.level == mark else p.level for p in pts]
+    series = [Series("throughput (req/s)", xs, [p.throughput or math.nan for p in pts],
+                     kind="points", point_labels=labels),
+              Series("TPOT p50", xs, [p.tpot_p50 or math.nan for p in pts], "#D55E00",
+                     kind="points", dash=True, right=True)]
+    at = next((p for p in pts if p.level == mark), None)
+    if at is not None and at.throughput:
+        name = "measured knee" if curve.knee_reached else what
+        series.append(Series(f"{name} ({at.level})", [float(at.inflight or 0.0)], [at.throughput],
+                             "#000000", kind="points"))
+    return chart(series, title="Capacity curve: throughput and TPOT against work in flight",
+                 xlabel="requests running (in flight)", ylabel="req/s", y2label="TPOT",
+                 y2unit="s")
 
 
 def curve_html(curve: CapacityCurve | None) -> str:

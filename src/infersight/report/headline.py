@@ -15,7 +15,7 @@ from infersight.core.aggregate import parse_slo_key
 from infersight.core.durations import format_duration
 from infersight.core.errors import ConfigError
 from infersight.core.level_flags import flagged
-from infersight.core.operating_point import best_level, counts
+from infersight.core.operating_point import best_level
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.capacity import advice_lines
@@ -129,7 +129,7 @@ def _best(levels: Sequence[tuple[str, Mapping[str, Any]]], goal: str, key: str |
     for level, agg in levels:
         checks = (agg.get("slo") or {}).get("checks") or {}
         met = (agg.get("slo") or {}).get("met") if key is None else (checks.get(key) or {}).get("met")
-        if counts(agg) and (met or not goals):
+        if met or not goals:  # best_level keeps those that count (and the knee)
             ok.append((level, agg))
     name = best_level(ok, knee_level=knee)
     if name is None:

@@ -62,7 +62,9 @@ def test_under_loaded_one_client_sixteen_slots() -> None:
     assert v.evidence_value("slots (S)") == 16
     assert 0.2 <= v.evidence_value("running (R)") <= 1.5
     assert v.evidence_value("waiting (Q)") < 0.1
-    assert v.evidence_value("SM activity / MFU") < 0.5
+    # one level measures no knee, so the CPU's compute ceiling is not calibrated: no MFU
+    # from a generic matmul figure, and the summary says the compute use is unknown
+    assert v.evidence_value("SM activity / MFU") is None and "compute use unknown" in v.summary
     # the diagnosis states observed ITL against the computed CPU floor
     assert v.evidence_value("ITL / floor") >= 1.0
     assert any("concurren" in f for f in v.fixes)
@@ -77,12 +79,9 @@ def test_slot_bound_two_slots_thirty_two_clients() -> None:
     assert v.evidence_value("running (R)") >= 1.7
     assert v.evidence_value("waiting (Q)") >= 10
     target = v.evidence_value("recommended slots")
-    assert 2 < target <= 40
-    # the shared recommendation (what `plan` gives): this CPU's compute knee or memory
-    from infersight.diagnose.physics import load_shape, measure_cpu, recommend_slots
-
-    device = measure_cpu().with_cores(int(r.config["engine"]["threads"]))
-    assert target == recommend_slots(load_shape("embedded"), device, ctx=256).target
+    # Little's law: 32 clients keep 32 requests in flight; one level reaches no knee, and
+    # a CPU's matmul figure never caps the number (memory holds far more)
+    assert target == v.evidence_value("needed_inflight") == 32
     assert v.fixes[0].startswith(f"raise infersight serve --parallel 2 \u2192 {target} --ctx {target * 256}")
 
 
@@ -173,3 +172,28 @@ def test_diagnose_live_url_window(key_engine: Any) -> None:
     assert "client_limited" not in {v.id for v in vs}  # probes are no load generator
     slots = [v.evidence_value("slots (S)") for v in vs if v.evidence_value("slots (S)")]
     assert slots and set(slots) == {2}
+
+
+def test_the_demo_sweeps_fix_agrees_with_its_own_curve() -> None:
+    """The demo's sweep, shortened: whatever this shared box makes of the levels, the
+    run's one fix never contradicts its curve (docs/design.md section 5)."""
+    from infersight.diagnose import embed_diagnosis
+    from infersight.diagnose.fixes import DOWNSIZE, raises_slots
+
+    r = _bench(engine_parallel=8, engine_ctx=8 * 256, concurrency=[1, 4, 16], requests=16,
+               max_tokens=10)
+    embed_diagnosis(r)
+    curve, rec = r.capacity_curve, r.recommendation
+    assert curve is not None and rec is not None
+    assert [p.level for p in curve.points] == ["c=1", "c=4", "c=16"]
+    fixes = [f for v in r.diagnosis for f in v.fixes]
+    if curve.plateau == "compute":
+        assert not (rec.knob == "slots" and rec.direction == "up")
+        assert not any(raises_slots(f) for f in fixes), fixes
+    if curve.knee_reached and curve.knee and rec.knob == "slots":
+        assert (rec.target or 0) <= 2 * round(curve.knee)
+    if rec.direction == "up" and rec.knob in ("slots", "replicas"):
+        assert not any(f.startswith(DOWNSIZE) for f in fixes), fixes
+    targets = {v.evidence_value("recommended_slots") for v in r.diagnosis} - {None}
+    if rec.knob == "slots":  # one number for the slots in every output
+        assert targets <= {rec.target}, (targets, rec)

@@ -237,3 +237,26 @@ def test_engine_crash_is_reported_in_one_line(served: Served) -> None:
     assert "Traceback" not in err
     errors = [ln for ln in err.splitlines() if ln.startswith("error: ")]
     assert len(errors) == 1 and "exited unexpectedly" in errors[0]
+
+
+def test_monitor_watches_the_llama_cpp_child_not_the_front(served: Served, tmp_path: Path) -> None:
+    """The process that computes for `serve` is its llama.cpp child: monitor (and bench,
+    through the same lookup) samples that one, not the HTTP front."""
+    import psutil
+
+    from infersight.telemetry import read_samples
+    from infersight.telemetry.server_process import listening_pid, server_pid
+
+    assert listening_pid(served.url) == served.proc.pid
+    engine = server_pid(served.url)
+    assert engine in _engine_children(served.proc.pid)
+    assert "infersight.engine" in " ".join(psutil.Process(engine).cmdline())
+    rec = tmp_path / "mon.jsonl"
+    cli = [*_cmd()[:-1], "monitor", served.url, "--duration", "2.5s", "--interval", "0.5s",
+           "--no-gpu", "--record", str(rec)]
+    res = subprocess.run(cli, capture_output=True, text=True, timeout=60, env=_env())
+    assert res.returncode == 0, res.stderr
+    samples, _ = read_samples(rec)
+    watched = {s.labels.get("pid") for s in samples
+               if s.name == "process.cpu_percent" and s.labels.get("name") == "engine"}
+    assert watched == {str(engine)}

@@ -127,3 +127,14 @@ def test_sweep_stops_after_an_unsustainable_rate() -> None:
     assert lv is not None and lv.rate == 6.0
     p.record(lv, {**agg(5.0), "sustainability": _sus(False)})
     assert p.next() is None  # 8 and 10 req/s would only queue longer
+
+
+def test_find_max_fails_a_level_that_answers_with_errors() -> None:
+    """Fast errors are answers (the level is sustainable), but not a rate that meets the
+    SLO: its percentiles cover only the requests that succeeded."""
+    from infersight.bench.planner import level_passed
+
+    good = {"slo": {"met": True}, "sustainability": {"judged": True, "sustainable": True},
+            "success_rate": 0.995}
+    assert level_passed(good)
+    assert not level_passed({**good, "success_rate": 0.9})

@@ -107,3 +107,25 @@ def test_curve_points_follow_the_engines_running_count() -> None:
     top = d.curve.points[-1]
     assert top.inflight == pytest.approx(4, abs=0.1) and top.client_inflight == pytest.approx(16, abs=0.2)
     assert d.curve.plateau == "admission"
+
+
+def test_work_that_grows_in_the_engine_without_throughput_is_compute() -> None:
+    """The demo on a busy box: TPOT flat from c=4 to c=16, but the engine ran 8 instead
+    of 4 for the same throughput: each request's time in it doubled, so compute, not an
+    admission limit (which would have capped R)."""
+    pts = [_pt("c=1", 1, 0.43, 0.037, 0.54), _pt("c=4", 4, 0.64, 0.115, 1.3),
+           _pt("c=16", 8, 0.65, 0.111, 20.2)]
+    for p in pts:
+        p.inflight_source = "engine"
+    pts[2].client_inflight = 16
+    curve = CapacityCurve(points=pts)
+    find_knee(curve)
+    assert curve.plateau == "compute" and curve.knee_level == "c=4"
+    capped = [_pt("c=1", 1, 4.1, 0.01, 0.05), _pt("c=4", 4, 16.4, 0.01, 0.05),
+              _pt("c=16", 4, 16.4, 0.01, 0.78)]
+    for p in capped:
+        p.inflight_source = "engine"
+    capped[2].client_inflight = 16
+    curve = CapacityCurve(points=capped)
+    find_knee(curve)
+    assert curve.plateau == "admission"

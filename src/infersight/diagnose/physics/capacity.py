@@ -103,8 +103,8 @@ def plan_capacity(
 ) -> CapacityPlan:
     """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``.
 
-    The slot / sequence limit comes from :func:`recommend_slots`, the function
-    ``diagnose`` uses for a slot-bound run, so both name the same number.
+    The slot / sequence limit comes from :func:`recommend_slots`; ``diagnose`` caps a
+    run's own number (Little's law) with the same memory bound.
     """
     if ctx <= 0:
         raise ConfigError("--ctx must be positive")

@@ -1,6 +1,7 @@
-"""How many concurrent sequences to allow: the one recommendation `plan` and `diagnose`
-share (docs/design.md section 6), so both name the same ``--parallel`` /
-``--max-num-seqs`` for the same model, device and context.
+"""How many concurrent sequences to allow from the physics alone (docs/design.md section
+6): `plan`'s recommendation, and the bounds `diagnose` puts on a run's own number
+(memory always; the compute knee only when the run reached no knee of its own and the
+device's compute ceiling is trusted).
 
 - Memory: device memory x the engine's utilisation target, less the weights and the
   activations of one step, divided by one sequence's KV cache at ``ctx`` tokens.
@@ -10,8 +11,8 @@ share (docs/design.md section 6), so both name the same ``--parallel`` /
 - CPU: throughput stops growing once decode turns compute-bound (the knee), and every
   llama.cpp slot claims its share of ``--ctx-size``; allow twice the knee.
 
-The demand a run showed does not change the number; `diagnose` compares it with the
-number to say whether raising the limit is enough or replicas are needed too.
+The demand a run showed does not change the number; `diagnose` sizes its fix from the
+run (docs/design.md section 5, "The number in a fix") and uses this only as a bound.
 """
 
 from __future__ import annotations
