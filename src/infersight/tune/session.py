@@ -244,9 +244,14 @@ class TuneSession:
         self._baseline = pooled
         aa.trial.vs_baseline = self._call(base.runs, aa.runs)
         assert base.result is not None
-        plan = plan_search(
-            base.result.recommendation, base.result.capacity_curve, self.opts.baseline, self.opts.knobs, knob=self.opts.knob, values=self.opts.values,
-        )
+        rec, curve = base.result.recommendation, base.result.capacity_curve
+        plan = plan_search(rec, curve, self.opts.baseline, self.opts.knobs,
+                           knob=self.opts.knob, values=self.opts.values)
+        if isinstance(plan, str) and (self.opts.search == "grid" or self.opts.values):
+            # The user asked for these values: try them, whatever the diagnosis says.
+            self.result.notes.append(plan)
+            plan = plan_search(rec, curve, self.opts.baseline, self.opts.knobs,
+                               knob=next(iter(self.opts.knobs)), values=self.opts.values)
         if isinstance(plan, str):
             self.result.stopped = "nothing to tune"
             self.result.notes.append(plan)

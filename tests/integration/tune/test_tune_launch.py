@@ -126,12 +126,20 @@ def test_tune_over_launches_records_each_failure_as_a_trial(tmp_path: Path) -> N
 
 
 def test_the_cli_says_one_line_for_a_bad_template_and_a_failed_baseline(tmp_path: Path) -> None:
-    bad = subprocess.run([*CLI, "--launch", "x {slots}", "--slots", "2"],
-                         capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
-        "error: --launch needs {port}: each trial gets a free port of its own"]
+    for args, line in (
+        (["--launch", "x {slots}", "--slots", "2"],
+         "error: --launch needs {port}: each trial gets a free port of its own"),
+        (["--launch", "x {port} {slots}"],
+         "error: --launch has a slots placeholder: give its current value with --slots N "
+         "(the current --max-num-seqs or --parallel)"),
+        (["--launch", "x {port}"],
+         "error: the --launch template has no slot placeholder to size each trial's load "
+         "by: give --concurrency or --rate"),
+    ):
+        bad = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [line], bad.stderr
     dead = subprocess.run(
-        [*CLI, "--launch", "exit 7 # {port}",
+        [*CLI, "--launch", "exit 7 # {port} {slots}", "--slots", "2",
          "--out", str(tmp_path / "d"), "--no-progress", "--requests", "4"],
         capture_output=True, text=True, timeout=60)
     assert dead.returncode == 1, dead.stderr

@@ -120,6 +120,10 @@ def test_a_diagnosis_that_holds_leaves_nothing_to_tune() -> None:
     assert "no change needed" in result.summary
     forced = TuneSession(opts(knob="slots", values=[1, 2, 4]), Server(rec=hold)).run()
     assert forced.chosen == {"slots": 4}
+    # Asked for a grid, tune tries it, and says what the diagnosis thought.
+    grid = TuneSession(opts(search="grid", values=[1, 2, 4]), Server(rec=hold)).run()
+    assert grid.stopped == "done" and grid.chosen == {"slots": 4}
+    assert any("no change needed" in n for n in grid.notes)
 
 
 def test_a_trial_whose_requests_all_failed_is_a_failed_trial_with_their_error() -> None:
