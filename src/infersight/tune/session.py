@@ -223,23 +223,27 @@ class TuneSession:
             self.result.stopped = "baseline failed"
             return
         aa = self._trial(self.opts.baseline, "a/a")
+        spread = DEFAULT_DELTA
         if aa.trial.status == "ok":
             spread = noise_floor(compare_metric(
                 base.runs, aa.runs, objective_metric(self.opts.slo), slo=self.opts.slo))
             self.result.noise_basis = "the A/A pair of the baseline"
             if spread > MAX_NOISE:
                 self.result.stopped = "too noisy"
-                self.result.noise_floor = None if math.isinf(spread) else spread
                 reach = "without bound" if math.isinf(spread) else f"by up to {spread:.0%}"
                 self.result.notes.append(
                     f"the two baseline runs differ {reach}: a setting would have to beat that "
                     "to count, so no change can be shown; give each trial more time "
                     "(--duration) or run where nothing else competes for the machine")
-                return
-            self.delta = spread
+                if self.opts.search != "grid":
+                    self.result.noise_floor = None if math.isinf(spread) else spread
+                    return
+                # A grid still measures every value (the table is the reference), but
+                # recommends none.
+            self.delta = spread if math.isfinite(spread) else 1.0
         else:
             self.result.noise_basis = f"{DEFAULT_DELTA:.0%} (the A/A run failed)"
-        self.result.noise_floor = self.delta
+        self.result.noise_floor = self.delta if math.isfinite(spread) else None
         pooled = _Measured(base.trial, base.scored, base.runs + aa.runs, base.result)
         self._baseline = pooled
         aa.trial.vs_baseline = self._call(base.runs, aa.runs)
@@ -278,7 +282,7 @@ class TuneSession:
         """The cheapest setting as good as the best (SLO met first), and its re-run,
         unless the run was stopped (then what was measured stands)."""
         plan = self.plan
-        if plan is None:
+        if plan is None or self.result.stopped == "too noisy":
             return
         measured = list(self._by_index)
 

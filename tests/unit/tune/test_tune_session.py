@@ -158,3 +158,19 @@ def test_a_baseline_too_noisy_to_tell_settings_apart_recommends_nothing() -> Non
     assert result.stopped == "too noisy" and len(result.trials) == 2 and result.chosen is None
     assert result.noise_floor is not None and result.noise_floor > 0.25
     assert "too noisy" in result.summary and "--duration" in result.summary
+    # A grid still measures every value, the reference table, and advises none.
+    grid = TuneSession(opts(search="grid", values=[1, 2, 4]), Drifting()).run()
+    assert grid.stopped == "too noisy" and grid.chosen is None and not grid.before_after
+    assert {t.setting["slots"] for t in grid.trials} == {1, 2, 4}
+
+
+def test_a_failed_a_a_run_leaves_the_default_noise_floor() -> None:
+    class NoRepeat(Server):
+        def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
+            if role == "a/a":
+                return TrialRun(error=LaunchError("exited", exit_code=1), wall=1.0)
+            return super().__call__(setting, name, role)
+
+    result = TuneSession(opts(values=[1, 2, 4, 6, 8]), NoRepeat()).run()
+    assert result.noise_floor == 0.05 and "the A/A run failed" in result.noise_basis
+    assert result.chosen == {"slots": 6} and result.stopped == "done"
