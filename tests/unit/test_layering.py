@@ -1,4 +1,4 @@
-"""Dependencies point one way: cli/entrypoints -> feature packages (bench, gateway,
+"""Dependencies point one way: cli/entrypoints -> feature packages (bench, gateway, tune,
 batch, diagnose, report, monitor) -> client / telemetry / engine -> core.
 
 Every module's imports are read with ``ast`` (nothing is executed): ``import`` and
@@ -21,7 +21,7 @@ import infersight
 ROOT = Path(infersight.__file__).parent
 
 TOP = {"cli", "entrypoints"}
-FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor"}
+FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor", "tune"}
 LOWER = {"client", "telemetry", "engine"}
 #: What each lower package may import besides itself and core: telemetry's live
 #: sampling probes a server through the client; nothing imports upward.

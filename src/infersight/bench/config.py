@@ -8,6 +8,7 @@ library agree on them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -35,9 +36,13 @@ class LevelSpec:
     concurrency: int | None = None
     rate: float | None = None
     arrival: str = "constant"
+    #: ``--repeat``: the level this one runs again ("c=4" for "c=4#2").
+    repeat_of: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
+        if self.repeat_of is not None:
+            d["repeat_of"] = self.repeat_of
         if self.concurrency is not None:
             d["concurrency"] = self.concurrency
         if self.rate is not None:
@@ -81,6 +86,9 @@ class BenchConfig(BaseConfig):
     warmup: str = "auto"
     cooldown: str = "auto"
     workers: int = Field(1, ge=1, le=64)
+    #: Run each level this many times, interleaved (all levels, then all again), so
+    #: comparisons use runs as their units (docs/design.md section 2).
+    repeat: int = Field(1, ge=1, le=100)
     #: Open loop: at most this many requests in flight (0 = no cap); requests beyond it
     #: wait in the client, and that wait counts in their latency and schedule lag.
     max_concurrency: int = Field(0, ge=0)
@@ -178,6 +186,11 @@ class BenchConfig(BaseConfig):
         picked = sum(bool(x) for x in (self.concurrency, self.rate, self.sweep, self.find_max))
         if picked > 1:
             raise ValueError("choose one of --concurrency, --rate, --sweep auto, --find-max")
+        if self.repeat > 1 and (self.sweep or self.find_max):
+            raise ValueError(
+                "--repeat runs fixed levels again: use it with --concurrency or --rate, "
+                "not --sweep auto or --find-max"
+            )
         if any(c < 1 for c in self.concurrency):
             raise ValueError("--concurrency values must be >= 1")
         if any(not (r > 0) for r in self.rate):
@@ -193,13 +206,23 @@ class BenchConfig(BaseConfig):
         return Window.parse(self.warmup, self.cooldown)
 
     def levels(self) -> list[LevelSpec]:
-        """The fixed levels to run; sweeps and --find-max add theirs as they go."""
+        """The fixed levels to run; sweeps and --find-max add theirs as they go. With
+        ``repeat`` N > 1, every level N times, interleaved: ``c=1#1, c=4#1, c=1#2, ...``,
+        so a drift of the server over time spreads over all levels alike."""
         arrival = "gamma" if self.arrival == "gamma" or self.burstiness != 1.0 else self.arrival
         if self.rate:
-            return [LevelSpec(rate_name(r), rate=r, arrival=arrival) for r in self.rate]
-        if self.sweep or self.find_max:
+            base = [LevelSpec(rate_name(r), rate=r, arrival=arrival) for r in self.rate]
+        elif self.sweep or self.find_max:
             return []
-        return [LevelSpec(f"c={c}", concurrency=c) for c in (self.concurrency or [1])]
+        else:
+            base = [LevelSpec(f"c={c}", concurrency=c) for c in (self.concurrency or [1])]
+        if self.repeat == 1:
+            return base
+        return [
+            dataclasses.replace(lv, name=f"{lv.name}#{k}", repeat_of=lv.name)
+            for k in range(1, self.repeat + 1)
+            for lv in base
+        ]
 
     def effective_requests(self) -> int | None:
         if self.requests is None and self.duration is None:

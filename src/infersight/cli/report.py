@@ -27,6 +27,7 @@ _HELP = command_help(
     examples=[
         "infersight report runs/demo/result.json -o report.html",
         "infersight report before.json after.json -l before -l after -m summary.md",
+        "infersight report a.json b.json --threshold 3%",
         "infersight report --prometheus http://prom:9090 --since 6h -o fleet.html",
     ],
 )
@@ -42,6 +43,7 @@ def register(app: typer.Typer) -> None:
         markdown: Path | None = typer.Option(None, "--markdown", "-m", metavar="FILE", help="Also write a Markdown summary for an issue."),
         label: list[str] | None = typer.Option(None, "--label", "-l", metavar="NAME", help="Name of each run in the comparison (repeatable).", show_default="run id or file name"),
         diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Diagnose a file that holds no verdicts before rendering it."),
+        threshold: str = typer.Option("5%", metavar="PCT", help="Comparison: a change whose 95% interval stays within this is no significant difference; give the spread an A/A pair of runs measured."),
         prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START,
         end: str = P.END, step: str = P.STEP, selector: str = P.SELECTOR,
         http_config: Path = P.HTTP_CONFIG,
@@ -65,6 +67,7 @@ def register(app: typer.Typer) -> None:
             )
         if out.exists() and out.is_dir():
             raise ConfigError(f"--out {out} is a directory; give a file name like report.html")
+        delta = _threshold(threshold)
         t0 = time.perf_counter()
         loaded = load_results(results)
         if diagnose:
@@ -74,7 +77,18 @@ def register(app: typer.Typer) -> None:
             if label
             else [r.run_id or p.stem for r, p in zip(loaded, results, strict=True)]
         )
-        html_path, md_path = write_report(loaded, out, markdown=markdown, labels=labels)
+        html_path, md_path = write_report(
+            loaded, out, markdown=markdown, labels=labels, threshold=delta
+        )
+        if len(loaded) > 1:
+            from rich.console import Console
+
+            from infersight.report import render_comparison
+
+            console = Console()
+            if not console.is_terminal:
+                console = Console(width=160)  # a file or pipe: keep the tables' columns whole
+            render_comparison(loaded, console, labels=labels, threshold=delta)
         n = sum(len(r.records) for r in loaded)
         typer.echo(
             f"wrote {html_path} ({html_path.stat().st_size / 1024:.0f} KiB, {n:,} requests, "
@@ -87,6 +101,20 @@ def register(app: typer.Typer) -> None:
                 typer.echo(
                     f"warning: {p} is a client-limited run (see the report's banner)", err=True
                 )
+
+
+def _threshold(text: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05; one clear error otherwise."""
+    from infersight.core.errors import ConfigError
+
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise ConfigError(f"--threshold {text!r}: give a percentage such as 5%") from None
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"--threshold {text!r}: must be above 0% and below 100%")
+    return value
 
 
 def _fleet_report(q: FleetQuery, out: Path, *, has_files: bool) -> None:

@@ -15,6 +15,7 @@ import aiohttp
 import orjson
 
 from infersight.client.attempt import simple_call
+from infersight.client.errors_map import extract_message
 from infersight.client.keepalive import KeepAlive
 from infersight.client.resend import ResendConnector
 from infersight.client.types import Timeouts
@@ -118,9 +119,19 @@ class BaseClient:
 
     async def get_json(self, path: str) -> Any:
         """GET a JSON document, with typed errors (404 -> BadRequest)."""
-        status, data = await self._simple("GET", path)
+        return await self._json("GET", path)
+
+    async def put_json(self, path: str, body: Any) -> Any:
+        """PUT a JSON body and read the JSON answer, with typed errors (404 ->
+        BadRequest), e.g. the gateway's ``/upstreams/{name}/limit``."""
+        return await self._json("PUT", path, body)
+
+    async def _json(self, method: str, path: str, body: Any = None) -> Any:
+        status, data = await self._simple(method, path, body)
         if status == 404:
-            raise E.BadRequest(f"HTTP 404 from {self.url(path)}", status=404)
+            msg = extract_message(data) if body is not None else ""
+            raise E.BadRequest(f"HTTP 404 from {self.url(path)}" + (f": {msg}" if msg else ""),
+                               status=404)
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

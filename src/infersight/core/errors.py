@@ -32,6 +32,7 @@ __all__ = [
     "IdleTimeout",
     "InfersightError",
     "InvalidRequest",
+    "LaunchError",
     "MalformedStream",
     "OutOfMemory",
     "Overloaded",
@@ -81,6 +82,19 @@ class ConfigError(InfersightError):
 class DataError(InfersightError):
     """Values that cannot be measurements (NaN, infinite, badly weighted) were given
     to a computation; nothing is computed from them."""
+
+
+class LaunchError(InfersightError):
+    """A server that ``tune`` launched did not come up: it exited at once, found its
+    port taken, or was not healthy in time (``reason``: "exited", "port_taken",
+    "start_timeout"). An engine that says it ran out of memory while starting is an
+    :class:`OutOfMemory` instead."""
+
+    def __init__(self, message: str = "", *, reason: str = "exited", exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        #: The launched process's exit status, when it exited.
+        self.exit_code = exit_code
 
 
 class Cancelled(InfersightError):

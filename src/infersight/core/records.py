@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from infersight.core.atomic import write_atomic
 from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.settings import config_error
@@ -246,12 +247,7 @@ class RunResult(BaseModel):
 
 def save_run_result(result: RunResult, path: str | Path) -> Path:
     """Write atomically (temp file + rename) so an interrupted write never leaves junk."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    tmp.write_bytes(result.to_json_bytes())
-    tmp.replace(p)
-    return p
+    return write_atomic(path, result.to_json_bytes())
 
 
 def load_run_result(path: str | Path) -> RunResult:

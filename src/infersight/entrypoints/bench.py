@@ -10,10 +10,11 @@ from __future__ import annotations
 from rich.console import Console
 
 from infersight.bench import BenchConfig
+from infersight.core.endpoint import Endpoint
 from infersight.core.records import RunResult
 from infersight.entrypoints.engine import EngineOptions, endpoint
 
-__all__ = ["bench_and_diagnose", "run_bench"]
+__all__ = ["bench_and_diagnose", "bench_on", "run_bench"]
 
 
 def _console() -> Console:
@@ -42,10 +43,6 @@ def run_bench(cfg: BenchConfig, *, console: Console | None = None) -> RunResult:
 def bench_and_diagnose(cfg: BenchConfig, *, console: Console | None = None) -> RunResult:
     """Benchmark ``cfg.url`` (or the embedded engine, started for the run and stopped
     after it) and, when ``cfg.diagnose``, store the diagnosis in the result."""
-    from infersight.bench.progress import LiveDisplay
-    from infersight.bench.runner import run_async
-    from infersight.bench.runtime import run_coroutine
-
     opts = EngineOptions(parallel=cfg.engine_parallel, ctx=cfg.engine_ctx)
 
     def say_starting() -> None:
@@ -53,10 +50,19 @@ def bench_and_diagnose(cfg: BenchConfig, *, console: Console | None = None) -> R
             console.print("[dim]starting the embedded engine...[/]")
 
     with endpoint(cfg.url, opts, command="bench", on_start=say_starting) as ep:
-        result = run_coroutine(run_async(cfg, endpoint=ep, display=LiveDisplay(cfg.progress)))
+        result = bench_on(cfg, ep)
     if cfg.diagnose:
         from infersight.diagnose import embed_diagnosis
 
         # store_physics: the peaks and floors measured here travel with the file
         embed_diagnosis(result, store_physics=True)
     return result
+
+
+def bench_on(cfg: BenchConfig, ep: Endpoint) -> RunResult:
+    """Benchmark a server that is running already (no diagnosis)."""
+    from infersight.bench.progress import LiveDisplay
+    from infersight.bench.runner import run_async
+    from infersight.bench.runtime import run_coroutine
+
+    return run_coroutine(run_async(cfg, endpoint=ep, display=LiveDisplay(cfg.progress)))

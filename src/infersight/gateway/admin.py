@@ -1,7 +1,10 @@
-"""The gateway's non-proxy endpoints: /v1/models, /metrics, /health and /stats.
+"""The gateway's non-proxy endpoints: /v1/models, /metrics, /health, /stats and
+``PUT /upstreams/{name}/limit``.
 
 With keys configured, all but /health need one (docs/design.md section 4): /stats shows
-the upstreams and the spend per key, /v1/models what is served. ``metrics_public``
+the upstreams and the spend per key, /v1/models what is served, and the limit endpoint
+sets an upstream's concurrency limit while the gateway runs (``tune`` tries limits
+this way, without a restart). ``metrics_public``
 opens /metrics alone, for a Prometheus that scrapes without credentials. No URL shown
 here carries credentials.
 """
@@ -15,7 +18,10 @@ import orjson
 from aiohttp import web
 
 from infersight.gateway.accounting import Accounting
-from infersight.gateway.call import own_headers
+from infersight.gateway.call import own_headers, request_id
+from infersight.gateway.error_answers import error_response
+from infersight.gateway.errors import InputError
+from infersight.gateway.limiter import StaticLimit
 from infersight.gateway.metrics import CONTENT_TYPE
 
 if TYPE_CHECKING:
@@ -27,7 +33,10 @@ if TYPE_CHECKING:
     from infersight.gateway.shared import SharedState
     from infersight.gateway.upstream import Upstream
 
-__all__ = ["AdminEndpoints"]
+__all__ = ["MAX_LIMIT", "AdminEndpoints"]
+
+#: The highest concurrency limit ``PUT /upstreams/{name}/limit`` takes.
+MAX_LIMIT = 100_000
 
 
 def _dumps(obj: Any) -> str:
@@ -136,3 +145,29 @@ class AdminEndpoints(Accounting):
             },
         }
         return web.json_response(doc, dumps=_dumps, headers=own_headers())
+
+    async def set_limit(self, request: web.Request) -> web.Response:
+        """``PUT /upstreams/{name}/limit`` with ``{"concurrency": N}``: from now on the
+        upstream admits N requests at once (a static limit, whatever limiter it had)."""
+        if (denied := self._denied(request)) is not None:
+            return denied
+        name = request.match_info["name"]
+        upstream = next((u for u in self.upstreams if u.name == name), None)
+        if upstream is None:
+            return error_response(
+                InputError(f"no upstream named {name!r}", code="not_found", status=404),
+                request_id(),
+            )
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError:
+            body = None
+        n = body.get("concurrency") if isinstance(body, dict) else None
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_LIMIT:
+            return error_response(
+                InputError(f'give {{"concurrency": N}} with N from 1 to {MAX_LIMIT:,}',
+                           param="concurrency"),
+                request_id(),
+            )
+        upstream.admission.set_limit(StaticLimit(n, min_limit=1, max_limit=MAX_LIMIT))
+        return web.json_response(upstream.state(), dumps=_dumps, headers=own_headers())

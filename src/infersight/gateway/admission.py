@@ -63,6 +63,12 @@ class AdmissionController:
     def queued(self) -> int:
         return len(self._heap)
 
+    def set_limit(self, limiter: Limiter) -> None:
+        """Replace the limiter (``PUT /upstreams/{name}/limit``): a higher limit admits
+        waiting requests at once; a lower one lets those in flight finish."""
+        self.limiter = limiter
+        self._wake()
+
     def drain_rate(self) -> float | None:
         """Completions per second: measured over recent completions, else limit/latency."""
         now = self._clock()

@@ -104,6 +104,7 @@ class Gateway(AdminEndpoints):
         routes["/metrics"] = {"GET": self.prom}
         routes["/health"] = {"GET": self.health}
         routes["/stats"] = {"GET": self.stats}
+        routes["/upstreams/{name}/limit"] = {"PUT": self.set_limit}
         if self.engine is not None:
             routes.update(self.engine.routes())
         for path, methods in routes.items():

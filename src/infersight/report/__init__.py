@@ -2,6 +2,7 @@
 
     from infersight.report import render_console, write_outputs, write_report
     render_console(result, console)            # the bench table, cost and verdict lines
+    render_comparison([before, after], console)   # report A B: is each change real?
     render_verdicts(result.diagnosis)          # one panel per verdict (diagnose)
     write_outputs(result, "runs/demo")         # result.json, schema.json, records.csv
     html = render_html([before, after])        # side-by-side comparison, first = baseline
@@ -22,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from infersight.core.records import RunResult, load_run_result
+from infersight.core.significance import DEFAULT_DELTA
+from infersight.report.compare_console import render_comparison
 from infersight.report.console import headline, render_console
 from infersight.report.files import write_csv, write_json, write_outputs, write_text
 from infersight.report.fleet_console import render_fleet
@@ -35,6 +38,7 @@ from infersight.report.view import build_views
 __all__ = [
     "headline",
     "load_results",
+    "render_comparison",
     "render_console",
     "render_diagnosis",
     "render_fleet",
@@ -62,10 +66,16 @@ def write_report(
     *,
     markdown: str | Path | None = None,
     labels: Sequence[str] | None = None,
+    threshold: float = DEFAULT_DELTA,
 ) -> tuple[Path, Path | None]:
-    """Write the HTML report (and optionally the Markdown summary); returns the paths."""
+    """Write the HTML report (and optionally the Markdown summary); returns the paths.
+    ``threshold`` is the comparison's noise δ (docs/design.md section 2)."""
     seq = [results] if isinstance(results, RunResult) else list(results)
     views = build_views(seq, labels)
-    html_path = write_text(out, render_views_html(views))
-    md_path = write_text(markdown, render_views_markdown(views)) if markdown else None
+    html_path = write_text(out, render_views_html(views, threshold=threshold))
+    md_path = (
+        write_text(markdown, render_views_markdown(views, threshold=threshold))
+        if markdown
+        else None
+    )
     return html_path, md_path

@@ -1,44 +1,69 @@
-"""Before/after comparison of several runs: the rows, deltas and better/worse calls.
+"""Before/after comparison of several runs: the rows, deltas and the calls.
 
 The first result is the baseline; every other one is compared with it. Levels with the
-same name are compared with each other; when the runs share no level name, each run's
-records are pooled into one "all" level.
+same name are compared with each other (the runs of a level ``bench --repeat`` ran
+again count together); when the runs share no level name, each run's records are
+pooled into one "all" level. Whether a change is real is
+:mod:`infersight.core.significance`'s call (docs/design.md section 2): each row with a
+statistical basis carries it; the others (success rate, cost, utilisation) show their
+change without a call.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from infersight.core.significance import (
+    BETTER,
+    DEFAULT_DELTA,
+    SAME,
+    WORSE,
+    MetricCall,
+    compare,
+    repeat_groups,
+)
+from infersight.core.slices import LevelData
 from infersight.report.svg import fmt_value
 from infersight.report.view import LevelView, RunView, level_aggregate, record_end
 
 __all__ = [
+    "CALL_CLASS",
     "CompareRow",
+    "compare_groups",
     "compare_levels",
     "comparison_rows",
     "delta",
     "fmt_delta",
-    "judge",
+    "level_calls",
+    "matched_rows",
+    "merged_level",
     "pooled_level",
 ]
 
-#: Relative change under which a difference is called "same" rather than better/worse.
-SAME_TOLERANCE = 0.01
+#: The CSS class (and Markdown mark) of each call.
+CALL_CLASS = {BETTER: "better", WORSE: "worse", SAME: "same"}
 
 
 @dataclass
 class CompareRow:
-    """One metric across runs. ``better`` is "lower", "higher" or None (neutral)."""
+    """One metric across runs. ``better`` is "lower", "higher" or None (neutral);
+    ``calls`` holds, for each run after the baseline, whether its change is real
+    (None: the metric has no statistical basis, e.g. cost)."""
 
     metric: str
     unit: str
     better: str | None
     values: list[float | None]
+    calls: list[MetricCall | None] = field(default_factory=list)
+
+    def call(self, i: int) -> MetricCall | None:
+        """The call of the ``i``-th value (1 = the first run after the baseline)."""
+        return self.calls[i - 1] if 0 < i <= len(self.calls) else None
 
 
 def delta(base: float | None, new: float | None) -> tuple[float | None, float | None]:
@@ -59,17 +84,6 @@ def fmt_delta(d: float | None, unit: str) -> str:
     if unit == "$":
         return f"{sign}${abs(d):,.4g}"
     return sign + fmt_value(abs(d), unit)
-
-
-def judge(better: str | None, base: float | None, new: float | None) -> str | None:
-    """ "better", "worse" or "same" for a change, None when not comparable or neutral."""
-    d, pct = delta(base, new)
-    if d is None or better is None:
-        return None
-    if d == 0 or (pct is not None and abs(pct) < SAME_TOLERANCE * 100):
-        return "same"
-    improved = d < 0 if better == "lower" else d > 0
-    return "better" if improved else "worse"
 
 
 def _get(agg: dict[str, Any], *path: str) -> float | None:
@@ -122,19 +136,91 @@ def pooled_level(view: RunView) -> LevelView:
     return pooled
 
 
+def _groups(view: RunView) -> dict[str, list[LevelView]]:
+    """The run's levels by the level they repeat (one each without ``--repeat``)."""
+    by_name = {lv.name: lv for lv in view.levels}
+    out: dict[str, list[LevelView]] = {}
+    for base, names in repeat_groups(view.result.config.get("levels") or []).items():
+        got = [by_name[n] for n in names if n in by_name]
+        if got:
+            out[base] = got
+    for lv in view.levels:  # levels the config does not list
+        if not any(lv in g for g in out.values()):
+            out[lv.name] = [lv]
+    return out
+
+
+def compare_groups(views: Sequence[RunView]) -> list[tuple[str, list[list[LevelView]]]]:
+    """Levels matched across runs: for each level, each run's runs of it."""
+    groups = [_groups(v) for v in views]
+    shared = [n for n in groups[0] if all(n in g for g in groups[1:])]
+    if shared:
+        return [(n, [g[n] for g in groups]) for n in shared]
+    return [("all levels pooled", [[pooled_level(v)] for v in views])]
+
+
+def _mean_agg(aggs: Sequence[Any]) -> Any:
+    """The mean of the numbers several runs' aggregates share, key by key."""
+    first = aggs[0]
+    if isinstance(first, dict):
+        keys = [k for k in first if all(isinstance(a, dict) and k in a for a in aggs)]
+        return {k: _mean_agg([a[k] for a in aggs]) for k in keys}
+    if all(isinstance(a, int | float) and not isinstance(a, bool) for a in aggs):
+        return float(np.mean(aggs))
+    return first
+
+
+def merged_level(name: str, runs: Sequence[LevelView]) -> LevelView:
+    """One level for the tables and CDFs: the level itself, or its repeats as one (the
+    mean of their figures; the CDFs pool the requests of their windows)."""
+    if len(runs) == 1:
+        return runs[0]
+    recs = [r for lv in runs for r, m in zip(lv.records, lv.in_stats(), strict=True) if m]
+    agg = _mean_agg([lv.agg for lv in runs])
+    agg["window"] = {"steady": False, "note": f"the mean of {len(runs)} runs"}
+    agg["repeats"] = len(runs)
+    merged = LevelView(name, recs, agg, (runs[0].span[0], runs[-1].span[1]))
+    costs = [lv.cost for lv in runs if lv.cost]
+    if len(costs) == len(runs):
+        merged.cost = _mean_agg(costs)
+    return merged
+
+
 def compare_levels(views: Sequence[RunView]) -> list[tuple[str, list[LevelView]]]:
     """Pairs up levels across runs: shared level names, else each run pooled."""
-    names = [lv.name for lv in views[0].levels]
-    shared = [n for n in names if all(any(lv.name == n for lv in v.levels) for v in views[1:])]
-    if shared:
-        return [(n, [next(lv for lv in v.levels if lv.name == n) for v in views]) for n in shared]
-    return [("all levels pooled", [pooled_level(v) for v in views])]
+    return [(n, [merged_level(n, g) for g in runs]) for n, runs in compare_groups(views)]
 
 
-def comparison_rows(levels: Sequence[LevelView]) -> list[CompareRow]:
-    """Rows of the before/after table for one set of matched levels (baseline first)."""
+def matched_rows(
+    views: Sequence[RunView], *, threshold: float = DEFAULT_DELTA
+) -> list[tuple[str, list[LevelView], list[CompareRow]]]:
+    """Every matched level: its level per run (repeats merged) and its rows with calls."""
+    out = []
+    for name, runs in compare_groups(views):
+        levels = [merged_level(name, g) for g in runs]
+        out.append((name, levels, comparison_rows(levels, level_calls(runs, threshold=threshold))))
+    return out
+
+
+def level_calls(
+    runs: Sequence[Sequence[LevelView]], *, threshold: float = DEFAULT_DELTA
+) -> list[dict[str, MetricCall]]:
+    """For each run after the baseline: its calls against the baseline, by row label."""
+    def data(side: Sequence[LevelView]) -> list[LevelData]:
+        return [LevelData(lv.records, lv.agg) for lv in side]
+
+    base = data(runs[0])
+    return [{c.label: c for c in compare(base, data(g), delta=threshold)} for g in runs[1:]]
+
+
+def comparison_rows(
+    levels: Sequence[LevelView], calls: Sequence[dict[str, MetricCall]] = ()
+) -> list[CompareRow]:
+    """Rows of the before/after table for one set of matched levels (baseline first),
+    with the calls of :func:`level_calls` where a row has one."""
     rows = [
-        CompareRow(m, unit, better, [f(lv) for lv in levels]) for m, unit, better, f in _METRICS
+        CompareRow(m, unit, better, [f(lv) for lv in levels], [c.get(m) for c in calls])
+        for m, unit, better, f in _METRICS
     ]
     for name in sorted({k for lv in levels for k in lv.util}):
         rows.append(CompareRow(f"{name} mean", "%", None, [lv.util.get(name) for lv in levels]))

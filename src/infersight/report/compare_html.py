@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from infersight.core.significance import DEFAULT_DELTA, P99_MIN_REQUESTS, MetricCall
 from infersight.report.compare import (
+    CALL_CLASS,
     CompareRow,
-    compare_levels,
-    comparison_rows,
     delta,
     fmt_delta,
-    judge,
+    matched_rows,
 )
 from infersight.report.plots import compare_cdf_charts
 from infersight.report.sections import banner, fmt_cell, verdicts_html
-from infersight.report.view import LevelView, RunView
+from infersight.report.view import RunView
 
-__all__ = ["OVERVIEW_METRICS", "comparison_html"]
+__all__ = ["OVERVIEW_METRICS", "call_text", "comparison_html", "threshold_text"]
 
 #: Metrics of the one-line-per-level overview (the full list is in each level's table).
 OVERVIEW_METRICS = (
@@ -32,34 +32,66 @@ OVERVIEW_METRICS = (
 OPEN_LEVELS = 2
 
 
-def _delta_cells(row: CompareRow, base: float | None, val: float | None) -> tuple[str, str, str]:
+def threshold_text(threshold: float) -> str:
+    """How the calls are made, in one paragraph (HTML and Markdown share it)."""
+    return (
+        "Each run's steady window is cut into 10 time slices (with bench --repeat, each "
+        "run is one unit) and B/A gets a 95% interval (Fieller, Welch's t). Within "
+        f"±{threshold * 100:.3g}% it is no significant difference; wholly beyond it, better "
+        f"or worse; otherwise inconclusive: run more. A p99 is called only with "
+        f"{P99_MIN_REQUESTS:,} requests a side; an unsustainable level's latency is not "
+        "compared. Rows without a call (success rate, cost, utilisation) show the change "
+        "only."
+    )
+
+
+def call_text(c: MetricCall) -> str:
+    """``no significant difference (B/A 0.99 [0.97, 1.02])``."""
+    return f"{c.call} (B/A {c.interval_text()})"
+
+
+def _delta_cells(row: CompareRow, i: int, base: float | None, val: float | None) -> tuple[str, str, str]:
     d, pct = delta(base, val)
-    cls = judge(row.better, base, val) or ""
+    c = row.call(i)
+    cls = "" if c is None else CALL_CLASS.get(c.call, "unsure")
     ptxt = "-" if pct is None else f"{pct:+.1f}%"
     return cls, escape(fmt_delta(d, row.unit)), escape(ptxt)
 
 
+def _call_cell(c: MetricCall | None) -> str:
+    if c is None:
+        return "<td class=muted>-</td>"
+    cls = CALL_CLASS.get(c.call, "unsure")
+    note = f'<br><small class="muted">{escape(c.note)}</small>' if c.note else ""
+    return (
+        f'<td class="{cls}">{escape(c.call)}<br><small>B/A {escape(c.interval_text())}'
+        f"</small>{note}</td>"
+    )
+
+
 def _level_table(views: Sequence[RunView], rows: list[CompareRow]) -> str:
     head = f"<th>metric</th><th>{escape(views[0].label)}</th>" + "".join(
-        f"<th>{escape(v.label)}</th><th>Δ</th><th>Δ%</th>" for v in views[1:]
+        f"<th>{escape(v.label)}</th><th>Δ</th><th>Δ%</th><th>call (B/A, 95% interval)</th>"
+        for v in views[1:]
     )
     body = []
     for row in rows:
         base = row.values[0]
         cells = [f"<td>{escape(row.metric)}</td><td class=num>{fmt_cell(base, row.unit)}</td>"]
-        for val in row.values[1:]:
-            cls, dtxt, ptxt = _delta_cells(row, base, val)
+        for i, val in enumerate(row.values[1:], start=1):
+            cls, dtxt, ptxt = _delta_cells(row, i, base, val)
             cells.append(
                 f"<td class=num>{fmt_cell(val, row.unit)}</td>"
                 f'<td class="num {cls}">{dtxt}</td><td class="num {cls}">{ptxt}</td>'
+                + _call_cell(row.call(i))
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f'<div class="wide"><table><tr>{head}</tr>{"".join(body)}</table></div>'
 
 
-def _overview(views: Sequence[RunView], pairs: list[tuple[str, list[LevelView]]]) -> str:
+def _overview(views: Sequence[RunView], levels: list[tuple[str, list[CompareRow]]]) -> str:
     """One row per level, the headline metrics of every run with their change."""
-    per_level = [(level, {r.metric: r for r in comparison_rows(m)}) for level, m in pairs]
+    per_level = [(level, {r.metric: r for r in rows}) for level, rows in levels]
     metrics = [m for m in OVERVIEW_METRICS if any(m in rows for _, rows in per_level)]
     n = len(views)
     head1 = (
@@ -80,34 +112,37 @@ def _overview(views: Sequence[RunView], pairs: list[tuple[str, list[LevelView]]]
                 continue
             base = row.values[0]
             cells.append(f"<td class=num>{fmt_cell(base, row.unit)}</td>")
-            for val in row.values[1:]:
-                cls, _, ptxt = _delta_cells(row, base, val)
+            for i, val in enumerate(row.values[1:], start=1):
+                cls, _, ptxt = _delta_cells(row, i, base, val)
+                c = row.call(i)
+                tip = f' title="{escape(call_text(c))}"' if c is not None else ""
                 cells.append(
-                    f'<td class="num {cls}">{fmt_cell(val, row.unit)} <small>({ptxt})</small></td>'
+                    f'<td class="num {cls}"{tip}>{fmt_cell(val, row.unit)} '
+                    f"<small>({ptxt})</small></td>"
                 )
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f'<h2>Overview</h2><div class="wide"><table>{head1}{head2}{"".join(body)}</table></div>'
 
 
-def comparison_html(views: Sequence[RunView]) -> str:
-    """Before/after tables (baseline = first run) and overlaid CDFs."""
+def comparison_html(views: Sequence[RunView], *, threshold: float = DEFAULT_DELTA) -> str:
+    """Before/after tables (baseline = first run) with each change's call, and CDFs."""
     out = ['<section id="comparison"><h1>Comparison</h1>']
     out.append(
-        f"<p>Baseline: <b>{escape(views[0].label)}</b>. Deltas are against the baseline; "
-        "green is better, red is worse (lower latency and cost, higher throughput and "
-        "success are better); changes under 1% count as the same.</p>"
+        f"<p>Baseline: <b>{escape(views[0].label)}</b>. Green is better, red is worse, "
+        f"grey is no significant difference, yellow is inconclusive. "
+        f"{escape(threshold_text(threshold))}</p>"
     )
     out.extend(banner(v, named=True) for v in views)
-    pairs = compare_levels(views)
-    if len(pairs) > 1:
-        out.append(_overview(views, pairs))
-    for i, (level, matched) in enumerate(pairs):
+    matched = matched_rows(views, threshold=threshold)
+    if len(matched) > 1:
+        out.append(_overview(views, [(name, rows) for name, _, rows in matched]))
+    for i, (level, levels, rows) in enumerate(matched):
         # Long sweeps: open the lightest and heaviest level, fold the ones between.
-        is_open = len(pairs) <= 3 or i in (0, len(pairs) - 1)
-        charts = "".join(compare_cdf_charts(views, matched, level))
+        is_open = len(matched) <= 3 or i in (0, len(matched) - 1)
+        charts = "".join(compare_cdf_charts(views, levels, level))
         out.append(
             f"<details{' open' if is_open else ''}><summary><h2 class=inline>Level "
-            f"{escape(level)}</h2></summary>{_level_table(views, comparison_rows(matched))}"
+            f"{escape(level)}</h2></summary>{_level_table(views, rows)}"
             f'<div class="charts">{charts}</div></details>'
         )
     out.append("<h2>Verdicts side by side</h2>")

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+from infersight.core.atomic import write_atomic
 from infersight.core.records import RequestRecord, RunResult, save_run_result
 from infersight.report.console import headline
 
@@ -31,12 +32,7 @@ CSV_FIELDS = (
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` atomically (temp file + rename); creates the parent folders."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(p)
-    return p
+    return write_atomic(path, data)
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -9,7 +9,7 @@ from html import escape
 from infersight.core.fleet import FleetReport, ReplicaDiagnosis
 from infersight.core.verdicts import Verdict
 from infersight.report.fleet_console import clock, fmt_num, span_text
-from infersight.report.html import _page
+from infersight.report.html import html_page
 from infersight.report.verdict_html import verdict_box
 
 __all__ = ["render_fleet_html", "timeline_svg"]
@@ -123,4 +123,4 @@ def render_fleet_html(report: FleetReport) -> str:
             + (f"<h2>Load balance</h2>{balance}" if balance else "")
             + "<h2>Per replica</h2>" + "".join(_replica_section(rd) for rd in report.replicas)
             + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""))
-    return _page(title, body)
+    return html_page(title, body)

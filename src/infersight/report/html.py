@@ -11,12 +11,13 @@ from html import escape
 
 from infersight import __version__
 from infersight.core.records import RunResult
+from infersight.core.significance import DEFAULT_DELTA
 from infersight.report.compare_html import comparison_html
 from infersight.report.headline_html import toc_html
 from infersight.report.sections import SECTIONS, run_section
 from infersight.report.view import RunView, build_views
 
-__all__ = ["comparison_html", "render_html", "render_views_html"]
+__all__ = ["comparison_html", "html_page", "render_html", "render_views_html"]
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
@@ -52,7 +53,7 @@ svg .pt{font-size:13px;font-weight:600;fill:#1d2330}svg .tk{font-size:10px;fill:
 svg .al{font-size:11px;fill:#4a5160}svg .lg{font-size:11px;fill:#1d2330}svg .bl{font-size:10px;
 fill:#667085}svg .grid{stroke:#e6e9ee;stroke-width:1}
 td.better{background:#dff3e8;color:#146c43}td.worse{background:#fde8e6;color:#a12a1e}
-td.same{color:#667085}pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
+td.same{color:#667085}td.unsure{background:#fff4d6;color:#8a5a00}pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
 h2.inline{display:inline-block;border:0;margin:18px 0 6px}summary{cursor:pointer}.wide{overflow-x:auto;max-width:100%}dl.defs dt{font-weight:600;margin-top:6px}dl.defs dd{margin-left:18px}
 code{font:12px monospace;background:#eef1f5;border-radius:3px;padding:0 3px}
 table.ev{width:100%;table-layout:fixed}table.ev col.c-name{width:28%}table.ev col.c-val{width:20%}
@@ -112,7 +113,7 @@ DEFINITIONS = (
 )
 
 
-def _page(title: str, body: str, toc: str = "") -> str:
+def html_page(title: str, body: str, toc: str = "") -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -130,25 +131,28 @@ def _definitions() -> str:
     return f'<h2 id="definitions">Definitions</h2><dl class="defs">{items}</dl>'
 
 
-def render_views_html(views: Sequence[RunView]) -> str:
-    """The page for already built views."""
+def render_views_html(views: Sequence[RunView], *, threshold: float = DEFAULT_DELTA) -> str:
+    """The page for already built views (``threshold``: the comparison's noise δ)."""
     if not views:
-        return _page("infersight report", "<h1>infersight report</h1><p>No results.</p>")
+        return html_page("infersight report", "<h1>infersight report</h1><p>No results.</p>")
     title = "infersight report: " + (
         views[0].label if len(views) == 1 else " vs ".join(v.label for v in views)
     )
     parts = [f"<h1>{escape(title)}</h1>"]
     if len(views) > 1:
-        parts.append(comparison_html(views))
+        parts.append(comparison_html(views, threshold=threshold))
     # One run: the page's title is its heading; several: each run is headed by its label.
     parts.extend(run_section(v, i, heading=len(views) > 1) for i, v in enumerate(views))
     parts.append(_definitions())
-    return _page(title, "".join(parts), toc_html(views, SECTIONS))
+    return html_page(title, "".join(parts), toc_html(views, SECTIONS))
 
 
 def render_html(
-    results: RunResult | Sequence[RunResult], labels: Sequence[str] | None = None
+    results: RunResult | Sequence[RunResult],
+    labels: Sequence[str] | None = None,
+    *,
+    threshold: float = DEFAULT_DELTA,
 ) -> str:
     """One self-contained HTML report for one or several RunResults (first = baseline)."""
     seq = [results] if isinstance(results, RunResult) else list(results)
-    return render_views_html(build_views(seq, labels))
+    return render_views_html(build_views(seq, labels), threshold=threshold)

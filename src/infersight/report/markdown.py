@@ -9,17 +9,10 @@ from typing import Any
 
 from infersight.core.aggregate import client_headline, level_state
 from infersight.core.records import RunResult
+from infersight.core.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
 from infersight.report.capacity import curve_markdown
-from infersight.report.compare import (
-    CompareRow,
-    _get,
-    compare_levels,
-    comparison_rows,
-    delta,
-    fmt_delta,
-    judge,
-)
-from infersight.report.compare_html import OVERVIEW_METRICS
+from infersight.report.compare import CompareRow, _get, delta, fmt_delta, matched_rows
+from infersight.report.compare_html import OVERVIEW_METRICS, call_text, threshold_text
 from infersight.report.floors import floors_markdown
 from infersight.report.headline_html import run_headline
 from infersight.report.levels import level_notes_md
@@ -29,7 +22,7 @@ from infersight.report.view import NOT_DIAGNOSED, RunView, build_views, no_price
 
 __all__ = ["md_cell", "render_markdown", "render_views_markdown"]
 
-_MARK = {"better": " ✅", "worse": " ❌", "same": ""}
+_MARK = {BETTER: " ✅", WORSE: " ❌", SAME: " ≈"}
 
 
 #: What could start an HTML tag or entity; only these are escaped, so text such as
@@ -152,20 +145,28 @@ def _verdicts_md(view: RunView) -> list[str]:
     return [*out, ""]
 
 
-def _change(row: CompareRow, base: float | None, val: float | None, *, short: bool) -> str:
+def _change(row: CompareRow, i: int, *, short: bool) -> str:
+    base, val = row.values[0], row.values[i]
     d, pct = delta(base, val)
-    mark = _MARK.get(judge(row.better, base, val) or "", "")
+    c = row.call(i)
+    mark = "" if c is None else _MARK.get(c.call, " ❔")
     if short:
         return f"{_num(val, row.unit)}" + (f" ({pct:+.1f}%)" if pct is not None else "") + mark
     ptxt = "" if pct is None else f", {pct:+.1f}%"
-    return f"{_num(val, row.unit)} ({md_cell(fmt_delta(d, row.unit))}{ptxt}){mark}"
+    call = "" if c is None else f" {md_cell(call_text(c))}"
+    return f"{_num(val, row.unit)} ({md_cell(fmt_delta(d, row.unit))}{ptxt}){mark}{call}"
 
 
-def _compare_md(views: Sequence[RunView]) -> list[str]:
-    out = ["### Comparison", "", f"Baseline: {md_cell(views[0].label)} (✅ better, ❌ worse)", ""]
-    pairs = compare_levels(views)
-    if len(pairs) > 1:  # overview: one line per level, headline metrics only
-        per = [(lv, {r.metric: r for r in comparison_rows(m)}) for lv, m in pairs]
+def _compare_md(views: Sequence[RunView], threshold: float) -> list[str]:
+    out = [
+        "### Comparison", "",
+        f"Baseline: {md_cell(views[0].label)} (✅ better, ❌ worse, ≈ no significant "
+        "difference, ❔ inconclusive: run more)", "",
+        md_cell(threshold_text(threshold)), "",
+    ]
+    matched = matched_rows(views, threshold=threshold)
+    if len(matched) > 1:  # overview: one line per level, headline metrics only
+        per = [(lv, {r.metric: r for r in rows}) for lv, _, rows in matched]
         metrics = [m for m in OVERVIEW_METRICS if any(m in by for _, by in per)]
         head = ["level"] + [f"{m} ({v.label})" for m in metrics for v in views]
         table = []
@@ -177,16 +178,16 @@ def _compare_md(views: Sequence[RunView]) -> list[str]:
                     cells += ["-"] * len(views)
                     continue
                 cells.append(_num(row.values[0], row.unit))
-                cells += [_change(row, row.values[0], v, short=True) for v in row.values[1:]]
+                cells += [_change(row, i, short=True) for i in range(1, len(row.values))]
             table.append(cells)
         out += [*_table(head, table), ""]
-    fold = len(pairs) > 3
-    for level, matched in pairs:
-        head = ["metric", views[0].label] + [f"{v.label} (Δ, Δ%)" for v in views[1:]]
+    fold = len(matched) > 3
+    for level, _, level_rows in matched:
+        head = ["metric", views[0].label] + [f"{v.label} (Δ, Δ%, call)" for v in views[1:]]
         rows = [
             [md_cell(r.metric), _num(r.values[0], r.unit)]
-            + [_change(r, r.values[0], v, short=False) for v in r.values[1:]]
-            for r in comparison_rows(matched)
+            + [_change(r, i, short=False) for i in range(1, len(r.values))]
+            for r in level_rows
         ]
         title = f"Level {md_cell(level)}"
         if fold:  # GitHub folds <details>; the blank line lets the table render inside
@@ -203,10 +204,12 @@ def _compare_md(views: Sequence[RunView]) -> list[str]:
     return out
 
 
-def render_views_markdown(views: Sequence[RunView]) -> str:
+def render_views_markdown(
+    views: Sequence[RunView], *, threshold: float = DEFAULT_DELTA
+) -> str:
     out = ["## infersight report", ""]
     if len(views) > 1:
-        out += _compare_md(views)
+        out += _compare_md(views, threshold)
     for v in views:
         out += _run_md(v)
     out.append(
@@ -217,8 +220,11 @@ def render_views_markdown(views: Sequence[RunView]) -> str:
 
 
 def render_markdown(
-    results: RunResult | Sequence[RunResult], labels: Sequence[str] | None = None
+    results: RunResult | Sequence[RunResult],
+    labels: Sequence[str] | None = None,
+    *,
+    threshold: float = DEFAULT_DELTA,
 ) -> str:
     """Markdown summary (tables + verdicts) of one or several RunResults."""
     seq = [results] if isinstance(results, RunResult) else list(results)
-    return render_views_markdown(build_views(seq, labels))
+    return render_views_markdown(build_views(seq, labels), threshold=threshold)

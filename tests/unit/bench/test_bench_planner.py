@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
+
 from infersight.bench.config import BenchConfig
 from infersight.bench.planner import LevelPlanner
+from infersight.core.errors import ConfigError
 
 
 def agg(throughput: float, met: bool | None = None) -> dict[str, Any]:
@@ -24,6 +27,26 @@ def test_fixed_levels_in_order() -> None:
         names.append(lv.name)
         p.record(lv, agg(1.0))
     assert names == ["c=1", "c=4", "c=16"] and p.summary() is None
+
+
+def test_repeat_runs_every_level_again_interleaved() -> None:
+    p = LevelPlanner(BenchConfig(concurrency=[1, 4], repeat=3))
+    levels = []
+    while (lv := p.next()) is not None:
+        levels.append(lv)
+        p.record(lv, agg(1.0))
+    assert [lv.name for lv in levels] == ["c=1#1", "c=4#1", "c=1#2", "c=4#2", "c=1#3", "c=4#3"]
+    assert [lv.repeat_of for lv in levels[:2]] == ["c=1", "c=4"]
+    assert levels[3].as_dict() == {"name": "c=4#2", "repeat_of": "c=4", "concurrency": 4}
+    rates = BenchConfig(rate=[2.0], repeat=2).levels()
+    assert [(lv.name, lv.rate) for lv in rates] == [("r=2#1", 2.0), ("r=2#2", 2.0)]
+
+
+def test_repeat_needs_fixed_levels() -> None:
+    with pytest.raises(ConfigError, match="--repeat runs fixed levels again"):
+        BenchConfig.build(sweep="auto", repeat=2)
+    with pytest.raises(ConfigError, match="repeat"):
+        BenchConfig.build(concurrency=[1], repeat=0)
 
 
 def test_sweep_auto_spans_baseline_to_saturation() -> None:

@@ -122,12 +122,15 @@ def test_comparison_table_in_html_and_markdown() -> None:
     before = make_run(800, levels=(1, 8), seed=7, run_id="before")
     after = make_run(800, levels=(1, 8), seed=7, base_itl=0.004, run_id="after")
     html = render_html([before, after])
-    assert html.count('<td class="num better">') > 6
+    assert html.count('<td class="num better">') >= 6
     assert ">Level c=8</h2>" in html and 'id="comparison"' in html
+    assert "inconclusive: run more" in html and "no significant difference" in html
     md = render_markdown([before, after])
     assert "### Comparison" in md and "✅" in md
-    row = next(line for line in md.splitlines() if line.startswith("| e2e p99"))
-    assert "-" in row.split("|")[3] and "%" in row and "✅" in row
+    row = next(line for line in md.splitlines() if line.startswith("| e2e p50"))
+    assert "-" in row.split("|")[3] and "%" in row and "✅ better (B/A 0." in row
+    row99 = next(line for line in md.splitlines() if line.startswith("| e2e p99"))
+    assert "❔ inconclusive: run more" in row99
 
 
 def test_runs_without_shared_levels_are_compared_pooled() -> None:

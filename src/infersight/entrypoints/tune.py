@@ -1,0 +1,147 @@
+"""``infersight tune`` as a function: targets, trials (bench, then diagnose), the search,
+and the outputs (docs/design.md section 8).
+
+Each trial opens the target at one setting (the embedded engine or a launched server
+started for it, or a gateway limit set), runs bench with the one workload every trial
+shares, diagnoses the run and saves its RunResult under ``OUT/trials/NN-.../``. The
+search itself is :class:`infersight.tune.TuneSession`'s; this module only wires it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from infersight.bench import BenchConfig
+from infersight.core.errors import ConfigError, InfersightError
+from infersight.core.records import RunResult
+from infersight.core.tune_result import TrialRecord, TuneResult, save_tune_result
+from infersight.entrypoints.tune_targets import Target, make_target
+from infersight.tune import (
+    TrialRun,
+    TuneConfig,
+    TuneOptions,
+    TuneProgress,
+    TuneSession,
+    render_tune,
+)
+
+__all__ = ["run_tune"]
+
+
+def _console() -> Console:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    return console
+
+
+#: The baseline's extra level for its diagnosis: this many times its slots in flight.
+DIAGNOSIS_LOAD = 4
+
+
+def trial_bench(
+    bench: BenchConfig, setting: Mapping[str, int], kind: str, role: str
+) -> tuple[BenchConfig, list[str] | None]:
+    """One trial's bench run, and the levels its objective comes from.
+
+    Without --concurrency or --rate, a trial keeps as many requests in flight as its
+    setting has slots (all busy, none queued), and its objective comes from that level.
+    The baseline runs a second level with 4 times as many, so its diagnosis sees what
+    binds past the current setting (a queue, a knee) and how far to go.
+    """
+    update: dict[str, Any] = {"progress": False, "out": None}
+    levels = None
+    if kind == "launch" and "slots" in setting:
+        update["engine_slots"] = setting["slots"]  # vLLM exports no slot limit
+    if not bench.concurrency and not bench.rate:
+        s = setting.get("slots", 0)
+        update["concurrency"] = [s, DIAGNOSIS_LOAD * s] if role in ("baseline", "a/a") else [s]
+        levels = [f"c={s}"]
+    return bench.model_copy(update=update), levels
+
+
+class _Trials:
+    """Runs one trial: the target at a setting, bench, diagnose, save."""
+
+    def __init__(self, target: Target, bench: BenchConfig, kind: str, out: Path) -> None:
+        self.target, self.bench, self.kind, self.out = target, bench, kind, out
+        self.runs: dict[str, RunResult] = {}
+
+    def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
+        from infersight.entrypoints.bench import bench_on
+        from infersight.report import write_outputs
+
+        trial_dir = self.out / "trials" / name
+        t0 = time.monotonic()
+        bench, levels = trial_bench(self.bench, setting, self.kind, role)
+        try:
+            with self.target.open(setting, trial_dir) as ep:
+                result = bench_on(bench, ep)
+        except InfersightError as e:
+            return TrialRun(error=e, wall=time.monotonic() - t0)
+        result.config["tune_setting"] = dict(setting)
+        if self.bench.diagnose and result.records:
+            from infersight.diagnose import embed_diagnosis
+
+            embed_diagnosis(result, store_physics=True)
+        path = write_outputs(result, trial_dir)["json"].relative_to(self.out).as_posix()
+        self.runs[path] = result
+        return TrialRun(result=result, path=path, wall=time.monotonic() - t0, levels=levels)
+
+
+class _Watch(TuneProgress):
+    """The progress bar, and the TuneResult saved after every trial (a crash or a
+    second Ctrl-C still leaves what was done)."""
+
+    result: TuneResult | None = None
+    path: Path | None = None
+
+    def trial_done(self, trial: TrialRecord, objective: str) -> None:
+        super().trial_done(trial, objective)
+        if self.result is not None and self.path is not None:
+            running = self.result.model_copy(update={"partial": True, "stopped": "running"})
+            save_tune_result(running, self.path)
+
+
+def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = None) -> TuneResult:
+    """Tune the target the flags name; print and save the result."""
+    from infersight.client import resolve_api_key
+    from infersight.report import write_text
+    from infersight.report.tune_html import render_tune_html
+
+    con = console or _console()
+    target = make_target(cfg, resolve_api_key(env=bench.api_key_env, file=bench.api_key_file))
+    if "slots" not in target.baseline and not bench.concurrency and not bench.rate:
+        raise ConfigError("the --launch template has no slot placeholder to size each "
+                          "trial's load by: give --concurrency or --rate")
+    out = Path(cfg.out or time.strftime("runs/tune-%Y%m%d-%H%M%S"))
+    trials = _Trials(target, bench, cfg.target_kind, out)
+    opts = TuneOptions(
+        baseline=dict(target.baseline), knobs=dict(target.knobs), search=cfg.search,
+        slo=dict(bench.slo), knob=cfg.knob, values=list(cfg.values) or None,
+        budget_s=cfg.budget, target=target.describe(),
+    )
+    watch = _Watch(con, enabled=cfg.progress, budget_s=cfg.budget)
+    session = TuneSession(opts, trials, watcher=watch)
+    watch.result, watch.path = session.result, out / "tune.json"
+    con.print(f"[dim]tune: {cfg.target_kind} target, baseline "
+              f"{', '.join(f'{k} {v}' for k, v in sorted(target.baseline.items()))}; "
+              f"trials in {out}[/]", highlight=False)
+    try:
+        with watch:
+            result = session.run()
+    finally:
+        try:
+            session.result.notes.extend(target.close())
+        except InfersightError as e:
+            session.result.notes.append(f"could not restore the target: {e}")
+    save_tune_result(result, out / "tune.json")
+    html = write_text(out / "tune.html", render_tune_html(result, trials.runs))
+    render_tune(result, con)
+    con.print(f"wrote {out / 'tune.json'} and {html}")
+    return result

@@ -1,0 +1,33 @@
+"""infersight.tune: try the fix and measure it (docs/design.md section 8).
+
+    session = TuneSession(TuneOptions(baseline={"slots": 4}, knobs={"slots": (1, 64)}),
+                          run_trial)             # run_trial(setting, name) -> TrialRun
+    result = session.run()                       # a TuneResult: every trial, the choice
+    render_tune(result, console)
+
+The session decides; it never starts a server or a benchmark. ``run_trial`` (wired by
+``infersight.entrypoints.tune``) opens the target at a setting, runs bench and the
+diagnosis, and returns the RunResult. The baseline runs twice (the A/A pair gives the
+noise floor), its diagnosis chooses the knob and direction (``knobs``), a bisection
+over that knob follows (``search``), and the winner runs again against the baseline.
+"""
+
+from infersight.tune.config import TuneConfig
+from infersight.tune.console import render_tune
+from infersight.tune.knobs import KNOBS, SearchPlan, ladder, plan_search
+from infersight.tune.progress import TuneProgress
+from infersight.tune.session import TrialRun, TuneOptions, TuneSession, TuneWatcher
+
+__all__ = [
+    "KNOBS",
+    "SearchPlan",
+    "TrialRun",
+    "TuneConfig",
+    "TuneOptions",
+    "TuneProgress",
+    "TuneSession",
+    "TuneWatcher",
+    "ladder",
+    "plan_search",
+    "render_tune",
+]
