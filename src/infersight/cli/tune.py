@@ -12,6 +12,7 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    out_option,
 )
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def register(app: typer.Typer) -> None:
         endpoint: str = typer.Option("chat", metavar="chat|completions", help="The OpenAI API to call."),
         api_key_env: str = api_key_env_option(),
         api_key_file: Path = api_key_file_option(),
-        out: Path = typer.Option(None, "--out", "-o", metavar="DIR", help="Directory for tune.json, tune.html and each trial's RunResult.", show_default="runs/tune-DATE-TIME"),
+        out: Path = out_option(None, metavar="DIR", help="Directory for tune.json, tune.html and each trial's RunResult.", show_default="runs/tune-DATE-TIME"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress on the terminal."),
     ) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name

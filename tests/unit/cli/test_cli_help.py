@@ -148,5 +148,5 @@ def test_every_file_written_is_out_and_every_port_served_is_port() -> None:
             if "--port" in p.opts and cmd != "bench":  # bench's is the target's (vLLM's flag)
                 assert "-p" in p.opts, cmd
                 servers.add(cmd)
-    assert writers == {"bench", "batch", "report", "monitor", "dashboards"}
+    assert writers == {"bench", "batch", "report", "monitor", "dashboards", "tune"}
     assert servers == {"serve", "gateway", "exporter"}
