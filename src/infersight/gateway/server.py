@@ -22,6 +22,7 @@ from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
 
+from infersight.core.access_log import SESSION_HEADER
 from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
 from infersight.core.httpguard import GuardedRunner, GuardSettings, MalformedRequest
 from infersight.core.listen import check_can_listen, listen_error
@@ -209,6 +210,7 @@ class Gateway(AdminEndpoints):
                 est_tokens=estimate_tokens(endpoint, body) if self.router.cost_rules else 0,
                 wants_usage=bool(isinstance(so, dict) and so.get("include_usage")),
             )
+            call.extra["session"] = request.headers.get(SESSION_HEADER)
             if not self.router.known(model) and not any(
                 self.router.known(m) for m in self.router.chain(model, call.est_tokens)
             ):
