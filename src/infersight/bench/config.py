@@ -35,9 +35,13 @@ class LevelSpec:
     concurrency: int | None = None
     rate: float | None = None
     arrival: str = "constant"
+    #: A trace replay at this multiple of the trace's own speed.
+    speedup: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
+        if self.speedup is not None:
+            d["speedup"] = self.speedup
         if self.concurrency is not None:
             d["concurrency"] = self.concurrency
         if self.rate is not None:
@@ -102,6 +106,22 @@ class BenchConfig(BaseConfig):
     shared_prefix: int = Field(0, ge=0)
     ignore_eos: bool = False
     seed: int = 0
+    # Trace replay and conversations (bench --trace, --sessions: bench/replay_config.py)
+    #: A trace to replay at its own times: the gateway's access log, Mooncake JSONL,
+    #: BurstGPT CSV or a plain timestamp,input_tokens,output_tokens CSV.
+    trace: str | None = None
+    trace_format: Literal["gateway", "mooncake", "burstgpt", "csv"] | None = None
+    #: One level per value: the trace's times divided by it.
+    speedup: list[float] = Field(default_factory=list)
+    #: ``START-END`` of the trace to replay (durations from its first request).
+    trace_window: str | None = None
+    on_bad_line: Literal["error", "skip"] = "error"
+    #: Tokens a Mooncake hash id stands for.
+    block_size: int = Field(512, ge=1)
+    #: Synthetic conversations per level (each turn sends the whole history).
+    sessions: int | None = Field(None, ge=1)
+    turns: str = "fixed:4"
+    think_time: str = "0s"
     # Goals
     slo: dict[str, float] = Field(default_factory=dict)
     find_max: bool = False
@@ -181,6 +201,9 @@ class BenchConfig(BaseConfig):
         if (self.price_in is None) != (self.price_out is None):
             raise ValueError("give both --price-in and --price-out (dollars per million tokens)")
         Window.parse(self.warmup, self.cooldown)
+        from infersight.bench.replay_config import check_replay
+
+        check_replay(self)
         return self
 
     def window(self) -> Window:
@@ -189,6 +212,8 @@ class BenchConfig(BaseConfig):
     def levels(self) -> list[LevelSpec]:
         """The fixed levels to run; sweeps and --find-max add theirs as they go."""
         arrival = "gamma" if self.arrival == "gamma" or self.burstiness != 1.0 else self.arrival
+        if self.trace:
+            return [LevelSpec(f"trace x{s:g}", speedup=s) for s in self.speedup or [1.0]]
         if self.rate:
             return [LevelSpec(rate_name(r), rate=r, arrival=arrival) for r in self.rate]
         if self.sweep or self.find_max:
