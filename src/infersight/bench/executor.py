@@ -28,6 +28,7 @@ import psutil
 
 from infersight.bench.pacer import Pacer
 from infersight.bench.progress import LiveStats
+from infersight.core.access_log import SESSION_HEADER
 from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord
 
@@ -45,6 +46,7 @@ class RequestSender(Protocol):
         scheduled: float | None = None,
         deadline: float | None = None,
         request_id: str | None = None,
+        headers: dict[str, str] | None = None,
         record: RequestRecord | None = None,
     ) -> Any: ...
 
@@ -119,9 +121,14 @@ async def run_level(
         done: Any = None
         try:
             # Resends on dropped keep-alive connections are the client's (docs/design.md s.3).
+            # A conversation's turns say which conversation they belong to (a gateway
+            # logs it: docs/access-log.md), as a chat front end would.
+            session = rec.labels.get("session")
+            extra = {} if session is None else {"headers": {SESSION_HEADER: session}}
             done = await client.request(
                 plan.path, dict(body), scheduled=scheduled,
                 deadline=scheduled + plan.timeout, request_id=rec.request_id, record=rec,
+                **extra,
             )
             rec = _adopt(rec, getattr(done, "record", None))
         except asyncio.CancelledError:

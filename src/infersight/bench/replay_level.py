@@ -48,7 +48,7 @@ def replay_aggregate(records: list[RequestRecord], info: dict[str, Any]) -> dict
         sharing["sent"] = conv
         sharing["sent_basis"] = "server prompt tokens repeating the previous turn"
     elif sharing.get("sent") is not None:
-        sharing["sent_basis"] = "characters of the texts sent, compared from their start"
+        sharing["sent_basis"] = "characters of the texts sent, compared in 32-character pieces from their start"
     return {
         **(replay_fidelity(records) or {}),
         "prefix_sharing": sharing,

@@ -12,6 +12,7 @@ counted with ``/tokenize`` to confirm their lengths.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,7 @@ SURVEY = 20_000
 #: Prompts whose length is confirmed with /tokenize before a level.
 VERIFY = 8
 #: Characters per chunk when comparing sent texts.
-_CHUNK = 64
+_CHUNK = 32
 
 
 @dataclass(slots=True)
@@ -130,7 +131,7 @@ def level_plan(cfg: BenchConfig, level: LevelSpec, prep: ReplayPrep, *, model: s
         feed = SessionFeed(cfg.sessions, cfg.turns, cfg.think_time, cfg.input_tokens,
                            cfg.output_tokens, cfg.max_tokens, cfg.shared_prefix, prep.words,
                            cfg.seed, model, cfg.endpoint, cfg.stream, cfg.ignore_eos,
-                           starts=starts, overhead=prep.overhead)
+                           starts=starts, overhead=prep.overhead, tag=f"{uuid.uuid4().hex[:8]}-")
         total = None
     plan = LevelPlan(name=level.name, path=path, bodies=(), concurrency=level.concurrency,
                      duration=None if cfg.trace else cfg.duration, timeout=cfg.timeout,

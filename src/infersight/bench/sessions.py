@@ -98,6 +98,8 @@ class SessionFeed:
     #: Open loop: each conversation's start offset; empty in a closed loop.
     starts: tuple[float, ...] = ()
     overhead: Overhead = field(default_factory=Overhead)
+    #: Prefix of the conversation ids (unique per run: a gateway logs them).
+    tag: str = ""
     share: int = 0
     shares: int = 1
 
@@ -128,9 +130,9 @@ class SessionFeed:
                                     "content": text.words(_SYSTEM_KEY, self.shared_prefix)})
                 n_msgs = 2 * t + 1 + (1 if self.shared_prefix else 0)
                 labels = {"in": str(history + lens[t] + self.overhead.of(n_msgs)),
-                          "out": str(outs[t]), "session": f"s{s}", "turn": str(t + 1)}
+                          "out": str(outs[t]), "session": f"{self.tag}s{s}", "turn": str(t + 1)}
                 items.append(FeedItem(
-                    s * TURN_STRIDE + t, start, labels, session=f"s{s}", turn=t + 1,
+                    s * TURN_STRIDE + t, start, labels, session=f"{self.tag}s{s}", turn=t + 1,
                     new_messages=msgs, max_tokens=outs[t],
                     think=None if t == 0 else think.sample(rng),
                     # what the conversation's previous turn sent and received

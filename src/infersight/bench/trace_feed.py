@@ -134,7 +134,7 @@ class TraceFeed:
         """This worker's requests, bodies built as they are reached."""
         text = TextBuilder(self.words, self.seed, self.block_tokens)
         seen: set[int | str] = set()
-        convs: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
+        convs: OrderedDict[str, tuple[int, int, int, float | None]] = OrderedDict()
         for index, offset, e in self.entries():
             shared = self._shared(e, seen)
             mine = self._owner(index, e) == self.share
@@ -178,13 +178,16 @@ class TraceFeed:
                             ignore_eos=self.ignore_eos)[0]
 
     def _turn(self, text: TextBuilder, index: int, offset: float, e: TraceEntry,
-              convs: OrderedDict[str, tuple[int, int, int]], mine: bool) -> FeedItem | None:
+              convs: OrderedDict[str, tuple[int, int, int, float | None]],
+              mine: bool) -> FeedItem | None:
         """A conversation turn: the messages it adds to the history. Later turns add
-        what the trace's prompt grew by beyond the previous turn and its answer."""
+        what the trace's prompt grew by beyond the previous turn and its answer, after
+        the think time the trace gives (its ``delay``, or for the access log the time
+        from the previous answer's end to this arrival)."""
         assert e.session is not None
         prev = convs.pop(e.session, None)
         turn = 1 if prev is None else prev[2] + 1
-        convs[e.session] = (e.input_tokens, e.output_tokens, turn)
+        convs[e.session] = (e.input_tokens, e.output_tokens, turn, e.end)
         if len(convs) > _SESSIONS:
             convs.popitem(last=False)
         if not mine:
@@ -203,8 +206,13 @@ class TraceFeed:
         sent = e.input_tokens + (0 if self.fmt == "gateway" else self.overhead.of(2 * turn - 1))
         labels = {**self._labels(e, sent), "session": e.session, "turn": str(turn)}
         history = 0 if prev is None else min(e.input_tokens, prev[0] + prev[1])
+        think = e.think
+        if prev is not None and think is None and prev[3] is not None and e.t is not None:
+            think = max(0.0, e.t - prev[3])
+        if think is not None:
+            think /= self.speedup  # think times are the trace's time too
         return FeedItem(index, offset, labels, session=e.session, turn=turn, new_messages=msgs,
-                        max_tokens=e.output_tokens, think=e.think if prev is not None else None,
+                        max_tokens=e.output_tokens, think=think if prev is not None else None,
                         shared=history)
 
     def _shared(self, e: TraceEntry, seen: set[int | str]) -> int:

@@ -20,6 +20,7 @@ is not a request to replay (an embeddings call, a request that failed in the ori
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,8 @@ FORMATS = ("gateway", "mooncake", "burstgpt", "csv")
 #: end, so its arrival times are put in order while it streams).
 ORDERED_FORMATS = frozenset({"mooncake", "burstgpt", "csv"})
 BURSTGPT_HEADER = ("Timestamp", "Model", "Request tokens", "Response tokens")
+#: The first cell of a plain CSV: a number, or a column name.
+_CSV_FIRST = re.compile(r"[-+0-9.eE]+|[A-Za-z_][A-Za-z0-9_ ]*")
 
 
 class BadLine(ValueError):
@@ -205,9 +208,10 @@ def _cell(row: Sequence[str], i: int, what: str) -> float:
     if i >= len(row) or not row[i].strip():
         raise BadLine(f"{what} is missing")
     try:
-        return _num(float(row[i]), what)
+        value = float(row[i])
     except ValueError:
         raise BadLine(f"{what} is {row[i]!r}, not a number") from None
+    return _num(value, what)
 
 
 def parse_csv_row(row: Sequence[str], line: int, cols: dict[str, int]) -> TraceEntry:
@@ -252,7 +256,10 @@ def detect_format(first: bytes) -> str | None:
     text = s.decode("utf-8", "replace")
     if all(h in text for h in BURSTGPT_HEADER):
         return "burstgpt"
-    return "csv" if "," in text else None
+    first_cell = text.split(",", 1)[0].strip().strip('"')
+    if "," not in text or not _CSV_FIRST.fullmatch(first_cell):
+        return None
+    return "csv"  # a row of numbers, or a header (checked when the file is read)
 
 
 #: A JSON-lines parser: (raw line, line number) -> entry.

@@ -42,13 +42,15 @@ def client_cache(records: Iterable[RequestRecord]) -> dict[str, Any]:
     }
 
 
-def _increase(points: list[tuple[float, float]], t0: float, t1: float) -> float | None:
+def _increase(points: list[tuple[float, float]], t0: float, t1: float,
+              born: bool = False) -> float | None:
     """A counter's increase over ``[t0, t1]``: from its last value at or before
-    ``t0`` (else its first in the span) to its last at or before ``t1``."""
+    ``t0`` (else its first in the span, or 0 when it was ``born`` in the span) to its
+    last at or before ``t1``."""
     points.sort()
     before = [v for t, v in points if t <= t0]
     inside = [v for t, v in points if t0 < t <= t1]
-    start = before[-1] if before else (inside[0] if inside else None)
+    start = before[-1] if before else (0.0 if born else inside[0] if inside else None)
     end = inside[-1] if inside else None
     if start is None or end is None:
         return None
@@ -70,12 +72,14 @@ def engine_cache(samples: Iterable[Sample], t0: float, t1: float) -> dict[str, A
     sources = {src for name, src in series if name == QUERIES}
     hits = queries = 0.0
     for src in sources:
-        q = _increase(series[(QUERIES, src)], t0, end)
+        qs = series[(QUERIES, src)]
+        q = _increase(qs, t0, end)
         if q is None:
             continue
         queries += q
-        # SGLang's hits counter appears with its first hit: absent means none
-        hits += _increase(series.get((HITS, src), []), t0, end) or 0.0
+        # SGLang's hits counter appears with its first hit: absent means none yet
+        born = any(t <= t0 for t, _ in qs)
+        hits += _increase(series.get((HITS, src), []), t0, end, born) or 0.0
     if queries > 0:
         return {"hits": hits, "queries": queries, "hit_rate": hits / queries,
                 "sources": len(sources),

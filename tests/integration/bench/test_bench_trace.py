@@ -5,6 +5,7 @@ input refused with one line before anything is sent."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -125,7 +126,7 @@ def test_conversations_carry_the_answers_and_report_ttft_per_turn(fake: Any) -> 
     for turns in convs.values():
         turns.sort(key=lambda r: int(r.labels["turn"]))
         # turn k+1 = turn k's prompt + the answer received + the new message
-        for a, b in zip(turns, turns[1:], strict=False):
+        for a, b in itertools.pairwise(turns):
             assert b.prompt_tokens == a.prompt_tokens + a.completion_tokens + 10
             assert b.scheduled >= a.end + 0.02 - 1e-6  # the think time, after the answer
     agg = result.aggregates["c=2"]

@@ -102,7 +102,7 @@ def test_empty_and_unreadable_traces(tmp_path: Path) -> None:
         check_trace(str(tmp_path))
     odd = tmp_path / "odd.txt"
     odd.write_text("hello world\n")
-    with pytest.raises(ConfigError, match="cannot tell its format.*--trace-format"):
+    with pytest.raises(ConfigError, match=r"cannot tell its format.*--trace-format"):
         check_trace(str(odd))
     only_bad = _jsonl(tmp_path, ["nope", "nada"], "bad.jsonl")
     with pytest.raises(ConfigError, match=r"no request to replay \(2 unusable line\(s\) skipped\)"):
@@ -163,7 +163,7 @@ def test_options_that_do_not_go_with_a_trace(tmp_path: Path) -> None:
         _cfg(speedup=[2.0], trace_window="1s-")
     with pytest.raises(ConfigError, match="--turns only apply with --sessions N"):
         _cfg(turns="fixed:3")
-    with pytest.raises(ConfigError, match="--sessions runs conversations .* drop --sweep"):
+    with pytest.raises(ConfigError, match=r"--sessions runs conversations .* drop --sweep"):
         _cfg(sessions=3, sweep="auto")
     with pytest.raises(ConfigError, match="--think-time 'soon'"):
         _cfg(sessions=3, think_time="soon")

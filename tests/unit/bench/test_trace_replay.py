@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ from infersight.bench.trace_feed import FeedItem, Overhead, TraceFeed
 from infersight.bench.trace_formats import TraceEntry
 from infersight.bench.trace_text import TextBuilder, allot
 
-WORDS = tuple("the of and to in is was for on are as with his they at be this from".split())
+WORDS = tuple(["the", "of", "and", "to", "in", "is", "was", "for", "on", "are", "as", "with", "his", "they", "at", "be", "this", "from"])
 
 
 @given(st.integers(0, 5000), st.lists(st.integers(0, 1000), min_size=1, max_size=12))
@@ -160,3 +161,24 @@ def test_synthetic_conversations() -> None:
     split = [c for f in feed.split(2) for c in f.conversations()]
     assert sorted(c[0].index for c in split) == [c[0].index for c in convs]
     assert ThinkTime.parse("2s").sample(None) == 2.0  # type: ignore[arg-type]
+
+
+def test_access_log_conversations_think_as_long_as_the_log_shows(tmp_path: Path) -> None:
+    def line(arrival: float, lat: float, n_in: int, prefix: list[list[object]]) -> bytes:
+        return orjson.dumps({"v": 1, "ts": arrival + lat, "arrival_ts": arrival,
+                             "request_id": "r", "endpoint": "chat", "status": 200,
+                             "latency_ms": lat * 1000, "prompt_tokens": n_in,
+                             "completion_tokens": 4, "session": "s-1", "prefix": prefix})
+
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(line(10.0, 0.5, 30, [["system", "aa", 50], ["user", "bb", 10]]) + b"\n"
+                  + line(14.5, 0.5, 50, [["system", "aa", 50], ["user", "bb", 10],
+                                         ["assistant", "cc", 16], ["user", "dd", 40]]) + b"\n")
+    s = check_trace(str(p))
+    feed = TraceFeed(str(p), "gateway", s.max_latency, s.origin, None, 2.0, WORDS, 0, "m",
+                     "chat", True, False, sessions=True)
+    one, two = list(feed.items())
+    assert [m["role"] for m in one.new_messages] == ["system", "user"]
+    assert two.think == pytest.approx((14.5 - 10.5) / 2)  # end of turn 1 to turn 2, at 2x
+    assert [m["role"] for m in two.new_messages] == ["user"]
+    assert len(two.new_messages[0]["content"].split()) == 50 - 30 - 4  # the new message
