@@ -124,7 +124,8 @@ class SessionFeed:
             items = []
             history = self.shared_prefix
             for t in range(k):
-                msgs = [{"role": "user", "content": text.words(_key(self.seed, s, t), lens[t])}]
+                msgs = [{"role": "user",
+                         "content": text.words(_key(self.seed, s, t), lens[t], shared=False)}]
                 if t == 0 and self.shared_prefix:
                     msgs.insert(0, {"role": "system",
                                     "content": text.words(_SYSTEM_KEY, self.shared_prefix)})

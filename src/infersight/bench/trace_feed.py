@@ -202,7 +202,7 @@ class TraceFeed:
             # the access log counts the template: two more messages' worth of it
             grew = e.input_tokens - prev[0] - prev[1] - (
                 self.overhead.per_message * 2 if self.fmt == "gateway" else 0)
-            msgs = [{"role": "user", "content": text.words(key, max(1, grew))}]
+            msgs = [{"role": "user", "content": text.words(key, max(1, grew), shared=False)}]
         sent = e.input_tokens + (0 if self.fmt == "gateway" else self.overhead.of(2 * turn - 1))
         labels = {**self._labels(e, sent), "session": e.session, "turn": str(turn)}
         history = 0 if prev is None else min(e.input_tokens, prev[0] + prev[1])
