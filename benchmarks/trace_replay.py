@@ -38,26 +38,38 @@ SECTIONS = ("timing", "prefix", "roundtrip", "memory")
 
 def run_timing(con: Console, tmp: Path, quick: bool, use_aiperf: bool) -> None:
     rates = [500.0] if quick else [125.0, 250.0, 500.0]
-    n = 3000 if quick else 10_000
+    n, rounds = (3000, 2) if quick else (10_000, 3)
     have_aiperf = use_aiperf and timing.aiperf_available()
     if use_aiperf and not have_aiperf:
         con.print("AIPerf did not install here: compared with the bare asyncio sender only")
     table = Table("rate", "sender", "sent", "anchored p50 ms", "anchored p99 ms",
                   "absolute p50 ms", "absolute p99 ms", "in bursts p99 ms", "note",
-                  title=f"replay timing: {n} requests, bursts of 100 within 10 ms")
+                  title=f"replay timing: {n} requests, bursts of 100 within 10 ms every 5 s; "
+                        f"each sender's best of {rounds} interleaved rounds")
     with FakeOpenAI.subprocess(FakeConfig(ttft=0.0, itl=0.0, tokens=2)) as srv:
         for rate in rates:
             trace = tmp / f"bursty-{rate:g}.jsonl"
             offsets = timing.bursty_trace(trace, n, rate, burst_every=5.0)
-            rows = timing.infersight(srv.base_url, trace, offsets)
-            if rate == rates[-1]:
-                rows += timing.infersight(srv.base_url, trace, offsets, workers=2)
-            rows.append(timing.bare(srv.base_url, offsets))
-            if have_aiperf:
-                rows.append(timing.aiperf(srv.base_url, trace))
-            for lag in rows:
-                table.add_row(f"{rate:g}/s", *lag.row())
+            best: dict[str, list[timing.Lag]] = {}
+            for _ in range(rounds):  # other work on the machine only ever adds lag
+                got = [timing.infersight(srv.base_url, trace, offsets)]
+                if rate == rates[-1]:
+                    got.append(timing.infersight(srv.base_url, trace, offsets, workers=2))
+                got.append([timing.bare(srv.base_url, offsets)])
+                if have_aiperf:
+                    got.append([timing.aiperf(srv.base_url, trace)])
+                for rows in got:
+                    key = rows[0].tool
+                    if key not in best or _p99(rows[0]) < _p99(best[key][0]):
+                        best[key] = rows
+            for rows in best.values():
+                for lag in rows:
+                    table.add_row(f"{rate:g}/s", *lag.row())
     con.print(table)
+
+
+def _p99(lag: timing.Lag) -> float:
+    return lag.anchored[1] if lag.anchored[1] is not None else float("inf")
 
 
 def run_prefix(con: Console, tmp: Path, quick: bool) -> None:
