@@ -58,11 +58,11 @@ def load_all(path: Path) -> tuple[float, float, str]:
 def stream_all(path: Path) -> tuple[float, float, str]:
     return _measure(
         "from infersight.bench.trace_check import check_trace\n"
-        "from infersight.bench.trace_feed import TraceFeed\n"
+        "from infersight.bench.trace_feed import RequestShape, TraceFeed\n"
         f"s = check_trace({str(path)!r})\n"
         "words = tuple('the of and to in is was for on are as with his they at be'.split())\n"
-        "feed = TraceFeed(s.path, s.fmt, s.max_latency, s.origin, None, 1.0, words, 0, 'm',"
-        " 'chat', True, False)\n"
+        "shape = RequestShape(words, 0, 'm', 'chat', True, False)\n"
+        "feed = TraceFeed(s.path, s.fmt, s.max_latency, s.origin, None, 1.0, shape)\n"
         "n = chars = 0\n"
         "for item in feed.items():\n"
         "    n += 1\n"

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from infersight.bench.executor import spawn
 from infersight.bench.pacer import Pacer
-from infersight.bench.workload import Prompt, build_bodies
 
 if TYPE_CHECKING:
     from infersight.bench.executor import LevelPlan
@@ -173,13 +172,7 @@ class Conversations:
         if delay > 0:
             await asyncio.sleep(delay)
         conv.history.extend(item.new_messages)
-        plan = self._plan
-        feed = plan.feed
-        body = build_bodies(
-            [Prompt(messages=list(conv.history), max_tokens=item.max_tokens)],
-            model=feed.model, endpoint=feed.endpoint, stream=feed.stream,
-            ignore_eos=feed.ignore_eos,
-        )[0]
+        body = self._plan.feed.shape.body(list(conv.history), item.max_tokens)
         done = await self._one(item.index, at, body, item.labels)
         conv.last_end = time.monotonic()
         if done is not None:

@@ -21,7 +21,7 @@ from infersight.bench.executor import LevelPlan
 from infersight.bench.replay_config import trace_summary, trace_times
 from infersight.bench.sessions import SessionFeed, session_starts
 from infersight.bench.trace_check import parse_window
-from infersight.bench.trace_feed import Overhead, TraceFeed
+from infersight.bench.trace_feed import Overhead, RequestShape, TraceFeed
 from infersight.bench.workload import SyntheticPrompts, Tokenize
 from infersight.core import errors as E
 
@@ -109,15 +109,16 @@ def level_plan(cfg: BenchConfig, level: LevelSpec, prep: ReplayPrep, *, model: s
     rate its schedule offers (for the sustainability check)."""
     feed: TraceFeed | SessionFeed
     rate: float | None = None
+    shape = RequestShape(prep.words, cfg.seed, model, cfg.endpoint, cfg.stream, cfg.ignore_eos,
+                         prep.overhead)
     if cfg.trace:
         s = trace_summary(cfg)
         a, b = parse_window(cfg.trace_window)
         speed = level.speedup or 1.0
         feed = TraceFeed(s.path, s.fmt, s.max_latency, s.origin + a,
-                         None if b is None else s.origin + b, speed, prep.words, cfg.seed,
-                         model, cfg.endpoint, cfg.stream, cfg.ignore_eos,
-                         block_tokens=cfg.block_size, overhead=prep.overhead,
-                         sessions=s.sessions > 0, limit=cfg.requests, duration=cfg.duration)
+                         None if b is None else s.origin + b, speed, shape,
+                         block_tokens=cfg.block_size, sessions=s.sessions > 0,
+                         limit=cfg.requests, duration=cfg.duration)
         off = trace_times(cfg, speed)
         total: int | None = int(off.size)
         if off.size > 1 and off[-1] > 0:
@@ -129,9 +130,8 @@ def level_plan(cfg: BenchConfig, level: LevelSpec, prep: ReplayPrep, *, model: s
             starts = session_starts(level.rate, cfg.sessions, level.arrival, cfg.burstiness,
                                     cfg.seed)
         feed = SessionFeed(cfg.sessions, cfg.turns, cfg.think_time, cfg.input_tokens,
-                           cfg.output_tokens, cfg.max_tokens, cfg.shared_prefix, prep.words,
-                           cfg.seed, model, cfg.endpoint, cfg.stream, cfg.ignore_eos,
-                           starts=starts, overhead=prep.overhead, tag=f"{uuid.uuid4().hex[:8]}-")
+                           cfg.output_tokens, cfg.max_tokens, cfg.shared_prefix, shape,
+                           starts=starts, tag=f"{uuid.uuid4().hex[:8]}-")
         total = None
     plan = LevelPlan(name=level.name, path=path, bodies=(), concurrency=level.concurrency,
                      duration=None if cfg.trace else cfg.duration, timeout=cfg.timeout,

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from infersight.bench.trace_feed import FeedItem, Overhead
+from infersight.bench.trace_feed import FeedItem, RequestShape, split_feed
 from infersight.bench.trace_text import TextBuilder
 from infersight.bench.workload import Distribution
 from infersight.core.durations import parse_duration
@@ -89,34 +89,27 @@ class SessionFeed:
     output_tokens: str | None
     max_tokens: int
     shared_prefix: int
-    words: tuple[str, ...]
-    seed: int
-    model: str
-    endpoint: str
-    stream: bool
-    ignore_eos: bool
+    shape: RequestShape
     #: Open loop: each conversation's start offset; empty in a closed loop.
     starts: tuple[float, ...] = ()
-    overhead: Overhead = field(default_factory=Overhead)
     #: Prefix of the conversation ids (unique per run: a gateway logs them).
     tag: str = ""
     share: int = 0
     shares: int = 1
 
     def split(self, n: int) -> list[SessionFeed]:
-        import dataclasses
-
-        return [dataclasses.replace(self, share=w, shares=n) for w in range(n)]
+        return split_feed(self, n)
 
     def conversations(self) -> Iterator[list[FeedItem]]:
         """This worker's conversations, each as its list of turns."""
-        text = TextBuilder(self.words, self.seed)
+        seed = self.shape.seed
+        text = TextBuilder(self.shape.words, seed)
         turns = Distribution.parse(self.turns, "--turns")
         think = ThinkTime.parse(self.think)
         n_in = Distribution.parse(self.input_tokens, "--input-tokens")
         n_out = Distribution.parse(self.output_tokens, "--output-tokens") if self.output_tokens else None
         for s in range(self.share, self.sessions, self.shares):
-            rng = np.random.default_rng((self.seed, 0x5E55, s))
+            rng = np.random.default_rng((seed, 0x5E55, s))
             k = min(TURN_STRIDE - 1, turns.sample(1, rng)[0])
             lens = n_in.sample(k, rng)
             outs = n_out.sample(k, rng) if n_out else [self.max_tokens] * k
@@ -125,12 +118,12 @@ class SessionFeed:
             history = self.shared_prefix
             for t in range(k):
                 msgs = [{"role": "user",
-                         "content": text.words(_key(self.seed, s, t), lens[t], shared=False)}]
+                         "content": text.words(_key(seed, s, t), lens[t], shared=False)}]
                 if t == 0 and self.shared_prefix:
                     msgs.insert(0, {"role": "system",
                                     "content": text.words(_SYSTEM_KEY, self.shared_prefix)})
                 n_msgs = 2 * t + 1 + (1 if self.shared_prefix else 0)
-                labels = {"in": str(history + lens[t] + self.overhead.of(n_msgs)),
+                labels = {"in": str(history + lens[t] + self.shape.overhead.of(n_msgs)),
                           "out": str(outs[t]), "session": f"{self.tag}s{s}", "turn": str(t + 1)}
                 items.append(FeedItem(
                     s * TURN_STRIDE + t, start, labels, session=f"{self.tag}s{s}", turn=t + 1,

@@ -12,6 +12,7 @@ and dropped; what is remembered is per shared block or conversation, never per l
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from infersight.bench.trace_read import Problem, in_arrival_order, read_trace
 from infersight.bench.trace_text import TextBuilder
 from infersight.bench.workload import Prompt, build_bodies
 
-__all__ = ["FeedItem", "Overhead", "TraceFeed"]
+__all__ = ["FeedItem", "Overhead", "RequestShape", "TraceFeed", "split_feed"]
 
 #: Conversations remembered for the growth of their prompts (least recent dropped).
 _SESSIONS = 100_000
@@ -40,6 +41,32 @@ class Overhead:
 
     def of(self, n_messages: int) -> int:
         return self.base + self.per_message * n_messages
+
+
+@dataclass(frozen=True, slots=True)
+class RequestShape:
+    """How every request of a level is written: its text's words (one token each in
+    the target's vocabulary) and seed, the model, endpoint and streaming, whether to
+    ask for every output token, and the tokens the target's chat template adds."""
+
+    words: tuple[str, ...]
+    seed: int
+    model: str
+    endpoint: str
+    stream: bool
+    ignore_eos: bool
+    overhead: Overhead = Overhead()
+
+    def body(self, messages: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
+        """The request body for ``messages`` (bench's own body builder)."""
+        return build_bodies([Prompt(messages=messages, max_tokens=max_tokens)],
+                            model=self.model, endpoint=self.endpoint, stream=self.stream,
+                            ignore_eos=self.ignore_eos)[0]
+
+
+def split_feed(feed: Any, n: int) -> list[Any]:
+    """``feed`` as ``n`` workers' shares (each reads the same stream, keeps its own)."""
+    return [dataclasses.replace(feed, share=w, shares=n) for w in range(n)]
 
 
 @dataclass(slots=True)
@@ -74,14 +101,8 @@ class TraceFeed:
     start: float
     end: float | None
     speedup: float
-    words: tuple[str, ...]
-    seed: int
-    model: str
-    endpoint: str
-    stream: bool
-    ignore_eos: bool
+    shape: RequestShape
     block_tokens: int = 512
-    overhead: Overhead = Overhead()
     sessions: bool = False
     limit: int | None = None
     duration: float | None = None
@@ -89,9 +110,7 @@ class TraceFeed:
     shares: int = 1
 
     def split(self, n: int) -> list[TraceFeed]:
-        import dataclasses
-
-        return [dataclasses.replace(self, share=w, shares=n) for w in range(n)]
+        return split_feed(self, n)
 
     # -- the selected requests ----------------------------------------------------
     def entries(self) -> Iterator[tuple[int, float, TraceEntry]]:
@@ -132,7 +151,7 @@ class TraceFeed:
 
     def items(self) -> Iterator[FeedItem]:
         """This worker's requests, bodies built as they are reached."""
-        text = TextBuilder(self.words, self.seed, self.block_tokens)
+        text = TextBuilder(self.shape.words, self.shape.seed, self.block_tokens)
         seen: set[int | str] = set()
         convs: OrderedDict[str, tuple[int, int, int, float | None]] = OrderedDict()
         for index, offset, e in self.entries():
@@ -155,7 +174,7 @@ class TraceFeed:
     def _content(self, e: TraceEntry) -> int:
         """Tokens of message text for an access-log line (its count includes the
         template the original server applied; the target's is taken off)."""
-        return max(len(e.prefix), e.input_tokens - self.overhead.of(len(e.prefix) or 1))
+        return max(len(e.prefix), e.input_tokens - self.shape.overhead.of(len(e.prefix) or 1))
 
     def _labels(self, e: TraceEntry, prompt_tokens: int) -> dict[str, str]:
         return {"in": str(prompt_tokens), "out": str(e.output_tokens), "line": str(e.line)}
@@ -163,19 +182,14 @@ class TraceFeed:
     def _request(self, text: TextBuilder, index: int, offset: float, e: TraceEntry,
                  counts: list[int] | None) -> FeedItem:
         if counts is not None:
-            messages = text.messages(e, counts, _own_key(self.seed, index))
+            messages = text.messages(e, counts, _own_key(self.shape.seed, index))
             sent, tokens = e.input_tokens, sum(counts)
         else:
-            body_text = text.mooncake(e, _own_key(self.seed, index))
+            body_text = text.mooncake(e, _own_key(self.shape.seed, index))
             messages = [{"role": "user", "content": body_text}]
-            sent, tokens = e.input_tokens + self.overhead.of(1), e.input_tokens
-        body = self._body(messages, e.output_tokens)
+            sent, tokens = e.input_tokens + self.shape.overhead.of(1), e.input_tokens
+        body = self.shape.body(messages, e.output_tokens)
         return FeedItem(index, offset, self._labels(e, sent), body=body, tokens=tokens)
-
-    def _body(self, messages: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
-        return build_bodies([Prompt(messages=messages, max_tokens=max_tokens)],
-                            model=self.model, endpoint=self.endpoint, stream=self.stream,
-                            ignore_eos=self.ignore_eos)[0]
 
     def _turn(self, text: TextBuilder, index: int, offset: float, e: TraceEntry,
               convs: OrderedDict[str, tuple[int, int, int, float | None]],
@@ -192,7 +206,7 @@ class TraceFeed:
             convs.popitem(last=False)
         if not mine:
             return None
-        key = _own_key(self.seed, index)
+        key = _own_key(self.shape.seed, index)
         if prev is None:
             if e.prefix:
                 msgs = text.messages(e, text.counts(e, self._content(e)), key)
@@ -201,9 +215,9 @@ class TraceFeed:
         else:
             # the access log counts the template: two more messages' worth of it
             grew = e.input_tokens - prev[0] - prev[1] - (
-                self.overhead.per_message * 2 if self.fmt == "gateway" else 0)
+                self.shape.overhead.per_message * 2 if self.fmt == "gateway" else 0)
             msgs = [{"role": "user", "content": text.words(key, max(1, grew), shared=False)}]
-        sent = e.input_tokens + (0 if self.fmt == "gateway" else self.overhead.of(2 * turn - 1))
+        sent = e.input_tokens + (0 if self.fmt == "gateway" else self.shape.overhead.of(2 * turn - 1))
         labels = {**self._labels(e, sent), "session": e.session, "turn": str(turn)}
         history = 0 if prev is None else min(e.input_tokens, prev[0] + prev[1])
         think = e.think

@@ -110,32 +110,39 @@ def _cause(ri: RuleInput, hit: float, replicas: int) -> tuple[str, list[str]]:
         *_room_fixes(eng), *fixes]
 
 
-def _engine_fixes(eng: str) -> list[str]:
-    if eng == "vllm":
-        return ["check prefix caching is on: --enable-prefix-caching (the V1 default; "
-                "--no-enable-prefix-caching turns it off)"]
-    if eng == "sglang":
-        return ["drop --disable-radix-cache (the radix cache is on by default)"]
-    if eng in ("llamacpp", "embedded"):
-        return ["send cache_prompt: true in requests (llama-server's default; a client or "
-                "proxy may turn it off)",
-                "reuse cached chunks across slots: llama-server --cache-reuse 256, and keep "
-                "evicted prompts in host memory with --cache-ram (MiB)",
-                "fewer slots (--parallel) keep more of each prompt; --slot-prompt-similarity "
-                "sends a request to the slot whose prompt it shares"]
-    if eng == "tgi":
-        return ["turn prefix caching on: PREFIX_CACHING=1 (TGI 3's default)"]
-    if eng == "hosted":
-        return ["put the shared part first and keep it byte-identical (provider prompt "
-                "caches match exact prefixes, often from 1,024 tokens)"]
-    return ["turn the engine's prefix cache on (vLLM --enable-prefix-caching, SGLang's radix "
+_LLAMA_FIXES = [
+    "send cache_prompt: true in requests (llama-server's default; a client or proxy may "
+    "turn it off)",
+    "reuse cached chunks across slots: llama-server --cache-reuse 256, and keep evicted "
+    "prompts in host memory with --cache-ram (MiB)",
+    "fewer slots (--parallel) keep more of each prompt; --slot-prompt-similarity sends a "
+    "request to the slot whose prompt it shares",
+]
+#: The cache's own setting, per engine.
+_ENGINE_FIXES: dict[str, list[str]] = {
+    "vllm": ["check prefix caching is on: --enable-prefix-caching (the V1 default; "
+             "--no-enable-prefix-caching turns it off)"],
+    "sglang": ["drop --disable-radix-cache (the radix cache is on by default)"],
+    "llamacpp": _LLAMA_FIXES,
+    "embedded": _LLAMA_FIXES,
+    "tgi": ["turn prefix caching on: PREFIX_CACHING=1 (TGI 3's default)"],
+    "hosted": ["put the shared part first and keep it byte-identical (provider prompt caches "
+               "match exact prefixes, often from 1,024 tokens)"],
+}
+_ANY_FIX = ["turn the engine's prefix cache on (vLLM --enable-prefix-caching, SGLang's radix "
             "cache, llama.cpp cache_prompt)"]
+#: More room for cached prefixes, per engine.
+_ROOM_FIXES: dict[str, str] = {
+    "vllm": "give the KV cache more room: --gpu-memory-utilization, or a shorter "
+            "--max-model-len",
+    "sglang": "give the radix cache more room: --mem-fraction-static",
+}
+_ANY_ROOM = "give the KV cache more room (more memory for it, or fewer concurrent sequences)"
+
+
+def _engine_fixes(eng: str) -> list[str]:
+    return list(_ENGINE_FIXES.get(eng, _ANY_FIX))
 
 
 def _room_fixes(eng: str) -> list[str]:
-    if eng == "vllm":
-        return ["give the KV cache more room: --gpu-memory-utilization, or a shorter "
-                "--max-model-len"]
-    if eng == "sglang":
-        return ["give the radix cache more room: --mem-fraction-static"]
-    return ["give the KV cache more room (more memory for it, or fewer concurrent sequences)"]
+    return [_ROOM_FIXES.get(eng, _ANY_ROOM)]

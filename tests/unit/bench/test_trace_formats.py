@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersight.bench.trace_check import check_trace, sniff_format
-from infersight.bench.trace_feed import TraceFeed
+from infersight.bench.trace_feed import RequestShape, TraceFeed
 from infersight.bench.trace_formats import TraceEntry, detect_format
 
 _DIR = Path(tempfile.mkdtemp(prefix="infersight-trace-test-"))
@@ -39,8 +39,8 @@ def _file(suffix: str, text: str) -> Path:
 
 def _feed(path: Path, fmt: str, speedup: float = 1.0) -> list[tuple[int, float, TraceEntry]]:
     s = check_trace(str(path), fmt)
-    feed = TraceFeed(str(path), s.fmt, s.max_latency, s.origin, None, speedup, ("the",), 0,
-                     "m", "chat", True, False)
+    shape = RequestShape(("the",), 0, "m", "chat", True, False)
+    feed = TraceFeed(str(path), s.fmt, s.max_latency, s.origin, None, speedup, shape)
     return list(feed.entries())
 
 

@@ -17,11 +17,12 @@ from infersight.bench.executor import LevelPlan
 from infersight.bench.replay_plan import survey
 from infersight.bench.sessions import SessionFeed, ThinkTime
 from infersight.bench.trace_check import check_trace
-from infersight.bench.trace_feed import FeedItem, Overhead, TraceFeed
+from infersight.bench.trace_feed import FeedItem, Overhead, RequestShape, TraceFeed
 from infersight.bench.trace_formats import TraceEntry
 from infersight.bench.trace_text import TextBuilder, allot
 
 WORDS = tuple(["the", "of", "and", "to", "in", "is", "was", "for", "on", "are", "as", "with", "his", "they", "at", "be", "this", "from"])
+SHAPE = RequestShape(WORDS, 0, "m", "chat", True, False)
 
 
 @given(st.integers(0, 5000), st.lists(st.integers(0, 1000), min_size=1, max_size=12))
@@ -86,8 +87,8 @@ def _mooncake_file(tmp_path: Path, n: int = 40) -> TraceFeed:
     p = tmp_path / "m.jsonl"
     p.write_text("".join(orjson.dumps(r).decode() + "\n" for r in rows))
     s = check_trace(str(p))
-    return TraceFeed(str(p), "mooncake", 0.0, s.origin, None, 2.0, WORDS, 7, "m", "chat",
-                     True, False, block_tokens=128, overhead=Overhead(3, 1, True))
+    shape = RequestShape(WORDS, 7, "m", "chat", True, False, Overhead(3, 1, True))
+    return TraceFeed(str(p), "mooncake", 0.0, s.origin, None, 2.0, shape, block_tokens=128)
 
 
 def test_split_feeds_are_one_schedule(tmp_path: Path) -> None:
@@ -135,8 +136,7 @@ def test_conversation_turns_carry_their_history_and_think_time(tmp_path: Path) -
     p.write_text("".join(orjson.dumps(r).decode() + "\n" for r in rows))
     s = check_trace(str(p))
     assert s.sessions == 2
-    feed = TraceFeed(str(p), "mooncake", 0.0, s.origin, None, 1.0, WORDS, 0, "m", "chat",
-                     True, False, sessions=True)
+    feed = TraceFeed(str(p), "mooncake", 0.0, s.origin, None, 1.0, SHAPE, sessions=True)
     items: list[FeedItem] = list(feed.items())
     assert [(it.session, it.turn) for it in items] == [("a", 1), ("b", 1), ("a", 2), ("b", 2)]
     a2 = items[2]
@@ -148,8 +148,8 @@ def test_conversation_turns_carry_their_history_and_think_time(tmp_path: Path) -
 
 
 def test_synthetic_conversations() -> None:
-    feed = SessionFeed(3, "fixed:3", "uniform:1s:2s", "fixed:10", None, 4, 20, WORDS, 0,
-                       "m", "chat", True, False, starts=(0.0, 0.5, 1.0))
+    feed = SessionFeed(3, "fixed:3", "uniform:1s:2s", "fixed:10", None, 4, 20, SHAPE,
+                       starts=(0.0, 0.5, 1.0))
     convs = list(feed.conversations())
     assert len(convs) == 3 and all(len(c) == 3 for c in convs)
     first = convs[1][0]
@@ -176,8 +176,7 @@ def test_access_log_conversations_think_as_long_as_the_log_shows(tmp_path: Path)
                   + line(14.5, 0.5, 50, [["system", "aa", 50], ["user", "bb", 10],
                                          ["assistant", "cc", 16], ["user", "dd", 40]]) + b"\n")
     s = check_trace(str(p))
-    feed = TraceFeed(str(p), "gateway", s.max_latency, s.origin, None, 2.0, WORDS, 0, "m",
-                     "chat", True, False, sessions=True)
+    feed = TraceFeed(str(p), "gateway", s.max_latency, s.origin, None, 2.0, SHAPE, sessions=True)
     one, two = list(feed.items())
     assert [m["role"] for m in one.new_messages] == ["system", "user"]
     assert two.think == pytest.approx((14.5 - 10.5) / 2)  # end of turn 1 to turn 2, at 2x
