@@ -21,14 +21,14 @@ from infersight.bench.executor import LevelPlan
 from infersight.bench.replay_config import trace_summary, trace_times
 from infersight.bench.sessions import SessionFeed, session_starts
 from infersight.bench.trace_check import parse_window
-from infersight.bench.trace_feed import Overhead, RequestShape, TraceFeed
+from infersight.bench.trace_feed import SHARING_COUNTED, Overhead, RequestShape, TraceFeed
 from infersight.bench.workload import SyntheticPrompts, Tokenize
 from infersight.core import errors as E
 
 __all__ = ["ReplayPrep", "level_plan", "prepare_replay", "survey"]
 
 #: Requests built before a level to measure the sharing of the text sent.
-SURVEY = 20_000
+SURVEY = SHARING_COUNTED
 #: Prompts whose length is confirmed with /tokenize before a level.
 VERIFY = 8
 #: Characters per chunk when comparing sent texts.

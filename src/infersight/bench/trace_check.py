@@ -11,6 +11,7 @@ pass that validated its configuration.
 from __future__ import annotations
 
 import array
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,9 @@ class TraceSummary:
         }
 
 
-_CACHE: dict[tuple[str, tuple[int, int], str, str], TraceSummary] = {}
+#: Recent checking passes (a run checks its trace once, with its configuration).
+_CACHE: OrderedDict[tuple[str, tuple[int, int], str, str], TraceSummary] = OrderedDict()
+_CACHED = 4
 
 
 def _stamp(p: Path) -> tuple[int, int]:
@@ -133,6 +136,8 @@ def check_trace(path: str, fmt: str | None = None, on_bad_line: str = "error") -
     s.output_mean = sum_out / s.requests if s.requests else 0.0
     _refuse(s)
     _CACHE[key] = s
+    if len(_CACHE) > _CACHED:
+        _CACHE.popitem(last=False)
     return s
 
 

@@ -28,6 +28,9 @@ __all__ = ["FeedItem", "Overhead", "RequestShape", "TraceFeed", "split_feed"]
 
 #: Conversations remembered for the growth of their prompts (least recent dropped).
 _SESSIONS = 100_000
+#: Requests whose intended sharing is counted (the survey's; the sending processes do
+#: not need it, and counting remembers every block seen).
+SHARING_COUNTED = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,11 +158,11 @@ class TraceFeed:
         seen: set[int | str] = set()
         convs: OrderedDict[str, tuple[int, int, int, float | None]] = OrderedDict()
         for index, offset, e in self.entries():
-            shared = self._shared(e, seen)
+            shared = self._shared(e, seen) if index < SHARING_COUNTED else 0
             mine = self._owner(index, e) == self.share
             if self.sessions and e.session is not None:
                 item = self._turn(text, index, offset, e, convs, mine)
-            elif e.prefix:
+            elif e.prefix or self.fmt == "gateway":
                 counts = text.counts(e, self._content(e))  # every worker: same counts
                 item = self._request(text, index, offset, e, counts) if mine else None
             else:
@@ -177,7 +180,10 @@ class TraceFeed:
         return max(len(e.prefix), e.input_tokens - self.shape.overhead.of(len(e.prefix) or 1))
 
     def _labels(self, e: TraceEntry, prompt_tokens: int) -> dict[str, str]:
-        return {"in": str(prompt_tokens), "out": str(e.output_tokens), "line": str(e.line)}
+        out = {"out": str(e.output_tokens), "line": str(e.line)}
+        if e.text is None:  # a given text's length in tokens is not known
+            out["in"] = str(prompt_tokens)
+        return out
 
     def _request(self, text: TextBuilder, index: int, offset: float, e: TraceEntry,
                  counts: list[int] | None) -> FeedItem:
@@ -208,7 +214,7 @@ class TraceFeed:
             return None
         key = _own_key(self.shape.seed, index)
         if prev is None:
-            if e.prefix:
+            if e.prefix or self.fmt == "gateway":
                 msgs = text.messages(e, text.counts(e, self._content(e)), key)
             else:
                 msgs = [{"role": "user", "content": text.mooncake(e, key)}]

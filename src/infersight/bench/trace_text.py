@@ -38,7 +38,7 @@ _CHUNK = 512
 #: Cached chunks (each about 3 KB of text).
 _CACHE_CHUNKS = 4096
 #: Messages whose token count is remembered.
-_MEMO = 200_000
+_MEMO = 50_000
 
 
 def allot(total: int, weights: Sequence[int]) -> list[int]:

@@ -182,3 +182,16 @@ def test_access_log_conversations_think_as_long_as_the_log_shows(tmp_path: Path)
     assert two.think == pytest.approx((14.5 - 10.5) / 2)  # end of turn 1 to turn 2, at 2x
     assert [m["role"] for m in two.new_messages] == ["user"]
     assert len(two.new_messages[0]["content"].split()) == 50 - 30 - 4  # the new message
+
+
+def test_an_access_log_without_fingerprints_still_takes_the_template_off(tmp_path: Path) -> None:
+    """``access_log_fingerprints = false``: no prefix; the counts include a template."""
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(orjson.dumps({"v": 1, "ts": 1.5, "arrival_ts": 1.0, "request_id": "r",
+                                "endpoint": "chat", "status": 200, "latency_ms": 500.0,
+                                "prompt_tokens": 40, "completion_tokens": 3}) + b"\n")
+    s = check_trace(str(p))
+    shape = RequestShape(WORDS, 0, "m", "chat", True, False, Overhead(6, 4, True))
+    (item,) = TraceFeed(str(p), "gateway", s.max_latency, s.origin, None, 1.0, shape).items()
+    assert item.body is not None and item.labels["in"] == "40"
+    assert len(item.body["messages"][0]["content"].split()) == 40 - 6 - 4
