@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from infersight.bench.sessions import ThinkTime
+from infersight.bench.think import ThinkTime
 from infersight.bench.trace_check import TraceSummary, check_trace, check_window, parse_window
 from infersight.bench.workload import Distribution
 from infersight.core.errors import ConfigError
@@ -74,7 +74,9 @@ def check_replay(cfg: BenchConfig) -> None:
                               f"drop {', '.join(clash)}")
         Distribution.parse(cfg.turns, "--turns")
         ThinkTime.parse(cfg.think_time)
-    else:
+    elif _given(cfg, "turns") or (not cfg.trace and _given(cfg, "think_time")):
         alone = _given(cfg, "turns", "think_time")
-        if alone:
-            raise ConfigError(f"{', '.join(alone)} only apply with --sessions N")
+        raise ConfigError(f"{', '.join(alone)} only apply with --sessions N"
+                          + ("" if cfg.trace else " (--think-time also with --trace)"))
+    if cfg.trace:
+        ThinkTime.parse(cfg.think_time)  # for turns whose trace gives no think time

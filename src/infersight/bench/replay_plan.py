@@ -118,7 +118,7 @@ def level_plan(cfg: BenchConfig, level: LevelSpec, prep: ReplayPrep, *, model: s
         feed = TraceFeed(s.path, s.fmt, s.max_latency, s.origin + a,
                          None if b is None else s.origin + b, speed, shape,
                          block_tokens=cfg.block_size, sessions=s.sessions > 0,
-                         limit=cfg.requests, duration=cfg.duration)
+                         limit=cfg.requests, duration=cfg.duration, think=cfg.think_time)
         off = trace_times(cfg, speed)
         total: int | None = int(off.size)
         if off.size > 1 and off[-1] > 0:

@@ -19,6 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from infersight.bench.think import ThinkTime
 from infersight.bench.trace_formats import TraceEntry
 from infersight.bench.trace_read import Problem, in_arrival_order, read_trace
 from infersight.bench.trace_text import TextBuilder
@@ -109,6 +112,8 @@ class TraceFeed:
     sessions: bool = False
     limit: int | None = None
     duration: float | None = None
+    #: ``--think-time``: for conversation turns whose trace gives no think time.
+    think: str = "0s"
     share: int = 0
     shares: int = 1
 
@@ -231,6 +236,9 @@ class TraceFeed:
             think = max(0.0, e.t - prev[3])
         if think is not None:
             think /= self.speedup  # think times are the trace's time too
+        elif prev is not None:
+            rng = np.random.default_rng((self.shape.seed, 0x7417, index))
+            think = ThinkTime.parse(self.think).sample(rng)
         return FeedItem(index, offset, labels, session=e.session, turn=turn, new_messages=msgs,
                         max_tokens=e.output_tokens, think=think if prev is not None else None,
                         shared=history)

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from infersight.bench.executor import LevelPlan
 from infersight.bench.replay_plan import survey
-from infersight.bench.sessions import SessionFeed, ThinkTime
+from infersight.bench.sessions import SessionFeed
+from infersight.bench.think import ThinkTime
 from infersight.bench.trace_check import check_trace
 from infersight.bench.trace_feed import FeedItem, Overhead, RequestShape, TraceFeed
 from infersight.bench.trace_formats import TraceEntry
@@ -195,3 +196,14 @@ def test_an_access_log_without_fingerprints_still_takes_the_template_off(tmp_pat
     (item,) = TraceFeed(str(p), "gateway", s.max_latency, s.origin, None, 1.0, shape).items()
     assert item.body is not None and item.labels["in"] == "40"
     assert len(item.body["messages"][0]["content"].split()) == 40 - 6 - 4
+
+
+def test_turns_without_a_think_time_in_the_trace_take_think_time(tmp_path: Path) -> None:
+    p = tmp_path / "c.csv"
+    p.write_text("timestamp,input_tokens,output_tokens,session_id\n0,10,2,a\n1,20,2,a\n")
+    s = check_trace(str(p))
+    feed = TraceFeed(str(p), "csv", 0.0, s.origin, None, 1.0, SHAPE, sessions=True,
+                     think="uniform:2s:3s")
+    one, two = feed.items()
+    assert one.think is None and 2.0 <= (two.think or 0) <= 3.0
+    assert [x.think for x in feed.items()] == [one.think, two.think]  # the same each time
