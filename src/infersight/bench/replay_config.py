@@ -53,7 +53,7 @@ def check_replay(cfg: BenchConfig) -> None:
     """Raise one ConfigError line for a trace or conversation setting that cannot run."""
     if cfg.trace:
         clash = _given(cfg, "concurrency", "rate", "sweep", "find_max", "dataset", "sessions",
-                       "shared_prefix")
+                       "shared_prefix", "input_tokens", "output_tokens", "max_tokens")
         if clash:
             raise ConfigError(
                 f"--trace sends each request at the trace's own time and length: drop "
@@ -68,9 +68,9 @@ def check_replay(cfg: BenchConfig) -> None:
         if alone:
             raise ConfigError(f"{', '.join(alone)} only apply with --trace FILE")
     if cfg.sessions:
-        clash = _given(cfg, "dataset", "sweep", "find_max")
+        clash = _given(cfg, "dataset", "sweep", "find_max", "requests")
         if clash:
-            raise ConfigError(f"--sessions runs conversations at --concurrency or --rate: "
+            raise ConfigError(f"--sessions N runs N conversations at --concurrency or --rate: "
                               f"drop {', '.join(clash)}")
         Distribution.parse(cfg.turns, "--turns")
         ThinkTime.parse(cfg.think_time)

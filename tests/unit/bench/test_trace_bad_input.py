@@ -163,8 +163,12 @@ def test_options_that_do_not_go_with_a_trace(tmp_path: Path) -> None:
         _cfg(speedup=[2.0], trace_window="1s-")
     with pytest.raises(ConfigError, match="--turns only apply with --sessions N"):
         _cfg(turns="fixed:3")
-    with pytest.raises(ConfigError, match=r"--sessions runs conversations .* drop --sweep"):
+    with pytest.raises(ConfigError, match=r"--sessions N runs N conversations .* drop --sweep"):
         _cfg(sessions=3, sweep="auto")
+    with pytest.raises(ConfigError, match=r"drop --requests$"):
+        _cfg(sessions=3, requests=10)
+    with pytest.raises(ConfigError, match=r"drop --input-tokens, --max-tokens \("):
+        _cfg(trace=path, input_tokens="fixed:9", max_tokens=3)
     with pytest.raises(ConfigError, match="--think-time 'soon'"):
         _cfg(sessions=3, think_time="soon")
     bad = _jsonl(tmp_path, [GOOD, "x"], "bad.jsonl")
