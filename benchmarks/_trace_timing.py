@@ -63,20 +63,26 @@ class Lag:
     anchored: tuple[float | None, float | None]
     absolute: tuple[float | None, float | None] = (None, None)
     burst_p99: float | None = None
+    steady_p99: float | None = None
     note: str = ""
 
     @classmethod
     def of(cls, tool: str, sent: int, anchored: np.ndarray, absolute: np.ndarray | None,
-           burst: np.ndarray | None, note: str = "") -> Lag:
+           in_burst: np.ndarray | None, note: str = "") -> Lag:
+        """``in_burst``: which of the (absolute) lags belong to requests in a burst."""
+        burst = steady = None
+        if absolute is not None and in_burst is not None:
+            burst, steady = absolute[in_burst], absolute[~in_burst]
         return cls(tool, sent, (_p(anchored, 50), _p(anchored, 99)),
-                   (_p(absolute, 50), _p(absolute, 99)), _p(burst, 99), note)
+                   (_p(absolute, 50), _p(absolute, 99)), _p(burst, 99), _p(steady, 99), note)
 
     def row(self) -> list[str]:
         def ms(v: float | None) -> str:
             return "-" if v is None else f"{v * 1e3:.2f}"
 
         return [self.tool, str(self.sent), ms(self.anchored[0]), ms(self.anchored[1]),
-                ms(self.absolute[0]), ms(self.absolute[1]), ms(self.burst_p99), self.note]
+                ms(self.absolute[0]), ms(self.absolute[1]), ms(self.burst_p99),
+                ms(self.steady_p99), self.note]
 
 
 def _anchor(x: np.ndarray) -> np.ndarray:
@@ -100,17 +106,17 @@ def infersight(url: str, trace: Path, offsets: list[float], workers: int = 1) ->
     burst = _burst_mask(offsets)[: len(recs)]
     cpu = next(iter(r.aggregates.values()))["loadgen_cpu_percent"]
     out = [Lag.of(f"infersight ({workers} worker{'s' if workers > 1 else ''})", int(ok.sum()),
-                  _anchor((sent - o)[ok]), (sent - sched)[ok], (sent - sched)[ok & burst],
+                  _anchor((sent - o)[ok]), (sent - sched)[ok], burst[ok],
                   f"CPU {cpu:.0f}% of a core (busiest worker)")]
     if workers > 1:
         for w in sorted({x.labels.get("worker", "0") for x in recs}):
             m = np.array([x.labels.get("worker") == w for x in recs]) & ok
             out.append(Lag.of(f"  worker {w}", int(m.sum()), _anchor((sent - o)[m]),
-                              (sent - sched)[m], (sent - sched)[m & burst]))
+                              (sent - sched)[m], burst[m]))
     return out
 
 
-async def _bare(url: str, offsets: list[float]) -> tuple[np.ndarray, np.ndarray]:
+async def _bare(url: str, offsets: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A bare sender: aiohttp, precomputed bodies, loop timers; the head's write time
     from aiohttp's own trace hook."""
     sent: dict[int, float] = {}
@@ -137,15 +143,15 @@ async def _bare(url: str, offsets: list[float]) -> tuple[np.ndarray, np.ndarray]
                 await asyncio.sleep(delay)
             tasks.append(asyncio.ensure_future(one(i)))
         await asyncio.gather(*tasks, return_exceptions=True)
-    ids = sorted(sent)
+    ids = np.array(sorted(sent), dtype=int)
     at = np.array([t0 + offsets[i] for i in ids])
-    return np.array([sent[i] for i in ids]), at
+    return np.array([sent[i] for i in ids]), at, ids
 
 
 def bare(url: str, offsets: list[float]) -> Lag:
-    s, at = asyncio.run(_bare(url, offsets))
+    s, at, ids = asyncio.run(_bare(url, offsets))
     return Lag.of("bare asyncio + aiohttp", len(s), _anchor(s - at), s - at,
-                  (s - at)[_burst_mask(offsets)[: len(s)]], "loop timers, bodies prebuilt")
+                  _burst_mask(offsets)[ids], "loop timers, bodies prebuilt")
 
 
 def _tokenizer_home() -> Path:

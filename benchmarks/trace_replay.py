@@ -43,7 +43,8 @@ def run_timing(con: Console, tmp: Path, quick: bool, use_aiperf: bool) -> None:
     if use_aiperf and not have_aiperf:
         con.print("AIPerf did not install here: compared with the bare asyncio sender only")
     table = Table("rate", "sender", "sent", "anchored p50 ms", "anchored p99 ms",
-                  "absolute p50 ms", "absolute p99 ms", "in bursts p99 ms", "note",
+                  "absolute p50 ms", "absolute p99 ms", "in bursts p99 ms",
+                  "outside bursts p99 ms", "note",
                   title=f"replay timing: {n} requests, bursts of 100 within 10 ms every 5 s; "
                         f"each sender's best of {rounds} interleaved rounds")
     with FakeOpenAI.subprocess(FakeConfig(ttft=0.0, itl=0.0, tokens=2)) as srv:
