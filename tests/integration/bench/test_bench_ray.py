@@ -170,8 +170,8 @@ def test_a_trace_replay_is_one_schedule_across_ray_workers(
     times = [0, 3, 6, 9, 200, 204, 420, 421, 422, 700]  # ms, with a burst
     trace = tmp_path / "trace.csv"
     trace.write_text("".join(f"{t / 1000},{8 + i},3\n" for i, t in enumerate(times)))
-    result = run(BenchConfig(**_cfg(fake.base_url, rate=[], requests=None, trace=str(trace),
-                                    ray=cluster.address, workers=2, ignore_eos=True)))
+    result = run(BenchConfig(url=fake.base_url, trace=str(trace), ray=cluster.address,
+                             workers=2, ignore_eos=True, diagnose=False, progress=False))
     recs = sorted(result.records, key=lambda r: int(r.labels["line"]))
     assert [int(r.labels["line"]) for r in recs] == list(range(1, 11))  # each line once
     t0 = recs[0].scheduled
