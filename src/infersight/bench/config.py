@@ -38,11 +38,15 @@ class LevelSpec:
     arrival: str = "constant"
     #: ``--repeat``: the level this one runs again ("c=4" for "c=4#2").
     repeat_of: str | None = None
+    #: A trace replay at this multiple of the trace's own speed.
+    speedup: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
         if self.repeat_of is not None:
             d["repeat_of"] = self.repeat_of
+        if self.speedup is not None:
+            d["speedup"] = self.speedup
         if self.concurrency is not None:
             d["concurrency"] = self.concurrency
         if self.rate is not None:
@@ -110,6 +114,22 @@ class BenchConfig(BaseConfig):
     shared_prefix: int = Field(0, ge=0)
     ignore_eos: bool = False
     seed: int = 0
+    # Trace replay and conversations (bench --trace, --sessions: bench/replay_config.py)
+    #: A trace to replay at its own times: the gateway's access log, Mooncake JSONL,
+    #: BurstGPT CSV or a plain timestamp,input_tokens,output_tokens CSV.
+    trace: str | None = None
+    trace_format: Literal["gateway", "mooncake", "burstgpt", "csv"] | None = None
+    #: One level per value: the trace's times divided by it.
+    speedup: list[float] = Field(default_factory=list)
+    #: ``START-END`` of the trace to replay (durations from its first request).
+    trace_window: str | None = None
+    on_bad_line: Literal["error", "skip"] = "error"
+    #: Tokens a Mooncake hash id stands for.
+    block_size: int = Field(512, ge=1)
+    #: Synthetic conversations per level (each turn sends the whole history).
+    sessions: int | None = Field(None, ge=1)
+    turns: str = "fixed:4"
+    think_time: str = "0s"
     # Goals
     slo: dict[str, float] = Field(default_factory=dict)
     find_max: bool = False
@@ -200,6 +220,9 @@ class BenchConfig(BaseConfig):
         if (self.price_in is None) != (self.price_out is None):
             raise ValueError("give both --price-in and --price-out (dollars per million tokens)")
         Window.parse(self.warmup, self.cooldown)
+        from infersight.bench.replay_config import check_replay
+
+        check_replay(self)
         return self
 
     def window(self) -> Window:
@@ -210,6 +233,8 @@ class BenchConfig(BaseConfig):
         ``repeat`` N > 1, every level N times, interleaved: ``c=1#1, c=4#1, c=1#2, ...``,
         so a drift of the server over time spreads over all levels alike."""
         arrival = "gamma" if self.arrival == "gamma" or self.burstiness != 1.0 else self.arrival
+        if self.trace:
+            return [LevelSpec(f"trace x{s:g}", speedup=s) for s in self.speedup or [1.0]]
         if self.rate:
             base = [LevelSpec(rate_name(r), rate=r, arrival=arrival) for r in self.rate]
         elif self.sweep or self.find_max:

@@ -28,10 +28,11 @@ import psutil
 
 from infersight.bench.pacer import Pacer
 from infersight.bench.progress import LiveStats
+from infersight.core.access_log import SESSION_HEADER
 from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord
 
-__all__ = ["LevelPlan", "RequestSender", "run_level"]
+__all__ = ["LevelOutcome", "LevelPlan", "RequestSender", "run_level", "spawn"]
 
 
 class RequestSender(Protocol):
@@ -45,6 +46,7 @@ class RequestSender(Protocol):
         scheduled: float | None = None,
         deadline: float | None = None,
         request_id: str | None = None,
+        headers: dict[str, str] | None = None,
         record: RequestRecord | None = None,
     ) -> Any: ...
 
@@ -68,6 +70,10 @@ class LevelPlan:
     timeout: float = 600.0
     grace: float = 5.0
     labels: dict[str, str] = field(default_factory=dict)
+    #: A streamed schedule (trace replay, conversations) used instead of ``slots`` and
+    #: ``bodies``: ``feed.items()`` yields each request as it is reached
+    #: (:mod:`infersight.bench.replay`).
+    feed: Any = None
 
 
 @dataclass(slots=True)
@@ -99,19 +105,30 @@ async def run_level(
     live = live or LiveStats()
     tasks: set[asyncio.Task[None]] = set()
 
-    async def one(index: int, scheduled: float) -> None:
+    async def one(
+        index: int, scheduled: float, body: dict[str, Any] | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> Any:
+        """Send request ``index``; return the client's completion (None on failure)."""
         rec = RequestRecord(
             request_id=f"{plan.name}-{index}",
             scheduled=scheduled,
-            labels={"level": plan.name, **plan.labels},
+            labels={"level": plan.name, **plan.labels, **(labels or {})},
         )
         live.started()
-        body = plan.bodies[index % len(plan.bodies)]
+        if body is None:
+            body = plan.bodies[index % len(plan.bodies)]
+        done: Any = None
         try:
             # Resends on dropped keep-alive connections are the client's (docs/design.md s.3).
+            # A conversation's turns say which conversation they belong to (a gateway
+            # logs it: docs/access-log.md), as a chat front end would.
+            session = rec.labels.get("session")
+            extra = {} if session is None else {"headers": {SESSION_HEADER: session}}
             done = await client.request(
                 plan.path, dict(body), scheduled=scheduled,
                 deadline=scheduled + plan.timeout, request_id=rec.request_id, record=rec,
+                **extra,
             )
             rec = _adopt(rec, getattr(done, "record", None))
         except asyncio.CancelledError:
@@ -131,9 +148,17 @@ async def run_level(
                 rec.end = time.monotonic()
             records.append(rec)
             live.finished(rec)
+        return done if rec.ok else None
 
     with _young_gc():
-        if plan.concurrency is None:
+        if plan.feed is not None:
+            from infersight.bench.replay import dispatch_conversations, dispatch_feed
+
+            if plan.concurrency is None:
+                await dispatch_feed(plan, t0, stop, one, tasks)
+            else:
+                await dispatch_conversations(plan, t0, stop, one, tasks)
+        elif plan.concurrency is None:
             await _dispatch_open(plan, t0, stop, one, tasks)
         else:
             take = next_index or _counter(plan.limit)
@@ -251,7 +276,12 @@ async def _dispatch_open(
         pacer.close()
 
 
-def _spawn(tasks: set[asyncio.Task[None]], coro: Any) -> None:
+def spawn(tasks: set[asyncio.Task[Any]], coro: Any) -> None:
+    """Run ``coro`` as a task kept in ``tasks`` until it ends."""
+    _spawn(tasks, coro)
+
+
+def _spawn(tasks: set[asyncio.Task[Any]], coro: Any) -> None:
     task = asyncio.ensure_future(coro)
     tasks.add(task)
     task.add_done_callback(tasks.discard)

@@ -27,6 +27,12 @@ from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
 from infersight.bench.planner import LevelPlanner
 from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.bench.ray_workers import RayLevelOutcome, RayWorkers, ray_pool
+from infersight.bench.replay_level import (
+    replay_aggregate,
+    run_replay_level,
+    shared_prefix_sharing,
+)
+from infersight.bench.replay_plan import prepare_replay
 from infersight.bench.runtime import make_client, run_coroutine
 from infersight.bench.schedule import open_loop_schedule
 from infersight.bench.target import Target, open_target
@@ -38,6 +44,7 @@ from infersight.core.cost import price_run
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import InfersightError
 from infersight.core.interrupts import stop_text
+from infersight.core.prefix_cache import add_engine_cache
 from infersight.core.records import ClockAnchor, RunResult
 
 __all__ = ["run", "run_async"]
@@ -116,7 +123,12 @@ async def _run_with_target(
             max_tokens=cfg.max_tokens, dataset=cfg.dataset, shared_prefix=cfg.shared_prefix,
             seed=cfg.seed, tokenize=_safe_tokenize(tokenize),
         )
-        await prompts.prepare()
+        replay = None
+        if cfg.trace or cfg.sessions:  # the trace itself was checked with the config
+            replay = await prepare_replay(cfg, client, target.path, target.model,
+                                          _safe_tokenize(client.tokenize))
+        else:
+            await prompts.prepare()
         telemetry = BenchTelemetry(cfg, target)
         await telemetry.start()
         levels_done: list[dict[str, Any]] = []
@@ -124,15 +136,25 @@ async def _run_with_target(
         try:
             with display:
                 while not stop.stop and (level := planner.next()) is not None:
-                    outcome = await _run_one(
-                        cfg, target, client, spec, level, prompts, stop, display, pool
-                    )
+                    replayed: dict[str, Any] = {}
+                    if replay is not None:
+                        outcome, replayed = await run_replay_level(
+                            cfg, level, replay, target, _safe_tokenize(client.tokenize),
+                            lambda plan, live, lead: _execute(
+                                cfg, client, spec, plan, stop, live, pool, lead),
+                            display,
+                        )
+                    else:
+                        outcome = await _run_one(
+                            cfg, target, client, spec, level, prompts, stop, display, pool
+                        )
                     remote = outcome if isinstance(outcome, RayLevelOutcome) else None
                     result.records.extend(outcome.records)
                     agg = aggregate(
                         outcome.records, window=window, slo=cfg.slo or None,
                         target_concurrency=level.concurrency,
-                        target_rate=None if level.rate is None or math.isinf(level.rate)
+                        target_rate=replayed["rate"] if replayed
+                        else None if level.rate is None or math.isinf(level.rate)
                         else level.rate,
                         loadgen_cpu_percent=outcome.cpu_percent,
                         check_lag=level.rate is None or not math.isinf(level.rate),
@@ -140,6 +162,12 @@ async def _run_with_target(
                     )
                     if remote:
                         remote_samples += remote.samples
+                    if replayed:
+                        agg["replay"] = replay_aggregate(outcome.records, replayed["survey"])
+                        agg["prefix_sharing"] = agg["replay"].pop("prefix_sharing")
+                    elif cfg.shared_prefix:
+                        agg["prefix_sharing"] = shared_prefix_sharing(
+                            outcome.records, cfg.shared_prefix)
                     result.aggregates[level.name] = agg
                     planner.record(level, agg)
                     levels_done.append(
@@ -164,6 +192,9 @@ async def _run_with_target(
             if telemetry.gpu_note:
                 result.environment["gpu_note"] = telemetry.gpu_note
     _finish(result, cfg, target, prompts, planner, levels_done, stop)
+    if replay is not None:
+        result.config["workload"] = replay.desc
+        result.notes.extend(replay.notes)
     return result
 
 
@@ -221,6 +252,21 @@ async def _run_one(
     )
     live = LiveStats(total=len(slots) if slots else n_req, duration=cfg.duration)
     display.show(level.name, live)
+    return await _execute(cfg, client, spec, plan, stop, live, pool)
+
+
+async def _execute(
+    cfg: BenchConfig,
+    client: Any,
+    spec: ClientSpec,
+    plan: LevelPlan,
+    stop: _Stop,
+    live: LiveStats,
+    pool: RayWorkers | None,
+    lead: float = 0.01,
+) -> LevelOutcome:
+    """Run a level's plan in this process, in ``--workers`` processes or on Ray; a
+    single process starts ``lead`` seconds from now."""
     if pool is not None:
         return await pool.run_level(
             plan, stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live
@@ -231,7 +277,7 @@ async def _run_one(
             stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live,
         )
     return await run_level(
-        client, plan, t0=time.monotonic() + 0.01, stop=lambda: stop.stop,
+        client, plan, t0=time.monotonic() + lead, stop=lambda: stop.stop,
         hard_stop=lambda: stop.hard, live=live,
     )
 
@@ -286,6 +332,7 @@ def _finish(
         result.notes.append("prompt lengths are approximate: " + prompts.desc["lengths_note"])
     if "note" in prompts.desc:
         result.notes.append(prompts.desc["note"])
+    add_engine_cache(result)  # the engine's prefix-cache hit rate, per level
     price_run(result)  # from the flags, --prices or the price table (config above)
 
 

@@ -141,17 +141,22 @@ async def _worker_async(
 
 def split_plan(plan: LevelPlan, n: int) -> list[LevelPlan]:
     """``plan`` as ``n`` workers' shares: open-loop slots dealt round robin, closed-loop
-    users split as evenly as possible (empty shares left out)."""
+    users split as evenly as possible (empty shares left out); a streamed schedule
+    (``plan.feed``) is split by the feed itself, every worker reading the same stream."""
     plans = []
+    feeds = plan.feed.split(n) if plan.feed is not None else None
     for w in range(n):
         if plan.concurrency is None:
             share = dataclasses.replace(plan, slots=plan.slots[w::n])
         else:
             users = plan.concurrency // n + (1 if w < plan.concurrency % n else 0)
             share = dataclasses.replace(plan, concurrency=users)
+        if feeds is not None:  # a streamed schedule: each worker reads its share
+            share.feed = feeds[w]
         share.labels = {**plan.labels, "worker": str(w)}
         plans.append(share)
-    return [p for p in plans if p.slots or (p.concurrency or 0) > 0]
+    return [p for p in plans
+            if p.slots or (p.concurrency or 0) > 0 or (p.feed is not None and p.concurrency is None)]
 
 
 async def run_level_in_workers(

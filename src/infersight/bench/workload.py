@@ -130,6 +130,11 @@ class SyntheticPrompts:
         else:
             self._tokenize = None
 
+    @property
+    def vocabulary(self) -> tuple[str, ...]:
+        """The words prompts are made of (one token each when :attr:`exact`)."""
+        return tuple(self._words)
+
     def words(self, n: int) -> str:
         return " ".join(self._rng.choice(self._words) for _ in range(n))
 

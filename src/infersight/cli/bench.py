@@ -36,6 +36,8 @@ _HELP = command_help(
         "infersight bench --url URL --concurrency 8 --duration 30s --repeat 3 -o A",
         "infersight bench --url URL --rate 200 --duration 1m --ray auto --workers 4",
         "infersight bench --backend vllm --dataset-name random --request-rate 4",
+        "infersight bench --url URL --trace access.log --speedup 1,2 --window 10m-20m",
+        "infersight bench --url URL --sessions 20 --concurrency 4 --shared-prefix 200",
     ],
 )
 
@@ -106,6 +108,16 @@ def register(app: typer.Typer) -> None:
         random_range_ratio: float = VLLM_OPTIONS["random_range_ratio"],
         percentile_metrics: str = VLLM_OPTIONS["percentile_metrics"],
         metric_percentiles: str = VLLM_OPTIONS["metric_percentiles"],
+        # -- trace replay and conversations (bench/replay_config.py) --
+        trace: Path = typer.Option(None, metavar="FILE", help="Replay a trace at its own times: the gateway's access log, Mooncake JSONL, BurstGPT CSV, or a CSV of timestamp,input_tokens,output_tokens (detected)."),
+        trace_format: str = typer.Option(None, metavar="FORMAT", help="The trace's format, instead of detecting it: gateway, mooncake, burstgpt or csv."),
+        speedup: str = typer.Option(None, metavar="LIST", help="With --trace: replay this many times faster, one level per value, e.g. 1,2,4.", show_default="1"),
+        window: str = typer.Option(None, metavar="RANGE", help="With --trace: START-END, the part to replay from its first request, e.g. 10m-20m, 90s- or -5m."),
+        on_bad_line: str = typer.Option("error", metavar="error|skip", help="A trace line that cannot be used: refuse the run naming it, or skip and count it."),
+        block_size: int = typer.Option(512, help="With --trace: tokens a Mooncake hash id stands for."),
+        sessions: int = typer.Option(None, metavar="N", help="Conversations per level, each turn sent with the whole history and the answers received (with --concurrency or --rate)."),
+        turns: str = typer.Option("fixed:4", metavar="DIST", help="With --sessions: turns per conversation, e.g. fixed:4 or uniform:2:8."),
+        think_time: str = typer.Option("0s", metavar="DIST", help="With --sessions: the pause after each answer: 2s, uniform:1s:5s or exponential:3s."),
     ) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name
         from infersight.entrypoints.bench import run_bench
@@ -116,7 +128,7 @@ def register(app: typer.Typer) -> None:
 
 
 #: Flags whose BenchConfig field has another name.
-_FIELDS = {"parallel": "engine_parallel", "ctx": "engine_ctx"}
+_FIELDS = {"parallel": "engine_parallel", "ctx": "engine_ctx", "window": "trace_window"}
 
 
 def _config(flags: dict[str, Any]) -> BenchConfig:
@@ -139,6 +151,8 @@ def _config(flags: dict[str, Any]) -> BenchConfig:
         if (rate or poisson) else None,
         "arrival": arrival,
         "scrape": flags.pop("scrape") or None,
+        "speedup": parse_levels(speedup, float, "--speedup") if (speedup := flags.pop("speedup"))
+        else None,
     }
     given = {
         _FIELDS.get(k, k): str(v) if isinstance(v, Path) else v for k, v in flags.items()

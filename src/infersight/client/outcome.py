@@ -140,6 +140,10 @@ def settle_tokens(rec: RequestRecord, usage: dict[str, Any] | None, *, estimated
     pt = usage.get("prompt_tokens") if usage else None
     if isinstance(pt, int):
         rec.prompt_tokens = pt
+        details = usage.get("prompt_tokens_details") if usage else None
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        if isinstance(cached, int) and not isinstance(cached, bool):
+            rec.cached_tokens = cached
     if isinstance(ct, int):
         rec.completion_tokens = ct
         rec.usage_mismatch = ct != counted and estimated_ok

@@ -25,6 +25,7 @@ from infersight.core.level_flags import (
     level_notes,
     level_state,
 )
+from infersight.core.prefix_cache import client_cache
 from infersight.core.records import RequestRecord
 from infersight.core.stats import PERCENTILES, summarize
 from infersight.core.sustain import judge_sustainability
@@ -141,6 +142,7 @@ def aggregate(
     out.update(_latency(members, ok_in))
     out["errors_by_type"] = _errors(recs)
     out["tokens"] = _tokens(members)
+    out["prefix_cache"] = {"client": client_cache(members)}
     out["basis"] = {
         "latency": {
             "window": lw.method,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from infersight.core.records import RunResult
+from infersight.core.replay_stats import replay_notes
 from infersight.core.verdicts import is_marginal
 
 __all__ = [
@@ -183,7 +184,9 @@ def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
 
     ``kind`` is "unsustainable" (the level could not keep up with its rate: its
     latency percentiles grow with its duration), "no_steady_state" (every request of
-    the level counts) or "window" (the statistics cover fewer requests than were sent).
+    the level counts) or "window" (the statistics cover fewer requests than were sent);
+    then a replay's fidelity, the prefix sharing and cache hit rate, and TTFT by
+    conversation turn, where the level has them (:func:`replay_notes`).
     """
     out: list[tuple[str, str]] = []
     sus = agg.get("sustainability") or {}
@@ -209,4 +212,5 @@ def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
             f"{'-' if span is None else f'{span:.1f}'} s ({tp.get('completions', '-')} "
             "completions, until the window's requests drained)",
         ))
+    out.extend(replay_notes(name, agg))
     return out

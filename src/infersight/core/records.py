@@ -68,6 +68,9 @@ class RequestRecord:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: Prompt tokens the server took from its prefix cache
+    #: (``usage.prompt_tokens_details.cached_tokens``); None when it does not say.
+    cached_tokens: int | None = None
     #: True when completion_tokens was counted from chunks because usage was absent.
     tokens_estimated: bool = False
     #: True when the server's usage and the content-chunk count disagree.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
+from infersight.diagnose.rules_cache import prefix_cache
 from infersight.diagnose.rules_curve import compute_bound
 from infersight.diagnose.rules_device import (
     bandwidth_decode,
@@ -23,7 +24,8 @@ from infersight.diagnose.rules_overload import overloaded
 __all__ = ["RULES", "RuleInput", "evaluate"]
 
 RULES = (client_limited, memory_pressure, error_driven, overloaded, compute_bound, queueing,
-         host_starved, busy_illusion, under_loaded, compute_prefill, bandwidth_decode)
+         host_starved, busy_illusion, under_loaded, compute_prefill, bandwidth_decode,
+         prefix_cache)
 
 #: Verdicts a measured compute limit overrides at the same level: their fix (more slots,
 #: "no limiter binding") would contradict the curve (docs/design.md section 5).

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import hdrs, web
 
+from infersight.core.access_log import ACCESS_LOG_VERSION, prompt_fingerprint, session_label
 from infersight.core.errors import InfersightError, InvalidRequest
 from infersight.gateway.accesslog import access_log, line_sink
 from infersight.gateway.call import request_id
@@ -91,14 +92,17 @@ class Accounting:
         if sink is None and not access_log.isEnabledFor(logging.INFO):
             return
         ms = round((now - arrival) * 1000.0, 3)
+        wall = time.time()
+        # docs/access-log.md: the format replay reads (bench --trace), versioned.
+        head = {"v": ACCESS_LOG_VERSION, "ts": wall, "arrival_ts": round(wall - ms / 1000.0, 6)}
         if call is None:
             line: dict[str, Any] = {
-                "ts": time.time(), "request_id": rid, "endpoint": endpoint, "status": st,
+                **head, "request_id": rid, "endpoint": endpoint, "status": st,
                 "latency_ms": ms, "error": err,
             }
         else:
             line = {
-                "ts": time.time(), "request_id": rid, "endpoint": endpoint, "status": st,
+                **head, "request_id": rid, "endpoint": endpoint, "status": st,
                 "latency_ms": ms, "model": call.model, "served_model": call.served_model,
                 "upstream": up, "stream": call.stream, "key": call.key, "error": call.error,
                 "queue_ms": round(call.queue_delay * 1000.0, 3), "attempts": call.attempts,
@@ -111,7 +115,21 @@ class Accounting:
                 line["truncated"] = True
             if call.usage_estimated:
                 line["usage_estimated"] = True
+            _replay_fields(line, call, self.config.access_log_fingerprints)
         if sink is not None:
             sink(orjson.dumps(line))
         else:
             access_log.info(orjson.dumps(line).decode())
+
+
+def _replay_fields(line: dict[str, Any], call: Call, fingerprints: bool) -> None:
+    """What replay needs beyond the accounting: the requested output cap, the session
+    label (hashed) and the prompt's message fingerprints (docs/access-log.md)."""
+    mt = call.body.get("max_completion_tokens", call.body.get("max_tokens"))
+    if isinstance(mt, int) and not isinstance(mt, bool):
+        line["max_tokens"] = mt
+    sid = call.extra.get("session")
+    if isinstance(sid, str) and sid:
+        line["session"] = session_label(sid)
+    if fingerprints:
+        line["prefix"] = prompt_fingerprint(call.endpoint, call.body)

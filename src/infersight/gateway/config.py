@@ -218,6 +218,8 @@ class GatewayConfig(BaseConfig):
     #: Price table override file (shipped defaults otherwise).
     prices_file: str | None = None
     access_log: bool = True
+    #: Log each prompt's message hashes and lengths (docs/access-log.md; for replay).
+    access_log_fingerprints: bool = True
     #: With no upstream, `infersight gateway` starts the embedded engine with these.
     engine_parallel: int = Field(default=8, ge=1)
     engine_ctx: int | None = None

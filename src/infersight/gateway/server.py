@@ -20,6 +20,7 @@ from typing import Any
 
 from aiohttp import hdrs, web
 
+from infersight.core.access_log import SESSION_HEADER
 from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
 from infersight.core.listen import check_can_listen
 from infersight.core.pricing import PriceTable
@@ -235,6 +236,7 @@ class Gateway(AdminEndpoints):
                 est_tokens=estimate_tokens(endpoint, body) if self.router.cost_rules else 0,
                 wants_usage=bool(isinstance(so, dict) and so.get("include_usage")),
             )
+            call.extra["session"] = request.headers.get(SESSION_HEADER)
             if not self.router.known(model) and not any(
                 self.router.known(m) for m in self.router.chain(model, call.est_tokens)
             ):

@@ -25,7 +25,7 @@ CSV_FIELDS = (
     "request_id", "level", "worker", "ok", "error", "cancelled", "status", "scheduled",
     "sent", "first_chunk", "end", "schedule_lag", "ttft", "ttft_from_sent", "e2e",
     "e2e_from_sent", "tpot", "itl_mean", "n_chunks", "prompt_tokens", "completion_tokens",
-    "tokens_estimated", "usage_mismatch", "queue_delay", "attempts", "resends", "finish_reason",
+    "cached_tokens", "tokens_estimated", "usage_mismatch", "queue_delay", "attempts", "resends", "finish_reason",
     "error_message",
 )
 

@@ -162,6 +162,25 @@ def test_closed_loop_deals_every_index_once_and_measures_clocks_again(
             assert abs(again["offset_s"]) <= again["uncertainty_s"] + 1e-9
 
 
+@needs_ray
+def test_a_trace_replay_is_one_schedule_across_ray_workers(
+    cluster: LocalRayCluster, fake: Any, tmp_path: Path
+) -> None:
+    """Each actor reads the trace (one path on this host) and sends its share."""
+    times = [0, 3, 6, 9, 200, 204, 420, 421, 422, 700]  # ms, with a burst
+    trace = tmp_path / "trace.csv"
+    trace.write_text("".join(f"{t / 1000},{8 + i},3\n" for i, t in enumerate(times)))
+    result = run(BenchConfig(url=fake.base_url, trace=str(trace), ray=cluster.address,
+                             workers=2, ignore_eos=True, diagnose=False, progress=False))
+    recs = sorted(result.records, key=lambda r: int(r.labels["line"]))
+    assert [int(r.labels["line"]) for r in recs] == list(range(1, 11))  # each line once
+    t0 = recs[0].scheduled
+    assert [r.scheduled - t0 for r in recs] == pytest.approx([t / 1000 for t in times],
+                                                             abs=1e-6)
+    assert [r.labels["worker"] for r in recs] == ["0", "1"] * 5
+    assert [r.prompt_tokens for r in recs] == [8 + i for i in range(10)]
+
+
 def test_without_ray_the_flag_says_how_to_install_it(fake: Any) -> None:
     # This interpreter without the ray package (as after a plain `pip install infersight`).
     code = "import sys; sys.modules['ray'] = None; from infersight.cli import main; main()"
