@@ -205,8 +205,14 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
                          inferred=how)
     elif target == current:
         act = f"{flag} {current} already covers what the load needs in flight ({short})."
+        # Every verdict carries a fix: here the waits are bursts above the average.
+        fixes = [f"keep {flag} at {current}: it covers what the load needs in flight "
+                 f"({short}); the requests that waited came in bursts, which a bounded "
+                 "queue in front of it (`infersight gateway`) smooths"]
     else:  # the knee or memory bounds it below the limit set
         act = f"the run puts the limit at {target}, below {flag} {current} ({short})."
+        fixes = [f"lower {flag} {current} \u2192 {target} ({short}): more sequences than "
+                 "that add latency, not throughput"]
     if fix is not None and fix.replicas > 1:
         act += (f" At {target} slots one server serves about {fix.per_replica:.3g} req/s of "
                 f"the {fix.target_rate:.3g} needed: run {fix.replicas} replicas.")

@@ -199,3 +199,28 @@ def test_without_a_knee_a_cpu_shows_no_mfu() -> None:
     assert c1.evidence_value("sm_activity") is None and c1.confidence < 0.7
     notes = [str(e.value) for e in c1.evidence if e.key == "note"]
     assert any(n.startswith("CPU compute ceiling unknown") for n in notes)
+
+
+@pytest.mark.parametrize("delta", [0, -2])
+def test_a_slot_bound_level_whose_limit_already_covers_the_need_still_gets_a_fix(
+    monkeypatch: pytest.MonkeyPatch, delta: int
+) -> None:
+    """When the run's own number lands on (or, past a knee, below) the slot limit set,
+    the slot-bound verdict still says what to do: keep it, or lower it. (A real engine
+    sweep once produced a slot-bound verdict at c=8 on 8 slots with no fix at all.)"""
+    import infersight.diagnose.analyze as analyze
+
+    real = analyze.fix_numbers
+
+    def landing_on_the_limit(*args: object, **kwargs: object) -> object:
+        fix = real(*args, **kwargs)  # type: ignore[arg-type]
+        assert fix is not None
+        return dataclasses.replace(fix, slots=4 + delta, replicas=1)
+
+    monkeypatch.setattr(analyze, "fix_numbers", landing_on_the_limit)
+    d = diagnose_run(rate_run(33.0))
+    slot = next(v for v in d.verdicts if v.id == "slot_bound")
+    assert slot.fixes, slot.summary
+    assert not [f for f in slot.fixes if raises_slots(f)]
+    expected = "keep --max-num-seqs at 4" if delta == 0 else "lower --max-num-seqs 4 \u2192 2"
+    assert slot.fixes[0].startswith(expected), slot.fixes
