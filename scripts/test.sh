@@ -10,8 +10,19 @@ echo "== pytest"
 # (a plain local pytest skips them and lists them in its summary): see tests/conftest.py.
 export INFERSIGHT_REQUIRE_REAL_PARTS=1
 set +e
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
-rc=$?
+if [ $# -gt 0 ]; then
+  .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+  rc=$?
+else
+  # Unit tests are CPU-bound and share nothing: one worker per core halves their time.
+  .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/unit
+  rc=$?
+  # Integration tests run real servers and time them: one at a time, never beside
+  # another test's load.
+  .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration
+  rc2=$?
+  [ $rc -ne 0 ] || rc=$rc2
+fi
 set -e
 # pytest's 5 means "no tests collected": that is a failure here too.
 exit $rc

@@ -43,7 +43,7 @@ def _at(result: RunResult, level: str) -> set[str]:
 
 def test_four_slots_offered_33_per_second_get_8_to_12_not_the_queue() -> None:
     for srv in _server(slots=4, metrics_dialect="vllm"):
-        result = _bench(srv.base_url, rate=[33.0], duration=4.0)
+        result = _bench(srv.base_url, rate=[33.0], duration=3.0)
     v = next(v for v in result.diagnosis if v.id == "slot_bound")
     assert v.evidence_value("waiting") > 15  # the open loop's queue: not a demand
     assert 8 <= v.evidence_value("recommended_slots") <= 12
@@ -83,7 +83,7 @@ def test_random_503s_with_flat_latency_are_error_driven_not_overloaded() -> None
     rng = random.Random(7)
     script = ["503" if rng.random() < 0.1 else "ok" for _ in range(60)]
     for srv in _server(script=script):
-        result = _bench(srv.base_url, scrape=False, rate=[10.0], duration=4.0)
+        result = _bench(srv.base_url, scrape=False, rate=[10.0], duration=3.0)
     ids = [v.id for v in result.diagnosis]
     assert "error_driven" in ids and "overloaded" not in ids, [v.summary for v in result.diagnosis]
     assert result.aggregates["r=10"]["sustainability"]["sustainable"] is True

@@ -43,7 +43,7 @@ def servers() -> Iterator[tuple[Any, Any]]:
 def _run(url: str, **kw: Any) -> RunResult:
     cfg: dict[str, Any] = {
         "url": url, "max_tokens": TOKENS, "input_tokens": "fixed:8", "progress": False,
-        "rate": [20.0], "duration": 6.0, "no_scrape": True,
+        "rate": [20.0], "duration": 4.5, "no_scrape": True,
     }
     return run(BenchConfig(**{**cfg, **kw}))
 
@@ -95,7 +95,7 @@ def test_a_known_20_percent_slower_first_token_is_worse(servers: Any, first: Run
 
 def test_repeats_are_compared_run_against_run(servers: Any) -> None:
     fast, slow = servers
-    kw = {"rate": [20.0], "duration": 2.0, "repeat": 3}
+    kw = {"rate": [20.0], "duration": 1.5, "repeat": 3}
     a, b = _run(fast.base_url, **kw), _run(slow.base_url, **kw)
     ttft = _calls(a, b)["TTFT p50"]
     assert ttft.basis == "runs"

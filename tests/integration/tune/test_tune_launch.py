@@ -108,8 +108,8 @@ def test_tune_over_launches_records_each_failure_as_a_trial(tmp_path: Path) -> N
         f"exec {FAKE} --slots {{slots}} --ttft 0.02 --itl 0.005 --tokens 8 --compute-knee 2"
     )
     cfg = TuneConfig.build(launch=template, slots=2, search="grid", values=[1, 2, 3, 4, 8],
-                           start_timeout=3.0, out=str(tmp_path / "t"), progress=False)
-    bench = BenchConfig.build(max_tokens=8, input_tokens="fixed:8", duration=2.0, progress=False)
+                           start_timeout=2.0, out=str(tmp_path / "t"), progress=False)
+    bench = BenchConfig.build(max_tokens=8, input_tokens="fixed:8", duration=1.0, progress=False)
     result = run_tune(cfg, bench)
     by = {t.setting["slots"]: t for t in result.trials if t.role == "grid"}
     assert by[8].status == "failed" and by[8].error == "OutOfMemory"
@@ -153,7 +153,7 @@ def test_ctrl_c_keeps_the_trials_done(tmp_path: Path) -> None:
     out = tmp_path / "c"
     proc = subprocess.Popen(
         [*CLI, "--launch", f"{FAKE} --slots {{slots}} --ttft 0.02 --tokens 8", "--slots", "2",
-         "--duration", "3s", "--max-tokens", "8", "--out", str(out), "--no-progress"],
+         "--duration", "1s", "--max-tokens", "8", "--out", str(out), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
     while not (out / "tune.json").exists() and time.monotonic() < deadline:
