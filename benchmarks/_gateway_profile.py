@@ -42,7 +42,7 @@ RULES: list[tuple[str, str, str | None]] = [
     ("gateway: admission + breaker", "infersight/gateway/breaker.py", None),
     ("gateway: keys", "infersight/gateway/auth.py", None),
     ("metrics (prometheus_client)", "infersight/gateway/metrics.py", None),
-    ("access log (logging)", "infersight/gateway/accesslog.py", None),
+    ("access log (logging)", "infersight/gateway/access_log_writer.py", None),
     ("gateway: accounting", "infersight/gateway/accounting.py", None),
     ("gateway: handler + proxy", "infersight/gateway/", None),
     ("infersight client", "infersight/client/", None),

@@ -28,7 +28,7 @@ import psutil
 
 from infersight.bench.pacer import Pacer
 from infersight.bench.progress import LiveStats
-from infersight.core.access_log import SESSION_HEADER
+from infersight.core.access_log_format import SESSION_HEADER
 from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import hdrs, web
 
-from infersight.core.access_log import ACCESS_LOG_VERSION, prompt_fingerprint, session_label
+from infersight.core.access_log_format import ACCESS_LOG_VERSION, prompt_fingerprint, session_label
 from infersight.core.errors import InfersightError, InvalidRequest
-from infersight.gateway.accesslog import access_log, line_sink
+from infersight.gateway.access_log_writer import access_log, line_sink
 from infersight.gateway.call import request_id
 from infersight.gateway.error_answers import error_response
 from infersight.gateway.errors import KeyRefused, KeyThrottled

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from infersight.core.errors import ConfigError
-from infersight.gateway.accesslog import AccessLineHandler, flush_all, flush_periodically
+from infersight.gateway.access_log_writer import AccessLineHandler, flush_all, flush_periodically
 from infersight.gateway.config import GatewayConfig
 from infersight.gateway.server import Gateway
 

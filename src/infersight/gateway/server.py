@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import hdrs, web
 
-from infersight.core.access_log import SESSION_HEADER
+from infersight.core.access_log_format import SESSION_HEADER
 from infersight.core.errors import Cancelled, DeadlineExceeded, InfersightError
 from infersight.core.listen import check_can_listen
 from infersight.core.pricing import PriceTable

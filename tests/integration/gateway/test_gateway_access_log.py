@@ -12,7 +12,7 @@ import orjson
 import pytest
 from gateway_stack import CHAT, StackFactory
 
-from infersight.gateway.accesslog import AccessLineHandler, access_log, flush_all, line_sink
+from infersight.gateway.access_log_writer import AccessLineHandler, access_log, flush_all, line_sink
 from infersight.testing.fake_openai import FakeConfig
 
 

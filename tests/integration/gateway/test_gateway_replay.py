@@ -13,7 +13,7 @@ import pytest
 from gateway_stack import interrupt, start_cli
 
 from infersight.bench import BenchConfig, run
-from infersight.core.access_log import ACCESS_LOG_VERSION
+from infersight.core.access_log_format import ACCESS_LOG_VERSION
 from infersight.testing import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(180)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.core.access_log import prompt_fingerprint, session_label
+from infersight.core.access_log_format import prompt_fingerprint, session_label
 
 messages = st.lists(
     st.fixed_dictionaries({"role": st.sampled_from(["system", "user", "assistant"]),
