@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
-from scipy import stats
 
 from infersight.core.level_flags import level_state
 from infersight.core.slices import (
@@ -119,13 +118,21 @@ def ratio_interval(
         return ratio, ratio, ratio
     den = vb**2 / (xb.size - 1) + ratio**4 * va**2 / (xa.size - 1)
     df = spread**2 / den if den > 0 else math.inf
-    t = float(stats.t.ppf(0.5 + confidence / 2, df))
+    t = _t_quantile(0.5 + confidence / 2, df)
     qa = ma**2 - t**2 * va
     if qa <= 0:
         return ratio, None, None
     disc = (ma * mb) ** 2 - qa * (mb**2 - t**2 * vb)
     root = math.sqrt(max(disc, 0.0))
     return ratio, (ma * mb - root) / qa, (ma * mb + root) / qa
+
+
+def _t_quantile(p: float, df: float) -> float:
+    """Student's t quantile. scipy.stats is imported here, not at the top: importing it
+    takes tens of MiB, and every bench run imports this module but few compare runs."""
+    from scipy import stats
+
+    return float(stats.t.ppf(p, df))
 
 
 def mean_interval(
@@ -138,7 +145,7 @@ def mean_interval(
     m = float(x.mean())
     if x.size < 2:
         return m, None, None
-    half = float(stats.t.ppf(0.5 + confidence / 2, x.size - 1)) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    half = _t_quantile(0.5 + confidence / 2, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
     return m, m - half, m + half
 
 
