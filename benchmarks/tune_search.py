@@ -84,11 +84,12 @@ def fake_server(table: Table, con: Console, tmp: Path, quick: bool) -> None:
     _rows(table, f"fake, knee {KNEE}", grid, guided, "slots")
 
 
-def embedded(table: Table, con: Console, tmp: Path, quick: bool) -> None:
-    bench = BenchConfig.build(max_tokens=32, input_tokens="fixed:32",
-                              duration=4.0 if quick else 6.0, progress=False)
+def embedded(table: Table, con: Console, tmp: Path, quick: bool, seconds: float | None) -> None:
+    seconds = seconds or (4.0 if quick else 6.0)
+    bench = BenchConfig.build(max_tokens=32, input_tokens="fixed:32", duration=seconds,
+                              progress=False)
     con.print("embedded engine: --parallel in {1, 2, 4, 8, 16}, baseline 8, "
-              "best sustainable throughput")
+              f"best sustainable throughput, {seconds:g} s per trial")
     common = {"slots": 8, "ctx": 512, "knob": "slots", "values": [1, 2, 4, 8, 16]}
     grid = _tune(tmp / "engine-grid", bench, search="grid", **common)
     guided = _tune(tmp / "engine-guided", bench, search="guided", **common)
@@ -100,6 +101,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer values, shorter trials")
     ap.add_argument("--no-engine", action="store_true", help="skip the embedded engine")
+    ap.add_argument("--no-fake", action="store_true", help="skip the fake engine")
+    ap.add_argument("--engine-seconds", type=float, default=None,
+                    help="seconds per trial on the embedded engine (default 6; 4 with --quick)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the trials in this folder")
     args = ap.parse_args()
     con = Console()
@@ -109,9 +113,10 @@ def main() -> None:
                   "reached", "settings", "of grid", "trials", "wall s", "before/after")
     with tempfile.TemporaryDirectory() as td:
         tmp = args.keep or Path(td)
-        fake_server(table, con, tmp, args.quick)
+        if not args.no_fake:
+            fake_server(table, con, tmp, args.quick)
         if not args.no_engine:
-            embedded(table, con, tmp, args.quick)
+            embedded(table, con, tmp, args.quick, args.engine_seconds)
     con.print(table)
     con.print("goal: reached >= 0.95 of the grid's best goodput with settings <= 1/3 of "
               "the grid's; trials count the A/A run and the winner's re-run too")
