@@ -17,6 +17,7 @@ from infersight.diagnose.calibrate import calibrate_cpu, physics_bounds, sequenc
 from infersight.diagnose.context import RunContext, resolve_context, stored_physics
 from infersight.diagnose.curve import build_curve, level_aggregates
 from infersight.diagnose.fix_numbers import FixNumbers, fix_numbers
+from infersight.diagnose.model_advice import ModelAdvice, model_advice, with_model
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.recommend import recommend, reconcile
 from infersight.diagnose.rules import RuleInput, evaluate
@@ -34,6 +35,8 @@ class Diagnosis:
     verdicts: list[Verdict]
     curve: CapacityCurve | None
     recommendation: Recommendation | None
+    #: The fitted model of the server and its self-check (docs/design.md section 9).
+    advice: ModelAdvice | None = None
 
 #: Own fallback for files without the bench's flag (docs/design.md section 2).
 LAG_P99_LIMIT = 0.005
@@ -225,12 +228,15 @@ def diagnose_run(
     if window_seconds:
         verdicts = _merge(verdicts)
     rec = recommend(verdicts, run.curve, run.fix, ctx.engine)
+    advice = model_advice(result, engine_slots) if not window_seconds else None
+    if advice is not None:
+        rec = with_model(rec, advice, ctx.engine)
     reconcile(verdicts, rec)
     for v in verdicts:
         v.evidence.extend(Evidence(key="note", name="note", value=n, source="diagnose") for n in ctx.notes)
     if store_physics:
         _store(result, ctx, floors)
-    return Diagnosis(verdicts, run.curve, rec)
+    return Diagnosis(verdicts, run.curve, rec, advice)
 
 
 def _windows(result: RunResult, ra: RecordArrays, sidx: SampleIndex,

@@ -1,0 +1,57 @@
+"""The fitted model of the server and its self-check, as every output shows them
+(docs/design.md section 9): one line for the model, one for the held-out error per
+level and overall, and, when the model is not trusted beyond what was measured, why."""
+
+from __future__ import annotations
+
+from infersight.core.records import RunResult
+from infersight.core.server_model import CHECKED_METRICS, SelfCheck, ServerModel
+from infersight.report.svg_axes import fmt_value
+
+__all__ = ["check_text", "model_lines", "model_text"]
+
+_NAMES = {"throughput": "throughput", "ttft_p50": "TTFT p50", "tpot_p50": "TPOT p50"}
+
+
+def model_text(m: ServerModel) -> str:
+    """"slots 4 (fitted); step 10 ms, +0.2 ms per sequence past 4; ..."."""
+    step = f"step {fmt_value(m.a.value or 0.0, 's')}"
+    if m.b.value:
+        step += f", +{fmt_value(m.b.value, 's')} per sequence past {m.k.value or 0:.0f}"
+    else:
+        step += f", flat up to {m.measured.get('n', 0):.0f} running"
+    parts = [f"slots {m.slots.text()} ({m.slots.source})", step]
+    if m.c.value:
+        parts.append(f"prefill {fmt_value(m.c.value * 1000, 's')} per 1k prompt tokens")
+    if m.kv_tokens is not None:
+        parts.append(f"KV {m.kv_tokens.text()}")
+    if m.error_share:
+        parts.append(f"errors {m.error_share:.1%}")
+    parts.append(f"fitted on {len(m.levels)} level(s), {m.requests} requests")
+    return "; ".join(parts)
+
+
+def check_text(sc: SelfCheck) -> str:
+    """"leave-one-level-out: throughput 4%, TTFT p50 9%, TPOT p50 2% (c=1: ...)"."""
+    if sc.method == "none":
+        return sc.why_not
+    overall = ", ".join(f"{_NAMES[k]} {sc.mape[k]:.0%}" for k in CHECKED_METRICS
+                        if sc.mape.get(k) is not None)
+    per = "; ".join(
+        f"{c.level}: " + ", ".join(f"{_NAMES[k]} {c.error[k]:.0%}" for k in CHECKED_METRICS
+                                   if c.error.get(k) is not None)
+        for c in sc.levels)
+    return f"{sc.method} MAPE {overall or 'n/a'}" + (f" ({per})" if per else "")
+
+
+def model_lines(result: RunResult) -> list[tuple[str, str]]:
+    """(label, text) pairs for the model, its self-check and what it cannot support."""
+    out: list[tuple[str, str]] = []
+    if result.server_model is not None:
+        out.append(("model", model_text(result.server_model)))
+    sc = result.self_check
+    if sc is not None:
+        out.append(("self-check", check_text(sc)))
+        if not sc.trusted and sc.why_not:
+            out.append(("no number beyond the measured range", sc.why_not))
+    return out
