@@ -34,11 +34,7 @@ def advice_lines(rec: Recommendation) -> list[tuple[str, str]]:
                                      ("TTFT p99", "ttft_p99", "s"), ("TPOT p50", "tpot_p50", "s"))
              if (v := p.get(key))]
     if parts:
-        how = {"estimate": " (an estimate: beyond what the run's own check supports)",
-               "model": " (the fitted model)"}.get(rec.basis, "")
-        err = rec.fix.error if rec.fix is not None else None
-        if err is not None:
-            how += f"; the model's held-out error on this run: {err:.0%}"
+        how = " (an estimate: physics, not the run, set the number)" if rec.basis == "estimate" else ""
         out.append(("expected after the fix", ", ".join(parts) + how))
     if rec.rests_on:
         out.append(("rests on", rec.rests_on))

@@ -5,10 +5,10 @@ level and overall, and, when the model is not trusted beyond what was measured, 
 from __future__ import annotations
 
 from infersight.core.records import RunResult
-from infersight.core.server_model import CHECKED_METRICS, SelfCheck, ServerModel
+from infersight.core.server_model import CHECKED_METRICS, Fix, SelfCheck, ServerModel
 from infersight.report.svg_axes import fmt_value
 
-__all__ = ["check_text", "model_lines", "model_text"]
+__all__ = ["check_text", "fix_text", "model_lines", "model_text"]
 
 _NAMES = {"throughput": "throughput", "ttft_p50": "TTFT p50", "tpot_p50": "TPOT p50"}
 
@@ -44,11 +44,32 @@ def check_text(sc: SelfCheck) -> str:
     return f"{sc.method} MAPE {overall or 'n/a'}" + (f" ({per})" if per else "")
 
 
+def fix_text(fix: Fix, limiter: str | None) -> str:
+    """"limiter slots; slots 4 → 8: throughput 21.7 req/s, TTFT p50 31 ms (estimate, error 33%)"."""
+    p = fix.predicted
+    figs = ", ".join(f"{name} {fmt_value(v, unit) if unit else format(v, '.3g') + ' req/s'}"
+                     for name, v, unit in (("throughput", p.throughput, ""),
+                                           ("TTFT p50", p.ttft_p50, "s"),
+                                           ("TTFT p99", p.ttft_p99, "s"),
+                                           ("TPOT p50", p.tpot_p50, "s")) if v is not None)
+    if fix.knob is None:
+        act = "no change"
+    else:
+        def num(v: float | None) -> str:
+            return "?" if v is None else f"{v:.4g}"
+        act = f"{fix.knob} {num(fix.from_value)} \u2192 {num(fix.to_value)}"
+    err = f", held-out error {fix.error:.0%}" if fix.error is not None else ""
+    return f"limiter {limiter or 'unknown'}; {act}: {figs or 'no prediction'} ({fix.basis}{err})"
+
+
 def model_lines(result: RunResult) -> list[tuple[str, str]]:
     """(label, text) pairs for the model, its self-check and what it cannot support."""
     out: list[tuple[str, str]] = []
     if result.server_model is not None:
         out.append(("model", model_text(result.server_model)))
+    rec = result.recommendation
+    if rec is not None and rec.fix is not None:
+        out.append(("the model's fix", fix_text(rec.fix, rec.limiter)))
     sc = result.self_check
     if sc is not None:
         out.append(("self-check", check_text(sc)))
