@@ -60,7 +60,8 @@ def predict_cmd(
             continue
         er = err.get(key) if key else None
         shown = f"{v * 1000:.1f} ms" if unit == "s" else f"{v:.3g} {unit}".rstrip()
-        typer.echo(f"  {name:<11} {shown:>12}   model error {f"{er:.0%}" if er is not None else "not checked"}")
+        told = f"{er:.0%}" if er is not None else "not checked"
+        typer.echo(f"  {name:<11} {shown:>12}   model error {told}")
     for n in fc.notes:
         typer.echo(f"note: {n}")
 
