@@ -17,10 +17,11 @@ import numpy as np
 __all__ = ["reconstruct", "running_at", "violations"]
 
 
-def reconstruct(arrival: np.ndarray, end: np.ndarray, slots: float | None,
+def reconstruct(arrival: np.ndarray, end: np.ndarray, slots: float | np.ndarray | None,
                 need: np.ndarray | None = None, kv: float | None = None) -> np.ndarray:
-    """Admission times under FIFO with ``slots`` (None: unlimited) and a KV budget
-    ``kv`` of tokens, each request holding ``need`` tokens until its end.
+    """Admission times under FIFO with ``slots`` (None: unlimited; an array: each
+    request's own limit, for runs at several settings one after the other) and a KV
+    budget ``kv`` of tokens, each request holding ``need`` tokens until its end.
 
     Requests are taken in arrival order; one that never ended (NaN end) holds its place
     until the last known end.
@@ -32,7 +33,8 @@ def reconstruct(arrival: np.ndarray, end: np.ndarray, slots: float | None,
     order = np.argsort(arrival, kind="stable")
     horizon = float(np.nanmax(end)) if np.isfinite(end).any() else float(arrival.max())
     ends = np.where(np.isfinite(end), end, horizon)
-    cap = float("inf") if slots is None else slots
+    caps = (np.full(n, float("inf")) if slots is None
+            else np.broadcast_to(np.asarray(slots, dtype=float), (n,)))
     budget = float("inf") if kv is None or need is None else kv
     running: list[tuple[float, float]] = []  # (end, tokens held)
     held = 0.0
@@ -42,6 +44,7 @@ def reconstruct(arrival: np.ndarray, end: np.ndarray, slots: float | None,
         tokens = 0.0 if need is None else float(need[i])
         while running and running[0][0] <= t:
             held -= heapq.heappop(running)[1]
+        cap = caps[i]
         while running and (len(running) >= cap or held + tokens > budget):
             e, h = heapq.heappop(running)
             held -= h

@@ -9,7 +9,8 @@ and its measured figures (from the stored aggregates, as every output shows them
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from infersight.core.aggregate import aggregate
 from infersight.core.level_flags import flagged
 from infersight.core.records import RunResult
 
-__all__ = ["LevelData", "RunData", "level_figures", "run_data"]
+__all__ = ["LevelData", "RunData", "level_figures", "merge_runs", "run_data"]
 
 
 @dataclass(slots=True)
@@ -34,6 +35,8 @@ class LevelData:
     figures: dict[str, float | None]
     #: The aggregate as stored (window, slo, ...).
     agg: dict[str, Any] = field(default_factory=dict)
+    #: The slot limit this level ran with, when it differs by level (tune's trials).
+    slots: float | None = None
 
     @property
     def closed(self) -> bool:
@@ -163,3 +166,31 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         kv_u=np.asarray([u for _, u in kv], dtype=float),
         slo={str(k): float(v) for k, v in (slo or {}).items() if isinstance(v, int | float)},
     )
+
+
+def merge_runs(runs: Sequence[tuple[str, RunResult, float | None]]) -> RunData:
+    """Several runs of one server at different slot limits (tune's trials) as one:
+    each run's levels are named ``TAG/level`` and keep the slot limit stated for their
+    run, so one model is fitted to all of them. The runs must not overlap in time."""
+    parts = [(tag, run_data(r), s) for tag, r, s in runs]
+    if not parts:
+        raise ValueError("no runs to merge")
+    offset = 0
+    levels: list[LevelData] = []
+    for tag, d, s in parts:
+        for lv in d.levels:
+            levels.append(replace(lv, name=f"{tag}/{lv.name}", idx=lv.idx + offset,
+                                  slots=s if s else d.stated_slots))
+        offset += d.scheduled.size
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(d, name) for _, d, _ in parts])
+
+    label = np.concatenate([np.asarray([f"{tag}/{x}" for x in d.level], dtype=object)
+                            for tag, d, _ in parts])
+    first = parts[0]
+    return RunData(
+        level=label, scheduled=cat("scheduled"), sent=cat("sent"), first=cat("first"),
+        last=cat("last"), end=cat("end"), prompt=cat("prompt"), output=cat("output"),
+        ok=cat("ok"), levels=levels, stated_slots=first[2] or first[1].stated_slots,
+        stated_source="stated per run", kv_t=cat("kv_t"), kv_u=cat("kv_u"), slo=first[1].slo)

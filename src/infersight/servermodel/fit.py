@@ -103,6 +103,14 @@ def _kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None, s
     return Param(value=mid, low=lo, high=hi, unit="tokens", source="engine KV usage"), best
 
 
+def _level_slots(d: RunData, idx: np.ndarray) -> np.ndarray | None:
+    """Each request's slot limit when its level states its own (merged trials)."""
+    if not d.levels or any(lv.slots is None for lv in d.levels):
+        return None
+    by_name = {lv.name: lv.slots for lv in d.levels}
+    return np.asarray([by_name.get(str(x)) or np.inf for x in d.level[idx]], dtype=float)
+
+
 def step_time(n: np.ndarray | float, a: float, b: float, k: float) -> np.ndarray:
     """Seconds of one decode step with ``n`` sequences running."""
     return a + b * np.maximum(0.0, np.asarray(n, dtype=float) - k)
@@ -221,7 +229,9 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     errors = float(np.count_nonzero(~d.ok[use])) / use.size
     slots = _find_slots(d, use[ok])
     okidx = use[ok]
-    start = reconstruct(d.sent[okidx], d.end[okidx], slots.value)
+    per_level = _level_slots(d, okidx)
+    start = reconstruct(d.sent[okidx], d.end[okidx],
+                        per_level if per_level is not None else slots.value)
     kv, kv_mode = _kv(d, okidx, start)
     notes: list[str] = []
     if kv is not None and slots.source == "fitted" and float(np.max(d.kv_u)) >= 0.9:
