@@ -6,28 +6,31 @@ from pathlib import Path
 
 import typer
 
+from infersight.cli._conventions import command_help
+
 __all__ = ["register"]
 
-_HELP = """Predict a saved run's server at other knobs or loads, from its fitted model.
-
-The model (slots, KV, a FIFO queue and the engine's step time, docs/design.md
-section 9) is read from the RunResult, or fitted to it. Every figure comes with the
-error the model measured on the run itself (leaving one level out).
-
-Examples:
-
-  infersight predict runs/a/result.json --slots 32
-  infersight predict runs/a/result.json --rate 20 --replicas 3 --json
-"""
+_HELP = command_help(
+    "Predict a saved run's server at other knobs or loads.",
+    "The run's fitted model (slots, KV, a FIFO queue and the engine's step time) is read "
+    "from the RunResult, or fitted to it. Every figure "
+    "comes with the error the model measured on the run itself (leaving one level out), "
+    "and a setting beyond twice the measured range is marked an estimate.",
+    examples=[
+        "infersight predict runs/a/result.json --slots 32",
+        "infersight predict runs/a/result.json --rate 20 --replicas 3 --json",
+        "infersight predict runs/a/result.json --concurrency 64 --max-tokens 512",
+    ],
+)
 
 
 def predict_cmd(
     run: Path = typer.Argument(..., metavar="RUN", help="A RunResult JSON file (bench --out)."),
-    slots: int = typer.Option(None, help="The engine's slot limit."),
-    rate: float = typer.Option(None, help="Open loop: requests/s (Poisson)."),
-    concurrency: int = typer.Option(None, help="Closed loop: clients kept in flight."),
-    replicas: int = typer.Option(None, help="Replicas sharing the load evenly."),
-    max_tokens: int = typer.Option(None, help="Cap on output tokens per request."),
+    slots: int = typer.Option(None, metavar="N", help="The engine's slot limit."),
+    rate: float = typer.Option(None, metavar="NUMBER", help="Open loop: requests/s (Poisson)."),
+    concurrency: int = typer.Option(None, metavar="N", help="Closed loop: requests kept in flight (one per client)."),
+    replicas: int = typer.Option(None, metavar="N", help="Replicas sharing the load evenly."),
+    max_tokens: int = typer.Option(None, metavar="N", help="Cap on output tokens per request."),
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
 ) -> None:
     import orjson

@@ -9,7 +9,7 @@ from typing import Any
 from infersight.core.curve import CapacityCurve, CurvePoint
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.diagnose.context import RunContext
-from infersight.diagnose.fix_numbers import FixNumbers
+from infersight.diagnose.model_numbers import FixNumbers
 from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
 

@@ -28,17 +28,21 @@ def compute_fixes(ri: RuleInput) -> list[str]:
     """Replicas (or faster hardware) for the load, and the slot limit near the knee."""
     fix, curve, s = ri.fix, ri.curve, ri.s
     out: list[str] = []
-    if fix is not None and fix.replicas > 1:
+    if fix is not None and (fix.replicas or 1) > 1:
         out.append(f"run {fix.replicas} replicas behind `infersight gateway` (or faster "
                    f"hardware) for {fix.target_rate:.3g} req/s: {fix.why()}")
+    elif fix is not None and fix.no_number:
+        out.append("for more throughput add replicas behind `infersight gateway`, or faster "
+                   f"hardware (no number beyond the measured range: {fix.no_number})")
     else:
         out.append("for more throughput add replicas behind `infersight gateway`, or faster "
                    "hardware: this one is at its compute limit")
     flag, knee = slot_flag(ri.ctx.engine), curve.knee if curve is not None else None
     current = round(s.S) if s.S else None
-    if current and fix is not None and current > fix.slots:
-        out.append(f"lower {flag} {current} \u2192 {fix.slots} (at most 2 x the knee of "
-                   f"{knee:.3g}): slots past the knee add latency, not throughput")
+    if current and fix is not None and fix.slots is not None and current > fix.slots:
+        out.append(f"lower {flag} {current} \u2192 {fix.slots} ({fix.short()}; the measured "
+                   f"knee is {knee if knee is not None else 'not reached'}): slots past the "
+                   "knee add latency, not throughput")
     elif current:
         out.append(f"keep {flag} at {current}: more slots add latency, not throughput")
     out += replica_fixes(ri.ctx.engine)[1:2]

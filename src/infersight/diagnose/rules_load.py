@@ -178,9 +178,9 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
         target: int | None = fix.slots
         why, short = fix.why(), fix.short()
         ev.append(evidence("recommended_slots", "recommended slots", fix.slots, "sequences", why))
-        ev.append(evidence("needed_inflight", "needed in flight (Little's law)", fix.needed,
-                           "requests", "target rate x time in the engine (capacity curve)"))
-        if fix.replicas > 1:
+        ev.append(evidence("needed_inflight", "running at the fix (the model)", fix.needed,
+                           "requests", "the fitted model's simulation at the run's load"))
+        if (fix.replicas or 1) > 1:
             ev.append(evidence("replicas", "replicas needed", fix.replicas, "servers", why))
     else:
         target, why = _physics_slots(ri)
@@ -193,14 +193,18 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
         kv_txt = ", KV usage unknown (the engine exports none)" if ctx.has_engine_metrics else ""
     head = f"{s.plateau.sentence()}. " if s.plateau is not None else ""
     fixes: list[str] = []
-    if target is None:
+    how = ("R's plateau" if s.plateau is not None else
+           "the fitted model" if "model" in s.S_source else
+           "the capacity curve's shape" if "curve" in s.S_source else None)
+    if target is None and fix is not None and fix.no_number:
+        act = f"raise {flag} above {current} (no number beyond the measured range: {fix.no_number})."
+        fixes = [f"raise {flag} above {current}, then bench again to size it ({fix.no_number})"]
+    elif target is None:
         act = (f"raise {flag} above {current}; the run gives no rate to size it by "
                "(bench an open-loop rate, or pass --model and --gpu for the physics).")
         fixes = [f"raise {flag} above {current}, then bench again to size it"]
     elif target > current:
         act = f"raise {flag} {current} \u2192 {target} ({short})."
-        how = ("R's plateau" if s.plateau is not None else
-               "the capacity curve's shape" if "curve" in s.S_source else None)
         fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=short,
                          inferred=how)
     elif target == current:
@@ -213,7 +217,10 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
         act = f"the run puts the limit at {target}, below {flag} {current} ({short})."
         fixes = [f"lower {flag} {current} \u2192 {target} ({short}): more sequences than "
                  "that add latency, not throughput"]
-    if fix is not None and fix.replicas > 1:
+    if target is None and how:
+        fixes.append(f"the limit {current} was inferred from {how}; if {flag} is set "
+                     "otherwise, state it with --engine-slots N")
+    if fix is not None and (fix.replicas or 1) > 1:
         act += (f" At {target} slots one server serves about {fix.per_replica:.3g} req/s of "
                 f"the {fix.target_rate:.3g} needed: run {fix.replicas} replicas.")
         fixes += replica_fixes(ctx.engine)[:1]

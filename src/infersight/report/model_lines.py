@@ -68,7 +68,8 @@ def model_lines(result: RunResult) -> list[tuple[str, str]]:
     if result.server_model is not None:
         out.append(("model", model_text(result.server_model)))
     rec = result.recommendation
-    if rec is not None and rec.fix is not None:
+    if rec is not None and rec.fix is not None and rec.fix.knob != rec.knob:
+        # the recommendation's numbers are the model's own; said once
         out.append(("the model's fix", fix_text(rec.fix, rec.limiter)))
     sc = result.self_check
     if sc is not None:

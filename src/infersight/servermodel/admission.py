@@ -57,7 +57,8 @@ def reconstruct(arrival: np.ndarray, end: np.ndarray, slots: float | np.ndarray 
 
 
 def violations(start: np.ndarray, first: np.ndarray, tolerance: float) -> int:
-    """Requests whose first token came before their admission (less ``tolerance``)."""
+    """Requests whose first token came sooner after their admission than any request
+    can make one: before ``start - tolerance`` (a negative tolerance: a floor)."""
     ok = np.isfinite(first)
     return int(np.count_nonzero(first[ok] < start[ok] - tolerance))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DecodeFeatures", "decode_features"]
+__all__ = ["DecodeFeatures", "decode_features", "time_at_counts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +78,12 @@ def decode_features(start: np.ndarray, end: np.ndarray, first: np.ndarray, last:
            - cs[np.searchsorted(st, first[use], side="right")])
     return DecodeFeatures(counts=counts, tau=tau, span=last[use] - first[use],
                           steps=output[use] - 1.0, prefill=pre)
+
+
+def time_at_counts(start: np.ndarray, end: np.ndarray, a: np.ndarray,
+                   b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The running counts that occur, and the seconds each interval ``[a, b]`` spent at
+    each (rows: intervals)."""
+    times, col, counts, cum_full = _cumulative(start, end)
+    cum = cum_full[:-1]
+    return counts, np.clip(_at(b, times, col, cum) - _at(a, times, col, cum), 0.0, None)

@@ -29,7 +29,7 @@ from scipy.optimize import least_squares, lsq_linear
 from infersight.core.server_model import Param, ServerModel
 from infersight.servermodel.admission import reconstruct, running_at, violations
 from infersight.servermodel.data import RunData
-from infersight.servermodel.features import DecodeFeatures, decode_features
+from infersight.servermodel.features import DecodeFeatures, decode_features, time_at_counts
 
 __all__ = ["MAX_FIT_REQUESTS", "fit_model"]
 
@@ -48,9 +48,13 @@ class _Slots:
     source: str
 
 
-def _tolerance(first: np.ndarray, sent: np.ndarray) -> float:
+def _floor(first: np.ndarray, sent: np.ndarray) -> tuple[float, float]:
+    """The fastest first token from send (a request that did not wait), and how far
+    below it a replayed admission may put one before it counts as impossible (the
+    client sees an answer end a little after the server freed its slot)."""
     f = (first - sent)[np.isfinite(first - sent)]
-    return max(0.002, 0.25 * float(np.quantile(f, 0.05))) if f.size else 0.002
+    floor = float(f.min()) if f.size else 0.0
+    return floor, max(0.002, 0.2 * floor)
 
 
 def _find_slots(d: RunData, use: np.ndarray) -> _Slots:
@@ -59,11 +63,11 @@ def _find_slots(d: RunData, use: np.ndarray) -> _Slots:
     top = int(inflight.max()) if inflight.size else 1
     if d.stated_slots:
         return _Slots(d.stated_slots, d.stated_slots, d.stated_slots, d.stated_source)
-    tol = _tolerance(first, arrival)
+    floor, tol = _floor(first, arrival)
     allowed = max(1, int(VIOLATION_SHARE * use.size))
     found = None
     for s in range(1, top):
-        if violations(reconstruct(arrival, end, s), first, tol) <= allowed:
+        if violations(reconstruct(arrival, end, s), first, tol - floor) <= allowed:
             found = s
             break
     if found is None:
@@ -169,13 +173,13 @@ def _varies(x: np.ndarray) -> bool:
     return x.size > 3 and float(np.std(x)) > 0.02 * max(float(np.mean(np.abs(x))), 1e-12)
 
 
-def _first_token_fit(big_f: np.ndarray, n_at: np.ndarray, p: np.ndarray,
-                     step: tuple[float, float, float]) -> tuple[Param, Param, Param]:
+def _first_token_fit(big_f: np.ndarray, steps: np.ndarray, p: np.ndarray
+                     ) -> tuple[Param, Param, Param]:
     """``e + κ·step(n) + c_first·p`` by bounded least squares. A regressor that does not
     vary in the run cannot be told from ``e``: κ is then one step (a first token needs
     at least the step that computes it) and ``c_first`` 0, each marked "assumed"."""
     ok = np.isfinite(big_f)
-    y, s, pp = big_f[ok], step_time(n_at[ok], *step), p[ok]
+    y, s, pp = big_f[ok], steps[ok], p[ok]
     cols, names = [np.ones(y.size)], ["e"]
     fixed = np.zeros(y.size)
     assumed: dict[str, float] = {}
@@ -250,9 +254,15 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
                             d.prompt[okidx], pick)
     (a, b, c, k), cov, (k_lo, k_hi) = _decode_fit(feats)
     sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    e_p, kappa_p, cf_p = _first_token_fit(d.first[okidx] - start,
-                                          running_at(start, d.end[okidx], start),
-                                          np.nan_to_num(d.prompt[okidx]), (a, b, k))
+    # the step time a request's first token was computed at: the mean over its wait
+    # for it (the running count at its admission alone misreads a handover)
+    counts, tau = time_at_counts(start, d.end[okidx], start, d.first[okidx])
+    span = tau.sum(axis=1)
+    at_admit = step_time(running_at(start, d.end[okidx], start), a, b, k)
+    mean_step = np.where(span > 0, (tau * step_time(counts, a, b, k)[None, :]).sum(axis=1)
+                         / np.maximum(span, 1e-12), at_admit)
+    e_p, kappa_p, cf_p = _first_token_fit(d.first[okidx] - start, mean_step,
+                                          np.nan_to_num(d.prompt[okidx]))
     think: dict[str, float] = {}
     for lv in d.levels:
         if lv.closed and lv.name in names and lv.figures.get("throughput"):
