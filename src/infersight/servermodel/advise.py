@@ -27,6 +27,8 @@ __all__ = ["ERROR_LIMIT", "advise", "limiter", "meets"]
 ERROR_LIMIT = 0.01
 #: How far beyond the measured range a fix may go, per fitted variable.
 RANGE = 2.0
+#: Requests simulated per candidate setting (enough for a stable p50 and p99).
+REQUESTS = 800
 
 
 def meets(p: Prediction, slo: dict[str, float]) -> bool | None:
@@ -61,9 +63,10 @@ def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) 
     reps = int(knobs.get("replicas") or 1)
     if lv.closed:
         return predict_load(m, prompt, output, slots=slots, kv=kv, concurrency=lv.concurrency,
-                            think=m.think.get(lv.name, 0.0), replicas=reps, slo=d.slo or None)
+                            think=m.think.get(lv.name, 0.0), replicas=reps, slo=d.slo or None,
+                            requests=REQUESTS)
     return predict_load(m, prompt, output, slots=slots, kv=kv, rate=lv.rate, replicas=reps,
-                        slo=d.slo or None)
+                        slo=d.slo or None, requests=REQUESTS)
 
 
 def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple[str, str]:

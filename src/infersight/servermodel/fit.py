@@ -148,13 +148,25 @@ def _decode_fit(f: DecodeFeatures) -> tuple[tuple[float, float, float, float], n
 
     m = max(1, f.steps.size)
     sse_flat, x_flat, jac_flat = solve(None)
-    best = (sse_flat, x_flat, jac_flat, top)
+    # the hinge: chosen on the linear form (TPOT = a + b·mean(max(0, n - k)) + c·prefill
+    # per step: one least-squares solve per candidate), then fitted exactly once
+    w = f.tau / np.maximum(f.tau.sum(axis=1, keepdims=True), 1e-12)
+    per_step = f.prefill / np.maximum(f.steps, 1.0)
+    cands = np.unique(np.floor(f.counts[f.counts >= 1]))[:-1] if f.counts.size else np.zeros(0)
+    lin: list[tuple[float, float]] = []
+    for k in [0.0, *cands.tolist()]:
+        x_k = (w * np.maximum(0.0, f.counts[None, :] - k)).sum(axis=1)
+        design = np.column_stack([np.ones(m), x_k, per_step]) / tpot[:, None]
+        sol = lsq_linear(design, np.ones(m), bounds=([1e-9, 0.0, 0.0], [np.inf] * 3))
+        lin.append((float(k), float(np.sum((design @ sol.x - 1.0) ** 2))))
     sse_by_k: list[tuple[float, float]] = []
-    for k in sorted({0.0, *np.arange(1.0, max(1.0, top))}):
-        sse, x, jac = solve(k)
-        sse_by_k.append((k, sse))
+    best = (sse_flat, x_flat, jac_flat, top)
+    if lin:
+        k_best = min(lin, key=lambda kv: kv[1])[0]
+        sse, x, jac = solve(k_best)
+        sse_by_k = [(k, v * sse / max(min(v for _, v in lin), 1e-12)) for k, v in lin]
         if sse < best[0]:
-            best = (sse, x, jac, k)
+            best = (sse, x, jac, k_best)
     sse, x, jac, k = best
     bic_gain = m * math.log(max(sse_flat, 1e-12) / max(sse, 1e-12))
     if k != top and bic_gain <= 2.0 * math.log(m):
