@@ -127,9 +127,11 @@ class Prediction(BaseModel):
     tpot_p50: float | None = None
     e2e_p50: float | None = None
     e2e_p99: float | None = None
-    #: Mean requests running and waiting in one replica.
+    #: Mean requests running and waiting in one replica, and the share of requests
+    #: that waited for admission at all (bursts queue even when the mean is low).
     running: float | None = None
     waiting: float | None = None
+    queued: float | None = None
     sustainable: bool | None = None
 
 

@@ -35,8 +35,12 @@ def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdv
     """Fit, check and advise; a run the model cannot be fitted to says why."""
     if not result.records:
         return ModelAdvice(None, None, None, "", None, "the run has no requests")
+    d = run_data(result, engine_slots=engine_slots)
+    if d.levels and all(lv.at_ceiling for lv in d.levels):
+        return ModelAdvice(None, None, "client", "every level was client-limited: the load "
+                           "generator, not the server, set the pace; nothing to fit", None,
+                           "every level was client-limited")
     try:
-        d = run_data(result, engine_slots=engine_slots)
         m = fit_model(d)
     except ValueError as e:
         return ModelAdvice(None, None, None, "", None, str(e))

@@ -14,23 +14,43 @@ import heapq
 
 import numpy as np
 
-__all__ = ["reconstruct", "running_at", "violations"]
+__all__ = ["TIE", "arrival_order", "reconstruct", "running_at", "violations"]
+
+
+#: Sends closer than this are a tie: which reached the server first is unknown.
+TIE = 0.005
+
+
+def arrival_order(arrival: np.ndarray, first: np.ndarray | None) -> np.ndarray:
+    """The order requests reached the server: by send time, and within a burst of
+    sends closer than :data:`TIE` (a closed loop's clients start together) by first
+    token, which FIFO admission hands out in the order of arrival."""
+    by_send = np.argsort(arrival, kind="stable")
+    if first is None or arrival.size < 2:
+        return by_send
+    burst = np.concatenate([[0], np.cumsum(np.diff(arrival[by_send]) > TIE)])
+    cluster = np.empty(arrival.size, dtype=int)
+    cluster[by_send] = burst
+    key = np.where(np.isfinite(first), first, np.inf)
+    return np.lexsort((key, cluster))
 
 
 def reconstruct(arrival: np.ndarray, end: np.ndarray, slots: float | np.ndarray | None,
-                need: np.ndarray | None = None, kv: float | None = None) -> np.ndarray:
+                need: np.ndarray | None = None, kv: float | None = None,
+                first: np.ndarray | None = None) -> np.ndarray:
     """Admission times under FIFO with ``slots`` (None: unlimited; an array: each
     request's own limit, for runs at several settings one after the other) and a KV
     budget ``kv`` of tokens, each request holding ``need`` tokens until its end.
 
-    Requests are taken in arrival order; one that never ended (NaN end) holds its place
-    until the last known end.
+    Requests are taken in arrival order (:func:`arrival_order`, with ``first``: their
+    first tokens); one that never ended (NaN end) holds its place until the last known
+    end.
     """
     n = arrival.size
     start = np.empty(n)
     if n == 0:
         return start
-    order = np.argsort(arrival, kind="stable")
+    order = arrival_order(arrival, first)
     horizon = float(np.nanmax(end)) if np.isfinite(end).any() else float(arrival.max())
     ends = np.where(np.isfinite(end), end, horizon)
     caps = (np.full(n, float("inf")) if slots is None

@@ -18,8 +18,9 @@ import numpy as np
 
 from infersight.core.server_model import Basis, Fix, Prediction, SelfCheck, ServerModel
 from infersight.servermodel.data import LevelData, RunData
-from infersight.servermodel.evaluate import predict_load
+from infersight.servermodel.evaluate import engine_of, figures, predict_load
 from infersight.servermodel.fit import step_time
+from infersight.servermodel.simulate import Load, simulate
 
 __all__ = ["ERROR_LIMIT", "advise", "limiter", "meets"]
 
@@ -27,6 +28,8 @@ __all__ = ["ERROR_LIMIT", "advise", "limiter", "meets"]
 ERROR_LIMIT = 0.01
 #: How far beyond the measured range a fix may go, per fitted variable.
 RANGE = 2.0
+#: Share of requests that waited for admission above which a queue binds.
+QUEUED = 0.10
 #: Requests simulated per candidate setting (enough for a stable p50 and p99).
 REQUESTS = 800
 
@@ -58,6 +61,9 @@ def _workload(d: RunData, lv: LevelData) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) -> Prediction:
+    """The model at the level's own load with some knobs changed: a closed loop's
+    clients, or an open loop's own send times (a trace's bursts stay bursts), split
+    evenly over ``replicas``."""
     prompt, output = _workload(d, lv)
     slots, kv = knobs.get("slots"), knobs.get("kv")
     reps = int(knobs.get("replicas") or 1)
@@ -65,39 +71,63 @@ def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) 
         return predict_load(m, prompt, output, slots=slots, kv=kv, concurrency=lv.concurrency,
                             think=m.think.get(lv.name, 0.0), replicas=reps, slo=d.slo or None,
                             requests=REQUESTS)
-    return predict_load(m, prompt, output, slots=slots, kv=kv, rate=lv.rate, replicas=reps,
-                        slo=d.slo or None, requests=REQUESTS)
+    idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
+    fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
+    sends = d.scheduled[idx] - float(d.scheduled[idx].min())
+    mine = np.arange(idx.size) % reps == 0  # one replica's share, every reps-th request
+    eng = engine_of(m, slots=slots, kv=kv)
+    load = Load(prompt=np.nan_to_num(d.prompt[idx][mine], nan=fill),
+                output=np.maximum(d.output[idx][mine], 1.0), arrivals=sends[mine])
+    p = figures(simulate(eng, load), rate=(lv.rate / reps) if lv.rate else None,
+                slo=d.slo or None)
+    if reps > 1:
+        p.throughput = None if p.throughput is None else p.throughput * reps
+        p.goodput = None if p.goodput is None else p.goodput * reps
+    return p
 
 
 def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple[str, str]:
     """The binding constraint at the operating point, and the evidence in words."""
     if m.error_share > ERROR_LIMIT:
         return "upstream", f"{m.error_share:.1%} of requests failed (over {ERROR_LIMIT:.0%})"
-    if d.levels and all(lv.client_limited for lv in d.levels):
+    if d.levels and all(lv.at_ceiling for lv in d.levels):
         return "client", "every level was client-limited: the load generator set the pace"
+    top = max(d.levels, key=lambda lv: (lv.concurrency or 0, lv.rate or 0.0), default=None)
+    if top is not None and top.at_ceiling:
+        return "client", (f"the most loaded level ({top.name}) was client-limited: the load "
+                          "generator reached its ceiling before the server showed a limit")
     lv = _operating(d, m)
     if lv is None:
         return "none", "no level to judge"
     here = here or _at(m, d, lv)
     s = m.slots.value
     waiting, running = here.waiting or 0.0, here.running or 0.0
-    if waiting > 0.5 and m.kv_tokens is not None and s is None:
+    queue = waiting > 0.5 or (here.queued or 0.0) >= QUEUED
+    if queue and m.kv_tokens is not None and s is None:
         return "kv", (f"{waiting:.1f} waiting while the KV cache ({m.kv_tokens.text()}) is "
                       f"full at {running:.1f} running")
     grow = float(step_time(max(running, 1.0), m.a.value or 0.0, m.b.value or 0.0,
                            m.k.value or 0.0) / max(m.a.value or 1e-9, 1e-9))
-    if waiting > 0.5 and s is not None and running >= s - 0.5:
+    if queue and s is not None and (running >= s - 0.5 or (here.queued or 0.0) >= QUEUED):
+        waited = (f"{here.queued or 0.0:.0%} of requests waited for a slot ({waiting:.1f} on "
+                  f"average) with all {s:.0f} busy")
         more = min(RANGE * m.measured.get("n", s), 2 * s)
-        if more > s:
-            wider = _at(m, d, lv, slots=math.floor(more))
-            gain = (wider.throughput or 0.0) / max(here.throughput or 1e-9, 1e-9)
-            faster = (here.ttft_p50 or 0.0) / max(wider.ttft_p50 or 1e-9, 1e-9)
-            if gain >= 1.10 or faster >= 1.25:
-                return "slots", (f"{waiting:.1f} waiting with all {s:.0f} slots busy; "
-                                 f"{math.floor(more)} slots would give ×{gain:.2f} throughput")
-        return "compute", (f"{waiting:.1f} waiting with all {s:.0f} slots busy, but more slots "
-                           f"would not raise throughput: the step time is ×{grow:.2f} the "
-                           "single-sequence step at this load")
+        if more <= s:
+            return "slots", f"{waited}; the run's range shows nothing about more slots"
+        wider = _at(m, d, lv, slots=math.floor(more))
+        gain = (wider.throughput or 0.0) / max(here.throughput or 1e-9, 1e-9)
+        # first tokens that come sooner only because the queue moved into the engine
+        # are no gain: the slots bind when more of them buy throughput, or whole
+        # answers (the tail an open loop's bursts wait for)
+        quicker = (here.e2e_p99 or 0.0) / max(wider.e2e_p99 or 1e-9, 1e-9)
+        if gain >= 1.10 or quicker >= 1.25:
+            what = (f"×{gain:.2f} throughput" if gain >= 1.10
+                    else f"answers ×{quicker:.2f} sooner (e2e p99)")
+            return "slots", f"{waited}; {math.floor(more)} slots would give {what}"
+        if grow >= 1.2:
+            return "compute", (f"{waited}, but more slots would not raise throughput: the step "
+                               f"time is ×{grow:.2f} the single-sequence step at this load")
+        return "slots", f"{waited}; more slots would change little at this load"
     if grow >= 1.2:
         return "compute", (f"the step time grew ×{grow:.2f} from one sequence to "
                            f"{running:.1f} running while slots were free")

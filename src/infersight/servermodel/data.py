@@ -30,7 +30,13 @@ class LevelData:
     idx: np.ndarray
     concurrency: int | None
     rate: float | None
+    #: The level's client-limited flag (as every output shows it).
     client_limited: bool
+    #: The load generator was the limit, not only late: it fell short of the rate asked
+    #: (5% or more), used over 90% of a core, or its lag outgrew the server's first
+    #: token. Such a level says nothing about the server and is not fitted; one that
+    #: was only late is, since the model replays the times requests were really sent.
+    at_ceiling: bool
     sustainable: bool | None
     figures: dict[str, float | None]
     #: The aggregate as stored (window, slo, ...).
@@ -96,6 +102,24 @@ def level_figures(agg: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
+def _at_ceiling(agg: dict[str, Any], scheduled: np.ndarray, sent: np.ndarray) -> bool:
+    """Whether the load generator, not the server, set the level's pace: its sends
+    fell 5% or more behind its own schedule, it used over 90% of a core, or its lag
+    outgrew the server's first token."""
+    if not flagged(agg):
+        return False
+    ok = np.isfinite(sent)
+    behind = False
+    if ok.sum() > 2:
+        meant = float(np.ptp(scheduled[ok]))
+        took = float(np.ptp(sent[ok]))
+        behind = meant > 0 and took > meant / 0.95
+    cpu = _num(agg.get("loadgen_cpu_percent"))
+    lag, ttft = _stat(agg, "schedule_lag", "p99"), _stat(agg, "ttft_from_sent", "p50")
+    return bool(behind or (cpu is not None and cpu > 90.0)
+                or (lag is not None and ttft is not None and lag > ttft))
+
+
 def _stated_slots(result: RunResult, engine_slots: int | None) -> tuple[float | None, str]:
     if engine_slots:
         return float(engine_slots), "stated (--engine-slots)"
@@ -126,6 +150,8 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
     specs = {str(lv.get("name")): lv for lv in result.config.get("levels") or []
              if isinstance(lv, dict)}
     lab_arr = np.asarray(labels, dtype=object)
+    sched_all = arr(r.scheduled for r in recs)
+    sent_all = arr(r.sent if r.sent is not None else nan for r in recs)
     levels: list[LevelData] = []
     for name in names:
         idx = np.flatnonzero(lab_arr == name)
@@ -145,6 +171,7 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         levels.append(LevelData(
             name=name, idx=idx, concurrency=int(c) if isinstance(c, int | float) and c else None,
             rate=r, client_limited=flagged(agg),
+            at_ceiling=_at_ceiling(agg, sched_all[idx], sent_all[idx]),
             sustainable=(sus or {}).get("sustainable") if (sus or {}).get("judged") else None,
             figures=level_figures(agg), agg=agg))
     stated, source = _stated_slots(result, engine_slots)

@@ -30,16 +30,20 @@ def engine_of(m: ServerModel, *, slots: float | None = None, kv: float | None = 
                   error_share=m.error_share)
 
 
-def records_of(sim: Simulated, level: str) -> list[RequestRecord]:
-    """Bench's records for simulated requests (first and last token only)."""
+def records_of(sim: Simulated, level: str, lag: np.ndarray | None = None) -> list[RequestRecord]:
+    """Bench's records for simulated requests (first and last token only); ``lag``:
+    each request was meant to be sent that much before it arrived."""
     out: list[RequestRecord] = []
-    for i in range(sim.arrival.size):
+    order = np.argsort(sim.arrival, kind="stable")
+    late = np.zeros(sim.arrival.size) if lag is None else np.asarray(lag, dtype=float)
+    for j, i in enumerate(order):
         a, f, e, n = float(sim.arrival[i]), float(sim.first[i]), float(sim.end[i]), int(sim.output[i])
+        meant = a - float(late[j]) if j < late.size else a
         good = bool(sim.ok[i]) and math.isfinite(f)
         chunks = ([f] if n <= 1 else [f, e]) if good else []
         toks = ([1] if n <= 1 else [1, n - 1]) if good else []
         out.append(RequestRecord(
-            request_id=f"{level}-{i}", scheduled=a, sent=a, chunk_times=chunks, chunk_tokens=toks,
+            request_id=f"{level}-{i}", scheduled=meant, sent=a, chunk_times=chunks, chunk_tokens=toks,
             end=e if math.isfinite(e) else None, status=200 if good else 503, ok=good,
             error=None if good else "Overloaded", prompt_tokens=int(sim.prompt[i]),
             completion_tokens=n if good else None, labels={"level": level}))
@@ -47,9 +51,9 @@ def records_of(sim: Simulated, level: str) -> list[RequestRecord]:
 
 
 def figures(sim: Simulated, *, concurrency: int | None = None, rate: float | None = None,
-            slo: dict[str, float] | None = None) -> Prediction:
-    """Bench's figures of a simulated level."""
-    recs = records_of(sim, "model")
+            slo: dict[str, float] | None = None, lag: np.ndarray | None = None) -> Prediction:
+    """Bench's figures of a simulated level (``lag``: see :func:`records_of`)."""
+    recs = records_of(sim, "model", lag)
     if not recs:
         return Prediction()
     agg = aggregate(recs, target_concurrency=concurrency, target_rate=rate, slo=slo or None,
@@ -67,6 +71,8 @@ def figures(sim: Simulated, *, concurrency: int | None = None, rate: float | Non
                       ttft_p99=f["ttft_p99"], tpot_p50=f["tpot_p50"], e2e_p50=f["e2e_p50"],
                       e2e_p99=f["e2e_p99"], running=float(np.mean(run)),
                       waiting=float(np.mean(inflight - run)),
+                      queued=float(np.mean(sim.start[sim.ok] > sim.arrival[sim.ok] + 1e-3))
+                      if sim.ok.any() else None,
                       sustainable=bool(sus.get("sustainable")) if sus.get("judged") else None)
 
 

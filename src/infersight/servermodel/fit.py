@@ -54,7 +54,25 @@ def _floor(first: np.ndarray, sent: np.ndarray) -> tuple[float, float]:
     client sees an answer end a little after the server freed its slot)."""
     f = (first - sent)[np.isfinite(first - sent)]
     floor = float(f.min()) if f.size else 0.0
-    return floor, max(0.002, 0.2 * floor)
+    return floor, max(0.002, 0.5 * floor)
+
+
+def _explains_waits(start: np.ndarray, arrival: np.ndarray, first: np.ndarray,
+                    prompt: np.ndarray, tol: float) -> bool:
+    """Whether a slot limit explains the requests it makes wait: their first tokens,
+    counted from the replayed admission, look like those of requests that did not
+    wait (for their prompt length), closer than counted from their send. A limit the
+    run never reached squeezes a few requests' first tokens instead."""
+    waited = start > arrival + tol
+    if not waited.any() or waited.all():
+        return bool(waited.any())
+    p = np.nan_to_num(prompt)
+    design = np.column_stack([np.ones(p.size), p])
+    coef, *_ = np.linalg.lstsq(design[~waited], (first - arrival)[~waited], rcond=None)
+    typical = design[waited] @ coef
+    with_limit = np.median(np.abs(first[waited] - start[waited] - typical))
+    without = np.median(np.abs(first[waited] - arrival[waited] - typical))
+    return bool(with_limit < without)
 
 
 def _find_slots(d: RunData, use: np.ndarray) -> _Slots:
@@ -65,15 +83,13 @@ def _find_slots(d: RunData, use: np.ndarray) -> _Slots:
         return _Slots(d.stated_slots, d.stated_slots, d.stated_slots, d.stated_source)
     floor, tol = _floor(first, arrival)
     allowed = max(1, int(VIOLATION_SHARE * use.size))
-    found = None
     for s in range(1, top):
-        if violations(reconstruct(arrival, end, s), first, tol - floor) <= allowed:
-            found = s
-            break
-    if found is None:
-        return _Slots(None, float(top), None, "not reached")
-    # the interval: every S up to the top that the records do not contradict either
-    return _Slots(float(found), float(found), float(found), "fitted")
+        start = reconstruct(arrival, end, s, first=first)
+        if violations(start, first, tol - floor) <= allowed:
+            if _explains_waits(start, arrival, first, d.prompt[use], tol):
+                return _Slots(float(s), float(s), float(s), "fitted")
+            break  # consistent, but nothing shows the limit: not reached
+    return _Slots(None, float(top), None, "not reached")
 
 
 def _kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None, str]:
@@ -231,12 +247,13 @@ def _sample(rng: np.random.Generator, idx: np.ndarray) -> np.ndarray:
 
 
 def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
-    """Fit the model to the requests of ``levels`` (default: every level the load
-    generator did not limit). Raises ValueError when too few requests answered."""
-    usable = [lv for lv in d.levels if not lv.client_limited]
+    """Fit the model to the requests of ``levels`` (default: every level where the
+    load generator was not the limit; see ``LevelData.at_ceiling``). Raises ValueError
+    when too few requests answered."""
+    usable = [lv for lv in d.levels if not lv.at_ceiling]
     names = set(levels) if levels is not None else {lv.name for lv in usable}
     left_out = {lv.name: "client-limited: the load generator, not the server, set its pace"
-                for lv in d.levels if lv.client_limited and lv.name not in names}
+                for lv in d.levels if lv.at_ceiling and lv.name not in names}
     use = d.subset(names)
     use = use[np.isfinite(d.sent[use])]
     if use.size < 4:
@@ -247,7 +264,7 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     okidx = use[ok]
     per_level = _level_slots(d, okidx)
     start = reconstruct(d.sent[okidx], d.end[okidx],
-                        per_level if per_level is not None else slots.value)
+                        per_level if per_level is not None else slots.value, first=d.first[okidx])
     kv, kv_mode = _kv(d, okidx, start)
     notes: list[str] = []
     if kv is not None and slots.source == "fitted" and float(np.max(d.kv_u)) >= 0.9:
@@ -256,7 +273,8 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
                      f"≥ 90%: KV binds there, the slot limit is above it")
         slots = _Slots(None, slots.low, None, "not reached")
         need = np.nan_to_num(d.prompt[okidx]) + d.output[okidx]
-        start = reconstruct(d.sent[okidx], d.end[okidx], None, need, kv.value)
+        start = reconstruct(d.sent[okidx], d.end[okidx], None, need, kv.value,
+                            first=d.first[okidx])
     rng = np.random.default_rng(0)
     dec = (d.output[okidx] >= 2) & np.isfinite(d.last[okidx]) & (d.last[okidx] > d.first[okidx])
     pick = _sample(rng, np.flatnonzero(dec))
@@ -281,7 +299,7 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
             ii = lv.idx[d.ok[lv.idx] & np.isfinite(d.end[lv.idx])]
             resp = float(np.mean(d.end[ii] - d.sent[ii])) if ii.size else 0.0
             think[lv.name] = max(0.0, float(lv.concurrency or 0) / float(lv.figures["throughput"] or 1) - resp)
-    limited = [lv for lv in d.levels if lv.client_limited and lv.rate]
+    limited = [lv for lv in d.levels if lv.at_ceiling and lv.rate]
     ceiling = max((lv.figures.get("throughput") or 0.0 for lv in limited), default=None) or None
     clients = [lv.concurrency for lv in d.levels if lv.closed and lv.name in names]
     rates = [lv.rate for lv in d.levels if lv.rate and lv.name in names]

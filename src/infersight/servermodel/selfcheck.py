@@ -50,9 +50,12 @@ def predict_level(m: ServerModel, d: RunData, lv: LevelData) -> dict[str, float 
         sim = simulate(eng, load)
         p = figures(sim, concurrency=lv.concurrency)
     else:
+        # the server saw the requests when they were sent; the level's figures count
+        # from when they were meant to be (a late client's lag is part of them)
         t0 = float(np.min(d.scheduled[idx]))
-        load = Load(prompt=prompt, output=output, arrivals=d.scheduled[idx] - t0)
-        p = figures(simulate(eng, load), rate=lv.rate)
+        sent = np.where(np.isfinite(d.sent[idx]), d.sent[idx], d.scheduled[idx])
+        load = Load(prompt=prompt, output=output, arrivals=sent - t0)
+        p = figures(simulate(eng, load), rate=lv.rate, lag=sent - d.scheduled[idx])
     return {k: getattr(p, k) for k in (*CHECKED_METRICS, "ttft_p99", "e2e_p50")}
 
 
@@ -91,7 +94,7 @@ def self_check(d: RunData, m: ServerModel) -> SelfCheck:
         mape[k] = float(np.mean(vals)) if vals else None
     sc = SelfCheck(method=method, levels=checks, mape=mape)
     worst = sc.worst()
-    limited = [lv.name for lv in d.levels if lv.client_limited]
+    limited = [lv.name for lv in d.levels if lv.at_ceiling]
     if worst is None:
         sc.why_not = "no held-out level could be predicted"
     elif worst > MAPE_LIMIT:
