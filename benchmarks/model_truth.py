@@ -4,7 +4,8 @@ true limits are known (``infersight.testing.truth_scenarios``).
 Each scenario's fake server runs in its own process on 127.0.0.1; bench offers it the
 scenario's load; the RunResult is saved as ``DIR/NAME.json`` and every scenario's true
 limits (slots, KV capacity, compute knee, step times, error rate, capacity, expected
-limiter) go to ``DIR/truth.json``. A table per level follows: throughput, TTFT p50,
+limiter) go to ``DIR/truth.json``. The ``engine_parallel_P`` scenarios run the embedded
+engine (llama.cpp on this machine's CPU) at ``--parallel P``: only its slots are known. A table per level follows: throughput, TTFT p50,
 TPOT p50 and mean requests in flight (the client's, and the engine's running count).
 
     .venv/bin/python benchmarks/model_truth.py --save /tmp/truth [--only NAME,...] [--quick]
@@ -13,7 +14,6 @@ TPOT p50 and mean requests in flight (the client's, and the engine's running cou
 from __future__ import annotations
 
 import argparse
-import csv
 import tempfile
 import time
 from pathlib import Path
@@ -27,23 +27,16 @@ from infersight.bench import BenchConfig
 from infersight.core.records import RunResult, save_run_result
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.testing import FakeOpenAI
-from infersight.testing.truth_scenarios import SCENARIOS, Scenario
-
-
-def _write_trace(sc: Scenario, folder: Path) -> str:
-    path = folder / f"{sc.name}.csv"
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["timestamp", "input_tokens", "output_tokens"])
-        w.writerows(sc.trace)
-    return str(path)
+from infersight.testing.truth_scenarios import SCENARIOS, Scenario, write_trace
 
 
 def run_scenario(sc: Scenario, *, quick: bool, scratch: Path) -> RunResult:
     """Start the scenario's server, run bench against it, and return the RunResult."""
     load = sc.bench_load(quick=quick)
     if sc.trace:
-        load["trace"] = _write_trace(sc, scratch)
+        load["trace"] = str(write_trace(sc, scratch))
+    if sc.server is None:  # bench starts the embedded engine itself (no url)
+        return bench_and_diagnose(BenchConfig(progress=False, sample_interval=0.5, **load))
     with FakeOpenAI.subprocess(sc.server) as srv:
         cfg = BenchConfig(url=srv.base_url, progress=False, diagnose=True,
                           sample_interval=0.5, **load)

@@ -18,13 +18,15 @@ times longer. So alone a request takes ``service_s``, and at most
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from infersight.testing.fake_config import FakeConfig
 
-__all__ = ["SCENARIOS", "Scenario", "bursty_trace_rows", "scenario"]
+__all__ = ["LIMITERS", "SCENARIOS", "Scenario", "bursty_trace_rows", "scenario", "write_trace"]
 
 #: The limiters a scenario can name.
 LIMITERS = ("slots", "kv", "compute", "client", "upstream", "none")
@@ -36,7 +38,8 @@ class Scenario:
 
     name: str
     description: str
-    server: FakeConfig
+    #: The fake server, or None for the embedded engine (``engine_parallel`` in ``load``).
+    server: FakeConfig | None
     #: BenchConfig fields (levels, duration, lengths); ``url`` is added by the runner.
     load: dict[str, Any]
     #: What limits throughput at the highest level (one of ``LIMITERS``).
@@ -55,6 +58,13 @@ class Scenario:
     def truth(self) -> dict[str, Any]:
         """The server's true limits and step times, and the expected limiter."""
         s = self.server
+        if s is None:
+            # The embedded engine: only its slots are set; its step times are measured.
+            return {"name": self.name, "description": self.description,
+                    "limiter": self.limiter, "level_limiters": self.level_limiters,
+                    "slots": self.load.get("engine_parallel"), "kv_capacity_tokens": None,
+                    "compute_knee": None, "step_time": None, "error_rate": 0.0,
+                    "server": "embedded engine", "load": self.load}
         prompt = _mean_prompt(self.load.get("input_tokens", "fixed:64"))
         out = int(self.load.get("max_tokens", s.tokens))
         first = s.ttft + s.prefill_per_token * prompt
@@ -108,6 +118,16 @@ def bursty_trace_rows(seconds: float = 12.0) -> tuple[tuple[float, int, int], ..
     return tuple(sorted(rows))
 
 
+def write_trace(sc: Scenario, folder: Path) -> Path:
+    """Write the scenario's trace as a plain CSV (bench ``--trace``) in ``folder``."""
+    path = folder / f"{sc.name}.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["timestamp", "input_tokens", "output_tokens"])
+        w.writerows(sc.trace)
+    return path
+
+
 def _srv(**kw: Any) -> FakeConfig:
     # Every server speaks vLLM's /metrics, so a run also has the engine's running and
     # waiting counts to fit against.
@@ -129,6 +149,16 @@ def _slots_n(n: int) -> Scenario:
         {**_CLOSED, "concurrency": _SLOTS_SWEEP}, "slots" if n < 6 else "compute",
         {f"c={c}": "none" for c in _SLOTS_SWEEP if c <= min(n, 6)},
         quick={"duration": 2.5})
+
+
+def _engine(p: int) -> Scenario:
+    # Short answers: the embedded engine on a few shared CPU cores is slow.
+    load = {"engine_parallel": p, "concurrency": _SLOTS_SWEEP, "input_tokens": "fixed:16",
+            "max_tokens": 16, "duration": 5.0}
+    return Scenario(
+        f"engine_parallel_{p}", f"the embedded engine at --parallel {p} (CPU): slots known, "
+        "compute measured", None, load, "slots" if p == 1 else "compute",
+        {"c=1": "none"}, quick={"duration": 3.0})
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -175,6 +205,7 @@ SCENARIOS: tuple[Scenario, ...] = (
              _srv(slots=8), {"trace_format": "csv"}, "slots",
              trace=bursty_trace_rows()),
     *(_slots_n(n) for n in (2, 4, 8)),
+    *(_engine(p) for p in (1, 2, 4, 8)),
 )
 
 
