@@ -31,12 +31,14 @@ from infersight.servermodel.simulate import Load, simulate
 __all__ = ["predict_level", "self_check"]
 
 
-def predict_level(m: ServerModel, d: RunData, lv: LevelData) -> dict[str, float | None]:
-    """The model's figures for a level of the run, from that level's own load."""
+def predict_level(m: ServerModel, d: RunData, lv: LevelData,
+                  slots: float | None = None) -> dict[str, float | None]:
+    """The model's figures for a level of a run, from that level's own load (its
+    clients and think time, or its send times), at ``slots`` (default: the model's)."""
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
     prompt = np.nan_to_num(d.prompt[idx], nan=float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0)
     output = np.maximum(d.output[idx], 1.0)
-    eng = engine_of(m)
+    eng = engine_of(m, slots=slots)
     if lv.closed:
         think = m.think.get(lv.name)
         if think is None:  # held out: its own turnaround, a property of the client
