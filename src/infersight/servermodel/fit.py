@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares, lsq_linear
+from scipy.optimize import least_squares, lsq_linear, nnls
 
 from infersight.core.server_model import Param, ServerModel
 from infersight.servermodel.admission import reconstruct, running_at, violations
@@ -83,12 +83,22 @@ def _find_slots(d: RunData, use: np.ndarray) -> _Slots:
         return _Slots(d.stated_slots, d.stated_slots, d.stated_slots, d.stated_source)
     floor, tol = _floor(first, arrival)
     allowed = max(1, int(VIOLATION_SHARE * use.size))
-    for s in range(1, top):
-        start = reconstruct(arrival, end, s, first=first)
-        if violations(start, first, tol - floor) <= allowed:
-            if _explains_waits(start, arrival, first, d.prompt[use], tol):
-                return _Slots(float(s), float(s), float(s), "fitted")
-            break  # consistent, but nothing shows the limit: not reached
+
+    def consistent(s: int) -> bool:
+        return violations(reconstruct(arrival, end, s, first=first), first, tol - floor) <= allowed
+
+    # fewer slots only add impossible first tokens: bisect for the smallest consistent S
+    lo, hi = 1, top
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if consistent(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo < top:
+        start = reconstruct(arrival, end, lo, first=first)
+        if _explains_waits(start, arrival, first, d.prompt[use], tol):
+            return _Slots(float(lo), float(lo), float(lo), "fitted")
     return _Slots(None, float(top), None, "not reached")
 
 
@@ -168,13 +178,15 @@ def _decode_fit(f: DecodeFeatures) -> tuple[tuple[float, float, float, float], n
     # per step: one least-squares solve per candidate), then fitted exactly once
     w = f.tau / np.maximum(f.tau.sum(axis=1, keepdims=True), 1e-12)
     per_step = f.prefill / np.maximum(f.steps, 1.0)
-    cands = np.unique(np.floor(f.counts[f.counts >= 1]))[:-1] if f.counts.size else np.zeros(0)
+    # at most 24 candidates, spaced geometrically over the counts that occur
+    grid = np.unique(np.floor(np.geomspace(1.0, max(top, 1.0), 24))) if top > 1 else np.zeros(0)
+    cands = grid[grid < top]
     lin: list[tuple[float, float]] = []
     for k in [0.0, *cands.tolist()]:
         x_k = (w * np.maximum(0.0, f.counts[None, :] - k)).sum(axis=1)
         design = np.column_stack([np.ones(m), x_k, per_step]) / tpot[:, None]
-        sol = lsq_linear(design, np.ones(m), bounds=([1e-9, 0.0, 0.0], [np.inf] * 3))
-        lin.append((float(k), float(np.sum((design @ sol.x - 1.0) ** 2))))
+        coef, _ = nnls(design, np.ones(m))
+        lin.append((float(k), float(np.sum((design @ coef - 1.0) ** 2))))
     sse_by_k: list[tuple[float, float]] = []
     best = (sse_flat, x_flat, jac_flat, top)
     if lin:
