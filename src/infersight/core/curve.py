@@ -100,7 +100,7 @@ class Recommendation(BaseModel):
     text: str
     #: Expected after the change: "throughput" (req/s), "ttft_p99" (s).
     predicted: dict[str, float | None] = Field(default_factory=dict)
-    #: What the prediction rests on ("Little's law at 33 req/s x 0.24 s; knee at 4").
+    #: What the prediction rests on ("the fitted model (leave-one-level-out, held-out error 4%)").
     rests_on: str = ""
     #: "model" (the fitted model, within its checked error), "measured" (a level of the
     #: run), or "estimate" (beyond what the model's self-check supports, or physics).

@@ -30,7 +30,7 @@ def slot_flag(engine: str) -> str:
 def slot_fix(engine: str, current: int, target: int, *, ctx_per_slot: int | None, why: str,
              inferred: str | None = None) -> list[str]:
     """How to raise the slot limit from ``current`` to ``target``; ``why`` says why that
-    number (Little's law, the knee, memory); ``inferred`` says how ``current`` was found
+    number (the fitted model, memory); ``inferred`` says how ``current`` was found
     when the engine does not state it."""
     flag = slot_flag(engine)
     step = f"{current} \u2192 {target}"

@@ -140,7 +140,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
             sent += 1
             arr.append(ta)
             prm.append(float(load.prompt[i % np_]))
-            out.append(max(1.0, float(load.output[i % np_])))
+            out.append(max(1.0, float(load.output[i % load.output.size])))
             start.append(float("nan"))
             first.append(float("nan"))
             end.append(float("nan"))
