@@ -191,7 +191,8 @@ def _prepare(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunCon
             "token before a slot was free (FIFO replay of the client's records)")
     bounds = physics_bounds(ctx, sequence_context(ctx, aggs))
     closed = any(p.concurrency for p in curve.points) if curve is not None else False
-    fix = (model_numbers(m, adv.check, adv.fix, closed_loop=closed, physics=bounds)
+    fix = (model_numbers(m, adv.check, adv.fix, closed_loop=closed, physics=bounds,
+                         limiter=adv.limiter or "", limiter_why=adv.evidence)
            if m is not None and adv.check is not None else None)
     return _Run(result, ra, sidx, ctx, curve, fix, adv)
 

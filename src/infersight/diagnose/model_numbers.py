@@ -49,6 +49,9 @@ class FixNumbers:
     rests_on: list[str] = field(default_factory=list)
     no_number: str = ""
     closed_loop: bool = False
+    #: The model's limiter and its evidence (docs/design.md section 9).
+    limiter: str = ""
+    limiter_why: str = ""
 
     def why(self) -> str:
         """Everything the numbers rest on, for the evidence."""
@@ -65,7 +68,8 @@ def _int(v: float | None) -> int | None:
 
 
 def model_numbers(m: ServerModel, check: SelfCheck, fix: Fix | None, *,
-                  closed_loop: bool, physics: PhysicsBounds | None = None) -> FixNumbers | None:
+                  closed_loop: bool, physics: PhysicsBounds | None = None,
+                  limiter: str = "", limiter_why: str = "") -> FixNumbers | None:
     """The numbers for the rules from the model's fix (None: the model made none)."""
     if fix is None:
         return None
@@ -103,4 +107,4 @@ def model_numbers(m: ServerModel, check: SelfCheck, fix: Fix | None, *,
         bound=bound, basis=fix.basis, rests_on=rests, no_number=no_number,
         predicted={} if no_number else {"throughput": p.throughput, "ttft_p50": p.ttft_p50,
                                         "ttft_p99": p.ttft_p99, "tpot_p50": p.tpot_p50},
-        closed_loop=closed_loop)
+        closed_loop=closed_loop, limiter=limiter, limiter_why=limiter_why)

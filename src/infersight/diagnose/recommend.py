@@ -127,6 +127,12 @@ def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Re
     elif fix.slots < current:  # the model or memory puts the limit below the one set
         text = f"{v.title}{_where(v)}: lower {flag} {current} \u2192 {fix.slots}{reps} ({fix.short()})."
         knob, direction, target = "slots", "down", fix.slots
+    elif fix.no_number or (fix.replicas or 1) > 1:
+        many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"
+        text = (f"{v.title}{_where(v)}: more than {flag} {current} within what the run "
+                f"measured would not serve the load; {many} behind `infersight gateway`"
+                f"{_no_number(fix)}.")
+        knob, direction, target = "replicas", "up", fix.replicas
     else:
         text = (f"{v.title}{_where(v)}: {flag} {current} covers what the load needs in flight"
                 f"{'; run ' + str(fix.replicas) + ' replicas' if (fix.replicas or 1) > 1 else ''}.")

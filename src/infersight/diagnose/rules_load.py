@@ -26,6 +26,7 @@ from infersight.diagnose.rules_base import (
     make_verdict,
     rq_evidence,
 )
+from infersight.diagnose.rules_curve import compute_fixes
 from infersight.diagnose.signals_engine import Q_SUSTAINED, EngineSignals
 
 __all__ = ["client_limited", "error_driven", "queueing", "under_loaded"]
@@ -173,6 +174,13 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     s, ctx, fix = ri.s, ri.ctx, ri.fix
     assert s.S is not None
     current = round(s.S)
+    if fix is not None and fix.limiter == "compute":
+        # the slots are full, but the model says more of them buy no throughput: the
+        # limit is the engine's compute, whatever the queue in front of it
+        return make_verdict(
+            ri, "compute_bound", "Compute-bound (the fitted model)",
+            f"{fmt(s.R)} of {current} slots busy, {fmt(s.Q)} waiting; {fix.limiter_why}.",
+            ev, 0.8, compute_fixes(ri))
     flag = slot_flag(ctx.engine)
     if fix is not None:
         target: int | None = fix.slots
@@ -207,6 +215,14 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
         act = f"raise {flag} {current} \u2192 {target} ({short})."
         fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=short,
                          inferred=how)
+    elif target == current and fix is not None and (fix.no_number or (fix.replicas or 1) > 1):
+        # the model's fix is replicas: more slots within the measured range would not
+        # serve the load
+        many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"
+        tail = f" (no number beyond the measured range: {fix.no_number})" if fix.no_number else ""
+        act = (f"more than {flag} {current} within what the run measured would not serve "
+               f"the load: {many} behind `infersight gateway`{tail}.")
+        fixes = [f"{many} behind `infersight gateway`{tail}", *replica_fixes(ctx.engine)[1:2]]
     elif target == current:
         act = f"{flag} {current} already covers what the load needs in flight ({short})."
         # Every verdict carries a fix: here the waits are bursts above the average.
@@ -220,7 +236,7 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     if target is None and how:
         fixes.append(f"the limit {current} was inferred from {how}; if {flag} is set "
                      "otherwise, state it with --engine-slots N")
-    if fix is not None and (fix.replicas or 1) > 1:
+    if fix is not None and (fix.replicas or 1) > 1 and target != current:
         act += (f" At {target} slots one server serves about {fix.per_replica:.3g} req/s of "
                 f"the {fix.target_rate:.3g} needed: run {fix.replicas} replicas.")
         fixes += replica_fixes(ctx.engine)[:1]

@@ -151,8 +151,9 @@ def _decode_fit(f: DecodeFeatures) -> tuple[tuple[float, float, float, float], n
     """(a, b, c, k), the covariance of (a, b, c), and k's interval.
 
     A step time that grows with ``n`` (b > 0 past k) is kept only when it explains the
-    records better than a flat one by more than its two extra parameters cost (BIC):
-    a run whose running count hardly varied says nothing about the growth.
+    records better than a flat one by more than its two extra parameters cost (BIC),
+    and the run spent 5% of its decode time at two thirds of its top running
+    count or less: a run whose running count hardly varied says nothing about growth.
     """
     tpot = f.span / f.steps
     a0 = float(np.median(tpot))
@@ -197,7 +198,10 @@ def _decode_fit(f: DecodeFeatures) -> tuple[tuple[float, float, float, float], n
             best = (sse, x, jac, k_best)
     sse, x, jac, k = best
     bic_gain = m * math.log(max(sse_flat, 1e-12) / max(sse, 1e-12))
-    if k != top and bic_gain <= 2.0 * math.log(m):
+    # growth needs the run to have measured few and many running: at least 5% of
+    # the decode time at two thirds of the top count or less
+    spread = float(f.tau[:, f.counts <= top / 1.5].sum() / max(f.tau.sum(), 1e-12))
+    if k != top and (bic_gain <= 2.0 * math.log(m) or spread < 0.05):
         sse, x, jac, k = sse_flat, x_flat, jac_flat, top  # growth not shown: flat
     sigma2 = sse / max(1, m - 4)
     cov = np.linalg.pinv(jac.T @ jac) * sigma2

@@ -78,11 +78,11 @@ def test_slot_bound_two_slots_thirty_two_clients() -> None:
     assert v.evidence_value("slots (S)") == 2
     assert v.evidence_value("running (R)") >= 1.7
     assert v.evidence_value("waiting (Q)") >= 10
-    target = v.evidence_value("recommended slots")
-    # Little's law: 32 clients keep 32 requests in flight; one level reaches no knee, and
-    # a CPU's matmul figure never caps the number (memory holds far more)
-    assert target == v.evidence_value("needed_inflight") == 32
-    assert v.fixes[0].startswith(f"raise infersight serve --parallel 2 \u2192 {target} --ctx {target * 256}")
+    # one level checks no model: the knob, and why it gives no number (never the 32
+    # clients, and no CPU matmul figure)
+    assert v.evidence_value("recommended slots") is None
+    assert v.fixes[0].startswith("raise infersight serve --parallel above 2"), v.fixes
+    assert "fewer than two usable levels" in v.fixes[0]
 
 
 def test_error_driven_api_key_mismatch(key_engine: Any) -> None:
