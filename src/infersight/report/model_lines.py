@@ -4,11 +4,13 @@ level and overall, and, when the model is not trusted beyond what was measured, 
 
 from __future__ import annotations
 
+from html import escape
+
 from infersight.core.records import RunResult
 from infersight.core.server_model import CHECKED_METRICS, Fix, SelfCheck, ServerModel
 from infersight.report.svg_axes import fmt_value
 
-__all__ = ["check_text", "fix_text", "model_lines", "model_text"]
+__all__ = ["check_text", "fix_text", "model_html", "model_lines", "model_text"]
 
 _NAMES = {"throughput": "throughput", "ttft_p50": "TTFT p50", "tpot_p50": "TPOT p50"}
 
@@ -77,3 +79,43 @@ def model_lines(result: RunResult) -> list[tuple[str, str]]:
         if not sc.trusted and sc.why_not:
             out.append(("no number beyond the measured range", sc.why_not))
     return out
+
+
+def _cell(v: float | None, metric: str) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3g} req/s" if metric == "throughput" else fmt_value(v, "s")
+
+
+def model_html(result: RunResult) -> str:
+    """The model's parameters (value, 95% interval, where from) and its self-check per
+    level: measured, predicted and the error, for the HTML report."""
+    m, sc = result.server_model, result.self_check
+    if m is None:
+        return '<p class="muted">No model of the server: the run has no requests to fit.</p>'
+    rows = [("slots S", m.slots), ("step a", m.a), ("growth b past k", m.b), ("k", m.k),
+            ("prefill c (per token, in a step)", m.c), ("first token e", m.e),
+            ("first token κ (steps)", m.kappa), ("first token c_first (per token)", m.c_first)]
+    if m.kv_tokens is not None:
+        rows.insert(1, ("KV capacity", m.kv_tokens))
+    params = "".join(f"<tr><td>{escape(name)}</td><td class=num>{escape(p.text())}</td>"
+                     f"<td>{escape(p.source)}</td></tr>" for name, p in rows)
+    out = (f"<p>{escape(model_text(m))}</p><table class=kv><tr><th>parameter</th><th>value "
+           f"(95% interval)</th><th>from</th></tr>{params}</table>")
+    if sc is None:
+        return out
+    head = "".join(f"<th>{escape(_NAMES[k])} measured / predicted / error</th>"
+                   for k in CHECKED_METRICS)
+    body = "".join(
+        f"<tr><td>{escape(c.level)}</td>" + "".join(
+            f"<td class=num>{escape(_cell(c.measured.get(k), k))} / "
+            f"{escape(_cell(c.predicted.get(k), k))} / "
+            f"{'-' if c.error.get(k) is None else format(c.error[k], '.0%')}</td>"
+            for k in CHECKED_METRICS) + "</tr>" for c in sc.levels)
+    mape = "".join(f"<td class=num>{'-' if sc.mape.get(k) is None else format(sc.mape[k], '.0%')}"
+                   "</td>" for k in CHECKED_METRICS)
+    verdict = ("trusted within 15%: its numbers may go up to 2× beyond what was measured"
+               if sc.trusted else f"not trusted beyond what was measured: {sc.why_not}")
+    return (out + f"<h3>Self-check ({escape(sc.method)})</h3><p>{escape(verdict)}</p>"
+            f'<div class="wide"><table><tr><th>level</th>{head}</tr>{body}'
+            f"<tr><th>MAPE</th>{mape}</tr></table></div>")

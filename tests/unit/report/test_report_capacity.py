@@ -38,6 +38,11 @@ def test_every_output_shows_the_one_fix_with_its_prediction() -> None:
     html = render_html(run)  # type: ignore[arg-type]
     assert escape(rec.text) in html and "Expected after the fix" in html
     assert "Self-check" in html and "leave-one-level-out MAPE" in html
+    # the model's own section: its parameters and the held-out error per level
+    model = html[html.index('id="run-0-model"'):html.index('id="run-0-throughput"')]
+    assert "Self-check (leave-one-level-out)" in model and "trusted within 15%" in model
+    assert model.count("<tr><td>c=") == 5 and "<th>MAPE</th>" in model
+    assert "stated at bench time (--engine-slots)" in model
 
 
 def test_the_html_draws_the_curve_with_the_knee_marked() -> None:
