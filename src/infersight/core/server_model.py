@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 __all__ = ["CHECKED_METRICS", "MAPE_LIMIT", "Basis", "Fix", "LevelCheck", "Limiter", "Param", "Prediction",
-           "SelfCheck", "ServerModel"]
+           "SelfCheck", "ServerModel", "action"]
 
 #: The metrics the self-check predicts for each held-out level.
 CHECKED_METRICS = ("throughput", "ttft_p50", "tpot_p50")
@@ -140,6 +140,9 @@ class Fix(BaseModel):
 
     #: "slots", "replicas", "kv", "load", "threads", "context" or None (hold).
     knob: str | None = None
+    #: Which way the knob turns ("up", "down", "hold"); set where ``to_value`` is not
+    #: given (a fix that names the knob but gives no number).
+    direction: Literal["up", "down", "hold"] | None = None
     from_value: float | None = None
     to_value: float | None = None
     predicted: Prediction = Field(default_factory=Prediction)
@@ -152,3 +155,19 @@ class Fix(BaseModel):
     goal: str = ""
     #: What the prediction rests on, for people.
     rests_on: str = ""
+
+    def turns(self) -> str | None:
+        """Which way it turns the knob: the stated direction, else from the numbers."""
+        if self.direction is not None or self.knob is None:
+            return self.direction
+        if self.to_value is None or self.from_value is None:
+            return None
+        return ("up" if self.to_value > self.from_value else
+                "down" if self.to_value < self.from_value else "hold")
+
+
+def action(knob: str | None, direction: Literal["up", "down", "hold"] | None = None,
+           from_value: float | None = None, to_value: float | None = None) -> Fix:
+    """A verdict's typed action: the knob and which way, without a model's prediction."""
+    return Fix(knob=knob, direction=direction, from_value=from_value, to_value=to_value,
+               basis="measured")

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 
 from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.operating_point import WITHIN
+from infersight.core.server_model import Fix
 from infersight.core.verdicts import Verdict
-from infersight.diagnose.fixes import DOWNSIZE, raises_slots, slot_flag
+from infersight.diagnose.fixes import slot_flag
 from infersight.diagnose.model_numbers import FixNumbers
 
 __all__ = ["ORDER", "recommend", "reconcile"]
@@ -167,15 +168,22 @@ def recommend(verdicts: Sequence[Verdict], curve: CapacityCurve | None, fix: Fix
 
 
 def reconcile(verdicts: Sequence[Verdict], rec: Recommendation | None) -> None:
-    """Drop the levels' fixes that point against the run's recommendation."""
+    """Drop the levels' fixes that point against the run's recommendation, by their
+    typed actions (never by their words): a downsize while the run needs more, more
+    slots while the run's fix is compute-bound or fewer slots."""
     if rec is None:
         return
     grow = rec.knob in ("slots", "replicas", "context", "threads") and rec.direction == "up"
     no_more_slots = rec.verdict == "compute_bound" or (rec.knob == "slots" and rec.direction == "down")
     for v in verdicts:
-        keep = [f for f in v.fixes
-                if not (f.startswith(DOWNSIZE) and (grow or rec.verdict != "under_loaded"))
-                and not (raises_slots(f) and no_more_slots)]
+        keep: list[tuple[str, Fix | None]] = []
+        for i, text in enumerate(v.fixes):
+            a = v.action_of(i)
+            shrink = a is not None and a.knob == "replicas" and a.turns() == "down"
+            more = a is not None and a.knob == "slots" and a.turns() == "up"
+            if (shrink and (grow or rec.verdict != "under_loaded")) or (more and no_more_slots):
+                continue
+            keep.append((text, a))
         if len(keep) < len(v.fixes):
-            keep.append(f"the run's recommendation, from every level: {rec.text}")
-            v.fixes = keep
+            keep.append((f"the run's recommendation, from every level: {rec.text}", rec.fix))
+            v.fixes, v.actions = [t for t, _ in keep], [a for _, a in keep]

@@ -3,6 +3,7 @@ under-loaded (docs/design.md section 5)."""
 
 from __future__ import annotations
 
+from infersight.core.server_model import action
 from infersight.core.verdicts import Evidence, Verdict, is_marginal
 from infersight.diagnose.fixes import (
     kv_fixes,
@@ -20,6 +21,7 @@ from infersight.diagnose.rules_base import (
     R_NEAR_S,
     SATURATED,
     UNDER_R_OF_S,
+    FixLine,
     RuleInput,
     evidence,
     fmt,
@@ -200,17 +202,19 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     else:
         kv_txt = ", KV usage unknown (the engine exports none)" if ctx.has_engine_metrics else ""
     head = f"{s.plateau.sentence()}. " if s.plateau is not None else ""
-    fixes: list[str] = []
+    fixes: list[FixLine] = []
+    up = action("slots", "up", from_value=current)
     how = ("R's plateau" if s.plateau is not None else
            "the fitted model" if "model" in s.S_source else
            "the capacity curve's shape" if "curve" in s.S_source else None)
     if target is None and fix is not None and fix.no_number:
         act = f"raise {flag} above {current} (no number beyond the measured range: {fix.no_number})."
-        fixes = [f"raise {flag} above {current}, then bench again to size it ({fix.no_number})"]
+        fixes = [(f"raise {flag} above {current}, then bench again to size it "
+                  f"({fix.no_number})", up)]
     elif target is None:
         act = (f"raise {flag} above {current}; the run gives no rate to size it by "
                "(bench an open-loop rate, or pass --model and --gpu for the physics).")
-        fixes = [f"raise {flag} above {current}, then bench again to size it"]
+        fixes = [(f"raise {flag} above {current}, then bench again to size it", up)]
     elif target > current:
         act = f"raise {flag} {current} \u2192 {target} ({short})."
         fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=short,
@@ -222,24 +226,29 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
         tail = f" (no number beyond the measured range: {fix.no_number})" if fix.no_number else ""
         act = (f"more than {flag} {current} within what the run measured would not serve "
                f"the load: {many} behind `infersight gateway`{tail}.")
-        fixes = [f"{many} behind `infersight gateway`{tail}", *replica_fixes(ctx.engine)[1:2]]
+        fixes = [(f"{many} behind `infersight gateway`{tail}",
+                  action("replicas", "up", from_value=1, to_value=fix.replicas)),
+                 *replica_fixes(ctx.engine)[1:2]]
     elif target == current:
         act = f"{flag} {current} already covers what the load needs in flight ({short})."
         # Every verdict carries a fix: here the waits are bursts above the average.
-        fixes = [f"keep {flag} at {current}: it covers what the load needs in flight "
-                 f"({short}); the requests that waited came in bursts, which a bounded "
-                 "queue in front of it (`infersight gateway`) smooths"]
+        fixes = [(f"keep {flag} at {current}: it covers what the load needs in flight "
+                  f"({short}); the requests that waited came in bursts, which a bounded "
+                  "queue in front of it (`infersight gateway`) smooths",
+                  action("slots", "hold", from_value=current, to_value=current))]
     else:  # the knee or memory bounds it below the limit set
         act = f"the run puts the limit at {target}, below {flag} {current} ({short})."
-        fixes = [f"lower {flag} {current} \u2192 {target} ({short}): more sequences than "
-                 "that add latency, not throughput"]
+        fixes = [(f"lower {flag} {current} \u2192 {target} ({short}): more sequences than "
+                  "that add latency, not throughput",
+                  action("slots", from_value=current, to_value=target))]
     if target is None and how:
         fixes.append(f"the limit {current} was inferred from {how}; if {flag} is set "
                      "otherwise, state it with --engine-slots N")
     if fix is not None and (fix.replicas or 1) > 1 and target != current:
         act += (f" At {target} slots one server serves about {fix.per_replica:.3g} req/s of "
                 f"the {fix.target_rate:.3g} needed: run {fix.replicas} replicas.")
-        fixes += replica_fixes(ctx.engine)[:1]
+        fixes.append((replica_fixes(ctx.engine)[0],
+                      action("replicas", "up", from_value=1, to_value=fix.replicas)))
     conf = 0.85 if s.plateau is None else 0.75
     if s.kv is None:
         conf -= 0.1  # a plateau could also be an unexported KV limit

@@ -178,7 +178,6 @@ def test_the_demo_sweeps_fix_agrees_with_its_own_curve() -> None:
     """The demo's sweep, shortened: whatever this shared box makes of the levels, the
     run's one fix never contradicts its curve (docs/design.md section 5)."""
     from infersight.diagnose import embed_diagnosis
-    from infersight.diagnose.fixes import DOWNSIZE, raises_slots
 
     r = _bench(engine_parallel=8, engine_ctx=8 * 256, concurrency=[1, 4, 16], requests=16,
                max_tokens=10)
@@ -189,11 +188,11 @@ def test_the_demo_sweeps_fix_agrees_with_its_own_curve() -> None:
     fixes = [f for v in r.diagnosis for f in v.fixes]
     if curve.plateau == "compute":
         assert not (rec.knob == "slots" and rec.direction == "up")
-        assert not any(raises_slots(f) for f in fixes), fixes
+        assert not any(v.turns("slots", "up") for v in r.diagnosis), fixes
     if curve.knee_reached and curve.knee and rec.knob == "slots":
         assert (rec.target or 0) <= 2 * round(curve.knee)
     if rec.direction == "up" and rec.knob in ("slots", "replicas"):
-        assert not any(f.startswith(DOWNSIZE) for f in fixes), fixes
+        assert not any(v.turns("replicas", "down") for v in r.diagnosis), fixes
     targets = {v.evidence_value("recommended_slots") for v in r.diagnosis} - {None}
     if rec.knob == "slots":  # one number for the slots in every output
         assert targets <= {rec.target}, (targets, rec)

@@ -13,7 +13,6 @@ import pytest
 
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
-from infersight.diagnose.fixes import raises_slots
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
@@ -62,7 +61,7 @@ def test_a_compute_knee_of_four_with_sixteen_slots_is_compute_bound_at_c16() -> 
     curve = result.capacity_curve
     assert curve is not None and curve.plateau == "compute" and curve.knee_level == "c=4"
     assert _at(result, "c=16") == {"compute_bound"}, [(v.id, v.summary) for v in result.diagnosis]
-    assert not any(raises_slots(f) for v in result.diagnosis for f in v.fixes)
+    assert not any(v.turns("slots", "up") for v in result.diagnosis)
     rec = result.recommendation
     assert rec is not None and rec.verdict == "compute_bound" and rec.limiter == "compute"
     # the model's fix: replicas, never more slots (with three levels its self-check

@@ -11,7 +11,6 @@ from diag_fixtures import make_run
 from infersight.core.aggregate import aggregate
 from infersight.core.records import RequestRecord, RunResult, Sample
 from infersight.diagnose import diagnose_run, embed_diagnosis
-from infersight.diagnose.fixes import DOWNSIZE, raises_slots
 from infersight.report.headline import build_headline
 from support.sim_runs import rate_run, sweep_run
 
@@ -41,7 +40,7 @@ def test_one_overloaded_level_names_the_slot_limit_but_gives_no_number() -> None
 def test_a_compute_knee_of_two_with_free_slots_never_raises_the_slots() -> None:
     d = diagnose_run(sweep_run(slots=8, knee=2, levels=(1, 2, 4, 8), config={"engine_slots": 8}))
     assert d.curve is not None and d.curve.knee_level == "c=2"
-    assert not [f for v in d.verdicts for f in v.fixes if raises_slots(f)]
+    assert not any(v.turns("slots", "up") for v in d.verdicts)
     assert ("compute_bound", "c=8") in _ids(d) and "slot_bound" not in [i for i, _ in _ids(d)]
     assert d.advice is not None and d.advice.limiter == "compute"
     m = d.advice.model
@@ -117,10 +116,11 @@ def test_one_answer_per_run_no_downsize_at_c1_while_c16_needs_capacity() -> None
     d = diagnose_run(run)
     c1 = next(v for v in d.verdicts if v.level == "c=1")
     assert c1.id == "under_loaded"
-    fixes = [f for v in d.verdicts for f in v.fixes]
-    assert not any(f.startswith(DOWNSIZE) for f in fixes)
-    assert not any(raises_slots(f) for f in fixes)
+    # by the fixes' typed actions: no downsize, no more slots anywhere
+    assert not any(v.turns("replicas", "down") for v in d.verdicts)
+    assert not any(v.turns("slots", "up") for v in d.verdicts)
     assert any(f.startswith("the run's recommendation") for f in c1.fixes)
+    assert all(len(v.actions) == len(v.fixes) for v in d.verdicts)
 
 
 def test_a_marginal_client_flag_is_shown_and_never_the_headline() -> None:
@@ -230,6 +230,6 @@ def test_a_slot_bound_level_whose_limit_already_covers_the_need_still_gets_a_fix
     d = diagnose_run(rate_run(33.0))
     slot = next(v for v in d.verdicts if v.id == "slot_bound")
     assert slot.fixes, slot.summary
-    assert not [f for f in slot.fixes if raises_slots(f)]
+    assert not slot.turns("slots", "up")
     expected = "keep --max-num-seqs at 4" if delta == 0 else "lower --max-num-seqs 4 \u2192 2"
     assert slot.fixes[0].startswith(expected), slot.fixes
