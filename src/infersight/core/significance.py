@@ -32,6 +32,7 @@ from infersight.core.slices import (
     sample_count,
     slice_values,
 )
+from infersight.core.validity import invalid_metrics
 
 __all__ = [
     "BETTER",
@@ -170,6 +171,22 @@ def _sustained(side: Sequence[LevelData]) -> list[LevelData]:
     return [lv for lv in side if level_state(dict(lv.agg)) != "unsustainable"]
 
 
+#: The aggregate key a rate metric's validity is judged under (latencies: their source).
+_VALIDITY_KEY = {"tokens": "output_token_throughput", "good": "goodput",
+                 "requests": "request_throughput"}
+
+
+def _invalid(a: Sequence[LevelData], b: Sequence[LevelData], metric: SliceMetric) -> str:
+    """Why either side marks the metric invalid (docs/design.md section 2), or ""."""
+    key = _VALIDITY_KEY.get(metric.source, metric.source)
+    for who, side in (("A", a), ("B", b)):
+        for lv in side:
+            why = invalid_metrics(dict(lv.agg)).get(key)
+            if why:
+                return f"{who} marks it invalid ({why})"
+    return ""
+
+
 def compare_metric(
     a: Sequence[LevelData],
     b: Sequence[LevelData],
@@ -192,6 +209,9 @@ def compare_metric(
             out.note = "a level is unsustainable: its latency grows with the level's length"
             return out
         notes.append("unsustainable runs left out")
+    if why := _invalid(a, b, metric):
+        out.call, out.note = NOT_COMPARED, why
+        return out
     out.requests = (sum(sample_count(lv, metric) for lv in a),
                     sum(sample_count(lv, metric) for lv in b))
 
