@@ -178,6 +178,12 @@ class FakeConfig:
     #: first token and each one after it) takes ``running / compute_knee`` times longer,
     #: so throughput stops growing past it and TPOT grows with the work in flight.
     compute_knee: int | None = None
+    #: Tokens each streamed content chunk carries (a server that batches its
+    #: detokenized output); one chunk per this many tokens, ``itl`` per token.
+    tokens_per_chunk: int = 1
+    #: Latency drift: the TTFT of a request that starts ``t`` seconds after the server
+    #: started is ``ttft * (1 + drift * t)`` (a server slowing down across a level).
+    drift: float = 0.0
 
     def to_json(self) -> bytes:
         d = dataclasses.asdict(self)
