@@ -86,18 +86,20 @@ def main() -> None:
               f"size ratios {sizes[0]}..{sizes[-1]}")
         long_a = [_bench(a.base_url, 100 + i, 5.0) for i in range(args.power_runs)]
         long_b = [_bench(b.base_url, 200 + i, 5.0) for i in range(args.power_runs)]
-        hits = [(x, y) for x in long_a for y in long_b if _calls(x, y)["TTFT p50"].call == WORSE]
+        got = [_calls(x, y)["TTFT p50"].call for x in long_a for y in long_b]
+        hits = [c for c in got if c == WORSE]
         n_pow = len(long_a) * len(long_b)
         lo, hi = _cp(len(hits), n_pow)
         print(f"power (TTFT +10%, ~{_n(long_a[0])}/{_n(long_b[0])} requests): {len(hits)}/"
-              f"{n_pow} = {len(hits) / n_pow:.0%} [95% CP {lo:.0%}, {hi:.0%}]")
+              f"{n_pow} = {len(hits) / n_pow:.0%} [95% CP {lo:.0%}, {hi:.0%}]; calls {set(got)}")
         c4 = _bench(a.base_url, 7, 2.0, rate=[], concurrency=[4])
         c8 = _bench(a.base_url, 8, 2.0, rate=[], concurrency=[8])
         views = build_views([c4, c8])
         print(f"mismatched loads: {len(matched_rows(views))} pooled comparisons; "
               f"listed: {unmatched_levels(views)}")
-        print(f"validity, clean runs with flags: {sum(1 for r in pool + long_a if _flags(r))}"
-              f"/{len(pool) + len(long_a)}")
+        flagged = [f for r in pool + long_a if (f := _flags(r))]
+        print(f"validity, clean runs with flags: {len(flagged)}/{len(pool) + len(long_a)} "
+              f"{flagged}")
     faults = {"tokens_per_chunk": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, tokens_per_chunk=2),
               "tokens": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, usage_offset=2),
               "stationarity": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, drift=0.5),
