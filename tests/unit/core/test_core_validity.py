@@ -80,3 +80,15 @@ def test_bootstrap_interval_holds_the_ratio_and_tracks_a_scale(
     assert low <= high and low > 0.0
     # The true ratio lies within a generous band of the interval: a gross bias would not.
     assert low / 1.5 <= scale <= high * 1.5
+
+
+def test_a_file_written_before_validity_gets_it_from_its_records() -> None:
+    from infersight.core.aggregate import aggregate
+    from infersight.report.view import level_aggregate
+
+    recs = [_rec(i, per=2) for i in range(30)]
+    stored = aggregate(recs, target_rate=10.0)
+    old = {k: v for k, v in stored.items() if k != "validity"}
+    got = level_aggregate(old, recs)
+    assert [c["check"] for c in got["validity"]] == [c["check"] for c in stored["validity"]]
+    assert "itl" in invalid_metrics(got)
