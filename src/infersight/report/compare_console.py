@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from infersight.core.records import RunResult
 from infersight.core.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
-from infersight.report.compare import matched_rows
+from infersight.report.compare import matched_rows, unmatched_levels
 from infersight.report.svg import fmt_value
 from infersight.report.view import build_views
 
@@ -55,6 +55,8 @@ def render_comparison(
             console.print(table)
             for note in dict.fromkeys(notes):
                 console.print(f"[dim]  {escape(note)}[/]", highlight=False)
+    for line in unmatched_levels(views):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     console.print(
         f"[dim]calls: B/A's 95% interval within ±{threshold * 100:.3g}% is no significant "
         "difference, wholly beyond it better or worse, otherwise inconclusive[/]"

@@ -12,6 +12,7 @@ from infersight.report.compare import (
     delta,
     fmt_delta,
     matched_rows,
+    unmatched_levels,
 )
 from infersight.report.plots import compare_cdf_charts
 from infersight.report.sections import banner, fmt_cell, verdicts_html
@@ -134,6 +135,7 @@ def comparison_html(views: Sequence[RunView], *, threshold: float = DEFAULT_DELT
     )
     out.extend(banner(v, named=True) for v in views)
     matched = matched_rows(views, threshold=threshold)
+    out.extend(f'<div class="banner warn">{escape(line)}</div>' for line in unmatched_levels(views))
     if len(matched) > 1:
         out.append(_overview(views, [(name, rows) for name, _, rows in matched]))
     for i, (level, levels, rows) in enumerate(matched):

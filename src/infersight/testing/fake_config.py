@@ -195,6 +195,12 @@ class FakeConfig:
     error_rate: float = 0.0
     error_status: int = 503
     error_seed: int = 0
+    #: Tokens each streamed content chunk carries (a server that batches its
+    #: detokenized output); one chunk per this many tokens, ``itl`` per token.
+    tokens_per_chunk: int = 1
+    #: Latency drift: the TTFT of a request that starts ``t`` seconds after the server
+    #: started is ``ttft * (1 + drift * t)`` (a server slowing down across a level).
+    drift: float = 0.0
 
     def to_json(self) -> bytes:
         d = dataclasses.asdict(self)

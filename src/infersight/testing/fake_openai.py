@@ -55,6 +55,8 @@ class FakeOpenAI(ExtraEndpoints):
 
     def __init__(self, config: FakeConfig | None = None) -> None:
         super().__init__(config)
+        # The origin of ``FakeConfig.drift``.
+        self._born = time.monotonic()
         self.base_url = ""
         self.port = 0
 
@@ -235,6 +237,8 @@ class FakeOpenAI(ExtraEndpoints):
         # Prefill: the first step also reads the prompt (paced like the rest of it).
         ttft += cfg.prefill_per_token * prompt_tokens
         itl = b.itl if b.itl is not None else cfg.itl
+        if cfg.drift:
+            ttft *= 1.0 + cfg.drift * (time.monotonic() - self._born)
         # What the engine's counters need once the answer is done.
         gen: _Gen = (ttft, itl, prompt_tokens, n * len(prompts), finish)
         usage = {

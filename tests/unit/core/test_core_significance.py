@@ -155,7 +155,9 @@ def test_two_runs_of_one_scenario_are_no_significant_difference() -> None:
     calls = {c.metric: c for c in compare_pair(rate=20.0, ttft=0.1)}
     for name in ("throughput", "ttft_p50", "tpot_p50", "e2e_p50"):
         assert calls[name].call == SAME, calls[name]
-        assert calls[name].basis == "slices" and calls[name].units == (10, 10)
+    assert calls["throughput"].basis == "slices" and calls["throughput"].units == (10, 10)
+    for name in ("ttft_p50", "tpot_p50", "e2e_p50"):  # percentiles: bootstrap over requests
+        assert calls[name].basis == "requests" and min(calls[name].units) > 100
     # 240 requests a side: a p99 is not called either way.
     assert calls["ttft_p99"].call == RUN_MORE and "1,000 requests" in calls["ttft_p99"].note
     assert not any(c.call in (BETTER, WORSE) for c in calls.values())
