@@ -121,7 +121,8 @@ class FakeConfig:
     "never" force it. ``script`` is a list of behaviours consumed in order, one per
     generation request. ``api_key`` set -> 401 for a missing or wrong key.
     ``max_concurrency`` set -> 429 (with ``Retry-After: 1``) above that many requests
-    in flight. ``queue_delay_ms`` set -> an ``X-Queue-Delay`` header.
+    in flight. ``queue_delay_ms`` set -> an ``X-Queue-Delay`` header. ``error_rate``
+    set -> that share of requests fails with ``error_status`` (503).
 
     Engine model: ``slots`` set -> at most that many generations at once, the rest
     wait in arrival order inside the server, before their headers (a real queue, so
@@ -178,6 +179,13 @@ class FakeConfig:
     #: first token and each one after it) takes ``running / compute_knee`` times longer,
     #: so throughput stops growing past it and TPOT grows with the work in flight.
     compute_knee: int | None = None
+    #: A share (0..1) of generation requests answered with ``error_status`` (no
+    #: Retry-After) instead of generating, drawn from a generator seeded with
+    #: ``error_seed``; a header or script behaviour takes precedence. ``POST
+    #: /_fake/errors`` ``{"rate": r}`` changes the share while the server runs.
+    error_rate: float = 0.0
+    error_status: int = 503
+    error_seed: int = 0
 
     def to_json(self) -> bytes:
         d = dataclasses.asdict(self)

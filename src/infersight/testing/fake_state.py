@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import random
 from typing import Any
 
 from aiohttp import web
@@ -34,6 +35,8 @@ class FakeState:
             self.engine_metrics = EngineMetrics(self.config, self.pool)
         self.stats: dict[str, Any] = {}
         self.reset_stats()
+        #: Draws for ``error_rate`` (seeded: the same run fails the same requests).
+        self._error_draws = random.Random(self.config.error_seed)
 
     def reset_stats(self) -> None:
         self.stats = {
@@ -78,4 +81,13 @@ class FakeState:
             return parse_behavior(hdr)
         if self._script:
             return self._script.pop(0)
+        rate = self.config.error_rate
+        if rate > 0.0 and self._error_draws.random() < rate:
+            return Behavior(status=self.config.error_status)
         return Behavior()
+
+    def set_error_rate(self, rate: float, status: int | None = None) -> None:
+        """Answer this share of requests (0..1) with an error from now on."""
+        self.config.error_rate = rate
+        if status is not None:
+            self.config.error_status = status
