@@ -111,6 +111,8 @@ class Accounting:
                 "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
                 "cost_usd": call.cost,
             }
+            if call.via is not None:
+                line["via"] = call.via
             if call.truncated:
                 line["truncated"] = True
             if call.usage_estimated:

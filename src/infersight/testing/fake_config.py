@@ -121,7 +121,8 @@ class FakeConfig:
     "never" force it. ``script`` is a list of behaviours consumed in order, one per
     generation request. ``api_key`` set -> 401 for a missing or wrong key.
     ``max_concurrency`` set -> 429 (with ``Retry-After: 1``) above that many requests
-    in flight. ``queue_delay_ms`` set -> an ``X-Queue-Delay`` header.
+    in flight. ``queue_delay_ms`` set -> an ``X-Queue-Delay`` header. ``error_rate``
+    set -> that share of requests fails with ``error_status`` (503).
 
     Engine model: ``slots`` set -> at most that many generations at once, the rest
     wait in arrival order inside the server, before their headers (a real queue, so
@@ -191,7 +192,8 @@ class FakeConfig:
     kv_capacity: int | None = None
     #: This share of generation requests is answered at once (before the queue) with
     #: ``error_status``, no Retry-After; drawn from a random stream seeded by
-    #: ``error_seed``, so a run is repeatable.
+    #: ``error_seed``, so a run is repeatable. ``POST /_fake/errors`` ``{"rate": r}``
+    #: changes the share while the server runs.
     error_rate: float = 0.0
     error_status: int = 503
     error_seed: int = 0

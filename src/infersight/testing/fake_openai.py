@@ -72,6 +72,7 @@ class FakeOpenAI(ExtraEndpoints):
         r.add_get("/_fake/stats", self._stats)
         r.add_post("/_fake/script", self._set_script)
         r.add_post("/_fake/reset", self._reset)
+        r.add_post("/_fake/errors", self._set_errors)
         if self.engine_metrics is not None:
             r.add_get("/metrics", self._metrics)
         if self.config.metrics_dialect is not None:

@@ -79,6 +79,10 @@ class FakeProcess:
     def reset(self) -> None:
         self._call("POST", "/_fake/reset", {})
 
+    def set_error_rate(self, rate: float, status: int | None = None) -> None:
+        """Answer this share of requests (0..1) with an error (503) from now on."""
+        self._call("POST", "/_fake/errors", {"rate": rate, "status": status})
+
     def close(self, *, read_stderr: bool = False) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
         p = self._proc

@@ -95,3 +95,9 @@ class FakeState:
         if self._script:
             return self._script.pop(0)
         return Behavior()
+
+    def set_error_rate(self, rate: float, status: int | None = None) -> None:
+        """Answer this share of requests (0..1) with an error from now on."""
+        self.config.error_rate = rate
+        if status is not None:
+            self.config.error_status = status
