@@ -131,6 +131,9 @@ class Prediction(BaseModel):
     running: float | None = None
     waiting: float | None = None
     sustainable: bool | None = None
+    #: Whether the simulated level met every SLO check, as bench judges a measured
+    #: level (the percentiles of each SLO key); None without an SLO.
+    slo_met: bool | None = None
 
 
 class Fix(BaseModel):

@@ -16,7 +16,8 @@ from infersight.tune.config import TuneConfig
 from infersight.tune.console import render_tune
 from infersight.tune.knobs import KNOBS, SearchPlan, ladder, plan_search
 from infersight.tune.progress import TuneProgress
-from infersight.tune.session import TrialRun, TuneOptions, TuneSession, TuneWatcher
+from infersight.tune.session import TuneSession
+from infersight.tune.trial import TrialRun, TuneOptions, TuneWatcher
 
 __all__ = [
     "KNOBS",
