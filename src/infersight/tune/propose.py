@@ -7,9 +7,12 @@ next trial is the most informative one:
 1. the model's predicted best: the highest predicted objective (a setting predicted to
    meet the SLO before any that is not), or the cheapest within the noise floor (at
    most 5%) of it, when it has not been measured yet;
-2. else, among the untried settings predicted to beat the best measured one by more
-   than the noise floor, the one the model knows least about: whose prediction the
-   last refit moved most, then the farthest from any measured setting.
+2. else, among the untried settings that could beat the best measured one, the one the
+   model knows least about: whose prediction the last refit moved most, then the
+   farthest from any measured setting. "Could beat" allows for the model's error on
+   its latest prediction (that trial's measurement against what the model said
+   before it ran): predicted above the best measured by more than the noise floor, or
+   cheaper and predicted within the floor of it (as good, for less).
 
 The search stops when neither exists: the predicted best has been measured and no
 untried setting is predicted to beat it beyond the noise floor. A setting above one
@@ -78,11 +81,14 @@ def best_guess(
     return min(close) if prefer_low else max(close)
 
 
-def _beats(g: Guess, ref: Outcome, slo: bool, delta: float) -> bool:
+def _beats(g: Guess, ref: Outcome, *, cheaper: bool, slo: bool, delta: float, floor: float,
+           error: float) -> bool:
     mine, theirs = _key(g.value, g.slo_met, slo), _key(ref.value, ref.slo_met, slo)
     if mine[0] != theirs[0]:
         return mine[0]
-    return mine[1] > theirs[1] * (1.0 + delta)
+    could = mine[1] * (1.0 + error)
+    return could > theirs[1] * (1.0 + delta) or (cheaper and could >= theirs[1] * (1.0 - floor)
+                                                 and theirs[1] > 0)
 
 
 def _moved(now: Guess | None, before: Guess | None) -> float:
@@ -103,8 +109,10 @@ def propose(
     delta: float,
     floor: float,
     prefer_low: bool = True,
+    error: float = 0.0,
 ) -> Proposal:
-    """The next trial by the rule of the module's docstring."""
+    """The next trial by the rule of the module's docstring (``error``: the model's
+    relative error on its latest prediction)."""
     oom = min((i for i, o in measured.items() if o.oom), default=len(values))
     allowed = [i for i in range(len(values)) if i < oom]
     best = best_guess(guesses, allowed, slo=slo, floor=floor, prefer_low=prefer_low)
@@ -112,14 +120,22 @@ def propose(
         return Proposal(None, "the model predicts no setting")
     if best not in measured:
         return Proposal(best, "the model's predicted best")
-    done = [o for o in measured.values() if o.value is not None]
-    ref = max(done, key=lambda o: _key(o.value, o.slo_met, slo)) if done else Outcome(None)
+    done = [i for i, o in measured.items() if o.value is not None]
+    ref = max((measured[i] for i in done), key=lambda o: _key(o.value, o.slo_met, slo),
+              default=Outcome(None))
+    # The measured choice: the cheapest as good as the best measured within the floor.
+    best_key = _key(ref.value, ref.slo_met, slo)
+    near = [i for i in done if (k := _key(measured[i].value, measured[i].slo_met, slo))[0]
+            == best_key[0] and k[1] >= (1.0 - floor) * best_key[1]]
+    choice = (min(near) if prefer_low else max(near)) if near else None
     untried = [i for i in allowed if i not in measured]
     ahead = [i for i in untried if (g := guesses[i]) is not None and g.value is not None
-             and _beats(g, ref, slo, delta)]
+             and _beats(g, ref, cheaper=choice is not None and (i < choice) == prefer_low,
+                        slo=slo, delta=delta, floor=floor, error=error)]
     if not ahead:
         return Proposal(None, f"the predicted best ({values[best]}) was measured and no untried "
-                        f"setting is predicted to beat it beyond the noise floor of {delta:.1%}")
+                        f"setting is predicted to beat it beyond the noise floor of {delta:.1%} "
+                        f"(allowing for the model's latest error of {error:.0%})")
     tried = [values[i] for i in measured]
 
     def far(i: int) -> float:
@@ -127,8 +143,8 @@ def propose(
 
     before = previous or [None] * len(values)
     pick = max(ahead, key=lambda i: (_moved(guesses[i], before[i]), far(i)))
-    return Proposal(pick, "predicted to beat the best measured beyond the noise floor; the "
-                    "model knows least about it")
+    return Proposal(pick, "could beat the best measured (or match it for less) within the "
+                    "model's latest error; the model knows least about it")
 
 
 def model_search(
@@ -148,13 +164,18 @@ def model_search(
     ``predict`` fits the model on every trial so far and predicts every value;
     ``measure`` runs a trial (and may raise StopSearch)."""
     previous: Sequence[Guess | None] | None = None
+    error = 0.0
     while True:
         guesses = predict()
         if guesses is None:
             return None
         p = propose(values, measured(), guesses, previous, slo=slo, delta=delta, floor=floor,
-                    prefer_low=prefer_low)
+                    prefer_low=prefer_low, error=error)
         if p.index is None:
             return p.why
-        measure(p.index, guesses[p.index], p.why)
+        g = guesses[p.index]
+        measure(p.index, g, p.why)
+        got = measured().get(p.index)
+        if g is not None and g.value is not None and got is not None and got.value:
+            error = abs(g.value - got.value) / got.value
         previous = guesses

@@ -22,14 +22,13 @@ from infersight.core.significance import (
     MetricCall,
     compare,
     compare_metric,
-    noise_floor,
 )
 from infersight.core.slices import LevelData
 from infersight.core.tune_result import ModelPoint, TrialRecord, TuneResult
 from infersight.tune.confirm import confirms
 from infersight.tune.knobs import SearchPlan, plan_search
 from infersight.tune.model import TrialModel
-from infersight.tune.objective import Scored, objective_metric, score
+from infersight.tune.objective import Scored, aa_floor, objective_metric, score
 from infersight.tune.propose import Guess, Outcome, model_search
 from infersight.tune.search import StopSearch, choose, grid, guided, planned_trials
 from infersight.tune.summary import setting_text, summarize
@@ -196,9 +195,7 @@ class TuneSession:
         self._aa = aa
         spread = DEFAULT_DELTA
         if aa.trial.status == "ok":
-            spread = noise_floor(compare_metric(
-                base.runs, aa.runs, objective_metric(self.opts.slo), slo=self.opts.slo))
-            self.result.noise_basis = "the A/A pair of the baseline"
+            spread, self.result.noise_basis = aa_floor(base.scored, aa.scored, self.opts.slo)
             if spread > MAX_NOISE:
                 self.result.stopped = "too noisy"
                 reach = "without bound" if math.isinf(spread) else f"by up to {spread:.0%}"

@@ -107,6 +107,10 @@ def summarize(result: TuneResult, delta: float) -> None:
             # No ratio to a baseline with no goodput: say what it was.
             result.summary = (f"{change}: goodput {after} {unit}, where none of the baseline's "
                               "requests met the SLO")
+        elif result.objective == "goodput" and base.slo_met is False:
+            # A ratio to the few requests that met an SLO the baseline missed says little.
+            result.summary = (f"{change}: goodput {after} {unit}, where the baseline missed "
+                              f"the SLO ({base.objective:.3g} {unit} of its requests met it)")
         else:
             before = f"{base.objective:.3g}" if base.objective is not None else "-"
             ratio = f" (x{call.interval_text()})" if call is not None else ""
