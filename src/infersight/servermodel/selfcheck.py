@@ -36,7 +36,7 @@ def predict_level(m: ServerModel, d: RunData, lv: LevelData) -> dict[str, float 
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
     prompt = np.nan_to_num(d.prompt[idx], nan=float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0)
     output = np.maximum(d.output[idx], 1.0)
-    eng = engine_of(m)
+    eng = engine_of(m, slots=lv.slots)  # merged trials: each level at its own limit
     if lv.closed:
         think = m.think.get(lv.name)
         if think is None:  # held out: its own turnaround, a property of the client
