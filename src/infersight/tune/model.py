@@ -92,7 +92,12 @@ class TrialModel:
         if self._fitted != len(self.runs) and self.runs:
             self._fitted = len(self.runs)
             try:
-                self._model, self.why_not = fit_model(merge_runs(self.runs)), ""
+                d = merge_runs(self.runs)
+                # Every level, client-limited ones too: a trial the client slowed is still
+                # what tune measured and compares, and the overloaded trials that teach
+                # the model where the step time grows are the ones a busy client lags on.
+                names = [lv.name for lv in d.levels if d.ok[lv.idx].any()]
+                self._model, self.why_not = fit_model(d, names), ""
             except ValueError as e:
                 self._model, self.why_not = None, str(e)
         return self._model
@@ -100,8 +105,10 @@ class TrialModel:
     def _think(self, m: ServerModel, name: str | None) -> float:
         if name is not None:
             return m.think.get(f"{self.runs[0][0]}/{name}", 0.0)
+        # The client's own turnaround between answer and next send: the median, as one
+        # disturbed trial must not slow every prediction.
         got = [m.think[n] for n in self._objective if n in m.think]
-        return float(np.mean(got)) if got else 0.0
+        return float(np.median(got)) if got else 0.0
 
     def guess(self, slots: int) -> Guess | None:
         """The model's objective for a trial at ``slots``."""

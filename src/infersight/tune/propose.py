@@ -5,14 +5,15 @@ at its own slot limit) and predicts the objective at every value of the ladder. 
 next trial is the most informative one:
 
 1. the model's predicted best: the highest predicted objective (a setting predicted to
-   meet the SLO before any that is not), or the cheapest within the noise floor (at
-   most 5%) of it, when it has not been measured yet;
+   meet the SLO before any that is not), or the cheapest within 5% of it (the knee of
+   section 5: the model is not asked to resolve less), when it has not been measured;
 2. else, among the untried settings that could beat the best measured one, the one the
    model knows least about: whose prediction the last refit moved most, then the
    farthest from any measured setting. "Could beat" allows for the model's error on
    its latest prediction (that trial's measurement against what the model said
    before it ran): predicted above the best measured by more than the noise floor, or
-   cheaper and predicted within the floor of it (as good, for less).
+   cheaper than the measured choice and predicted within 5% of the best (as good, for
+   less).
 
 The search stops when neither exists: the predicted best has been measured and no
 untried setting is predicted to beat it beyond the noise floor. A setting above one
@@ -111,8 +112,9 @@ def propose(
     prefer_low: bool = True,
     error: float = 0.0,
 ) -> Proposal:
-    """The next trial by the rule of the module's docstring (``error``: the model's
-    relative error on its latest prediction)."""
+    """The next trial by the rule of the module's docstring: ``delta`` is the noise
+    floor, ``floor`` how close to the best counts as as good (5% in tune), ``error``
+    the model's relative error on its latest prediction."""
     oom = min((i for i, o in measured.items() if o.oom), default=len(values))
     allowed = [i for i in range(len(values)) if i < oom]
     best = best_guess(guesses, allowed, slo=slo, floor=floor, prefer_low=prefer_low)

@@ -259,7 +259,7 @@ class TuneSession:
         return model_search(
             plan.values, lambda: {i: self._outcome(m) for i, m in self._by_index.items()},
             lambda: self.model.guesses(plan.values), measure, slo=bool(self.opts.slo),
-            delta=self.delta, floor=min(self.delta, DEFAULT_DELTA), prefer_low=plan.prefer_low)
+            delta=self.delta, floor=DEFAULT_DELTA, prefer_low=plan.prefer_low)
 
     def _model_curve(self) -> None:
         """The model fitted on every trial, and its objective at each value."""
