@@ -12,8 +12,8 @@ next trial is the most informative one:
    farthest from any measured setting. "Could beat" allows for the model's error on
    its latest prediction (that trial's measurement against what the model said
    before it ran): predicted above the best measured by more than the noise floor, or
-   cheaper than the measured choice and predicted within 5% of the best (as good, for
-   less).
+   cheaper than the measured choice (the cheapest measured within the noise floor of
+   the best) and predicted within 5% of the best (as good, for less).
 
 The search stops when neither exists: the predicted best has been measured and no
 untried setting is predicted to beat it beyond the noise floor. A setting above one
@@ -125,10 +125,11 @@ def propose(
     done = [i for i, o in measured.items() if o.value is not None]
     ref = max((measured[i] for i in done), key=lambda o: _key(o.value, o.slo_met, slo),
               default=Outcome(None))
-    # The measured choice: the cheapest as good as the best measured within the floor.
+    # The measured choice, as tune will make it: the cheapest as good as the best measured
+    # within the noise floor (and the knee's tolerance).
     best_key = _key(ref.value, ref.slo_met, slo)
     near = [i for i in done if (k := _key(measured[i].value, measured[i].slo_met, slo))[0]
-            == best_key[0] and k[1] >= (1.0 - floor) * best_key[1]]
+            == best_key[0] and k[1] >= (1.0 - min(delta, floor)) * best_key[1]]
     choice = (min(near) if prefer_low else max(near)) if near else None
     untried = [i for i in allowed if i not in measured]
     ahead = [i for i in untried if (g := guesses[i]) is not None and g.value is not None

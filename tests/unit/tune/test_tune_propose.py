@@ -126,3 +126,15 @@ def test_a_cheaper_setting_the_model_may_have_underrated_is_tried() -> None:
     sure = propose(VALUES, measured, g, slo=False, delta=0.03, floor=0.03, error=0.01)
     assert sure.index is None and "latest error of 1%" in sure.why
     assert propose(VALUES, measured, g, slo=False, delta=0.03, floor=0.03, error=0.1).index == 2
+
+
+def test_a_plateau_is_searched_for_its_cheapest_setting_within_the_noise() -> None:
+    # Measured: 6 slots a little more than the noise floor below 11; the model says the
+    # settings between are as good: one of them may be the cheaper choice.
+    values = list(range(1, 17))
+    g = [Guess(min(v, 6) * 5.8 if v <= 14 else 0.0) for v in values]
+    measured = {1: Outcome(11.7), 5: Outcome(34.8), 10: Outcome(35.2), 15: Outcome(0.0)}
+    p = propose(values, measured, g, slo=False, delta=0.01, floor=0.05)
+    assert p.index is not None and 6 <= p.index <= 9 and "for less" in p.why
+    # With the noise floor above the gap, 6 slots already are the choice: stop.
+    assert propose(values, measured, g, slo=False, delta=0.03, floor=0.05).index is None
