@@ -133,6 +133,9 @@ class Prediction(BaseModel):
     waiting: float | None = None
     queued: float | None = None
     sustainable: bool | None = None
+    #: Whether the simulated level met every SLO check, as bench judges a measured
+    #: level (the percentiles of each SLO key); None without an SLO.
+    slo_met: bool | None = None
 
 
 class Fix(BaseModel):

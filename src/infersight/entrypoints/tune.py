@@ -125,6 +125,7 @@ def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = N
         baseline=dict(target.baseline), knobs=dict(target.knobs), search=cfg.search,
         slo=dict(bench.slo), knob=cfg.knob, values=list(cfg.values) or None,
         budget_s=cfg.budget, target=target.describe(),
+        per_slot=not bench.concurrency and not bench.rate,
     )
     watch = _Watch(con, enabled=cfg.progress, budget_s=cfg.budget)
     session = TuneSession(opts, trials, watcher=watch)

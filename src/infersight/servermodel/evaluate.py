@@ -67,13 +67,16 @@ def figures(sim: Simulated, *, concurrency: int | None = None, rate: float | Non
     got = agg.get("sustainability")
     sus: dict[str, object] = got if isinstance(got, dict) else {}
     good = f.get("goodput") if slo else f.get("throughput")
+    verdict = agg.get("slo")
+    met = bool(verdict.get("met")) if slo and isinstance(verdict, dict) else None
     return Prediction(throughput=f["throughput"], goodput=good, ttft_p50=f["ttft_p50"],
                       ttft_p99=f["ttft_p99"], tpot_p50=f["tpot_p50"], e2e_p50=f["e2e_p50"],
                       e2e_p99=f["e2e_p99"], running=float(np.mean(run)),
                       waiting=float(np.mean(inflight - run)),
                       queued=float(np.mean(sim.start[sim.ok] > sim.arrival[sim.ok] + 1e-3))
                       if sim.ok.any() else None,
-                      sustainable=bool(sus.get("sustainable")) if sus.get("judged") else None)
+                      sustainable=bool(sus.get("sustainable")) if sus.get("judged") else None,
+                      slo_met=met)
 
 
 def poisson_arrivals(rate: float, duration: float, seed: int = 0) -> np.ndarray:

@@ -38,7 +38,8 @@ def predict_level(m: ServerModel, d: RunData, lv: LevelData,
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
     prompt = np.nan_to_num(d.prompt[idx], nan=float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0)
     output = np.maximum(d.output[idx], 1.0)
-    eng = engine_of(m, slots=slots)
+    # merged trials: each level at its own limit, unless a limit is asked for
+    eng = engine_of(m, slots=slots if slots is not None else lv.slots)
     if lv.closed:
         think = m.think.get(lv.name)
         if think is None:  # held out: its own turnaround, a property of the client
