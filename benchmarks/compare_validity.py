@@ -9,6 +9,9 @@ Real bench runs against fake engines in their own processes (127.0.0.1):
   lie within 1:5 is compared, and a pair with any metric called better or worse is a
   false alarm (α = 0.05 per call, the noise threshold δ = 5%), with a 95%
   Clopper-Pearson interval;
+- families: triples of that pool compared as ``report A B C`` (two runs against one
+  baseline); a triple with any call is a family-wise false alarm, with the intervals
+  widened for the family (Bonferroni) and, for reference, without;
 - power: the longest A runs against runs of a server whose TTFT is 10% higher
   (500 requests each): the share of pairs whose TTFT p50 is called worse;
 - mismatched loads: concurrency 4 against 8: matched (pooled) levels must be 0;
@@ -48,6 +51,16 @@ def _calls(a: RunResult, b: RunResult) -> dict[str, Any]:
     return out
 
 
+def _alarm(calls: dict[str, Any]) -> bool:
+    return any(c.call in (BETTER, WORSE) for c in calls.values())
+
+
+def _family_alarm(a: RunResult, b: RunResult, c: RunResult) -> bool:
+    rows = [r for _, _, rs in matched_rows(build_views([a, b, c])) for r in rs]
+    return any(x is not None and x.call in (BETTER, WORSE)
+               for r in rows for x in (r.call(1), r.call(2)))
+
+
 def _n(r: RunResult) -> int:
     return len(r.records)
 
@@ -69,6 +82,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=22, help="A runs in the A/A pool")
     ap.add_argument("--seconds", type=float, default=1.0, help="the shortest run's length")
     ap.add_argument("--power-runs", type=int, default=5)
+    ap.add_argument("--triples", type=int, default=120, help="A/A/A families compared")
     args = ap.parse_args()
     print(f"load: {os.getloadavg()}")
     clean = FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS)
@@ -78,12 +92,22 @@ def main() -> None:
                 for seed in range(args.runs)]
         pairs = [(x, y) for x, y in itertools.combinations(pool, 2)
                  if max(_n(x), _n(y)) <= 5 * min(_n(x), _n(y))]
-        alarms = [p for p in pairs if any(c.call in (BETTER, WORSE) for c in _calls(*p).values())]
+        called = {(id(x), id(y)): _alarm(_calls(x, y)) for x, y in pairs}
+        alarms = [p for p in pairs if called[id(p[0]), id(p[1])]]
         lo, hi = _cp(len(alarms), len(pairs))
         sizes = sorted({round(max(_n(x), _n(y)) / min(_n(x), _n(y)), 1) for x, y in pairs})
         print(f"A/A: {len(alarms)}/{len(pairs)} pairs call a difference = "
               f"{len(alarms) / len(pairs):.1%} [95% CP {lo:.1%}, {hi:.1%}]; "
               f"size ratios {sizes[0]}..{sizes[-1]}")
+        triples = [t for t in itertools.combinations(pool, 3)
+                   if (id(t[0]), id(t[1])) in called and (id(t[0]), id(t[2])) in called]
+        triples = triples[:: max(1, len(triples) // args.triples)][: args.triples]
+        fam = sum(_family_alarm(*t) for t in triples)
+        raw = sum(called[id(a0), id(b0)] or called[id(a0), id(c0)] for a0, b0, c0 in triples)
+        for name, k in (("adjusted (97.5% intervals)", fam), ("unadjusted (95%)", raw)):
+            lo, hi = _cp(k, len(triples))
+            print(f"A/A/A families, {name}: {k}/{len(triples)} call a difference = "
+                  f"{k / len(triples):.1%} [95% CP {lo:.1%}, {hi:.1%}]")
         long_a = [_bench(a.base_url, 100 + i, 5.0) for i in range(args.power_runs)]
         long_b = [_bench(b.base_url, 200 + i, 5.0) for i in range(args.power_runs)]
         got = [_calls(x, y)["TTFT p50"].call for x in long_a for y in long_b]

@@ -48,7 +48,9 @@ __all__ = [
     "MetricCall",
     "compare",
     "compare_metric",
+    "confidence_text",
     "decide",
+    "family_confidence",
     "mean_interval",
     "noise_floor",
     "ratio_interval",
@@ -84,6 +86,9 @@ class MetricCall(BaseModel):
     low: float | None = None
     high: float | None = None
     delta: float = DEFAULT_DELTA
+    #: The interval's confidence: 95%, or higher when several runs are compared with
+    #: one baseline (:func:`family_confidence`).
+    confidence: float = CONFIDENCE
     call: str = RUN_MORE
     #: "requests" (a percentile, one run a side: a bootstrap over requests), "slices"
     #: (a rate, one run a side: its window cut in time) or "runs" (--repeat).
@@ -202,12 +207,13 @@ def compare_metric(
     *,
     delta: float = DEFAULT_DELTA,
     slo: Mapping[str, float] | None = None,
+    confidence: float = CONFIDENCE,
 ) -> MetricCall:
     """B against A on one metric. Each side is one level of one run, or the same level
     of several runs (``--repeat``): with at least two runs a side, runs are the units."""
     runs = len(a) >= 2 and len(b) >= 2
     out = MetricCall(metric=metric.name, label=metric.label, better=metric.better,
-                     delta=delta, basis="runs" if runs else "slices")
+                     delta=delta, confidence=confidence, basis="runs" if runs else "slices")
     notes: list[str] = []
     if metric.kind == "latency" and (_unsustainable(a) or _unsustainable(b)):
         # With runs as units, an unsustainable run is left out; the rest still compare.
@@ -234,21 +240,22 @@ def compare_metric(
     out.units = (int(ua.size), int(ub.size))
     out.a = float(ua.mean()) if ua.size else None
     out.b = float(ub.mean()) if ub.size else None
-    out.ratio, out.low, out.high = ratio_interval(ua, ub)
+    out.ratio, out.low, out.high = ratio_interval(ua, ub, confidence)
     if not runs and metric.kind == "latency" and metric.source != "itl":
         # A percentile: bootstrap over requests, each side at its own size.
         ra = np.concatenate([request_values(lv, metric) for lv in a])
         rb = np.concatenate([request_values(lv, metric) for lv in b])
         out.basis, out.units = "requests", (int(ra.size), int(rb.size))
-        out.ratio, out.low, out.high = quantile_ratio_interval(ra, rb, metric.q)
+        out.ratio, out.low, out.high = quantile_ratio_interval(ra, rb, metric.q,
+                                                             confidence=confidence)
         if ra.size and rb.size:
             out.a, out.b = float(np.percentile(ra, metric.q)), float(np.percentile(rb, metric.q))
     out.call = decide(out.low, out.high, metric.better, delta)
-    if out.a == 0.0 and ub.size >= 2 and (mean_interval(ub)[1] or 0.0) > 0.0:
+    if out.a == 0.0 and ub.size >= 2 and (mean_interval(ub, confidence)[1] or 0.0) > 0.0:
         # From nothing to something (goodput where no request met the SLO before): no
         # ratio, so the smallest difference that matters is δ of B's request rate.
         floor = delta * _mean_of(b, "request_throughput")
-        if (mean_interval(ub)[1] or 0.0) > floor:
+        if (mean_interval(ub, confidence)[1] or 0.0) > floor:
             out.call = BETTER if metric.better == "higher" else WORSE
             notes.append("A is 0 in every unit; B is above 0")
         else:
@@ -273,12 +280,27 @@ def compare(
     delta: float = DEFAULT_DELTA,
     slo: Mapping[str, float] | None = None,
     metrics: Sequence[SliceMetric] | None = None,
+    confidence: float = CONFIDENCE,
 ) -> list[MetricCall]:
     """Every metric of B against A (goodput only with an SLO)."""
     chosen = metrics if metrics is not None else [
         m for m in METRICS if m.name != "goodput" or slo
     ]
-    return [compare_metric(a, b, m, delta=delta, slo=slo) for m in chosen]
+    return [compare_metric(a, b, m, delta=delta, slo=slo, confidence=confidence)
+            for m in chosen]
+
+
+def family_confidence(comparisons: int, confidence: float = CONFIDENCE) -> float:
+    """The confidence of each interval when ``comparisons`` runs are each compared with
+    one baseline (``report A B C``): Bonferroni's, so that the chance of any false call
+    among them stays within ``1 - confidence`` (docs/design.md section 2)."""
+    return 1.0 - (1.0 - confidence) / max(1, comparisons)
+
+
+def confidence_text(comparisons: int) -> str:
+    """``95%``, or ``97.5% (2 runs against one baseline: Bonferroni)``."""
+    pct = f"{family_confidence(comparisons) * 100:.4g}%"
+    return pct if comparisons <= 1 else f"{pct} ({comparisons} runs against one baseline: Bonferroni)"
 
 
 def noise_floor(aa: MetricCall, minimum: float = MIN_DELTA) -> float:

@@ -25,6 +25,7 @@ from infersight.core.significance import (
     WORSE,
     MetricCall,
     compare,
+    family_confidence,
     repeat_groups,
 )
 from infersight.core.slices import LevelData
@@ -216,7 +217,11 @@ def level_calls(
         return [LevelData(lv.records, lv.agg) for lv in side]
 
     base = data(runs[0])
-    return [{c.label: c for c in compare(base, data(g), delta=threshold)} for g in runs[1:]]
+    # One baseline against several runs is a family of comparisons: each interval is
+    # wider, so that a false call anywhere in the family stays at 5%.
+    conf = family_confidence(len(runs) - 1)
+    return [{c.label: c for c in compare(base, data(g), delta=threshold, confidence=conf)}
+            for g in runs[1:]]
 
 
 def comparison_rows(

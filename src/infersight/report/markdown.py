@@ -169,7 +169,7 @@ def _compare_md(views: Sequence[RunView], threshold: float) -> list[str]:
         "### Comparison", "",
         f"Baseline: {md_cell(views[0].label)} (✅ better, ❌ worse, ≈ no significant "
         "difference, ❔ inconclusive: run more)", "",
-        md_cell(threshold_text(threshold)), "",
+        md_cell(threshold_text(threshold, len(views) - 1)), "",
     ]
     matched = matched_rows(views, threshold=threshold)
     for line in unmatched_levels(views):
