@@ -107,7 +107,7 @@ async def test_first_byte_after_30s_with_1s_first_token_timeout() -> None:
     rec = err.record
     assert isinstance(err, E.FirstTokenTimeout) and rec is not None
     assert rec.headers is None and not rec.chunk_times  # gave up before the first byte
-    assert rec.sent is not None and rec.end is not None and rec.end - rec.sent >= 0.95
+    assert took >= 0.95, f"{took:.2f} s: gave up before the 1 s first-token limit"
     assert took < 5.0, f"{took:.1f} s: the 1 s first-token limit must end the wait (5x margin)"
     assert rec.attempts == 1 and srv.stats["requests"] == 1
 
@@ -119,7 +119,7 @@ async def test_first_token_timeout_after_headers() -> None:
     rec = err.record
     assert isinstance(err, E.FirstTokenTimeout) and rec is not None
     assert rec.headers is not None and not rec.chunk_times  # headers came, no token did
-    assert rec.sent is not None and rec.end is not None and rec.end - rec.sent >= 0.45
+    assert took >= 0.45, f"{took:.2f} s: gave up before the 0.5 s first-token limit"
     assert took < 2.5, f"{took:.1f} s: the 0.5 s first-token limit must end the wait (5x margin)"
 
 
