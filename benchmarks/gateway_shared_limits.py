@@ -41,12 +41,12 @@ from prometheus_client import CollectorRegistry
 
 from _baseline import baseline_src
 from _gateway_targets import gateway_process
-from _redis_server import RedisServer
 from infersight.gateway import hash_key
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import KeyConfig
 from infersight.gateway.shared import RedisLink, SharedConfig, SharedLimits, SharedMetrics
 from infersight.testing import FakeConfig, FakeOpenAI
+from infersight.testing.redis_server import RedisServer
 
 KEY = "sk-bench-shared-limits"
 LIMITS = {"requests_per_minute": 1e9, "tokens_per_minute": 1e12}

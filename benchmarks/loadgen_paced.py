@@ -35,10 +35,10 @@ import aiohttp
 import orjson
 import psutil
 
-from _realtime import realtime as sched_fifo
 from infersight.bench import BenchConfig, run, runner
 from infersight.bench.runtime import run_coroutine
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.realtime import realtime as sched_fifo
 
 try:
     from infersight.bench.pacer import Pacer

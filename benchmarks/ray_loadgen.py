@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _ray_cluster import LocalRayCluster
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.ray_cluster import LocalRayCluster
 
 
 def free_port() -> int:
