@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import os
 import sys
 
@@ -61,7 +62,8 @@ def main() -> None:
     ap.add_argument("--no-healthy", action="store_true",
                     help="leave out the gateway in front of two healthy upstreams")
     args = ap.parse_args()
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)
     rates = [float(r) for r in args.rates.split(",")]
     with contextlib.suppress(ImportError):
         import uvloop
