@@ -93,7 +93,12 @@ class Tally:
     statuses: dict[int, int] = field(default_factory=dict)
     #: Requests that got no HTTP answer at all (connection errors): lost.
     lost: int = 0
+    #: The lost requests by exception class (ServerDisconnectedError...).
+    why: dict[str, int] = field(default_factory=dict)
     lat: list[float] = field(default_factory=list)
+    #: How far (s) the sender fell behind its schedule at worst: a load generator
+    #: starved of CPU sends late, and the open loop is no longer what was asked.
+    behind_s: float = 0.0
 
     def answered(self) -> int:
         return sum(self.statuses.values())
@@ -119,14 +124,17 @@ async def paced(session: aiohttp.ClientSession, url: str, rate: float, seconds: 
                 tally.statuses[r.status] = tally.statuses.get(r.status, 0) + 1
             if r.status == 200:
                 tally.lat.append(time.perf_counter() - t0)
-        except (aiohttp.ClientError, OSError):
+        except (aiohttp.ClientError, OSError) as e:
             tally.lost += 1
+            tally.why[type(e).__name__] = tally.why.get(type(e).__name__, 0) + 1
 
     for i in range(int(rate * seconds)):
         at = i / rate
         delay = start + at - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
+        elif -delay > tally.behind_s:
+            tally.behind_s = -delay
         if tick is not None and at >= next_tick:
             _spawn(pending, tick(at))
             next_tick += 1.0

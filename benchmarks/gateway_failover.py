@@ -101,9 +101,16 @@ def main() -> None:
                 print(f"{rate:>6.0f}  {t.name:<11}{p50_ms(s.lat):>9.2f}{p99_ms(s.lat):>9.2f}"
                       f"{added}{s.sent - s.count(200, 201) - s.lost:>9}{s.lost:>6}"
                       f"{s.sent:>8}{extra}")
+            for t in targets:
+                s = res[t.name]
+                if s.lost or s.sent - s.count(200, 201) - s.lost:
+                    print(f"{'':<8}{t.name}: statuses {dict(sorted(s.statuses.items()))}, "
+                          f"lost by error {s.why}")
             g = res["gateway"]
+            behind = max(res[t.name].behind_s for t in targets) * 1000
             print(f"{'':<8}(load avg {os.getloadavg()[0]:.1f}, other processes "
-                  f"{m.others_pct():.0f}% of the machine)")
+                  f"{m.others_pct():.0f}% of the machine; sender behind schedule at worst "
+                  f"{behind:.0f} ms)")
             verdict += [
                 (f"{rate:.0f}/s: p99 added <= +{ADDED_P99_MS:g} ms",
                  p99_ms(g.lat) - base <= ADDED_P99_MS),

@@ -106,6 +106,8 @@ def main() -> None:
     print(f"\nrequests {tally.sent}, answered 200 {tally.count(200, 201)}, non-200 {non200}, "
           f"5xx {five}, lost {tally.lost}; p50 {p50_ms(tally.lat):.2f} ms, "
           f"p99 {p99_ms(tally.lat):.2f} ms")
+    print(f"statuses {dict(sorted(tally.statuses.items()))}; lost by error {tally.why}; "
+          f"the sender was {tally.behind_s * 1000:.0f} ms behind its schedule at worst")
     print(f"a sent {sent_503} 503s; the gateway counted {pairs} failovers from it")
     print(f"RSS after the first interval {rss[0]:.1f} MiB, at the end {rss[-1]:.1f} MiB, "
           f"peak above the first interval {peak:+.1f} MiB")
