@@ -34,6 +34,8 @@ from _gateway_targets import Target
 GROWTH_MIB = 16.0
 ERROR_RATE = 0.05
 MIB = 1024 * 1024
+#: A sender this far (s) behind its schedule no longer applies the load asked for.
+BEHIND_S = 0.1
 
 
 async def soak(gw: Target, rate: float, seconds: float, interval: float) -> tuple[Tally,
@@ -117,6 +119,10 @@ def main() -> None:
     print(f"  lost requests: {tally.lost}  {'ok' if tally.lost == 0 else 'MISS'}")
     print(f"  5xx answers: {five}  {'ok' if five == 0 else 'MISS'}")
     print(f"(load avg {os.getloadavg()[0]:.1f})")
+    if tally.behind_s > BEHIND_S:
+        print(f"warning: the sender fell {tally.behind_s:.1f} s behind its schedule: the "
+              "machine could not run this load (the load generator starved of CPU), and "
+              "the figures above describe that overload too")
 
 
 if __name__ == "__main__":
