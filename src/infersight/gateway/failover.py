@@ -118,7 +118,7 @@ class Failover:
                     call.deadline, call.priority)
             except Shed as e:
                 up.breaker.record_neutral()
-                last = e
+                last = e.with_traceback(None)  # see below: no cycle through this frame
                 continue
             except BaseException:
                 up.breaker.record_neutral()
@@ -153,9 +153,12 @@ class Failover:
                     # Out of memory counts like a 503: the limiter backs off (dropped)
                     # and repeated ones open the circuit.
                     up.breaker.record_failure()
-                last = e
                 if isinstance(e, DeadlineExceeded) or time.monotonic() >= call.deadline:
                     raise
+                # Kept without its traceback: the traceback holds this frame, whose
+                # ``last`` would hold it back, a cycle left for the garbage collector on
+                # every failover.
+                last = e.with_traceback(None)
                 moved_from = (up.name, e.kind)
                 continue
             except BaseException:
