@@ -11,7 +11,7 @@ Real bench runs against fake engines in their own processes (127.0.0.1):
   Clopper-Pearson interval;
 - families: triples of that pool compared as ``report A B C`` (two runs against one
   baseline); a triple with any call is a family-wise false alarm, with the intervals
-  widened for the family (Bonferroni) and, for reference, without;
+  adjusted for the family (Holm) and, for reference, without;
 - power: the longest A runs against runs of a server whose TTFT is 10% higher
   (500 requests each): the share of pairs whose TTFT p50 is called worse;
 - mismatched loads: concurrency 4 against 8: matched (pooled) levels must be 0;
@@ -104,7 +104,7 @@ def main() -> None:
         triples = triples[:: max(1, len(triples) // args.triples)][: args.triples]
         fam = sum(_family_alarm(*t) for t in triples)
         raw = sum(called[id(a0), id(b0)] or called[id(a0), id(c0)] for a0, b0, c0 in triples)
-        for name, k in (("adjusted (97.5% intervals)", fam), ("unadjusted (95%)", raw)):
+        for name, k in (("Holm-adjusted", fam), ("unadjusted (95%)", raw)):
             lo, hi = _cp(k, len(triples))
             print(f"A/A/A families, {name}: {k}/{len(triples)} call a difference = "
                   f"{k / len(triples):.1%} [95% CP {lo:.1%}, {hi:.1%}]")

@@ -292,15 +292,17 @@ def compare(
 
 def family_confidence(comparisons: int, confidence: float = CONFIDENCE) -> float:
     """The confidence of each interval when ``comparisons`` runs are each compared with
-    one baseline (``report A B C``): Bonferroni's, so that the chance of any false call
-    among them stays within ``1 - confidence`` (docs/design.md section 2)."""
+    one baseline (``report A B C``): Bonferroni's, the first step of Holm's method, so
+    that the chance of any false call among them stays within ``1 - confidence``
+    (docs/design.md section 2)."""
     return 1.0 - (1.0 - confidence) / max(1, comparisons)
 
 
 def confidence_text(comparisons: int) -> str:
-    """``95%``, or ``97.5% (2 runs against one baseline: Bonferroni)``."""
+    """``95%``, or ``97.5% first (2 runs against one baseline: Holm)``."""
     pct = f"{family_confidence(comparisons) * 100:.4g}%"
-    return pct if comparisons <= 1 else f"{pct} ({comparisons} runs against one baseline: Bonferroni)"
+    return pct if comparisons <= 1 else (f"{pct} first ({comparisons} runs against one "
+                                         "baseline: Holm)")
 
 
 def noise_floor(aa: MetricCall, minimum: float = MIN_DELTA) -> float:

@@ -28,7 +28,7 @@ from infersight.core.significance import (
     family_confidence,
     repeat_groups,
 )
-from infersight.core.slices import LevelData
+from infersight.core.slices import METRICS, LevelData
 from infersight.report.compare_match import match_levels
 from infersight.report.svg import fmt_value
 from infersight.report.view import LevelView, RunView, level_aggregate, record_end
@@ -212,16 +212,34 @@ def matched_rows(
 def level_calls(
     runs: Sequence[Sequence[LevelView]], *, threshold: float = DEFAULT_DELTA
 ) -> list[dict[str, MetricCall]]:
-    """For each run after the baseline: its calls against the baseline, by row label."""
+    """For each run after the baseline: its calls against the baseline, by row label.
+
+    Several runs against one baseline are a family of comparisons per metric, adjusted
+    by Holm's step-down method (docs/design.md section 2): every interval starts at
+    1 − 0.05/k for k runs; a difference called at that confidence is kept, and the
+    others are tried again at 1 − 0.05/(k − called), until no new call is made. Only
+    "better" or "worse" is taken from a later step: "no significant difference" stays
+    the verdict of the widest interval.
+    """
     def data(side: Sequence[LevelView]) -> list[LevelData]:
         return [LevelData(lv.records, lv.agg) for lv in side]
 
-    base = data(runs[0])
-    # One baseline against several runs is a family of comparisons: each interval is
-    # wider, so that a false call anywhere in the family stays at 5%.
-    conf = family_confidence(len(runs) - 1)
-    return [{c.label: c for c in compare(base, data(g), delta=threshold, confidence=conf)}
-            for g in runs[1:]]
+    base, others = data(runs[0]), [data(g) for g in runs[1:]]
+    out: list[dict[str, MetricCall]] = [{} for _ in others]
+    for metric in (m for m in METRICS if m.name != "goodput"):
+        pending, first = list(range(len(others))), True
+        while pending:
+            conf = family_confidence(len(pending))
+            step = {i: compare(base, others[i], delta=threshold, confidence=conf,
+                               metrics=[metric])[0] for i in pending}
+            called = [i for i, c in step.items() if c.call in (BETTER, WORSE)]
+            for i, c in step.items():
+                if first or i in called:
+                    out[i][c.label] = c
+            if not called or len(called) == len(pending):
+                break
+            pending, first = [i for i in pending if i not in called], False
+    return out
 
 
 def comparison_rows(

@@ -236,10 +236,10 @@ def test_repeat_groups() -> None:
 @given(st.integers(min_value=1, max_value=50))
 def test_family_confidence_keeps_the_familywise_false_alarm_at_5_percent(k: int) -> None:
     conf = family_confidence(k)
-    # Bonferroni: k intervals at this confidence miss together at most 5% of the time.
+    # Holm's first step (Bonferroni): k intervals at it miss together at most 5% of the time.
     assert k * (1.0 - conf) == pytest.approx(0.05)
     assert family_confidence(1) == pytest.approx(0.95) and family_confidence(k + 1) > conf
-    assert confidence_text(1) == "95%" and "Bonferroni" in confidence_text(2)
+    assert confidence_text(1) == "95%" and "Holm" in confidence_text(2)
 
 
 def test_a_family_interval_is_wider_and_contains_the_single_one() -> None:
@@ -252,3 +252,32 @@ def test_a_family_interval_is_wider_and_contains_the_single_one() -> None:
         assert None not in (lo1, hi1, lo4, hi4), name
         assert lo4 < lo1 and hi4 > hi1, name  # type: ignore[operator]
         assert four[name].confidence == pytest.approx(0.9875)
+
+
+def test_holm_calls_after_a_first_call_what_the_first_step_could_not() -> None:
+    """report A B C: B is far off and called at 97.5%; C is called only at Holm's second
+    step (95%), and never when every interval stays at 97.5%."""
+    from infersight.report.compare import level_calls
+    from infersight.report.view import LevelView
+
+    def view(d: LevelData) -> list[LevelView]:
+        return [LevelView("r=20", list(d.records), d.agg, (0.0, 1.0))]
+
+    a = _level(_open_loop(20.0, 12.0, 0.1, seed=1), 20.0)
+    b = _level(_open_loop(20.0, 12.0, 0.13, seed=2), 20.0)
+    # A C that the second step calls and the first does not, found in a fixed grid of runs.
+    for slower in np.arange(1.05, 1.12, 0.002):
+        c = _level(_open_loop(20.0, 12.0, 0.1 * slower, seed=3), 20.0)
+        strict = {x.metric: x for x in compare([a], [c], confidence=family_confidence(2))}
+        loose = {x.metric: x for x in compare([a], [c])}
+        if strict["ttft_p50"].call == RUN_MORE and loose["ttft_p50"].call == WORSE:
+            break
+    else:
+        pytest.fail("no C between the two steps in the grid")
+    calls = level_calls([view(a), view(b), view(c)])
+    assert calls[0]["TTFT p50"].call == WORSE and calls[0]["TTFT p50"].confidence == 0.975
+    assert calls[1]["TTFT p50"].call == WORSE
+    assert calls[1]["TTFT p50"].confidence == pytest.approx(0.95)
+    # Without B's call there is no second step: C stays inconclusive at 97.5%.
+    alone = level_calls([view(a), view(a), view(c)])
+    assert alone[1]["TTFT p50"].call == RUN_MORE
