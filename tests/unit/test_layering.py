@@ -1,5 +1,6 @@
 """Dependencies point one way: cli/entrypoints -> feature packages (bench, gateway, tune,
-batch, diagnose, report, monitor) -> client / telemetry / engine / servermodel -> core.
+batch, diagnose, report, monitor) -> client / telemetry / engine / servermodel / stats
+-> core.
 
 Every module's imports are read with ``ast`` (nothing is executed): ``import`` and
 ``from ... import`` statements anywhere in the module (inside functions and under
@@ -22,11 +23,12 @@ ROOT = Path(infersight.__file__).parent
 
 TOP = {"cli", "entrypoints"}
 FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor", "tune"}
-LOWER = {"client", "telemetry", "engine", "servermodel"}
+LOWER = {"client", "telemetry", "engine", "servermodel", "stats"}
 #: What each lower package may import besides itself and core: telemetry's live
-#: sampling probes a server through the client; nothing imports upward.
+#: sampling probes a server through the client; the server model is fitted from a
+#: run's aggregates (stats); stats is maths over core's records; nothing imports upward.
 LOWER_MAY_IMPORT = {"client": set(), "telemetry": {"client"}, "engine": set(),
-                    "servermodel": set()}
+                    "servermodel": {"stats"}, "stats": set()}
 #: Support packages: the fake servers for tests, and data files.
 SUPPORT = {"testing", "data"}
 
@@ -94,6 +96,7 @@ def test_the_import_reader_sees_what_it_must() -> None:
     # Guards the reader itself: known edges of today's tree are found.
     assert _uses("bench", "client") and _uses("cli", "entrypoints")
     assert _uses("entrypoints", "engine")  # function-level imports count
+    assert _uses("report", "stats") and _uses("servermodel", "stats")
 
 
 def test_core_imports_no_other_package() -> None:

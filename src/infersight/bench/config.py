@@ -17,10 +17,10 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.aggregate import SLO_METRICS, Window, parse_slo_key
 from infersight.core.durations import parse_duration
 from infersight.core.errors import ConfigError
 from infersight.core.settings import BaseConfig, config_error
+from infersight.stats.aggregate import SLO_METRICS, Window, parse_slo_key
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
 

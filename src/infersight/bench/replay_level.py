@@ -10,7 +10,7 @@ from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.bench.replay_plan import ReplayPrep, level_plan, survey
 from infersight.bench.workload import Tokenize
 from infersight.core.records import RequestRecord
-from infersight.core.replay_stats import by_turn, replay_fidelity, session_sharing
+from infersight.stats.replay_stats import by_turn, replay_fidelity, session_sharing
 
 if TYPE_CHECKING:
     from infersight.bench.config import BenchConfig, LevelSpec

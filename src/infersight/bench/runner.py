@@ -39,13 +39,13 @@ from infersight.bench.target import Target, open_target
 from infersight.bench.telemetry import BenchTelemetry
 from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
-from infersight.core.aggregate import aggregate
-from infersight.core.cost import price_run
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import InfersightError
 from infersight.core.interrupts import stop_text
-from infersight.core.prefix_cache import add_engine_cache
 from infersight.core.records import ClockAnchor, RunResult
+from infersight.stats.aggregate import aggregate
+from infersight.stats.cost import price_run
+from infersight.stats.prefix_cache import add_engine_cache
 
 __all__ = ["run", "run_async"]
 

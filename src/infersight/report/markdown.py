@@ -7,9 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from infersight.core.aggregate import client_headline, level_state
 from infersight.core.records import RunResult
-from infersight.core.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
 from infersight.report.capacity import curve_markdown
 from infersight.report.compare import (
     CompareRow,
@@ -26,6 +24,8 @@ from infersight.report.levels import level_notes_md
 from infersight.report.svg import fmt_value
 from infersight.report.verdict_html import ev_value
 from infersight.report.view import NOT_DIAGNOSED, RunView, build_views, no_price_text
+from infersight.stats.aggregate import client_headline, level_state
+from infersight.stats.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
 
 __all__ = ["md_cell", "render_markdown", "render_views_markdown"]
 

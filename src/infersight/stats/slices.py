@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from infersight.core.aggregate import meets_slo
-from infersight.core.chunks import FloatArray, pooled_itl
 from infersight.core.records import RequestRecord
-from infersight.core.stats import summarize
+from infersight.stats.aggregate import meets_slo
+from infersight.stats.chunks import FloatArray, pooled_itl
+from infersight.stats.summary import summarize
 
 __all__ = [
     "METRICS",

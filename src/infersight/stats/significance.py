@@ -1,7 +1,7 @@
 """Whether a difference between two runs is real (docs/design.md section 2, "Comparing
 runs"): the one owner of the calls ``report A B`` and ``tune`` make.
 
-- The unit of replication is a stretch of time (:mod:`infersight.core.slices`: the
+- The unit of replication is a stretch of time (:mod:`infersight.stats.slices`: the
   steady window cut into 10 equal slices), or a whole run when each side has several
   (``bench --repeat N``).
 - The ratio B/A of the two means gets a 95% interval from Fieller's theorem with
@@ -21,11 +21,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
-from infersight.core.bootstrap import quantile_ratio_interval
-from infersight.core.level_flags import level_state
-from infersight.core.slices import (
+from infersight.core.metric_call import (
+    BETTER,
+    CONFIDENCE,
+    DEFAULT_DELTA,
+    NOT_COMPARED,
+    RUN_MORE,
+    SAME,
+    WORSE,
+    MetricCall,
+)
+from infersight.stats.bootstrap import quantile_ratio_interval
+from infersight.stats.level_flags import level_state
+from infersight.stats.slices import (
     METRICS,
     LevelData,
     SliceMetric,
@@ -34,7 +43,7 @@ from infersight.core.slices import (
     sample_count,
     slice_values,
 )
-from infersight.core.validity import invalid_metrics
+from infersight.stats.validity import invalid_metrics
 
 __all__ = [
     "BETTER",
@@ -57,53 +66,10 @@ __all__ = [
     "repeat_groups",
 ]
 
-#: The noise threshold when no A/A spread was measured.
-DEFAULT_DELTA = 0.05
 #: A measured A/A spread replaces δ, but never below this: a 0.5% change is not news.
 MIN_DELTA = 0.01
 #: A p99 is compared only when each side has this many requests.
 P99_MIN_REQUESTS = 1000
-CONFIDENCE = 0.95
-
-BETTER = "better"
-WORSE = "worse"
-SAME = "no significant difference"
-RUN_MORE = "inconclusive: run more"
-#: Not a call about the server: the figure cannot be compared at all (unsustainable).
-NOT_COMPARED = "not compared"
-
-
-class MetricCall(BaseModel):
-    """One metric of B against A: the ratio, its 95% interval and the call."""
-
-    metric: str
-    label: str
-    better: str
-    #: The means the interval is about (of the slices, or of the runs), A then B.
-    a: float | None = None
-    b: float | None = None
-    ratio: float | None = None
-    low: float | None = None
-    high: float | None = None
-    delta: float = DEFAULT_DELTA
-    #: The interval's confidence: 95%, or higher when several runs are compared with
-    #: one baseline (:func:`family_confidence`).
-    confidence: float = CONFIDENCE
-    call: str = RUN_MORE
-    #: "requests" (a percentile, one run a side: a bootstrap over requests), "slices"
-    #: (a rate, one run a side: its window cut in time) or "runs" (--repeat).
-    basis: str = "slices"
-    units: tuple[int, int] = (0, 0)
-    requests: tuple[int, int] = (0, 0)
-    note: str = ""
-
-    def interval_text(self) -> str:
-        """``0.93 [0.85, 1.02]`` (B/A), or ``-`` when there is no estimate."""
-        if self.ratio is None:
-            return "-"
-        if self.low is None or self.high is None:
-            return f"{self.ratio:.3g} [unbounded]"
-        return f"{self.ratio:.3g} [{self.low:.3g}, {self.high:.3g}]"
 
 
 def ratio_interval(

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.core.aggregate import Window, aggregate
 from infersight.core.errors import ConfigError
 from infersight.core.records import RequestRecord
+from infersight.stats.aggregate import Window, aggregate
 
 KEYS = {
     "window", "requests", "success_rate", "request_throughput", "output_token_throughput",

@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.core.bootstrap import quantile_ratio_interval
 from infersight.core.records import RequestRecord
-from infersight.core.validity import (
+from infersight.stats.bootstrap import quantile_ratio_interval
+from infersight.stats.validity import (
     check_chunks,
     check_e2e,
     check_errors,
@@ -83,8 +83,8 @@ def test_bootstrap_interval_holds_the_ratio_and_tracks_a_scale(
 
 
 def test_a_file_written_before_validity_gets_it_from_its_records() -> None:
-    from infersight.core.aggregate import aggregate
     from infersight.report.view import level_aggregate
+    from infersight.stats.aggregate import aggregate
 
     recs = [_rec(i, per=2) for i in range(30)]
     stored = aggregate(recs, target_rate=10.0)

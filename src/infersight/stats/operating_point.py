@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from infersight.core.level_flags import flagged, level_state
+from infersight.stats.level_flags import flagged, level_state
 
 __all__ = ["WITHIN", "best_level", "counts"]
 

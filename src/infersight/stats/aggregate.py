@@ -4,8 +4,8 @@
 shows. It is a pure function of the records, so a RunResult's aggregates can always be
 recomputed, and records merged from several worker processes give the same answer as
 one process would (the order of records never matters). Which requests count is the
-window's business (:mod:`infersight.core.windows`); whether an open-loop level is
-sustainable is :mod:`infersight.core.sustain`'s.
+window's business (:mod:`infersight.stats.windows`); whether an open-loop level is
+sustainable is :mod:`infersight.stats.sustain`'s.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from infersight.core.chunks import pooled_itl
 from infersight.core.errors import ConfigError
-from infersight.core.level_flags import (
+from infersight.core.records import RequestRecord
+from infersight.stats.chunks import pooled_itl
+from infersight.stats.level_flags import (
     CLIENT_CPU_LIMIT,
     LAG_P99_LIMIT,
     LAG_TTFT_FRACTION,
@@ -25,12 +26,11 @@ from infersight.core.level_flags import (
     level_notes,
     level_state,
 )
-from infersight.core.prefix_cache import client_cache
-from infersight.core.records import RequestRecord
-from infersight.core.stats import PERCENTILES, summarize
-from infersight.core.sustain import judge_sustainability
-from infersight.core.validity import check_level
-from infersight.core.windows import LevelWindow, Window, finish_time
+from infersight.stats.prefix_cache import client_cache
+from infersight.stats.summary import PERCENTILES, summarize
+from infersight.stats.sustain import judge_sustainability
+from infersight.stats.validity import check_level
+from infersight.stats.windows import LevelWindow, Window, finish_time
 
 __all__ = [
     "CLIENT_CPU_LIMIT",

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from infersight.core.aggregate import Window, aggregate
 from infersight.core.records import RequestRecord
-from infersight.core.sustain import inflight_trend
-from infersight.core.windows import MIN_REQUESTS
+from infersight.stats.aggregate import Window, aggregate
+from infersight.stats.sustain import inflight_trend
+from infersight.stats.windows import MIN_REQUESTS
 from support.queue_sim import simulate
 
 

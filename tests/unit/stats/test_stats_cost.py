@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from infersight.core.aggregate import aggregate
-from infersight.core.cost import level_cost, price_run, run_price
 from infersight.core.pricing import Price
 from infersight.core.records import RequestRecord, RunResult
+from infersight.stats.aggregate import aggregate
+from infersight.stats.cost import level_cost, price_run, run_price
 
 
 def _records(n: int = 10) -> list[RequestRecord]:

@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.core.aggregate import aggregate
-from infersight.core.chunks import flatten_chunks, pooled_itl
 from infersight.core.records import RequestRecord
+from infersight.stats.aggregate import aggregate
+from infersight.stats.chunks import flatten_chunks, pooled_itl
 
 
 def _rec(i: int, times: list[float], toks: list[int] | None = None) -> RequestRecord:

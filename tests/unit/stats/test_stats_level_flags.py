@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 from infersight.bench.colocation import cpu_contention, loopback_server_pid
-from infersight.core.aggregate import Window, aggregate, client_headline, level_notes
 from infersight.core.records import RequestRecord, RunResult
+from infersight.stats.aggregate import Window, aggregate, client_headline, level_notes
 from support.queue_sim import simulate
 
 

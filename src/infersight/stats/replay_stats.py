@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from infersight.core.prefix_cache import client_cache
 from infersight.core.records import RequestRecord
-from infersight.core.stats import summarize
+from infersight.stats.prefix_cache import client_cache
+from infersight.stats.summary import summarize
 
 __all__ = ["by_turn", "replay_fidelity", "replay_notes", "session_sharing"]
 
@@ -114,7 +114,7 @@ def _pct(v: Any) -> str:
 
 def replay_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
     """``(kind, text)`` lines for a level's replay fidelity, prefix sharing and cache,
-    and TTFT per conversation turn (see :func:`infersight.core.level_flags.level_notes`)."""
+    and TTFT per conversation turn (see :func:`infersight.stats.level_flags.level_notes`)."""
     out: list[tuple[str, str]] = []
     rp = agg.get("replay") or {}
     ps = agg.get("prefix_sharing") or {}

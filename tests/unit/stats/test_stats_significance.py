@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.core.aggregate import Window, aggregate
 from infersight.core.records import RequestRecord
-from infersight.core.significance import (
+from infersight.stats.aggregate import Window, aggregate
+from infersight.stats.significance import (
     BETTER,
     NOT_COMPARED,
     RUN_MORE,
@@ -26,7 +26,7 @@ from infersight.core.significance import (
     ratio_interval,
     repeat_groups,
 )
-from infersight.core.slices import LevelData, metric_named, slice_values
+from infersight.stats.slices import LevelData, metric_named, slice_values
 
 values = st.lists(
     st.floats(min_value=0.5, max_value=100.0, allow_nan=False), min_size=2, max_size=30

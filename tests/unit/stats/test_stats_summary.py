@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersight.core.errors import DataError
-from infersight.core.stats import PERCENTILES, STAT_KEYS, summarize
+from infersight.stats.summary import PERCENTILES, STAT_KEYS, summarize
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 

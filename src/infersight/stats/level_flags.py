@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from infersight.core.records import RunResult
-from infersight.core.replay_stats import replay_notes
-from infersight.core.validity import validity_lines
 from infersight.core.verdicts import is_marginal
+from infersight.stats.replay_stats import replay_notes
+from infersight.stats.validity import validity_lines
 
 __all__ = [
     "CLIENT_CPU_LIMIT",
@@ -183,7 +183,7 @@ def level_state(agg: dict[str, Any]) -> str:
 def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
     """``(kind, text)`` lines that say what a level's figures cover, for every output.
 
-    ``kind`` is "invalid" (a failed validity check, :mod:`infersight.core.validity`),
+    ``kind`` is "invalid" (a failed validity check, :mod:`infersight.stats.validity`),
     "unsustainable" (the level could not keep up with its rate: its
     latency percentiles grow with its duration), "no_steady_state" (every request of
     the level counts) or "window" (the statistics cover fewer requests than were sent);

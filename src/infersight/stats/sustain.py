@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from infersight.core.records import RequestRecord
-from infersight.core.windows import MIN_REQUESTS, LevelWindow, fill_time, finish_time
+from infersight.stats.windows import MIN_REQUESTS, LevelWindow, fill_time, finish_time
 
 __all__ = ["SHORTFALL_LIMIT", "inflight_trend", "judge_sustainability"]
 

@@ -2,7 +2,7 @@
 
 Pooled inter-token latency is every gap between two content chunks of the same
 request, pooled over requests; a chunk that carries ``k`` tokens counts its gap with
-weight ``k``. The aggregates (``core.aggregate``) and the report's CDFs and timelines
+weight ``k``. The aggregates (``stats.aggregate``) and the report's CDFs and timelines
 all take it from here, so every output shows the same numbers.
 """
 
