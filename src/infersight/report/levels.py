@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from infersight.report.compare import _get
+from infersight.report.md_text import md_cell
 from infersight.report.svg import fmt_value
 from infersight.report.view import LevelView, RunView
 from infersight.stats.aggregate import level_notes, level_state
@@ -98,8 +99,6 @@ def level_notes_html(view: RunView) -> str:
 
 def level_notes_md(view: RunView) -> list[str]:
     """The same notes as Markdown lines (a warning block per unsustainable level)."""
-    from infersight.report.markdown import md_cell  # markdown imports this module
-
     out: list[str] = []
     for lv in view.levels:
         for kind, text in level_notes(lv.name, lv.agg):

@@ -17,7 +17,7 @@ from infersight.bench.clock import (
     shift_record,
     shift_sample,
 )
-from infersight.bench.ray_actor import owned_indices
+from infersight.bench.distributed.ray_actor import owned_indices
 from infersight.core.errors import DataError
 from infersight.core.records import RequestRecord, Sample
 from infersight.stats.aggregate import aggregate

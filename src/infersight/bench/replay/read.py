@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from infersight.bench.trace_formats import (
+from infersight.bench.replay.formats import (
     JSON_PARSERS,
     ORDERED_FORMATS,
     BadLine,

@@ -16,18 +16,19 @@ import dataclasses
 import hashlib
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from infersight.bench.think import ThinkTime
-from infersight.bench.trace_formats import TraceEntry
-from infersight.bench.trace_read import Problem, in_arrival_order, read_trace
-from infersight.bench.trace_text import TextBuilder
+from infersight.bench.level_plan import FeedItem
+from infersight.bench.replay.formats import TraceEntry
+from infersight.bench.replay.read import Problem, in_arrival_order, read_trace
+from infersight.bench.replay.text import TextBuilder
+from infersight.bench.replay.think import ThinkTime
 from infersight.bench.workload import Prompt, build_bodies
 
-__all__ = ["FeedItem", "Overhead", "RequestShape", "TraceFeed", "split_feed"]
+__all__ = ["Overhead", "RequestShape", "TraceFeed", "split_feed"]
 
 #: Conversations remembered for the growth of their prompts (least recent dropped).
 _SESSIONS = 100_000
@@ -73,27 +74,6 @@ class RequestShape:
 def split_feed(feed: Any, n: int) -> list[Any]:
     """``feed`` as ``n`` workers' shares (each reads the same stream, keeps its own)."""
     return [dataclasses.replace(feed, share=w, shares=n) for w in range(n)]
-
-
-@dataclass(slots=True)
-class FeedItem:
-    """One request of the schedule."""
-
-    index: int
-    offset: float
-    labels: dict[str, str]
-    #: The request body; None for a conversation turn (built from its history).
-    body: dict[str, Any] | None = None
-    #: Conversation turns: the messages this turn adds, and the think time before it.
-    session: str | None = None
-    turn: int = 0
-    new_messages: list[dict[str, Any]] = field(default_factory=list)
-    max_tokens: int = 0
-    think: float | None = None
-    #: Intended prompt tokens shared with an earlier request of the level, and the
-    #: prompt's own intended tokens (message text, without the chat template).
-    shared: int = 0
-    tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

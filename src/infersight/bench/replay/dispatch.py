@@ -21,14 +21,10 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from infersight.bench.executor import spawn
+from infersight.bench.level_plan import FeedItem, LevelPlan, spawn
 from infersight.bench.pacer import Pacer
-
-if TYPE_CHECKING:
-    from infersight.bench.executor import LevelPlan
-    from infersight.bench.trace_feed import FeedItem
 
 __all__ = ["AHEAD", "AHEAD_S", "Conversations", "dispatch_conversations", "dispatch_feed"]
 

@@ -9,7 +9,6 @@ hosts could not reach.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import signal
 import socket
@@ -19,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from infersight.bench.colocation import is_loopback
-from infersight.bench.workers import ClientSpec
+from infersight.bench.distributed.ray_extra import INSTALL_HINT, ray_installed
+from infersight.bench.runtime import ClientSpec
+from infersight.core.endpoint import is_loopback
 from infersight.core.errors import ConfigError, InfersightError
 
 __all__ = [
@@ -35,17 +35,8 @@ __all__ = [
     "resolve",
 ]
 
-INSTALL_HINT = "pip install 'infersight[ray]'"
 #: Seconds to wait for the workers to start on their nodes.
 START_TIMEOUT = 120.0
-
-
-def ray_installed() -> bool:
-    """Whether the optional Ray extra is importable."""
-    try:
-        return importlib.util.find_spec("ray") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 @dataclass(slots=True)
@@ -90,7 +81,7 @@ async def place_workers(
     and learn where each runs."""
     import ray
 
-    from infersight.bench.ray_actor import LoadWorker
+    from infersight.bench.distributed.ray_actor import LoadWorker
 
     await _wait_for_cpus(n * cpus, n, cpus)
     placed = Placement()

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from infersight.bench.trace_formats import FORMATS, TraceEntry, detect_format
-from infersight.bench.trace_read import Problem, in_arrival_order, read_trace
+from infersight.bench.replay.formats import FORMATS, TraceEntry, detect_format
+from infersight.bench.replay.read import Problem, in_arrival_order, read_trace
 from infersight.core.durations import format_duration, parse_duration
 from infersight.core.errors import ConfigError, file_error
 

@@ -19,59 +19,15 @@ import multiprocessing as mp
 import queue
 import signal
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
-from infersight.bench.progress import LiveStats
+from infersight.bench.executor import run_level
+from infersight.bench.level_plan import LevelOutcome, LevelPlan
+from infersight.bench.progress import LiveStats, ReportingStats
+from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.core.records import RequestRecord
 
-__all__ = ["ClientSpec", "ReportingStats", "merge_outcomes", "run_level_in_workers", "split_plan"]
-
-
-@dataclass(frozen=True, slots=True)
-class ClientSpec:
-    """How a worker builds its own client (nothing unpicklable crosses processes)."""
-
-    base_url: str
-    api_key: str | None
-    api_key_source: str | None = None
-    connect_timeout: float = 10.0
-    #: Connection cap (0 = none): requests beyond it wait in the client's pool.
-    max_connections: int = 0
-
-
-class ReportingStats(LiveStats):
-    """Counts increments since the last report, for the parent's live display."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._snap: dict[str, Any] = self._zero()
-
-    @staticmethod
-    def _zero() -> dict[str, Any]:
-        return {"done": 0, "errors": 0, "in_flight": 0, "tokens": 0, "ttfts": [], "recent": []}
-
-    def started(self) -> None:
-        super().started()
-        self._snap["in_flight"] += 1
-
-    def finished(self, rec: RequestRecord) -> None:
-        super().finished(rec)
-        s = self._snap
-        s["in_flight"] -= 1
-        s["done"] += 1
-        if not rec.ok:
-            s["errors"] += 1
-            return
-        s["tokens"] += rec.output_tokens
-        if rec.ttft is not None:
-            s["ttfts"].append(rec.ttft)
-        s["recent"].append(rec.output_tokens)
-
-    def take(self) -> dict[str, Any]:
-        snap, self._snap = self._snap, self._zero()
-        return snap
+__all__ = ["merge_outcomes", "run_level_in_workers", "split_plan"]
 
 
 def _worker_main(
@@ -85,8 +41,6 @@ def _worker_main(
     out: Any,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from infersight.bench.runtime import run_coroutine
-
     outcome = run_coroutine(_worker_async(index, spec, plan, t0, counter, stop_ev, hard_ev, out))
     out.put(
         ("done", index, [r.to_dict() for r in outcome.records], outcome.cpu_percent,
@@ -104,8 +58,6 @@ async def _worker_async(
     hard_ev: Any,
     out: Any,
 ) -> LevelOutcome:
-    from infersight.bench.runtime import make_client
-
     stats = ReportingStats()
 
     def take() -> int | None:

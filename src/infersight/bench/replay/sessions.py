@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from infersight.bench.think import ThinkTime
-from infersight.bench.trace_feed import FeedItem, RequestShape, split_feed
-from infersight.bench.trace_text import TextBuilder
+from infersight.bench.level_plan import FeedItem
+from infersight.bench.replay.feed import RequestShape, split_feed
+from infersight.bench.replay.text import TextBuilder
+from infersight.bench.replay.think import ThinkTime
 from infersight.bench.workload import Distribution
 
 __all__ = ["SessionFeed", "session_starts"]

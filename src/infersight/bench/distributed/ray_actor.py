@@ -1,6 +1,6 @@
 """The load-generator worker that runs as a Ray actor on a cluster node.
 
-The driver (:mod:`infersight.bench.ray_workers`) hands each worker its share of a level
+The driver (:mod:`infersight.bench.distributed.ray_workers`) hands each worker its share of a level
 (``prepare``) and starts it (``run``): the worker builds its client on its own uvloop
 event loop, in a thread of its own, says it is ready (``ready``) and waits for the
 level's start on its own clock (``go``), so that its start-up never becomes schedule
@@ -31,8 +31,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
-from infersight.bench.workers import ClientSpec, ReportingStats
+from infersight.bench.executor import run_level
+from infersight.bench.level_plan import LevelOutcome, LevelPlan
+from infersight.bench.progress import ReportingStats
+from infersight.bench.runtime import ClientSpec
 from infersight.core.records import Sample
 
 __all__ = ["LoadWorker", "owned_indices"]

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from infersight.bench.trace_formats import TraceEntry
+from infersight.bench.replay.formats import TraceEntry
 
 __all__ = ["DEFAULT_BLOCK_TOKENS", "TextBuilder", "allot"]
 

@@ -1,11 +1,11 @@
 """``--ray auto|ADDRESS --workers N``: one schedule driven from several hosts.
 
-N load-generator workers (:class:`~infersight.bench.ray_actor.LoadWorker`) are placed
+N load-generator workers (:class:`~infersight.bench.distributed.ray_actor.LoadWorker`) are placed
 as Ray actors across the cluster's nodes (``spread`` by default: Ray's SPREAD
 strategy; ``strict-spread``: a placement group with one worker per node, or a clear
 error). They live for the whole run. Each level is split exactly as ``--workers``
-splits it for processes (:func:`~infersight.bench.workers.split_plan`), and the
-outcomes merge as theirs do (:func:`~infersight.bench.workers.merge_outcomes`).
+splits it for processes (:func:`~infersight.bench.distributed.workers.split_plan`), and the
+outcomes merge as theirs do (:func:`~infersight.bench.distributed.workers.merge_outcomes`).
 
 Clocks: before each level the driver measures every worker's clock offset
 (:mod:`infersight.bench.clock`: the minimum round trip of several probes bounds it),
@@ -34,9 +34,7 @@ from infersight.bench.clock import (
     shift_record,
     shift_sample,
 )
-from infersight.bench.executor import LevelOutcome, LevelPlan
-from infersight.bench.progress import LiveStats
-from infersight.bench.ray_place import (
+from infersight.bench.distributed.ray_place import (
     START_TIMEOUT,
     Placement,
     join_cluster,
@@ -45,7 +43,10 @@ from infersight.bench.ray_place import (
     release,
     resolve,
 )
-from infersight.bench.workers import ClientSpec, merge_outcomes, split_plan
+from infersight.bench.distributed.workers import merge_outcomes, split_plan
+from infersight.bench.level_plan import LevelOutcome, LevelPlan
+from infersight.bench.progress import LiveStats
+from infersight.bench.runtime import ClientSpec
 from infersight.core.errors import InfersightError
 from infersight.core.records import Sample
 
