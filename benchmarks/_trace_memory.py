@@ -57,8 +57,8 @@ def load_all(path: Path) -> tuple[float, float, str]:
 
 def stream_all(path: Path) -> tuple[float, float, str]:
     return _measure(
-        "from infersight.bench.trace_check import check_trace\n"
-        "from infersight.bench.trace_feed import RequestShape, TraceFeed\n"
+        "from infersight.bench.replay.check import check_trace\n"
+        "from infersight.bench.replay.feed import RequestShape, TraceFeed\n"
         f"s = check_trace({str(path)!r})\n"
         "words = tuple('the of and to in is was for on are as with his they at be'.split())\n"
         "shape = RequestShape(words, 0, 'm', 'chat', True, False)\n"

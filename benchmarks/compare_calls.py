@@ -29,9 +29,9 @@ from rich.table import Table
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
-from infersight.core.significance import BETTER, WORSE
 from infersight.report.compare import matched_rows
 from infersight.report.view import build_views
+from infersight.stats.significance import BETTER, WORSE
 from infersight.testing import FakeConfig, FakeOpenAI
 
 TTFT, ITL, TOKENS = 0.1, 0.005, 8

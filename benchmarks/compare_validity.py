@@ -29,9 +29,9 @@ from typing import Any
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
-from infersight.core.significance import BETTER, WORSE
 from infersight.report.compare import matched_rows, unmatched_levels
 from infersight.report.view import build_views
+from infersight.stats.significance import BETTER, WORSE
 from infersight.testing import FakeConfig, FakeOpenAI
 
 TTFT, ITL, TOKENS, RATE = 0.05, 0.002, 8, 100.0

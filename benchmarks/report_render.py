@@ -3,7 +3,7 @@
 Each row is one RunResult size. Columns, in seconds unless noted:
 
 - gen: build the synthetic run (not part of the report; for scale);
-- aggregate: ``core.aggregate.aggregate`` over every level (bench does this once and stores it);
+- aggregate: ``stats.aggregate.aggregate`` over every level (bench does this once and stores it);
 - load: ``load_run_result`` of the saved JSON (what ``infersight report FILE`` does first);
 - views: group records, per-level arrays, verdicts (stored aggregates: nothing recomputed);
 - html / md: render the HTML page / the Markdown summary;
@@ -25,11 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from infersight.core.aggregate import aggregate
 from infersight.core.records import RunResult, load_run_result, save_run_result
 from infersight.report.html import render_views_html
 from infersight.report.markdown import render_views_markdown
 from infersight.report.view import build_views
+from infersight.stats.aggregate import aggregate
 from infersight.testing.synthetic_runs import make_run
 
 LEVELS = (1, 2, 4, 8, 16, 32)

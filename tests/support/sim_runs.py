@@ -13,8 +13,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from infersight.core.aggregate import Window, aggregate
 from infersight.core.records import RunResult
+from infersight.stats.aggregate import Window, aggregate
 from support.queue_sim import engine_samples, simulate, simulate_closed
 
 __all__ = ["rate_run", "sweep_run"]

@@ -1,10 +1,12 @@
 """Dependencies point one way: cli/entrypoints -> feature packages (bench, gateway, tune,
-batch, diagnose, report, monitor) -> client / telemetry / engine / servermodel -> core.
+batch, diagnose, report, monitor) -> client / telemetry / engine / servermodel / stats
+-> core.
 
 Every module's imports are read with ``ast`` (nothing is executed): ``import`` and
 ``from ... import`` statements anywhere in the module (inside functions and under
 ``TYPE_CHECKING`` too), relative imports, and ``importlib.import_module("...")`` calls
-with a literal name.
+with a literal name. The same reading gives the module graph: no module may import
+itself through others (no cycle, not even a lazy or a type-only one).
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ ROOT = Path(infersight.__file__).parent
 
 TOP = {"cli", "entrypoints"}
 FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor", "tune"}
-LOWER = {"client", "telemetry", "engine", "servermodel"}
+LOWER = {"client", "telemetry", "engine", "servermodel", "stats"}
 #: What each lower package may import besides itself and core: telemetry's live
-#: sampling probes a server through the client; nothing imports upward.
+#: sampling probes a server through the client; the server model is fitted from a
+#: run's aggregates (stats); stats is maths over core's records; nothing imports upward.
 LOWER_MAY_IMPORT = {"client": set(), "telemetry": {"client"}, "engine": set(),
-                    "servermodel": set()}
+                    "servermodel": {"stats"}, "stats": set()}
 #: Support packages: the fake servers for tests, and data files.
 SUPPORT = {"testing", "data"}
 
@@ -94,6 +97,7 @@ def test_the_import_reader_sees_what_it_must() -> None:
     # Guards the reader itself: known edges of today's tree are found.
     assert _uses("bench", "client") and _uses("cli", "entrypoints")
     assert _uses("entrypoints", "engine")  # function-level imports count
+    assert _uses("report", "stats") and _uses("servermodel", "stats")
 
 
 def test_core_imports_no_other_package() -> None:
@@ -142,3 +146,91 @@ def test_only_the_entrypoints_start_the_engine() -> None:
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "EmbeddedEngine":
                 users.append(_module_name(path))
     assert users == ["infersight.entrypoints.engine"]
+
+
+@cache
+def module_graph() -> dict[str, set[str]]:
+    """module -> the infersight modules it imports (every import the reader sees:
+    module level, under ``TYPE_CHECKING`` and inside functions). A name that is not a
+    module (``from infersight.bench.config import BenchConfig``) is dropped, so an edge
+    goes to the module that defines or re-exports it, or to the package's ``__init__``."""
+    paths = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        tree = ast.parse(path.read_text(), str(path))
+        graph[module] = {
+            t for node in ast.walk(tree)
+            for t in _targets(node, module, path.name == "__init__.py")
+            if t in paths and t != module
+        }
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle (its modules, the first one repeated at the end), or []."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+def longest_chain(graph: dict[str, set[str]], within: str) -> list[str]:
+    """The longest import chain through modules under ``within`` (a DAG: no cycles)."""
+    nodes = {m for m in graph if m.startswith(within + ".")}
+    best: dict[str, list[str]] = {}
+
+    def chain(node: str) -> list[str]:
+        if node not in best:
+            tails = [chain(n) for n in sorted(graph[node] & nodes)]
+            best[node] = [node, *max(tails, key=len, default=[])]
+        return best[node]
+
+    return max((chain(m) for m in sorted(nodes)), key=len, default=[])
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+    assert longest_chain({"p.a": {"p.b", "q"}, "p.b": {"p.c"}, "p.c": set(), "q": set()},
+                         "p") == ["p.a", "p.b", "p.c"]
+
+
+def test_the_module_graph_sees_what_it_must() -> None:
+    graph = module_graph()
+    # function-level imports count (the entrypoint starts the engine lazily)
+    assert any(t.startswith("infersight.engine") for t in graph["infersight.entrypoints.engine"])
+    assert "infersight.bench.executor" in graph["infersight.bench.distributed.workers"]
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """No module imports itself through others, not even lazily or for types only: a
+    cycle papered over with an in-function or ``TYPE_CHECKING`` import still ties the
+    modules together; the shared piece belongs in a module both import."""
+    assert find_cycle(module_graph()) == []
+
+
+#: The deepest chain of imports inside ``bench``, in modules. Today's deepest is
+#: runner -> replay_level -> replay_plan (or target) -> config -> replay.options ->
+#: replay.check -> replay.read -> replay.formats: BenchConfig checks a trace when it is
+#: built, so everything that takes a BenchConfig sits above the trace reader.
+BENCH_DEPTH = 8
+
+
+def test_bench_import_chains_stay_short() -> None:
+    chain = longest_chain(module_graph(), "infersight.bench")
+    assert len(chain) <= BENCH_DEPTH, " -> ".join(chain)

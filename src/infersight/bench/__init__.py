@@ -9,7 +9,8 @@ time, ITL is pooled (and per request beside it), every percentile is exact and c
 its sample count, and a run the load generator limited says so.
 """
 
-from infersight.bench.config import BenchConfig, LevelSpec, parse_levels, parse_slo
+from infersight.bench.config import BenchConfig, parse_levels, parse_slo
+from infersight.bench.level_spec import LevelSpec
 from infersight.bench.runner import run, run_async
 from infersight.bench.schedule import open_loop_schedule
 from infersight.bench.workload import Distribution

@@ -9,54 +9,24 @@ library agree on them.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.aggregate import SLO_METRICS, Window, parse_slo_key
+from infersight.bench.level_spec import LevelSpec, rate_name
+from infersight.bench.replay.options import check_replay
 from infersight.core.durations import parse_duration
 from infersight.core.errors import ConfigError
 from infersight.core.settings import BaseConfig, config_error
+from infersight.stats.aggregate import SLO_METRICS, Window, parse_slo_key
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
 
 
-@dataclass(frozen=True, slots=True)
-class LevelSpec:
-    """One load level: closed loop at ``concurrency``, or open loop at ``rate``/s.
-
-    ``rate == math.inf`` is the throughput level: every request is sent at once.
-    """
-
-    name: str
-    concurrency: int | None = None
-    rate: float | None = None
-    arrival: str = "constant"
-    #: ``--repeat``: the level this one runs again ("c=4" for "c=4#2").
-    repeat_of: str | None = None
-    #: A trace replay at this multiple of the trace's own speed.
-    speedup: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"name": self.name}
-        if self.repeat_of is not None:
-            d["repeat_of"] = self.repeat_of
-        if self.speedup is not None:
-            d["speedup"] = self.speedup
-        if self.concurrency is not None:
-            d["concurrency"] = self.concurrency
-        if self.rate is not None:
-            d["rate"] = None if math.isinf(self.rate) else self.rate
-            d["arrival"] = "all-at-once" if math.isinf(self.rate) else self.arrival
-        return d
-
-
-def rate_name(rate: float) -> str:
-    return "throughput" if math.isinf(rate) else f"r={rate:.4g}"
+#: Fields whose flag has another name.
+_FLAGS = {"trace_window": "--window"}
 
 
 class BenchConfig(BaseConfig):
@@ -114,7 +84,7 @@ class BenchConfig(BaseConfig):
     shared_prefix: int = Field(0, ge=0)
     ignore_eos: bool = False
     seed: int = 0
-    # Trace replay and conversations (bench --trace, --sessions: bench/replay_config.py)
+    # Trace replay and conversations (bench --trace, --sessions: bench/replay/options.py)
     #: A trace to replay at its own times: the gateway's access log, Mooncake JSONL,
     #: BurstGPT CSV or a plain timestamp,input_tokens,output_tokens CSV.
     trace: str | None = None
@@ -182,7 +152,7 @@ class BenchConfig(BaseConfig):
     @classmethod
     def _ray(cls, v: str | None) -> str | None:
         """Checked before anything starts: without the extra, say how to install it."""
-        from infersight.bench.ray_place import INSTALL_HINT, ray_installed
+        from infersight.bench.distributed.ray_extra import INSTALL_HINT, ray_installed
 
         if v is not None and not v.strip():
             raise ConfigError("--ray: give 'auto' or the cluster's address (HOST:PORT)")
@@ -220,10 +190,14 @@ class BenchConfig(BaseConfig):
         if (self.price_in is None) != (self.price_out is None):
             raise ValueError("give both --price-in and --price-out (dollars per million tokens)")
         Window.parse(self.warmup, self.cooldown)
-        from infersight.bench.replay_config import check_replay
-
         check_replay(self)
         return self
+
+    def given(self, *names: str) -> list[str]:
+        """The flags of ``names`` set to something other than their default."""
+        defaults = type(self).model_fields
+        return [_FLAGS.get(n, "--" + n.replace("_", "-")) for n in names
+                if getattr(self, n) not in (None, [], defaults[n].default)]
 
     def window(self) -> Window:
         return Window.parse(self.warmup, self.cooldown)

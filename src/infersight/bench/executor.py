@@ -20,71 +20,20 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import psutil
 
+from infersight.bench.level_plan import LevelOutcome, LevelPlan, RequestSender, spawn
 from infersight.bench.pacer import Pacer
 from infersight.bench.progress import LiveStats
+from infersight.bench.replay.dispatch import dispatch_conversations, dispatch_feed
 from infersight.core.access_log_format import SESSION_HEADER
 from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord
 
-__all__ = ["LevelOutcome", "LevelPlan", "RequestSender", "run_level", "spawn"]
-
-
-class RequestSender(Protocol):
-    """What the executor needs from :class:`infersight.client.Client`."""
-
-    async def request(
-        self,
-        path: str,
-        body: dict[str, Any],
-        *,
-        scheduled: float | None = None,
-        deadline: float | None = None,
-        request_id: str | None = None,
-        headers: dict[str, str] | None = None,
-        record: RequestRecord | None = None,
-    ) -> Any: ...
-
-
-@dataclass(slots=True)
-class LevelPlan:
-    """One level's work for one process.
-
-    Open loop: ``slots`` lists (request index, offset from t0). Closed loop:
-    ``concurrency`` users take indices from ``next_index`` until ``limit`` requests were
-    taken or ``duration`` has passed. Request ``i`` sends ``bodies[i % len(bodies)]``.
-    """
-
-    name: str
-    path: str
-    bodies: Sequence[dict[str, Any]]
-    concurrency: int | None = None
-    slots: list[tuple[int, float]] = field(default_factory=list)
-    duration: float | None = None
-    limit: int | None = None
-    timeout: float = 600.0
-    grace: float = 5.0
-    labels: dict[str, str] = field(default_factory=dict)
-    #: A streamed schedule (trace replay, conversations) used instead of ``slots`` and
-    #: ``bodies``: ``feed.items()`` yields each request as it is reached
-    #: (:mod:`infersight.bench.replay`).
-    feed: Any = None
-
-
-@dataclass(slots=True)
-class LevelOutcome:
-    """A level's records and the load generator's cost: ``cpu_percent`` of one core
-    for the busiest process, ``cpu_seconds`` summed over all of them."""
-
-    records: list[RequestRecord]
-    cpu_percent: float
-    wall: float
-    cpu_seconds: float = 0.0
+__all__ = ["run_level"]
 
 
 async def run_level(
@@ -152,8 +101,6 @@ async def run_level(
 
     with _young_gc():
         if plan.feed is not None:
-            from infersight.bench.replay import dispatch_conversations, dispatch_feed
-
             if plan.concurrency is None:
                 await dispatch_feed(plan, t0, stop, one, tasks)
             else:
@@ -246,7 +193,7 @@ async def _dispatch_closed(
             await one(i, time.monotonic())
 
     for _ in range(plan.concurrency):
-        _spawn(tasks, user())
+        spawn(tasks, user())
     while tasks and not stop():
         await asyncio.wait(tasks, timeout=0.1)
 
@@ -271,20 +218,9 @@ async def _dispatch_open(
                 return
             if delay > 0:
                 await pacer.until(at)
-            _spawn(tasks, one(index, at))
+            spawn(tasks, one(index, at))
     finally:
         pacer.close()
-
-
-def spawn(tasks: set[asyncio.Task[Any]], coro: Any) -> None:
-    """Run ``coro`` as a task kept in ``tasks`` until it ends."""
-    _spawn(tasks, coro)
-
-
-def _spawn(tasks: set[asyncio.Task[Any]], coro: Any) -> None:
-    task = asyncio.ensure_future(coro)
-    tasks.add(task)
-    task.add_done_callback(tasks.discard)
 
 
 def _counter(n: int | None) -> Callable[[], int | None]:

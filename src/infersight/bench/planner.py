@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infersight.bench.config import BenchConfig, LevelSpec, rate_name
+from infersight.bench.config import BenchConfig
+from infersight.bench.level_spec import LevelSpec, rate_name
 
 __all__ = ["LevelPlanner", "level_passed", "unsustainable"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from infersight.core.records import RequestRecord
 
-__all__ = ["LiveDisplay", "LiveStats"]
+__all__ = ["LiveDisplay", "LiveStats", "ReportingStats"]
 
 #: Width of a rate bucket (s), and how many are kept (the longest rate span).
 _BUCKET = 0.25
@@ -172,3 +172,36 @@ class LiveDisplay:
 
     def _render(self) -> str:
         return "" if self.stats is None else self.stats.line(self.level)
+
+
+class ReportingStats(LiveStats):
+    """Counts increments since the last report, for the parent's live display."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._snap: dict[str, Any] = self._zero()
+
+    @staticmethod
+    def _zero() -> dict[str, Any]:
+        return {"done": 0, "errors": 0, "in_flight": 0, "tokens": 0, "ttfts": [], "recent": []}
+
+    def started(self) -> None:
+        super().started()
+        self._snap["in_flight"] += 1
+
+    def finished(self, rec: RequestRecord) -> None:
+        super().finished(rec)
+        s = self._snap
+        s["in_flight"] -= 1
+        s["done"] += 1
+        if not rec.ok:
+            s["errors"] += 1
+            return
+        s["tokens"] += rec.output_tokens
+        if rec.ttft is not None:
+            s["ttfts"].append(rec.ttft)
+        s["recent"].append(rec.output_tokens)
+
+    def take(self) -> dict[str, Any]:
+        snap, self._snap = self._snap, self._zero()
+        return snap

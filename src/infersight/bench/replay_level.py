@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from infersight.bench.executor import LevelOutcome, LevelPlan
+from infersight.bench.level_plan import LevelOutcome, LevelPlan
 from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.bench.replay_plan import ReplayPrep, level_plan, survey
 from infersight.bench.workload import Tokenize
 from infersight.core.records import RequestRecord
-from infersight.core.replay_stats import by_turn, replay_fidelity, session_sharing
+from infersight.stats.replay_stats import by_turn, replay_fidelity, session_sharing
 
 if TYPE_CHECKING:
-    from infersight.bench.config import BenchConfig, LevelSpec
+    from infersight.bench.config import BenchConfig
+    from infersight.bench.level_spec import LevelSpec
     from infersight.bench.target import Target
 
 __all__ = ["LEAD_S", "replay_aggregate", "run_replay_level", "shared_prefix_sharing"]

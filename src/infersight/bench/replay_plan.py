@@ -16,12 +16,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.bench.config import BenchConfig, LevelSpec
-from infersight.bench.executor import LevelPlan
-from infersight.bench.replay_config import trace_summary, trace_times
-from infersight.bench.sessions import SessionFeed, session_starts
-from infersight.bench.trace_check import parse_window
-from infersight.bench.trace_feed import SHARING_COUNTED, Overhead, RequestShape, TraceFeed
+from infersight.bench.config import BenchConfig
+from infersight.bench.level_plan import LevelPlan
+from infersight.bench.level_spec import LevelSpec
+from infersight.bench.replay.check import parse_window
+from infersight.bench.replay.feed import SHARING_COUNTED, Overhead, RequestShape, TraceFeed
+from infersight.bench.replay.options import trace_summary, trace_times
+from infersight.bench.replay.sessions import SessionFeed, session_starts
 from infersight.bench.workload import SyntheticPrompts, Tokenize
 from infersight.core import errors as E
 

@@ -21,31 +21,33 @@ import uuid
 from typing import Any
 
 from infersight.bench.colocation import cpu_contention
-from infersight.bench.config import BenchConfig, LevelSpec
+from infersight.bench.config import BenchConfig
 from infersight.bench.datasets import PromptSource
-from infersight.bench.executor import LevelOutcome, LevelPlan, run_level
+from infersight.bench.distributed.ray_workers import RayLevelOutcome, RayWorkers, ray_pool
+from infersight.bench.distributed.workers import run_level_in_workers
+from infersight.bench.executor import run_level
+from infersight.bench.level_plan import LevelOutcome, LevelPlan
+from infersight.bench.level_spec import LevelSpec
 from infersight.bench.planner import LevelPlanner
 from infersight.bench.progress import LiveDisplay, LiveStats
-from infersight.bench.ray_workers import RayLevelOutcome, RayWorkers, ray_pool
 from infersight.bench.replay_level import (
     replay_aggregate,
     run_replay_level,
     shared_prefix_sharing,
 )
 from infersight.bench.replay_plan import prepare_replay
-from infersight.bench.runtime import make_client, run_coroutine
+from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.bench.schedule import open_loop_schedule
 from infersight.bench.target import Target, open_target
 from infersight.bench.telemetry import BenchTelemetry
-from infersight.bench.workers import ClientSpec, run_level_in_workers
 from infersight.bench.workload import build_bodies
-from infersight.core.aggregate import aggregate
-from infersight.core.cost import price_run
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import InfersightError
 from infersight.core.interrupts import stop_text
-from infersight.core.prefix_cache import add_engine_cache
 from infersight.core.records import ClockAnchor, RunResult
+from infersight.stats.aggregate import aggregate
+from infersight.stats.cost import price_run
+from infersight.stats.prefix_cache import add_engine_cache
 
 __all__ = ["run", "run_async"]
 

@@ -1,18 +1,31 @@
-"""Event loop and client construction shared by the runner and worker processes."""
+"""Event loop and client construction shared by the runner and worker processes (a
+worker is handed a :class:`ClientSpec` and builds its own client from it)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from infersight.bench.workers import ClientSpec
     from infersight.client import Client
 
-__all__ = ["make_client", "run_coroutine"]
+__all__ = ["ClientSpec", "make_client", "run_coroutine"]
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSpec:
+    """How a worker builds its own client (nothing unpicklable crosses processes)."""
+
+    base_url: str
+    api_key: str | None
+    api_key_source: str | None = None
+    connect_timeout: float = 10.0
+    #: Connection cap (0 = none): requests beyond it wait in the client's pool.
+    max_connections: int = 0
 
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:

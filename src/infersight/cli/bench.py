@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
         random_range_ratio: float = VLLM_OPTIONS["random_range_ratio"],
         percentile_metrics: str = VLLM_OPTIONS["percentile_metrics"],
         metric_percentiles: str = VLLM_OPTIONS["metric_percentiles"],
-        # -- trace replay and conversations (bench/replay_config.py) --
+        # -- trace replay and conversations (bench/replay/options.py) --
         trace: Path = typer.Option(None, metavar="FILE", help="Replay a trace at its own times: the gateway's access log, Mooncake JSONL, BurstGPT CSV, or a CSV of timestamp,input_tokens,output_tokens (detected)."),
         trace_format: str = typer.Option(None, metavar="FORMAT", help="The trace's format, instead of detecting it: gateway, mooncake, burstgpt or csv."),
         speedup: str = typer.Option(None, metavar="LIST", help="With --trace: replay this many times faster, one level per value, e.g. 1,2,4.", show_default="1"),

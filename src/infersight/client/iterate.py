@@ -13,17 +13,32 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+from aiohttp import ClientResponse
 
 from infersight.client.outcome import mark_cancelled
 from infersight.client.sse import SSEEvent
-from infersight.client.watchdog import EOF_GRACE, arm
+from infersight.client.watchdog import EOF_GRACE, Watched, arm
 from infersight.core import errors as E
 
-if TYPE_CHECKING:
-    from infersight.client.stream import StreamResponse
+__all__ = ["ReadStream", "drain", "finish_eof", "iter_events", "iter_raw", "join_raw", "prime"]
 
-__all__ = ["drain", "finish_eof", "iter_events", "iter_raw", "join_raw", "prime"]
+
+class ReadStream(Watched, Protocol):
+    """What the readers use of a response: :class:`infersight.client.stream.StreamResponse`
+    (a protocol here, so that the two modules do not import each other)."""
+
+    is_sse: bool
+    _resp: ClientResponse
+    _error: E.InfersightError | None
+    _eof: bool
+    _pending: list[SSEEvent]
+
+    async def _read(self) -> list[SSEEvent] | None: ...
+    def _fail(self, e: E.InfersightError) -> E.InfersightError: ...
+    def _settle(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class _Ending:
@@ -32,7 +47,7 @@ class _Ending:
 
     __slots__ = ("sr",)
 
-    def __init__(self, sr: StreamResponse) -> None:
+    def __init__(self, sr: ReadStream) -> None:
         self.sr = sr
 
     def __enter__(self) -> None:
@@ -51,7 +66,7 @@ class _Ending:
             sr.close()  # the caller stopped iterating: ok after [DONE], else cancelled
 
 
-async def _next_read(sr: StreamResponse) -> list[SSEEvent] | None:
+async def _next_read(sr: ReadStream) -> list[SSEEvent] | None:
     """The next read's events ([] for none), or None once the answer has ended."""
     if sr._error is not None or sr._eof:
         return None
@@ -61,7 +76,7 @@ async def _next_read(sr: StreamResponse) -> list[SSEEvent] | None:
     return await sr._read() or []
 
 
-async def prime(sr: StreamResponse) -> None:
+async def prime(sr: ReadStream) -> None:
     """Read until the first content event, an error, or the end (before retries end);
     what was read is replayed to the caller (``sr._pending``)."""
     try:
@@ -77,7 +92,7 @@ async def prime(sr: StreamResponse) -> None:
         raise
 
 
-async def drain(sr: StreamResponse) -> None:
+async def drain(sr: ReadStream) -> None:
     """Read to the end without yielding events (``Client.request``)."""
     read = sr._read
     with _Ending(sr):
@@ -90,7 +105,7 @@ async def drain(sr: StreamResponse) -> None:
     sr._settle()
 
 
-async def finish_eof(sr: StreamResponse) -> None:
+async def finish_eof(sr: ReadStream) -> None:
     """After [DONE], read the body's end so the connection can be reused.
 
     Never wait long: some servers hold the stream open after [DONE]; then the
@@ -107,7 +122,7 @@ async def finish_eof(sr: StreamResponse) -> None:
         sr._resp.close()
 
 
-async def iter_events(sr: StreamResponse) -> AsyncIterator[SSEEvent]:
+async def iter_events(sr: ReadStream) -> AsyncIterator[SSEEvent]:
     """Every event of the answer, starting with those read before entering."""
     with _Ending(sr):
         if sr._pending:
@@ -120,7 +135,7 @@ async def iter_events(sr: StreamResponse) -> AsyncIterator[SSEEvent]:
     sr._settle()
 
 
-async def iter_raw(sr: StreamResponse, drop_usage_only: bool) -> AsyncIterator[bytes]:
+async def iter_raw(sr: ReadStream, drop_usage_only: bool) -> AsyncIterator[bytes]:
     """The answer's bytes, one piece per read (see ``StreamResponse.raw_chunks``)."""
     with _Ending(sr):
         if sr._pending:

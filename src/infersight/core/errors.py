@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from infersight.core.records import RequestRecord
+    from infersight.core.request_record import RequestRecord
 
 __all__ = [
     "AuthError",

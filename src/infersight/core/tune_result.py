@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from infersight.core.atomic import write_atomic
 from infersight.core.errors import ConfigError, file_error
+from infersight.core.metric_call import MetricCall
 from infersight.core.server_model import ServerModel
 from infersight.core.settings import config_error
-from infersight.core.significance import MetricCall
 
 __all__ = ["TUNE_SCHEMA_VERSION", "ModelPoint", "TrialRecord", "TuneResult", "load_tune_result", "save_tune_result"]
 

@@ -6,7 +6,7 @@ no window): the requests in flight (the engine's running count R where it
 exports one, else the client's time-weighted count), throughput, TPOT/ITL and TTFT
 (the aggregates' own figures), the queue, and the time a request spends in the engine
 by Little's law (R / X). ``find_knee`` then finds the knee and the plateau, and the
-best operating point is picked as ``core.operating_point`` says.
+best operating point is picked as ``stats.operating_point`` says.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from infersight.core.aggregate import aggregate
 from infersight.core.curve import CapacityCurve, CurvePoint
-from infersight.core.level_flags import flagged
-from infersight.core.operating_point import best_level
 from infersight.core.records import RunResult
 from infersight.diagnose.knee import find_knee
 from infersight.diagnose.signals import RecordArrays, SampleIndex, inflight_stats
+from infersight.stats.aggregate import aggregate
+from infersight.stats.level_flags import flagged
+from infersight.stats.operating_point import best_level
 
 __all__ = ["build_curve", "level_aggregates", "level_point"]
 

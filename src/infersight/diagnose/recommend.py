@@ -17,11 +17,11 @@ import math
 from collections.abc import Sequence
 
 from infersight.core.curve import CapacityCurve, Recommendation
-from infersight.core.operating_point import WITHIN
 from infersight.core.server_model import Fix
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import slot_flag
 from infersight.diagnose.model_numbers import FixNumbers
+from infersight.stats.operating_point import WITHIN
 
 __all__ = ["ORDER", "recommend", "reconcile"]
 

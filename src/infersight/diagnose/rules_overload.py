@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infersight.core.sustain import SHORTFALL_LIMIT
 from infersight.core.verdicts import Verdict, is_marginal
 from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
+from infersight.stats.sustain import SHORTFALL_LIMIT
 
 __all__ = ["overloaded"]
 

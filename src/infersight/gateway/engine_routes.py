@@ -18,7 +18,7 @@ private loopback port with a key only the gateway holds. The gateway then serves
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -32,10 +32,20 @@ from infersight.gateway.request_body import parse_body
 from infersight.gateway.request_guard import Handler, read_body
 
 if TYPE_CHECKING:
-    from infersight.gateway.server import Gateway
+    from infersight.gateway.listener import ClientLimits
     from infersight.gateway.upstream import Upstream
 
-__all__ = ["EngineRoutes"]
+__all__ = ["EngineRoutes", "GatewayView"]
+
+
+class GatewayView(Protocol):
+    """What the routes use of their :class:`infersight.gateway.server.Gateway` (a
+    protocol here, so that the server and its routes do not import each other)."""
+
+    upstreams: list[Upstream]
+    limits: ClientLimits
+
+    def key_needed(self, request: web.Request) -> web.StreamResponse | None: ...
 
 log = logging.getLogger("infersight.gateway")
 
@@ -46,14 +56,14 @@ class EngineRoutes:
     #: The OpenAI endpoints the engine serves.
     endpoints = frozenset({"chat", "completions"})
 
-    def __init__(self, gateway: Gateway, upstream: Upstream) -> None:
+    def __init__(self, gateway: GatewayView, upstream: Upstream) -> None:
         self.gw = gateway
         self.up = upstream
         #: The model's vocabulary size (from the engine's /v1/models), once known.
         self.n_vocab: int | None = None
 
     @classmethod
-    def of(cls, gateway: Gateway) -> EngineRoutes | None:
+    def of(cls, gateway: GatewayView) -> EngineRoutes | None:
         """The routes of the gateway's embedded upstream, or None when it has none."""
         ups = [u for u in gateway.upstreams if u.cfg.embedded]
         return cls(gateway, ups[0]) if ups else None

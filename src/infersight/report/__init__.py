@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from infersight.core.records import RunResult, load_run_result
-from infersight.core.significance import DEFAULT_DELTA
 from infersight.report.compare_console import render_comparison
 from infersight.report.console import headline, render_console
 from infersight.report.files import write_csv, write_json, write_outputs, write_text
@@ -34,6 +33,7 @@ from infersight.report.markdown import render_markdown, render_views_markdown
 from infersight.report.percentile_lines import render_percentiles
 from infersight.report.verdict_panels import render_diagnosis, render_verdicts
 from infersight.report.view import build_views
+from infersight.stats.significance import DEFAULT_DELTA
 
 __all__ = [
     "headline",

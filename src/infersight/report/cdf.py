@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from infersight.core.chunks import FloatArray
-from infersight.core.stats import PERCENTILES as _SHARED_PERCENTILES
+from infersight.stats.chunks import FloatArray
+from infersight.stats.summary import PERCENTILES as _SHARED_PERCENTILES
 
 __all__ = ["PERCENTILES", "cdf_points"]
 

@@ -4,7 +4,7 @@ The first result is the baseline; every other one is compared with it. Levels ar
 matched on their load and workload (:mod:`infersight.report.compare_match`; the runs
 of a level ``bench --repeat`` ran again count together); a level without a match is
 listed as not comparable, never pooled. Whether a change is real is
-:mod:`infersight.core.significance`'s call (docs/design.md section 2): each row with a
+:mod:`infersight.stats.significance`'s call (docs/design.md section 2): each row with a
 statistical basis carries it; the others (success rate, cost, utilisation) show their
 change without a call.
 """
@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from infersight.core.significance import (
+from infersight.report.compare_match import match_levels
+from infersight.report.svg import fmt_value
+from infersight.report.view import LevelView, RunView, level_aggregate, record_end
+from infersight.stats.significance import (
     BETTER,
     DEFAULT_DELTA,
     SAME,
@@ -28,10 +31,7 @@ from infersight.core.significance import (
     family_confidence,
     repeat_groups,
 )
-from infersight.core.slices import METRICS, LevelData
-from infersight.report.compare_match import match_levels
-from infersight.report.svg import fmt_value
-from infersight.report.view import LevelView, RunView, level_aggregate, record_end
+from infersight.stats.slices import METRICS, LevelData
 
 __all__ = [
     "CALL_CLASS",

@@ -8,7 +8,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from infersight.core.records import RunResult
-from infersight.core.significance import (
+from infersight.report.compare import matched_rows, unmatched_levels
+from infersight.report.svg import fmt_value
+from infersight.report.view import build_views
+from infersight.stats.significance import (
     BETTER,
     DEFAULT_DELTA,
     SAME,
@@ -16,9 +19,6 @@ from infersight.core.significance import (
     confidence_text,
     family_confidence,
 )
-from infersight.report.compare import matched_rows, unmatched_levels
-from infersight.report.svg import fmt_value
-from infersight.report.view import build_views
 
 __all__ = ["render_comparison"]
 

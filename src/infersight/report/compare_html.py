@@ -5,12 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from infersight.core.significance import (
-    DEFAULT_DELTA,
-    P99_MIN_REQUESTS,
-    MetricCall,
-    confidence_text,
-)
 from infersight.report.compare import (
     CALL_CLASS,
     CompareRow,
@@ -22,6 +16,12 @@ from infersight.report.compare import (
 from infersight.report.plots import compare_cdf_charts
 from infersight.report.sections import banner, fmt_cell, verdicts_html
 from infersight.report.view import RunView
+from infersight.stats.significance import (
+    DEFAULT_DELTA,
+    P99_MIN_REQUESTS,
+    MetricCall,
+    confidence_text,
+)
 
 __all__ = ["OVERVIEW_METRICS", "call_text", "comparison_html", "threshold_text"]
 

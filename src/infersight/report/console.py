@@ -13,9 +13,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from infersight.core.aggregate import client_headline, level_notes, level_state
 from infersight.core.records import RunResult
 from infersight.report.headline import build_headline, verdict_where
+from infersight.stats.aggregate import client_headline, level_notes, level_state
 
 __all__ = ["headline", "render_console"]
 

@@ -11,16 +11,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.core.aggregate import parse_slo_key
 from infersight.core.durations import format_duration
 from infersight.core.errors import ConfigError
-from infersight.core.level_flags import flagged
-from infersight.core.operating_point import best_level
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.capacity import advice_lines
 from infersight.report.model_lines import model_lines
 from infersight.report.svg_axes import fmt_value
+from infersight.stats.aggregate import parse_slo_key
+from infersight.stats.level_flags import flagged
+from infersight.stats.operating_point import best_level
 
 __all__ = ["Headline", "OperatingPoint", "build_headline", "find_max_text", "slo_text",
            "verdict_where"]
@@ -125,7 +125,7 @@ def _best(levels: Sequence[tuple[str, Mapping[str, Any]]], goal: str, key: str |
           *, goals: bool = True, knee: str | None = None) -> OperatingPoint:
     """Among the levels that count (sustainable, not client-limited beyond a marginal
     flag) and meet the goals (or the goal ``key``), the knee: the lowest-latency one
-    within 5% of the best throughput (``core.operating_point``)."""
+    within 5% of the best throughput (``stats.operating_point``)."""
     ok = []
     for level, agg in levels:
         checks = (agg.get("slo") or {}).get("checks") or {}

@@ -11,11 +11,11 @@ from html import escape
 
 from infersight import __version__
 from infersight.core.records import RunResult
-from infersight.core.significance import DEFAULT_DELTA
 from infersight.report.compare_html import comparison_html
 from infersight.report.headline_html import toc_html
 from infersight.report.sections import SECTIONS, run_section
 from infersight.report.view import RunView, build_views
+from infersight.stats.significance import DEFAULT_DELTA
 
 __all__ = ["comparison_html", "html_page", "render_html", "render_views_html"]
 

@@ -3,7 +3,7 @@
 Beside every level: how many requests were sent and how many the statistics describe
 (the window chooses by intended send time), whether the window is a steady state, and
 whether an open-loop level was sustainable (docs/design.md section 2). The words come from
-:func:`infersight.core.aggregate.level_notes`, as in the console table.
+:func:`infersight.stats.aggregate.level_notes`, as in the console table.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import math
 from html import escape
 from typing import Any
 
-from infersight.core.aggregate import level_notes, level_state
 from infersight.report.compare import _get
+from infersight.report.md_text import md_cell
 from infersight.report.svg import fmt_value
 from infersight.report.view import LevelView, RunView
+from infersight.stats.aggregate import level_notes, level_state
 
 __all__ = ["fmt_cell", "level_notes_html", "level_notes_md", "summary_table"]
 
@@ -98,8 +99,6 @@ def level_notes_html(view: RunView) -> str:
 
 def level_notes_md(view: RunView) -> list[str]:
     """The same notes as Markdown lines (a warning block per unsustainable level)."""
-    from infersight.report.markdown import md_cell  # markdown imports this module
-
     out: list[str] = []
     for lv in view.levels:
         for kind, text in level_notes(lv.name, lv.agg):

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
-from typing import Any
 
-from infersight.core.aggregate import client_headline, level_state
 from infersight.core.records import RunResult
-from infersight.core.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
 from infersight.report.capacity import curve_markdown
 from infersight.report.compare import (
     CompareRow,
@@ -23,26 +19,16 @@ from infersight.report.compare_html import OVERVIEW_METRICS, call_text, threshol
 from infersight.report.floors import floors_markdown
 from infersight.report.headline_html import run_headline
 from infersight.report.levels import level_notes_md
+from infersight.report.md_text import md_cell
 from infersight.report.svg import fmt_value
 from infersight.report.verdict_html import ev_value
 from infersight.report.view import NOT_DIAGNOSED, RunView, build_views, no_price_text
+from infersight.stats.aggregate import client_headline, level_state
+from infersight.stats.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
 
 __all__ = ["md_cell", "render_markdown", "render_views_markdown"]
 
 _MARK = {BETTER: " ✅", WORSE: " ❌", SAME: " ≈"}
-
-
-#: What could start an HTML tag or entity; only these are escaped, so text such as
-#: "lag 9 ms > 5 ms" reads as written in the file and on GitHub (no &gt; entities).
-_HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)")
-
-
-def md_cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell: pipes, newlines and anything that could
-    start HTML neutralised with a backslash (CommonMark), never with entities."""
-    s = str(text).replace("\r", " ").replace("\n", " ")
-    s = _HTML_START.sub(lambda m: "\\" + m.group(0), s)
-    return s.replace("|", "\\|").replace("`", "'")
 
 
 def _num(v: float | None, unit: str = "") -> str:

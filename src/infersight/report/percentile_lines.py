@@ -14,9 +14,9 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 
-from infersight.core.chunks import FloatArray
 from infersight.core.records import RunResult
 from infersight.report.view import LevelView, build_view
+from infersight.stats.chunks import FloatArray
 
 __all__ = ["percentile_lines", "render_percentiles"]
 

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from infersight.core.chunks import Chunks, FloatArray
 from infersight.report.cdf import cdf_points
 from infersight.report.compare import _get
 from infersight.report.svg import PALETTE, Band, Series, chart
 from infersight.report.timeline import Timeline, binned_means, build_timeline
 from infersight.report.view import LevelView, RunView
+from infersight.stats.chunks import Chunks, FloatArray
 
 __all__ = ["cdf_charts", "compare_cdf_charts", "throughput_latency_charts", "timeline_charts"]
 

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from infersight.core.aggregate import client_headline
 from infersight.core.verdicts import Verdict
 from infersight.report.capacity import curve_html
 from infersight.report.cdf import PERCENTILES
@@ -25,6 +24,7 @@ from infersight.report.plots import cdf_charts, throughput_latency_charts, timel
 from infersight.report.svg import PALETTE
 from infersight.report.verdict_html import inline_html, verdict_box
 from infersight.report.view import NOT_DIAGNOSED, RunView, no_price_text
+from infersight.stats.aggregate import client_headline
 
 __all__ = ["banner", "fmt_cell", "redact", "run_section", "verdicts_html"]
 

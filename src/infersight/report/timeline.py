@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from infersight.core.chunks import Chunks, FloatArray, flatten_chunks
 from infersight.core.records import RequestRecord
 from infersight.report.view import record_end
+from infersight.stats.chunks import Chunks, FloatArray, flatten_chunks
 
 __all__ = ["Timeline", "binned_means", "build_timeline", "mean_occupancy"]
 

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from html import escape
 
 from infersight.core.records import RunResult
-from infersight.core.significance import BETTER, SAME, WORSE, MetricCall
 from infersight.core.tune_result import TrialRecord, TuneResult
 from infersight.report.compare import CALL_CLASS
 from infersight.report.html import html_page
@@ -18,6 +17,7 @@ from infersight.report.sections import verdicts_html
 from infersight.report.svg import chart, fmt_value
 from infersight.report.svg_types import PALETTE, Series
 from infersight.report.view import build_view
+from infersight.stats.significance import BETTER, SAME, WORSE, MetricCall
 
 __all__ = ["render_tune_html"]
 

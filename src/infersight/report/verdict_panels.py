@@ -10,11 +10,11 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from infersight.core.aggregate import client_headline
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.capacity import advice_lines, print_curve
 from infersight.report.model_lines import model_lines
+from infersight.stats.aggregate import client_headline
 
 __all__ = ["render_diagnosis", "render_verdicts"]
 

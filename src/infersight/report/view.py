@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from infersight.core.chunks import Chunks, FloatArray, flatten_chunks, itl_from_chunks
-from infersight.core.cost import level_cost, run_model, run_price
 from infersight.core.records import RequestRecord, RunResult
 from infersight.core.verdicts import Verdict
+from infersight.stats.chunks import Chunks, FloatArray, flatten_chunks, itl_from_chunks
+from infersight.stats.cost import level_cost, run_model, run_price
 
 __all__ = [
     "NOT_DIAGNOSED",
@@ -269,14 +269,14 @@ def level_aggregate(
 ) -> dict[str, Any]:
     """The aggregate the run stored (what the console printed), else recomputed.
 
-    Recomputing uses the same ``core.aggregate.aggregate`` as ``bench``, with the level's
+    Recomputing uses the same ``stats.aggregate.aggregate`` as ``bench``, with the level's
     target concurrency or rate from ``config["levels"]``, so the numbers agree.
     """
     if isinstance(stored, dict) and stored:
         if "validity" not in stored and records:
             return {**stored, "validity": _validity(stored, records)}
         return stored
-    from infersight.core.aggregate import aggregate
+    from infersight.stats.aggregate import aggregate
 
     level = level or {}
     conc, rate = level.get("concurrency"), level.get("rate")
@@ -291,7 +291,7 @@ def level_aggregate(
 def _validity(stored: dict[str, Any], records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
     """A file written before levels carried ``validity``: its checks, from its records
     (the window's members by intended send time, as bench chose them)."""
-    from infersight.core.validity import check_level
+    from infersight.stats.validity import check_level
 
     w = stored.get("window") or {}
     lo, hi = w.get("start"), w.get("end")

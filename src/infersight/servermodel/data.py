@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from infersight.core.aggregate import aggregate
-from infersight.core.level_flags import flagged
 from infersight.core.records import RunResult
+from infersight.stats.aggregate import aggregate
+from infersight.stats.level_flags import flagged
 
 __all__ = ["LevelData", "RunData", "level_figures", "merge_runs", "run_data"]
 

@@ -9,11 +9,11 @@ import math
 
 import numpy as np
 
-from infersight.core.aggregate import aggregate
 from infersight.core.records import RequestRecord
 from infersight.core.server_model import Prediction, ServerModel
 from infersight.servermodel.data import level_figures
 from infersight.servermodel.simulate import Engine, Load, Simulated, simulate
+from infersight.stats.aggregate import aggregate
 
 __all__ = ["engine_of", "figures", "poisson_arrivals", "predict_load"]
 

@@ -12,8 +12,8 @@ the scheduler's queue-time histogram); TGI ``router/src/server.rs`` (35 duration
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -23,9 +23,61 @@ from prometheus_client.core import (
 )
 
 if TYPE_CHECKING:
-    from infersight.testing.fake_metrics import EngineMetrics
+    from infersight.testing.fake_config import FakeConfig
+    from infersight.testing.fake_slots import SlotPool
 
-__all__ = ["BOUNDS", "DIALECTS", "families"]
+__all__ = ["BOUNDS", "DIALECTS", "EngineCounters", "Hist", "families"]
+
+
+class Hist(Protocol):
+    """One histogram's bucket counts (``counts[i]`` below ``bounds[i]``, the last one
+    above every bound) and the sum of the values."""
+
+    @property
+    def bounds(self) -> Sequence[float]: ...
+    @property
+    def counts(self) -> list[float]: ...
+    @property
+    def total(self) -> float: ...
+
+
+class EngineCounters(Protocol):
+    """What a dialect reads of the fake engine's counters: a
+    :class:`infersight.testing.fake_metrics.EngineMetrics` (a protocol here, so that the
+    two modules do not import each other)."""
+
+    @property
+    def dialect(self) -> str: ...
+    @property
+    def config(self) -> FakeConfig: ...
+    @property
+    def pool(self) -> SlotPool: ...
+    @property
+    def kv_tokens(self) -> int: ...
+    @property
+    def received(self) -> float: ...
+    @property
+    def prompt_tokens(self) -> float: ...
+    @property
+    def generation_tokens(self) -> float: ...
+    @property
+    def finished(self) -> dict[str, float]: ...
+    @property
+    def failed(self) -> dict[str, float]: ...
+    @property
+    def aborted(self) -> float: ...
+    @property
+    def prompt_seconds(self) -> float: ...
+    @property
+    def gen_seconds(self) -> float: ...
+    @property
+    def hists(self) -> Mapping[str, Hist]: ...
+    @property
+    def waiting(self) -> int: ...
+
+    def kv_usage(self) -> float: ...
+    def generation_rate(self) -> float: ...
+    def completed(self) -> float: ...
 
 # fmt: off
 _VLLM_TTFT = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
@@ -93,7 +145,7 @@ _TGI_HISTS = (
 class _Families:
     """Builds families that all carry the same constant labels."""
 
-    def __init__(self, m: EngineMetrics, labels: dict[str, str]) -> None:
+    def __init__(self, m: EngineCounters, labels: dict[str, str]) -> None:
         self.m = m
         self.keys = list(labels)
         self.vals = list(labels.values())
@@ -133,7 +185,7 @@ class _Families:
         return fam
 
 
-def _vllm(m: EngineMetrics) -> Iterator[Metric]:
+def _vllm(m: EngineCounters) -> Iterator[Metric]:
     f = _Families(m, {"model_name": m.config.model, "engine": "0"})
     pool = m.pool
     yield f.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", pool.running)
@@ -150,7 +202,7 @@ def _vllm(m: EngineMetrics) -> Iterator[Metric]:
     yield from f.hists(_VLLM_HISTS)
 
 
-def _sglang(m: EngineMetrics) -> Iterator[Metric]:
+def _sglang(m: EngineCounters) -> Iterator[Metric]:
     f = _Families(m, {"model_name": m.config.model})
     pool = m.pool
     usage = m.kv_usage()
@@ -170,7 +222,7 @@ def _sglang(m: EngineMetrics) -> Iterator[Metric]:
     yield from f.hists(_SGLANG_HISTS)
 
 
-def _tgi(m: EngineMetrics) -> Iterator[Metric]:
+def _tgi(m: EngineCounters) -> Iterator[Metric]:
     # TGI labels only the failures (by error kind).
     f = _Families(m, {})
     pool = m.pool
@@ -184,7 +236,7 @@ def _tgi(m: EngineMetrics) -> Iterator[Metric]:
     yield from f.hists(_TGI_HISTS)
 
 
-def _llamacpp(m: EngineMetrics) -> Iterator[Metric]:
+def _llamacpp(m: EngineCounters) -> Iterator[Metric]:
     pool = m.pool
     itl = m.config.itl
     # llama.cpp runs one decode step per inter-token interval while any slot is busy.
@@ -203,7 +255,7 @@ def _llamacpp(m: EngineMetrics) -> Iterator[Metric]:
 
 
 #: Dialect name -> the function that yields its families.
-_RENDER: dict[str, Callable[[EngineMetrics], Iterator[Metric]]] = {
+_RENDER: dict[str, Callable[[EngineCounters], Iterator[Metric]]] = {
     "vllm": _vllm,
     "sglang": _sglang,
     "tgi": _tgi,
@@ -212,6 +264,6 @@ _RENDER: dict[str, Callable[[EngineMetrics], Iterator[Metric]]] = {
 DIALECTS = tuple(_RENDER)
 
 
-def families(m: EngineMetrics) -> Iterator[Metric]:
+def families(m: EngineCounters) -> Iterator[Metric]:
     """The families of ``m``'s dialect."""
     return _RENDER[m.dialect](m)

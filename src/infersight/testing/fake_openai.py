@@ -320,4 +320,4 @@ class FakeOpenAI(ExtraEndpoints):
 if __name__ == "__main__":
     from infersight.testing.fake_process import main
 
-    main()
+    main(server=FakeOpenAI)

@@ -12,7 +12,9 @@ import sys
 import tempfile
 import threading
 import urllib.request
-from typing import Any
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 import orjson
 
@@ -24,6 +26,15 @@ from infersight.testing.fake_metrics import DIALECTS
 __all__ = ["FakeProcess", "main"]
 
 _READY = "FAKE_OPENAI_LISTENING "
+
+
+class Serving(Protocol):
+    """What :func:`main` runs: a :class:`infersight.testing.fake_openai.FakeOpenAI`
+    (passed in, so that this module and the server's do not import each other)."""
+
+    base_url: str
+
+    def running(self, host: str = ..., port: int = ...) -> AbstractAsyncContextManager[Any]: ...
 
 
 class FakeProcess:
@@ -102,7 +113,8 @@ class FakeProcess:
         self.close()
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, server: Callable[[FakeConfig], Serving]) -> None:
+    """The ``python -m infersight.testing.fake_openai`` entry: ``server`` is FakeOpenAI."""
     ap = argparse.ArgumentParser(
         prog="python -m infersight.testing.fake_openai",
         description="A fake OpenAI-compatible server for tests.",
@@ -167,9 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         pass
 
     async def serve() -> None:
-        from infersight.testing.fake_openai import FakeOpenAI
-
-        async with FakeOpenAI(cfg).running(args.host, args.port) as srv:
+        async with server(cfg).running(args.host, args.port) as srv:
             print(_READY + srv.base_url, flush=True)
             await asyncio.Event().wait()
 

@@ -10,15 +10,15 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 
-from infersight.core.significance import (
+from infersight.core.tune_result import TrialRecord, TuneResult
+from infersight.stats.significance import (
     BETTER,
     DEFAULT_DELTA,
     WORSE,
     MetricCall,
     compare_metric,
 )
-from infersight.core.slices import LevelData
-from infersight.core.tune_result import TrialRecord, TuneResult
+from infersight.stats.slices import LevelData
 from infersight.tune.confirm import confirms
 from infersight.tune.knobs import SearchPlan
 from infersight.tune.model import TrialModel

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from infersight.core.significance import BETTER, SAME, WORSE
 from infersight.core.tune_result import TuneResult
+from infersight.stats.significance import BETTER, SAME, WORSE
 from infersight.tune.summary import setting_text
 
 __all__ = ["render_tune"]

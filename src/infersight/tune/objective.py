@@ -8,7 +8,7 @@ else the best sustainable throughput, from the trial's best level.
   was unsustainable, the rate each completed is its capacity estimate.
 
 The interval is the level's figure plus or minus the half-width of the 95% interval of
-its time slices' mean (core.slices): the same units the comparisons use.
+its time slices' mean (stats.slices): the same units the comparisons use.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infersight.core.level_flags import level_state
 from infersight.core.records import RunResult
-from infersight.core.significance import compare_metric, mean_interval, noise_floor
-from infersight.core.slices import LevelData, SliceMetric, metric_named, slice_values
+from infersight.stats.level_flags import level_state
+from infersight.stats.significance import compare_metric, mean_interval, noise_floor
+from infersight.stats.slices import LevelData, SliceMetric, metric_named, slice_values
 
 __all__ = ["Scored", "aa_floor", "objective_metric", "score"]
 

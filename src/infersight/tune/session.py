@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from infersight.core.significance import DEFAULT_DELTA, compare
 from infersight.core.tune_result import ModelPoint, TuneResult
+from infersight.stats.significance import DEFAULT_DELTA, compare
 from infersight.tune.book import TrialBook
 from infersight.tune.knobs import SearchPlan, plan_search
 from infersight.tune.objective import aa_floor

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from infersight.core.significance import MetricCall
 from infersight.core.tune_result import TrialRecord, TuneResult
+from infersight.stats.significance import MetricCall
 
 __all__ = ["objective_call", "setting_text", "summarize"]
 

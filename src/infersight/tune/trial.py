@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 from infersight.core.errors import InfersightError
 from infersight.core.records import RunResult
-from infersight.core.slices import LevelData
 from infersight.core.tune_result import TrialRecord
+from infersight.stats.slices import LevelData
 from infersight.tune.objective import Scored
 
 __all__ = ["Measured", "TrialRun", "TuneOptions", "TuneWatcher", "no_answer"]

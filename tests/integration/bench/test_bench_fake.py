@@ -12,8 +12,8 @@ import pytest
 
 from infersight.bench import BenchConfig, run
 from infersight.bench.schedule import open_loop_schedule
-from infersight.core.aggregate import aggregate
 from infersight.core.records import RequestRecord
+from infersight.stats.aggregate import aggregate
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 from infersight.testing.realtime import realtime
 

@@ -17,10 +17,10 @@ from rich.console import Console
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
-from infersight.core.significance import NOT_COMPARED
 from infersight.report import render_comparison, render_console
 from infersight.report.compare import matched_rows
 from infersight.report.view import build_views
+from infersight.stats.significance import NOT_COMPARED
 from infersight.testing import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(240)

@@ -17,10 +17,10 @@ from infersight.bench.clock import (
     shift_record,
     shift_sample,
 )
-from infersight.bench.ray_actor import owned_indices
-from infersight.core.aggregate import aggregate
+from infersight.bench.distributed.ray_actor import owned_indices
 from infersight.core.errors import DataError
 from infersight.core.records import RequestRecord, Sample
+from infersight.stats.aggregate import aggregate
 
 delays = st.floats(min_value=0.0, max_value=0.5, allow_nan=False)
 

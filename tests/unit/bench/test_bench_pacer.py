@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from infersight.bench.executor import LevelPlan, run_level
+from infersight.bench.executor import run_level
+from infersight.bench.level_plan import LevelPlan
 from infersight.bench.pacer import Pacer
 from infersight.bench.runtime import run_coroutine
 from infersight.core.records import RequestRecord

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from infersight.bench import ray_place
 from infersight.bench.config import BenchConfig
+from infersight.bench.distributed import ray_place
 from infersight.core.errors import ConfigError
 
 

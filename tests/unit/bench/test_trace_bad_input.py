@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from infersight.bench import BenchConfig
-from infersight.bench.trace_check import check_trace, parse_window
+from infersight.bench.replay.check import check_trace, parse_window
 from infersight.core.errors import ConfigError
 
 GOOD = {"timestamp": 0, "input_length": 10, "output_length": 5}

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.bench.trace_check import check_trace, sniff_format
-from infersight.bench.trace_feed import RequestShape, TraceFeed
-from infersight.bench.trace_formats import TraceEntry, detect_format
+from infersight.bench.replay.check import check_trace, sniff_format
+from infersight.bench.replay.feed import RequestShape, TraceFeed
+from infersight.bench.replay.formats import TraceEntry, detect_format
 
 _DIR = Path(tempfile.mkdtemp(prefix="infersight-trace-test-"))
 _NAMES = itertools.count()

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.bench.executor import LevelPlan
+from infersight.bench.level_plan import FeedItem, LevelPlan
+from infersight.bench.replay.check import check_trace
+from infersight.bench.replay.feed import Overhead, RequestShape, TraceFeed
+from infersight.bench.replay.formats import TraceEntry
+from infersight.bench.replay.sessions import SessionFeed
+from infersight.bench.replay.text import TextBuilder, allot
+from infersight.bench.replay.think import ThinkTime
 from infersight.bench.replay_plan import survey
-from infersight.bench.sessions import SessionFeed
-from infersight.bench.think import ThinkTime
-from infersight.bench.trace_check import check_trace
-from infersight.bench.trace_feed import FeedItem, Overhead, RequestShape, TraceFeed
-from infersight.bench.trace_formats import TraceEntry
-from infersight.bench.trace_text import TextBuilder, allot
 
 WORDS = tuple(["the", "of", "and", "to", "in", "is", "was", "for", "on", "are", "as", "with", "his", "they", "at", "be", "this", "from"])
 SHAPE = RequestShape(WORDS, 0, "m", "chat", True, False)

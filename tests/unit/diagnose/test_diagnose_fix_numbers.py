@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 from diag_fixtures import make_run
 
-from infersight.core.aggregate import aggregate
 from infersight.core.records import RequestRecord, RunResult, Sample
 from infersight.diagnose import diagnose_run, embed_diagnosis
 from infersight.report.headline import build_headline
+from infersight.stats.aggregate import aggregate
 from support.sim_runs import rate_run, sweep_run
 
 
@@ -145,7 +145,7 @@ def test_a_marginal_client_flag_is_shown_and_never_the_headline() -> None:
     assert head.caveat is None and head.points[0].level == "c=1"
     assert head.verdict is None or head.verdict.id != "client_limited"
     assert run.recommendation is not None and run.recommendation.verdict != "client_limited"
-    from infersight.core.level_flags import client_headline
+    from infersight.stats.level_flags import client_headline
 
     banner = client_headline(run)  # still said at the top, as marginal
     assert banner is not None and banner[0] == "CLIENT-LIMITED (MARGINAL)"

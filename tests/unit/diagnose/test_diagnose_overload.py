@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from infersight.core.aggregate import Window, aggregate
 from infersight.core.records import RunResult
 from infersight.diagnose import diagnose
+from infersight.stats.aggregate import Window, aggregate
 from support.queue_sim import simulate
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from diag_fixtures import ids, make_run, one
 
-from infersight.core.aggregate import aggregate
-from infersight.core.prefix_cache import add_engine_cache, engine_cache
 from infersight.core.records import RunResult, Sample
 from infersight.diagnose import diagnose
+from infersight.stats.aggregate import aggregate
+from infersight.stats.prefix_cache import add_engine_cache, engine_cache
 
 
 def _run(*, shared: float | None, hits_per_s: float | None, sources: int = 1,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from infersight.core.aggregate import aggregate
 from infersight.core.records import RequestRecord, RunResult, load_run_result
 from infersight.report import render_console, write_outputs
+from infersight.stats.aggregate import aggregate
 
 
 def _result(lag: float) -> RunResult:

@@ -158,8 +158,8 @@ def test_every_verdict_line_names_its_level_and_window() -> None:
     """Levels often share a verdict: each console line and panel says which it is."""
     from rich.console import Console
 
-    from infersight.core.aggregate import aggregate
     from infersight.report import render_console, render_verdicts
+    from infersight.stats.aggregate import aggregate
 
     run = make_run(600, levels=(1, 4, 16), seed=7)
     embed_diagnosis(run)

@@ -3,9 +3,9 @@ unsustainable (docs/design.md section 2), in the HTML and the Markdown alike."""
 
 from __future__ import annotations
 
-from infersight.core.aggregate import Window, aggregate
 from infersight.core.records import RunResult
 from infersight.report import render_html, render_markdown
+from infersight.stats.aggregate import Window, aggregate
 from support.queue_sim import simulate
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infersight.core.aggregate import aggregate
 from infersight.core.records import RunResult
 from infersight.servermodel import fit_model, run_data, self_check
 from infersight.servermodel.advise import advise
 from infersight.servermodel.evaluate import records_of
 from infersight.servermodel.simulate import Engine, Load, simulate
+from infersight.stats.aggregate import aggregate
 from support.sim_runs import rate_run, sweep_run
 
 

@@ -11,7 +11,7 @@ from tune_synth import server_run
 
 from infersight.core.curve import Recommendation
 from infersight.core.errors import LaunchError, OutOfMemory
-from infersight.core.significance import BETTER
+from infersight.stats.significance import BETTER
 from infersight.tune import TrialRun, TuneOptions, TuneSession
 
 RAISE = Recommendation(verdict="slot_bound", knob="slots", direction="up", current=2, target=8,
@@ -143,8 +143,8 @@ def test_a_diagnosis_that_holds_leaves_nothing_to_tune() -> None:
 
 
 def test_a_trial_whose_requests_all_failed_is_a_failed_trial_with_their_error() -> None:
-    from infersight.core.aggregate import aggregate
     from infersight.core.records import RequestRecord, RunResult
+    from infersight.stats.aggregate import aggregate
 
     class Refusing(Server):
         def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:

@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from infersight.core.aggregate import aggregate
 from infersight.core.curve import Recommendation
 from infersight.core.records import RunResult
-from infersight.core.windows import Window
 from infersight.servermodel.evaluate import records_of
 from infersight.servermodel.simulate import Engine, Load, simulate
+from infersight.stats.aggregate import aggregate
+from infersight.stats.windows import Window
 
 TOKENS = 16
 
