@@ -27,9 +27,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import _tests_on_path  # noqa: F401  (tests/support on sys.path)
 from infersight.core.tune_result import TuneResult, load_tune_result
-from support.ray_cluster import LocalRayCluster
+from infersight.testing.ray_cluster import LocalRayCluster
 
 KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 TEMPLATE = (f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "

@@ -16,8 +16,8 @@ import pytest
 
 from infersight.core.records import load_run_result
 from infersight.core.tune_result import load_tune_result
+from infersight.testing.ray_cluster import LocalRayCluster
 from realparts import free_port, real_part_path
-from support.ray_cluster import LocalRayCluster
 
 pytestmark = pytest.mark.timeout(300)
 needs_ray = pytest.mark.needs("ray")
