@@ -75,6 +75,7 @@ def line(name: str, r: TuneResult, wall: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=3.0, help="seconds per level")
+    ap.add_argument("--trials", action="store_true", help="print every trial of both runs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="tune-ray-") as tmp:
         serial, s_wall = tune(Path(tmp) / "serial", args.duration)
@@ -82,6 +83,15 @@ def main() -> None:
         with LocalRayCluster(ray_cli(), free_port()) as cluster:
             par, p_wall = tune(Path(tmp) / "ray", args.duration, "--ray", cluster.address)
         print(line("--ray", par, p_wall))
+        if args.trials:
+            for name, r in (("serial", serial), ("--ray", par)):
+                t0 = min(t.started for t in r.trials)
+                for t in r.trials:
+                    obj = "-" if t.objective is None else f"{t.objective:.2f}"
+                    print(f"  {name:6} #{t.index:2d} {t.role:13} slots {t.setting['slots']} "
+                          f"node {(t.node or '-')[:6]:6} start {t.started - t0:5.1f} s "
+                          f"wall {t.wall_s:5.1f} s  objective {obj} slo_met {t.slo_met} "
+                          f"tpot_p99 {t.tpot_p99}")
         print(f"wall ratio (--ray / serial): {par.wall_s / serial.wall_s:.2f} "
               f"(process: {p_wall / s_wall:.2f}); goal <= 0.6")
         same = serial.chosen == par.chosen
