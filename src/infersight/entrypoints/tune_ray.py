@@ -174,7 +174,7 @@ class RayTrials:
             (pinned[s.slot] if s.slot is not None else shared).append(k)
         out: list[TrialRun | None] = [None] * len(specs)
         idle = list(range(len(self.slots)))
-        busy: dict[Any, tuple[int, int, list[str] | None, float]] = {}
+        busy: dict[Any, tuple[int, int, list[str] | None, float, float]] = {}
         try:
             while True:
                 for slot in list(idle):
@@ -185,14 +185,15 @@ class RayTrials:
                     idle.remove(slot)
                     bench, levels = self._bench(specs[k])
                     ref = self.placed.actors[slot].run.remote(specs[k].setting, bench)
-                    busy[ref] = (slot, k, levels, time.monotonic())
+                    busy[ref] = (slot, k, levels, time.monotonic(), time.time())
                 if not busy:
                     break
                 done, _ = ray.wait(list(busy), num_returns=1)
-                slot, k, levels, t0 = busy.pop(done[0])
+                slot, k, levels, t0, started = busy.pop(done[0])
                 idle.append(slot)
                 idle.sort()
-                out[k] = self._finish(specs[k], done[0], slot, levels, t0)
+                out[k] = run = self._finish(specs[k], done[0], slot, levels, t0)
+                run.started = started
         except BaseException:
             self.stop()
             raise

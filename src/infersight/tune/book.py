@@ -87,7 +87,7 @@ class TrialBook:
         """A trial's run as a TrialRecord, scored, called against the baseline, fed to
         the model and kept (a partial one is the caller's to stop on)."""
         rec = TrialRecord(index=index, role=role, setting=dict(setting), result=run.path,
-                          started=started, wall_s=run.wall, proposed=proposed,
+                          started=run.started or started, wall_s=run.wall, proposed=proposed,
                           predicted=guess.value if guess else None,
                           predicted_slo_met=guess.slo_met if guess else None, node=run.node)
         scored, runs = Scored(), []

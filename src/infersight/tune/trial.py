@@ -31,6 +31,8 @@ class TrialRun:
     levels: list[str] | None = None
     #: Where it ran (``--ray``: the Ray node's id; None: this machine).
     node: str | None = None
+    #: When it started (epoch seconds), where a batch's trials start apart (``--ray``).
+    started: float | None = None
 
 
 @dataclass(slots=True)

@@ -25,12 +25,14 @@ needs_ray = pytest.mark.needs("ray")
 KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 # Goodput climbs with the slots up to the knee, then stays flat (every step slows by
 # running / KNEE) until TPOT breaks the SLO (1.4 x ITL, past 1.4 x KNEE slots): the
-# cheapest best is the knee, as serial tune finds it (test_tune_model.py does).
+# cheapest best is the knee, as serial tune finds it (test_tune_model.py does). The SLO
+# is on the median: the two local "nodes" share this machine's cores, and a p99 there
+# catches the other node's trial (benchmarks/tune_ray.py shows it).
 TEMPLATE = (f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
             f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
             f"--tokens {TOKENS} --metrics-dialect vllm")
 VALUES = "1,2,3,4,5,6,7,8"
-SLO = f"tpot_p99<{1.4 * ITL * 1000:g}ms"
+SLO = f"tpot_p50<{1.4 * ITL * 1000:g}ms"
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +72,10 @@ def test_tune_runs_its_trials_on_both_nodes_and_finds_the_knee(
     assert len(nodes) == 2 and all(t.node in nodes for t in result.trials)
     per_node = Counter(t.node for t in result.trials)
     assert len(per_node) == 2 and all(n["trials"] == per_node[i] for i, n in nodes.items())
+    # In parallel: trials on the two nodes overlapped in time.
+    a, b = (([t for t in result.trials if t.node == i]) for i in nodes)
+    assert any(x.started < y.started + y.wall_s and y.started < x.started + x.wall_s
+               for x in a for y in b)
     # Each node measured its own A/A floor, from a pair of baseline runs on itself.
     for node_id, n in nodes.items():
         assert n["comparable"] == "cpu=1,gpu=0"
