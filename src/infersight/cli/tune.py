@@ -39,6 +39,8 @@ _HELP = command_help(
         "# any server, restarted per trial with its slot limit and a free port",
         "infersight tune --slots 64 --launch './start-vllm.sh {slots} {port}'",
         "infersight tune --url http://127.0.0.1:8090 --upstream vllm",
+        "# trials in parallel, one per Ray node (its server and load on that node)",
+        "infersight tune --ray auto --slots 64 --launch './vllm.sh {slots} {port}'",
     ],
 )
 
@@ -61,6 +63,8 @@ def register(app: typer.Typer) -> None:
         knob: str = typer.Option(None, metavar="slots|threads|ctx", help="Search this knob whatever the diagnosis says.", show_default="the diagnosis's"),
         values: str = typer.Option(None, metavar="LIST", help="The knob's values to search, e.g. 1,2,4,8,16.", show_default="a ladder around the baseline and the target"),
         budget: float = duration_option(None, "--budget", help="Bound the whole run's wall time, e.g. 20m; the winner's re-run fits inside."),
+        ray: str = typer.Option(None, "--ray", metavar="ADDRESS", help="Trials in parallel on a Ray cluster (auto, or HOST:PORT): one per node, its --launch server and load generator both on that node. Needs the ray extra."),
+        gpus_per_trial: int = typer.Option(None, "--gpus-per-trial", metavar="N", help="With --ray: one trial per N GPUs of a node, instead of one per node.", show_default="one trial per node, with all its GPUs"),
         slo: str = typer.Option(None, metavar="GOALS", help="Goals, e.g. 'ttft_p99<2s,tpot_p99<100ms': the objective is goodput within them.", show_default="best sustainable throughput"),
         concurrency: str = typer.Option(None, metavar="LIST", help="Each trial's levels: requests kept in flight, e.g. 4,16.", show_default="the trial's slots"),
         rate: str = typer.Option(None, metavar="LIST", help="Each trial's levels: open loop at these requests/s."),
@@ -92,7 +96,8 @@ def register(app: typer.Typer) -> None:
 
 #: Flags that belong to tune itself (the rest describe each trial's bench run).
 _TUNE = ("launch", "url", "upstream", "slots", "threads", "ctx", "model", "health_path",
-         "start_timeout", "search", "knob", "values", "budget", "out", "progress")
+         "start_timeout", "search", "knob", "values", "budget", "ray", "gpus_per_trial", "out",
+         "progress")
 
 
 def _configs(flags: dict[str, Any]) -> tuple[TuneConfig, BenchConfig]:

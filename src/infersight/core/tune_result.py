@@ -70,6 +70,8 @@ class TrialRecord(BaseModel):
     advice: str | None = None
     started: float = Field(default_factory=time.time)
     wall_s: float = 0.0
+    #: With ``--ray``: the Ray node the trial's server and load generator ran on.
+    node: str | None = None
 
     def predicted_text(self) -> str:
         """The model's objective for the trial: ``29.5``, ``79.3 (SLO missed)`` or ``-``."""
@@ -80,7 +82,7 @@ class TrialRecord(BaseModel):
     def role_text(self) -> str:
         """The role, or for a confirmation run what it found: ``confirms #4``."""
         if self.confirms is None or self.confirmed is None:
-            return self.role
+            return self.role if self.node is None else f"{self.role} @{self.node[:8]}"
         return f"{'confirms' if self.confirmed else 'refutes'} #{self.confirms}"
 
 
@@ -126,6 +128,9 @@ class TuneResult(BaseModel):
     #: δ: a change counts only beyond it; measured by the A/A pair, else 5%.
     noise_floor: float | None = None
     noise_basis: str = ""
+    #: With ``--ray``: the nodes the trials ran on, each with its comparability key and
+    #: its own A/A noise floor (docs/design.md section 8).
+    nodes: list[dict[str, Any]] = Field(default_factory=list)
     trials: list[TrialRecord] = Field(default_factory=list)
     #: The choice, confirmed by a run of its own (a refuted choice is never kept).
     chosen: dict[str, int] | None = None

@@ -22,6 +22,7 @@ from infersight.core.records import RunResult
 from infersight.core.tune_result import TrialRecord, TuneResult, save_tune_result
 from infersight.entrypoints.tune_targets import Target, make_target
 from infersight.tune import (
+    ParallelTuneSession,
     TrialRun,
     TuneConfig,
     TuneOptions,
@@ -76,7 +77,6 @@ class _Trials:
 
     def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
         from infersight.entrypoints.bench import bench_on
-        from infersight.report import write_outputs
 
         trial_dir = self.out / "trials" / name
         t0 = time.monotonic()
@@ -86,18 +86,30 @@ class _Trials:
                 result = bench_on(bench, ep)
         except InfersightError as e:
             return TrialRun(error=e, wall=time.monotonic() - t0)
-        result.config["tune_setting"] = dict(setting)
-        if self.bench.diagnose and result.records:
-            from infersight.diagnose import embed_diagnosis
+        diagnose(result, self.bench)
+        return self.save(result, setting, trial_dir, time.monotonic() - t0, levels)
 
-            embed_diagnosis(result, store_physics=True)
+    def save(self, result: RunResult, setting: Mapping[str, int], trial_dir: Path, wall: float,
+             levels: list[str] | None, node: str | None = None) -> TrialRun:
+        """Write a trial's RunResult (and llm-d reports) under ``trial_dir``."""
+        from infersight.report import write_outputs
+
+        result.config["tune_setting"] = dict(setting)
         path = write_outputs(result, trial_dir)["json"].relative_to(self.out).as_posix()
         if self.llmd:
             from infersight.report.llmd import write_llmd
 
             write_llmd(result, trial_dir / "llm-d")
         self.runs[path] = result
-        return TrialRun(result=result, path=path, wall=time.monotonic() - t0, levels=levels)
+        return TrialRun(result=result, path=path, wall=wall, levels=levels, node=node)
+
+
+def diagnose(result: RunResult, bench: BenchConfig) -> None:
+    """Embed the run's diagnosis (unless --no-diagnose, or nothing was recorded)."""
+    if bench.diagnose and result.records:
+        from infersight.diagnose import embed_diagnosis
+
+        embed_diagnosis(result, store_physics=True)
 
 
 class _Watch(TuneProgress):
@@ -123,12 +135,18 @@ def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = N
     from infersight.report.tune_html import render_tune_html
 
     con = console or _console()
-    target = make_target(cfg, resolve_api_key(env=bench.api_key_env, file=bench.api_key_file))
+    api_key = resolve_api_key(env=bench.api_key_env, file=bench.api_key_file)
+    target = make_target(cfg, api_key)
     if "slots" not in target.baseline and not bench.concurrency and not bench.rate:
         raise ConfigError("the --launch template has no slot placeholder to size each "
                           "trial's load by: give --concurrency or --rate")
     out = Path(cfg.out or time.strftime("runs/tune-%Y%m%d-%H%M%S"))
     trials = _Trials(target, bench, cfg.target_kind, out, llmd)
+    pool = None
+    if cfg.ray:
+        from infersight.entrypoints.tune_ray import RayTrials
+
+        pool = RayTrials(cfg, bench, trials, api_key)
     opts = TuneOptions(
         baseline=dict(target.baseline), knobs=dict(target.knobs), search=cfg.search,
         slo=dict(bench.slo), knob=cfg.knob, values=list(cfg.values) or None,
@@ -136,15 +154,24 @@ def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = N
         per_slot=not bench.concurrency and not bench.rate,
     )
     watch = _Watch(con, enabled=cfg.progress, budget_s=cfg.budget)
-    session = TuneSession(opts, trials, watcher=watch)
+    session: TuneSession
+    if pool is not None:
+        session = ParallelTuneSession(opts, pool.run_batch, pool.slots, nodes=pool.nodes,
+                                      watcher=watch)
+        session.result.notes.extend(pool.notes)
+    else:
+        session = TuneSession(opts, trials, watcher=watch)
     watch.result, watch.path = session.result, out / "tune.json"
-    con.print(f"[dim]tune: {cfg.target_kind} target, baseline "
+    where = f" on {len(pool.slots)} Ray worker(s)" if pool is not None else ""
+    con.print(f"[dim]tune: {cfg.target_kind} target{where}, baseline "
               f"{', '.join(f'{k} {v}' for k, v in sorted(target.baseline.items()))}; "
               f"trials in {out}[/]", highlight=False)
     try:
         with watch:
             result = session.run()
     finally:
+        if pool is not None:
+            pool.close()
         try:
             session.result.notes.extend(target.close())
         except InfersightError as e:

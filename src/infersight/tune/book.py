@@ -65,15 +65,31 @@ class TrialBook:
     def _trial(self, setting: Mapping[str, int], role: str, *, guess: Guess | None = None,
                proposed: str | None = None, confirms: Measured | None = None) -> Measured:
         index = len(self.result.trials) + 1
-        name = f"{index:02d}-" + "-".join(f"{k}{v}" for k, v in sorted(setting.items()))
+        name = self._name(index, setting)
         if self.watcher:
             self.watcher.trial_started(index, role, setting)
         started = time.time()
         run = self.run_trial(dict(setting), name, role)
+        m = self._record(index, setting, role, run, started, guess=guess, proposed=proposed,
+                         confirms=confirms)
+        if m.trial.status == "partial":
+            self.result.stopped = "interrupted"
+            raise StopSearch
+        return m
+
+    @staticmethod
+    def _name(index: int, setting: Mapping[str, int]) -> str:
+        return f"{index:02d}-" + "-".join(f"{k}{v}" for k, v in sorted(setting.items()))
+
+    def _record(self, index: int, setting: Mapping[str, int], role: str, run: TrialRun,
+                started: float, *, guess: Guess | None = None, proposed: str | None = None,
+                confirms: Measured | None = None) -> Measured:
+        """A trial's run as a TrialRecord, scored, called against the baseline, fed to
+        the model and kept (a partial one is the caller's to stop on)."""
         rec = TrialRecord(index=index, role=role, setting=dict(setting), result=run.path,
-                          started=started, wall_s=run.wall, proposed=proposed,
+                          started=run.started or started, wall_s=run.wall, proposed=proposed,
                           predicted=guess.value if guess else None,
-                          predicted_slo_met=guess.slo_met if guess else None)
+                          predicted_slo_met=guess.slo_met if guess else None, node=run.node)
         scored, runs = Scored(), []
         if run.error is not None:
             rec.status, rec.error, rec.error_message = "failed", run.error.kind, str(run.error)
@@ -93,15 +109,12 @@ class TrialBook:
         if self._baseline is not None and runs:
             rec.vs_baseline = self._call(self._baseline.runs, runs)
         if rec.status == "ok" and run.result is not None and "slots" in setting:
-            self.model.add(name, run.result, setting["slots"], run.levels)
+            self.model.add(self._name(index, setting), run.result, setting["slots"], run.levels)
         if confirms is not None:
             self._judge(confirms, rec, scored)
         self.result.trials.append(rec)
         if self.watcher:
             self.watcher.trial_done(rec, self.result.objective)
-        if rec.status == "partial":
-            self.result.stopped = "interrupted"
-            raise StopSearch
         return Measured(rec, scored, runs, run.result)
 
     def _call(self, a: list[LevelData], b: list[LevelData]) -> MetricCall:

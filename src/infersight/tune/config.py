@@ -39,6 +39,10 @@ class TuneConfig(BaseConfig):
     knob: Literal["slots", "threads", "ctx"] | None = None
     values: list[int] = Field(default_factory=list)
     budget: float | None = Field(None, gt=0)
+    #: ``--ray ADDRESS``: trials in parallel, one per Ray node (or per
+    #: ``gpus_per_trial`` GPUs of a node).
+    ray: str | None = None
+    gpus_per_trial: int | None = Field(None, ge=1)
     # Output
     out: str | None = None
     progress: bool = True
@@ -55,6 +59,11 @@ class TuneConfig(BaseConfig):
             raise ValueError("--upstream needs --url, the gateway's root URL")
         if any(v < 1 for v in self.values):
             raise ValueError("--values must be positive integers")
+        if self.ray and not self.launch:
+            raise ValueError("--ray runs each trial's server on a node from the --launch "
+                             "template: give --launch")
+        if self.gpus_per_trial and not self.ray:
+            raise ValueError("--gpus-per-trial needs --ray")
         if not self.health_path.startswith("/"):
             raise ValueError("--health-path must start with /")
         return self

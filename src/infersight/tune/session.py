@@ -53,47 +53,19 @@ class TuneSession(TrialBook):
             return
         aa = self._trial(self.opts.baseline, "a/a")
         self._aa = aa
-        spread = DEFAULT_DELTA
-        if aa.trial.status == "ok":
-            spread, self.result.noise_basis = aa_floor(base.scored, aa.scored, self.opts.slo)
-            if spread > MAX_NOISE:
-                self.result.stopped = "too noisy"
-                reach = "without bound" if math.isinf(spread) else f"by up to {spread:.0%}"
-                self.result.notes.append(
-                    f"the two baseline runs differ {reach}: a setting would have to beat that "
-                    "to count, so no change can be shown; give each trial more time "
-                    "(--duration) or run where nothing else competes for the machine")
-                if self.opts.search != "grid":
-                    self.result.noise_floor = None if math.isinf(spread) else spread
-                    return
-                # A grid still measures every value (the table is the reference), but
-                # recommends none.
-            self.delta = spread if math.isfinite(spread) else 1.0
-        else:
-            self.result.noise_basis = f"{DEFAULT_DELTA:.0%} (the A/A run failed)"
-        self.result.noise_floor = self.delta if math.isfinite(spread) else None
+        ok = aa.trial.status == "ok"
+        if not self._set_noise(aa_floor(base.scored, aa.scored, self.opts.slo) if ok else None):
+            return
         pooled = Measured(base.trial, base.scored, base.runs + aa.runs, base.result)
         self._baseline = pooled
         aa.trial.vs_baseline = self._call(base.runs, aa.runs)
-        assert base.result is not None
-        rec, curve = base.result.recommendation, base.result.capacity_curve
-        plan = plan_search(rec, curve, self.opts.baseline, self.opts.knobs,
-                           knob=self.opts.knob, values=self.opts.values)
-        if isinstance(plan, str) and (self.opts.search == "grid" or self.opts.values):
-            # The user asked for these values: try them, whatever the diagnosis says.
-            self.result.notes.append(plan)
-            plan = plan_search(rec, curve, self.opts.baseline, self.opts.knobs,
-                               knob=next(iter(self.opts.knobs)), values=self.opts.values)
-        if isinstance(plan, str):
-            self.result.stopped = "nothing to tune"
-            self.result.notes.append(plan)
+        plan = self._plan_from(base)
+        if plan is None:
             return
-        self._plan(plan)
         self._by_index[plan.start] = pooled
         n = len(plan.values)
         if self.watcher:
             self.watcher.planned(len(self.result.trials) + planned_trials(n, self.opts.search) - 1)
-        self._uses_model = plan.knob == "slots"
         if self.opts.search == "grid":
             grid(n, self._value, order=[plan.start])
             return
@@ -108,6 +80,49 @@ class TuneSession(TrialBook):
             self.result.notes.append(f"the model cannot vary {plan.knob}: the guided bisection "
                                      "from the diagnosis searched it")
         guided(n, plan.start, plan.guide, self._value, self._compare, prefer_low=plan.prefer_low)
+
+    def _set_noise(self, floor: tuple[float, str] | None) -> bool:
+        """The noise floor from the A/A spread and its basis (None: the A/A run failed);
+        False when no search follows (too noisy; a grid still measures every value)."""
+        spread = DEFAULT_DELTA
+        if floor is not None:
+            spread, self.result.noise_basis = floor
+            if spread > MAX_NOISE:
+                self.result.stopped = "too noisy"
+                reach = "without bound" if math.isinf(spread) else f"by up to {spread:.0%}"
+                self.result.notes.append(
+                    f"the two baseline runs differ {reach}: a setting would have to beat that "
+                    "to count, so no change can be shown; give each trial more time "
+                    "(--duration) or run where nothing else competes for the machine")
+                if self.opts.search != "grid":
+                    self.result.noise_floor = None if math.isinf(spread) else spread
+                    return False
+                # A grid still measures every value (the table is the reference), but
+                # recommends none.
+            self.delta = spread if math.isfinite(spread) else 1.0
+        else:
+            self.result.noise_basis = f"{DEFAULT_DELTA:.0%} (the A/A run failed)"
+        self.result.noise_floor = self.delta if math.isfinite(spread) else None
+        return True
+
+    def _plan_from(self, base: Measured) -> SearchPlan | None:
+        """The search's plan from the baseline's diagnosis (None: nothing to tune)."""
+        assert base.result is not None
+        rec, curve = base.result.recommendation, base.result.capacity_curve
+        plan = plan_search(rec, curve, self.opts.baseline, self.opts.knobs,
+                           knob=self.opts.knob, values=self.opts.values)
+        if isinstance(plan, str) and (self.opts.search == "grid" or self.opts.values):
+            # The user asked for these values: try them, whatever the diagnosis says.
+            self.result.notes.append(plan)
+            plan = plan_search(rec, curve, self.opts.baseline, self.opts.knobs,
+                               knob=next(iter(self.opts.knobs)), values=self.opts.values)
+        if isinstance(plan, str):
+            self.result.stopped = "nothing to tune"
+            self.result.notes.append(plan)
+            return None
+        self._plan(plan)
+        self._uses_model = plan.knob == "slots"
+        return plan
 
     def _model_search(self, plan: SearchPlan) -> str | None:
         """The model's proposals (``tune.propose``); None when it cannot be fitted."""

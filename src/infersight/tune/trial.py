@@ -15,7 +15,7 @@ from infersight.core.tune_result import TrialRecord
 from infersight.stats.slices import LevelData
 from infersight.tune.objective import Scored
 
-__all__ = ["Measured", "TrialRun", "TuneOptions", "TuneWatcher", "no_answer"]
+__all__ = ["Measured", "TrialRun", "TrialSpec", "TuneOptions", "TuneWatcher", "no_answer"]
 
 
 @dataclass(slots=True)
@@ -29,6 +29,21 @@ class TrialRun:
     #: The levels the objective may come from (None: every level). A baseline run
     #: with extra levels for its diagnosis names the one all trials share.
     levels: list[str] | None = None
+    #: Where it ran (``--ray``: the Ray node's id; None: this machine).
+    node: str | None = None
+    #: When it started (epoch seconds), where a batch's trials start apart (``--ray``).
+    started: float | None = None
+
+
+@dataclass(slots=True)
+class TrialSpec:
+    """One trial of a batch (``--ray``): its setting, name and role, and the worker
+    slot it must run on (None: the first free one)."""
+
+    setting: dict[str, int]
+    name: str
+    role: str
+    slot: int | None = None
 
 
 class TuneWatcher(Protocol):

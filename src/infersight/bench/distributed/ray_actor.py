@@ -37,12 +37,31 @@ from infersight.bench.progress import ReportingStats
 from infersight.bench.runtime import ClientSpec
 from infersight.core.records import Sample
 
-__all__ = ["LoadWorker", "owned_indices"]
+__all__ = ["LoadWorker", "node_facts", "owned_indices"]
 
 #: Of the host sampler's readings, the ones a worker sends back (its own process and
 #: its host's total CPU, under a name of its own so that the driver host's
 #: ``host.cpu_percent`` keeps meaning the driver's host).
 _KEEP = {"process.cpu_percent", "process.rss_bytes"}
+
+
+def node_facts() -> dict[str, Any]:
+    """Where the calling Ray actor runs: host, Ray node, IP, pid, cores, versions (also
+    what ``tune --ray`` records of each trial's node)."""
+    import ray
+    from ray.util import get_node_ip_address
+
+    from infersight import __version__
+
+    return {
+        "host": platform.node(),
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "ip": get_node_ip_address(),
+        "pid": os.getpid(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "infersight": __version__,
+    }
 
 
 def owned_indices(
@@ -79,21 +98,7 @@ class LoadWorker:
 
     def where(self) -> dict[str, Any]:
         """Where this worker runs: host, Ray node, pid, cores."""
-        import ray
-        from ray.util import get_node_ip_address
-
-        from infersight import __version__
-
-        return {
-            "worker": self.index,
-            "host": platform.node(),
-            "node_id": ray.get_runtime_context().get_node_id(),
-            "ip": get_node_ip_address(),
-            "pid": os.getpid(),
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "infersight": __version__,
-        }
+        return {"worker": self.index, **node_facts()}
 
     def clock(self) -> float:
         """This worker's monotonic clock (the driver brackets the call with its own)."""
