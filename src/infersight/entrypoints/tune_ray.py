@@ -7,8 +7,8 @@ node's loopback), measures it with bench from the same process (the load generat
 the same node), diagnoses the run and sends the RunResult back, with the server's log.
 The driver saves each under ``OUT/trials/`` as the serial tune does
 (:meth:`infersight.entrypoints.tune._Trials.save`). Joining the cluster and stopping
-the actors are bench --ray's (:mod:`infersight.bench.ray_place`), and so is what each
-actor says of its node (:func:`infersight.bench.ray_actor.node_facts`).
+the actors are bench --ray's (:mod:`infersight.bench.distributed.ray_place`), and so is what each
+actor says of its node (:func:`infersight.bench.distributed.ray_actor.node_facts`).
 
 Comparable nodes: the same number of CPUs and of GPUs, and the same GPU model (Ray's
 ``CPU``, ``GPU`` and ``accelerator_type:*`` resources). The trials run on the largest
@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infersight.bench import BenchConfig
-from infersight.bench.ray_place import START_TIMEOUT, Placement, join_cluster, last_line, release
+from infersight.bench.distributed.ray_place import (
+    START_TIMEOUT,
+    Placement,
+    join_cluster,
+    last_line,
+    release,
+)
 from infersight.core.errors import ConfigError, InfersightError
 from infersight.core.records import RunResult
 from infersight.tune import TrialRun, TrialSpec, TuneConfig
@@ -58,7 +64,7 @@ class TrialWorker:
         self._pid: int | None = None
 
     def where(self) -> dict[str, Any]:
-        from infersight.bench.ray_actor import node_facts
+        from infersight.bench.distributed.ray_actor import node_facts
 
         return node_facts()
 
