@@ -51,9 +51,13 @@ def load_json(data: bytes) -> Any:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         at = getattr(e, "pos", None)
+        msg = str(getattr(e, "msg", e))
+        unclosed = msg.startswith("Unterminated string")  # its position is the string's start
+        if unclosed:
+            msg = "a string is not closed"
         where = f" at byte {at} of {len(data)}" if at is not None else ""
-        hint = " (truncated?)" if at is not None and at >= len(data.rstrip()) - 1 else ""
-        raise Malformed(f"not valid JSON{where}{hint}: {getattr(e, 'msg', e)}") from None
+        cut = at is not None and (unclosed or at >= len(data.rstrip()) - 1)
+        raise Malformed(f"not valid JSON{where}{' (truncated?)' if cut else ''}: {msg}") from None
 
 
 def need(doc: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
