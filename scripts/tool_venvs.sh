@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the benchmark tools whose result files the importer tests produce, each in a
 # venv of its own under .tool-venvs/ (idempotent; run by `scripts/setup.sh --tools`):
-#   .tool-venvs/guidellm        GuideLLM 0.8.x (with PyTorch's CPU-only wheel: its CUDA
-#                               build is gigabytes the tests never use)
+#   .tool-venvs/guidellm        GuideLLM 0.8.x. It requires torch unconditionally, and
+#                               PyPI's Linux x86_64 torch is the CUDA build (plus the
+#                               nvidia-* wheels, gigabytes the tests never use), so the
+#                               CPU-only wheel comes from download.pytorch.org first
 #   .tool-venvs/aiperf          AIPerf 0.13.x
 #   .tool-venvs/inference-perf  inference-perf 0.7.x (needs Python >= 3.12: found on the
 #                               PATH or in pyenv, else installed with uv)
