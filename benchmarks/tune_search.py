@@ -1,4 +1,5 @@
-"""tune's guided search against the exhaustive grid (issue 22, docs/design.md section 8).
+"""tune's guided search (the model's proposals) against the exhaustive grid (issues 22
+and 30, docs/design.md section 8).
 
 1. A fake engine whose best setting is known, launched per trial through ``--launch``:
    a slot limit (the knob) and a compute knee K (past K generations at once every step
@@ -8,7 +9,9 @@
 2. The embedded engine over ``--parallel`` in {1, 2, 4, 8, 16}, both searches.
 
 For each: the setting chosen, its goodput as the grid measured it against the grid's
-best (goal >= 0.95), and the settings and trials used against the grid's (goal <= 1/3).
+best (goal >= 0.95), the settings and trials used against the grid's (goal <= 1/3), the
+model's error on the trials it predicted (its prediction before each ran), the choices
+their confirmation run refuted, and those reported all the same (must be 0).
 
     .venv/bin/python benchmarks/tune_search.py [--quick] [--no-engine]
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -49,6 +53,24 @@ def _by_setting(result: TuneResult, knob: str) -> dict[int, float]:
     return out
 
 
+def _model_error(result: TuneResult) -> str:
+    """Mean |predicted / measured - 1| over the trials the model predicted."""
+    errs = [abs(t.predicted / t.objective - 1) for t in result.trials
+            if t.predicted is not None and t.objective and t.status == "ok"]
+    return f"{sum(errs) / len(errs):.1%} ({len(errs)})" if errs else "-"
+
+
+def refuted_reported(result: TuneResult) -> int:
+    """Choices reported although their confirmation run refuted them (must be 0)."""
+    if result.chosen is None:
+        return 0
+    conf = result.trial(result.confirmed_by)
+    held = conf is not None and conf.confirmed is not False and conf.setting == result.chosen
+    refuted = {tuple(sorted(t.setting.items())) for t in result.trials if t.confirmed is False}
+    return int((not held and result.stopped == "done")
+               or tuple(sorted(result.chosen.items())) in refuted)
+
+
 def _rows(table: Table, name: str, grid: TuneResult, guided: TuneResult, knob: str) -> None:
     g = _by_setting(grid, knob)
     best = max(g.values())
@@ -57,11 +79,15 @@ def _rows(table: Table, name: str, grid: TuneResult, guided: TuneResult, knob: s
         chosen = (r.chosen or {}).get(knob)
         settings = len({t.setting[knob] for t in r.trials})
         reached = g.get(chosen) if chosen is not None else None
+        refuted = sum(1 for t in r.trials if t.confirmed is False)
         table.add_row(
             name, label, str(chosen), "-" if reached is None else f"{reached:.3g}",
             f"{best:.3g}", "-" if reached is None else f"{reached / best:.3f}",
             f"{settings} / {n_grid}", f"{settings / n_grid:.2f}",
-            f"{len(r.trials)}", f"{r.wall_s:.0f}", r.verdict or r.stopped,
+            f"{len(r.trials)} / {len(grid.trials)}", f"{len(r.trials) / len(grid.trials):.2f}",
+            _model_error(r), f"{refuted} / {refuted_reported(r)}",
+            "yes" if r.slo_met else "no" if r.slo_met is False else "-",
+            f"{r.wall_s:.0f}", r.verdict or r.stopped,
         )
 
 
@@ -80,7 +106,9 @@ def fake_server(table: Table, con: Console, tmp: Path, quick: bool) -> None:
     grid = _tune(tmp / "fake-grid", bench, search="grid", **common)
     guided = _tune(tmp / "fake-guided", bench, search="guided", **common)
     con.print(f"  guided: {guided.summary}", highlight=False)
-    con.print(f"  guided knob choice: {guided.guide.get('reason', '-')}", highlight=False)
+    con.print("  guided trials (slots: measured / the model's prediction before it ran): "
+              + ", ".join(f"{t.setting['slots']}: {t.objective or 0:.3g}/{t.predicted_text()}"
+                          for t in guided.trials), highlight=False)
     _rows(table, f"fake, knee {KNEE}", grid, guided, "slots")
 
 
@@ -106,11 +134,13 @@ def main() -> None:
                     help="seconds per trial on the embedded engine (default 6; 4 with --quick)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the trials in this folder")
     args = ap.parse_args()
+    print(f"load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     con = Console()
     if not con.is_terminal:
         con = Console(width=200)
     table = Table("target", "search", "chosen", "its goodput (grid's run)", "grid best",
-                  "reached", "settings", "of grid", "trials", "wall s", "before/after")
+                  "reached", "settings", "of grid", "trials", "of grid", "model error",
+                  "refuted / reported", "SLO met (confirmation)", "wall s", "before/after")
     with tempfile.TemporaryDirectory() as td:
         tmp = args.keep or Path(td)
         if not args.no_fake:
@@ -118,8 +148,10 @@ def main() -> None:
         if not args.no_engine:
             embedded(table, con, tmp, args.quick, args.engine_seconds)
     con.print(table)
-    con.print("goal: reached >= 0.95 of the grid's best goodput with settings <= 1/3 of "
-              "the grid's; trials count the A/A run and the winner's re-run too")
+    con.print("goal: reached >= 0.95 of the grid's best goodput with settings and trials <= "
+              "1/3 of the grid's; trials count the A/A run and the confirmation runs too; "
+              "refuted choices reported: 0")
+    con.print(f"load average (1, 5, 15 min) at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Dependencies point one way: cli/entrypoints -> feature packages (bench, gateway, tune,
-batch, diagnose, report, monitor, importers) -> client / telemetry / engine -> core.
+batch, diagnose, report, monitor, importers) -> client / telemetry / engine / servermodel
+-> core.
 
 Every module's imports are read with ``ast`` (nothing is executed): ``import`` and
 ``from ... import`` statements anywhere in the module (inside functions and under
@@ -22,10 +23,11 @@ ROOT = Path(infersight.__file__).parent
 
 TOP = {"cli", "entrypoints"}
 FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor", "tune", "importers"}
-LOWER = {"client", "telemetry", "engine"}
+LOWER = {"client", "telemetry", "engine", "servermodel"}
 #: What each lower package may import besides itself and core: telemetry's live
 #: sampling probes a server through the client; nothing imports upward.
-LOWER_MAY_IMPORT = {"client": set(), "telemetry": {"client"}, "engine": set()}
+LOWER_MAY_IMPORT = {"client": set(), "telemetry": {"client"}, "engine": set(),
+                    "servermodel": set()}
 #: Support packages: the fake servers for tests, and data files.
 SUPPORT = {"testing", "data"}
 

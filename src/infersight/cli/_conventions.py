@@ -44,6 +44,7 @@ __all__ = [
     "apply_conventions",
     "command_help",
     "duration_option",
+    "format_option",
     "out_option",
     "port_option",
 ]
@@ -176,6 +177,23 @@ def out_option(
     shown = default not in (None, ...) if show_default is None else show_default
     return typer.Option(default, "--out", "-o", *aliases, metavar=metavar, help=help,
                         show_default=shown)
+
+
+#: What ``--format`` accepts: infersight's own files, or those plus llm-d-benchmark's.
+FORMATS = ("infersight", "llm-d")
+
+
+def format_option(help: str) -> Any:
+    """``--format infersight|llm-d``: llm-d also writes llm-d-benchmark's benchmark
+    report, one per level (report.llmd)."""
+
+    def parse(value: str) -> str:
+        if value not in FORMATS:
+            raise typer.BadParameter(f"{value!r}: use {' or '.join(FORMATS)}")
+        return value
+
+    return typer.Option("infersight", "--format", metavar="infersight|llm-d", parser=parse,
+                        help=help)
 
 
 def port_option(default: int | None, *, help: str, show_default: str | bool | None = None) -> Any:

@@ -12,6 +12,7 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    format_option,
     out_option,
 )
 from infersight.cli.bench_vllm import VLLM_OPTIONS, apply_vllm_flags
@@ -84,6 +85,7 @@ def register(app: typer.Typer) -> None:
         scrape: list[str] = typer.Option(None, metavar="URL", help="Prometheus /metrics URL to sample every second (repeatable); by default the target's own /metrics when it answers."),
         no_scrape: bool = typer.Option(False, "--no-scrape", help="Scrape no /metrics (not even the target's own)."),
         out: Path = out_option(None, metavar="DIR", help="Directory for result.json, records.csv and schema.json."),
+        output_format: str = format_option("With llm-d, --out also gets llm-d/benchmark_report_LEVEL.json: llm-d-benchmark's report, one per level."),
         price_in: float = typer.Option(None, help="$ per million input tokens."),
         price_out: float = typer.Option(None, help="$ per million output tokens."),
         prices: Path = typer.Option(None, metavar="FILE", help="Price table file (TOML, like the shipped prices.toml)."),
@@ -120,9 +122,13 @@ def register(app: typer.Typer) -> None:
         think_time: str = typer.Option("0s", metavar="DIST", help="With --sessions: the pause after each answer: 2s, uniform:1s:5s or exponential:3s."),
     ) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name
+        from infersight.core.errors import ConfigError
         from infersight.entrypoints.bench import run_bench
 
-        result = run_bench(_config(flags))
+        llmd = flags.pop("output_format") == "llm-d"
+        if llmd and not out:
+            raise ConfigError("--format llm-d writes into --out DIR: give --out")
+        result = run_bench(_config(flags), llmd=llmd)
         if result.partial:
             raise typer.Exit(130)
 

@@ -12,6 +12,7 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    format_option,
     out_option,
 )
 
@@ -74,13 +75,15 @@ def register(app: typer.Typer) -> None:
         api_key_env: str = api_key_env_option(),
         api_key_file: Path = api_key_file_option(),
         out: Path = out_option(None, metavar="DIR", help="Directory for tune.json, tune.html and each trial's RunResult.", show_default="runs/tune-DATE-TIME"),
+        output_format: str = format_option("With llm-d, each trial's folder also gets llm-d/benchmark_report_LEVEL.json: llm-d-benchmark's report, one per level."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress on the terminal."),
     ) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name
         from infersight.entrypoints.tune import run_tune
 
+        llmd = flags.pop("output_format") == "llm-d"
         cfg, bench = _configs(flags)
-        result = run_tune(cfg, bench)
+        result = run_tune(cfg, bench, llmd=llmd)
         if result.stopped == "interrupted":
             raise typer.Exit(130)
         if result.stopped == "baseline failed":

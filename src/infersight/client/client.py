@@ -31,7 +31,9 @@ from infersight.core.records import RequestRecord
 
 __all__ = ["Client"]
 
-_REQUEST_KWARGS = ("scheduled", "deadline", "request_id", "headers", "record", "timeouts")
+_REQUEST_KWARGS = (
+    "scheduled", "deadline", "request_id", "headers", "record", "timeouts", "retry",
+)
 
 
 def _new_id_source() -> None:
@@ -105,6 +107,7 @@ class Client(BaseClient):
         headers: Mapping[str, str] | None,
         record: RequestRecord | None,
         timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
     ) -> StreamResponse:
         now = time.monotonic()
         if record is None:
@@ -136,7 +139,7 @@ class Client(BaseClient):
         if headers:
             hdrs.update(headers)
         url = self.url(path)
-        policy = self.retry
+        policy = retry or self.retry
         budget = policy.budget
         if budget is not None:
             budget.deposit(now)
@@ -177,9 +180,10 @@ class Client(BaseClient):
         headers: Mapping[str, str] | None = None,
         record: RequestRecord | None = None,
         timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
     ) -> Completion:
         """Send one request (streamed when ``body["stream"]``) and read it to the end;
-        ``timeouts`` replaces the client's own for this request."""
+        ``timeouts`` and ``retry`` replace the client's own for this request."""
         sr = await self._open(
             path,
             body,
@@ -189,6 +193,7 @@ class Client(BaseClient):
             headers=headers,
             record=record,
             timeouts=timeouts,
+            retry=retry,
         )
         await drain(sr)
         return sr.completion()
@@ -204,16 +209,17 @@ class Client(BaseClient):
         headers: Mapping[str, str] | None = None,
         record: RequestRecord | None = None,
         timeouts: Timeouts | None = None,
+        retry: RetryPolicy | None = None,
     ) -> _Streaming:
         """Open a response; enters once the first content arrived (retries happen before).
 
         After entering there is no retry: errors raise from ``events()`` or
         ``raw_chunks()``. Leaving the block before the end drops the connection and
-        marks the record cancelled. ``timeouts`` replaces the client's own for this
-        request.
+        marks the record cancelled. ``timeouts`` and ``retry`` replace the client's own
+        for this request.
         """
         return _Streaming(self, path, body,
-                          (scheduled, deadline, request_id, headers, record, timeouts))
+                          (scheduled, deadline, request_id, headers, record, timeouts, retry))
 
     def _body(
         self,
@@ -244,7 +250,8 @@ class Client(BaseClient):
         **extra: Any,
     ) -> Completion:
         """POST /v1/chat/completions. ``extra`` goes into the body, except the
-        request() keywords (scheduled, deadline, request_id, headers, record)."""
+        request() keywords (scheduled, deadline, request_id, headers, record,
+        timeouts, retry)."""
         body, kw = self._body("messages", messages, model, max_tokens, stream, extra)
         return await self.request("/v1/chat/completions", body, **kw)
 
@@ -285,7 +292,7 @@ class _Streaming:
         self._sr: StreamResponse | None = None
 
     async def __aenter__(self) -> StreamResponse:
-        scheduled, deadline, request_id, headers, record, timeouts = self._args
+        scheduled, deadline, request_id, headers, record, timeouts, retry = self._args
         self._sr = await self._client._open(
             self._path,
             self._body,
@@ -295,6 +302,7 @@ class _Streaming:
             headers=headers,
             record=record,
             timeouts=timeouts,
+            retry=retry,
         )
         return self._sr
 

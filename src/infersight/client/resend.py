@@ -178,5 +178,9 @@ async def open_response(
         raise
     finally:
         _current.reset(token)
+        # ``previous`` is needed only while this request is being sent. Kept, it would
+        # chain every request a keep-alive connection ever carried (``_last`` holds the
+        # newest, which held the one before...): memory growing with each request.
+        st.previous = None
     keepalive.on_response(resp, streamed)
     return resp

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
 __all__ = [
     "ACCESS_LOG_VERSION",
     "SESSION_HEADER",
+    "AccessLogLine",
     "prompt_fingerprint",
     "session_label",
 ]
@@ -30,6 +31,41 @@ __all__ = [
 ACCESS_LOG_VERSION = 1
 #: The request header whose value groups requests into one conversation.
 SESSION_HEADER = "X-Session-Id"
+
+
+class AccessLogLine(TypedDict, total=False):
+    """One access-log line's keys, for the writer (the gateway) and the reader
+    (``bench --trace``) alike: a key misspelt on either side fails type-checking.
+    docs/access-log.md says what each means."""
+
+    v: int
+    ts: float
+    arrival_ts: float
+    request_id: str
+    endpoint: str
+    status: int
+    latency_ms: float
+    error: str | None
+    model: str
+    served_model: str | None
+    upstream: str | None
+    stream: bool
+    key: str | None
+    queue_ms: float
+    attempts: int
+    failovers: int
+    ttft_ms: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float | None
+    via: list[str]
+    truncated: bool
+    usage_estimated: bool
+    max_tokens: int
+    session: str
+    prefix: list[list[Any]]
+
+
 #: Hex digits kept of each hash: 48 bits, collisions negligible for a day of traffic.
 _HEX = 12
 

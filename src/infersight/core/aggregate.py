@@ -29,6 +29,7 @@ from infersight.core.prefix_cache import client_cache
 from infersight.core.records import RequestRecord
 from infersight.core.stats import PERCENTILES, summarize
 from infersight.core.sustain import judge_sustainability
+from infersight.core.validity import check_level
 from infersight.core.windows import LevelWindow, Window, finish_time
 
 __all__ = [
@@ -166,6 +167,7 @@ def aggregate(
         out, scheduled_rate, loadgen_cpu_percent, check_lag=check_lag, contention=contention,
         workers=None if workers is None else _worker_loads(members, workers),
     )
+    out["validity"] = check_level(recs, members, out)
     return out
 
 

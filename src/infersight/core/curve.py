@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from infersight.core.server_model import Fix
+
 __all__ = ["CapacityCurve", "CurvePoint", "Recommendation"]
 
 
@@ -98,7 +100,13 @@ class Recommendation(BaseModel):
     text: str
     #: Expected after the change: "throughput" (req/s), "ttft_p99" (s).
     predicted: dict[str, float | None] = Field(default_factory=dict)
-    #: What the prediction rests on ("Little's law at 33 req/s x 0.24 s; knee at 4").
+    #: What the prediction rests on ("the fitted model (leave-one-level-out, held-out error 4%)").
     rests_on: str = ""
-    #: "measured" (from the run's curve) or "estimate" (physics alone).
+    #: "model" (the fitted model, within its checked error), "measured" (a level of the
+    #: run), or "estimate" (beyond what the model's self-check supports, or physics).
     basis: str = "measured"
+    #: The model's binding constraint: "slots", "kv", "compute", "client", "upstream",
+    #: "none" (docs/design.md section 9); None when no model was fitted.
+    limiter: str | None = None
+    #: The typed fix the text was rendered from (None: the rules' advice, no model).
+    fix: Fix | None = None

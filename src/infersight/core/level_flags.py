@@ -16,6 +16,7 @@ from typing import Any
 
 from infersight.core.records import RunResult
 from infersight.core.replay_stats import replay_notes
+from infersight.core.validity import validity_lines
 from infersight.core.verdicts import is_marginal
 
 __all__ = [
@@ -182,7 +183,8 @@ def level_state(agg: dict[str, Any]) -> str:
 def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
     """``(kind, text)`` lines that say what a level's figures cover, for every output.
 
-    ``kind`` is "unsustainable" (the level could not keep up with its rate: its
+    ``kind`` is "invalid" (a failed validity check, :mod:`infersight.core.validity`),
+    "unsustainable" (the level could not keep up with its rate: its
     latency percentiles grow with its duration), "no_steady_state" (every request of
     the level counts) or "window" (the statistics cover fewer requests than were sent);
     then a replay's fidelity, the prefix sharing and cache hit rate, and TTFT by
@@ -213,4 +215,5 @@ def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
             "completions, until the window's requests drained)",
         ))
     out.extend(replay_notes(name, agg))
+    out.extend(("invalid", f"⚠ {text}") for text in validity_lines(name, agg))
     return out

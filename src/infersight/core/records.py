@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from infersight.core.atomic import write_atomic
 from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.errors import ConfigError, file_error
+from infersight.core.server_model import SelfCheck, ServerModel
 from infersight.core.settings import config_error
 from infersight.core.verdicts import Verdict
 
@@ -206,6 +207,10 @@ class RunResult(BaseModel):
     capacity_curve: CapacityCurve | None = None
     #: The run's one recommendation, from its curve (docs/design.md section 5).
     recommendation: Recommendation | None = None
+    #: The model of the server fitted to the run, and its check on the run itself
+    #: (docs/design.md section 9).
+    server_model: ServerModel | None = None
+    self_check: SelfCheck | None = None
     #: Cost of the run when prices are known: ``usd``, ``usd_per_million_output_tokens``,
     #: ``projected_usd_per_day`` (also per level in ``aggregates[level]["cost"]``).
     cost: dict[str, Any] | None = None

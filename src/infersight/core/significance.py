@@ -23,15 +23,18 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from infersight.core.bootstrap import quantile_ratio_interval
 from infersight.core.level_flags import level_state
 from infersight.core.slices import (
     METRICS,
     LevelData,
     SliceMetric,
+    request_values,
     run_value,
     sample_count,
     slice_values,
 )
+from infersight.core.validity import invalid_metrics
 
 __all__ = [
     "BETTER",
@@ -45,7 +48,9 @@ __all__ = [
     "MetricCall",
     "compare",
     "compare_metric",
+    "confidence_text",
     "decide",
+    "family_confidence",
     "mean_interval",
     "noise_floor",
     "ratio_interval",
@@ -81,8 +86,12 @@ class MetricCall(BaseModel):
     low: float | None = None
     high: float | None = None
     delta: float = DEFAULT_DELTA
+    #: The interval's confidence: 95%, or higher when several runs are compared with
+    #: one baseline (:func:`family_confidence`).
+    confidence: float = CONFIDENCE
     call: str = RUN_MORE
-    #: "slices" (one run a side, its window cut in time) or "runs" (--repeat).
+    #: "requests" (a percentile, one run a side: a bootstrap over requests), "slices"
+    #: (a rate, one run a side: its window cut in time) or "runs" (--repeat).
     basis: str = "slices"
     units: tuple[int, int] = (0, 0)
     requests: tuple[int, int] = (0, 0)
@@ -162,12 +171,33 @@ def decide(low: float | None, high: float | None, better: str, delta: float) -> 
     return RUN_MORE
 
 
+def _mean_of(side: Sequence[LevelData], key: str) -> float:
+    vals = [v for lv in side if isinstance(v := lv.agg.get(key), int | float)]
+    return float(np.mean(vals)) if vals else 0.0
+
+
 def _unsustainable(side: Sequence[LevelData]) -> bool:
     return any(level_state(dict(lv.agg)) == "unsustainable" for lv in side)
 
 
 def _sustained(side: Sequence[LevelData]) -> list[LevelData]:
     return [lv for lv in side if level_state(dict(lv.agg)) != "unsustainable"]
+
+
+#: The aggregate key a rate metric's validity is judged under (latencies: their source).
+_VALIDITY_KEY = {"tokens": "output_token_throughput", "good": "goodput",
+                 "requests": "request_throughput"}
+
+
+def _invalid(a: Sequence[LevelData], b: Sequence[LevelData], metric: SliceMetric) -> str:
+    """Why either side marks the metric invalid (docs/design.md section 2), or ""."""
+    key = _VALIDITY_KEY.get(metric.source, metric.source)
+    for who, side in (("A", a), ("B", b)):
+        for lv in side:
+            why = invalid_metrics(dict(lv.agg)).get(key)
+            if why:
+                return f"{who} marks it invalid ({why})"
+    return ""
 
 
 def compare_metric(
@@ -177,12 +207,13 @@ def compare_metric(
     *,
     delta: float = DEFAULT_DELTA,
     slo: Mapping[str, float] | None = None,
+    confidence: float = CONFIDENCE,
 ) -> MetricCall:
     """B against A on one metric. Each side is one level of one run, or the same level
     of several runs (``--repeat``): with at least two runs a side, runs are the units."""
     runs = len(a) >= 2 and len(b) >= 2
     out = MetricCall(metric=metric.name, label=metric.label, better=metric.better,
-                     delta=delta, basis="runs" if runs else "slices")
+                     delta=delta, confidence=confidence, basis="runs" if runs else "slices")
     notes: list[str] = []
     if metric.kind == "latency" and (_unsustainable(a) or _unsustainable(b)):
         # With runs as units, an unsustainable run is left out; the rest still compare.
@@ -192,6 +223,9 @@ def compare_metric(
             out.note = "a level is unsustainable: its latency grows with the level's length"
             return out
         notes.append("unsustainable runs left out")
+    if why := _invalid(a, b, metric):
+        out.call, out.note = NOT_COMPARED, why
+        return out
     out.requests = (sum(sample_count(lv, metric) for lv in a),
                     sum(sample_count(lv, metric) for lv in b))
 
@@ -206,13 +240,27 @@ def compare_metric(
     out.units = (int(ua.size), int(ub.size))
     out.a = float(ua.mean()) if ua.size else None
     out.b = float(ub.mean()) if ub.size else None
-    out.ratio, out.low, out.high = ratio_interval(ua, ub)
+    out.ratio, out.low, out.high = ratio_interval(ua, ub, confidence)
+    if not runs and metric.kind == "latency" and metric.source != "itl":
+        # A percentile: bootstrap over requests, each side at its own size.
+        ra = np.concatenate([request_values(lv, metric) for lv in a])
+        rb = np.concatenate([request_values(lv, metric) for lv in b])
+        out.basis, out.units = "requests", (int(ra.size), int(rb.size))
+        out.ratio, out.low, out.high = quantile_ratio_interval(ra, rb, metric.q,
+                                                             confidence=confidence)
+        if ra.size and rb.size:
+            out.a, out.b = float(np.percentile(ra, metric.q)), float(np.percentile(rb, metric.q))
     out.call = decide(out.low, out.high, metric.better, delta)
-    if out.a == 0.0 and ub.size >= 2 and (mean_interval(ub)[1] or 0.0) > 0.0:
-        # From nothing to something (goodput where no request met the SLO before):
-        # no ratio, but B is clearly above A's 0.
-        out.call = BETTER if metric.better == "higher" else WORSE
-        notes.append("A is 0 in every unit; B is above 0")
+    if out.a == 0.0 and ub.size >= 2 and (mean_interval(ub, confidence)[1] or 0.0) > 0.0:
+        # From nothing to something (goodput where no request met the SLO before): no
+        # ratio, so the smallest difference that matters is δ of B's request rate.
+        floor = delta * _mean_of(b, "request_throughput")
+        if (mean_interval(ub, confidence)[1] or 0.0) > floor:
+            out.call = BETTER if metric.better == "higher" else WORSE
+            notes.append("A is 0 in every unit; B is above 0")
+        else:
+            out.call = SAME
+            notes.append(f"A is 0; B is within δ ({delta:.0%}) of its request rate")
     elif min(out.units) < 2:
         notes.append(f"too few {out.basis} with values (A {out.units[0]}, B {out.units[1]})")
     elif metric.q >= 99 and metric.kind == "latency" and min(out.requests) < P99_MIN_REQUESTS:
@@ -232,12 +280,27 @@ def compare(
     delta: float = DEFAULT_DELTA,
     slo: Mapping[str, float] | None = None,
     metrics: Sequence[SliceMetric] | None = None,
+    confidence: float = CONFIDENCE,
 ) -> list[MetricCall]:
     """Every metric of B against A (goodput only with an SLO)."""
     chosen = metrics if metrics is not None else [
         m for m in METRICS if m.name != "goodput" or slo
     ]
-    return [compare_metric(a, b, m, delta=delta, slo=slo) for m in chosen]
+    return [compare_metric(a, b, m, delta=delta, slo=slo, confidence=confidence)
+            for m in chosen]
+
+
+def family_confidence(comparisons: int, confidence: float = CONFIDENCE) -> float:
+    """The confidence of each interval when ``comparisons`` runs are each compared with
+    one baseline (``report A B C``): Bonferroni's, so that the chance of any false call
+    among them stays within ``1 - confidence`` (docs/design.md section 2)."""
+    return 1.0 - (1.0 - confidence) / max(1, comparisons)
+
+
+def confidence_text(comparisons: int) -> str:
+    """``95%``, or ``97.5% (2 runs against one baseline: Bonferroni)``."""
+    pct = f"{family_confidence(comparisons) * 100:.4g}%"
+    return pct if comparisons <= 1 else f"{pct} ({comparisons} runs against one baseline: Bonferroni)"
 
 
 def noise_floor(aa: MetricCall, minimum: float = MIN_DELTA) -> float:

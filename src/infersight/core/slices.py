@@ -35,6 +35,7 @@ __all__ = [
     "LevelData",
     "SliceMetric",
     "metric_named",
+    "request_values",
     "run_value",
     "sample_count",
     "slice_values",
@@ -185,6 +186,13 @@ def run_value(
         return float(vals[0]) if vals.size else None
     value = _percentile(level.members(), metric)
     return value if np.isfinite(value) else None
+
+
+def request_values(level: LevelData, metric: SliceMetric) -> FloatArray:
+    """A latency metric's per-request values over the window (ITL: none, it is pooled)."""
+    if metric.kind != "latency" or metric.source == "itl":
+        return np.empty(0)
+    return _latency_values(level.members(), metric)
 
 
 def sample_count(level: LevelData, metric: SliceMetric) -> int:

@@ -17,10 +17,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from infersight.core.atomic import write_atomic
 from infersight.core.errors import ConfigError, file_error
+from infersight.core.server_model import ServerModel
 from infersight.core.settings import config_error
 from infersight.core.significance import MetricCall
 
-__all__ = ["TUNE_SCHEMA_VERSION", "TrialRecord", "TuneResult", "load_tune_result", "save_tune_result"]
+__all__ = ["TUNE_SCHEMA_VERSION", "ModelPoint", "TrialRecord", "TuneResult", "load_tune_result", "save_tune_result"]
 
 TUNE_SCHEMA_VERSION = 1
 
@@ -29,8 +30,8 @@ class TrialRecord(BaseModel):
     """One setting measured once: a bench run against it, or why it failed."""
 
     index: int
-    #: "baseline", "a/a" (the baseline again, for the noise floor), "search", "grid" or
-    #: "rerun" (the winner, measured again at the end).
+    #: "baseline", "a/a" (the baseline again, for the noise floor), "guided", "grid" or
+    #: "rerun" (the choice, measured again at the end to confirm it).
     role: str
     setting: dict[str, int]
     #: "ok", "failed" (did not start, or answered nothing) or "partial" (stopped).
@@ -54,11 +55,41 @@ class TrialRecord(BaseModel):
     tpot_p99: float | None = None
     #: The objective against the baseline (its two runs), with the call.
     vs_baseline: MetricCall | None = None
+    #: The model's objective for this trial, fitted on the trials before it (None: no
+    #: model), and whether it predicted the SLO met.
+    predicted: float | None = None
+    predicted_slo_met: bool | None = None
+    #: Why the search tried this setting ("the model's predicted best", ...).
+    proposed: str | None = None
+    #: A rerun: the trial whose setting it confirms, and whether it met the objective
+    #: (the SLO, or the trial's objective within the noise floor).
+    confirms: int | None = None
+    confirmed: bool | None = None
     #: The diagnosis of the trial's run: its recommendation's verdict and text.
     verdict: str | None = None
     advice: str | None = None
     started: float = Field(default_factory=time.time)
     wall_s: float = 0.0
+
+    def predicted_text(self) -> str:
+        """The model's objective for the trial: ``29.5``, ``79.3 (SLO missed)`` or ``-``."""
+        if self.predicted is None:
+            return "-"
+        return f"{self.predicted:.3g}" + (" (SLO missed)" if self.predicted_slo_met is False else "")
+
+    def role_text(self) -> str:
+        """The role, or for a confirmation run what it found: ``confirms #4``."""
+        if self.confirms is None or self.confirmed is None:
+            return self.role
+        return f"{'confirms' if self.confirmed else 'refutes'} #{self.confirms}"
+
+
+class ModelPoint(BaseModel):
+    """The model's objective at one value of the knob (fitted on every trial)."""
+
+    value: int
+    objective: float | None = None
+    slo_met: bool | None = None
 
 
 class TuneResult(BaseModel):
@@ -82,8 +113,13 @@ class TuneResult(BaseModel):
     #: Where the knob and direction came from: the baseline's diagnosis (verdict, text,
     #: target, rests_on), or the user's --knob.
     guide: dict[str, Any] = Field(default_factory=dict)
-    #: "guided" (the diagnosis, then bisection) or "grid" (every value).
+    #: "guided" (the model's proposals; for threads and context, the diagnosis, then
+    #: bisection) or "grid" (every value).
     search: str = "guided"
+    #: The model of the server fitted on every trial (slots only; None: not used), and
+    #: its objective at each value searched.
+    model: ServerModel | None = None
+    model_curve: list[ModelPoint] = Field(default_factory=list)
     #: "goodput" (requests/s within the SLO) or "throughput" (best sustainable req/s).
     objective: str = "throughput"
     slo: dict[str, float] = Field(default_factory=dict)
@@ -91,13 +127,18 @@ class TuneResult(BaseModel):
     noise_floor: float | None = None
     noise_basis: str = ""
     trials: list[TrialRecord] = Field(default_factory=list)
+    #: The choice, confirmed by a run of its own (a refuted choice is never kept).
     chosen: dict[str, int] | None = None
     chosen_trial: int | None = None
+    #: The trial that confirmed the choice (its rerun, or the A/A run for the baseline);
+    #: None when the run stopped before it.
+    confirmed_by: int | None = None
     #: The winner's re-run against the baseline, every metric with its call.
     before_after: list[MetricCall] = Field(default_factory=list)
     #: The objective's call for the change (before/after).
     verdict: str | None = None
-    #: Whether any setting met the SLO (None without one), and the closest trial.
+    #: Whether the chosen setting's confirmation run met the SLO (None without an SLO
+    #: or a confirmation), and the closest trial when no setting met it.
     slo_met: bool | None = None
     closest_trial: int | None = None
     summary: str = ""

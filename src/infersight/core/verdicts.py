@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from infersight.core.server_model import Fix
+
 __all__ = ["MARGINAL", "VERDICT_IDS", "Evidence", "Verdict", "VerdictWindow", "evidence_key",
            "is_marginal"]
 
@@ -131,12 +133,24 @@ class Verdict(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     confidence: float = Field(ge=0.0, le=1.0)
     fixes: list[str] = Field(default_factory=list)
+    #: Per fix line, what it does as a typed action (the knob and which way, or None
+    #: for advice without one): programs read these, never the prose of ``fixes``.
+    actions: list[Fix | None] = Field(default_factory=list)
     #: The load level (bench sweep) the window belongs to, if any.
     level: str | None = None
     #: The engine the fixes are named for ("vllm", "llamacpp", "embedded", ...).
     engine: str = "unknown"
     #: The flag clears its threshold by less than 20%: shown, never the headline.
     marginal: bool = False
+
+    def action_of(self, line: int) -> Fix | None:
+        """The typed action of fix line ``line`` (None: advice without a knob)."""
+        return self.actions[line] if line < len(self.actions) else None
+
+    def turns(self, knob: str, direction: str) -> bool:
+        """Whether any of its fixes turns ``knob`` ``direction`` ("up", "down")."""
+        return any(a is not None and a.knob == knob and a.turns() == direction
+                   for a in self.actions)
 
     def find(self, key: str) -> Evidence | None:
         """The first evidence with this key (or, failing that, this label)."""

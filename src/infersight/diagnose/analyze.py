@@ -16,7 +16,8 @@ from infersight.core.verdicts import VERDICT_IDS, Evidence, Verdict, VerdictWind
 from infersight.diagnose.calibrate import calibrate_cpu, physics_bounds, sequence_context
 from infersight.diagnose.context import RunContext, resolve_context, stored_physics
 from infersight.diagnose.curve import build_curve, level_aggregates
-from infersight.diagnose.fix_numbers import FixNumbers, fix_numbers
+from infersight.diagnose.model_advice import ModelAdvice, model_advice, with_model
+from infersight.diagnose.model_numbers import FixNumbers, model_numbers
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.recommend import recommend, reconcile
 from infersight.diagnose.rules import RuleInput, evaluate
@@ -34,6 +35,8 @@ class Diagnosis:
     verdicts: list[Verdict]
     curve: CapacityCurve | None
     recommendation: Recommendation | None
+    #: The fitted model of the server and its self-check (docs/design.md section 9).
+    advice: ModelAdvice | None = None
 
 #: Own fallback for files without the bench's flag (docs/design.md section 2).
 LAG_P99_LIMIT = 0.005
@@ -123,6 +126,7 @@ class _Run:
     ctx: RunContext
     curve: CapacityCurve | None
     fix: FixNumbers | None
+    advice: ModelAdvice | None = None
 
 
 def _evaluate_window(run: _Run, level: str | None, idx: np.ndarray, t0: float, t1: float,
@@ -168,23 +172,29 @@ def diagnose(result: RunResult, **options: Any) -> list[Verdict]:
     return diagnose_run(result, **options).verdicts
 
 
-def _prepare(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunContext) -> _Run:
-    """The capacity curve, the CPU's calibrated ceiling and the numbers of the fixes."""
+def _prepare(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunContext,
+             engine_slots: int | None) -> _Run:
+    """The capacity curve (what was measured), the CPU's calibrated ceiling, and the
+    fitted model with the numbers of the fixes (docs/design.md section 9)."""
     levels = _levels(result, ra) if ra.records else []
     if not levels or levels[0][0] is None:
         return _Run(result, ra, sidx, ctx, None, None)
     aggs = level_aggregates(result, levels)
     curve = build_curve(levels, aggs, ra, sidx)
     calibrate_cpu(ctx, curve, aggs)
-    if curve is not None and curve.plateau == "admission" and curve.plateau_at:
-        first = next(p for p in curve.points if p.level == curve.plateau_level)
-        ctx.curve_slots = float(max(1, round(curve.plateau_at)))
+    adv = model_advice(result, engine_slots)
+    m = adv.model
+    if m is not None and m.slots.source == "fitted" and m.slots.value:
+        ctx.curve_slots = float(m.slots.value)
         ctx.curve_slots_source = (
-            f"inferred from the capacity curve: throughput flat at about {first.throughput:.3g} "
-            f"req/s from {first.level} on, TPOT flat and TTFT growing (an admission limit)")
+            "the fitted model: the smallest slot count under which no request got its first "
+            "token before a slot was free (FIFO replay of the client's records)")
     bounds = physics_bounds(ctx, sequence_context(ctx, aggs))
-    fix = fix_numbers(curve, bounds) if curve is not None else None
-    return _Run(result, ra, sidx, ctx, curve, fix)
+    closed = any(p.concurrency for p in curve.points) if curve is not None else False
+    fix = (model_numbers(m, adv.check, adv.fix, closed_loop=closed, physics=bounds,
+                         limiter=adv.limiter or "", limiter_why=adv.evidence)
+           if m is not None and adv.check is not None else None)
+    return _Run(result, ra, sidx, ctx, curve, fix, adv)
 
 
 def diagnose_run(
@@ -212,7 +222,7 @@ def diagnose_run(
     ra = RecordArrays.build(result.records)
     sidx = SampleIndex(result.samples)
     ctx = resolve_context(result, sidx, model=model, gpu=gpu, engine_slots=engine_slots)
-    run = _prepare(result, ra, sidx, ctx)
+    run = _prepare(result, ra, sidx, ctx, engine_slots)
     windows = _windows(result, ra, sidx, window_seconds)
     order = {vid: i for i, vid in enumerate(VERDICT_IDS)}
     verdicts: list[Verdict] = []
@@ -225,12 +235,15 @@ def diagnose_run(
     if window_seconds:
         verdicts = _merge(verdicts)
     rec = recommend(verdicts, run.curve, run.fix, ctx.engine)
+    advice = run.advice
+    if advice is not None:
+        rec = with_model(rec, advice, ctx.engine)
     reconcile(verdicts, rec)
     for v in verdicts:
         v.evidence.extend(Evidence(key="note", name="note", value=n, source="diagnose") for n in ctx.notes)
     if store_physics:
         _store(result, ctx, floors)
-    return Diagnosis(verdicts, run.curve, rec)
+    return Diagnosis(verdicts, run.curve, rec, advice)
 
 
 def _windows(result: RunResult, ra: RecordArrays, sidx: SampleIndex,

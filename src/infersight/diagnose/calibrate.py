@@ -16,7 +16,7 @@ from typing import Any
 
 from infersight.core.curve import CapacityCurve
 from infersight.diagnose.context import RunContext
-from infersight.diagnose.fix_numbers import PhysicsBounds
+from infersight.diagnose.model_numbers import PhysicsBounds
 from infersight.diagnose.physics.slots import KNEE_NEVER, recommend_slots
 
 __all__ = ["calibrate_cpu", "physics_bounds", "sequence_context"]

@@ -37,4 +37,6 @@ def embed_diagnosis(result: RunResult, **options: Any) -> list[Verdict]:
     result.diagnosis = found.verdicts
     result.capacity_curve = found.curve
     result.recommendation = found.recommendation
+    if found.advice is not None:
+        result.server_model, result.self_check = found.advice.model, found.advice.check
     return found.verdicts

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from infersight.core.engines import engine_specs
+from infersight.core.server_model import action
+from infersight.diagnose.rules_base import FixLine
 
-__all__ = ["DOWNSIZE", "kv_fixes", "raises_slots", "replica_fixes", "slot_fix", "slot_flag",
-           "under_loaded_fixes"]
-
-#: How a fix that shrinks the server begins (the run's recommendation may overrule it).
-DOWNSIZE = "or downsize:"
+__all__ = ["kv_fixes", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
 
 #: Engines whose slot setting is not in the telemetry name map (data/telemetry/engines.toml).
 _OWN_SLOT_FLAG = {
@@ -28,13 +26,13 @@ def slot_flag(engine: str) -> str:
 
 
 def slot_fix(engine: str, current: int, target: int, *, ctx_per_slot: int | None, why: str,
-             inferred: str | None = None) -> list[str]:
+             inferred: str | None = None) -> list[FixLine]:
     """How to raise the slot limit from ``current`` to ``target``; ``why`` says why that
-    number (Little's law, the knee, memory); ``inferred`` says how ``current`` was found
+    number (the fitted model, memory); ``inferred`` says how ``current`` was found
     when the engine does not state it."""
     flag = slot_flag(engine)
     step = f"{current} \u2192 {target}"
-    out: list[str]
+    out: list[FixLine]
     if engine == "embedded":
         ctx = f" --ctx {target * ctx_per_slot}" if ctx_per_slot else ""
         out = [f"raise {flag} {step}{ctx}, {why}"]
@@ -50,6 +48,7 @@ def slot_fix(engine: str, current: int, target: int, *, ctx_per_slot: int | None
                f"upstream's own limit, {why}"]
     else:
         out = [f"raise {flag} {step}, {why}"]
+    out[0] = (str(out[0]), action("slots", from_value=current, to_value=target))
     if engine == "vllm":
         out.append("if vLLM's startup log shows KV blocks for fewer sequences, also raise "
                    "--gpu-memory-utilization (e.g. 0.92-0.95)")
@@ -98,19 +97,14 @@ def replica_fixes(engine: str) -> list[str]:
     return base
 
 
-def under_loaded_fixes(engine: str, slots: float | None) -> list[str]:
+def under_loaded_fixes(engine: str, slots: float | None) -> list[FixLine]:
     """What to do when the server waits for work."""
-    out = ["send more concurrent requests (raise client concurrency or batch offline work "
-           "with `infersight batch`)",
+    out: list[FixLine] = [
+           ("send more concurrent requests (raise client concurrency or batch offline work "
+            "with `infersight batch`)", action("load", "up")),
            "put `infersight gateway` with an adaptive concurrency limit in front of it so "
            "many clients share the server"]
     if slots:
-        out.append(f"{DOWNSIZE} fewer replicas or a smaller instance; {slot_flag(engine)} "
-                   f"{int(slots)} is far above the concurrency seen")
+        out.append((f"or downsize: fewer replicas or a smaller instance; {slot_flag(engine)} "
+                    f"{int(slots)} is far above the concurrency seen", action("replicas", "down")))
     return out
-
-
-def raises_slots(fix: str) -> bool:
-    """Whether a fix line raises the slot limit or the batch (:func:`slot_fix`, the
-    busy-illusion and bandwidth-bound advice)."""
-    return fix.startswith(("raise ", "batch more sequences"))

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 
 from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.operating_point import WITHIN
+from infersight.core.server_model import Fix
 from infersight.core.verdicts import Verdict
-from infersight.diagnose.fix_numbers import FixNumbers
-from infersight.diagnose.fixes import DOWNSIZE, raises_slots, slot_flag
+from infersight.diagnose.fixes import slot_flag
+from infersight.diagnose.model_numbers import FixNumbers
 
 __all__ = ["ORDER", "recommend", "reconcile"]
 
@@ -69,53 +70,75 @@ def _where(v: Verdict) -> str:
 
 
 def _capacity_numbers(fix: FixNumbers, curve: CapacityCurve) -> tuple[int, dict[str, float | None]]:
+    """Replicas for an overloaded or saturated server: the model's, else the measured
+    capacity against the offered rate (a level of the run: basis "measured")."""
+    if fix.replicas:
+        return fix.replicas, dict(fix.predicted)
     cap = curve.capacity or 0.0
-    rate = fix.target_rate or 0.0
+    rate = max((p.offered_rate or 0.0 for p in curve.points), default=0.0) or fix.target_rate
     n = max(1, math.ceil(rate / cap - WITHIN)) if cap else 1
     best = next((p for p in curve.points if p.level == curve.best_level), None)
     return n, {"throughput": min(rate, n * cap) if cap else None,
                "ttft_p99": best.ttft_p99 if best is not None else None}
 
 
+def _no_number(fix: FixNumbers) -> str:
+    return f" (no number beyond the measured range: {fix.no_number})" if fix.no_number else ""
+
+
 def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Recommendation:
-    """Slots and replicas from the run's numbers (slot-bound, compute-bound, capacity)."""
-    flag, current = slot_flag(engine), _current_slots(v)
+    """Slots and replicas from the model's numbers (slot-bound, compute-bound, capacity)."""
+    flag, current = slot_flag(engine), _current_slots(v) or fix.current
     rests = fix.why()
     if v.id in ("capacity", "overloaded"):
         n, predicted = _capacity_numbers(fix, curve)
-        text = (f"{v.title}{_where(v)}: run {n} replicas behind `infersight gateway` for "
-                f"{fix.target_rate:.3g} req/s (one serves about {curve.capacity or 0:.3g} req/s)"
+        text = (f"{v.title}{_where(v)}: run {n} replicas behind `infersight gateway` (one "
+                f"serves about {curve.capacity or 0:.3g} req/s)"
                 if n > 1 else f"{v.title}{_where(v)}: shed or shape load at the gateway; one "
                 f"replica serves about {curve.capacity or 0:.3g} req/s")
         return Recommendation(verdict=v.id, knob="replicas", direction="up" if n > 1 else "hold",
                               current=1, target=n, replicas=n, text=text, predicted=predicted,
-                              rests_on=f"the measured capacity {curve.capacity or 0:.3g} req/s",
-                              basis="measured")
-    reps = f" and run {fix.replicas} replicas" if fix.replicas > 1 else ""
+                              rests_on=rests or f"the measured capacity {curve.capacity or 0:.3g} req/s",
+                              basis=fix.basis if fix.replicas else "measured")
+    reps = f" and run {fix.replicas} replicas" if (fix.replicas or 1) > 1 else ""
+    knob: str | None
+    target: int | None
     if v.id == "compute_bound":
-        head = (f"Compute-bound from {curve.knee:.3g} in flight ({curve.knee_level}, measured): "
-                "more slots add latency, not throughput")
-        if current and current > fix.slots:
+        where = (f" from {curve.knee:.3g} in flight ({curve.knee_level}, measured)"
+                 if curve.knee_reached and curve.knee else "")
+        head = f"Compute-bound{where}: more slots add latency, not throughput"
+        if current and fix.slots is not None and current > fix.slots:
             act, knob, direction, target = (f"lower {flag} {current} \u2192 {fix.slots}{reps}",
                                             "slots", "down", fix.slots)
-        elif fix.replicas > 1:
-            act = (f"keep {flag}{f' at {current}' if current else ''} and run {fix.replicas} "
-                   "replicas (or faster hardware)")
+        elif (fix.replicas or 1) > 1 or fix.no_number:
+            many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"
+            act = (f"keep {flag}{f' at {current}' if current else ''} and {many} (or faster "
+                   f"hardware){_no_number(fix)}")
             knob, direction, target = "replicas", "up", fix.replicas
         else:
             act, knob, direction, target = "keep the settings: the load fits one replica", None, "hold", None
         text = f"{head}; {act}."
+    elif fix.slots is None:
+        text = f"{v.title}{_where(v)}: raise {flag} above {current or 'its limit'}{_no_number(fix)}."
+        knob, direction, target = "slots", "up", None
     elif current is None or fix.slots > current:
         step = f"{current} \u2192 {fix.slots}" if current else f"to {fix.slots}"
         text = f"{v.title}{_where(v)}: raise {flag} {step}{reps}."
         knob, direction, target = "slots", "up", fix.slots
-    elif fix.slots < current:  # the knee or memory puts the limit below the one set
+    elif fix.slots < current:  # the model or memory puts the limit below the one set
         text = f"{v.title}{_where(v)}: lower {flag} {current} \u2192 {fix.slots}{reps} ({fix.short()})."
         knob, direction, target = "slots", "down", fix.slots
+    elif fix.no_number or (fix.replicas or 1) > 1:
+        many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"
+        text = (f"{v.title}{_where(v)}: more than {flag} {current} within what the run "
+                f"measured would not serve the load; {many} behind `infersight gateway`"
+                f"{_no_number(fix)}.")
+        knob, direction, target = "replicas", "up", fix.replicas
     else:
         text = (f"{v.title}{_where(v)}: {flag} {current} covers what the load needs in flight"
-                f"{'; run ' + str(fix.replicas) + ' replicas' if fix.replicas > 1 else ''}.")
-        knob, direction, target = ("replicas", "up", fix.replicas) if fix.replicas > 1 else (None, "hold", None)
+                f"{'; run ' + str(fix.replicas) + ' replicas' if (fix.replicas or 1) > 1 else ''}.")
+        knob, direction, target = (("replicas", "up", fix.replicas) if (fix.replicas or 1) > 1
+                                   else (None, "hold", None))
     return Recommendation(verdict=v.id, knob=knob, direction=direction,
                           current=current if knob == "slots" else (1 if knob == "replicas" else None),
                           target=target, replicas=fix.replicas, text=text,
@@ -145,15 +168,22 @@ def recommend(verdicts: Sequence[Verdict], curve: CapacityCurve | None, fix: Fix
 
 
 def reconcile(verdicts: Sequence[Verdict], rec: Recommendation | None) -> None:
-    """Drop the levels' fixes that point against the run's recommendation."""
+    """Drop the levels' fixes that point against the run's recommendation, by their
+    typed actions (never by their words): a downsize while the run needs more, more
+    slots while the run's fix is compute-bound or fewer slots."""
     if rec is None:
         return
     grow = rec.knob in ("slots", "replicas", "context", "threads") and rec.direction == "up"
     no_more_slots = rec.verdict == "compute_bound" or (rec.knob == "slots" and rec.direction == "down")
     for v in verdicts:
-        keep = [f for f in v.fixes
-                if not (f.startswith(DOWNSIZE) and (grow or rec.verdict != "under_loaded"))
-                and not (raises_slots(f) and no_more_slots)]
+        keep: list[tuple[str, Fix | None]] = []
+        for i, text in enumerate(v.fixes):
+            a = v.action_of(i)
+            shrink = a is not None and a.knob == "replicas" and a.turns() == "down"
+            more = a is not None and a.knob == "slots" and a.turns() == "up"
+            if (shrink and (grow or rec.verdict != "under_loaded")) or (more and no_more_slots):
+                continue
+            keep.append((text, a))
         if len(keep) < len(v.fixes):
-            keep.append(f"the run's recommendation, from every level: {rec.text}")
-            v.fixes = keep
+            keep.append((f"the run's recommendation, from every level: {rec.text}", rec.fix))
+            v.fixes, v.actions = [t for t, _ in keep], [a for _, a in keep]

@@ -38,6 +38,9 @@ def evaluate(ri: RuleInput) -> list[Verdict]:
     out = [v for rule in RULES if (v := rule(ri)) is not None]
     if any(v.id == "compute_bound" for v in out):
         out = [v for v in out if v.id not in _OVERRIDDEN_BY_COMPUTE]
+        # the curve's measured knee and the model can both say compute: once is enough
+        first = next(v for v in out if v.id == "compute_bound")
+        out = [v for v in out if v.id != "compute_bound" or v is first]
     if out and not all(v.marginal for v in out):
         return out
     s, w = ri.s, ri.w

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from infersight.core.curve import CapacityCurve, CurvePoint
+from infersight.core.server_model import Fix
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.diagnose.context import RunContext
-from infersight.diagnose.fix_numbers import FixNumbers
+from infersight.diagnose.model_numbers import FixNumbers
 from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
 
-__all__ = ["TTFT_FLOOR_LABEL", "RuleInput", "evidence", "fmt", "make_verdict", "rq_evidence"]
+__all__ = ["TTFT_FLOOR_LABEL", "FixLine", "RuleInput", "evidence", "fmt", "make_verdict",
+           "rq_evidence"]
 
 #: Thresholds (docs/design.md section 5); named so reports can cite them.
 R_NEAR_S = 0.85
@@ -112,12 +115,18 @@ def _inferred_note(ri: RuleInput) -> str:
             "counts, so confidence is lower." if ri.s.inferred else "")
 
 
+FixLine = str | tuple[str, Fix | None]
+
+
 def make_verdict(ri: RuleInput, vid: str, title: str, summary: str, evidence: list[Evidence],
-                 base_conf: float, fixes: list[str], *, marginal: bool = False) -> Verdict:
-    """A verdict of this window; a ``marginal`` one says so in its title."""
+                 base_conf: float, fixes: Sequence[FixLine], *, marginal: bool = False) -> Verdict:
+    """A verdict of this window; a ``marginal`` one says so in its title. A fix line
+    may carry its typed action (``(text, Fix)``): the knob it turns and which way."""
+    lines = [f if isinstance(f, tuple) else (f, None) for f in fixes]
     return Verdict(
         id=vid, title=title + (" (marginal)" if marginal else ""), summary=summary + _inferred_note(ri),
         window=VerdictWindow(start=ri.w.t0, end=ri.w.t1), evidence=evidence + _floor_evidence(ri),
-        confidence=_conf(base_conf * (0.6 if marginal else 1.0), ri), fixes=fixes, level=ri.level,
+        confidence=_conf(base_conf * (0.6 if marginal else 1.0), ri),
+        fixes=[t for t, _ in lines], actions=[a for _, a in lines], level=ri.level,
         engine=ri.ctx.engine, marginal=marginal,
     )

@@ -10,10 +10,11 @@ hardware, and slots near the knee, with the numbers of
 
 from __future__ import annotations
 
+from infersight.core.server_model import action
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import replica_fixes, slot_flag
 from infersight.diagnose.knee import MIN_STEP, TPOT_GROWS, growth_per_doubling
-from infersight.diagnose.rules_base import RuleInput, evidence, make_verdict, rq_evidence
+from infersight.diagnose.rules_base import FixLine, RuleInput, evidence, make_verdict, rq_evidence
 
 __all__ = ["compute_bound", "compute_fixes"]
 
@@ -24,23 +25,31 @@ def _ms(v: float | None) -> str:
     return "n/a" if v is None else f"{v * 1000:.3g} ms"
 
 
-def compute_fixes(ri: RuleInput) -> list[str]:
+def compute_fixes(ri: RuleInput) -> list[FixLine]:
     """Replicas (or faster hardware) for the load, and the slot limit near the knee."""
     fix, curve, s = ri.fix, ri.curve, ri.s
-    out: list[str] = []
-    if fix is not None and fix.replicas > 1:
-        out.append(f"run {fix.replicas} replicas behind `infersight gateway` (or faster "
-                   f"hardware) for {fix.target_rate:.3g} req/s: {fix.why()}")
+    out: list[FixLine] = []
+    if fix is not None and (fix.replicas or 1) > 1:
+        out.append((f"run {fix.replicas} replicas behind `infersight gateway` (or faster "
+                    f"hardware) for {fix.target_rate:.3g} req/s: {fix.why()}",
+                    action("replicas", "up", from_value=1, to_value=fix.replicas)))
+    elif fix is not None and fix.no_number:
+        out.append(("for more throughput add replicas behind `infersight gateway`, or faster "
+                    f"hardware (no number beyond the measured range: {fix.no_number})",
+                    action("replicas", "up", from_value=1)))
     else:
         out.append("for more throughput add replicas behind `infersight gateway`, or faster "
                    "hardware: this one is at its compute limit")
     flag, knee = slot_flag(ri.ctx.engine), curve.knee if curve is not None else None
     current = round(s.S) if s.S else None
-    if current and fix is not None and current > fix.slots:
-        out.append(f"lower {flag} {current} \u2192 {fix.slots} (at most 2 x the knee of "
-                   f"{knee:.3g}): slots past the knee add latency, not throughput")
+    if current and fix is not None and fix.slots is not None and current > fix.slots:
+        out.append((f"lower {flag} {current} \u2192 {fix.slots} ({fix.short()}; the measured "
+                    f"knee is {knee if knee is not None else 'not reached'}): slots past the "
+                    "knee add latency, not throughput",
+                    action("slots", from_value=current, to_value=fix.slots)))
     elif current:
-        out.append(f"keep {flag} at {current}: more slots add latency, not throughput")
+        out.append((f"keep {flag} at {current}: more slots add latency, not throughput",
+                    action("slots", "hold", from_value=current, to_value=current)))
     out += replica_fixes(ri.ctx.engine)[1:2]
     return out
 

@@ -3,6 +3,7 @@ compute-bound prefill (docs/design.md sections 5 and 6)."""
 
 from __future__ import annotations
 
+from infersight.core.server_model import action
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import slot_flag
 from infersight.diagnose.physics.floors import compute_knee
@@ -92,7 +93,8 @@ def busy_illusion(ri: RuleInput) -> Verdict | None:
         "are active: utilisation counts time with any kernel running, not how much of the GPU "
         "it used. There is headroom.",
         ev, 0.8,
-        [f"raise the batch ({slot_flag(ri.ctx.engine)}) or offered concurrency: the GPU has idle SMs",
+        [(f"raise the batch ({slot_flag(ri.ctx.engine)}) or offered concurrency: the GPU has "
+          "idle SMs", action("slots", "up")),
          "alert on SM activity (DCGM/GPM), not on nvidia-smi utilisation"])
 
 
@@ -155,9 +157,10 @@ def bandwidth_decode(ri: RuleInput) -> Verdict | None:
         f"Decode runs at {fmt(s.itl_ratio)}x the memory-bandwidth floor (ITL {fmt((w.itl_p50 or 0) * 1000)} ms "
         f"vs {fmt(s.itl_floor_bw * 1000, 2)} ms): each step streams the weights and KV. {batching}",
         ev, 0.7,
-        [f"batch more sequences per step ({slot_flag(ri.ctx.engine)}, more client concurrency)"
-         if measured is None else "batch up to the measured knee, no further: past it ITL "
-         "grows faster than throughput",
+        [(f"batch more sequences per step ({slot_flag(ri.ctx.engine)}, more client concurrency)",
+          action("slots", "up")) if measured is None else
+         ("batch up to the measured knee, no further: past it ITL grows faster than "
+          "throughput", action("slots", "hold")),
          "quantised weights (fp8 / int4) and an fp8 KV cache cut the bytes per step",
          "speculative decoding trades spare compute for fewer steps"])
 

@@ -3,6 +3,7 @@ under-loaded (docs/design.md section 5)."""
 
 from __future__ import annotations
 
+from infersight.core.server_model import action
 from infersight.core.verdicts import Evidence, Verdict, is_marginal
 from infersight.diagnose.fixes import (
     kv_fixes,
@@ -20,12 +21,14 @@ from infersight.diagnose.rules_base import (
     R_NEAR_S,
     SATURATED,
     UNDER_R_OF_S,
+    FixLine,
     RuleInput,
     evidence,
     fmt,
     make_verdict,
     rq_evidence,
 )
+from infersight.diagnose.rules_curve import compute_fixes
 from infersight.diagnose.signals_engine import Q_SUSTAINED, EngineSignals
 
 __all__ = ["client_limited", "error_driven", "queueing", "under_loaded"]
@@ -173,14 +176,21 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     s, ctx, fix = ri.s, ri.ctx, ri.fix
     assert s.S is not None
     current = round(s.S)
+    if fix is not None and fix.limiter == "compute":
+        # the slots are full, but the model says more of them buy no throughput: the
+        # limit is the engine's compute, whatever the queue in front of it
+        return make_verdict(
+            ri, "compute_bound", "Compute-bound (the fitted model)",
+            f"{fmt(s.R)} of {current} slots busy, {fmt(s.Q)} waiting; {fix.limiter_why}.",
+            ev, 0.8, compute_fixes(ri))
     flag = slot_flag(ctx.engine)
     if fix is not None:
         target: int | None = fix.slots
         why, short = fix.why(), fix.short()
         ev.append(evidence("recommended_slots", "recommended slots", fix.slots, "sequences", why))
-        ev.append(evidence("needed_inflight", "needed in flight (Little's law)", fix.needed,
-                           "requests", "target rate x time in the engine (capacity curve)"))
-        if fix.replicas > 1:
+        ev.append(evidence("needed_inflight", "running at the fix (the model)", fix.needed,
+                           "requests", "the fitted model's simulation at the run's load"))
+        if (fix.replicas or 1) > 1:
             ev.append(evidence("replicas", "replicas needed", fix.replicas, "servers", why))
     else:
         target, why = _physics_slots(ri)
@@ -192,31 +202,53 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     else:
         kv_txt = ", KV usage unknown (the engine exports none)" if ctx.has_engine_metrics else ""
     head = f"{s.plateau.sentence()}. " if s.plateau is not None else ""
-    fixes: list[str] = []
-    if target is None:
+    fixes: list[FixLine] = []
+    up = action("slots", "up", from_value=current)
+    how = ("R's plateau" if s.plateau is not None else
+           "the fitted model" if "model" in s.S_source else
+           "the capacity curve's shape" if "curve" in s.S_source else None)
+    if target is None and fix is not None and fix.no_number:
+        act = f"raise {flag} above {current} (no number beyond the measured range: {fix.no_number})."
+        fixes = [(f"raise {flag} above {current}, then bench again to size it "
+                  f"({fix.no_number})", up)]
+    elif target is None:
         act = (f"raise {flag} above {current}; the run gives no rate to size it by "
                "(bench an open-loop rate, or pass --model and --gpu for the physics).")
-        fixes = [f"raise {flag} above {current}, then bench again to size it"]
+        fixes = [(f"raise {flag} above {current}, then bench again to size it", up)]
     elif target > current:
         act = f"raise {flag} {current} \u2192 {target} ({short})."
-        how = ("R's plateau" if s.plateau is not None else
-               "the capacity curve's shape" if "curve" in s.S_source else None)
         fixes = slot_fix(ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=short,
                          inferred=how)
+    elif target == current and fix is not None and (fix.no_number or (fix.replicas or 1) > 1):
+        # the model's fix is replicas: more slots within the measured range would not
+        # serve the load
+        many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"
+        tail = f" (no number beyond the measured range: {fix.no_number})" if fix.no_number else ""
+        act = (f"more than {flag} {current} within what the run measured would not serve "
+               f"the load: {many} behind `infersight gateway`{tail}.")
+        fixes = [(f"{many} behind `infersight gateway`{tail}",
+                  action("replicas", "up", from_value=1, to_value=fix.replicas)),
+                 *replica_fixes(ctx.engine)[1:2]]
     elif target == current:
         act = f"{flag} {current} already covers what the load needs in flight ({short})."
         # Every verdict carries a fix: here the waits are bursts above the average.
-        fixes = [f"keep {flag} at {current}: it covers what the load needs in flight "
-                 f"({short}); the requests that waited came in bursts, which a bounded "
-                 "queue in front of it (`infersight gateway`) smooths"]
+        fixes = [(f"keep {flag} at {current}: it covers what the load needs in flight "
+                  f"({short}); the requests that waited came in bursts, which a bounded "
+                  "queue in front of it (`infersight gateway`) smooths",
+                  action("slots", "hold", from_value=current, to_value=current))]
     else:  # the knee or memory bounds it below the limit set
         act = f"the run puts the limit at {target}, below {flag} {current} ({short})."
-        fixes = [f"lower {flag} {current} \u2192 {target} ({short}): more sequences than "
-                 "that add latency, not throughput"]
-    if fix is not None and fix.replicas > 1:
+        fixes = [(f"lower {flag} {current} \u2192 {target} ({short}): more sequences than "
+                  "that add latency, not throughput",
+                  action("slots", from_value=current, to_value=target))]
+    if target is None and how:
+        fixes.append(f"the limit {current} was inferred from {how}; if {flag} is set "
+                     "otherwise, state it with --engine-slots N")
+    if fix is not None and (fix.replicas or 1) > 1 and target != current:
         act += (f" At {target} slots one server serves about {fix.per_replica:.3g} req/s of "
                 f"the {fix.target_rate:.3g} needed: run {fix.replicas} replicas.")
-        fixes += replica_fixes(ctx.engine)[:1]
+        fixes.append((replica_fixes(ctx.engine)[0],
+                      action("replicas", "up", from_value=1, to_value=fix.replicas)))
     conf = 0.85 if s.plateau is None else 0.75
     if s.kv is None:
         conf -= 0.1  # a plateau could also be an unexported KV limit

@@ -24,9 +24,10 @@ def _console() -> Console:
     return console
 
 
-def run_bench(cfg: BenchConfig, *, console: Console | None = None) -> RunResult:
+def run_bench(cfg: BenchConfig, *, console: Console | None = None,
+              llmd: bool = False) -> RunResult:
     """``infersight bench``: :func:`bench_and_diagnose`, then print the result and
-    write ``cfg.out``."""
+    write ``cfg.out`` (with ``llmd``, also llm-d-benchmark's reports in ``out/llm-d``)."""
     from infersight.report import render_console, render_percentiles, write_outputs
 
     con = console or _console()
@@ -37,6 +38,13 @@ def run_bench(cfg: BenchConfig, *, console: Console | None = None) -> RunResult:
     if cfg.out:
         paths = write_outputs(result, cfg.out, json_name=cfg.result_filename)
         con.print(f"wrote {paths['json']} and {paths['csv']}")
+        if llmd:
+            from pathlib import Path
+
+            from infersight.report.llmd import write_llmd
+
+            written = write_llmd(result, Path(cfg.out) / "llm-d")
+            con.print(f"wrote {len(written)} llm-d benchmark reports in {Path(cfg.out) / 'llm-d'}")
     return result
 
 

@@ -91,10 +91,16 @@ def print_diagnoses(
             found.verdicts = missing_evidence(result)
         result.diagnosis = found.verdicts
         result.capacity_curve, result.recommendation = found.curve, found.recommendation
+        if found.advice is not None:
+            result.server_model, result.self_check = found.advice.model, found.advice.check
         out[name] = {
             "recommendation": None if found.recommendation is None
             else found.recommendation.model_dump(mode="json"),
             "capacity_curve": None if found.curve is None else found.curve.model_dump(mode="json"),
+            "server_model": None if result.server_model is None
+            else result.server_model.model_dump(mode="json"),
+            "self_check": None if result.self_check is None
+            else result.self_check.model_dump(mode="json"),
             "verdicts": [v.model_dump(mode="json") for v in found.verdicts],
         }
         if not as_json:

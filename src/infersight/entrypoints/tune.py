@@ -68,8 +68,10 @@ def trial_bench(
 class _Trials:
     """Runs one trial: the target at a setting, bench, diagnose, save."""
 
-    def __init__(self, target: Target, bench: BenchConfig, kind: str, out: Path) -> None:
+    def __init__(self, target: Target, bench: BenchConfig, kind: str, out: Path,
+                 llmd: bool = False) -> None:
         self.target, self.bench, self.kind, self.out = target, bench, kind, out
+        self.llmd = llmd
         self.runs: dict[str, RunResult] = {}
 
     def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
@@ -90,6 +92,10 @@ class _Trials:
 
             embed_diagnosis(result, store_physics=True)
         path = write_outputs(result, trial_dir)["json"].relative_to(self.out).as_posix()
+        if self.llmd:
+            from infersight.report.llmd import write_llmd
+
+            write_llmd(result, trial_dir / "llm-d")
         self.runs[path] = result
         return TrialRun(result=result, path=path, wall=time.monotonic() - t0, levels=levels)
 
@@ -108,8 +114,10 @@ class _Watch(TuneProgress):
             save_tune_result(running, self.path)
 
 
-def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = None) -> TuneResult:
-    """Tune the target the flags name; print and save the result."""
+def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = None,
+             llmd: bool = False) -> TuneResult:
+    """Tune the target the flags name; print and save the result (with ``llmd``, each
+    trial also gets llm-d-benchmark's reports in its folder's ``llm-d/``)."""
     from infersight.client import resolve_api_key
     from infersight.report import write_text
     from infersight.report.tune_html import render_tune_html
@@ -120,11 +128,12 @@ def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = N
         raise ConfigError("the --launch template has no slot placeholder to size each "
                           "trial's load by: give --concurrency or --rate")
     out = Path(cfg.out or time.strftime("runs/tune-%Y%m%d-%H%M%S"))
-    trials = _Trials(target, bench, cfg.target_kind, out)
+    trials = _Trials(target, bench, cfg.target_kind, out, llmd)
     opts = TuneOptions(
         baseline=dict(target.baseline), knobs=dict(target.knobs), search=cfg.search,
         slo=dict(bench.slo), knob=cfg.knob, values=list(cfg.values) or None,
         budget_s=cfg.budget, target=target.describe(),
+        per_slot=not bench.concurrency and not bench.rate,
     )
     watch = _Watch(con, enabled=cfg.progress, budget_s=cfg.budget)
     session = TuneSession(opts, trials, watcher=watch)

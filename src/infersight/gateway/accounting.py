@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 from aiohttp import hdrs, web
 
-from infersight.core.access_log_format import ACCESS_LOG_VERSION, prompt_fingerprint, session_label
+from infersight.core.access_log_format import (
+    ACCESS_LOG_VERSION,
+    AccessLogLine,
+    prompt_fingerprint,
+    session_label,
+)
 from infersight.core.errors import InfersightError, InvalidRequest
 from infersight.gateway.access_log_writer import access_log, line_sink
 from infersight.gateway.call import request_id
@@ -94,23 +99,25 @@ class Accounting:
         ms = round((now - arrival) * 1000.0, 3)
         wall = time.time()
         # docs/access-log.md: the format replay reads (bench --trace), versioned.
-        head = {"v": ACCESS_LOG_VERSION, "ts": wall, "arrival_ts": round(wall - ms / 1000.0, 6)}
+        arrival_ts = round(wall - ms / 1000.0, 6)
+        line: AccessLogLine = {
+            "v": ACCESS_LOG_VERSION, "ts": wall, "arrival_ts": arrival_ts, "request_id": rid,
+            "endpoint": endpoint, "status": st, "latency_ms": ms,
+        }
         if call is None:
-            line: dict[str, Any] = {
-                **head, "request_id": rid, "endpoint": endpoint, "status": st,
-                "latency_ms": ms, "error": err,
-            }
+            line["error"] = err
         else:
-            line = {
-                **head, "request_id": rid, "endpoint": endpoint, "status": st,
-                "latency_ms": ms, "model": call.model, "served_model": call.served_model,
+            line.update({
+                "model": call.model, "served_model": call.served_model,
                 "upstream": up, "stream": call.stream, "key": call.key, "error": call.error,
                 "queue_ms": round(call.queue_delay * 1000.0, 3), "attempts": call.attempts,
                 "failovers": call.failovers,
                 "ttft_ms": None if call.ttft is None else round(call.ttft * 1000.0, 3),
                 "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
                 "cost_usd": call.cost,
-            }
+            })
+            if call.via is not None:
+                line["via"] = call.via
             if call.truncated:
                 line["truncated"] = True
             if call.usage_estimated:
@@ -122,7 +129,7 @@ class Accounting:
             access_log.info(orjson.dumps(line).decode())
 
 
-def _replay_fields(line: dict[str, Any], call: Call, fingerprints: bool) -> None:
+def _replay_fields(line: AccessLogLine, call: Call, fingerprints: bool) -> None:
     """What replay needs beyond the accounting: the requested output cap, the session
     label (hashed) and the prompt's message fingerprints (docs/access-log.md)."""
     mt = call.body.get("max_completion_tokens", call.body.get("max_tokens"))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infersight.client.client import new_request_id
+from infersight.client.retry import RetryPolicy
 
 __all__ = ["Call", "own_headers", "request_id"]
 
@@ -54,6 +55,11 @@ class Call:
     committed: bool = False
     #: Another upstream may take the request over if this attempt fails (failover).
     next_candidate: bool = False
+    #: This attempt's retry policy (None: the upstream's own); a single try while
+    #: another upstream of the model could take the request over.
+    retry: RetryPolicy | None = None
+    #: The upstreams the request went through, in order, once it failed over.
+    via: list[str] | None = None
     #: When the upstream's first content arrived (streams): the limiter's latency signal.
     first_content_at: float | None = None
     #: The stream broke after content was sent (the client got an SSE error event).

@@ -114,6 +114,17 @@ class GatewayMetrics:
             "memory), whether or not the request then failed over.",
             ["upstream", "error"], registry=r,
         )
+        self.failover_pairs = Counter(
+            p + "failover_pairs_total",
+            "Requests moved from one upstream to another (before content was sent), by "
+            "the upstream that failed and the one that took the request over.",
+            ["from_upstream", "to_upstream"], registry=r,
+        )
+        self.weight = Gauge(
+            p + "upstream_weight",
+            "Routing weight of an upstream from its recent error share (1: healthy; "
+            "lower: a smaller share of new requests).", ["upstream"], registry=r,
+        )
         self.fallbacks = Counter(
             p + "fallbacks_total", "Requests served by a fallback model.",
             ["model", "fallback"], registry=r,

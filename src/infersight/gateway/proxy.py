@@ -1,10 +1,7 @@
-"""Forwarding with failover: admission, the upstream call, and stream passthrough.
+"""Forwarding: the upstream call of each attempt, and stream passthrough.
 
-For each candidate upstream (router order): take an admission slot, then call it.
-Anything that fails *before content reached the client* (connect errors, resets,
-429/503 that do not fit the deadline, 5xx, the TTFT limit, malformed streams) moves
-the request to the next candidate and counts against that upstream's circuit breaker.
-A client error (400...) is returned as is. Once the first byte of a stream was
+Which upstream tries a request, and what each failure does, is
+:class:`~infersight.gateway.failover.Failover`'s. Once the first byte of a stream was
 written to the client there is no failover: a later break ends the stream with an
 SSE error event and is recorded as ``TruncatedStream``.
 
@@ -18,34 +15,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 from aiohttp import web
 
-from infersight.core.errors import (
-    AuthError,
-    BadRequest,
-    DeadlineExceeded,
-    InfersightError,
-    OutOfMemory,
-    RateLimited,
-    TruncatedStream,
-)
+from infersight.core.errors import InfersightError, TruncatedStream
 from infersight.gateway.call import Call
 from infersight.gateway.cost_stamp import COST_HEADER, cost_text, stamp_usage
 from infersight.gateway.error_answers import error_body
-from infersight.gateway.errors import Shed
-from infersight.gateway.metrics import GatewayMetrics
-from infersight.gateway.public import FailureLog, mark, public_message
+from infersight.gateway.failover import Failover
+from infersight.gateway.public import public_message
 from infersight.gateway.request_body import estimate_prompt_tokens
-from infersight.gateway.router import Candidate, Router
+from infersight.gateway.router import Candidate
 from infersight.gateway.upstream import Upstream
 
 __all__ = ["Call", "Proxy"]
-
-T = TypeVar("T")
 
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _DONE = b"data: [DONE]\n\n"
@@ -66,138 +51,8 @@ def _queue_ms(seconds: float) -> str:
     return "0.000" if seconds == 0.0 else f"{seconds * 1000.0:.3f}"
 
 
-def _upstream_fault(e: InfersightError) -> bool:
-    """True when the error says something about the upstream's health."""
-    return not (isinstance(e, BadRequest) and not isinstance(e, AuthError))
-
-
-class Proxy:
-    """Runs calls through the router's candidates with admission and failover."""
-
-    def __init__(self, router: Router, metrics: GatewayMetrics) -> None:
-        self.router = router
-        self.metrics = metrics
-        self.failures = FailureLog()
-
-    def _no_candidate(self, call: Call, last: InfersightError | None) -> InfersightError:
-        if last is not None:
-            return last
-        wait = self.router.probe_wait(call.model)
-        self.metrics.rejections.labels("no_upstream").inc()
-        return Shed(
-            f"no upstream available for model {call.model!r}: every circuit is open",
-            code="no_upstream_available",
-            retry_after=max(1.0, wait or 1.0),
-        )
-
-    async def run(
-        self, call: Call, attempt: Callable[[Upstream, Candidate], Awaitable[T]]
-    ) -> T:
-        """Try ``attempt`` on each candidate until one succeeds or must not be retried.
-
-        A failover is counted when the next upstream takes the request over, not when
-        one fails with nothing left to try."""
-        last: InfersightError | None = None
-        moved_from: tuple[str, str] | None = None
-        cands = self.router.candidates(call.model, call.est_tokens)
-        for i, cand in enumerate(cands):
-            call.next_candidate = i + 1 < len(cands)
-            up = cand.upstream
-            assert isinstance(up, Upstream)
-            if time.monotonic() >= call.deadline:
-                raise DeadlineExceeded("request deadline passed before an upstream answered")
-            if (wait := up.budget_wait()) > 0:  # over its rpm/tpm: the next candidate
-                last = last or Shed(f"upstream {up.name} is over its requests/tokens per minute",
-                                    code="upstream_rate_limit", retry_after=wait)
-                continue
-            if not up.breaker.allow():
-                continue
-            adm = up.admission
-            try:
-                # A free slot is taken without a coroutine (the common case).
-                queued = 0.0 if adm.try_acquire() else await adm.acquire(
-                    call.deadline, call.priority)
-            except Shed as e:
-                up.breaker.record_neutral()
-                last = e
-                continue
-            except BaseException:
-                up.breaker.record_neutral()
-                raise
-            call.queue_delay += queued
-            up.m_queue_delay.observe(queued)
-            up.spend(requests=1)
-            call.upstream = up.name
-            call.served_model = cand.model
-            if moved_from is not None:
-                call.failovers += 1
-                self.metrics.failovers.labels(*moved_from).inc()
-                moved_from = None
-            t0 = time.monotonic()
-            dropped = False
-            sample: bool = True
-            try:
-                result = await attempt(up, cand)
-            except InfersightError as e:
-                self._upstream_error(call, up, e)
-                if call.committed or not _upstream_fault(e):
-                    up.breaker.record_neutral()
-                    raise
-                dropped = True
-                if isinstance(e, RateLimited):
-                    # "Slow down" is the limiter's business (dropped=True shrinks it) and a
-                    # reason to try another replica, not proof that the upstream is broken.
-                    up.breaker.record_neutral()
-                else:
-                    # Out of memory counts like a 503: the limiter backs off (dropped)
-                    # and repeated ones open the circuit.
-                    up.breaker.record_failure()
-                last = e
-                if isinstance(e, DeadlineExceeded) or time.monotonic() >= call.deadline:
-                    raise
-                moved_from = (up.name, e.kind)
-                continue
-            except BaseException:
-                # Cancelled (the client hung up): leaving the client's context manager
-                # closed the upstream connection, which frees its slot there too.
-                up.breaker.record_neutral()
-                sample = False
-                raise
-            else:
-                if call.error == "TruncatedStream":
-                    up.breaker.record_failure()
-                    dropped = True
-                elif call.error == "Cancelled":
-                    up.breaker.record_neutral()
-                else:
-                    up.breaker.record_success()
-                up.spend(tokens=call.prompt_tokens + call.completion_tokens)
-                if cand.fallback:
-                    self.metrics.fallbacks.labels(call.model, cand.model).inc()
-                return result
-            finally:
-                # For streams the limiter learns from time-to-first-content: it rises with
-                # queueing inside the upstream but not with the answer's length.
-                # (Queue/in-flight gauges are refreshed when /metrics is scraped.)
-                end = call.first_content_at if call.first_content_at else time.monotonic()
-                call.first_content_at = None
-                adm.release(end - t0 if sample else None, dropped=dropped)
-        raise self._no_candidate(call, last)
-
-    def _upstream_error(self, call: Call, up: Upstream, e: InfersightError) -> None:
-        """Count, log and mark (for a URL-free client message) an upstream's failure."""
-        rec = getattr(e, "record", None)
-        self._count_attempts(call, up, getattr(rec, "attempts", 1) or 1)
-        self.metrics.child(self.metrics.upstream_errors, up.name, e.kind).inc()
-        mark(e, up.name)
-        client_fault = isinstance(e, BadRequest) and not isinstance(e, AuthError | OutOfMemory)
-        if not client_fault:
-            self.failures.failure(e, up.name, up.cfg.url, failover=not call.committed)
-
-    def _count_attempts(self, call: Call, up: Upstream, attempts: int) -> None:
-        call.attempts += attempts
-        if attempts > 1:
-            up.m_retries.inc(attempts - 1)
+class Proxy(Failover):
+    """Forwards calls (JSON or streamed) through :class:`Failover`'s candidates."""
 
     def _body_for(self, call: Call, cand: Candidate, up: Upstream) -> dict[str, Any]:
         wire = up.wire_model(cand.model)  # the upstream's own name for it
@@ -239,7 +94,7 @@ class Proxy:
             comp = await up.client.request(
                 call.path, self._body_for(call, cand, up),
                 deadline=call.deadline, request_id=call.request_id,
-                timeouts=up.attempt_timeouts(up.client, call),
+                timeouts=up.attempt_timeouts(up.client, call), retry=call.retry,
             )
             self._count_attempts(call, up, comp.record.attempts or 1)
             resp = comp.response if isinstance(comp.response, dict) else {}
@@ -282,6 +137,7 @@ class Proxy:
                 deadline=call.deadline,
                 request_id=call.request_id,
                 timeouts=up.attempt_timeouts(up.stream_client, call),
+                retry=call.retry,
             )
             async with cm as sr:
                 call.first_content_at = time.monotonic()

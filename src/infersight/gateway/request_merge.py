@@ -140,7 +140,7 @@ class BatchMerger:
             # Waiting for the batch to fill is queueing too, so it counts in X-Queue-Delay.
             c.queue_delay = batch.queue_delay + (started - c.arrival)
             c.attempts = batch.attempts
-            c.failovers = batch.failovers
+            c.failovers, c.via = batch.failovers, batch.via
             c.extra["batch_size"] = len(calls)
             out.append(doc)
         return out

@@ -7,7 +7,10 @@ The order is:
 3. its fallback chain (model A, then B...).
 
 Within one model, the replicas are ordered by least outstanding requests (in flight +
-queued, relative to their limit), ties rotated so equal replicas share the load.
+queued, relative to their limit), ties rotated so equal replicas share the load. While
+a replica's recent errors lower its weight (:mod:`.upstream_health`), the order is
+drawn at random instead, each replica first with a probability in proportion to its
+weight divided by (1 + its load): a failing replica gets fewer new requests.
 Upstreams whose circuit is open are left out; if that leaves nothing, the caller
 learns when the first probe will be allowed.
 """
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from infersight.gateway.config import CostRule
+from infersight.gateway.upstream_health import weighted_order
 
 __all__ = ["Candidate", "Routable", "Router"]
 
@@ -31,6 +35,7 @@ class Routable(Protocol):
 
     def serves(self, model: str) -> bool: ...
     def load(self) -> float: ...
+    def weight(self) -> float: ...
     def available(self) -> bool: ...
     def seconds_until_probe(self) -> float: ...
 
@@ -91,9 +96,14 @@ class Router:
         return any(u.serves(model) for u in self.upstreams)
 
     def replicas(self, model: str) -> list[Routable]:
-        """Upstreams serving ``model`` with a closed/probing circuit, least loaded first."""
+        """Upstreams serving ``model`` with a closed/probing circuit, least loaded first
+        (or weighted at random while one's errors lower its weight)."""
         ups = [u for u in self.upstreams if u.serves(model) and u.available()]
         if len(ups) > 1:
+            weights = [u.weight() for u in ups]
+            if min(weights) < 1.0:
+                loads = [1.0 + u.load() for u in ups]
+                return weighted_order(ups, [w / n for w, n in zip(weights, loads, strict=True)])
             k = next(self._rr) % len(ups)
             ups = ups[k:] + ups[:k]
             ups.sort(key=lambda u: u.load())  # stable: the rotation breaks ties

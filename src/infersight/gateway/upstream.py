@@ -1,4 +1,5 @@
-"""One upstream as the gateway sees it: its client, admission control and breaker."""
+"""One upstream as the gateway sees it: its client, admission control, breaker and
+recent health (the weight the router gives it)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from infersight.gateway.call import Call
 from infersight.gateway.config import UpstreamConfig
 from infersight.gateway.limiter import make_limiter
 from infersight.gateway.metrics import GatewayMetrics
+from infersight.gateway.upstream_health import HealthWindow
 
 __all__ = ["Upstream"]
 
@@ -58,6 +60,10 @@ class Upstream:
         self.m_limit = metrics.limit.labels(cfg.name)
         self.m_queue_delay = metrics.queue_delay.labels(cfg.name)
         self.m_retries = metrics.retries.labels(cfg.name)
+        self.m_weight = metrics.weight.labels(cfg.name)
+        self.m_weight.set(1.0)
+        #: Recent outcomes: the routing weight (docs/design.md section 4).
+        self.health = HealthWindow()
         self.client: Client | None = None
         self.stream_client: Client | None = None
         # Requests / tokens per minute (LiteLLM rpm / tpm): once spent, the upstream is
@@ -109,6 +115,15 @@ class Upstream:
 
     def available(self) -> bool:
         return self.breaker.available()
+
+    def weight(self) -> float:
+        return self.health.weight()
+
+    def admitting(self) -> bool:
+        """Whether a request sent here now would be taken (at once or into the queue)."""
+        a = self.admission
+        return (self.breaker.available() and a.queued < a.queue_size
+                and self.budget_wait() == 0.0)
 
     def seconds_until_probe(self) -> float:
         return self.breaker.seconds_until_probe()
@@ -182,6 +197,7 @@ class Upstream:
         self.m_inflight.set(a.inflight)
         self.m_queue.set(a.queued)
         self.m_limit.set(a.limit)
+        self.m_weight.set(self.health.weight())
 
     def state(self) -> dict[str, Any]:
         a = self.admission
@@ -195,4 +211,6 @@ class Upstream:
             "limit": a.limit,
             "queue_size": a.queue_size,
             "drain_rate": a.drain_rate(),
+            "error_share": round(self.health.error_share(), 4),
+            "weight": round(self.health.weight(), 4),
         }

@@ -1,4 +1,4 @@
-"""infersight.importers: other tools' results as RunResults (docs/design.md section 9).
+"""infersight.importers: other tools' results as RunResults (docs/design.md section 10).
 
     from infersight.importers import detect, import_file
     result = import_file("benchmarks.json")   # GuideLLM, AIPerf, vLLM or inference-perf

@@ -1,5 +1,5 @@
 """What every importer shares: the typed failure, reading JSON, and building the
-RunResult from the levels a foreign file holds (docs/design.md section 9).
+RunResult from the levels a foreign file holds (docs/design.md section 10).
 
 An importer turns its format into :class:`ImportedLevel` objects, each holding request
 records (docs/design.md section 2) or, for a file of aggregates alone, an aggregate

@@ -1,5 +1,5 @@
 """What ``diagnose`` cannot decide from a file of aggregates alone, as one verdict per
-level (docs/design.md section 9).
+level (docs/design.md section 10).
 
 The rules of section 5 read request records (schedule lag, requests in flight over
 time, error kinds) and engine telemetry; an imported summary has neither, so

@@ -28,12 +28,14 @@ HEAD = ("level", "in flight", "req/s", "out tok/s", "TPOT p50", "TTFT p50", "TTF
 def advice_lines(rec: Recommendation) -> list[tuple[str, str]]:
     """(label, text): the fix, what it is expected to do and what that rests on."""
     out = [("fix", rec.text)]
-    thr, ttft = rec.predicted.get("throughput"), rec.predicted.get("ttft_p99")
-    parts = ([f"about {thr:.3g} req/s"] if thr else []) + (
-        [f"TTFT p99 about {fmt_value(ttft, 's')}"] if ttft else [])
+    p = rec.predicted
+    parts = [f"{name} about {fmt_value(v, unit) if unit else format(v, '.3g')}{' req/s' if not unit else ''}"
+             for name, key, unit in (("throughput", "throughput", ""), ("TTFT p50", "ttft_p50", "s"),
+                                     ("TTFT p99", "ttft_p99", "s"), ("TPOT p50", "tpot_p50", "s"))
+             if (v := p.get(key))]
     if parts:
-        est = " (an estimate: physics, not the run, set the number)" if rec.basis == "estimate" else ""
-        out.append(("expected after the fix", ", ".join(parts) + est))
+        how = " (an estimate: physics, not the run, set the number)" if rec.basis == "estimate" else ""
+        out.append(("expected after the fix", ", ".join(parts) + how))
     if rec.rests_on:
         out.append(("rests on", rec.rests_on))
     return out

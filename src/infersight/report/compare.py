@@ -1,9 +1,9 @@
 """Before/after comparison of several runs: the rows, deltas and the calls.
 
-The first result is the baseline; every other one is compared with it. Levels with the
-same name are compared with each other (the runs of a level ``bench --repeat`` ran
-again count together); when the runs share no level name, each run's records are
-pooled into one "all" level. Whether a change is real is
+The first result is the baseline; every other one is compared with it. Levels are
+matched on their load and workload (:mod:`infersight.report.compare_match`; the runs
+of a level ``bench --repeat`` ran again count together); a level without a match is
+listed as not comparable, never pooled. Whether a change is real is
 :mod:`infersight.core.significance`'s call (docs/design.md section 2): each row with a
 statistical basis carries it; the others (success rate, cost, utilisation) show their
 change without a call.
@@ -25,9 +25,11 @@ from infersight.core.significance import (
     WORSE,
     MetricCall,
     compare,
+    family_confidence,
     repeat_groups,
 )
 from infersight.core.slices import LevelData
+from infersight.report.compare_match import match_levels
 from infersight.report.svg import fmt_value
 from infersight.report.view import LevelView, RunView, level_aggregate, record_end
 
@@ -43,6 +45,7 @@ __all__ = [
     "matched_rows",
     "merged_level",
     "pooled_level",
+    "unmatched_levels",
 ]
 
 #: The CSS class (and Markdown mark) of each call.
@@ -151,12 +154,16 @@ def _groups(view: RunView) -> dict[str, list[LevelView]]:
 
 
 def compare_groups(views: Sequence[RunView]) -> list[tuple[str, list[list[LevelView]]]]:
-    """Levels matched across runs: for each level, each run's runs of it."""
-    groups = [_groups(v) for v in views]
-    shared = [n for n in groups[0] if all(n in g for g in groups[1:])]
-    if shared:
-        return [(n, [g[n] for g in groups]) for n in shared]
-    return [("all levels pooled", [[pooled_level(v)] for v in views])]
+    """Levels matched across runs (:mod:`infersight.report.compare_match`: the same load
+    and workload): for each level, each run's runs of it."""
+    return match_levels([_groups(v) for v in views])[0]
+
+
+def unmatched_levels(views: Sequence[RunView]) -> list[str]:
+    """Every level no level of another run matches: "not comparable: different load"
+    (or workload), one line each; these are never pooled (docs/design.md section 2)."""
+    labels = [v.label for v in views]
+    return [u.text(labels) for u in match_levels([_groups(v) for v in views])[1]]
 
 
 def _mean_agg(aggs: Sequence[Any]) -> Any:
@@ -210,7 +217,11 @@ def level_calls(
         return [LevelData(lv.records, lv.agg) for lv in side]
 
     base = data(runs[0])
-    return [{c.label: c for c in compare(base, data(g), delta=threshold)} for g in runs[1:]]
+    # One baseline against several runs is a family of comparisons: each interval is
+    # wider, so that a false call anywhere in the family stays at 5%.
+    conf = family_confidence(len(runs) - 1)
+    return [{c.label: c for c in compare(base, data(g), delta=threshold, confidence=conf)}
+            for g in runs[1:]]
 
 
 def comparison_rows(

@@ -8,8 +8,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from infersight.core.records import RunResult
-from infersight.core.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
-from infersight.report.compare import matched_rows
+from infersight.core.significance import (
+    BETTER,
+    DEFAULT_DELTA,
+    SAME,
+    WORSE,
+    confidence_text,
+    family_confidence,
+)
+from infersight.report.compare import matched_rows, unmatched_levels
 from infersight.report.svg import fmt_value
 from infersight.report.view import build_views
 
@@ -26,19 +33,20 @@ def render_comparison(
     threshold: float = DEFAULT_DELTA,
 ) -> None:
     """One table per level and run after the baseline (the first result): each
-    metric's B/A, its 95% interval and the call (docs/design.md section 2)."""
+    metric's B/A, its interval (95%, wider with several runs) and the call (docs/design.md section 2)."""
     from rich import box
     from rich.table import Table
 
     views = build_views(results, labels)
     base = views[0]
+    pct = f"{family_confidence(len(views) - 1) * 100:.4g}%"
     for level, _, rows in matched_rows(views, threshold=threshold):
         for i, view in enumerate(views[1:], start=1):
             table = Table(
                 title=f"{escape(view.label)} against {escape(base.label)} · level {escape(level)}",
                 title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
             )
-            for col in ("metric", base.label, view.label, "B/A [95%]", "call"):
+            for col in ("metric", base.label, view.label, f"B/A [{pct}]", "call"):
                 table.add_column(escape(col), justify="left" if col in ("metric", "call") else "right")
             notes = []
             for row in rows:
@@ -55,7 +63,9 @@ def render_comparison(
             console.print(table)
             for note in dict.fromkeys(notes):
                 console.print(f"[dim]  {escape(note)}[/]", highlight=False)
+    for line in unmatched_levels(views):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     console.print(
-        f"[dim]calls: B/A's 95% interval within ±{threshold * 100:.3g}% is no significant "
+        f"[dim]calls: B/A's interval ({escape(confidence_text(len(views) - 1))}) within ±{threshold * 100:.3g}% is no significant "
         "difference, wholly beyond it better or worse, otherwise inconclusive[/]"
     )

@@ -5,13 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from infersight.core.significance import DEFAULT_DELTA, P99_MIN_REQUESTS, MetricCall
+from infersight.core.significance import (
+    DEFAULT_DELTA,
+    P99_MIN_REQUESTS,
+    MetricCall,
+    confidence_text,
+)
 from infersight.report.compare import (
     CALL_CLASS,
     CompareRow,
     delta,
     fmt_delta,
     matched_rows,
+    unmatched_levels,
 )
 from infersight.report.plots import compare_cdf_charts
 from infersight.report.sections import banner, fmt_cell, verdicts_html
@@ -32,11 +38,14 @@ OVERVIEW_METRICS = (
 OPEN_LEVELS = 2
 
 
-def threshold_text(threshold: float) -> str:
+def threshold_text(threshold: float, comparisons: int = 1) -> str:
     """How the calls are made, in one paragraph (HTML and Markdown share it)."""
     return (
-        "Each run's steady window is cut into 10 time slices (with bench --repeat, each "
-        "run is one unit) and B/A gets a 95% interval (Fieller, Welch's t). Within "
+        "Levels are compared only with the level of the same load and workload. A "
+        "percentile's B/A gets a bootstrap interval over requests; a rate's, an interval "
+        "over 10 time slices of each run's steady window (with bench --repeat, each run "
+        "is one unit; Fieller, Welch's t). Intervals are at "
+        f"{confidence_text(comparisons)}. Within "
         f"±{threshold * 100:.3g}% it is no significant difference; wholly beyond it, better "
         f"or worse; otherwise inconclusive: run more. A p99 is called only with "
         f"{P99_MIN_REQUESTS:,} requests a side; an unsustainable level's latency is not "
@@ -71,7 +80,7 @@ def _call_cell(c: MetricCall | None) -> str:
 
 def _level_table(views: Sequence[RunView], rows: list[CompareRow]) -> str:
     head = f"<th>metric</th><th>{escape(views[0].label)}</th>" + "".join(
-        f"<th>{escape(v.label)}</th><th>Δ</th><th>Δ%</th><th>call (B/A, 95% interval)</th>"
+        f"<th>{escape(v.label)}</th><th>Δ</th><th>Δ%</th><th>call (B/A, interval)</th>"
         for v in views[1:]
     )
     body = []
@@ -130,10 +139,11 @@ def comparison_html(views: Sequence[RunView], *, threshold: float = DEFAULT_DELT
     out.append(
         f"<p>Baseline: <b>{escape(views[0].label)}</b>. Green is better, red is worse, "
         f"grey is no significant difference, yellow is inconclusive. "
-        f"{escape(threshold_text(threshold))}</p>"
+        f"{escape(threshold_text(threshold, len(views) - 1))}</p>"
     )
     out.extend(banner(v, named=True) for v in views)
     matched = matched_rows(views, threshold=threshold)
+    out.extend(f'<div class="banner warn">{escape(line)}</div>' for line in unmatched_levels(views))
     if len(matched) > 1:
         out.append(_overview(views, [(name, rows) for name, _, rows in matched]))
     for i, (level, levels, rows) in enumerate(matched):

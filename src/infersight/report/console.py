@@ -100,7 +100,7 @@ def _level_lines(result: RunResult, console: Console) -> None:
     """What each level's statistics cover, then its errors by kind."""
     for name, a in result.aggregates.items():
         for kind, text in level_notes(name, a):
-            style = "bold red" if kind == "unsustainable" else "dim"
+            style = "bold red" if kind == "unsustainable" else "yellow" if kind == "invalid" else "dim"
             console.print(f"[{style}]{escape(text)}[/]", highlight=False)
     for name, a in result.aggregates.items():
         errs = a["errors_by_type"]

@@ -19,6 +19,7 @@ from infersight.core.operating_point import best_level
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.capacity import advice_lines
+from infersight.report.model_lines import model_lines
 from infersight.report.svg_axes import fmt_value
 
 __all__ = ["Headline", "OperatingPoint", "build_headline", "find_max_text", "slo_text",
@@ -191,7 +192,7 @@ def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, A
         fix=rec.text if rec is not None else (main.fixes[0] if main is not None and main.fixes else None),
         find_max=find_max_text(fm) if isinstance(fm, dict) else None,
         caveat=caveat,
-        advice=advice_lines(rec)[1:] if rec is not None else [],
+        advice=(advice_lines(rec)[1:] if rec is not None else []) + model_lines(result),
     )
 
 

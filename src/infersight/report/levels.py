@@ -89,6 +89,8 @@ def level_notes_html(view: RunView) -> str:
         for kind, text in level_notes(lv.name, lv.agg):
             if kind == "unsustainable":
                 out.append(f'<div class="banner bad"><b>Unsustainable:</b> {escape(text)}</div>')
+            elif kind == "invalid":
+                out.append(f'<div class="banner warn">{escape(text)}</div>')
             else:
                 out.append(f'<p class="muted">{escape(text)}</p>')
     return "".join(out)
@@ -96,11 +98,15 @@ def level_notes_html(view: RunView) -> str:
 
 def level_notes_md(view: RunView) -> list[str]:
     """The same notes as Markdown lines (a warning block per unsustainable level)."""
+    from infersight.report.markdown import md_cell  # markdown imports this module
+
     out: list[str] = []
     for lv in view.levels:
         for kind, text in level_notes(lv.name, lv.agg):
             if kind == "unsustainable":
                 out += ["> [!WARNING]", f"> **Unsustainable**: {text}", ""]
+            elif kind == "invalid":
+                out += [f"> {md_cell(text)}", ""]
             else:
                 out += [f"_{text}_", ""]
     return out

@@ -11,7 +11,14 @@ from infersight.core.aggregate import client_headline, level_state
 from infersight.core.records import RunResult
 from infersight.core.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
 from infersight.report.capacity import curve_markdown
-from infersight.report.compare import CompareRow, _get, delta, fmt_delta, matched_rows
+from infersight.report.compare import (
+    CompareRow,
+    _get,
+    delta,
+    fmt_delta,
+    matched_rows,
+    unmatched_levels,
+)
 from infersight.report.compare_html import OVERVIEW_METRICS, call_text, threshold_text
 from infersight.report.floors import floors_markdown
 from infersight.report.headline_html import run_headline
@@ -162,9 +169,11 @@ def _compare_md(views: Sequence[RunView], threshold: float) -> list[str]:
         "### Comparison", "",
         f"Baseline: {md_cell(views[0].label)} (✅ better, ❌ worse, ≈ no significant "
         "difference, ❔ inconclusive: run more)", "",
-        md_cell(threshold_text(threshold)), "",
+        md_cell(threshold_text(threshold, len(views) - 1)), "",
     ]
     matched = matched_rows(views, threshold=threshold)
+    for line in unmatched_levels(views):
+        out += [f"> {md_cell(line)}", ""]
     if len(matched) > 1:  # overview: one line per level, headline metrics only
         per = [(lv, {r.metric: r for r in rows}) for lv, _, rows in matched]
         metrics = [m for m in OVERVIEW_METRICS if any(m in by for _, by in per)]

@@ -19,6 +19,7 @@ from infersight.report.cdf import PERCENTILES
 from infersight.report.floors import floors_html
 from infersight.report.headline_html import headline_html
 from infersight.report.levels import fmt_cell, level_notes_html, summary_table
+from infersight.report.model_lines import model_html
 from infersight.report.physics_html import physics_html
 from infersight.report.plots import cdf_charts, throughput_latency_charts, timeline_charts
 from infersight.report.svg import PALETTE
@@ -213,6 +214,7 @@ SECTIONS = (
     ("verdicts", "Verdicts"),
     ("levels", "Load levels"),
     ("capacity", "Capacity curve"),
+    ("model", "Model of the server"),
     ("throughput", "Throughput against latency"),
     ("latency", "Latency distributions"),
     ("timeline", "Timeline"),
@@ -235,6 +237,7 @@ def run_section(view: RunView, idx: int, *, heading: bool = True) -> str:
         "verdicts": verdicts_html(view),
         "levels": summary_table(view) + level_notes_html(view),
         "capacity": curve_html(r.capacity_curve),
+        "model": model_html(r),
         "throughput": f'<div class="charts">{charts}</div>',
         "latency": f'{_cdf_note(view)}<div class="charts">{"".join(cdf_charts(view))}</div>',
         "timeline": f'<div class="charts">{"".join(timeline_charts(view))}</div>',

@@ -67,6 +67,9 @@ def _curve(t: TuneResult) -> str:
         if have:
             series.append(Series(name, [h[0] for h in have], [h[1] for h in have],
                                  PALETTE[i], kind="points", dash=True))
+    model = [(float(p.value), p.objective) for p in t.model_curve if p.objective is not None]
+    if model:
+        series.append(Series("model", [m[0] for m in model], [m[1] for m in model], PALETTE[3]))
     xs = [p[0] for p in pts]
     ylabel = "goodput (req/s)" if t.objective == "goodput" else "throughput (req/s)"
     return chart(series, title=f"{ylabel} against {t.knob}", xlabel=t.knob, ylabel=ylabel,
@@ -75,7 +78,7 @@ def _curve(t: TuneResult) -> str:
 
 def _trials(t: TuneResult) -> str:
     head = ("#", "role", "setting", "status", t.objective + " (req/s)", "95% interval",
-            "vs baseline", "TTFT p99", "TPOT p99", "SLO", "diagnosis", "RunResult")
+            "model", "vs baseline", "TTFT p99", "TPOT p99", "SLO", "diagnosis", "RunResult")
     rows = []
     for tr in t.trials:
         chosen = " <b>(chosen)</b>" if tr.index == t.chosen_trial else ""
@@ -86,10 +89,10 @@ def _trials(t: TuneResult) -> str:
         slo = "-" if tr.slo_met is None else ("met" if tr.slo_met else "missed")
         link = f'<a href="{escape(tr.result)}">{escape(tr.result)}</a>' if tr.result else "-"
         rows.append(
-            f"<tr><td class=num>{tr.index}</td><td>{escape(tr.role)}</td>"
+            f"<tr><td class=num>{tr.index}</td><td>{escape(tr.role_text())}</td>"
             f"<td>{escape(_setting(tr.setting, t.knob))}{chosen}</td><td>{status}{detail}</td>"
             f"<td class=num>{fmt_cell(tr.objective)}</td><td class=num>{ci}</td>"
-            f"{_call_cell(tr.vs_baseline)}<td class=num>{fmt_cell(tr.ttft_p99, 's')}</td>"
+            f"<td class=num>{escape(tr.predicted_text())}</td>{_call_cell(tr.vs_baseline)}<td class=num>{fmt_cell(tr.ttft_p99, 's')}</td>"
             f"<td class=num>{fmt_cell(tr.tpot_p99, 's')}</td><td>{slo}</td>"
             f"<td>{escape(tr.advice or tr.verdict or '-')}</td><td>{link}</td></tr>"
         )
@@ -132,7 +135,9 @@ def render_tune_html(result: TuneResult, runs: Mapping[str, RunResult]) -> str:
     title = f"infersight tune: {result.target.get('kind', '')} · {result.knob or 'baseline'}"
     legend = (f"<p class=muted>Calls ({escape(BETTER)}, {escape(WORSE)}, {escape(SAME)}, "
               "inconclusive) compare each trial's best level with the baseline's two runs, "
-              "10 time slices each, 95% intervals.</p>")
+              "10 time slices each, 95% intervals. Model: the objective the model of the "
+              "server, fitted on the trials before it, predicted for the trial; the curve is "
+              "the model fitted on every trial.</p>")
     details = "".join(_trial_details(tr, runs[tr.result], result.knob)
                       for tr in result.trials if tr.result is not None and tr.result in runs)
     body = (f"<h1>{escape(title)}</h1>{_answer(result)}"

@@ -14,6 +14,7 @@ from infersight.core.aggregate import client_headline
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.capacity import advice_lines, print_curve
+from infersight.report.model_lines import model_lines
 
 __all__ = ["render_diagnosis", "render_verdicts"]
 
@@ -77,6 +78,6 @@ def render_diagnosis(
     if result.capacity_curve is not None:
         print_curve(result.capacity_curve, console)
     if result.recommendation is not None:
-        for label, text in advice_lines(result.recommendation):
+        for label, text in advice_lines(result.recommendation) + model_lines(result):
             console.print(f"[bold]{escape(label)}:[/bold] {escape(text)}", highlight=False)
     render_verdicts(verdicts, console=console)

@@ -273,6 +273,8 @@ def level_aggregate(
     target concurrency or rate from ``config["levels"]``, so the numbers agree.
     """
     if isinstance(stored, dict) and stored:
+        if "validity" not in stored and records:
+            return {**stored, "validity": _validity(stored, records)}
         return stored
     from infersight.core.aggregate import aggregate
 
@@ -284,3 +286,15 @@ def level_aggregate(
         target_rate=float(rate) if isinstance(rate, int | float) else None,
     )
     return out
+
+
+def _validity(stored: dict[str, Any], records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
+    """A file written before levels carried ``validity``: its checks, from its records
+    (the window's members by intended send time, as bench chose them)."""
+    from infersight.core.validity import check_level
+
+    w = stored.get("window") or {}
+    lo, hi = w.get("start"), w.get("end")
+    members = records if lo is None or hi is None else [
+        r for r in records if lo <= r.scheduled <= hi]
+    return check_level(records, members, stored)

@@ -14,13 +14,14 @@ import os
 import socket
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 import aiohttp
 import numpy as np
 import orjson
 from pydantic import SecretStr
 
+from infersight.core.endpoint import shown_url
 from infersight.core.errors import (
     AuthError,
     ConfigError,
@@ -31,7 +32,7 @@ from infersight.core.errors import (
 )
 from infersight.telemetry.prometheus_auth import PrometheusAuth
 
-__all__ = ["MatrixSeries", "PrometheusClient", "display_url"]
+__all__ = ["MatrixSeries", "PrometheusClient"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +42,6 @@ class MatrixSeries:
     labels: dict[str, str]
     t: np.ndarray
     v: np.ndarray
-
-
-def display_url(url: str) -> str:
-    """``url`` without user info (``https://user:pw@host`` -> ``https://host``)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
 def _matrix(result: Any) -> list[MatrixSeries]:
@@ -75,14 +67,15 @@ class PrometheusClient:
                  timeout: float = 120.0, concurrency: int = 4) -> None:
         parts = urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--prometheus {display_url(url)!r}: give the server's URL, "
+            raise ConfigError(f"--prometheus {shown_url(url)!r}: give the server's URL, "
                               "e.g. http://prometheus:9090")
         self.auth = auth or PrometheusAuth()
         if parts.username and not self.auth.username:
             self.auth = self.auth.model_copy(update={
                 "username": unquote(parts.username),
                 "password_value": SecretStr(unquote(parts.password or ""))})
-        self.url = display_url(url)
+        # Requests go to the root shown: no user info (sent as basic auth) and no query.
+        self.url = shown_url(url).rstrip("/")
         self.timeout = timeout
         self.queries = 0
         self.points = 0

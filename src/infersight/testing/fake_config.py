@@ -121,7 +121,8 @@ class FakeConfig:
     "never" force it. ``script`` is a list of behaviours consumed in order, one per
     generation request. ``api_key`` set -> 401 for a missing or wrong key.
     ``max_concurrency`` set -> 429 (with ``Retry-After: 1``) above that many requests
-    in flight. ``queue_delay_ms`` set -> an ``X-Queue-Delay`` header.
+    in flight. ``queue_delay_ms`` set -> an ``X-Queue-Delay`` header. ``error_rate``
+    set -> that share of requests fails with ``error_status`` (503).
 
     Engine model: ``slots`` set -> at most that many generations at once, the rest
     wait in arrival order inside the server, before their headers (a real queue, so
@@ -131,7 +132,9 @@ class FakeConfig:
     (running = holders of a slot, waiting = the queue); the KV usage it reports is
     ``kv_usage``, or ``kv_per_running * running`` (capped at 1) when that is set.
     ``compute_knee`` set -> steps slow down in proportion to the generations running
-    beyond it (a device whose compute saturates).
+    beyond it (a device whose compute saturates). ``prefill_per_token`` lengthens the
+    first step with the prompt, ``kv_capacity`` admits only what fits in the KV cache,
+    and ``error_rate`` answers a random share with ``error_status`` (see the fields).
     """
 
     ttft: float = 0.0
@@ -178,6 +181,28 @@ class FakeConfig:
     #: first token and each one after it) takes ``running / compute_knee`` times longer,
     #: so throughput stops growing past it and TPOT grows with the work in flight.
     compute_knee: int | None = None
+    #: Seconds of prefill per prompt token (as the server counts them, one per word),
+    #: added to the first token's time and scaled by the compute pace like the rest
+    #: of that step: long prompts get a later first token.
+    prefill_per_token: float = 0.0
+    #: KV-cache capacity in tokens (None: unlimited). A request is admitted only when
+    #: a slot is free and its prompt plus answer tokens fit beside those the running
+    #: requests reserved; otherwise it waits (FIFO, head-of-line). The vllm and sglang
+    #: dialects then report reserved / capacity as their KV usage.
+    kv_capacity: int | None = None
+    #: This share of generation requests is answered at once (before the queue) with
+    #: ``error_status``, no Retry-After; drawn from a random stream seeded by
+    #: ``error_seed``, so a run is repeatable. ``POST /_fake/errors`` ``{"rate": r}``
+    #: changes the share while the server runs.
+    error_rate: float = 0.0
+    error_status: int = 503
+    error_seed: int = 0
+    #: Tokens each streamed content chunk carries (a server that batches its
+    #: detokenized output); one chunk per this many tokens, ``itl`` per token.
+    tokens_per_chunk: int = 1
+    #: Latency drift: the TTFT of a request that starts ``t`` seconds after the server
+    #: started is ``ttft * (1 + drift * t)`` (a server slowing down across a level).
+    drift: float = 0.0
 
     def to_json(self) -> bytes:
         d = dataclasses.asdict(self)

@@ -1,5 +1,6 @@
 """The fake server's secondary endpoints: embeddings, models, tokenize, health, and
-its own control endpoints (``/_fake/stats``, ``/_fake/script``, ``/_fake/reset``)."""
+its own control endpoints (``/_fake/stats``, ``/_fake/script``, ``/_fake/reset``,
+``/_fake/errors``)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,17 @@ class ExtraEndpoints(FakeState):
         script = orjson.loads(await request.read())
         self.set_script(script if isinstance(script, list) else [script])
         return json_response({"script_left": len(self._script)})
+
+    async def _set_errors(self, request: web.Request) -> web.Response:
+        """``{"rate": 0.5, "status": 503}``: the share of requests that fail from now on."""
+        doc = orjson.loads(await request.read())
+        rate, status = doc.get("rate"), doc.get("status")
+        if not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0 or not (
+            status is None or isinstance(status, int)
+        ):
+            raise web.HTTPBadRequest(text="rate must be a number in [0, 1], status an int")
+        self.set_error_rate(float(rate), status)
+        return json_response({"error_rate": self.config.error_rate})
 
     async def _reset(self, request: web.Request) -> web.Response:
         self.reset_stats()

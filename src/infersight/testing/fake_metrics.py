@@ -59,7 +59,7 @@ class EngineMetrics(Collector):
         self.dialect = config.metrics_dialect
         self.config = config
         self.pool = pool
-        self.kv_tokens = _KV_TOKENS
+        self.kv_tokens = config.kv_capacity or _KV_TOKENS
         self.received = 0.0
         self.prompt_tokens = 0.0
         self.generation_tokens = 0.0
@@ -80,6 +80,8 @@ class EngineMetrics(Collector):
 
     def kv_usage(self) -> float:
         """The KV-cache usage the fake reports (0..1)."""
+        if self.config.kv_capacity:
+            return self.pool.kv_usage()
         per = self.config.kv_per_running
         if per is not None:
             return min(1.0, per * self.pool.running)

@@ -34,7 +34,12 @@ from infersight.testing.fake_config import Behavior, FakeConfig
 from infersight.testing.fake_extras import ExtraEndpoints
 from infersight.testing.fake_faults import garbage_answer, oom_answer, stalled_json
 from infersight.testing.fake_process import FakeProcess
-from infersight.testing.fake_responses import count_words, error_response, json_response
+from infersight.testing.fake_responses import (
+    RequestShape,
+    error_response,
+    json_response,
+    request_shape,
+)
 from infersight.testing.fake_slots import record_timeline
 
 __all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess"]
@@ -50,6 +55,8 @@ class FakeOpenAI(ExtraEndpoints):
 
     def __init__(self, config: FakeConfig | None = None) -> None:
         super().__init__(config)
+        # The origin of ``FakeConfig.drift``.
+        self._born = time.monotonic()
         self.base_url = ""
         self.port = 0
 
@@ -65,6 +72,7 @@ class FakeOpenAI(ExtraEndpoints):
         r.add_get("/_fake/stats", self._stats)
         r.add_post("/_fake/script", self._set_script)
         r.add_post("/_fake/reset", self._reset)
+        r.add_post("/_fake/errors", self._set_errors)
         if self.engine_metrics is not None:
             r.add_get("/metrics", self._metrics)
         if self.config.metrics_dialect is not None:
@@ -157,6 +165,9 @@ class FakeOpenAI(ExtraEndpoints):
         cfg = self.config
         if cfg.max_concurrency is not None and self.stats["in_flight"] > cfg.max_concurrency:
             return error_response(429, "too many concurrent requests", {"Retry-After": "1"})
+        if self._inject_error():
+            # error_rate: answered at once, before the queue, with no Retry-After
+            return error_response(cfg.error_status, f"fake error {cfg.error_status}")
         if b.hang:
             await self._hang()
         if b.delay:
@@ -184,14 +195,18 @@ class FakeOpenAI(ExtraEndpoints):
         if cfg.front_delay > 0:
             # The engine's HTTP front (parse, template, tokenize): not yet in its queue.
             await asyncio.sleep(cfg.front_delay)
+        chat = request.path.endswith("/chat/completions")
+        shape = request_shape(body, chat, b.tokens if b.tokens is not None else cfg.tokens)
+        # The KV tokens it holds while it runs: its prompt and its whole answer.
+        need = shape.prompt_tokens + shape.tokens * len(shape.prompts)
         queued = time.monotonic()
         # The engine's queue: wait for a slot (FIFO) before the first byte of the answer.
-        await self.pool.acquire()
+        await self.pool.acquire(need)
         start = time.monotonic()
         try:
-            resp, gen = await self._answer(request, body, b, headers)
+            resp, gen = await self._answer(request, body, b, headers, shape)
         finally:
-            self.pool.release()
+            self.pool.release(need)
         end = time.monotonic()
         record_timeline(self.stats, arrival, start, end)
         if self.engine_metrics is not None:
@@ -208,26 +223,23 @@ class FakeOpenAI(ExtraEndpoints):
         return resp
 
     async def _answer(
-        self, request: web.Request, body: dict[str, Any], b: Behavior, headers: dict[str, str]
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        b: Behavior,
+        headers: dict[str, str],
+        shape: RequestShape,
     ) -> tuple[web.StreamResponse, _Gen]:
         """Generate the answer (holding a slot): JSON, or a stream; and its figures."""
         cfg = self.config
         chat = request.path.endswith("/chat/completions")
-        prompts = [body.get("messages")] if chat else body.get("prompt", "")
-        if not isinstance(prompts, list) or chat or (prompts and isinstance(prompts[0], int)):
-            prompts = [prompts]
-        prompt_tokens = sum(count_words(p) for p in prompts)
-        n = b.tokens if b.tokens is not None else cfg.tokens
-        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
-        finish = "stop"
-        if (
-            isinstance(max_tokens, int)
-            and max_tokens > 0
-            and (body.get("ignore_eos") or max_tokens <= n)
-        ):
-            n, finish = max_tokens, "length"
+        prompts, prompt_tokens, n, finish = shape
         ttft = b.ttft if b.ttft is not None else cfg.ttft
+        # Prefill: the first step also reads the prompt (paced like the rest of it).
+        ttft += cfg.prefill_per_token * prompt_tokens
         itl = b.itl if b.itl is not None else cfg.itl
+        if cfg.drift:
+            ttft *= 1.0 + cfg.drift * (time.monotonic() - self._born)
         # What the engine's counters need once the answer is done.
         gen: _Gen = (ttft, itl, prompt_tokens, n * len(prompts), finish)
         usage = {

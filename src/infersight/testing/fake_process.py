@@ -79,6 +79,10 @@ class FakeProcess:
     def reset(self) -> None:
         self._call("POST", "/_fake/reset", {})
 
+    def set_error_rate(self, rate: float, status: int | None = None) -> None:
+        """Answer this share of requests (0..1) with an error (503) from now on."""
+        self._call("POST", "/_fake/errors", {"rate": rate, "status": status})
+
     def close(self, *, read_stderr: bool = False) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
         p = self._proc
@@ -128,14 +132,30 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--kv-per-running", type=float, default=None, help="KV usage per running request"
     )
+    ap.add_argument(
+        "--prefill-per-token", type=float, default=None, help="seconds of prefill per prompt token"
+    )
+    ap.add_argument(
+        "--kv-capacity", type=int, default=None, help="KV capacity in tokens (admission limit)"
+    )
+    ap.add_argument(
+        "--error-rate", type=float, default=None, help="share of requests answered with an error"
+    )
+    ap.add_argument("--error-status", type=int, default=None, help="that error's HTTP status")
+    ap.add_argument("--error-seed", type=int, default=None, help="seed of the error draws")
     args = ap.parse_args(argv)
     cfg = FakeConfig.from_json(args.config_json) if args.config_json else FakeConfig()
     if args.slots is not None and args.slots < 1:
         ap.error("--slots must be at least 1")
     if args.compute_knee is not None and args.compute_knee < 1:
         ap.error("--compute-knee must be at least 1")
+    if args.kv_capacity is not None and args.kv_capacity < 1:
+        ap.error("--kv-capacity must be at least 1")
+    if args.error_rate is not None and not 0.0 <= args.error_rate <= 1.0:
+        ap.error("--error-rate must be between 0 and 1")
     names = ("ttft", "itl", "tokens", "slots", "compute_knee", "metrics_dialect", "kv_usage",
-             "kv_per_running")
+             "kv_per_running", "prefill_per_token", "kv_capacity", "error_rate", "error_status",
+             "error_seed")
     for name in names:
         if getattr(args, name) is not None:
             setattr(cfg, name, getattr(args, name))

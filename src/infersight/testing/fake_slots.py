@@ -27,16 +27,31 @@ _KEEP = 100_000
 class SlotPool:
     """At most ``slots`` holders at once (None: unlimited); the rest wait FIFO.
 
-    A released slot is handed straight to the oldest waiter, so a late arrival can
-    never overtake the queue (``asyncio.Semaphore`` gives no such promise).
+    With ``kv_capacity`` (tokens) a holder also reserves its ``need`` of KV tokens
+    (prompt plus answer) for as long as it holds its slot, and a request is admitted
+    only when a slot is free AND its need fits beside what the holders reserved. A
+    waiter that does not fit blocks those behind it (head-of-line, like an engine's
+    FIFO scheduler). A need larger than the whole capacity runs alone, once nothing
+    else holds a slot, so no request can wait forever.
+
+    A freed slot is handed straight to the oldest waiter, so a late arrival can never
+    overtake the queue (``asyncio.Semaphore`` gives no such promise).
     """
 
-    def __init__(self, slots: int | None) -> None:
+    def __init__(self, slots: int | None, kv_capacity: int | None = None) -> None:
         if slots is not None and slots < 1:
             raise ConfigError("slots must be at least 1")
+        if kv_capacity is not None and kv_capacity < 1:
+            raise ConfigError("kv_capacity must be at least 1")
         self.slots = slots
+        self.kv_capacity = kv_capacity
         self.running = 0
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        #: KV tokens reserved by the holders (prompt + answer of each).
+        self.reserved = 0
+        #: The most holders and the most reserved KV tokens seen at once.
+        self.peak_running = 0
+        self.peak_reserved = 0
+        self._waiters: collections.deque[tuple[asyncio.Future[None], int]] = collections.deque()
         # Seconds during which at least one slot was busy (a decode loop was running).
         self._busy_s = 0.0
         self._busy_since: float | None = None
@@ -52,36 +67,67 @@ class SlotPool:
             extra = (now if now is not None else time.monotonic()) - self._busy_since
         return self._busy_s + extra
 
-    def _take(self) -> None:
+    def kv_usage(self) -> float:
+        """Reserved KV tokens over the capacity (0 without a capacity), at most 1."""
+        if not self.kv_capacity:
+            return 0.0
+        return min(1.0, self.reserved / self.kv_capacity)
+
+    def _fits(self, need: int) -> bool:
+        if self.slots is not None and self.running >= self.slots:
+            return False
+        if self.kv_capacity is None or self.running == 0:
+            return True
+        return self.reserved + need <= self.kv_capacity
+
+    def _take(self, need: int) -> None:
         if self.running == 0:
             self._busy_since = time.monotonic()
         self.running += 1
+        self.reserved += need
+        self.peak_running = max(self.peak_running, self.running)
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
 
-    async def acquire(self) -> None:
-        """Wait for a slot (FIFO). Cancellation while waiting leaves the queue clean."""
-        if (self.slots is None or self.running < self.slots) and not self._waiters:
-            self._take()
+    def _dispatch(self) -> None:
+        """Admit waiters from the head of the queue while they fit."""
+        while self._waiters:
+            fut, need = self._waiters[0]
+            if fut.done():  # cancelled while waiting
+                self._waiters.popleft()
+                continue
+            if not self._fits(need):
+                return
+            self._waiters.popleft()
+            self._take(need)
+            fut.set_result(None)
+
+    async def acquire(self, need: int = 0) -> None:
+        """Wait for a slot and ``need`` KV tokens (FIFO). Cancellation while waiting
+        leaves the queue clean; release with the same ``need``."""
+        if not self._waiters and self._fits(need):
+            self._take(need)
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
+        entry = (fut, need)
+        self._waiters.append(entry)
         try:
             await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
                 # The slot was handed over just as the waiter left: pass it on.
-                self.release()
+                self.release(need)
             else:
-                self._waiters.remove(fut)
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
+                # the head may have been the one that did not fit
+                self._dispatch()
             raise
 
-    def release(self) -> None:
-        """Free a slot: the oldest waiter gets it, or the pool shrinks."""
-        while self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_result(None)  # the slot moves to it; running is unchanged
-                return
+    def release(self, need: int = 0) -> None:
+        """Free a slot and its KV tokens: the oldest waiters that now fit get them."""
         self.running -= 1
+        self.reserved -= need
+        self._dispatch()
         if self.running == 0 and self._busy_since is not None:
             self._busy_s += time.monotonic() - self._busy_since
             self._busy_since = None
@@ -93,6 +139,10 @@ class SlotPool:
             "running": self.running,
             "waiting": self.waiting,
             "busy_seconds": self.busy_seconds(),
+            "kv_capacity": self.kv_capacity,
+            "kv_reserved": self.reserved,
+            "peak_running": self.peak_running,
+            "peak_kv_reserved": self.peak_reserved,
         }
 
 

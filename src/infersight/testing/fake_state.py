@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import random
 from typing import Any
 
 from aiohttp import web
 
+from infersight.core.errors import ConfigError
 from infersight.testing.fake_config import Behavior, FakeConfig, parse_behavior
 from infersight.testing.fake_metrics import EngineMetrics
 from infersight.testing.fake_responses import error_response
@@ -28,7 +30,11 @@ class FakeState:
         self.config = config or FakeConfig()
         self._script: list[Behavior] = [parse_behavior(b) for b in self.config.script]
         self._closing: asyncio.Event | None = None
-        self.pool = SlotPool(self.config.slots)
+        self.pool = SlotPool(self.config.slots, self.config.kv_capacity)
+        if not 0.0 <= self.config.error_rate <= 1.0:
+            raise ConfigError("error_rate must be between 0 and 1")
+        # Its own stream: the injected errors do not depend on anything else drawn.
+        self._error_rng = random.Random(self.config.error_seed)
         self.engine_metrics: EngineMetrics | None = None
         if self.config.metrics_dialect is not None:
             self.engine_metrics = EngineMetrics(self.config, self.pool)
@@ -44,6 +50,8 @@ class FakeState:
             "max_in_flight": 0,
             "auth_failures": 0,
             "client_gone": 0,
+            # generation requests answered with error_status by error_rate
+            "injected_errors": 0,
             "arrivals": [],
             "embedding_batches": [],
             # The true wait for a slot of every finished generation, and its
@@ -59,6 +67,14 @@ class FakeState:
     def _count(self, request: web.Request, status: int) -> None:
         s = self.stats
         s["statuses"][str(status)] = s["statuses"].get(str(status), 0) + 1
+
+    def _inject_error(self) -> bool:
+        """Whether this generation request draws an ``error_rate`` error."""
+        rate = self.config.error_rate
+        if rate <= 0.0 or self._error_rng.random() >= rate:
+            return False
+        self.stats["injected_errors"] += 1
+        return True
 
     def _check_key(self, request: web.Request) -> web.Response | None:
         key = self.config.api_key
@@ -79,3 +95,9 @@ class FakeState:
         if self._script:
             return self._script.pop(0)
         return Behavior()
+
+    def set_error_rate(self, rate: float, status: int | None = None) -> None:
+        """Answer this share of requests (0..1) with an error from now on."""
+        self.config.error_rate = rate
+        if status is not None:
+            self.config.error_status = status

@@ -35,7 +35,8 @@ async def stream_answer(
     usage: dict[str, Any] | None,
     pace: Callable[[], float] = lambda: 1.0,
 ) -> web.StreamResponse:
-    """Write role chunk, n content chunks per prompt, finish, usage, [DONE].
+    """Write role chunk, n tokens per prompt in content chunks of
+    ``cfg.tokens_per_chunk`` tokens, finish, usage, [DONE].
 
     ``pace()`` is how many times longer the next step takes than configured (a
     compute knee); each step's time is added when the step starts.
@@ -53,7 +54,8 @@ async def stream_answer(
             ],
         }
         await resp.write(_event(role))
-    text = cfg.token_text
+    per = max(1, cfg.tokens_per_chunk)
+    text = cfg.token_text * per
     choices: list[dict[str, Any]]
     if chat:
         choices = [
@@ -68,8 +70,9 @@ async def stream_answer(
     # Every content chunk is the same: encode it once so the server stays fast.
     chunk = keep + _event({**base, "choices": choices})
     step_end = start
-    for k in range(n):
-        step_end += (ttft if k == 0 else itl) * pace()
+    # ``per`` tokens a chunk: the first chunk after TTFT and the tokens it adds.
+    for k in range(-(-n // per)):
+        step_end += (ttft + itl * (per - 1) if k == 0 else itl * per) * pace()
         target = step_end + (b.stall if b.stall and k == b.stall_at else 0.0)
         delay = target - time.monotonic()
         if delay > 0:

@@ -8,15 +8,18 @@
 The session decides; it never starts a server or a benchmark. ``run_trial`` (wired by
 ``infersight.entrypoints.tune``) opens the target at a setting, runs bench and the
 diagnosis, and returns the RunResult. The baseline runs twice (the A/A pair gives the
-noise floor), its diagnosis chooses the knob and direction (``knobs``), a bisection
-over that knob follows (``search``), and the winner runs again against the baseline.
+noise floor), its diagnosis chooses the knob (``knobs``); over slots the model of the
+server, refitted on every trial, proposes the next (``propose``, ``model``), other knobs
+are bisected (``search``); the choice must hold in a run of its own (``confirm``) and is
+compared with the baseline.
 """
 
 from infersight.tune.config import TuneConfig
 from infersight.tune.console import render_tune
 from infersight.tune.knobs import KNOBS, SearchPlan, ladder, plan_search
 from infersight.tune.progress import TuneProgress
-from infersight.tune.session import TrialRun, TuneOptions, TuneSession, TuneWatcher
+from infersight.tune.session import TuneSession
+from infersight.tune.trial import TrialRun, TuneOptions, TuneWatcher
 
 __all__ = [
     "KNOBS",

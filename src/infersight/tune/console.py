@@ -27,7 +27,7 @@ def _trials_table(result: TuneResult) -> object:
     table = Table(title=f"tune · {result.knob or 'baseline'} · {result.search}",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col, right in (("#", True), ("role", False), ("setting", False), (what, True),
-                       ("95% interval", True), ("vs baseline (B/A)", False),
+                       ("95% interval", True), ("model", True), ("vs baseline (B/A)", False),
                        ("TTFT p99 ms", True), ("TPOT p99 ms", True), ("SLO", False),
                        ("diagnosis", False)):
         table.add_column(col, justify="right" if right else "left", no_wrap=col != "diagnosis")
@@ -35,16 +35,16 @@ def _trials_table(result: TuneResult) -> object:
         mark = " *" if t.index == result.chosen_trial else ""
         if t.status == "failed":
             table.add_row(str(t.index), t.role, escape(setting_text(t.setting, result.knob)) + mark,
-                          f"[red]{escape(t.error or 'failed')}[/]", "", escape(t.error_message or ""),
-                          "", "", "", "")
+                          f"[red]{escape(t.error or 'failed')}[/]", "", escape(t.predicted_text()),
+                          escape(t.error_message or ""), "", "", "", "")
             continue
         vs = t.vs_baseline
         call = "" if vs is None else f"{escape(vs.interval_text())} [{_STYLE.get(vs.call, 'yellow')}]{escape(vs.call)}[/]"
         table.add_row(
-            str(t.index), t.role, escape(setting_text(t.setting, result.knob)) + mark,
+            str(t.index), escape(t.role_text()), escape(setting_text(t.setting, result.knob)) + mark,
             "-" if t.objective is None else f"{t.objective:.3g}",
             f"{t.low:.3g}-{t.high:.3g}" if t.low is not None and t.high is not None else "-",
-            call, _ms(t.ttft_p99), _ms(t.tpot_p99),
+            escape(t.predicted_text()), call, _ms(t.ttft_p99), _ms(t.tpot_p99),
             "" if t.slo_met is None else ("met" if t.slo_met else "[yellow]missed[/]"),
             escape(t.verdict or ""),
         )
@@ -83,7 +83,8 @@ def render_tune(result: TuneResult, console: Console) -> None:
                       " a setting counts as better only beyond it", highlight=False)
     console.print(_trials_table(result))
     console.print("[dim]* the chosen setting; intervals are 95%, from 10 time slices of each "
-                  "trial's best level; B/A against the baseline's two runs[/]")
+                  "trial's best level; model: the objective the model fitted on the trials "
+                  "before it predicted; B/A against the baseline's two runs[/]")
     _before_after(result, console)
     for note in result.notes:
         console.print(f"[dim]note: {escape(note)}[/]", highlight=False)

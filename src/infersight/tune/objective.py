@@ -20,10 +20,10 @@ from typing import Any
 
 from infersight.core.level_flags import level_state
 from infersight.core.records import RunResult
-from infersight.core.significance import mean_interval
+from infersight.core.significance import compare_metric, mean_interval, noise_floor
 from infersight.core.slices import LevelData, SliceMetric, metric_named, slice_values
 
-__all__ = ["Scored", "objective_metric", "score"]
+__all__ = ["Scored", "aa_floor", "objective_metric", "score"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +99,20 @@ def score(
         margin=None if margin is None or math.isinf(margin) else margin,
         ttft_p99=_num(agg, "ttft", "p99"), tpot_p99=_num(agg, "tpot", "p99"),
     )
+
+
+def aa_floor(base: Scored, aa: Scored, slo: Mapping[str, float]) -> tuple[float, str]:
+    """The noise floor the A/A pair measures, and its basis in words.
+
+    On the objective; but a baseline that missed the SLO has a goodput made of the few
+    requests that happened to meet it, whose spread is the SLO's edge, not the noise:
+    its floor comes from the pair's throughput."""
+    if base.data is None or aa.data is None:
+        return math.inf, "the A/A pair of the baseline"
+    missed = bool(slo) and not (base.slo_met and aa.slo_met)
+    metric = metric_named("throughput") if missed else objective_metric(slo)
+    spread = noise_floor(compare_metric([base.data], [aa.data], metric, slo=slo))
+    if missed:
+        return spread, ("the A/A pair of the baseline, on throughput (it missed the SLO: its "
+                        "goodput measures the SLO's edge, not the noise)")
+    return spread, "the A/A pair of the baseline"

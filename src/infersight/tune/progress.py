@@ -27,7 +27,10 @@ def trial_line(t: TrialRecord, objective: str) -> str:
     vs = f", {t.vs_baseline.call} against the baseline" if t.vs_baseline is not None else ""
     slo = "" if t.slo_met is None else (", SLO met" if t.slo_met else ", [yellow]SLO missed[/]")
     state = " [yellow](stopped)[/]" if t.status == "partial" else ""
-    return f"{head}: {objective} {val} req/s{escape(ci)}{slo}{escape(vs)}{state}"
+    model = f" (model: {t.predicted:.3g})" if t.predicted is not None else ""
+    held = "" if t.confirmed is None else (f", confirms #{t.confirms}" if t.confirmed
+                                           else f", [yellow]refutes #{t.confirms}[/]")
+    return f"{head}: {objective} {val} req/s{escape(ci)}{escape(model)}{slo}{escape(vs)}{held}{state}"
 
 
 class TuneProgress:

@@ -7,7 +7,9 @@ first time they need it:
 - ``compare(i, j)``: +1 when ``i`` is better than ``j`` beyond the noise floor, -1 when
   worse, 0 when neither (the same within the noise, or inconclusive).
 
-**Guided**: from the current setting, the diagnosis's target is tried first. While each
+**Guided** (threads and context, which the model of the server cannot vary, and slots
+when the model cannot be fitted; over slots the model proposes, ``tune.propose``): from
+the current setting, the diagnosis's target is tried first. While each
 step climbs (better, or the same within the noise with a higher estimate) the walk goes
 on in the same direction with doubling steps; then the bracket around the best point
 is bisected (the wider side first) until no untried value is left inside it. When the

@@ -33,17 +33,56 @@ def _closest(result: TuneResult) -> TrialRecord | None:
     return min(ok, key=lambda t: t.slo_margin or 0.0) if ok else None
 
 
+def _slo_state(result: TuneResult) -> None:
+    """``slo_met`` from the chosen setting's confirmation run; the closest trial when
+    nothing is chosen."""
+    if not result.slo:
+        return
+    confirmation = result.trial(result.confirmed_by)
+    if confirmation is not None:
+        result.slo_met = bool(confirmation.slo_met)
+    elif result.chosen is None:
+        result.slo_met = False
+        closest = _closest(result)
+        result.closest_trial = closest.index if closest else None
+    else:
+        result.slo_met = None  # chosen, but the run stopped before confirming it
+
+
+def _none_chosen(result: TuneResult) -> str:
+    refuted = [result.trial(t.confirms) for t in result.trials if t.confirmed is False]
+    named = ", ".join(setting_text(t.setting, result.knob) for t in refuted if t is not None)
+    if result.slo:
+        closest = result.trial(result.closest_trial)
+        near = (f"; the closest is {setting_text(closest.setting, result.knob)} (worst check "
+                f"at {(closest.slo_margin or 0) * 100:.0f}% of its limit)") if closest else ""
+        if named:
+            return (f"no setting met the SLO ({_slo_text(result.slo)}) in its confirmation run: "
+                    f"{named} met it once, not again{near}")
+        return f"no setting met the SLO ({_slo_text(result.slo)}){near}"
+    if named:
+        return f"no setting held its throughput in its confirmation run ({named} did not)"
+    return "no setting was measured beyond the baseline"
+
+
+def _confirmed_text(result: TuneResult) -> str:
+    confirmation = result.trial(result.confirmed_by)
+    if confirmation is None:
+        return "; not confirmed: the run stopped before its confirmation run"
+    which = "the A/A run" if confirmation.role == "a/a" else "a run of its own"
+    if result.slo:
+        return (f"; the SLO was met by the chosen setting's confirmation run ({which}, "
+                f"trial {confirmation.index})")
+    return f"; confirmed by {which} (trial {confirmation.index})"
+
+
 def summarize(result: TuneResult, delta: float) -> None:
     """Fill ``verdict``, ``slo_met``, ``closest_trial`` and ``summary``."""
     knob, unit = result.knob, "req/s"
     what = "goodput" if result.objective == "goodput" else "throughput"
     base = result.trial(1)
     floor = f"the noise floor of {delta:.1%}"
-    if result.slo:
-        result.slo_met = any(t.slo_met for t in result.trials if t.status == "ok")
-        if not result.slo_met:
-            closest = _closest(result)
-            result.closest_trial = closest.index if closest else None
+    _slo_state(result)
     if base is None or base.status != "ok":
         why = f": {base.error_message}" if base is not None and base.error_message else ""
         result.summary = f"the baseline ({setting_text(result.baseline)}) did not run{why}"
@@ -53,28 +92,32 @@ def summarize(result: TuneResult, delta: float) -> None:
     chosen = result.trial(result.chosen_trial)
     if result.stopped in ("nothing to tune", "too noisy"):
         result.summary = f"{result.stopped}: " + "; ".join(result.notes)
-    elif result.slo and not result.slo_met:
-        closest = result.trial(result.closest_trial)
-        near = (f"; the closest is {setting_text(closest.setting, knob)} (worst check at "
-                f"{(closest.slo_margin or 0) * 100:.0f}% of its limit)") if closest else ""
-        result.summary = f"no setting met the SLO ({_slo_text(result.slo)}){near}"
-    elif chosen is None:
-        result.summary = "no setting was measured beyond the baseline"
+    elif result.chosen is None or chosen is None:
+        result.summary = _none_chosen(result)
     elif result.chosen == result.baseline:
         tried = len({tuple(sorted(t.setting.items())) for t in result.trials})
         result.summary = (
             f"keep {setting_text(result.baseline, knob)}: none of the {tried} settings tried "
-            f"was better beyond {floor}"
+            f"was better beyond {floor}" + _confirmed_text(result)
         )
     else:
-        before = f"{base.objective:.3g}" if base.objective is not None else "-"
         after = f"{chosen.objective:.3g}" if chosen.objective is not None else "-"
         change = f"{setting_text(result.baseline, knob)} -> {setting_text(result.chosen, knob)}"
-        ratio = f" (x{call.interval_text()})" if call is not None else ""
-        verdict = call.call if call is not None else "not re-run"
-        result.summary = (
-            f"{change}: {what} {before} -> {after} {unit}{ratio}: {verdict}, against {floor}"
-        )
+        if result.objective == "goodput" and not base.objective:
+            # No ratio to a baseline with no goodput: say what it was.
+            result.summary = (f"{change}: goodput {after} {unit}, where none of the baseline's "
+                              "requests met the SLO")
+        elif result.objective == "goodput" and base.slo_met is False:
+            # A ratio to the few requests that met an SLO the baseline missed says little.
+            result.summary = (f"{change}: goodput {after} {unit}, where the baseline missed "
+                              f"the SLO ({base.objective:.3g} {unit} of its requests met it)")
+        else:
+            before = f"{base.objective:.3g}" if base.objective is not None else "-"
+            ratio = f" (x{call.interval_text()})" if call is not None else ""
+            verdict = call.call if call is not None else "not re-run"
+            result.summary = (f"{change}: {what} {before} -> {after} {unit}{ratio}: {verdict}, "
+                              f"against {floor}")
+        result.summary += _confirmed_text(result)
     if chosen is not None and result.knob and result.values and result.chosen:
         edge = result.chosen.get(result.knob)
         if edge == result.values[-1] and edge != result.baseline.get(result.knob):

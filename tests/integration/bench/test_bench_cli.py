@@ -200,3 +200,32 @@ def test_find_max_answers_in_a_sentence_and_peer_flag_names_work(tmp_path: Path)
     said = " ".join(p.stdout.split())
     assert "find-max: the highest sustainable rate meeting TTFT max < 2s and TPOT max < 500ms is " in said
     assert "{'" not in p.stdout and "ttft_max" not in p.stdout  # no Python dict
+
+
+def test_format_llm_d_writes_one_valid_report_per_level(tmp_path: Path) -> None:
+    """A real run written as llm-d-benchmark's benchmark report: each level's file
+    validates against the format's schema and carries that level's own figures."""
+    schema = json.loads((Path(__file__).parents[2] / "support"
+                         / "llmd_benchmark_report_v0_1.schema.json").read_text())
+    with FakeOpenAI.subprocess(FakeConfig(ttft=0.02, itl=0.002, tokens=8)) as srv:
+        out = tmp_path / "run"
+        p = _bench("--url", srv.base_url, "--concurrency", "1,4", "--requests", "24",
+                   "--max-tokens", "8", "--input-tokens", "16", "--format", "llm-d",
+                   "--out", str(out))
+        assert p.returncode == 0, p.stderr
+        missing_out = _bench("--url", srv.base_url, "--requests", "1", "--format", "llm-d")
+    _one_clear_line(missing_out, "--out")
+    result = load_run_result(out / "result.json")
+    files = sorted((out / "llm-d").glob("*.json"))
+    assert [f.name for f in files] == ["benchmark_report_c_1.json", "benchmark_report_c_4.json"]
+    for f in files:
+        rep = json.loads(f.read_text())
+        jsonschema.Draft202012Validator(schema).validate(rep)
+        level = rep["metadata"]["infersight"]["level"]
+        agg = result.aggregates[level]
+        assert rep["scenario"]["load"]["args"]["concurrency"] == agg["target"]["concurrency"]
+        assert rep["metrics"]["requests"]["total"] == 24
+        assert rep["metrics"]["latency"]["time_to_first_token"]["p50"] == pytest.approx(
+            agg["ttft"]["p50"] * 1000)
+        assert rep["metrics"]["throughput"]["output_tokens_per_sec"] == pytest.approx(
+            agg["output_token_throughput"])

@@ -78,11 +78,11 @@ def test_slot_bound_two_slots_thirty_two_clients() -> None:
     assert v.evidence_value("slots (S)") == 2
     assert v.evidence_value("running (R)") >= 1.7
     assert v.evidence_value("waiting (Q)") >= 10
-    target = v.evidence_value("recommended slots")
-    # Little's law: 32 clients keep 32 requests in flight; one level reaches no knee, and
-    # a CPU's matmul figure never caps the number (memory holds far more)
-    assert target == v.evidence_value("needed_inflight") == 32
-    assert v.fixes[0].startswith(f"raise infersight serve --parallel 2 \u2192 {target} --ctx {target * 256}")
+    # one level checks no model: the knob, and why it gives no number (never the 32
+    # clients, and no CPU matmul figure)
+    assert v.evidence_value("recommended slots") is None
+    assert v.fixes[0].startswith("raise infersight serve --parallel above 2"), v.fixes
+    assert "fewer than two usable levels" in v.fixes[0]
 
 
 def test_error_driven_api_key_mismatch(key_engine: Any) -> None:
@@ -178,7 +178,6 @@ def test_the_demo_sweeps_fix_agrees_with_its_own_curve() -> None:
     """The demo's sweep, shortened: whatever this shared box makes of the levels, the
     run's one fix never contradicts its curve (docs/design.md section 5)."""
     from infersight.diagnose import embed_diagnosis
-    from infersight.diagnose.fixes import DOWNSIZE, raises_slots
 
     r = _bench(engine_parallel=8, engine_ctx=8 * 256, concurrency=[1, 4, 16], requests=16,
                max_tokens=10)
@@ -189,11 +188,11 @@ def test_the_demo_sweeps_fix_agrees_with_its_own_curve() -> None:
     fixes = [f for v in r.diagnosis for f in v.fixes]
     if curve.plateau == "compute":
         assert not (rec.knob == "slots" and rec.direction == "up")
-        assert not any(raises_slots(f) for f in fixes), fixes
+        assert not any(v.turns("slots", "up") for v in r.diagnosis), fixes
     if curve.knee_reached and curve.knee and rec.knob == "slots":
         assert (rec.target or 0) <= 2 * round(curve.knee)
     if rec.direction == "up" and rec.knob in ("slots", "replicas"):
-        assert not any(f.startswith(DOWNSIZE) for f in fixes), fixes
+        assert not any(v.turns("replicas", "down") for v in r.diagnosis), fixes
     targets = {v.evidence_value("recommended_slots") for v in r.diagnosis} - {None}
     if rec.knob == "slots":  # one number for the slots in every output
         assert targets <= {rec.target}, (targets, rec)

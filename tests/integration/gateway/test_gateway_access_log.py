@@ -99,6 +99,22 @@ async def test_other_handlers_get_the_same_lines(
     assert len(written) == 6 and written == other.lines
 
 
+async def test_a_failover_names_the_upstreams_it_went_through(
+    make_stack: StackFactory, access_logger: logging.Logger
+) -> None:
+    out = CountingStream()
+    only(access_logger, AccessLineHandler(out))
+    async with make_stack([FakeConfig(script=[503]), FakeConfig(tokens=2)]) as s:
+        for _ in range(2):
+            assert (await s.post("/v1/chat/completions", CHAT))[0] == 200
+        flush_all()
+    lines = [orjson.loads(x) for x in out.getvalue().splitlines()]
+    moved = [x for x in lines if x["failovers"]]
+    assert len(lines) == 2 and len(moved) == 1
+    assert moved[0]["via"] == ["a", "b"] and moved[0]["upstream"] == "b"
+    assert all("via" not in x for x in lines if not x["failovers"])
+
+
 def test_a_full_buffer_is_written_and_a_closed_stream_is_no_failure() -> None:
     out = CountingStream()
     h = AccessLineHandler(out)

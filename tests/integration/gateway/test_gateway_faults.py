@@ -91,7 +91,7 @@ async def test_connection_refused_fails_over(make_stack: StackFactory) -> None:
                               error="ConnectError") == 1
 
 
-async def test_reset_before_headers_is_retried_then_fails_over(make_stack: StackFactory) -> None:
+async def test_reset_before_headers_fails_over_without_a_retry(make_stack: StackFactory) -> None:
     async with make_stack(
         [FakeConfig(script=["reset", "reset"]), FakeConfig(tokens=2)],
         upstreams=[{"max_attempts": 2}, {}],
@@ -99,7 +99,7 @@ async def test_reset_before_headers_is_retried_then_fails_over(make_stack: Stack
         status, _, body = await s.post("/v1/chat/completions", STREAM)
         assert status == 200
         assert sse_events(body)[-1] == "[DONE]"
-        assert s.fakes[0].stats["requests"] == 2  # one retry on a, then failover
+        assert s.fakes[0].stats["requests"] == 1  # b was free: failover first, no retry on a
         assert s.fakes[1].stats["requests"] == 1
         assert await s.metric("infersight_gateway_failovers_total", upstream="a",
                               error="ResetError") == 1

@@ -2,7 +2,7 @@
 per-request export becomes request records (credit issued = scheduled, request start =
 sent, TTFT then each inter-chunk gap = the chunk times) that diagnose judges like a
 bench run; its aggregate JSON alone gives the undecided verdict that names what is
-missing; ``report`` compares the two (docs/design.md section 9)."""
+missing; ``report`` compares the two (docs/design.md section 10)."""
 
 from __future__ import annotations
 

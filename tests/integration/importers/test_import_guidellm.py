@@ -1,5 +1,5 @@
 """GuideLLM, run for real against the fake server, then read by infersight: its levels
-and timings map to ours (docs/design.md section 9), and diagnose reaches the same
+and timings map to ours (docs/design.md section 10), and diagnose reaches the same
 verdict and fix from GuideLLM's measurement as from infersight's own bench of the same
 server."""
 

@@ -1,7 +1,7 @@
 """inference-perf, run for real against the fake server, then read by infersight: its
 per-request report becomes request records (each output token's time = a chunk
 time), dealt to the stages its stage files name; its summaries alone give the
-undecided verdict (docs/design.md section 9)."""
+undecided verdict (docs/design.md section 10)."""
 
 from __future__ import annotations
 

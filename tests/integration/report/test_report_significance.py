@@ -62,7 +62,8 @@ def _calls(a: RunResult, b: RunResult) -> dict[str, Any]:
 def _clean(run: RunResult) -> bool:
     """The load generator kept its schedule (no other process stalled this one)."""
     agg = next(iter(run.aggregates.values()))
-    return bool(agg["schedule_lag"]["p99"] < 0.02 and agg["ttft"]["p99"] < 2 * TTFT)
+    return bool(agg["schedule_lag"]["p99"] < 0.02 and agg["ttft"]["p99"] < 2 * TTFT
+                and all(c["ok"] for c in agg["validity"]))
 
 
 def test_two_runs_of_one_scenario_are_no_significant_difference(
@@ -87,7 +88,8 @@ def test_a_known_20_percent_slower_first_token_is_worse(servers: Any, first: Run
     a, b = first, _run(servers[1].base_url)
     calls = _calls(a, b)
     ttft = calls["TTFT p50"]
-    assert ttft.basis == "slices" and ttft.units == (10, 10)
+    if ttft.call != NOT_COMPARED:  # (a run flagged invalid is not compared, issue 32)
+        assert ttft.basis == "requests" and min(ttft.units) > 50  # bootstrap over requests
     if _clean(a) and _clean(b):  # (a pair another process stalled proves nothing)
         assert ttft.ratio is not None and 1.1 < ttft.ratio < 1.3
         assert ttft.call == WORSE and calls["requests/s"].call == SAME  # the same offered rate
@@ -101,6 +103,7 @@ def test_repeats_are_compared_run_against_run(servers: Any) -> None:
     assert ttft.basis == "runs"
     clean = all(
         agg["schedule_lag"]["p99"] < 0.02 and agg["ttft"]["p99"] < 2.4 * TTFT
+        and all(c["ok"] for c in agg["validity"])  # a run flagged invalid is not compared
         for run in (a, b) for agg in run.aggregates.values()
     )
     if clean:

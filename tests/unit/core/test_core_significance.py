@@ -18,7 +18,9 @@ from infersight.core.significance import (
     SAME,
     WORSE,
     compare,
+    confidence_text,
     decide,
+    family_confidence,
     mean_interval,
     noise_floor,
     ratio_interval,
@@ -155,7 +157,9 @@ def test_two_runs_of_one_scenario_are_no_significant_difference() -> None:
     calls = {c.metric: c for c in compare_pair(rate=20.0, ttft=0.1)}
     for name in ("throughput", "ttft_p50", "tpot_p50", "e2e_p50"):
         assert calls[name].call == SAME, calls[name]
-        assert calls[name].basis == "slices" and calls[name].units == (10, 10)
+    assert calls["throughput"].basis == "slices" and calls["throughput"].units == (10, 10)
+    for name in ("ttft_p50", "tpot_p50", "e2e_p50"):  # percentiles: bootstrap over requests
+        assert calls[name].basis == "requests" and min(calls[name].units) > 100
     # 240 requests a side: a p99 is not called either way.
     assert calls["ttft_p99"].call == RUN_MORE and "1,000 requests" in calls["ttft_p99"].note
     assert not any(c.call in (BETTER, WORSE) for c in calls.values())
@@ -227,3 +231,24 @@ def test_repeat_groups() -> None:
     assert repeat_groups(levels) == {
         "c=1": ["c=1#1", "c=1#2"], "c=4": ["c=4#1", "c=4#2"], "r=2": ["r=2"]
     }
+
+
+@given(st.integers(min_value=1, max_value=50))
+def test_family_confidence_keeps_the_familywise_false_alarm_at_5_percent(k: int) -> None:
+    conf = family_confidence(k)
+    # Bonferroni: k intervals at this confidence miss together at most 5% of the time.
+    assert k * (1.0 - conf) == pytest.approx(0.05)
+    assert family_confidence(1) == pytest.approx(0.95) and family_confidence(k + 1) > conf
+    assert confidence_text(1) == "95%" and "Bonferroni" in confidence_text(2)
+
+
+def test_a_family_interval_is_wider_and_contains_the_single_one() -> None:
+    a = _level(_open_loop(20.0, 8.0, 0.1, seed=1), 20.0)
+    b = _level(_open_loop(20.0, 8.0, 0.11, seed=2), 20.0)
+    one = {c.metric: c for c in compare([a], [b])}
+    four = {c.metric: c for c in compare([a], [b], confidence=family_confidence(4))}
+    for name in ("throughput", "ttft_p50"):
+        lo1, hi1, lo4, hi4 = one[name].low, one[name].high, four[name].low, four[name].high
+        assert None not in (lo1, hi1, lo4, hi4), name
+        assert lo4 < lo1 and hi4 > hi1, name  # type: ignore[operator]
+        assert four[name].confidence == pytest.approx(0.9875)

@@ -77,10 +77,14 @@ def test_diagnose_file_json_and_console(tmp_path: Path) -> None:
     doc = json.loads(res.stdout)
     verdicts = doc["verdicts"]
     assert verdicts[0]["id"] == "slot_bound"
-    assert verdicts[0]["fixes"][0].startswith("raise --max-num-seqs 32 \u2192 ")
+    # one level: no number beyond what it measured
+    assert verdicts[0]["fixes"][0].startswith("raise --max-num-seqs above 32")
     rec = doc["recommendation"]
     assert (rec["verdict"], rec["knob"], rec["direction"]) == ("slot_bound", "slots", "up")
-    assert verdicts[0]["fixes"][0].startswith(f"raise --max-num-seqs 32 \u2192 {rec['target']}")
+    assert rec["target"] is None and rec["limiter"] == "slots"
+    # the fitted model and its self-check are in the JSON too
+    assert doc["server_model"]["slots"]["value"] == 32
+    assert doc["self_check"]["method"] == "none" and not doc["self_check"]["trusted"]
     assert [p["level"] for p in doc["capacity_curve"]["points"]] == [verdicts[0]["level"]]
     res = runner.invoke(app, ["diagnose", str(path)])
     assert res.exit_code == 0 and "slot-bound" in res.stdout and "--max-num-seqs" in res.stdout

@@ -97,7 +97,7 @@ def test_admission_limit_from_the_curve_alone_without_engine_metrics() -> None:
     assert top.time_in_engine == pytest.approx(0.24, rel=0.03)
     v = next(v for v in d.verdicts if v.level == "c=16")
     assert v.id == "slot_bound", [(x.id, x.summary) for x in d.verdicts]
-    assert "capacity curve" in str(v.find("slots").source)  # type: ignore[union-attr]
+    assert "the fitted model" in str(v.find("slots").source)  # type: ignore[union-attr]
 
 
 def test_curve_points_follow_the_engines_running_count() -> None:

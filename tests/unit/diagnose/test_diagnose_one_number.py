@@ -47,51 +47,53 @@ def embedded_run(slots: int = 8, clients: int = 16, ctx_per_slot: int = 2048) ->
     return run
 
 
-def test_plan_and_diagnose_recommend_the_same_parallel() -> None:
-    """One level, no knee reached: Little's law asks for the 16 clients' requests, and
-    the roofline's compute knee of a given device caps it, labelled an estimate."""
+def test_one_level_gives_no_number_while_plan_still_sizes_from_physics() -> None:
+    """One level checks no model: diagnose names the knob and says why it gives no
+    number; `plan` still sizes the slots from physics (the roofline's compute knee)."""
     shape = load_shape("embedded")
     d = diagnose_run(embedded_run(), gpu=CPU)
     v = one(d.verdicts, "slot_bound")
-    target = v.evidence_value("recommended slots")
-    adv = recommend_slots(shape, CPU, ctx=2048)
-    assert adv.limited_by == "compute knee" and target == adv.target == 12
-    assert v.evidence_value("needed_inflight") == 16  # the clients, not R + Q
-    assert v.fixes[0].startswith(f"raise infersight serve --parallel 8 \u2192 {target} ")
-    # 16 needed in flight, 12 worth running: the rest need another server
-    assert "run 2 replicas" in v.summary and v.evidence_value("replicas") == 2
-    assert any("add replicas" in f for f in v.fixes)
+    assert v.evidence_value("recommended slots") is None
+    assert v.fixes[0].startswith("raise infersight serve --parallel above 8")
     rec = d.recommendation
-    assert rec is not None and (rec.knob, rec.direction, rec.target) == ("slots", "up", 12)
-    assert rec.basis == "estimate" and "roofline" in rec.rests_on
+    assert rec is not None and (rec.knob, rec.direction, rec.target) == ("slots", "up", None)
+    assert "fewer than two usable levels" in rec.text
+    adv = recommend_slots(shape, CPU, ctx=2048)
+    assert adv.limited_by == "compute knee" and adv.target == 12
     for concurrency in (16, None):  # `plan --concurrency 16` and plain `plan`
         plan = plan_capacity(shape, CPU, ctx=2048, concurrency=concurrency)
-        assert plan.recommended_slots == target
-        assert plan.settings["infersight serve"][0] == f"--parallel {target}"
-        assert plan.settings["llama.cpp"][0] == f"--parallel {target}"
+        assert plan.recommended_slots == adv.target
+        assert plan.settings["infersight serve"][0] == f"--parallel {adv.target}"
 
 
-def test_diagnose_asks_what_the_load_needs_within_what_plan_fits_on_a_gpu() -> None:
-    """Plan says how many sequences fit (memory); diagnose asks for what the run needs
-    (Little's law: 82 clients keep 82 in flight), within that."""
+def test_memory_is_the_last_cap_on_the_models_number() -> None:
+    """The model asks for what the load needs; memory (what `plan` says fits) caps it."""
+    from infersight.core.server_model import Fix, Param, Prediction, SelfCheck, ServerModel
+    from infersight.diagnose.model_numbers import PhysicsBounds, model_numbers
+
     shape, h100 = shape_from_hf_config(LLAMA3_8B), find_gpu("h100")
     assert h100 is not None
-    run = make_run(running=32, waiting=50, slots=32, prompt=1000, output=256)
-    run.samples = [Sample(s.t, s.name, 50.0, s.labels) if s.name == "engine.requests_waiting"
-                   else s for s in run.samples]
-    v = one(diagnose(run), "slot_bound")
-    target = v.evidence_value("recommended slots")
-    assert v.evidence_value("needed_inflight") == 82 and target == 82
-    plan = plan_capacity(shape, h100, ctx=1256, concurrency=82)
-    assert plan.max_sequences >= plan.recommended_slots > target  # memory is not the bound
-    assert "memory holds 354" in str(v.find("recommended_slots").source)  # type: ignore[union-attr]
-    # a tighter device: memory becomes the last bound, with the plan's own number
+    m = ServerModel(slots=Param(value=32), measured={"n": 64.0})
+    check = SelfCheck(method="leave-one-level-out", mape={"throughput": 0.05}, trusted=True)
+    fix = Fix(knob="slots", from_value=32, to_value=60, predicted=Prediction(throughput=50.0),
+              error=0.05)
+    roomy = plan_capacity(shape, h100, ctx=1256).max_sequences
+    n = model_numbers(m, check, fix, closed_loop=True,
+                      physics=PhysicsBounds(memory=roomy, memory_why="plan"))
+    assert n is not None and n.slots == 60 and n.bound == "model"
     small = Device(key="gpu", name="small GPU", memory_bytes=20 * GIB, bandwidth=1e12,
                    flops={"bf16": 1e14}, source="fixed for the test")
-    v = one(diagnose(run, gpu=small), "slot_bound")
     fits = plan_capacity(shape, small, ctx=1256).max_sequences
-    assert 0 < fits < 82 and v.evidence_value("recommended slots") == fits
-
+    assert 0 < fits < 60
+    n = model_numbers(m, check, fix, closed_loop=True, physics=PhysicsBounds(memory=fits))
+    assert n is not None and n.slots == fits and n.bound == "memory"
+    assert any("memory holds" in r for r in n.rests_on)
+    # an untrusted model gives no number past what it measured, memory or not
+    n = model_numbers(m, SelfCheck(method="none", why_not="one level"), fix, closed_loop=True)
+    assert n is not None and n.slots == 60  # 60 is within the 64 running it measured
+    far = Fix(knob="slots", from_value=32, to_value=100, error=None)
+    n = model_numbers(m, SelfCheck(method="none", why_not="one level"), far, closed_loop=True)
+    assert n is not None and n.slots is None and n.no_number == "one level"
 
 def test_stored_peaks_and_floors_are_reused(tmp_path: Path) -> None:
     run = embedded_run()

@@ -58,9 +58,9 @@ def test_vllm_flat_running_with_a_queue_is_slot_bound_with_max_num_seqs() -> Non
     assert v.evidence_value("slots (S)") == 4
     src = next(e.source for e in v.evidence if e.name == "slots (S)")
     assert src.startswith("inferred from engine /metrics: R's plateau")
-    target = v.evidence_value("recommended slots")
-    assert target > 4
-    assert v.fixes[0].startswith(f"raise --max-num-seqs 4 \u2192 {target}")
+    # one level checks no model: the fix names the knob and gives no number
+    assert v.evidence_value("recommended slots") is None
+    assert v.fixes[0].startswith("raise --max-num-seqs above 4, then bench again")
     assert any("--engine-slots" in f for f in v.fixes)  # how to state it if the guess is off
     assert v.engine == "vllm" and 0.6 <= v.confidence < 0.85
 
@@ -86,7 +86,7 @@ def test_llamacpp_without_kv_usage_is_never_kv_bound() -> None:
     v = one(vs, "slot_bound")
     assert v.evidence_value("KV cache usage") == "unknown"
     assert "KV usage unknown" in v.summary
-    assert v.fixes[0].startswith("raise --parallel 4 \u2192 ")
+    assert v.fixes[0].startswith("raise --parallel above 4")
     # even with preemptions, an engine without KV usage is not called KV-bound
     run.samples += [Sample(1000.0 + i, "engine.preemptions_total", 3.0 * i,
                            {"engine": "llamacpp", "source": "x"}) for i in range(31)]

@@ -82,6 +82,9 @@ class U:
     def available(self) -> bool:
         return self._up
 
+    def weight(self) -> float:
+        return 1.0
+
     def seconds_until_probe(self) -> float:
         return 0.0 if self._up else 3.0
 

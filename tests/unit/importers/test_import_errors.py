@@ -1,6 +1,6 @@
 """Other tools' files that are broken, truncated or odd: every one is read, or refused
 with one line naming the file, the format its content showed and what is wrong; never
-a traceback (docs/design.md section 9)."""
+a traceback (docs/design.md section 10)."""
 
 from __future__ import annotations
 

@@ -28,13 +28,21 @@ def test_every_output_shows_the_one_fix_with_its_prediction() -> None:
     render_console(run, con)  # type: ignore[arg-type]
     text = con.export_text()
     assert f"fix: {rec.text}" in text
-    assert re.search(r"expected after the fix: about 66\.\d req/s, TTFT p99 about 60\.5 ms", text)
+    assert re.search(r"expected after the fix: throughput about 6\d\.\d req/s, TTFT p50 about 6\d(\.\d)? ms", text)
+    assert re.search(r"self-check: leave-one-level-out MAPE throughput \d%", text)
     assert text.index("fix:") < text.index("infersight bench")  # the answer before the table
     md = render_markdown(run)  # type: ignore[arg-type]
-    assert f"- **Fix**: {rec.text}" in md and "- **Expected after the fix**: about 66." in md
+    assert f"- **Fix**: {rec.text}" in md and "- **Expected after the fix**: throughput about 6" in md
+    assert "- **Self-check**: leave-one-level-out MAPE" in md
     assert "**Capacity curve**" in md and re.search(r"\| c=4 \| 3\.99 \|.*\| knee, best \|", md)
     html = render_html(run)  # type: ignore[arg-type]
     assert escape(rec.text) in html and "Expected after the fix" in html
+    assert "Self-check" in html and "leave-one-level-out MAPE" in html
+    # the model's own section: its parameters and the held-out error per level
+    model = html[html.index('id="run-0-model"'):html.index('id="run-0-throughput"')]
+    assert "Self-check (leave-one-level-out)" in model and "trusted within 15%" in model
+    assert model.count("<tr><td>c=") == 5 and "<th>MAPE</th>" in model
+    assert "stated at bench time (--engine-slots)" in model
 
 
 def test_the_html_draws_the_curve_with_the_knee_marked() -> None:
@@ -53,7 +61,8 @@ def test_diagnose_prints_the_level_table_above_the_fix_and_the_verdicts() -> Non
     out = con.export_text()
     assert out.index("capacity curve") < out.index("c=16") < out.index("fix:") < out.index(
         "Compute-bound (measured)")
-    assert "rests on: Little's law: 16 clients" in out
+    assert "rests on: the fitted model (leave-one-level-out, held-out error" in out
+    assert out.index("fix:") < out.index("self-check:") < out.index("Compute-bound (measured)")
 
 
 def test_the_best_point_is_the_measured_knee_even_on_a_client_flagged_level() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from report_synth import make_run
@@ -128,6 +129,22 @@ def test_comparison_rows_take_values_from_the_aggregates() -> None:
     assert rows["success rate"].call(1) is None  # no statistical basis: change only
     assert "GPU util gpu0 mean" in rows and rows["GPU util gpu0 mean"].better is None
     assert rows["$ per run"].values == [0.0, 0.0]  # the embedded model's price is $0
+
+
+def test_report_a_b_c_widens_every_interval_for_the_family() -> None:
+    runs = [make_run(600, levels=(4,), seed=s, run_id=f"r{s}") for s in (4, 5, 6)]
+    two = matched_rows(build_views(runs[:2]))
+    three = matched_rows(build_views(runs))
+    c2 = {r.metric: r.call(1) for r in two[0][2]}
+    c3 = {r.metric: r.call(1) for r in three[0][2]}
+    assert c2["requests/s"] is not None and c2["requests/s"].confidence == 0.95
+    got = c3["requests/s"]
+    assert got is not None and got.confidence == pytest.approx(0.975)
+    assert {r.metric: r.call(2) for r in three[0][2]}["requests/s"].confidence == got.confidence
+    # B against A is the same data either way: only the interval widened.
+    lo2 = c2["requests/s"].low
+    assert got.ratio == c2["requests/s"].ratio
+    assert got.low is not None and lo2 is not None and got.low < lo2
 
 
 @settings(max_examples=60, deadline=None)

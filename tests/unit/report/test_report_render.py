@@ -133,11 +133,12 @@ def test_comparison_table_in_html_and_markdown() -> None:
     assert "❔ inconclusive: run more" in row99
 
 
-def test_runs_without_shared_levels_are_compared_pooled() -> None:
+def test_runs_without_matching_levels_are_listed_never_pooled() -> None:
     a = make_run(400, levels=(1, 2), seed=1, run_id="a")
     b = make_run(400, levels=(4,), seed=2, run_id="b")
     md = render_markdown([a, b])
-    assert "**Level all levels pooled**" in md
+    assert "levels pooled" not in md and "**Level" not in md
+    assert md.count("not comparable: ") == 3  # a's c=1 and c=2, b's c=4
 
 
 def test_odd_runs_render() -> None:

@@ -37,9 +37,12 @@ class Server:
             err = OutOfMemory("CUDA out of memory") if slots % 2 else LaunchError(
                 "the server exited with status 1 before it was healthy", exit_code=1)
             return TrialRun(error=err, wall=1.0)
+        # As the entrypoint runs them: the baseline also with 4x its slots in flight.
+        clients = [slots, 4 * slots] if role in ("baseline", "a/a") else [slots]
         run = server_run(slots, knee=self.knee, seed=len(self.calls), slo=self.slo,
-                         recommendation=self.rec)
-        return TrialRun(result=run, path=f"trials/{name}/result.json", wall=1.0)
+                         recommendation=self.rec, clients=clients)
+        return TrialRun(result=run, path=f"trials/{name}/result.json", wall=1.0,
+                        levels=[f"c={slots}"])
 
 
 def opts(**kw: Any) -> TuneOptions:
@@ -47,19 +50,32 @@ def opts(**kw: Any) -> TuneOptions:
     return TuneOptions(**{**base, **kw})
 
 
-def test_guided_search_finds_the_knee_and_proves_it() -> None:
-    server = Server()
-    result = TuneSession(opts(), server).run()
+def test_the_model_proposes_the_trials_and_finds_the_knee() -> None:
+    result = TuneSession(opts(), Server()).run()
     assert [t.role for t in result.trials[:2]] == ["baseline", "a/a"]
     assert result.noise_floor is not None and 0.01 <= result.noise_floor < 0.05
-    assert result.knob == "slots" and result.guide["first"] == 8
+    search = [t for t in result.trials if t.role == "guided"]
+    # Every search trial was proposed by the model, its prediction beside its measurement.
+    assert search and all(t.proposed and t.predicted is not None for t in search)
+    assert search[0].proposed == "the model's predicted best"
+    assert result.knob == "slots" and result.guide["first"] == search[0].setting["slots"]
     assert result.chosen == {"slots": 6}  # the knee: more slots buy no throughput
-    assert result.trials[-1].role == "rerun" and result.trials[-1].setting == {"slots": 6}
+    last = result.trials[-1]
+    assert last.role == "rerun" and last.setting == {"slots": 6} and last.confirms is not None
+    assert last.confirmed and result.confirmed_by == last.index == result.chosen_trial
     assert result.verdict == BETTER and result.stopped == "done" and not result.partial
-    assert "slots 2 -> slots 6" in result.summary and "better" in result.summary
-    grid_size = len(result.values)
+    assert "slots 2 -> slots 6" in result.summary and "confirmed by a run of its own" in result.summary
+    assert any("the model's search stopped: the predicted best (6) was measured" in n
+               for n in result.notes)
+    # One model, refitted on every trial that answered, each at its own slot limit.
+    assert result.model is not None
+    assert {lv.split("/")[0] for lv in result.model.levels} == {
+        f"{t.index:02d}-slots{t.setting['slots']}" for t in result.trials}
+    # Refitted on the trials so far, it predicted the rerun of the knee within 5%.
+    assert last.predicted is not None and last.objective is not None
+    assert abs(last.predicted / last.objective - 1) < 0.05
     searched = {t.setting["slots"] for t in result.trials}
-    assert len(searched) <= grid_size // 2  # 7 of 16 here; the 1/3 goal is a figure
+    assert len(searched) <= len(result.values) // 3  # 3 of 16 here
 
 
 def test_grid_measures_every_value_and_agrees() -> None:

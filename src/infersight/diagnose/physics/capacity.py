@@ -111,7 +111,8 @@ def plan_capacity(
     """Plan memory and settings for serving ``shape`` on ``device`` at context ``ctx``.
 
     The slot / sequence limit comes from :func:`recommend_slots`; ``diagnose`` caps a
-    run's own number (Little's law) with the same memory bound, and every engine's
+    run's own number (the fitted model, docs/design.md section 9) with the same memory
+    bound, and every engine's
     settings use that one number. ``threads``: llama.cpp's ``-t`` on a CPU (its
     physical cores). ``prompt_tokens``: the estimate's prompt length (without it,
     prompts that fill the context, and the plan says so).

@@ -11,7 +11,7 @@ Needs the ``redis`` client: ``pip install 'infersight[redis]'``.
 """
 
 from infersight.gateway.shared.breakers import SharedBreakers
-from infersight.gateway.shared.config import SharedConfig, display_url
+from infersight.gateway.shared.config import SharedConfig
 from infersight.gateway.shared.limits import SharedLimits, Verdict
 from infersight.gateway.shared.link import RedisLink, redis_client
 from infersight.gateway.shared.metrics import SharedMetrics
@@ -25,6 +25,5 @@ __all__ = [
     "SharedMetrics",
     "SharedState",
     "Verdict",
-    "display_url",
     "redis_client",
 ]

@@ -11,24 +11,15 @@ default: one process, no extra service).
 from __future__ import annotations
 
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["SharedConfig", "display_url"]
+from infersight.core.endpoint import shown_url
+
+__all__ = ["SharedConfig"]
 
 _SCHEMES = ("redis", "rediss", "unix")
-
-
-def display_url(url: str) -> str:
-    """``url`` without its password (and user), for logs, /health and errors."""
-    parts = urlsplit(url)
-    if parts.password is None and parts.username is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
 
 
 class SharedConfig(BaseModel):
@@ -65,6 +56,6 @@ class SharedConfig(BaseModel):
         scheme = urlsplit(v).scheme
         if scheme not in _SCHEMES:
             raise ValueError(
-                f"redis_url {display_url(v)!r} must start with redis://, rediss:// or unix://"
+                f"redis_url {shown_url(v)!r} must start with redis://, rediss:// or unix://"
             )
         return v

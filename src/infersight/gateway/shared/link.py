@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from infersight.core.endpoint import shown_url
 from infersight.core.errors import ConfigError
-from infersight.gateway.shared.config import SharedConfig, display_url
+from infersight.gateway.shared.config import SharedConfig
 from infersight.gateway.shared.metrics import SharedMetrics
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def redis_client(cfg: SharedConfig) -> Redis:
             health_check_interval=0,
         )
     except ValueError as e:
-        raise ConfigError(f"[shared] redis_url {display_url(cfg.redis_url)}: {e}") from None
+        raise ConfigError(f"[shared] redis_url {shown_url(cfg.redis_url)}: {e}") from None
     return Redis.from_pool(pool)
 
 
@@ -76,7 +77,7 @@ class RedisLink:
     ) -> None:
         assert cfg.redis_url is not None
         self.cfg = cfg
-        self.url = display_url(cfg.redis_url)
+        self.url = shown_url(cfg.redis_url)
         self.client = client if client is not None else redis_client(cfg)
         self.metrics = metrics
         self.timeout = cfg.timeout_ms / 1000.0

@@ -1,0 +1,64 @@
+"""The fitted model beside the run's recommendation (docs/design.md section 9).
+
+``model_advice`` fits ``infersight.servermodel`` to the run, checks it on the run
+itself, and names the limiter and the model's typed fix.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from infersight.core.curve import Recommendation
+from infersight.core.records import RunResult
+from infersight.core.server_model import Fix, SelfCheck, ServerModel
+from infersight.servermodel import fit_model, run_data, self_check
+from infersight.servermodel.advise import advise
+
+__all__ = ["ModelAdvice", "model_advice", "with_model"]
+
+log = logging.getLogger(__name__)
+
+
+
+@dataclass(slots=True)
+class ModelAdvice:
+    model: ServerModel | None
+    check: SelfCheck | None
+    limiter: str | None
+    evidence: str
+    fix: Fix | None
+    why_not_fitted: str = ""
+
+
+def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdvice:
+    """Fit, check and advise; a run the model cannot be fitted to says why."""
+    if not result.records:
+        return ModelAdvice(None, None, None, "", None, "the run has no requests")
+    d = run_data(result, engine_slots=engine_slots)
+    if d.levels and all(lv.at_ceiling for lv in d.levels):
+        return ModelAdvice(None, None, "client", "every level was client-limited: the load "
+                           "generator, not the server, set the pace; nothing to fit", None,
+                           "every level was client-limited")
+    try:
+        m = fit_model(d)
+    except ValueError as e:
+        return ModelAdvice(None, None, None, "", None, str(e))
+    sc = self_check(d, m)
+    lim, why, fix = advise(d, m, sc)
+    return ModelAdvice(m, sc, lim, why, fix)
+
+
+def with_model(rules: Recommendation | None, adv: ModelAdvice, engine: str) -> Recommendation | None:
+    """The rules' recommendation with the model's limiter and typed fix beside it.
+
+    The rules still write the fix's text and number; the model's fix is stored with
+    its predicted effect, basis and error for ``predict``, ``tune`` and the report
+    (docs/design.md section 9: the model takes the numbers over once every rule it
+    supersedes is gone).
+    """
+    if rules is not None and adv.model is not None:
+        rules.limiter, rules.fix = adv.limiter, adv.fix
+        if adv.fix is not None and adv.check is not None and not adv.check.trusted:
+            adv.fix.basis = "estimate"
+    return rules

@@ -1,0 +1,223 @@
+"""What the model is fitted from: a run's requests as arrays, and its levels.
+
+Per request: the level, intended send (``scheduled``), ``sent``, first and last content
+chunk, ``end``, prompt and output tokens, success. Per level: its load (closed-loop
+clients or open-loop rate), whether the load generator limited it, its error share
+and its measured figures (from the stored aggregates, as every output shows them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from infersight.core.aggregate import aggregate
+from infersight.core.level_flags import flagged
+from infersight.core.records import RunResult
+
+__all__ = ["LevelData", "RunData", "level_figures", "merge_runs", "run_data"]
+
+
+@dataclass(slots=True)
+class LevelData:
+    """One load level: its load, its records (indices into RunData) and figures."""
+
+    name: str
+    idx: np.ndarray
+    concurrency: int | None
+    rate: float | None
+    #: The level's client-limited flag (as every output shows it).
+    client_limited: bool
+    #: The load generator was the limit, not only late: it fell short of the rate asked
+    #: (5% or more), used over 90% of a core, or its lag outgrew the server's first
+    #: token. Such a level says nothing about the server and is not fitted; one that
+    #: was only late is, since the model replays the times requests were really sent.
+    at_ceiling: bool
+    sustainable: bool | None
+    figures: dict[str, float | None]
+    #: The aggregate as stored (window, slo, ...).
+    agg: dict[str, Any] = field(default_factory=dict)
+    #: The slot limit this level ran with, when it differs by level (tune's trials).
+    slots: float | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self.concurrency is not None
+
+
+@dataclass(slots=True)
+class RunData:
+    """A run's requests as arrays (NaN where a time is missing)."""
+
+    level: np.ndarray
+    scheduled: np.ndarray
+    sent: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    end: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    ok: np.ndarray
+    levels: list[LevelData]
+    #: The slot limit the user stated or the engine exports (None: unknown).
+    stated_slots: float | None
+    stated_source: str
+    #: Engine KV usage scrapes: times and usage (0..1); empty when not exported.
+    kv_t: np.ndarray
+    kv_u: np.ndarray
+    slo: dict[str, float]
+
+    def subset(self, names: set[str]) -> np.ndarray:
+        """Indices of the requests of these levels."""
+        keep = [lv.idx for lv in self.levels if lv.name in names]
+        return np.concatenate(keep) if keep else np.zeros(0, dtype=int)
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _stat(agg: dict[str, Any], key: str, stat: str) -> float | None:
+    s = agg.get(key)
+    return _num(s.get(stat)) if isinstance(s, dict) else None
+
+
+def level_figures(agg: dict[str, Any]) -> dict[str, float | None]:
+    """The figures the model predicts, as bench reported them for a level."""
+    return {
+        "throughput": _num(agg.get("request_throughput")),
+        "goodput": _num(agg.get("goodput")) if not isinstance(agg.get("goodput"), dict)
+        else _num(agg["goodput"].get("rate")),
+        "ttft_p50": _stat(agg, "ttft", "p50"),
+        "ttft_p99": _stat(agg, "ttft", "p99"),
+        "tpot_p50": _stat(agg, "tpot", "p50"),
+        "e2e_p50": _stat(agg, "e2e", "p50"),
+        "e2e_p99": _stat(agg, "e2e", "p99"),
+    }
+
+
+def _at_ceiling(agg: dict[str, Any], scheduled: np.ndarray, sent: np.ndarray) -> bool:
+    """Whether the load generator, not the server, set the level's pace: its sends
+    fell 5% or more behind its own schedule, it used over 90% of a core, or its lag
+    outgrew the server's first token."""
+    if not flagged(agg):
+        return False
+    ok = np.isfinite(sent)
+    behind = False
+    if ok.sum() > 2:
+        meant = float(np.ptp(scheduled[ok]))
+        took = float(np.ptp(sent[ok]))
+        behind = meant > 0 and took > meant / 0.95
+    cpu = _num(agg.get("loadgen_cpu_percent"))
+    lag, ttft = _stat(agg, "schedule_lag", "p99"), _stat(agg, "ttft_from_sent", "p50")
+    return bool(behind or (cpu is not None and cpu > 90.0)
+                or (lag is not None and ttft is not None and lag > ttft))
+
+
+def _stated_slots(result: RunResult, engine_slots: int | None) -> tuple[float | None, str]:
+    if engine_slots:
+        return float(engine_slots), "stated (--engine-slots)"
+    at_bench = result.config.get("engine_slots")
+    if isinstance(at_bench, int | float) and at_bench > 0:
+        return float(at_bench), "stated at bench time (--engine-slots)"
+    vals = [s.value for s in result.samples if s.name == "engine.slots" and s.value]
+    if vals:
+        return float(max(vals)), "the engine's own export (engine.slots)"
+    return None, ""
+
+
+def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
+    """The arrays of ``result`` (every record), with its levels in run order."""
+    recs = result.records
+    n = len(recs)
+    nan = float("nan")
+
+    def arr(values: Any) -> np.ndarray:
+        return np.asarray(list(values), dtype=float) if n else np.zeros(0)
+
+    names: list[str] = [str(lv["name"]) for lv in result.config.get("levels") or []
+                        if isinstance(lv, dict) and lv.get("name")]
+    labels = [r.labels.get("level") or "" for r in recs]
+    for lab in labels:
+        if lab and lab not in names:
+            names.append(lab)
+    specs = {str(lv.get("name")): lv for lv in result.config.get("levels") or []
+             if isinstance(lv, dict)}
+    lab_arr = np.asarray(labels, dtype=object)
+    sched_all = arr(r.scheduled for r in recs)
+    sent_all = arr(r.sent if r.sent is not None else nan for r in recs)
+    levels: list[LevelData] = []
+    for name in names:
+        idx = np.flatnonzero(lab_arr == name)
+        if not idx.size:
+            continue
+        agg = result.aggregates.get(name)
+        spec = specs.get(name, {})
+        conc, rate = spec.get("concurrency"), spec.get("rate")
+        if not isinstance(agg, dict) or not agg.get("requests"):
+            agg = aggregate([recs[int(i)] for i in idx],
+                            target_concurrency=int(conc) if isinstance(conc, int) else None,
+                            target_rate=_num(rate))
+        target = agg.get("target") if isinstance(agg.get("target"), dict) else {}
+        sus = agg.get("sustainability") if isinstance(agg.get("sustainability"), dict) else {}
+        c = (target or {}).get("concurrency", conc)
+        r = _num((sus or {}).get("offered_rate")) or _num((target or {}).get("rate")) or _num(rate)
+        levels.append(LevelData(
+            name=name, idx=idx, concurrency=int(c) if isinstance(c, int | float) and c else None,
+            rate=r, client_limited=flagged(agg),
+            at_ceiling=_at_ceiling(agg, sched_all[idx], sent_all[idx]),
+            sustainable=(sus or {}).get("sustainable") if (sus or {}).get("judged") else None,
+            figures=level_figures(agg), agg=agg))
+    stated, source = _stated_slots(result, engine_slots)
+    kv = [(s.t, s.value) for s in result.samples
+          if s.name == "engine.kv_cache_usage" and s.value is not None]
+    slo = result.config.get("slo") if isinstance(result.config.get("slo"), dict) else {}
+    return RunData(
+        level=lab_arr,
+        scheduled=arr(r.scheduled for r in recs),
+        sent=arr(r.sent if r.sent is not None else r.scheduled for r in recs),
+        first=arr(r.chunk_times[0] if r.chunk_times else nan for r in recs),
+        last=arr(r.chunk_times[-1] if r.chunk_times else nan for r in recs),
+        end=arr(r.end if r.end is not None else nan for r in recs),
+        prompt=arr(r.prompt_tokens if r.prompt_tokens is not None else nan for r in recs),
+        output=arr(r.output_tokens for r in recs),
+        ok=np.asarray([r.ok for r in recs], dtype=bool),
+        levels=levels, stated_slots=stated, stated_source=source,
+        kv_t=np.asarray([t for t, _ in kv], dtype=float),
+        kv_u=np.asarray([u for _, u in kv], dtype=float),
+        slo={str(k): float(v) for k, v in (slo or {}).items() if isinstance(v, int | float)},
+    )
+
+
+def merge_runs(runs: Sequence[tuple[str, RunResult, float | None]]) -> RunData:
+    """Several runs of one server at different slot limits (tune's trials) as one:
+    each run's levels are named ``TAG/level`` and keep the slot limit stated for their
+    run, so one model is fitted to all of them. The runs must not overlap in time."""
+    parts = [(tag, run_data(r), s) for tag, r, s in runs]
+    if not parts:
+        raise ValueError("no runs to merge")
+    offset = 0
+    levels: list[LevelData] = []
+    for tag, d, s in parts:
+        for lv in d.levels:
+            levels.append(replace(lv, name=f"{tag}/{lv.name}", idx=lv.idx + offset,
+                                  slots=s if s else d.stated_slots))
+        offset += d.scheduled.size
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(d, name) for _, d, _ in parts])
+
+    label = np.concatenate([np.asarray([f"{tag}/{x}" for x in d.level], dtype=object)
+                            for tag, d, _ in parts])
+    first = parts[0]
+    return RunData(
+        level=label, scheduled=cat("scheduled"), sent=cat("sent"), first=cat("first"),
+        last=cat("last"), end=cat("end"), prompt=cat("prompt"), output=cat("output"),
+        ok=cat("ok"), levels=levels, stated_slots=first[2] or first[1].stated_slots,
+        stated_source="stated per run", kv_t=cat("kv_t"), kv_u=cat("kv_u"), slo=first[1].slo)

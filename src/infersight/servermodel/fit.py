@@ -1,0 +1,338 @@
+"""Fitting the model of docs/design.md section 9 to a run.
+
+1. **Slots.** Stated (``--engine-slots``) or exported by the engine: taken as given.
+   Else the smallest S for which replaying the arrivals and ends through FIFO
+   admission (:mod:`.admission`) leaves no request with its first token before its
+   admission; S at the run's highest in-flight count means no limit was reached.
+2. **KV.** Where the engine exports KV usage: the tokens held by the admitted
+   requests at each scrape over the usage it reported, for both ways of holding
+   tokens (reserved at admission, or grown as computed); the steadier one is kept.
+3. **Step time.** ``a + b·max(0, n - k)`` per decode step with ``n`` running, plus
+   ``c`` seconds per prompt token prefilled in the step. Each request's tokens must
+   be what its time at each running count, less the prefill steps of the requests
+   admitted meanwhile, buys: least squares on the log of that ratio (scipy), profiled
+   over ``k``.
+4. **First token.** ``e + κ·step(n) + c_first·p`` after admission (bounded linear
+   least squares).
+Intervals are 95%, from the fit's Jacobian (step and first token), the profile of
+``k``, and the range of S consistent with the records.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares, lsq_linear, nnls
+
+from infersight.core.server_model import Param, ServerModel
+from infersight.servermodel.admission import reconstruct, running_at, violations
+from infersight.servermodel.data import RunData
+from infersight.servermodel.features import DecodeFeatures, decode_features, time_at_counts
+
+__all__ = ["MAX_FIT_REQUESTS", "fit_model"]
+
+#: Requests used by the step-time fit (a random subset beyond this: the fit's cost).
+MAX_FIT_REQUESTS = 3000
+#: Share of requests whose first token may precede their replayed admission (clock
+#: jitter between a server's slot release and the client seeing the answer end).
+VIOLATION_SHARE = 0.005
+
+
+@dataclass(slots=True)
+class _Slots:
+    value: float | None
+    low: float
+    high: float | None
+    source: str
+
+
+def _floor(first: np.ndarray, sent: np.ndarray) -> tuple[float, float]:
+    """The fastest first token from send (a request that did not wait), and how far
+    below it a replayed admission may put one before it counts as impossible (the
+    client sees an answer end a little after the server freed its slot)."""
+    f = (first - sent)[np.isfinite(first - sent)]
+    floor = float(f.min()) if f.size else 0.0
+    return floor, max(0.002, 0.5 * floor)
+
+
+def _explains_waits(start: np.ndarray, arrival: np.ndarray, first: np.ndarray,
+                    prompt: np.ndarray, tol: float) -> bool:
+    """Whether a slot limit explains the requests it makes wait: their first tokens,
+    counted from the replayed admission, look like those of requests that did not
+    wait (for their prompt length), closer than counted from their send. A limit the
+    run never reached squeezes a few requests' first tokens instead."""
+    waited = start > arrival + tol
+    if not waited.any() or waited.all():
+        return bool(waited.any())
+    p = np.nan_to_num(prompt)
+    design = np.column_stack([np.ones(p.size), p])
+    coef, *_ = np.linalg.lstsq(design[~waited], (first - arrival)[~waited], rcond=None)
+    typical = design[waited] @ coef
+    with_limit = np.median(np.abs(first[waited] - start[waited] - typical))
+    without = np.median(np.abs(first[waited] - arrival[waited] - typical))
+    return bool(with_limit < without)
+
+
+def _find_slots(d: RunData, use: np.ndarray) -> _Slots:
+    arrival, end, first = d.sent[use], d.end[use], d.first[use]
+    inflight = running_at(arrival, end, np.sort(arrival))
+    top = int(inflight.max()) if inflight.size else 1
+    if d.stated_slots:
+        return _Slots(d.stated_slots, d.stated_slots, d.stated_slots, d.stated_source)
+    floor, tol = _floor(first, arrival)
+    allowed = max(1, int(VIOLATION_SHARE * use.size))
+
+    def consistent(s: int) -> bool:
+        return violations(reconstruct(arrival, end, s, first=first), first, tol - floor) <= allowed
+
+    # fewer slots only add impossible first tokens: bisect for the smallest consistent S
+    lo, hi = 1, top
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if consistent(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo < top:
+        start = reconstruct(arrival, end, lo, first=first)
+        if _explains_waits(start, arrival, first, d.prompt[use], tol):
+            return _Slots(float(lo), float(lo), float(lo), "fitted")
+    return _Slots(None, float(top), None, "not reached")
+
+
+def _kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None, str]:
+    if d.kv_u.size < 3 or float(np.max(d.kv_u)) < 0.05:
+        return None, "reserve"
+    st, en = start, d.end[use]
+    p = np.nan_to_num(d.prompt[use])
+    out = d.output[use]
+    first, last = d.first[use], d.last[use]
+    caps: dict[str, np.ndarray] = {}
+    for mode in ("reserve", "grow"):
+        vals = []
+        for t, u in zip(d.kv_t, d.kv_u, strict=True):
+            if u < 0.05:
+                continue
+            on = (st <= t) & (t < en)
+            if mode == "reserve":
+                held = float(np.sum(p[on] + out[on]))
+            else:
+                frac = np.clip((t - first[on]) / np.maximum(last[on] - first[on], 1e-9), 0, 1)
+                held = float(np.sum(p[on] + out[on] * np.nan_to_num(frac)))
+            if held > 0:
+                vals.append(held / u)
+        caps[mode] = np.asarray(vals)
+    best = min(caps, key=lambda m: (np.std(caps[m]) / np.mean(caps[m])) if caps[m].size > 2
+               else math.inf)
+    v = caps[best]
+    if v.size < 3:
+        return None, "reserve"
+    lo, mid, hi = (float(x) for x in np.quantile(v, [0.1, 0.5, 0.9]))
+    return Param(value=mid, low=lo, high=hi, unit="tokens", source="engine KV usage"), best
+
+
+def _level_slots(d: RunData, idx: np.ndarray) -> np.ndarray | None:
+    """Each request's slot limit when its level states its own (merged trials)."""
+    if not d.levels or any(lv.slots is None for lv in d.levels):
+        return None
+    by_name = {lv.name: lv.slots for lv in d.levels}
+    return np.asarray([by_name.get(str(x)) or np.inf for x in d.level[idx]], dtype=float)
+
+
+def step_time(n: np.ndarray | float, a: float, b: float, k: float) -> np.ndarray:
+    """Seconds of one decode step with ``n`` sequences running."""
+    return a + b * np.maximum(0.0, np.asarray(n, dtype=float) - k)
+
+
+def _decode_fit(f: DecodeFeatures) -> tuple[tuple[float, float, float, float], np.ndarray,
+                                             tuple[float, float]]:
+    """(a, b, c, k), the covariance of (a, b, c), and k's interval.
+
+    A step time that grows with ``n`` (b > 0 past k) is kept only when it explains the
+    records better than a flat one by more than its two extra parameters cost (BIC),
+    and the run spent 5% of its decode time at two thirds of its top running
+    count or less: a run whose running count hardly varied says nothing about growth.
+    """
+    tpot = f.span / f.steps
+    a0 = float(np.median(tpot))
+    top = float(f.counts.max()) if f.counts.size else 1.0
+
+    def solve(k: float | None) -> tuple[float, np.ndarray, np.ndarray]:
+        def resid(x: np.ndarray) -> np.ndarray:
+            a, b, c = x if k is not None else (x[0], 0.0, x[1])
+            d = step_time(f.counts, a, b, k or 0.0)
+            scale = np.clip(1.0 - c * f.prefill / np.maximum(f.span, 1e-9), 1e-3, 1.0)
+            made = (f.tau / d[None, :]).sum(axis=1) * scale
+            return np.asarray(np.log(np.maximum(made, 1e-9) / f.steps), dtype=float)
+        x0 = [a0, a0 * 0.1, 0.0] if k is not None else [a0, 0.0]
+        r = least_squares(resid, x0=x0, bounds=([1e-6] + [0.0] * (len(x0) - 1), [np.inf] * len(x0)),
+                          loss="soft_l1", f_scale=0.1)
+        x = r.x if k is not None else np.array([r.x[0], 0.0, r.x[1]])
+        jac = r.jac if k is not None else np.column_stack([r.jac[:, 0], np.zeros(len(r.fun)), r.jac[:, 1]])
+        return float(np.sum(r.fun ** 2)), x, jac
+
+    m = max(1, f.steps.size)
+    sse_flat, x_flat, jac_flat = solve(None)
+    # the hinge: chosen on the linear form (TPOT = a + b·mean(max(0, n - k)) + c·prefill
+    # per step: one least-squares solve per candidate), then fitted exactly once
+    w = f.tau / np.maximum(f.tau.sum(axis=1, keepdims=True), 1e-12)
+    per_step = f.prefill / np.maximum(f.steps, 1.0)
+    # at most 24 candidates, spaced geometrically over the counts that occur
+    grid = np.unique(np.floor(np.geomspace(1.0, max(top, 1.0), 24))) if top > 1 else np.zeros(0)
+    cands = grid[grid < top]
+    lin: list[tuple[float, float]] = []
+    for k in [0.0, *cands.tolist()]:
+        x_k = (w * np.maximum(0.0, f.counts[None, :] - k)).sum(axis=1)
+        design = np.column_stack([np.ones(m), x_k, per_step]) / tpot[:, None]
+        coef, _ = nnls(design, np.ones(m))
+        lin.append((float(k), float(np.sum((design @ coef - 1.0) ** 2))))
+    sse_by_k: list[tuple[float, float]] = []
+    best = (sse_flat, x_flat, jac_flat, top)
+    if lin:
+        k_best = min(lin, key=lambda kv: kv[1])[0]
+        sse, x, jac = solve(k_best)
+        sse_by_k = [(k, v * sse / max(min(v for _, v in lin), 1e-12)) for k, v in lin]
+        if sse < best[0]:
+            best = (sse, x, jac, k_best)
+    sse, x, jac, k = best
+    bic_gain = m * math.log(max(sse_flat, 1e-12) / max(sse, 1e-12))
+    # growth needs the run to have measured few and many running: at least 5% of
+    # the decode time at two thirds of the top count or less
+    spread = float(f.tau[:, f.counts <= top / 1.5].sum() / max(f.tau.sum(), 1e-12))
+    if k != top and (bic_gain <= 2.0 * math.log(m) or spread < 0.05):
+        sse, x, jac, k = sse_flat, x_flat, jac_flat, top  # growth not shown: flat
+    sigma2 = sse / max(1, m - 4)
+    cov = np.linalg.pinv(jac.T @ jac) * sigma2
+    if k == top:
+        return (float(x[0]), 0.0, float(x[2]), float(k)), cov, (top, top)
+    # k's interval: the values whose fit is within a chi-square(1) step of the best
+    near = [kk for kk, s in sse_by_k if (s - sse) / max(sigma2, 1e-12) <= 3.84]
+    return (float(x[0]), float(x[1]), float(x[2]), float(k)), cov, (min(near), max(near))
+
+
+def _varies(x: np.ndarray) -> bool:
+    """Whether a regressor varies enough to be told from the constant."""
+    return x.size > 3 and float(np.std(x)) > 0.02 * max(float(np.mean(np.abs(x))), 1e-12)
+
+
+def _first_token_fit(big_f: np.ndarray, steps: np.ndarray, p: np.ndarray
+                     ) -> tuple[Param, Param, Param]:
+    """``e + κ·step(n) + c_first·p`` by bounded least squares. A regressor that does not
+    vary in the run cannot be told from ``e``: κ is then one step (a first token needs
+    at least the step that computes it) and ``c_first`` 0, each marked "assumed"."""
+    ok = np.isfinite(big_f)
+    y, s, pp = big_f[ok], steps[ok], p[ok]
+    cols, names = [np.ones(y.size)], ["e"]
+    fixed = np.zeros(y.size)
+    assumed: dict[str, float] = {}
+    if _varies(s):
+        cols.append(s)
+        names.append("kappa")
+    else:
+        assumed["kappa"] = 1.0
+        fixed += s
+    if _varies(pp):
+        cols.append(pp)
+        names.append("c_first")
+    else:
+        assumed["c_first"] = 0.0
+    design = np.column_stack(cols)
+    target = y - fixed
+    if float(np.median(target)) < 0 and "kappa" in assumed:
+        assumed["kappa"], target = 0.0, y  # the first token came faster than one step
+    sol = lsq_linear(design, target, bounds=(np.zeros(len(cols)), np.full(len(cols), np.inf)))
+    res = target - design @ sol.x
+    s2 = float(np.sum(res ** 2)) / max(1, y.size - len(cols))
+    sd = np.sqrt(np.clip(np.diag(np.linalg.pinv(design.T @ design) * s2), 0.0, None))
+    units = {"e": "s", "kappa": "steps", "c_first": "s per prompt token"}
+    out = {n: _param(float(v), float(e), units[n]) for n, v, e in zip(names, sol.x, sd, strict=True)}
+    for n, v in assumed.items():
+        out[n] = Param(value=v, low=v, high=v, unit=units[n], source="assumed (no variation)")
+    return out["e"], out["kappa"], out["c_first"]
+
+
+def _param(v: float, sd: float, unit: str, lo_bound: float = 0.0) -> Param:
+    sd = sd if math.isfinite(sd) else 0.0
+    return Param(value=v, low=max(lo_bound, v - 1.96 * sd), high=v + 1.96 * sd, unit=unit)
+
+
+def _sample(rng: np.random.Generator, idx: np.ndarray) -> np.ndarray:
+    return np.sort(rng.choice(idx, MAX_FIT_REQUESTS, replace=False)) if idx.size > MAX_FIT_REQUESTS else idx
+
+
+def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
+    """Fit the model to the requests of ``levels`` (default: every level where the
+    load generator was not the limit; see ``LevelData.at_ceiling``). Raises ValueError
+    when too few requests answered."""
+    usable = [lv for lv in d.levels if not lv.at_ceiling]
+    names = set(levels) if levels is not None else {lv.name for lv in usable}
+    left_out = {lv.name: "client-limited: the load generator, not the server, set its pace"
+                for lv in d.levels if lv.at_ceiling and lv.name not in names}
+    use = d.subset(names)
+    use = use[np.isfinite(d.sent[use])]
+    if use.size < 4:
+        raise ValueError("fewer than 4 requests to fit")
+    ok = d.ok[use] & np.isfinite(d.first[use]) & np.isfinite(d.end[use])
+    errors = float(np.count_nonzero(~d.ok[use])) / use.size
+    slots = _find_slots(d, use[ok])
+    okidx = use[ok]
+    per_level = _level_slots(d, okidx)
+    start = reconstruct(d.sent[okidx], d.end[okidx],
+                        per_level if per_level is not None else slots.value, first=d.first[okidx])
+    kv, kv_mode = _kv(d, okidx, start)
+    notes: list[str] = []
+    if kv is not None and slots.source == "fitted" and float(np.max(d.kv_u)) >= 0.9:
+        # KV filled where the limit showed: the limit is KV's, the slots lie beyond it
+        notes.append(f"the admission limit of about {slots.value:.0f} came with KV usage "
+                     f"≥ 90%: KV binds there, the slot limit is above it")
+        slots = _Slots(None, slots.low, None, "not reached")
+        need = np.nan_to_num(d.prompt[okidx]) + d.output[okidx]
+        start = reconstruct(d.sent[okidx], d.end[okidx], None, need, kv.value,
+                            first=d.first[okidx])
+    rng = np.random.default_rng(0)
+    dec = (d.output[okidx] >= 2) & np.isfinite(d.last[okidx]) & (d.last[okidx] > d.first[okidx])
+    pick = _sample(rng, np.flatnonzero(dec))
+    if pick.size < 3:
+        raise ValueError("fewer than 3 answers with two tokens or more")
+    feats = decode_features(start, d.end[okidx], d.first[okidx], d.last[okidx], d.output[okidx],
+                            d.prompt[okidx], pick)
+    (a, b, c, k), cov, (k_lo, k_hi) = _decode_fit(feats)
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    # the step time a request's first token was computed at: the mean over its wait
+    # for it (the running count at its admission alone misreads a handover)
+    counts, tau = time_at_counts(start, d.end[okidx], start, d.first[okidx])
+    span = tau.sum(axis=1)
+    at_admit = step_time(running_at(start, d.end[okidx], start), a, b, k)
+    mean_step = np.where(span > 0, (tau * step_time(counts, a, b, k)[None, :]).sum(axis=1)
+                         / np.maximum(span, 1e-12), at_admit)
+    e_p, kappa_p, cf_p = _first_token_fit(d.first[okidx] - start, mean_step,
+                                          np.nan_to_num(d.prompt[okidx]))
+    think: dict[str, float] = {}
+    for lv in d.levels:
+        if lv.closed and lv.name in names and lv.figures.get("throughput"):
+            ii = lv.idx[d.ok[lv.idx] & np.isfinite(d.end[lv.idx])]
+            resp = float(np.mean(d.end[ii] - d.sent[ii])) if ii.size else 0.0
+            think[lv.name] = max(0.0, float(lv.concurrency or 0) / float(lv.figures["throughput"] or 1) - resp)
+    limited = [lv for lv in d.levels if lv.at_ceiling and lv.rate]
+    ceiling = max((lv.figures.get("throughput") or 0.0 for lv in limited), default=None) or None
+    clients = [lv.concurrency for lv in d.levels if lv.closed and lv.name in names]
+    rates = [lv.rate for lv in d.levels if lv.rate and lv.name in names]
+    measured = {"n": float(feats.counts.max()) if feats.counts.size else 0.0,
+                "p": float(np.nanmax(d.prompt[okidx])) if np.isfinite(d.prompt[okidx]).any() else 0.0}
+    if clients:
+        measured["clients"] = float(max(c for c in clients if c))
+    if rates:
+        measured["rate"] = float(max(r for r in rates if r))
+    return ServerModel(
+        slots=Param(value=slots.value, low=slots.low, high=slots.high, unit="slots",
+                    source=slots.source),
+        kv_tokens=kv, kv_mode=kv_mode,
+        a=_param(a, float(sd[0]), "s"), b=_param(b, float(sd[1]), "s per sequence"),
+        k=Param(value=k, low=k_lo, high=k_hi, unit="sequences"),
+        c=_param(c, float(sd[2]), "s per prompt token"),
+        e=e_p, kappa=kappa_p, c_first=cf_p,
+        error_share=errors, think=think, client_ceiling=ceiling, measured=measured,
+        levels=sorted(names, key=[lv.name for lv in d.levels].index), left_out=left_out,
+        requests=int(use.size), notes=notes)

@@ -1,0 +1,96 @@
+"""``predict``: the model of a saved run evaluated at other knobs or loads
+(docs/design.md section 9), each figure with the error the model measured on the run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from infersight.core.errors import ConfigError
+from infersight.core.records import RunResult
+from infersight.core.server_model import CHECKED_METRICS, Prediction, SelfCheck, ServerModel
+from infersight.servermodel.advise import RANGE
+from infersight.servermodel.data import RunData, run_data
+from infersight.servermodel.evaluate import predict_load
+from infersight.servermodel.fit import fit_model
+from infersight.servermodel.selfcheck import self_check
+
+__all__ = ["Forecast", "forecast"]
+
+
+@dataclass(slots=True)
+class Forecast:
+    """A prediction, the setting it is for, the model's error and its caveats."""
+
+    setting: dict[str, float | int | None]
+    prediction: Prediction
+    error: dict[str, float | None]
+    basis: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"setting": self.setting, "prediction": self.prediction.model_dump(),
+                "error": self.error, "basis": self.basis, "notes": self.notes}
+
+
+def _positive(name: str, v: float | None) -> None:
+    if v is not None and (not math.isfinite(v) or v <= 0):
+        raise ConfigError(f"--{name.replace('_', '-')} must be a positive number (got {v:g})")
+
+
+def _model(result: RunResult, d: RunData) -> tuple[ServerModel, SelfCheck]:
+    if result.server_model is not None and result.self_check is not None:
+        return result.server_model, result.self_check
+    try:
+        m = fit_model(d)
+    except ValueError as e:
+        raise ConfigError(f"the model cannot be fitted to this run: {e}") from None
+    return m, self_check(d, m)
+
+
+def forecast(result: RunResult, *, slots: int | None = None, rate: float | None = None,
+             concurrency: int | None = None, replicas: int | None = None,
+             max_tokens: int | None = None) -> Forecast:
+    """The model's figures for ``result`` at the given knobs (the rest as measured at
+    the run's most loaded level). Raises ConfigError for a knob it cannot vary."""
+    for name, v in (("slots", slots), ("rate", rate), ("concurrency", concurrency),
+                    ("replicas", replicas), ("max_tokens", max_tokens)):
+        _positive(name, float(v) if v is not None else None)
+    if rate is not None and concurrency is not None:
+        raise ConfigError("give --rate (open loop) or --concurrency (closed loop), not both")
+    d = run_data(result)
+    if not d.levels:
+        raise ConfigError("the run has no load levels to predict from")
+    m, sc = _model(result, d)
+    notes: list[str] = []
+    if slots is not None and m.slots.value is None and m.kv_tokens is not None:
+        raise ConfigError("KV, not the slots, limited this run: the model cannot say what "
+                          "another slot count does (it never saw the slot limit)")
+    fitted = [lv for lv in d.levels if lv.name in m.levels] or d.levels
+    base = max(fitted, key=lambda lv: (lv.concurrency or 0, lv.rate or 0.0))
+    idx = base.idx[d.ok[base.idx]] if d.ok[base.idx].any() else base.idx
+    fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
+    prompt = np.nan_to_num(d.prompt[idx], nan=fill)
+    output = np.maximum(d.output[idx], 1.0)
+    if max_tokens is not None:
+        output = np.minimum(output, float(max_tokens))
+    if rate is None and concurrency is None:
+        rate, concurrency = (base.rate, None) if not base.closed else (None, base.concurrency)
+    think = m.think.get(base.name, 0.0) if concurrency is not None else 0.0
+    p = predict_load(m, prompt, output, slots=slots, rate=rate, concurrency=concurrency,
+                     think=think, replicas=replicas or 1, slo=d.slo or None)
+    basis = "model" if sc.trusted else "estimate"
+    n = m.measured.get("n", 0.0)
+    if p.running is not None and n and p.running > RANGE * n:
+        basis = "estimate"
+        notes.append(f"{p.running:.1f} running is beyond {RANGE:g}x the measured {n:.0f}")
+    if not sc.trusted and sc.why_not:
+        notes.append(f"not checked within 15%: {sc.why_not}")
+    err = {k: sc.mape.get(k) for k in CHECKED_METRICS}
+    setting = {"slots": slots if slots is not None else m.slots.value, "rate": rate,
+               "concurrency": concurrency, "replicas": replicas or 1, "max_tokens": max_tokens}
+    return Forecast(setting=setting, prediction=p, error=err, basis=basis, notes=notes)

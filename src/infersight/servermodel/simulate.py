@@ -1,0 +1,173 @@
+"""The model run forward: a discrete-event simulation of the server (docs/design.md
+section 9).
+
+Requests arrive (open loop: at given times; closed loop: N clients, each sending again
+a think time after its answer), wait FIFO for a slot and, where KV is known, for their
+tokens to fit, then take ``e + κ·step(n) + c_first·p`` to their first token and one
+token per decode step after it. All running requests share the decode steps: the
+engine's work clock advances at one step per ``step(n)`` seconds, and stops for
+``c·p`` seconds whenever a request with ``p`` prompt tokens is admitted (its prefill
+step). Events are arrivals, first tokens and ends, so the cost grows with requests,
+not tokens.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Engine", "Load", "Simulated", "simulate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """The server's fitted numbers (plain floats: the simulation's hot loop)."""
+
+    slots: float | None
+    kv: float | None
+    kv_reserve: bool
+    a: float
+    b: float
+    k: float
+    c: float
+    e: float
+    kappa: float
+    c_first: float
+    error_share: float = 0.0
+
+    def step(self, n: int) -> float:
+        return self.a + self.b * max(0.0, n - self.k)
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Open loop (``arrivals``) or closed loop (``clients`` with ``think``), over
+    requests whose prompt and output tokens are taken in turn from ``prompt``/``output``."""
+
+    prompt: np.ndarray
+    output: np.ndarray
+    arrivals: np.ndarray | None = None
+    clients: int | None = None
+    think: float = 0.0
+    #: Closed loop: stop sending after this many requests or this many seconds.
+    count: int = 1000
+    duration: float | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Simulated:
+    """Each simulated request: arrival, admission, first token, end, tokens, success."""
+
+    arrival: np.ndarray
+    start: np.ndarray
+    first: np.ndarray
+    end: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    ok: np.ndarray
+
+
+def simulate(eng: Engine, load: Load) -> Simulated:
+    """Run ``load`` through ``eng``; every request sent ends (success or error)."""
+    rng = np.random.default_rng(load.seed)
+    cap = float("inf") if eng.slots is None else eng.slots
+    budget = float("inf") if eng.kv is None else eng.kv
+    arr: list[float] = []
+    start: list[float] = []
+    first: list[float] = []
+    end: list[float] = []
+    prm: list[float] = []
+    out: list[float] = []
+    ok: list[bool] = []
+    arrivals: list[tuple[float, int]] = []  # (time, client or -1)
+    if load.arrivals is not None:
+        arrivals = [(float(t), -1) for t in np.sort(load.arrivals)]
+        heapq.heapify(arrivals)
+        limit = len(arrivals)
+    else:
+        arrivals = [(0.0, c) for c in range(load.clients or 1)]
+        limit = load.count
+    horizon = float("inf") if load.duration is None else load.duration
+    queue: deque[int] = deque()
+    prefill: list[tuple[float, int]] = []
+    decode: list[tuple[float, int]] = []
+    client_of: dict[int, int] = {}
+    held = 0.0
+    running = 0
+    t = 0.0
+    work = 0.0
+    stall = 0.0
+    sent = 0
+    np_ = load.prompt.size
+
+    def finish(i: int, when: float) -> None:
+        nonlocal held, running
+        end[i] = when
+        running -= 1
+        held -= prm[i] + out[i]
+        c = client_of.pop(i, -1)
+        if c >= 0 and sent < limit and when + load.think < horizon:
+            heapq.heappush(arrivals, (when + load.think, c))
+
+    while arrivals or queue or prefill or decode:
+        d = eng.step(running) if running else eng.a
+        t_dec = (max(t, stall) + (decode[0][0] - work) * d) if decode else float("inf")
+        t_pre = prefill[0][0] if prefill else float("inf")
+        t_arr = arrivals[0][0] if arrivals else float("inf")
+        t_next = min(t_dec, t_pre, t_arr)
+        if t_next == float("inf"):
+            break  # only a queue that can never be admitted is left
+        work += max(0.0, t_next - max(t, stall)) / d
+        t = t_next
+        if t_dec <= t_next and decode:
+            _, i = heapq.heappop(decode)
+            finish(i, t)
+        elif t_pre <= t_next:
+            _, i = heapq.heappop(prefill)
+            first[i] = t
+            m = out[i] - 1.0
+            if m <= 0:
+                finish(i, t)
+            else:
+                heapq.heappush(decode, (work + m, i))
+        else:
+            ta, c = heapq.heappop(arrivals)
+            i = len(arr)
+            sent += 1
+            arr.append(ta)
+            prm.append(float(load.prompt[i % np_]))
+            out.append(max(1.0, float(load.output[i % load.output.size])))
+            start.append(float("nan"))
+            first.append(float("nan"))
+            end.append(float("nan"))
+            good = not (eng.error_share and rng.random() < eng.error_share)
+            ok.append(good)
+            if c >= 0:
+                client_of[i] = c
+            if good:
+                queue.append(i)
+            else:
+                end[i] = ta
+                c2 = client_of.pop(i, -1)
+                if c2 >= 0 and sent < limit and ta + load.think < horizon:
+                    heapq.heappush(arrivals, (ta + load.think, c2))
+        while queue and running < cap and held + prm[queue[0]] + out[queue[0]] <= budget:
+            i = queue.popleft()
+            running += 1
+            held += prm[i] + out[i]
+            start[i] = t
+            heapq.heappush(prefill, (t + eng.e + eng.kappa * eng.step(running)
+                                     + eng.c_first * prm[i], i))
+            stall = max(stall, t) + eng.c * prm[i]
+        if queue and running == 0 and not (prefill or decode):
+            # the head can never fit (it needs more KV than the whole budget): it fails
+            i = queue.popleft()
+            ok[i] = False
+            end[i] = t
+    return Simulated(arrival=np.asarray(arr), start=np.asarray(start), first=np.asarray(first),
+                     end=np.asarray(end), prompt=np.asarray(prm), output=np.asarray(out),
+                     ok=np.asarray(ok, dtype=bool))

@@ -1,0 +1,76 @@
+"""The fitted model against real fake servers whose limits are known
+(``infersight.testing.truth_scenarios``), measured by a real ``bench`` over 127.0.0.1:
+the limiter it names, the slots it infers, the fix it gives (never a knob that does
+not bind), its self-check, and ``predict`` from the saved file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infersight.bench import BenchConfig
+from infersight.core.records import RunResult, save_run_result
+from infersight.entrypoints.bench import bench_and_diagnose
+from infersight.testing import FakeOpenAI
+from infersight.testing.truth_scenarios import scenario
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+def _run(name: str, **load: Any) -> RunResult:
+    sc = scenario(name)
+    assert sc.server is not None
+    with FakeOpenAI.subprocess(sc.server) as srv:
+        cfg = BenchConfig(url=srv.base_url, progress=False, diagnose=True,
+                          **{**sc.bench_load(quick=True), **load})
+        return bench_and_diagnose(cfg)
+
+
+def test_four_slots_swept_far_past_them() -> None:
+    run = _run("closed_slots", concurrency=[1, 2, 4, 16])
+    m, sc, rec = run.server_model, run.self_check, run.recommendation
+    assert m is not None and sc is not None and rec is not None
+    assert m.slots.value == 4 and m.slots.source == "fitted"
+    assert rec.limiter == "slots" and rec.fix is not None and rec.fix.knob == "slots"
+    # never past twice the 4 running it measured, whatever the 16 clients
+    assert rec.fix.to_value is not None and rec.fix.to_value <= 8
+    assert sc.method == "leave-one-level-out" and len(sc.levels) >= 3
+
+
+def test_compute_bound_with_free_slots_never_raises_them() -> None:
+    run = _run("compute_free_slots", concurrency=[1, 2, 4, 16])
+    rec, m = run.recommendation, run.server_model
+    assert rec is not None and m is not None and rec.limiter == "compute"
+    assert m.b.value and m.b.value > 0  # the step grows with the running count
+    assert rec.fix is not None and rec.fix.knob != "slots"
+    assert not (rec.knob == "slots" and rec.direction == "up")
+
+
+def test_kv_full_is_kv_not_slots() -> None:
+    run = _run("kv_bound", concurrency=[1, 2, 4, 16])
+    m, rec = run.server_model, run.recommendation
+    assert m is not None and rec is not None and rec.limiter == "kv"
+    assert m.kv_tokens is not None and m.kv_tokens.value == pytest.approx(700, rel=0.15)
+    assert m.slots.value is None  # KV binds before the 16 slots do
+
+
+def test_mixed_prompt_lengths_are_prefill_not_a_slot_limit(tmp_path: Path) -> None:
+    run = _run("mixed_prompts", concurrency=[1, 4, 8])
+    m, rec = run.server_model, run.recommendation
+    assert m is not None and rec is not None
+    assert m.slots.value is None and rec.limiter == "none"
+    assert "slot_bound" not in {v.id for v in run.diagnosis}
+    assert m.c_first.value == pytest.approx(1e-4, rel=0.3)  # the server's 0.1 ms a token
+    path = save_run_result(run, tmp_path / "run.json")
+    exe = Path(sys.executable).parent / "infersight"
+    out = subprocess.run([str(exe), "predict", str(path), "--concurrency", "4", "--json"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    c4 = run.aggregates["c=4"]["request_throughput"]
+    assert doc["prediction"]["throughput"] == pytest.approx(c4, rel=0.15)

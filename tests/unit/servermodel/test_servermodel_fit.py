@@ -1,0 +1,104 @@
+"""The model fitted to runs of simulated servers with a known truth (``queue_sim``: a
+server of its own, not the model's simulation), and checked on them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from infersight.core.aggregate import aggregate
+from infersight.core.records import RunResult
+from infersight.servermodel import fit_model, run_data, self_check
+from infersight.servermodel.advise import advise
+from infersight.servermodel.evaluate import records_of
+from infersight.servermodel.simulate import Engine, Load, simulate
+from support.sim_runs import rate_run, sweep_run
+
+
+def test_four_slots_from_the_clients_records_alone() -> None:
+    d = run_data(sweep_run(slots=4))
+    m = fit_model(d)
+    assert m.slots.value == 4 and m.slots.source == "fitted"
+    assert m.b.value == 0  # no growth: the step is flat over what ran
+    sc = self_check(d, m)
+    assert sc.method == "leave-one-level-out" and sc.trusted
+    assert all(v is not None and v < 0.15 for v in sc.mape.values())
+    lim, why, fix = advise(d, m, sc)
+    assert lim == "slots" and "slots would give" in why
+    # within 2 x the 4 running it measured, never the 16 clients
+    assert fix is not None and (fix.knob, fix.from_value, fix.to_value) == ("slots", 4, 8)
+    assert fix.basis == "model" and fix.error == sc.worst()
+
+
+def test_a_compute_knee_is_the_hinge_of_the_step_time() -> None:
+    d = run_data(sweep_run(slots=16, knee=4, config={"engine_slots": 16}))
+    m = fit_model(d)
+    assert m.slots.source.startswith("stated")
+    step = 0.24 * 0.75 / 7  # queue_sim: 3/4 of the service over the 7 later tokens
+    assert m.k.value == 4
+    assert m.a.value == pytest.approx(step, rel=0.02)
+    assert m.b.value == pytest.approx(step / 4, rel=0.05)
+    lim, _, fix = advise(d, m, self_check(d, m))
+    assert lim == "compute"
+    assert fix is not None and fix.knob == "replicas" and fix.to_value == 4
+
+
+def test_a_limit_the_run_never_reached_is_only_a_lower_bound() -> None:
+    d = run_data(sweep_run(slots=32, levels=(1, 2, 4, 8)))
+    m = fit_model(d)
+    assert m.slots.value is None and m.slots.source == "not reached"
+    assert m.slots.low is not None and m.slots.low >= 8
+    lim, _, fix = advise(d, m, self_check(d, m))
+    assert lim == "none" and fix is not None and fix.knob is None
+
+
+def test_one_level_checks_nothing_and_two_only_in_sample() -> None:
+    one = run_data(rate_run(33.0))
+    sc = self_check(one, fit_model(one))
+    assert sc.method == "none" and not sc.trusted and "fewer than two" in sc.why_not
+    two = run_data(sweep_run(slots=4, levels=(2, 8)))
+    sc = self_check(two, fit_model(two))
+    assert sc.method == "in-sample" and not sc.trusted and "in-sample" in sc.why_not
+
+
+def test_an_upstream_that_fails_one_request_in_ten_is_the_limiter() -> None:
+    d = run_data(rate_run(8.0, errors=0.1, metrics=False))
+    m = fit_model(d)
+    assert m.error_share == pytest.approx(0.1, abs=0.05)
+    assert advise(d, m, self_check(d, m))[0] == "upstream"
+
+
+def _simulated_run(eng: Engine, prompt: np.ndarray, clients: tuple[int, ...]) -> RunResult:
+    recs, aggs, levels, t0 = [], {}, [], 0.0
+    for c in clients:
+        sim = simulate(eng, Load(prompt=prompt, output=np.array([24.0]), clients=c, count=150))
+        name = f"c={c}"
+        rs = records_of(sim, name)
+        for r in rs:
+            shift = t0
+            r.scheduled += shift
+            r.sent = (r.sent or 0.0) + shift
+            r.chunk_times = [x + shift for x in r.chunk_times]
+            r.end = (r.end or 0.0) + shift
+            r.labels["level"] = name
+        t0 = max(r.end or 0.0 for r in rs) + 1.0
+        recs += rs
+        aggs[name] = aggregate(rs, target_concurrency=c)
+        levels.append({"name": name, "concurrency": c})
+    return RunResult(records=recs, aggregates=aggs, config={"levels": levels})
+
+
+def test_mixed_prompt_lengths_are_prefill_not_queueing() -> None:
+    """Prompts of 16 to 1,024 tokens on 8 slots that never fill: the long prompts'
+    first tokens are their prefill (c_first per token), not a queue."""
+    rng = np.random.default_rng(0)
+    prompt = rng.integers(16, 1024, 400).astype(float)
+    eng = Engine(slots=8.0, kv=None, kv_reserve=True, a=0.005, b=0.0, k=0.0, c=0.0,
+                 e=0.03, kappa=1.0, c_first=2e-4)
+    d = run_data(_simulated_run(eng, prompt, (1, 2, 4, 8)))
+    m = fit_model(d)
+    assert m.slots.value is None  # 8 clients never waited
+    assert m.c_first.value == pytest.approx(2e-4, rel=0.05)
+    sc = self_check(d, m)
+    assert sc.trusted
+    assert advise(d, m, sc)[0] == "none"

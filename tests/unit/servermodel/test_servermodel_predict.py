@@ -1,0 +1,69 @@
+"""``infersight predict RUN``: the fitted model at other knobs, and one line for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infersight.core.errors import ConfigError
+from infersight.core.records import save_run_result
+from infersight.servermodel.predict import forecast
+from support.sim_runs import sweep_run
+
+
+def test_more_slots_predict_more_throughput_with_the_models_error() -> None:
+    run = sweep_run(slots=4)
+    base = forecast(run)
+    wider = forecast(run, slots=8)
+    assert base.setting["concurrency"] == 16 and base.basis == "model"
+    assert (wider.prediction.throughput or 0) == pytest.approx(
+        2 * (base.prediction.throughput or 0), rel=0.05)
+    assert all(e is not None and e < 0.15 for e in wider.error.values())
+    far = forecast(run, slots=64, concurrency=64)
+    assert far.basis == "estimate" and any("beyond 2x" in n for n in far.notes)
+
+
+def test_replicas_split_the_load_and_max_tokens_caps_the_answers() -> None:
+    run = sweep_run(slots=4)
+    two = forecast(run, replicas=2)
+    assert (two.prediction.waiting or 0) < (forecast(run).prediction.waiting or 0)
+    short = forecast(run, max_tokens=2)
+    assert (short.prediction.e2e_p50 or 1) < (forecast(run).prediction.e2e_p50 or 0)
+
+
+@pytest.mark.parametrize(("kw", "text"), [
+    ({"slots": 0}, "--slots must be a positive number"),
+    ({"rate": -1.0}, "--rate must be a positive number"),
+    ({"rate": 2.0, "concurrency": 4}, "not both"),
+])
+def test_bad_knobs_are_one_clear_error(kw: dict[str, float], text: str) -> None:
+    with pytest.raises(ConfigError, match=text):
+        forecast(sweep_run(slots=4), **kw)  # type: ignore[arg-type]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``infersight`` command, as a user runs it."""
+    exe = Path(sys.executable).parent / "infersight"
+    return subprocess.run([str(exe), "predict", *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_the_command_prints_json_and_fails_in_one_line(tmp_path: Path) -> None:
+    path = save_run_result(sweep_run(slots=4), tmp_path / "run.json")
+    ok = _cli(str(path), "--slots", "8", "--json")
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    assert doc["setting"]["slots"] == 8 and doc["prediction"]["throughput"] > 25
+    assert set(doc["error"]) == {"throughput", "ttft_p50", "tpot_p50"}
+    foreign = tmp_path / "other.json"
+    foreign.write_text('{"benchmarks": []}')
+    for args, text in (([str(tmp_path / "missing.json")], "cannot read"),
+                       ([str(foreign)], "not an infersight RunResult"),
+                       ([str(path), "--replicas", "0"], "--replicas must be a positive")):
+        bad = _cli(*args)
+        assert bad.returncode != 0 and "Traceback" not in bad.stderr
+        assert bad.stderr.count("\n") == 1 and text in bad.stderr, bad.stderr

@@ -1,0 +1,77 @@
+"""The model run forward: the simulation's own arithmetic, where it has a closed form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from infersight.servermodel.evaluate import figures, poisson_arrivals
+from infersight.servermodel.simulate import Engine, Load, simulate
+
+
+def _engine(**kw: float | None) -> Engine:
+    base: dict[str, float | None] = dict(slots=4.0, kv=None, a=0.01, b=0.0, k=0.0, c=0.0,
+                                         e=0.02, kappa=1.0, c_first=0.0)
+    base.update(kw)
+    return Engine(kv_reserve=True, **base)  # type: ignore[arg-type]
+
+
+def _load(**kw: object) -> Load:
+    args: dict[str, object] = {"prompt": np.array([32.0]), "output": np.array([11.0])}
+    args.update(kw)
+    return Load(**args)  # type: ignore[arg-type]
+
+
+def test_one_client_alone_takes_first_token_plus_its_steps() -> None:
+    sim = simulate(_engine(), _load(clients=1, count=20))
+    # first token e + kappa x step(1) = 0.03 s, then 10 steps of 0.01 s
+    assert np.allclose(sim.first - sim.start, 0.03)
+    assert np.allclose(sim.end - sim.first, 0.10)
+    assert sim.ok.all() and sim.arrival.size == 20
+
+
+def test_slots_queue_the_rest_in_arrival_order() -> None:
+    sim = simulate(_engine(slots=2.0), _load(clients=6, count=60))
+    waited = sim.start > sim.arrival + 1e-9
+    assert waited.mean() > 0.5  # 6 clients on 2 slots: most wait
+    assert np.all(np.diff(sim.start[np.argsort(sim.arrival, kind="stable")]) >= -1e-12)
+    p = figures(sim, concurrency=6)
+    # two at a time, 0.13 s each
+    assert p.throughput == pytest.approx(2 / 0.13, rel=0.05)
+
+
+def test_a_step_that_grows_past_k_caps_throughput() -> None:
+    """Past k = 2 every step takes running / 2 times longer: 8 clients get no more
+    than 2 would (the device computes as fast as it can)."""
+    eng = _engine(slots=16.0, a=0.01, b=0.005, k=2.0, e=0.0, kappa=1.0)
+    two = figures(simulate(eng, _load(clients=2, count=200)), concurrency=2)
+    eight = figures(simulate(eng, _load(clients=8, count=400)), concurrency=8)
+    assert eight.throughput == pytest.approx(two.throughput, rel=0.15)
+    assert (eight.tpot_p50 or 0) == pytest.approx(4 * (two.tpot_p50 or 0), rel=0.05)
+
+
+def test_an_admitted_prompt_holds_up_every_running_request() -> None:
+    slow = _engine(c=0.001)  # 32 prompt tokens: a 32 ms prefill step for the others
+    fast = figures(simulate(_engine(), _load(clients=4, count=200)), concurrency=4)
+    held = figures(simulate(slow, _load(clients=4, count=200)), concurrency=4)
+    assert (held.tpot_p50 or 0) > (fast.tpot_p50 or 0) * 1.2
+
+
+def test_kv_admits_only_what_fits() -> None:
+    # 4 slots but room for 2 requests of 32 + 11 tokens
+    sim = simulate(_engine(kv=90.0), _load(clients=8, count=80))
+    p = figures(sim, concurrency=8)
+    assert p.running is not None and p.running <= 2.05
+
+
+def test_errors_fail_at_once_and_every_request_ends() -> None:
+    sim = simulate(_engine(error_share=0.2), _load(arrivals=poisson_arrivals(20, 20, seed=3)))
+    assert np.isfinite(sim.end).all()
+    assert 0.12 < 1 - sim.ok.mean() < 0.28
+    assert np.all(sim.end[~sim.ok] == sim.arrival[~sim.ok])
+
+
+def test_an_open_loop_past_capacity_is_unsustainable() -> None:
+    eng = _engine(slots=1.0)  # 1 / 0.13 s = 7.7 req/s
+    p = figures(simulate(eng, _load(arrivals=poisson_arrivals(15, 20, seed=1))), rate=15.0)
+    assert p.sustainable is False and (p.throughput or 0) < 8.5
