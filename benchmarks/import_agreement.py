@@ -5,8 +5,8 @@ slot limit or compute knee) is measured twice at the same concurrencies and requ
 counts: by GuideLLM (its own venv, ``scripts/setup.sh --tools``), whose benchmarks JSON
 infersight imports, and by ``infersight bench``. Both are diagnosed; the table shows
 each one's verdict, the knob and number of its fix, and the figures the fix rests on,
-side by side, and whether they agree (same verdict, knob and direction, numbers within
-one).
+side by side, and whether they agree (tests/support/agreement.py: the same verdict, knob,
+direction and fitted model, fix numbers within one).
 
     .venv/bin/python benchmarks/import_agreement.py          # about two minutes
     .venv/bin/python benchmarks/import_agreement.py --requests 48
@@ -33,6 +33,7 @@ from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import import_file
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 from realparts import real_part_path
+from support.agreement import Advice, advice, disagreements
 from support.tool_runs import run_guidellm
 
 
@@ -50,26 +51,16 @@ SCENARIOS = [
 ]
 
 
-def _row(tool: str, run: RunResult, seconds: float) -> list[str]:
-    found = diagnose_run(run)
-    rec, curve = found.recommendation, found.curve
-    top = list(run.aggregates)[-1]
-    agg = run.aggregates[top]
-    fix = "-" if rec is None else f"{rec.knob or '-'} {rec.direction} {rec.target or ''}".strip()
-    return [tool, "-" if rec is None else rec.verdict, fix,
+def _row(tool: str, run: RunResult, adv: Advice, seconds: float) -> list[str]:
+    curve = diagnose_run(run).curve
+    agg = run.aggregates[list(run.aggregates)[-1]]
+    number = "" if adv.number is None else f" {adv.number:g}"
+    basis = f" ({adv.basis})" if adv.basis and adv.number is not None else ""
+    return [tool, adv.verdict or "-", f"{adv.knob or '-'} {adv.direction}{number}{basis}",
+            "-" if adv.model_slots is None else f"{adv.model_slots:g}",
             f"{curve.capacity:.1f}" if curve is not None and curve.capacity else "-",
             f"{agg['ttft']['p50'] * 1000:.0f}", f"{agg['tpot']['p50'] * 1000:.1f}",
             f"{seconds:.0f}"]
-
-
-def _agree(a: RunResult, b: RunResult) -> str:
-    ra, rb = diagnose_run(a).recommendation, diagnose_run(b).recommendation
-    if ra is None or rb is None:
-        return "no fix"
-    same = (ra.verdict, ra.knob, ra.direction) == (rb.verdict, rb.knob, rb.direction)
-    close = (ra.target is None and rb.target is None) or (
-        ra.target is not None and rb.target is not None and abs(ra.target - rb.target) <= 1)
-    return "yes" if same and close else "NO"
 
 
 def main() -> int:
@@ -80,7 +71,8 @@ def main() -> int:
         print("guidellm is not installed: run scripts/setup.sh --tools", file=sys.stderr)
         return 2
     table = Table(title=f"GuideLLM vs infersight bench, {args.requests} requests a level")
-    for col in ("scenario", "levels", "measured by", "verdict", "fix", "capacity req/s",
+    for col in ("scenario", "levels", "measured by", "verdict", "fix", "model slots",
+                "capacity req/s",
                 "TTFT p50 ms (top)", "TPOT p50 ms", "s", "agree"):
         table.add_column(col)
     with tempfile.TemporaryDirectory() as d:
@@ -101,9 +93,11 @@ def main() -> int:
                 t_o = time.perf_counter() - t
             theirs = import_file(out)
             levels = ",".join(map(str, sc.levels))
-            agree = _agree(theirs, ours)
-            table.add_row(sc.name, levels, *_row("GuideLLM", theirs, t_g), agree)
-            table.add_row("", "", *_row("infersight", ours, t_o), "")
+            a_g, a_o = advice(theirs), advice(ours)
+            differ = disagreements(a_g, a_o)
+            table.add_row(sc.name, levels, *_row("GuideLLM", theirs, a_g, t_g),
+                          "yes" if not differ else "NO: " + "; ".join(differ))
+            table.add_row("", "", *_row("infersight", ours, a_o, t_o), "")
     Console(width=140).print(table)
     return 0
 

@@ -12,10 +12,10 @@ import pytest
 
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
-from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import detect, import_file
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from support.agreement import advice, disagreements
 from support.tool_runs import run_guidellm
 
 pytestmark = [pytest.mark.needs("guidellm"), pytest.mark.slow, pytest.mark.timeout(600)]
@@ -68,13 +68,9 @@ def test_guidellm_levels_and_timings_map_to_ours(measured: tuple[Path, RunResult
 
 def test_guidellm_and_infersight_reach_the_same_verdict_and_fix(
         measured: tuple[Path, RunResult]) -> None:
+    """Same verdict, knob and direction, the same fitted model, fix numbers within 1."""
     path, ours = measured
-    theirs = diagnose_run(import_file(path))
-    mine = ours.recommendation
-    rec = theirs.recommendation
-    assert mine is not None and rec is not None, (ours.notes, theirs.verdicts)
-    assert (rec.verdict, rec.knob, rec.direction) == (mine.verdict, mine.knob, mine.direction), (
-        rec.text, mine.text)
-    assert rec.verdict == "slot_bound"
-    assert rec.target is not None and mine.target is not None
-    assert abs(rec.target - mine.target) <= 1, (rec.text, mine.text)
+    theirs, mine = advice(import_file(path)), advice(ours)
+    assert disagreements(theirs, mine) == [], (theirs.text, mine.text)
+    assert theirs.verdict == "slot_bound" and theirs.limiter == "slots"
+    assert theirs.model_slots == 4 and theirs.number is not None and theirs.number > 4
