@@ -28,7 +28,7 @@ _HELP = command_help(
         "infersight report runs/demo/result.json -o report.html",
         "infersight report before.json after.json -l before -l after -m summary.md",
         "infersight report a.json b.json --threshold 3%",
-        "infersight report runs/demo/result.json guidellm/benchmarks.json -l ours -l guidellm",
+        "infersight report result.json benchmarks.json -l ours -l guidellm",
         "infersight report --prometheus http://prom:9090 --since 6h -o fleet.html",
     ],
 )
