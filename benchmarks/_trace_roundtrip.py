@@ -10,10 +10,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-import _tests_on_path  # noqa: F401 - the gateway test helpers start the real CLI
+from _gateway_cli import interrupt, start_cli
 from infersight.bench import BenchConfig, run
 from infersight.testing import FakeConfig, FakeOpenAI
-from integration.gateway.gateway_stack import interrupt, start_cli
 
 
 def _through_gateway(upstream: str, log: Path, cfg: dict[str, Any]) -> Any:

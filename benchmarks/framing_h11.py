@@ -1,6 +1,6 @@
 """Request framing: the gateway's HTTP stack against h11, case by case.
 
-Each case of the corpus (tests/support/framing_cases.py: CL.TE, TE.CL, duplicated or
+Each case of the corpus (benchmarks/_framing_cases.py: CL.TE, TE.CL, duplicated or
 signed Content-Length, bare LF in chunk lines, obs-fold, HTTP/0.9 and 2.0, invalid
 trailers, and well-formed controls) is sent on its own connection to the stack every
 `infersight gateway` and `infersight serve` listens with (gateway.listener and
@@ -17,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-import _tests_on_path  # noqa: F401  (tests/support on sys.path)
+from _framing_cases import CASES, Reading, digest, echo_stack, h11_reading, server_reading
 from infersight.gateway.listener import ClientLimits
-from support.framing_cases import CASES, Reading, digest, echo_stack, h11_reading, server_reading
 
 LIMITS = ClientLimits(head_timeout_s=0.5, body_timeout_s=0.5, keepalive_timeout_s=0.5)
 

@@ -39,7 +39,6 @@ import orjson
 import psutil
 from prometheus_client import CollectorRegistry
 
-import _tests_on_path  # noqa: F401  (tests/support on sys.path)
 from _baseline import baseline_src
 from _gateway_targets import gateway_process
 from infersight.gateway import hash_key
@@ -47,7 +46,7 @@ from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import KeyConfig
 from infersight.gateway.shared import RedisLink, SharedConfig, SharedLimits, SharedMetrics
 from infersight.testing import FakeConfig, FakeOpenAI
-from support.redis_server import RedisServer
+from infersight.testing.redis_server import RedisServer
 
 KEY = "sk-bench-shared-limits"
 LIMITS = {"requests_per_minute": 1e9, "tokens_per_minute": 1e12}

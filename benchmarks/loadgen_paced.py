@@ -35,11 +35,10 @@ import aiohttp
 import orjson
 import psutil
 
-import _tests_on_path  # noqa: F401  (tests/support on sys.path)
 from infersight.bench import BenchConfig, run, runner
 from infersight.bench.runtime import run_coroutine
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from support.realtime import realtime as sched_fifo
+from infersight.testing.realtime import realtime as sched_fifo
 
 try:
     from infersight.bench.pacer import Pacer

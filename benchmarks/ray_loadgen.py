@@ -32,11 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _tests_on_path  # noqa: F401  (tests/support on sys.path)
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from support.ray_cluster import LocalRayCluster
+from infersight.testing.ray_cluster import LocalRayCluster
 
 
 def free_port() -> int:

@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / "report"))
-from report_synth import make_run
-
 from infersight.core.aggregate import aggregate
 from infersight.core.records import RunResult, load_run_result, save_run_result
 from infersight.report.html import render_views_html
 from infersight.report.markdown import render_views_markdown
 from infersight.report.view import build_views
+from infersight.testing.synthetic_runs import make_run
 
 LEVELS = (1, 2, 4, 8, 16, 32)
 

@@ -2,5 +2,6 @@
 ``redis-server`` on a free port, a local two-node Ray cluster, a raw-socket HTTP client
 for slow and malformed requests, Hypothesis strategies over request framing, a
 simulated FIFO slot server that yields request records with their true queue waits,
-and real-time helpers for paced tests. Benchmarks put ``tests/`` on ``sys.path`` to
-import them."""
+real-time helpers for paced tests, and ``waiting.until`` (wait for an event, not for
+a number of seconds). The benchmarks keep their own copies (``benchmarks/_*.py``):
+they import only the installed package and their own helpers."""

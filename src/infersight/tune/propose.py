@@ -13,7 +13,9 @@ next trial is the most informative one:
    its latest prediction (that trial's measurement against what the model said
    before it ran): predicted above the best measured by more than the noise floor, or
    cheaper than the measured choice (the cheapest measured within the noise floor of
-   the best) and predicted within 5% of the best (as good, for less).
+   the best) and predicted within 5% of the best (as good, for less). A model whose
+   latest error was above 15% (the self-check's limit) rules nothing out by a predicted
+   SLO miss or a predicted zero: no error factor lifts a zero.
 
 The search stops when neither exists: the predicted best has been measured and no
 untried setting is predicted to beat it beyond the noise floor. A setting above one
@@ -26,7 +28,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Guess", "Outcome", "Proposal", "best_guess", "model_search", "propose"]
+__all__ = ["UNTRUSTED", "Guess", "Outcome", "Proposal", "best_guess", "model_search", "propose"]
+
+#: A latest prediction error above this (the self-check's limit), and the model's
+#: predicted SLO misses and zeros rule no untried setting out.
+UNTRUSTED = 0.15
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,10 @@ def best_guess(
 def _beats(g: Guess, ref: Outcome, *, cheaper: bool, slo: bool, delta: float, floor: float,
            error: float) -> bool:
     mine, theirs = _key(g.value, g.slo_met, slo), _key(ref.value, ref.slo_met, slo)
+    if error > UNTRUSTED and (not mine[0] or mine[1] <= 0.0):
+        # A predicted SLO miss (or nothing at all) from a model that missed its latest
+        # prediction by this much is no bound: no error factor lifts a zero.
+        return True
     if mine[0] != theirs[0]:
         return mine[0]
     could = mine[1] * (1.0 + error)

@@ -15,7 +15,7 @@ from infersight.bench.schedule import open_loop_schedule
 from infersight.core.aggregate import aggregate
 from infersight.core.records import RequestRecord
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from support.realtime import realtime
+from infersight.testing.realtime import realtime
 
 pytestmark = pytest.mark.timeout(120)
 

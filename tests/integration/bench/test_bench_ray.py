@@ -18,8 +18,8 @@ from infersight.bench import BenchConfig, run
 from infersight.bench.schedule import open_loop_schedule
 from infersight.core.records import RunResult, load_run_result
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.ray_cluster import LocalRayCluster
 from realparts import free_port, real_part_path
-from support.ray_cluster import LocalRayCluster
 
 pytestmark = pytest.mark.timeout(600)
 needs_ray = pytest.mark.needs("ray")

@@ -18,6 +18,7 @@ import pytest
 from infersight.client import Client, RetryBudget, RetryPolicy, Timeouts
 from infersight.core import errors as E
 from infersight.testing import FakeConfig, FakeOpenAI
+from support.waiting import until
 
 MSG = [{"role": "user", "content": "hello world"}]
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05)
@@ -39,6 +40,12 @@ async def fail(c: Client, **kw: Any) -> tuple[E.InfersightError, float]:
     with pytest.raises(E.InfersightError) as ei:
         await c.chat(MSG, **{"max_tokens": 8, **kw})
     return ei.value, time.monotonic() - t
+
+
+async def left_while_held(srv: FakeOpenAI) -> None:
+    """The server saw the client hang up while it still held the answer back (its
+    handler was cancelled): the client gave up, it did not wait for the server."""
+    await until(lambda: srv.stats["client_gone"] == 1, "the server to see the client leave")
 
 
 async def test_429_retry_after_one_retry_after_at_least_1s() -> None:
@@ -92,20 +99,28 @@ async def test_reset_before_headers_is_retried() -> None:
     assert done.record.ok and done.record.attempts == 2 and srv.stats["requests"] == 2
 
 
-async def test_first_byte_after_3s_with_1s_first_token_timeout() -> None:
-    cfg = FakeConfig(script=[{"delay": 3.0}])
+async def test_first_byte_after_30s_with_1s_first_token_timeout() -> None:
+    cfg = FakeConfig(script=[{"delay": 30.0}])
     async with served(cfg, timeouts=Timeouts(first_token=1.0)) as (srv, c):
         err, took = await fail(c)
-    assert isinstance(err, E.FirstTokenTimeout)
-    assert 0.95 <= took < 2.5
-    assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
+        await left_while_held(srv)
+    rec = err.record
+    assert isinstance(err, E.FirstTokenTimeout) and rec is not None
+    assert rec.headers is None and not rec.chunk_times  # gave up before the first byte
+    assert took >= 0.95, f"{took:.2f} s: gave up before the 1 s first-token limit"
+    assert took < 5.0, f"{took:.1f} s: the 1 s first-token limit must end the wait (5x margin)"
+    assert rec.attempts == 1 and srv.stats["requests"] == 1
 
 
 async def test_first_token_timeout_after_headers() -> None:
-    async with served(FakeConfig(ttft=3.0), timeouts=Timeouts(first_token=0.5)) as (_, c):
+    async with served(FakeConfig(ttft=30.0), timeouts=Timeouts(first_token=0.5)) as (srv, c):
         err, took = await fail(c)
-    assert isinstance(err, E.FirstTokenTimeout) and 0.45 <= took < 2.0
-    assert err.record.headers is not None and not err.record.chunk_times  # type: ignore[union-attr]
+        await left_while_held(srv)
+    rec = err.record
+    assert isinstance(err, E.FirstTokenTimeout) and rec is not None
+    assert rec.headers is not None and not rec.chunk_times  # headers came, no token did
+    assert took >= 0.45, f"{took:.2f} s: gave up before the 0.5 s first-token limit"
+    assert took < 2.5, f"{took:.1f} s: the 0.5 s first-token limit must end the wait (5x margin)"
 
 
 async def test_cut_after_5_chunks_is_truncated_without_retry() -> None:
@@ -144,10 +159,15 @@ async def test_right_key_passes() -> None:
 
 async def test_retry_after_beyond_deadline_fails_fast() -> None:
     cfg = FakeConfig(script=[{"status": 429, "retry_after": "30"}])
-    async with served(cfg, timeouts=Timeouts(total=5.0)) as (srv, c):
-        err, took = await fail(c)
-    assert isinstance(err, E.RateLimited) and err.retry_after == 30.0
-    assert took < 1.0 and err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
+    async with served(cfg, timeouts=Timeouts(total=20.0)) as (srv, c):
+        err, _ = await fail(c)
+    rec = err.record
+    assert isinstance(err, E.RateLimited) and err.retry_after == 30.0 and rec is not None
+    assert rec.attempts == 1 and srv.stats["requests"] == 1  # no second attempt
+    # No sleep between the 429 and the error: waiting for Retry-After (30 s) or for the
+    # deadline (20 s) would put seconds between the record's headers and its end.
+    assert rec.headers is not None and rec.end is not None
+    assert rec.end - rec.headers < 2.0, f"{rec.end - rec.headers:.1f} s slept after the 429"
 
 
 async def test_retry_budget_limits_a_storm() -> None:
@@ -166,28 +186,42 @@ async def test_retry_budget_limits_a_storm() -> None:
 
 
 async def test_idle_timeout() -> None:
-    cfg = FakeConfig(tokens=10, itl=0.01, script=[{"stall": 3.0, "stall_at": 3}])
-    async with served(cfg, timeouts=Timeouts(idle=0.5)) as (_, c):
-        err, took = await fail(c, max_tokens=10)
-    assert isinstance(err, E.IdleTimeout) and took < 2.0
+    cfg = FakeConfig(tokens=10, itl=0.01, script=[{"stall": 30.0, "stall_at": 3}])
+    async with served(cfg, timeouts=Timeouts(idle=0.5)) as (srv, c):
+        err, _ = await fail(c, max_tokens=10)
+        await left_while_held(srv)  # it left during the 30 s stall
     rec = err.record
-    assert rec is not None
+    assert isinstance(err, E.IdleTimeout) and rec is not None
     assert len(rec.chunk_times) == 3 and rec.attempts == 1
+    assert rec.end is not None
+    idle = rec.end - rec.chunk_times[-1]
+    assert idle >= 0.45, f"{idle:.2f} s: gave up before the 0.5 s idle limit"
+    assert idle < 2.5, f"{idle:.1f} s after the last chunk: the 0.5 s idle limit (5x margin)"
 
 
 async def test_deadline_exceeded_on_hang() -> None:
-    async with served(FakeConfig(script=["hang"]), timeouts=Timeouts(total=1.0)) as (_, c):
+    async with served(FakeConfig(script=["hang"]), timeouts=Timeouts(total=1.0)) as (srv, c):
         err, took = await fail(c)
-    assert isinstance(err, E.DeadlineExceeded) and 0.95 <= took < 2.5
+        await left_while_held(srv)  # the hang lasts until the server closes
+    assert isinstance(err, E.DeadlineExceeded) and err.record is not None
+    assert err.record.headers is None and err.record.attempts == 1
+    assert took >= 0.95, f"{took:.2f} s: failed before the 1 s deadline"
+    assert took < 5.0, f"{took:.1f} s: the 1 s total deadline must end the request (5x margin)"
 
 
 async def test_absolute_deadline_spans_retries() -> None:
-    async with served(FakeConfig(script=["503"] * 10), retry=RetryPolicy(
-            max_attempts=10, base_delay=0.4, max_delay=0.4, budget=None)) as (_, c):
-        t = time.monotonic()
-        with pytest.raises(E.InfersightError):
-            await c.chat(MSG, max_tokens=2, deadline=time.monotonic() + 1.0)
-        assert time.monotonic() - t < 1.5
+    # Every 503 asks for 0.4 s: attempts at 0, 0.4 and 0.8 s fit in the 1 s deadline,
+    # a fourth would not. A deadline per attempt would let all 10 through (3.6 s).
+    cfg = FakeConfig(script=[{"status": 503, "retry_after_ms": 400}] * 10)
+    async with served(cfg, retry=RetryPolicy(max_attempts=10, budget=None)) as (srv, c):
+        deadline = time.monotonic() + 1.0
+        with pytest.raises(E.InfersightError) as ei:
+            await c.chat(MSG, max_tokens=2, deadline=deadline)
+    rec = ei.value.record
+    arrivals = srv.stats["arrivals"]
+    assert rec is not None and rec.attempts == len(arrivals) <= 3, arrivals
+    assert all(a < deadline for a in arrivals)  # no attempt started past the deadline
+    assert rec.end is not None and rec.end < deadline + 4.0, "the deadline ends the request"
 
 
 async def test_malformed_sse() -> None:

@@ -67,10 +67,13 @@ async def test_non_streamed_silence_hits_a_limit(fault: str, error: type[E.Timeo
     async with FakeOpenAI(FakeConfig(script=[fault])).running() as srv, \
             Client(srv.base_url, timeouts=t, retry=RetryPolicy(max_attempts=1)) as c:
         t0 = time.monotonic()
-        with pytest.raises(error):
+        with pytest.raises(error) as ei:  # the limit's error, not the 30 s deadline's
             await c.chat(MSG, max_tokens=4, stream=False)
         took = time.monotonic() - t0
-    assert 0.45 <= took < 5, took  # the limit, not the 30 s deadline
+    rec = ei.value.record
+    assert rec is not None and rec.attempts == 1 and srv.stats["requests"] == 1
+    assert took >= 0.45, f"{took:.2f} s: gave up before the 0.5 s limit"
+    assert took < 5, f"{took:.1f} s: the 0.5 s limit must end the wait (10x margin)"
 
 
 async def test_non_streamed_slow_generation_within_the_limits_is_fine() -> None:

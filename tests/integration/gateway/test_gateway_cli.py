@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -42,11 +41,10 @@ def test_cli_serves_and_stops_on_ctrl_c() -> None:
 def test_cli_bad_flags_are_one_line_errors() -> None:
     for args in (["--upstream", "nourl"], ["--upstream", "a=ftp://x"],
                  ["--config", "/nonexistent.toml"]):
-        t0 = time.monotonic()
+        # exits by itself (the 60 s timeout raises if it does not)
         r = subprocess.run([*CLI, "gateway", *args], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2, r.stderr
         assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr
-        assert time.monotonic() - t0 < 60
 
 
 def test_cli_taken_port_is_one_line_and_exit_2() -> None:

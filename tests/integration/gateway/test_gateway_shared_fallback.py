@@ -29,7 +29,7 @@ from infersight.gateway.shared import (
     redis_client,
 )
 from infersight.testing import FakeConfig
-from support.redis_server import RedisServer
+from infersight.testing.redis_server import RedisServer
 
 KEY, FREE = "sk-shared-limited-0123", "sk-shared-free-4567"
 AUTH, AUTH_FREE = {"Authorization": f"Bearer {KEY}"}, {"Authorization": f"Bearer {FREE}"}

@@ -21,7 +21,7 @@ from replicas import Replicas, write_config
 
 from infersight.testing import FakeConfig, FakeOpenAI
 from infersight.testing.fake_process import FakeProcess
-from support.redis_server import RedisServer
+from infersight.testing.redis_server import RedisServer
 
 pytestmark = [pytest.mark.needs("redis-server"), pytest.mark.slow, pytest.mark.timeout(240)]
 

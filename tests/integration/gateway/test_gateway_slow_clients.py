@@ -47,7 +47,9 @@ async def test_slow_clients_are_cut_at_the_timeouts(make_stack: StackFactory, ca
     }[case]
     async with make_stack([FakeConfig(tokens=2)], **TIMEOUTS) as s:
         a = await _send(s.gw.port or 0, parts)
-        assert a.closed and a.elapsed < 6, a  # 1 s limits, not aiohttp's hour
+        assert a.closed, a
+        # the 1 s limits are deadlines: cut within 6x of them, not aiohttp's hour
+        assert a.elapsed < 6, f"{a.elapsed:.1f} s for a 1 s limit"
         if case == "nothing":
             assert a.status is None  # a silent connection is just closed (idle)
         else:
@@ -78,7 +80,10 @@ async def test_idle_keep_alive_connections_are_closed(make_stack: StackFactory) 
                 if not chunk:
                     break
                 data += chunk
-        assert data.startswith(b"HTTP/1.1 200") and time.monotonic() - t0 < 6
+        idle = time.monotonic() - t0
+        assert data.startswith(b"HTTP/1.1 200"), data
+        # the close is the event; the 1 s keep-alive limit is a deadline (6x margin)
+        assert idle < 6, f"{idle:.1f} s before an idle connection was closed (1 s limit)"
 
 
 async def test_connections_per_client_address_are_capped(make_stack: StackFactory) -> None:

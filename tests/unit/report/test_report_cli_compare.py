@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from report_synth import make_run
 from typer.testing import CliRunner
 
 from infersight.cli._app import app
 from infersight.core.errors import ConfigError
 from infersight.core.records import save_run_result
+from infersight.testing.synthetic_runs import make_run
 
 runner = CliRunner()
 

@@ -6,9 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from report_synth import make_run
-
 from infersight.core.records import save_run_result
+from infersight.testing.synthetic_runs import make_run
 
 CHECK = """
 import sys

@@ -9,11 +9,11 @@ from pathlib import Path
 import jsonschema
 import orjson
 import pytest
-from report_synth import make_run
 
 from infersight.core.records import RequestRecord
 from infersight.report.llmd import llmd_reports, write_llmd
 from infersight.report.view import build_view
+from infersight.testing.synthetic_runs import make_run
 
 SCHEMA = orjson.loads(
     (Path(__file__).parents[2] / "support" / "llmd_benchmark_report_v0_1.schema.json").read_bytes()

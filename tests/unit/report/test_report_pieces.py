@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from report_synth import make_run
 
 from infersight.core.records import RequestRecord, RunResult
 from infersight.core.significance import BETTER, RUN_MORE
@@ -17,6 +16,7 @@ from infersight.report.compare import delta, fmt_delta, matched_rows
 from infersight.report.svg import fmt_value, nice_ticks
 from infersight.report.timeline import build_timeline, mean_occupancy
 from infersight.report.view import build_view, build_views
+from infersight.testing.synthetic_runs import make_run
 
 finite = st.floats(min_value=0.0, max_value=1e4, allow_nan=False, allow_infinity=False)
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import re
 
-from report_synth import make_run
-
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.report import render_html
 from infersight.report.physics_html import physics_html
 from infersight.report.svg import Series, chart
 from infersight.report.verdict_html import evidence_value_text, inline_html, verdict_box
+from infersight.testing.synthetic_runs import make_run
 
 
 def test_inline_code_is_escaped_before_it_becomes_code() -> None:

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from report_synth import make_run, sample_verdict
 
 from infersight.core.records import RequestRecord, RunResult, load_run_result, save_run_result
 from infersight.core.verdicts import Verdict
@@ -16,6 +15,7 @@ from infersight.report import render_html, render_markdown, write_report
 from infersight.report.markdown import md_cell
 from infersight.report.sections import fmt_cell
 from infersight.report.view import build_view
+from infersight.testing.synthetic_runs import make_run, sample_verdict
 
 EVIL = '<script>alert("x")</script>'
 

@@ -1,4 +1,4 @@
-"""Realistic synthetic RunResults for the report tests and benchmark (not in the package).
+"""Realistic synthetic RunResults for the report tests and ``benchmarks/report_render.py``.
 
 A closed-loop run over several concurrency levels against a server with ``slots``
 slots: latency grows with queueing above the slot count, a few requests fail with the
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from infersight.core.records import RequestRecord, RunResult, Sample
+from infersight.core.verdicts import Verdict
 
 ERROR_KINDS = (
     ("RateLimited", 429),
@@ -144,7 +145,8 @@ def make_run(
         },
         records=records,
         samples=samples,
-        diagnosis=diagnosis if diagnosis is not None else [sample_verdict(t_base, t)],
+        diagnosis=[Verdict.model_validate(v) for v in
+                   (diagnosis if diagnosis is not None else [sample_verdict(t_base, t)])],
         client_limited=client_limited,
         client_limited_reasons=["schedule lag p99 20.1 ms > 5 ms"] if client_limited else [],
     )
