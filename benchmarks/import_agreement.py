@@ -25,13 +25,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-import _tests_on_path  # noqa: F401  (tests/support on sys.path)
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import import_file
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+
+# The tool runs and the comparison are the importer tests' own (tests/support).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from realparts import real_part_path
 from support.agreement import Advice, advice, disagreements
 from support.tool_runs import run_guidellm

@@ -23,6 +23,7 @@ from infersight.core.aggregate import aggregate
 from infersight.core.records import ClockAnchor, RequestRecord, RunResult
 
 __all__ = [
+    "MAX_TOKENS",
     "ImportSpec",
     "ImportedLevel",
     "Malformed",
@@ -111,6 +112,26 @@ def level_name(concurrency: int | None, rate: float | None) -> str:
     return "throughput"
 
 
+#: The longest span of request times a result file may cover (30 days): beyond it a
+#: timestamp is in another unit or clock than its format's, and no window fits.
+MAX_SPAN_S = 30 * 86400.0
+#: More tokens than this in one request is not a measurement.
+MAX_TOKENS = 10_000_000
+
+
+def _check_span(records: list[RequestRecord]) -> None:
+    times = [t for r in records for t in (r.scheduled, r.sent, r.end) if t is not None]
+    times += [t for r in records if r.chunk_times for t in (r.chunk_times[0], r.chunk_times[-1])]
+    if times and max(times) - min(times) > MAX_SPAN_S:
+        raise Malformed(f"its request times span {(max(times) - min(times)) / 86400:.3g} days "
+                        "(more than 30): a timestamp is in another unit or clock")
+    for r in records:
+        for what, n in (("output", r.completion_tokens), ("prompt", r.prompt_tokens)):
+            if n is not None and n > MAX_TOKENS:
+                raise Malformed(f"request {r.request_id} has {n} {what} tokens: more than "
+                                "any request holds")
+
+
 @dataclass
 class ImportedLevel:
     """One load level of a foreign file, with its target (a concurrency, a rate, or
@@ -158,6 +179,7 @@ def build_run(spec: ImportSpec, levels: list[ImportedLevel]) -> RunResult:
         while lv.name in seen:
             lv.name, n = f"{base} #{n}", n + 1
         seen.add(lv.name)
+    _check_span([r for lv in levels for r in lv.records])
     records: list[RequestRecord] = []
     aggregates: dict[str, Any] = {}
     for lv in levels:

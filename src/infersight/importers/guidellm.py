@@ -23,6 +23,7 @@ from typing import Any
 
 from infersight.core.records import RequestRecord, RunResult
 from infersight.importers.common import (
+    MAX_TOKENS,
     ImportedLevel,
     ImportSpec,
     Malformed,
@@ -157,6 +158,9 @@ def _record(item: Any, status: str, where: str) -> RequestRecord | None:
     rec.end = as_float(t.get("request_end")) or as_float(t.get("resolve_end"))
     first, last = as_float(t.get("first_token_iteration")), as_float(t.get("last_token_iteration"))
     n = as_int(t.get("token_iterations")) or 0
+    if n > MAX_TOKENS:
+        raise Malformed(f"{where}.info.timings.token_iterations is {n}: more tokens than "
+                        "any response holds")
     if first is not None:
         if last is None or n < 2 or last <= first:
             rec.chunk_times = [first]
