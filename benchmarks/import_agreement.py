@@ -100,7 +100,7 @@ def main() -> int:
             table.add_row(sc.name, levels, *_row("GuideLLM", theirs, a_g, t_g),
                           "yes" if not differ else "NO: " + "; ".join(differ))
             table.add_row("", "", *_row("infersight", ours, a_o, t_o), "")
-    Console(width=140).print(table)
+    Console(width=200).print(table)
     return 0
 
 
