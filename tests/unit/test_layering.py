@@ -1,5 +1,6 @@
 """Dependencies point one way: cli/entrypoints -> feature packages (bench, gateway, tune,
-batch, diagnose, report, monitor) -> client / telemetry / engine / servermodel / stats
+batch, diagnose, report, monitor, importers) -> client / telemetry / engine / servermodel
+/ stats
 -> core.
 
 Every module's imports are read with ``ast`` (nothing is executed): ``import`` and
@@ -23,7 +24,7 @@ import infersight
 ROOT = Path(infersight.__file__).parent
 
 TOP = {"cli", "entrypoints"}
-FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor", "tune"}
+FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor", "tune", "importers"}
 LOWER = {"client", "telemetry", "engine", "servermodel", "stats"}
 #: What each lower package may import besides itself and core: telemetry's live
 #: sampling probes a server through the client; the server model is fitted from a
@@ -114,6 +115,12 @@ def test_lower_packages_import_only_core(pkg: str) -> None:
 @pytest.mark.parametrize("pkg", sorted(FEATURES))
 def test_no_feature_package_imports_the_engine_or_the_cli(pkg: str) -> None:
     assert [*_uses(pkg, "engine"), *_uses(pkg, "cli"), *_uses(pkg, "entrypoints")] == []
+
+
+def test_importers_import_only_core() -> None:
+    """Reading another tool's file needs nothing but the record types and aggregates."""
+    bad = [e for e in sorted(imports().get("importers", set())) if not e.endswith(" -> core")]
+    assert bad == [] and _uses("importers", "core")
 
 
 def test_diagnose_imports_neither_client_nor_telemetry() -> None:

@@ -26,8 +26,14 @@ _DIAG_HELP = command_help(
     "Reads a RunResult (infersight bench --out) or monitor recordings (infersight "
     "monitor --record FILE.jsonl), or watches a live server for --seconds, or diagnoses "
     "every replica a Prometheus scrapes over a range (--prometheus, with a fleet summary).",
+    "Other tools' results are read too, told apart by their content: GuideLLM's "
+    "benchmarks JSON, AIPerf's profile export (profile_export.jsonl or its aggregate "
+    "JSON), vllm bench serve --save-result JSON and inference-perf's reports. With "
+    "per-request timings they are diagnosed like a bench run; with aggregates alone the "
+    "verdict says what could not be decided.",
     examples=[
         "infersight diagnose runs/demo/result.json",
+        "infersight diagnose guidellm-benchmarks.json",
         "infersight diagnose --url http://127.0.0.1:8000 --seconds 30s",
         "infersight diagnose run.json --model path/to/config.json --gpu h100 --json",
         "infersight diagnose --prometheus http://prometheus:9090 --since 1h",
@@ -61,7 +67,7 @@ def _err(msg: str) -> Exception:
 
 
 def diagnose_cmd(
-    files: list[Path] = typer.Argument(None, metavar="FILE", help="RunResult JSON or monitor JSONL files."),
+    files: list[Path] = typer.Argument(None, metavar="FILE", help="RunResult JSON, monitor JSONL, or another tool's result files."),
     url: str = typer.Option(None, metavar="URL", help="Watch the server at this root URL instead of reading files."),
     seconds: float = duration_option(30.0, "--seconds", help="With --url: how long to watch."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="With --url: send one small request at a time."),

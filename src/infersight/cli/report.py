@@ -28,6 +28,7 @@ _HELP = command_help(
         "infersight report runs/demo/result.json -o report.html",
         "infersight report before.json after.json -l before -l after -m summary.md",
         "infersight report a.json b.json --threshold 3%",
+        "infersight report result.json benchmarks.json -l ours -l guidellm",
         "infersight report --prometheus http://prom:9090 --since 6h -o fleet.html",
     ],
 )
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report", help=_HELP)
     def report(
-        results: list[Path] = typer.Argument(None, metavar="RESULT", help="RunResult JSON files; with several, the first is the baseline of the comparison.", show_default=False),
+        results: list[Path] = typer.Argument(None, metavar="RESULT", help="RunResult JSON files, or GuideLLM, AIPerf, vllm bench serve or inference-perf results (told by their content); with several, the first is the baseline of the comparison.", show_default=False),
         out: Path = out_option(Path("report.html"), help="HTML file to write."),
         markdown: Path | None = typer.Option(None, "--markdown", "-m", metavar="FILE", help="Also write a Markdown summary for an issue."),
         label: list[str] | None = typer.Option(None, "--label", "-l", metavar="NAME", help="Name of each run in the comparison (repeatable).", show_default="run id or file name"),
@@ -52,7 +53,8 @@ def register(app: typer.Typer) -> None:
         import time
 
         from infersight.core.errors import ConfigError
-        from infersight.report import load_results, write_report
+        from infersight.entrypoints.results import load_results
+        from infersight.report import write_report
 
         if prometheus:
             _fleet_report(P.fleet_query(prometheus, since=since, start=start, end=end, step=step,
@@ -132,12 +134,16 @@ def _fleet_report(q: FleetQuery, out: Path, *, has_files: bool) -> None:
 
 
 def _diagnose_missing(results: list[RunResult]) -> None:
-    """Embed verdicts in the results that hold none (the report only renders them)."""
+    """Embed verdicts in the results that hold none (the report only renders them); an
+    imported file of aggregates alone gets its undecided verdicts instead."""
     undiagnosed = [r for r in results if not r.diagnosis]
     if not undiagnosed:
         return
     from infersight.diagnose import embed_diagnosis
+    from infersight.importers import missing_evidence
 
     for r in undiagnosed:
         if embed_diagnosis(r):
             r.notes.append("diagnosed by `infersight report` (the file holds no verdicts)")
+        else:
+            r.diagnosis = missing_evidence(r)

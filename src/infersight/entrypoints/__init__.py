@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         gateway_config,
         run_gateway,
     )
+    from infersight.entrypoints.results import load_result, load_results
     from infersight.entrypoints.serve import ServeSettings, serve_engine
 
 _WHERE = {
@@ -53,6 +54,7 @@ _WHERE = {
     "engine_upstream": "gateway", "fronting_engine": "gateway",
     "gateway_config": "gateway", "run_gateway": "gateway",
     "ServeSettings": "serve", "serve_engine": "serve",
+    "load_result": "results", "load_results": "results",
     "FleetQuery": "fleet", "diagnose_prometheus": "fleet", "print_fleet": "fleet",
     "write_fleet_html": "fleet",
 }
@@ -71,6 +73,8 @@ __all__ = [
     "fronting_engine",
     "gateway_config",
     "load_inputs",
+    "load_result",
+    "load_results",
     "new_engine",
     "print_diagnoses",
     "print_fleet",

@@ -17,8 +17,9 @@ __all__ = ["load_inputs", "print_diagnoses", "watch_url"]
 
 
 def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
-    """RunResult files as they are; monitor recordings (JSONL) merged into one result."""
-    from infersight.core.records import load_run_result
+    """RunResult files and other tools' results (entrypoints.results) as they are;
+    monitor recordings (JSONL) merged into one result."""
+    from infersight.entrypoints.results import load_result
 
     results: list[tuple[str, RunResult]] = []
     samples: list[Sample] = []
@@ -36,7 +37,7 @@ def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
             samples.extend(s)
             rec_names.append(p.name)
         else:
-            results.append((str(p), load_run_result(p)))
+            results.append((str(p), load_result(p)))
     if samples:
         engines = {s.labels.get("engine") for s in samples if s.name.startswith("engine.")}
         engines.discard(None)
@@ -77,6 +78,7 @@ def print_diagnoses(
     from rich.console import Console
 
     from infersight.diagnose import diagnose_run
+    from infersight.importers import missing_evidence
     from infersight.report import render_diagnosis
 
     out: dict[str, dict[str, object]] = {}
@@ -84,6 +86,9 @@ def print_diagnoses(
     for name, result in inputs:
         found = diagnose_run(result, window_seconds=window, model=model, gpu=gpu,
                              engine_slots=engine_slots)
+        if not found.verdicts:
+            # another tool's aggregates alone: say what could not be decided
+            found.verdicts = missing_evidence(result)
         result.diagnosis = found.verdicts
         result.capacity_curve, result.recommendation = found.curve, found.recommendation
         if found.advice is not None:

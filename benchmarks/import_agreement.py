@@ -1,0 +1,108 @@
+"""GuideLLM and infersight measure the same server: do they get the same verdict and fix?
+
+For each scenario, infersight's fake server (a real HTTP server on 127.0.0.1 with a known
+slot limit or compute knee) is measured twice at the same concurrencies and request
+counts: by GuideLLM (its own venv, ``scripts/setup.sh --tools``), whose benchmarks JSON
+infersight imports, and by ``infersight bench``. Both are diagnosed; the table shows
+each one's verdict, the knob and number of its fix, and the figures the fix rests on,
+side by side, and whether they agree (tests/support/agreement.py: the same verdict, knob,
+direction and fitted model, fix numbers within one).
+
+    .venv/bin/python benchmarks/import_agreement.py          # about two minutes
+    .venv/bin/python benchmarks/import_agreement.py --requests 48
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from infersight.bench import BenchConfig
+from infersight.core.records import RunResult
+from infersight.diagnose import diagnose_run
+from infersight.entrypoints.bench import bench_and_diagnose
+from infersight.importers import import_file
+from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+
+# The tool runs and the comparison are the importer tests' own (tests/support).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from realparts import real_part_path
+from support.agreement import Advice, advice, disagreements
+from support.tool_runs import run_guidellm
+
+
+@dataclass
+class Scenario:
+    name: str
+    server: dict[str, Any]
+    levels: list[int]
+
+
+SCENARIOS = [
+    Scenario("4 slots", dict(ttft=0.05, itl=0.01, tokens=16, slots=4), [1, 4, 8]),
+    Scenario("8 slots", dict(ttft=0.05, itl=0.01, tokens=16, slots=8), [2, 8, 16]),
+    Scenario("compute knee 4", dict(ttft=0.05, itl=0.01, tokens=16, compute_knee=4), [1, 4, 8]),
+]
+
+
+def _row(tool: str, run: RunResult, adv: Advice, seconds: float) -> list[str]:
+    curve = diagnose_run(run).curve
+    agg = run.aggregates[list(run.aggregates)[-1]]
+    number = "" if adv.number is None else f" {adv.number:g}"
+    basis = f" ({adv.basis})" if adv.basis and adv.number is not None else ""
+    return [tool, adv.verdict or "-", f"{adv.knob or '-'} {adv.direction}{number}{basis}",
+            "-" if adv.model_slots is None else f"{adv.model_slots:g}",
+            f"{curve.capacity:.1f}" if curve is not None and curve.capacity else "-",
+            f"{agg['ttft']['p50'] * 1000:.0f}", f"{agg['tpot']['p50'] * 1000:.1f}",
+            f"{seconds:.0f}"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=32, help="requests per level")
+    args = ap.parse_args()
+    if real_part_path("guidellm") is None:
+        print("guidellm is not installed: run scripts/setup.sh --tools", file=sys.stderr)
+        return 2
+    table = Table(title=f"GuideLLM vs infersight bench, {args.requests} requests a level")
+    for col in ("scenario", "levels", "measured by", "verdict", "fix", "model slots",
+                "capacity req/s",
+                "TTFT p50 ms (top)", "TPOT p50 ms", "s", "agree"):
+        table.add_column(col)
+    with tempfile.TemporaryDirectory() as d:
+        for i, sc in enumerate(SCENARIOS):
+            cfg = FakeConfig(**sc.server, metrics_dialect="vllm")
+            out = Path(d) / f"s{i}" / "benchmarks.json"
+            out.parent.mkdir()
+            with FakeOpenAI.subprocess(cfg) as srv:
+                t = time.perf_counter()
+                run_guidellm(srv.base_url, out, streams=sc.levels, requests=args.requests,
+                             tokens=sc.server["tokens"])
+                t_g = time.perf_counter() - t
+                t = time.perf_counter()
+                ours = bench_and_diagnose(BenchConfig(
+                    url=srv.base_url, concurrency=sc.levels, requests=args.requests,
+                    max_tokens=sc.server["tokens"], input_tokens="fixed:16", progress=False,
+                    diagnose=False))
+                t_o = time.perf_counter() - t
+            theirs = import_file(out)
+            levels = ",".join(map(str, sc.levels))
+            a_g, a_o = advice(theirs), advice(ours)
+            differ = disagreements(a_g, a_o)
+            table.add_row(sc.name, levels, *_row("GuideLLM", theirs, a_g, t_g),
+                          "yes" if not differ else "NO: " + "; ".join(differ))
+            table.add_row("", "", *_row("infersight", ours, a_o, t_o), "")
+    Console(width=200).print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Installs the benchmark tools whose result files the importer tests produce, each in a
+# venv of its own under .tool-venvs/ (idempotent; run by `scripts/setup.sh --tools`):
+#   .tool-venvs/guidellm        GuideLLM 0.8.x. It requires torch unconditionally, and
+#                               PyPI's Linux x86_64 torch is the CUDA build (plus the
+#                               nvidia-* wheels, gigabytes the tests never use), so the
+#                               CPU-only wheel comes from download.pytorch.org first
+#   .tool-venvs/aiperf          AIPerf 0.13.x
+#   .tool-venvs/inference-perf  inference-perf 0.7.x (needs Python >= 3.12: found on the
+#                               PATH or in pyenv, else installed with uv)
+# None of them is a dependency of infersight: it reads their files without them. The
+# three install side by side; each step's output goes to a private temp file, shown
+# only when it fails. A venv whose marker names the same version spec is kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=.tool-venvs
+mkdir -p "$DIR"
+PY=${PYTHON:-python3}
+PIP=(-m pip install --disable-pip-version-check -q)
+GUIDELLM_SPEC="guidellm>=0.8,<0.9"
+AIPERF_SPEC="aiperf>=0.13,<0.14"
+INFERENCE_PERF_SPEC="inference-perf>=0.7,<0.8"
+LOGS=()
+trap 'rm -f "${LOGS[@]}"' EXIT
+
+# A Python >= 3.12 for inference-perf.
+py312() {
+  local c
+  for c in python3.13 python3.12 "$HOME"/.pyenv/versions/3.1[23]*/bin/python; do
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      command -v "$c"; return
+    fi
+  done
+  # None here: uv installs a standalone one (a few tens of MB).
+  { [ -x "$DIR/uv/bin/uv" ] || { "$PY" -m venv "$DIR/uv" && "$DIR/uv/bin/python" "${PIP[@]}" uv; }; } >&2 &&
+    "$DIR/uv/bin/uv" python install 3.12 >&2 &&
+    "$DIR/uv/bin/uv" python find 3.12
+}
+
+# Each installer chains its steps with && (a function run in a && list ignores set -e).
+install_guidellm() {
+  local v=$DIR/guidellm
+  # The CPU-only wheel first (the pytorch.org index holds only those): GuideLLM then
+  # finds torch installed and does not fetch the CUDA build.
+  "$PY" -m venv "$v" &&
+    "$v/bin/python" "${PIP[@]}" --no-deps --no-index \
+      --find-links https://download.pytorch.org/whl/cpu/torch/ torch &&
+    "$v/bin/python" "${PIP[@]}" "$GUIDELLM_SPEC"
+}
+
+install_aiperf() {
+  "$PY" -m venv "$DIR/aiperf" && "$DIR/aiperf/bin/python" "${PIP[@]}" "$AIPERF_SPEC"
+}
+
+install_inference_perf() {
+  local py
+  py=$(py312) && "$py" -m venv "$DIR/inference-perf" &&
+    "$DIR/inference-perf/bin/python" "${PIP[@]}" "$INFERENCE_PERF_SPEC"
+}
+
+# name, spec, installer: skipped when the marker holds the spec; else a fresh venv.
+start() {
+  local name=$1 spec=$2 fn=$3 log
+  if [ "$(cat "$DIR/$name/.installed" 2>/dev/null)" = "$spec" ] && [ -x "$DIR/$name/bin/$name" ]; then
+    return
+  fi
+  rm -rf "${DIR:?}/$name"
+  log=$(mktemp "${TMPDIR:-/tmp}/infersight-tools.XXXXXX")
+  LOGS+=("$log")
+  echo "setup: installing $spec into $DIR/$name"
+  ( "$fn" && echo "$spec" > "$DIR/$name/.installed" ) >"$log" 2>&1 &
+  PIDS+=("$!"); NAMES+=("$name"); TOOL_LOGS+=("$log")
+}
+
+PIDS=(); NAMES=(); TOOL_LOGS=()
+start guidellm "$GUIDELLM_SPEC" install_guidellm
+start aiperf "$AIPERF_SPEC" install_aiperf
+start inference-perf "$INFERENCE_PERF_SPEC" install_inference_perf
+failed=0
+for i in "${!PIDS[@]}"; do
+  if ! wait "${PIDS[$i]}"; then
+    echo "setup: installing ${NAMES[$i]} failed:" >&2
+    cat "${TOOL_LOGS[$i]}" >&2
+    failed=1
+  fi
+done
+exit $failed

@@ -1,0 +1,25 @@
+"""infersight.importers: other tools' results as RunResults (docs/design.md section 10).
+
+    from infersight.importers import detect, import_file
+    result = import_file("benchmarks.json")   # GuideLLM, AIPerf, vLLM or inference-perf
+    detect(data)                              # the format id, or None for a RunResult
+
+Each format has one module (``guidellm``, ``aiperf``, ``vllm``, ``inference_perf``);
+the format comes from the file's content, never its name. Reading a file needs none of
+those tools. Per-request timings become the request records of docs/design.md section
+2, so ``diagnose`` and ``report`` treat the run like one of ours; a file of aggregates
+alone gives levels without requests, and :func:`missing_evidence` says what cannot be
+decided from it.
+"""
+
+from infersight.importers.detect import FORMATS, detect, import_bytes, import_file
+from infersight.importers.evidence import is_imported, missing_evidence
+
+__all__ = [
+    "FORMATS",
+    "detect",
+    "import_bytes",
+    "import_file",
+    "is_imported",
+    "missing_evidence",
+]

@@ -1,0 +1,177 @@
+"""``vllm bench serve --save-result`` JSON (one run per object; ``--append-result``
+writes one object per line, each a level).
+
+The keys are those ``vllm/benchmarks/serve.py`` saves: the run's setting
+(``request_rate``, "inf" for all at once; ``max_concurrency``), its totals and the
+``mean_/median_/std_/pNN_`` statistics of TTFT, TPOT, ITL and E2EL in milliseconds.
+With ``--save-detailed`` it adds per-request arrays, in seconds: ``start_times``
+(``time.perf_counter()`` when the request was sent), ``ttfts``, ``itls`` (each gap
+between chunks), ``latencies``, ``input_lens``, ``output_lens``, ``errors`` and
+``queue_times`` (the wait for a ``--max-concurrency`` slot, so the intended send time
+is ``start - queue``). Those arrays become request records; without them the level
+has vLLM's aggregates alone.
+
+vLLM's TPOT is ``(latency - TTFT) / (output tokens - 1)``: to the end of the response,
+where ours runs to the last chunk. It is kept beside ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infersight.core.records import RequestRecord, RunResult
+from infersight.importers.common import (
+    ImportedLevel,
+    ImportSpec,
+    Malformed,
+    as_float,
+    as_int,
+    build_run,
+    level_name,
+    load_json,
+)
+from infersight.importers.tool_stats import aggregate_from_stats, tool_metric
+
+__all__ = ["FORMAT", "looks_like", "read"]
+
+FORMAT = "vllm"
+LABEL = "vllm bench serve --save-result JSON"
+
+_TPOT = "vllm.tpot"
+DEFINITIONS = {
+    _TPOT: "vLLM's TPOT: (latency - TTFT) / (output tokens - 1), to the end of the "
+           "response (ours: to the last chunk)",
+}
+_ARRAYS = ("start_times", "ttfts", "itls", "latencies")
+
+
+def looks_like(doc: Any) -> bool:
+    return isinstance(doc, dict) and "request_throughput" in doc and "completed" in doc and (
+        "endpoint_type" in doc or "backend" in doc or "mean_ttft_ms" in doc or "duration" in doc)
+
+
+def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
+    """The RunResult of one saved run, or of several appended ones (one per line)."""
+    try:
+        docs = [load_json(data)]
+    except Malformed as whole:
+        lines = [ln for ln in data.splitlines() if ln.strip()]
+        if len(lines) < 2:
+            raise whole from None
+        docs = []
+        for n, line in enumerate(lines, 1):
+            try:
+                docs.append(load_json(line))
+            except Malformed as e:
+                raise Malformed(f"line {n}: {e}") from None
+    levels = []
+    for i, doc in enumerate(docs):
+        if not looks_like(doc):
+            raise Malformed(f"run {i + 1} has no request_throughput/completed: not a saved run")
+        levels.append(_level(doc, i))
+    first = docs[0]
+    spec = ImportSpec(format=FORMAT, tool="vllm bench serve", source=source,
+                      model=first.get("model_id") if isinstance(first.get("model_id"), str) else None,
+                      definitions=DEFINITIONS)
+    if any(lv.records for lv in levels):
+        spec.missing.append("the intended send time of a run without --max-concurrency "
+                            "(vLLM saves when each request was sent, not when it was due)")
+    else:
+        spec.missing.append("per-request timings (saved without --save-detailed)")
+        spec.rerun_hint = "vllm bench serve --save-result --save-detailed keeps them"
+    spec.missing.append("engine telemetry (running, waiting, KV usage)")
+    return build_run(spec, levels)
+
+
+def _target(doc: dict[str, Any]) -> tuple[int | None, float | None]:
+    rate = as_float(doc.get("request_rate"))  # "inf" (a string) is all at once
+    conc = as_int(doc.get("max_concurrency"))
+    if rate is not None:
+        return None, rate
+    return conc, None
+
+
+def _level(doc: dict[str, Any], i: int) -> ImportedLevel:
+    conc, rate = _target(doc)
+    level = ImportedLevel(level_name(conc, rate), concurrency=conc, rate=rate,
+                          all_at_once=conc is None and rate is None)
+    if all(isinstance(doc.get(k), list) for k in _ARRAYS):
+        level.records, tpots = _records(doc, i)
+        level.tool_metrics = {_TPOT: tool_metric(DEFINITIONS[_TPOT], ours=None, values=tpots)}
+        return level
+    ok = as_int(doc.get("completed"))
+    level.aggregate = aggregate_from_stats(
+        conc, rate, ok_count=ok, errors=as_int(doc.get("failed")),
+        request_rate=as_float(doc.get("request_throughput")),
+        token_rate=as_float(doc.get("output_throughput")),
+        latency={"ttft_from_sent": (_stats(doc, "ttft", ok), 0.001),
+                 "itl": (_stats(doc, "itl", None), 0.001),
+                 "e2e_from_sent": (_stats(doc, "e2el", ok), 0.001)})
+    level.tool_metrics = {_TPOT: tool_metric(DEFINITIONS[_TPOT], ours=None, scale=0.001,
+                                             summary=_stats(doc, "tpot", ok))}
+    return level
+
+
+def _stats(doc: dict[str, Any], metric: str, count: int | None) -> dict[str, Any]:
+    """``mean_ttft_ms``, ``p99_ttft_ms``... as one statistics object (milliseconds)."""
+    out: dict[str, Any] = {}
+    for key in ("mean", "median", "std"):
+        if (v := as_float(doc.get(f"{key}_{metric}_ms"))) is not None:
+            out[key] = v
+    suffix = f"_{metric}_ms"
+    for key, value in doc.items():
+        if key.startswith("p") and key.endswith(suffix):
+            out[key[: -len(suffix)]] = value  # p99, p99.9
+    if out and count is not None:
+        out["count"] = count
+    return out
+
+
+def _column(doc: dict[str, Any], key: str, n: int, i: int) -> list[Any]:
+    col = doc.get(key)
+    if col is None:
+        return [None] * n
+    if not isinstance(col, list) or len(col) != n:
+        raise Malformed(f"run {i + 1}: {key} has {len(col) if isinstance(col, list) else 'no'} "
+                        f"entries for {n} requests")
+    return col
+
+
+def _records(doc: dict[str, Any], i: int) -> tuple[list[RequestRecord], list[float]]:
+    n = len(doc["start_times"])
+    cols = {k: _column(doc, k, n, i) for k in
+            (*_ARRAYS, "queue_times", "input_lens", "output_lens", "errors")}
+    records: list[RequestRecord] = []
+    tpots: list[float] = []
+    for j in range(n):
+        sent = as_float(cols["start_times"][j])
+        if sent is None:
+            raise Malformed(f"run {i + 1}: start_times[{j}] is {cols['start_times'][j]!r}")
+        queue = as_float(cols["queue_times"][j]) or 0.0
+        latency = as_float(cols["latencies"][j]) or 0.0
+        error = cols["errors"][j]
+        rec = RequestRecord(request_id=f"run{i + 1}-{j}", scheduled=sent - max(queue, 0.0),
+                            sent=sent, attempts=1)
+        out_len = as_int(cols["output_lens"][j])
+        rec.completion_tokens = out_len
+        rec.prompt_tokens = as_int(cols["input_lens"][j])
+        rec.ok = not error and latency > 0
+        if rec.ok:
+            rec.end = sent + latency
+            ttft = as_float(cols["ttfts"][j])
+            if ttft is not None and ttft > 0:
+                t = sent + ttft
+                times = [t]
+                gaps = cols["itls"][j]
+                for g in gaps if isinstance(gaps, list) else []:
+                    t += as_float(g) or 0.0
+                    times.append(t)
+                rec.chunk_times, rec.chunk_tokens = times, [1] * len(times)
+                if out_len is not None and out_len > 1:
+                    tpots.append((latency - ttft) / (out_len - 1))
+            rec.status = 200
+        else:
+            rec.error = "ServerError"
+            rec.error_message = str(error or "failed (vLLM saved no reason)")[:300]
+        records.append(rec)
+    return records, tpots
