@@ -14,8 +14,9 @@ next trial is the most informative one:
    before it ran): predicted above the best measured by more than the noise floor, or
    cheaper than the measured choice (the cheapest measured within the noise floor of
    the best) and predicted within 5% of the best (as good, for less). A model whose
-   latest error was above 15% (the self-check's limit) rules nothing out by a predicted
-   SLO miss or a predicted zero: no error factor lifts a zero.
+   latest SLO call was wrong (it predicted a miss where the trial met the SLO, or the
+   other way round) rules nothing out by a predicted miss or a predicted zero: no error
+   factor lifts a zero.
 
 The search stops when neither exists: the predicted best has been measured and no
 untried setting is predicted to beat it beyond the noise floor. A setting above one
@@ -28,11 +29,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["UNTRUSTED", "Guess", "Outcome", "Proposal", "best_guess", "model_search", "propose"]
-
-#: A latest prediction error above this (the self-check's limit), and the model's
-#: predicted SLO misses and zeros rule no untried setting out.
-UNTRUSTED = 0.15
+__all__ = ["Guess", "Outcome", "Proposal", "best_guess", "model_search", "propose"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +86,11 @@ def best_guess(
 
 
 def _beats(g: Guess, ref: Outcome, *, cheaper: bool, slo: bool, delta: float, floor: float,
-           error: float) -> bool:
+           error: float, slo_wrong: bool = False) -> bool:
     mine, theirs = _key(g.value, g.slo_met, slo), _key(ref.value, ref.slo_met, slo)
-    if error > UNTRUSTED and (not mine[0] or mine[1] <= 0.0):
-        # A predicted SLO miss (or nothing at all) from a model that missed its latest
-        # prediction by this much is no bound: no error factor lifts a zero.
+    if slo_wrong and (not mine[0] or mine[1] <= 0.0):
+        # A predicted SLO miss (or nothing at all) from a model whose latest SLO call was
+        # wrong is no bound: no error factor lifts a zero.
         return True
     if mine[0] != theirs[0]:
         return mine[0]
@@ -121,6 +118,7 @@ def propose(
     floor: float,
     prefer_low: bool = True,
     error: float = 0.0,
+    slo_wrong: bool = False,
 ) -> Proposal:
     """The next trial by the rule of the module's docstring: ``delta`` is the noise
     floor, ``floor`` how close to the best counts as as good (5% in tune), ``error``
@@ -144,7 +142,8 @@ def propose(
     untried = [i for i in allowed if i not in measured]
     ahead = [i for i in untried if (g := guesses[i]) is not None and g.value is not None
              and _beats(g, ref, cheaper=choice is not None and (i < choice) == prefer_low,
-                        slo=slo, delta=delta, floor=floor, error=error)]
+                        slo=slo, delta=delta, floor=floor, error=error,
+                        slo_wrong=slo_wrong)]
     if not ahead:
         return Proposal(None, f"the predicted best ({values[best]}) was measured and no untried "
                         f"setting is predicted to beat it beyond the noise floor of {delta:.1%} "
@@ -177,13 +176,13 @@ def model_search(
     ``predict`` fits the model on every trial so far and predicts every value;
     ``measure`` runs a trial (and may raise StopSearch)."""
     previous: Sequence[Guess | None] | None = None
-    error = 0.0
+    error, slo_wrong = 0.0, False
     while True:
         guesses = predict()
         if guesses is None:
             return None
         p = propose(values, measured(), guesses, previous, slo=slo, delta=delta, floor=floor,
-                    prefer_low=prefer_low, error=error)
+                    prefer_low=prefer_low, error=error, slo_wrong=slo_wrong)
         if p.index is None:
             return p.why
         g = guesses[p.index]
@@ -191,4 +190,6 @@ def model_search(
         got = measured().get(p.index)
         if g is not None and g.value is not None and got is not None and got.value:
             error = abs(g.value - got.value) / got.value
+        if slo and g is not None and got is not None and got.value is not None:
+            slo_wrong = bool(g.slo_met) != bool(got.slo_met)
         previous = guesses
