@@ -15,6 +15,7 @@ from infersight.cli._conventions import (
     api_key_file_option,
     command_help,
     duration_option,
+    format_option,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def diagnose_cmd(
     gpu: str = typer.Option(None, metavar="NAME", help="GPU name from the peak table, for the floors."),
     engine_slots: int = typer.Option(None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports none.", show_default="the run's --engine-slots, else inferred from R's plateau or the capacity curve"),
     as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
+    output_format: str = format_option("With llm-d, print llm-d-benchmark's benchmark report of each level (a JSON array, the verdicts in each report's metadata) instead."),
     interval: float = duration_option(1.0, "--interval", help="With --url: time between samples."),
     prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START, end: str = P.END,
     step: str = P.STEP, selector: str = P.SELECTOR, http_config: Path = P.HTTP_CONFIG,
@@ -89,6 +91,8 @@ def diagnose_cmd(
     if engine_slots is not None and engine_slots < 1:
         raise _err("--engine-slots must be >= 1")
     device = _check_gpu(gpu) if gpu else None
+    if prometheus and output_format == "llm-d":
+        raise _err("--format llm-d describes runs: give result files or --url, not --prometheus")
     if prometheus:
         from infersight.entrypoints.fleet import diagnose_prometheus, print_fleet
 
@@ -111,7 +115,7 @@ def diagnose_cmd(
             raise _err("give a RunResult file (or monitor recording), --url URL or --prometheus URL")
         inputs = load_inputs(list(files))
     print_diagnoses(inputs, window=window, model=model, gpu=device,
-                    engine_slots=engine_slots, as_json=as_json)
+                    engine_slots=engine_slots, as_json=as_json, llmd=output_format == "llm-d")
 
 
 def plan_cmd(

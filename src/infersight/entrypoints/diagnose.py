@@ -70,10 +70,12 @@ def print_diagnoses(
     gpu: Device | None = None,
     engine_slots: int | None = None,
     as_json: bool = False,
+    llmd: bool = False,
 ) -> None:
     """Diagnose each input, storing its verdicts, capacity curve and recommendation in
     it (as ``bench`` does); print the level table, the run's fix and the verdict panels,
-    or JSON (``{"recommendation", "capacity_curve", "verdicts"}`` per input)."""
+    or JSON (``{"recommendation", "capacity_curve", "verdicts"}`` per input), or with
+    ``llmd`` one JSON array of llm-d-benchmark reports, one per level of every input."""
     import orjson
     from rich.console import Console
 
@@ -103,8 +105,13 @@ def print_diagnoses(
             else result.self_check.model_dump(mode="json"),
             "verdicts": [v.model_dump(mode="json") for v in found.verdicts],
         }
-        if not as_json:
+        if not as_json and not llmd:
             render_diagnosis(result, found.verdicts, console=con, title=name)
-    if as_json:
+    if llmd:
+        from infersight.report.llmd import llmd_reports
+
+        reports = [rep for _, result in inputs for rep in llmd_reports(result)]
+        sys.stdout.buffer.write(orjson.dumps(reports, option=orjson.OPT_INDENT_2) + b"\n")
+    elif as_json:
         doc = out[inputs[0][0]] if len(inputs) == 1 else out
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")

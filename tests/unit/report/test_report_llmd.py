@@ -87,3 +87,23 @@ def test_a_level_without_an_answer_has_no_report_and_files_are_written(tmp_path:
     assert [p.name for p in paths] == ["benchmark_report_c_1.json", "benchmark_report_c_4.json"]
     for p in paths:
         VALIDATOR.validate(orjson.loads(p.read_bytes()))
+
+
+def test_diagnose_format_llm_d_prints_every_levels_report(tmp_path: Path) -> None:
+    """``infersight diagnose FILE --format llm-d``: one JSON array on stdout, every
+    report valid, the diagnosis in each report's metadata."""
+    from typer.testing import CliRunner
+
+    from infersight.cli import app
+    from infersight.core.records import save_run_result
+
+    path = save_run_result(make_run(400, levels=(1, 4), seed=5), tmp_path / "run.json")
+    got = CliRunner().invoke(app, ["diagnose", str(path), "--format", "llm-d"])
+    assert got.exit_code == 0, got.output
+    reps = orjson.loads(got.stdout)
+    assert [r["metadata"]["infersight"]["level"] for r in reps] == ["c=1", "c=4"]
+    for rep in reps:
+        VALIDATOR.validate(rep)
+        assert rep["metadata"]["infersight"]["verdicts"]  # diagnosed now, not stale
+    bad = CliRunner().invoke(app, ["diagnose", str(path), "--format", "yaml"])
+    assert bad.exit_code != 0 and "use infersight or llm-d" in bad.output
