@@ -6,7 +6,7 @@ not soft): it starts the trial's server there from the ``--launch`` template (on
 node's loopback), measures it with bench from the same process (the load generator on
 the same node), diagnoses the run and sends the RunResult back, with the server's log.
 The driver saves each under ``OUT/trials/`` as the serial tune does
-(:meth:`infersight.entrypoints.tune._Trials.save`). Joining the cluster and stopping
+(``entrypoints.tune._Trials.save``). Joining the cluster and stopping
 the actors are bench --ray's (:mod:`infersight.bench.distributed.ray_place`), and so is what each
 actor says of its node (:func:`infersight.bench.distributed.ray_actor.node_facts`).
 
@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from infersight.bench import BenchConfig
 from infersight.bench.distributed.ray_place import (
@@ -39,8 +39,16 @@ from infersight.core.errors import ConfigError, InfersightError
 from infersight.core.records import RunResult
 from infersight.tune import TrialRun, TrialSpec, TuneConfig
 
-if TYPE_CHECKING:
-    from infersight.entrypoints.tune import _Trials
+
+class TrialSaver(Protocol):
+    """What the driver needs of serial tune's trials (``entrypoints.tune._Trials``):
+    where they go and how one is saved. A protocol, so that the two modules do not
+    import each other."""
+
+    out: Path
+
+    def save(self, result: RunResult, setting: Mapping[str, int], trial_dir: Path, wall: float,
+             levels: list[str] | None, node: str | None = None) -> TrialRun: ...
 
 __all__ = ["RayTrials", "TrialWorker", "comparable_key"]
 
@@ -71,7 +79,7 @@ class TrialWorker:
     def run(self, setting: dict[str, int], bench: BenchConfig) -> dict[str, Any]:
         """The trial: its RunResult (diagnosed) or its typed error, and the server's log."""
         from infersight.entrypoints.bench import bench_on
-        from infersight.entrypoints.tune import diagnose
+        from infersight.entrypoints.tune_trial import diagnose
 
         result: RunResult | None = None
         error: InfersightError | None = None
@@ -101,7 +109,7 @@ class TrialWorker:
 class RayTrials:
     """The worker slots on the cluster; ``run_batch`` runs trials on them."""
 
-    def __init__(self, cfg: TuneConfig, bench: BenchConfig, trials: _Trials,
+    def __init__(self, cfg: TuneConfig, bench: BenchConfig, trials: TrialSaver,
                  api_key: str | None) -> None:
         assert cfg.ray is not None
         self.bench, self.trials, self.kind = bench, trials, cfg.target_kind
@@ -206,7 +214,7 @@ class RayTrials:
         return [r if r is not None else TrialRun(error=InfersightError("not run")) for r in out]
 
     def _bench(self, spec: TrialSpec) -> tuple[BenchConfig, list[str] | None]:
-        from infersight.entrypoints.tune import trial_bench
+        from infersight.entrypoints.tune_trial import trial_bench
 
         # Only the baseline runs the diagnosis's extra level: the A/A runs of every node
         # compare on the objective's level alone.

@@ -16,9 +16,12 @@ from typing import Any
 
 import orjson
 
+import infersight.importers.aiperf as aiperf
+import infersight.importers.guidellm as guidellm
+import infersight.importers.inference_perf as inference_perf
+import infersight.importers.vllm as vllm
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.records import RunResult
-from infersight.importers import aiperf, guidellm, inference_perf, vllm
 from infersight.importers.common import Malformed
 
 __all__ = ["FORMATS", "detect", "import_bytes", "import_file"]
