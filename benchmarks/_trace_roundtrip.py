@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from _gateway_cli import interrupt, start_cli
 from infersight.bench import BenchConfig, run
 from infersight.testing import FakeConfig, FakeOpenAI
+from infersight.testing.cli_process import interrupt, start_cli
 
 
 def _through_gateway(upstream: str, log: Path, cfg: dict[str, Any]) -> Any:

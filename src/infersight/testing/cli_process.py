@@ -1,6 +1,5 @@
-"""``infersight gateway`` started as its own process for the benchmarks: the same
-``start_cli``/``interrupt`` pair as the gateway tests' ``gateway_stack`` (benchmarks
-import only the installed package and their own helpers, never ``tests/``)."""
+"""``infersight gateway`` as its own process, as a user starts it: for the gateway
+tests and the trace round-trip benchmark alike."""
 
 from __future__ import annotations
 
@@ -9,6 +8,8 @@ import signal
 import subprocess
 import sys
 import threading
+
+__all__ = ["CLI", "interrupt", "start_cli"]
 
 CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 
