@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from gateway_stack import CLI, interrupt, start_cli
 
+from infersight.testing.cli_process import CLI, interrupt, start_cli
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import openai
 import orjson
 import pytest
-from gateway_stack import CHAT, StackFactory, interrupt, start_cli
+from gateway_stack import CHAT, StackFactory
 
 from infersight.core.pricing import PriceTable
 from infersight.gateway.cost_stamp import stamp_usage
+from infersight.testing.cli_process import interrupt, start_cli
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 PRICE = '[models."fake"]\ninput = 1000000.0\noutput = 2000000.0\n'  # $1 / $2 per token

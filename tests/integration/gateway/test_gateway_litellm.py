@@ -9,10 +9,10 @@ from pathlib import Path
 
 import openai
 import pytest
-from gateway_stack import CLI as _CLI
-from gateway_stack import start_cli
 
 from infersight.gateway import load_config
+from infersight.testing.cli_process import CLI as _CLI
+from infersight.testing.cli_process import start_cli
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(180)

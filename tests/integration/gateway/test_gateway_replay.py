@@ -10,11 +10,11 @@ from typing import Any
 
 import orjson
 import pytest
-from gateway_stack import interrupt, start_cli
 
 from infersight.bench import BenchConfig, run
 from infersight.core.access_log_format import ACCESS_LOG_VERSION
 from infersight.testing import FakeConfig, FakeOpenAI
+from infersight.testing.cli_process import interrupt, start_cli
 
 pytestmark = pytest.mark.timeout(180)
 
