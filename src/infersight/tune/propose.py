@@ -15,8 +15,8 @@ next trial is the most informative one:
    cheaper than the measured choice (the cheapest measured within the noise floor of
    the best) and predicted within 5% of the best (as good, for less). A model whose
    latest SLO call was wrong (it predicted a miss where the trial met the SLO, or the
-   other way round) rules nothing out by a predicted miss or a predicted zero: no error
-   factor lifts a zero.
+   other way round), and that predicts no untried setting to meet the SLO, rules
+   nothing out by a predicted miss or a predicted zero: no error factor lifts a zero.
 
 The search stops when neither exists: the predicted best has been measured and no
 untried setting is predicted to beat it beyond the noise floor. A setting above one
@@ -140,10 +140,13 @@ def propose(
             == best_key[0] and k[1] >= (1.0 - min(delta, floor)) * best_key[1]]
     choice = (min(near) if prefer_low else max(near)) if near else None
     untried = [i for i in allowed if i not in measured]
+    # Blind: the model's latest SLO call was wrong and it predicts no untried setting to
+    # meet the SLO; only then do its predicted misses rule nothing out.
+    blind = slo_wrong and not any((g := guesses[i]) is not None and g.slo_met for i in untried)
     ahead = [i for i in untried if (g := guesses[i]) is not None and g.value is not None
              and _beats(g, ref, cheaper=choice is not None and (i < choice) == prefer_low,
                         slo=slo, delta=delta, floor=floor, error=error,
-                        slo_wrong=slo_wrong)]
+                        slo_wrong=blind)]
     if not ahead:
         return Proposal(None, f"the predicted best ({values[best]}) was measured and no untried "
                         f"setting is predicted to beat it beyond the noise floor of {delta:.1%} "
