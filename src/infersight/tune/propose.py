@@ -7,19 +7,20 @@ next trial is the most informative one:
 1. the model's predicted best: the highest predicted objective (a setting predicted to
    meet the SLO before any that is not), or the cheapest within 5% of it (the knee of
    section 5: the model is not asked to resolve less), when it has not been measured;
-2. else, among the untried settings that could beat the best measured one, the one the
-   model knows least about: whose prediction the last refit moved most, then the
-   farthest from any measured setting. "Could beat" allows for the model's error on
-   its latest prediction (that trial's measurement against what the model said
-   before it ran): predicted above the best measured by more than the noise floor, or
-   cheaper than the measured choice (the cheapest measured within the noise floor of
-   the best) and predicted within 5% of the best (as good, for less). A model whose
-   latest SLO call was wrong (it predicted a miss where the trial met the SLO, or the
-   other way round), and that predicts no untried setting to meet the SLO, rules
-   nothing out by a predicted miss or a predicted zero: no error factor lifts a zero.
+2. else, among the untried settings that could change tune's choice, the one the model
+   knows least about: whose prediction the last refit moved most, then the farthest
+   from any measured setting. The choice (``tune.search.choose``) is the cheapest
+   measured setting within 5% (``floor``) of the best measured one, so a setting could
+   change it when, allowing for the model's error on its latest prediction (that
+   trial's measurement against what the model said before it ran), it is predicted
+   above the best measured by more than 5% (or the noise floor, when wider), or
+   cheaper than the choice and within 5% of the best. A model whose latest SLO call was
+   wrong (it predicted a miss where the trial met the SLO, or the other way round), and
+   that predicts no untried setting to meet the SLO, rules nothing out by a predicted
+   miss or a predicted zero: no error factor lifts a zero.
 
 The search stops when neither exists: the predicted best has been measured and no
-untried setting is predicted to beat it beyond the noise floor. A setting above one
+untried setting could change the choice. A setting above one
 that ran out of memory is never proposed.
 """
 
@@ -95,7 +96,7 @@ def _beats(g: Guess, ref: Outcome, *, cheaper: bool, slo: bool, delta: float, fl
     if mine[0] != theirs[0]:
         return mine[0]
     could = mine[1] * (1.0 + error)
-    return could > theirs[1] * (1.0 + delta) or (cheaper and could >= theirs[1] * (1.0 - floor)
+    return could > theirs[1] * (1.0 + max(delta, floor)) or (cheaper and could >= theirs[1] * (1.0 - floor)
                                                  and theirs[1] > 0)
 
 
@@ -121,7 +122,8 @@ def propose(
     slo_wrong: bool = False,
 ) -> Proposal:
     """The next trial by the rule of the module's docstring: ``delta`` is the noise
-    floor, ``floor`` how close to the best counts as as good (5% in tune), ``error``
+    floor, ``floor`` how close to the best counts as as good (5% in tune, as in the
+    choice), ``error``
     the model's relative error on its latest prediction."""
     oom = min((i for i, o in measured.items() if o.oom), default=len(values))
     allowed = [i for i in range(len(values)) if i < oom]
@@ -133,11 +135,11 @@ def propose(
     done = [i for i, o in measured.items() if o.value is not None]
     ref = max((measured[i] for i in done), key=lambda o: _key(o.value, o.slo_met, slo),
               default=Outcome(None))
-    # The measured choice, as tune will make it: the cheapest as good as the best measured
-    # within the noise floor (and the knee's tolerance).
+    # The measured choice, as tune will make it: the cheapest within the knee's tolerance
+    # of the best measured.
     best_key = _key(ref.value, ref.slo_met, slo)
     near = [i for i in done if (k := _key(measured[i].value, measured[i].slo_met, slo))[0]
-            == best_key[0] and k[1] >= (1.0 - min(delta, floor)) * best_key[1]]
+            == best_key[0] and k[1] >= (1.0 - floor) * best_key[1]]
     choice = (min(near) if prefer_low else max(near)) if near else None
     untried = [i for i in allowed if i not in measured]
     # Blind: the model's latest SLO call was wrong and it predicts no untried setting to
@@ -149,8 +151,10 @@ def propose(
                         slo_wrong=blind)]
     if not ahead:
         return Proposal(None, f"the predicted best ({values[best]}) was measured and no untried "
-                        f"setting is predicted to beat it beyond the noise floor of {delta:.1%} "
-                        f"(allowing for the model's latest error of {error:.0%})")
+                        f"setting could change the choice: none is predicted to beat the best "
+                        f"measured by more than {max(delta, floor):.1%}, or to come within "
+                        f"{floor:.0%} of it for less (allowing for the model's latest error "
+                        f"of {error:.0%})")
     tried = [values[i] for i in measured]
 
     def far(i: int) -> float:
@@ -158,8 +162,8 @@ def propose(
 
     before = previous or [None] * len(values)
     pick = max(ahead, key=lambda i: (_moved(guesses[i], before[i]), far(i)))
-    return Proposal(pick, "could beat the best measured (or match it for less) within the "
-                    "model's latest error; the model knows least about it")
+    return Proposal(pick, "could change the choice (beat the best measured, or match it for "
+                    "less) within the model's latest error; the model knows least about it")
 
 
 def model_search(

@@ -17,10 +17,10 @@ recommended direction found nothing better, the other side is walked once.
 
 **Grid**: every value, the exhaustive reference.
 
-**The choice** (:func:`choose`) is the same for both: among the settings not worse than
-the best measured one (beyond the noise), and within the noise floor of its estimate,
-the cheapest: for slots and threads the smallest, for context the largest. It is the
-knee of docs/design.md section 5: more of a knob that buys nothing is not advice.
+**The choice** (:func:`choose`) is the same for both: among the settings within 5% of
+the best measured one, the cheapest: for slots and threads the smallest, for context the
+largest. It is the knee of docs/design.md section 5: more of a knob that buys less than
+that is not advice.
 """
 
 from __future__ import annotations
@@ -126,21 +126,17 @@ def grid(n: int, value: Value, order: Iterable[int] | None = None) -> None:
 def choose(
     measured: Iterable[int],
     value: Value,
-    compare: Compare,
     *,
     floor: float,
     prefer_low: bool = True,
 ) -> int | None:
-    """The cheapest measured setting that is as good as the best within the noise."""
+    """The cheapest measured setting within ``floor`` of the best one's objective."""
     ok = [i for i in measured if value(i) is not None]
     if not ok:
         return None
     top = max(ok, key=lambda i: (value(i) or 0.0, -i if prefer_low else i))
     best = value(top) or 0.0
-    close = [
-        i for i in ok
-        if i == top or (compare(i, top) >= 0 and (value(i) or 0.0) >= (1.0 - floor) * best)
-    ]
+    close = [i for i in ok if i == top or (value(i) or 0.0) >= (1.0 - floor) * best]
     return min(close) if prefer_low else max(close)
 
 

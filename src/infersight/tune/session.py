@@ -181,11 +181,10 @@ class TuneSession(TrialBook):
             return m.scored.value if ok else None
 
         while True:
-            # Cheaper counts as good as the best within the noise, but never more than 5%
-            # below it (the knee of section 5), however noisy the run.
+            # Cheaper counts as good as the best within 5% (the knee of section 5), however
+            # quiet the run: a gain below that buys too little to be advice.
             chosen = choose([i for i in self._by_index if i not in refuted], met_value,
-                            self._compare, floor=min(self.delta, DEFAULT_DELTA),
-                            prefer_low=plan.prefer_low)
+                            floor=DEFAULT_DELTA, prefer_low=plan.prefer_low)
             self.result.chosen = self.result.chosen_trial = None
             if chosen is None:
                 return

@@ -42,7 +42,7 @@ def test_the_search_stops_when_the_predicted_best_was_measured_and_nothing_beats
     measured = {1: Outcome(10.0), 3: Outcome(29.8)}
     p = propose(VALUES, measured, g, slo=False, delta=0.03, floor=0.03)
     assert p.index is None and "the predicted best (8) was measured" in p.why
-    assert "noise floor of 3.0%" in p.why
+    assert "by more than 3.0%" in p.why
 
 
 def test_an_untried_setting_predicted_to_beat_the_measured_best_is_tried() -> None:
@@ -53,7 +53,7 @@ def test_an_untried_setting_predicted_to_beat_the_measured_best_is_tried() -> No
     before = guesses(5, 10, 20, 31, 31, 45)
     measured = {1: Outcome(10.0), 3: Outcome(25.0)}
     p = propose(VALUES, measured, g, before, slo=False, delta=0.03, floor=0.03)
-    assert p.index == 5 and "knows least" in p.why and "could beat" in p.why
+    assert p.index == 5 and "knows least" in p.why and "could change the choice" in p.why
     # Without a previous prediction, the farthest from any measured setting.
     assert propose(VALUES, measured, g, slo=False, delta=0.03, floor=0.03).index == 5
     near = {1: Outcome(10.0), 3: Outcome(25.0), 5: Outcome(25.0)}
@@ -128,13 +128,14 @@ def test_a_cheaper_setting_the_model_may_have_underrated_is_tried() -> None:
     assert propose(VALUES, measured, g, slo=False, delta=0.03, floor=0.03, error=0.1).index == 2
 
 
-def test_a_plateau_is_searched_for_its_cheapest_setting_within_the_noise() -> None:
-    # Measured: 6 slots a little more than the noise floor below 11; the model says the
-    # settings between are as good: one of them may be the cheaper choice.
+def test_a_cheaper_setting_within_five_percent_is_tried_when_the_model_may_be_off() -> None:
+    # The predicted best (11 slots) was measured. 10 slots are predicted 6% short of its
+    # measurement: not within the 5% the choice takes, unless the model is off by its latest 5%.
     values = list(range(1, 17))
-    g = [Guess(min(v, 6) * 5.8 if v <= 14 else 0.0) for v in values]
-    measured = {1: Outcome(11.7), 5: Outcome(34.8), 10: Outcome(35.2), 15: Outcome(0.0)}
-    p = propose(values, measured, g, slo=False, delta=0.01, floor=0.05)
-    assert p.index is not None and 6 <= p.index <= 9 and "for less" in p.why
-    # With the noise floor above the gap, 6 slots already are the choice: stop.
-    assert propose(values, measured, g, slo=False, delta=0.03, floor=0.05).index is None
+    g = [Guess(v * 3.3 if v <= 10 else 35.0 if v <= 14 else 0.0) for v in values]
+    measured = {1: Outcome(6.6), 5: Outcome(19.8), 10: Outcome(35.2), 15: Outcome(0.0)}
+    p = propose(values, measured, g, slo=False, delta=0.01, floor=0.05, error=0.05)
+    assert p.index == 9 and "for less" in p.why
+    # A model that was right last time rules it out; and a gain under 5% above the best
+    # measured (12 to 14 slots) would not change the choice: stop.
+    assert propose(values, measured, g, slo=False, delta=0.01, floor=0.05).index is None
