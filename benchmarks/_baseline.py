@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def baseline_src(rev: str) -> Path:
     """A temporary copy of ``src`` as it is at git revision ``rev``."""
-    tar = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True,
-                         check=True).stdout
+    tar = subprocess.run(
+        ["git", "archive", rev, "src"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     tmp = Path(tempfile.mkdtemp(prefix="infersight-base-"))
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(tar)) as tf:

@@ -60,8 +60,13 @@ class Meter:
     @staticmethod
     def _busy() -> float:
         t = psutil.cpu_times()
-        return float(sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0)
-                     - getattr(t, "guest_nice", 0.0))
+        return float(
+            sum(t)
+            - t.idle
+            - getattr(t, "iowait", 0.0)
+            - getattr(t, "guest", 0.0)
+            - getattr(t, "guest_nice", 0.0)
+        )
 
     @staticmethod
     def _ours() -> dict[int, float]:
@@ -78,13 +83,20 @@ class Meter:
         return 100.0 * others / (wall * (os.cpu_count() or 1)) if wall > 0 else 0.0
 
 
-async def one(session: aiohttp.ClientSession, t: Target, stream: bool, out: Sample,
-              path: str = CHAT, body: bytes | None = None) -> None:
+async def one(
+    session: aiohttp.ClientSession,
+    t: Target,
+    stream: bool,
+    out: Sample,
+    path: str = CHAT,
+    body: bytes | None = None,
+) -> None:
     data = body or orjson.dumps({**PAYLOAD, "model": t.model, "stream": stream})
     t0 = time.perf_counter()
     try:
-        async with session.post(t.url + path, data=data,
-                                headers={"Content-Type": "application/json", **t.headers}) as r:
+        async with session.post(
+            t.url + path, data=data, headers={"Content-Type": "application/json", **t.headers}
+        ) as r:
             if stream:
                 async for _ in r.content.iter_any():
                     pass
@@ -99,8 +111,14 @@ async def one(session: aiohttp.ClientSession, t: Target, stream: bool, out: Samp
         out.errors += 1
 
 
-async def open_loop(session: aiohttp.ClientSession, t: Target, rate: float, seconds: float,
-                    stream: bool, out: Sample) -> None:
+async def open_loop(
+    session: aiohttp.ClientSession,
+    t: Target,
+    rate: float,
+    seconds: float,
+    stream: bool,
+    out: Sample,
+) -> None:
     """Send at fixed times (rate/s) regardless of answers; await all at the end."""
     loop = asyncio.get_running_loop()
     n = int(rate * seconds)
@@ -117,8 +135,9 @@ async def open_loop(session: aiohttp.ClientSession, t: Target, rate: float, seco
     out.wall += time.perf_counter() - w0
 
 
-async def rate_compare(targets: list[Target], rate: float, stream: bool, seconds: float,
-                       blocks: int) -> dict[str, Sample]:
+async def rate_compare(
+    targets: list[Target], rate: float, stream: bool, seconds: float, blocks: int
+) -> dict[str, Sample]:
     """Each target at ``rate`` for ``seconds`` in total, in ``blocks`` alternating blocks
     (ABBA: the order reverses every block)."""
     res = {t.name: Sample() for t in targets}
@@ -126,19 +145,26 @@ async def rate_compare(targets: list[Target], rate: float, stream: bool, seconds
         for t in targets:  # warm the connection pools
             await open_loop(session, t, rate, 0.3, stream, Sample())
         for b in range(blocks):
-            for t in (targets if b % 2 == 0 else targets[::-1]):
+            for t in targets if b % 2 == 0 else targets[::-1]:
                 await open_loop(session, t, rate, seconds / blocks, stream, res[t.name])
     return res
 
 
-async def closed_loop(t: Target, concurrency: int, seconds: float, stream: bool,
-                      path: str = CHAT, body: bytes | None = None) -> Sample:
+async def closed_loop(
+    t: Target,
+    concurrency: int,
+    seconds: float,
+    stream: bool,
+    path: str = CHAT,
+    body: bytes | None = None,
+) -> Sample:
     """``concurrency`` clients, each sending its next request when the last one ends."""
     out = Sample()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         warm = Sample()
-        await asyncio.gather(*(one(session, t, stream, warm, path, body)
-                               for _ in range(concurrency)))
+        await asyncio.gather(
+            *(one(session, t, stream, warm, path, body) for _ in range(concurrency))
+        )
         stop = time.perf_counter() + seconds
 
         async def worker() -> None:

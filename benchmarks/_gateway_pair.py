@@ -26,8 +26,19 @@ from infersight.telemetry.promtext import Series, parse_metrics
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 from infersight.testing.fake_process import FakeProcess
 
-__all__ = ["Pair", "Tally", "fake", "fake_pair", "gateway_for", "metric", "metrics", "p50_ms",
-           "p99_ms", "paced", "statuses"]
+__all__ = [
+    "Pair",
+    "Tally",
+    "fake",
+    "fake_pair",
+    "gateway_for",
+    "metric",
+    "metrics",
+    "p50_ms",
+    "p99_ms",
+    "paced",
+    "statuses",
+]
 
 #: Each answer takes ttft = 20 ms (16 tokens, non-streamed: sent at once after it).
 SERVICE_S = 0.020
@@ -55,12 +66,14 @@ def fake_pair(error_rate: float) -> Iterator[Pair]:
 
 
 @contextlib.contextmanager
-def gateway_for(a: FakeProcess, b: FakeProcess, name: str = "infersight",
-                src: str | None = None) -> Iterator[Target]:
+def gateway_for(
+    a: FakeProcess, b: FakeProcess, name: str = "infersight", src: str | None = None
+) -> Iterator[Target]:
     """A gateway with upstreams ``a`` (named "up") and ``b`` (default retry policy)."""
     # gateway_process names its first upstream "up": that one is a.
-    with gateway_process(name, a.base_url, src=src,
-                         args=["--upstream", f"b={b.base_url},{_UP}"]) as gw:
+    with gateway_process(
+        name, a.base_url, src=src, args=["--upstream", f"b={b.base_url},{_UP}"]
+    ) as gw:
         yield gw
 
 
@@ -76,8 +89,11 @@ def metric(t: Target | list[Series], name: str, **labels: str) -> float:
     (0 when it has none: a revision that does not export it); ``t`` is the gateway
     (scraped now) or samples already scraped."""
     series = metrics(t) if isinstance(t, Target) else t
-    return sum(s.value for s in series if s.name == name
-               and all(s.labels.get(k) == v for k, v in labels.items()))
+    return sum(
+        s.value
+        for s in series
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    )
 
 
 def statuses(fake: FakeProcess, status: str) -> int:
@@ -107,8 +123,14 @@ class Tally:
         return sum(n for s, n in self.statuses.items() if lo <= s < hi)
 
 
-async def paced(session: aiohttp.ClientSession, url: str, rate: float, seconds: float,
-                tally: Tally, tick: Callable[[float], Awaitable[None]] | None = None) -> None:
+async def paced(
+    session: aiohttp.ClientSession,
+    url: str,
+    rate: float,
+    seconds: float,
+    tally: Tally,
+    tick: Callable[[float], Awaitable[None]] | None = None,
+) -> None:
     """Open loop: one non-streamed chat request every 1/rate s for ``seconds``, whatever
     the answers; ``tick(elapsed)`` is awaited in its own task about once a second."""
     loop = asyncio.get_running_loop()

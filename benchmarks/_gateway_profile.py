@@ -80,8 +80,7 @@ def _from_pyspy(raw: Path) -> tuple[collections.Counter[str], collections.Counte
             continue
         leaf = frames[-1]
         funcs[f"{leaf['func']} ({_short(leaf['path'])})"] += int(n)
-        part = next((p for f in reversed(frames) if (p := part_of(f["path"], f["func"]))),
-                    "other")
+        part = next((p for f in reversed(frames) if (p := part_of(f["path"], f["func"]))), "other")
         parts[part] += int(n)
     return parts, funcs
 
@@ -92,7 +91,8 @@ def _from_cprofile(out: Path) -> tuple[collections.Counter[str], collections.Cou
     gc_file = out.with_name(out.name + ".gc")
     if gc_file.exists():
         parts["cyclic GC"] = funcs["(cyclic garbage collector)"] = int(
-            float(gc_file.read_text()) * 1e6)
+            float(gc_file.read_text()) * 1e6
+        )
         gc_file.unlink()
     stats = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
     for (path, _line, func), (_cc, _nc, tt, _ct, _callers) in stats.items():
@@ -124,8 +124,9 @@ def pyspy_binary() -> str | None:
     print(f"installing py-spy into {exe.parent.parent} (one time)...", flush=True)
     try:
         subprocess.run([sys.executable, "-m", "venv", str(exe.parent.parent)], check=True)
-        subprocess.run([str(exe.parent / "pip"), "install", "-q", "py-spy"], check=True,
-                       timeout=300)
+        subprocess.run(
+            [str(exe.parent / "pip"), "install", "-q", "py-spy"], check=True, timeout=300
+        )
     except (subprocess.SubprocessError, OSError) as e:
         print(f"note: py-spy install failed ({e}); profiling with cProfile instead")
         return None
@@ -162,8 +163,9 @@ CPROFILE_PREFIX = [
 class Profiler:
     """Samples one gateway process between :meth:`start` and :meth:`stop`."""
 
-    def __init__(self, pid: int, pyspy: str | None, cprofile_out: Path | None,
-                 cpus: list[int] | None) -> None:
+    def __init__(
+        self, pid: int, pyspy: str | None, cprofile_out: Path | None, cpus: list[int] | None
+    ) -> None:
         """``pyspy``: its binary, or None for cProfile (the gateway must then have been
         started with :data:`CPROFILE_PREFIX`)."""
         self.pid = pid
@@ -183,9 +185,21 @@ class Profiler:
             return
         self.raw = Path(tempfile.mkdtemp(prefix="bench-prof-")) / "gateway.raw"
         self._proc = subprocess.Popen(
-            [self.exe, "record", "--pid", str(self.pid), "--rate", "400", "--nonblocking",
-             "--format", "raw", "--output", str(self.raw)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                self.exe,
+                "record",
+                "--pid",
+                str(self.pid),
+                "--rate",
+                "400",
+                "--nonblocking",
+                "--format",
+                "raw",
+                "--output",
+                str(self.raw),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             preexec_fn=(lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None,
         )
         time.sleep(0.5)  # py-spy attaches
@@ -215,8 +229,12 @@ class Profiler:
             shutil.rmtree(self.raw.parent, ignore_errors=True)
 
 
-def print_breakdown(title: str, result: tuple[collections.Counter[str], collections.Counter[str]],
-                    cpu_us_per_req: float, top: int = 12) -> None:
+def print_breakdown(
+    title: str,
+    result: tuple[collections.Counter[str], collections.Counter[str]],
+    cpu_us_per_req: float,
+    top: int = 12,
+) -> None:
     parts, funcs = result
     total = sum(parts.values()) or 1
     print(f"\n{title}: {cpu_us_per_req:.0f} us of gateway CPU per request")

@@ -63,9 +63,15 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float) -> bool:
 
 
 @contextlib.contextmanager
-def gateway_process(name: str, upstream: str, *, src: str | None = None,
-                    prefix: list[str] | None = None, env: dict[str, str] | None = None,
-                    args: list[str] | None = None) -> Iterator[Target]:
+def gateway_process(
+    name: str,
+    upstream: str,
+    *,
+    src: str | None = None,
+    prefix: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    args: list[str] | None = None,
+) -> Iterator[Target]:
     """`infersight gateway` in its own process; access log on (to a file), as deployed.
 
     ``src``: run another checkout's code (its ``src`` folder first on the path).
@@ -74,9 +80,17 @@ def gateway_process(name: str, upstream: str, *, src: str | None = None,
     fd, log_name = tempfile.mkstemp(suffix=".log")
     log = os.fdopen(fd, "w")
     code = "from infersight.cli import main; main()" if prefix is None else "\n".join(prefix)
-    cmd = [sys.executable, "-c", code, "gateway",
-           "--upstream", f"up={upstream},models=fake,concurrency=4096,queue=8192", "--port", "0",
-           *(args or [])]
+    cmd = [
+        sys.executable,
+        "-c",
+        code,
+        "gateway",
+        "--upstream",
+        f"up={upstream},models=fake,concurrency=4096,queue=8192",
+        "--port",
+        "0",
+        *(args or []),
+    ]
     penv = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     if src is not None:
         penv["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -100,7 +114,8 @@ def gateway_process(name: str, upstream: str, *, src: str | None = None,
 
 def nginx_binary() -> str | None:
     return shutil.which("nginx") or next(
-        (p for p in ("/usr/sbin/nginx", "/usr/local/nginx/sbin/nginx") if os.path.exists(p)), None)
+        (p for p in ("/usr/sbin/nginx", "/usr/local/nginx/sbin/nginx") if os.path.exists(p)), None
+    )
 
 
 _NGINX_CONF = """daemon off; master_process off; worker_processes 1;
@@ -136,8 +151,9 @@ def nginx_process(upstream: str) -> Iterator[Target | None]:
     port = free_port()
     conf = tmp / "nginx.conf"
     conf.write_text(_NGINX_CONF.format(tmp=tmp, port=port, upstream=upstream.split("://")[1]))
-    proc = subprocess.Popen([exe, "-p", str(tmp), "-c", str(conf)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "-p", str(tmp), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         if not _wait_http(url + "/health", proc, 20):
@@ -151,7 +167,7 @@ def nginx_process(upstream: str) -> Iterator[Target | None]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-AIOHTTP_PROXY = '''
+AIOHTTP_PROXY = """
 import asyncio, sys
 import aiohttp
 from aiohttp import web
@@ -182,15 +198,18 @@ try:
     uvloop.run(main())
 except ImportError:
     asyncio.run(main())
-'''
+"""
 
 
 @contextlib.contextmanager
 def aiohttp_proxy_process(upstream: str) -> Iterator[Target]:
     """A bare aiohttp proxy: what aiohttp's server and client cost with nothing else."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", AIOHTTP_PROXY, upstream, str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", AIOHTTP_PROXY, upstream, str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         if not _wait_http(url + "/", proc, 30):
@@ -212,8 +231,11 @@ def _litellm_ready() -> Path | None:
     print(f"installing litellm[proxy] into {LITELLM_VENV} (one time)...", flush=True)
     try:
         subprocess.run([sys.executable, "-m", "venv", str(LITELLM_VENV)], check=True)
-        subprocess.run([str(LITELLM_VENV / "bin" / "pip"), "install", "-q", "litellm[proxy]"],
-                       check=True, timeout=900)
+        subprocess.run(
+            [str(LITELLM_VENV / "bin" / "pip"), "install", "-q", "litellm[proxy]"],
+            check=True,
+            timeout=900,
+        )
     except (subprocess.SubprocessError, OSError) as e:
         print(f"note: LiteLLM install failed ({e}); skipping the LiteLLM comparison")
         return None
@@ -235,18 +257,37 @@ def litellm_process(upstream: str) -> Iterator[Target | None]:
         "litellm_settings:\n  drop_params: true\n  set_verbose: false\n"
     )
     master = "sk-bench-" + secrets.token_hex(16)  # the proxy refuses to start without one
-    env = {**os.environ, "LITELLM_LOG": "ERROR", "DISABLE_SCHEMA_UPDATE": "true",
-           "LITELLM_MASTER_KEY": master}
+    env = {
+        **os.environ,
+        "LITELLM_LOG": "ERROR",
+        "DISABLE_SCHEMA_UPDATE": "true",
+        "LITELLM_MASTER_KEY": master,
+    }
     env.pop("DATABASE_URL", None)
     with (tmp / "err.log").open("w") as err:
         proc = subprocess.Popen(
-            [str(exe), "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port),
-             "--num_workers", "1"], stdout=subprocess.DEVNULL, stderr=err, env=env)
+            [
+                str(exe),
+                "--config",
+                str(cfg),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--num_workers",
+                "1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         if not _wait_http(url + "/health/liveliness", proc, 180):
-            print("note: LiteLLM proxy did not start; skipping it "
-                  f"({(tmp / 'err.log').read_text()[-300:]})")
+            print(
+                "note: LiteLLM proxy did not start; skipping it "
+                f"({(tmp / 'err.log').read_text()[-300:]})"
+            )
             yield None
             return
         yield Target("litellm", url, proc.pid, headers={"Authorization": f"Bearer {master}"})

@@ -31,8 +31,17 @@ def prefix_trace(path: Path, n: int, gap_s: float) -> None:
     with path.open("w") as f:
         for i in range(n):
             ids = [1, 1000 + i] if i % 2 == 0 else [2000 + i, 3000 + i]
-            f.write(json.dumps({"timestamp": round(i * gap_s * 1000), "input_length": PROMPT,
-                                "output_length": 4, "hash_ids": ids}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "timestamp": round(i * gap_s * 1000),
+                        "input_length": PROMPT,
+                        "output_length": 4,
+                        "hash_ids": ids,
+                    }
+                )
+                + "\n"
+            )
 
 
 @contextmanager
@@ -48,10 +57,16 @@ def cache_off_proxy(upstream: str) -> Iterator[str]:
             doc["cache_prompt"] = False
             body = json.dumps(doc).encode()
         sess: aiohttp.ClientSession = box["session"]
-        async with sess.request(request.method, upstream + request.path_qs, data=body,
-                                headers={"Content-Type": "application/json"}) as r:
-            out = web.StreamResponse(status=r.status, headers={
-                "Content-Type": r.headers.get("Content-Type", "application/json")})
+        async with sess.request(
+            request.method,
+            upstream + request.path_qs,
+            data=body,
+            headers={"Content-Type": "application/json"},
+        ) as r:
+            out = web.StreamResponse(
+                status=r.status,
+                headers={"Content-Type": r.headers.get("Content-Type", "application/json")},
+            )
             await out.prepare(request)
             async for chunk in r.content.iter_any():
                 await out.write(chunk)
@@ -85,8 +100,14 @@ def cache_off_proxy(upstream: str) -> Iterator[str]:
 
 
 def replay(url: str, trace: Path) -> RunResult:
-    cfg = BenchConfig(url=url, trace=str(trace), block_size=SHARED, ignore_eos=True,
-                      progress=False, sample_interval=0.5)
+    cfg = BenchConfig(
+        url=url,
+        trace=str(trace),
+        block_size=SHARED,
+        ignore_eos=True,
+        progress=False,
+        sample_interval=0.5,
+    )
     return bench_and_diagnose(cfg)
 
 
@@ -111,7 +132,13 @@ def summary(name: str, result: RunResult) -> list[str]:
     ps = agg.get("prefix_sharing") or {}
     p50s, p50u = float(np.median(shared)), float(np.median(unshared))
     verdict = next((v for v in result.diagnosis if v.id == "prefix_cache_miss"), None)
-    return [name, f"{p50s * 1e3:.0f}", f"{p50u * 1e3:.0f}", f"{p50s / p50u:.2f}",
-            f"{ps.get('intended', 0):.0%} / {ps.get('sent', 0):.0%}",
-            "-" if client is None else f"{client:.0%}", "-" if engine is None else f"{engine:.0%}",
-            verdict.summary if verdict else "no prefix_cache_miss verdict"]
+    return [
+        name,
+        f"{p50s * 1e3:.0f}",
+        f"{p50u * 1e3:.0f}",
+        f"{p50s / p50u:.2f}",
+        f"{ps.get('intended', 0):.0%} / {ps.get('sent', 0):.0%}",
+        "-" if client is None else f"{client:.0%}",
+        "-" if engine is None else f"{engine:.0%}",
+        verdict.summary if verdict else "no prefix_cache_miss verdict",
+    ]

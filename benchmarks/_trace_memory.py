@@ -32,17 +32,26 @@ def big_trace(path: Path, n: int, seed: int = 0) -> float:
         for i in range(n):
             t += float(gaps[i])
             b = int(blocks[i])
-            f.write(json.dumps({"timestamp": round(t, 3), "input_length": b * 512 - int(cut[i]),
-                                "output_length": int(outs[i]),
-                                "hash_ids": list(range(int(first[i]), int(first[i]) + b))}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "timestamp": round(t, 3),
+                        "input_length": b * 512 - int(cut[i]),
+                        "output_length": int(outs[i]),
+                        "hash_ids": list(range(int(first[i]), int(first[i]) + b)),
+                    }
+                )
+                + "\n"
+            )
     return t / 1000.0
 
 
 def _measure(code: str) -> tuple[float, float, str]:
     """(peak RSS in MiB, seconds, the child's last line before its RSS)."""
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-c", code + "\n" + _RSS], capture_output=True,
-                       text=True, timeout=3600)
+    r = subprocess.run(
+        [sys.executable, "-c", code + "\n" + _RSS], capture_output=True, text=True, timeout=3600
+    )
     wall = time.monotonic() - t0
     lines = r.stdout.strip().splitlines()
     rss = next((int(x.split()[1]) for x in lines if x.startswith("RSS ")), 0)
@@ -51,8 +60,10 @@ def _measure(code: str) -> tuple[float, float, str]:
 
 
 def load_all(path: Path) -> tuple[float, float, str]:
-    return _measure(f"import json\nrows = [json.loads(x) for x in open({str(path)!r})]\n"
-                    "print(len(rows), 'rows in memory')")
+    return _measure(
+        f"import json\nrows = [json.loads(x) for x in open({str(path)!r})]\n"
+        "print(len(rows), 'rows in memory')"
+    )
 
 
 def stream_all(path: Path) -> tuple[float, float, str]:
@@ -67,7 +78,8 @@ def stream_all(path: Path) -> tuple[float, float, str]:
         "for item in feed.items():\n"
         "    n += 1\n"
         "    chars += len(item.body['messages'][0]['content'])\n"
-        "print(n, 'bodies built,', chars // n, 'characters each on average')")
+        "print(n, 'bodies built,', chars // n, 'characters each on average')"
+    )
 
 
 def bench_window(path: Path, url: str, span: float, last_s: float) -> tuple[float, float, str]:
@@ -76,4 +88,5 @@ def bench_window(path: Path, url: str, span: float, last_s: float) -> tuple[floa
         "import sys\nfrom infersight.cli import main\n"
         f"sys.argv = ['infersight', 'bench', '--url', {url!r}, '--trace', {str(path)!r},"
         f" '--window', '{start:.3f}s-', '--no-progress', '--no-diagnose', '--no-scrape']\n"
-        "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code)")
+        "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code)"
+    )

@@ -17,11 +17,21 @@ from infersight.testing.cli_process import interrupt, start_cli
 
 def _through_gateway(upstream: str, log: Path, cfg: dict[str, Any]) -> Any:
     with log.open("w") as out:
-        proc, _, url = start_cli("--upstream", f"fake={upstream},models=fake,concurrency=256",
-                                 "--port", "0", stdout=out)  # type: ignore[arg-type]
+        proc, _, url = start_cli(
+            "--upstream", f"fake={upstream},models=fake,concurrency=256", "--port", "0", stdout=out
+        )  # type: ignore[arg-type]
         try:
-            return run(BenchConfig(url=url, model="fake", ignore_eos=True, progress=False,
-                                   diagnose=False, no_scrape=True, **cfg))
+            return run(
+                BenchConfig(
+                    url=url,
+                    model="fake",
+                    ignore_eos=True,
+                    progress=False,
+                    diagnose=False,
+                    no_scrape=True,
+                    **cfg,
+                )
+            )
         finally:
             interrupt(proc, 20)
 
@@ -35,12 +45,21 @@ def round_trip(tmp: Path, rate: float, seconds: float) -> dict[str, Any]:
     log1, log2 = tmp / "original.jsonl", tmp / "replayed.jsonl"
     fake = FakeConfig(ttft=0.02, itl=0.005, tokens=512)
     with FakeOpenAI.subprocess(fake) as srv:
-        _through_gateway(srv.base_url, log1, {
-            "rate": [rate], "arrival": "poisson", "duration": seconds,
-            "input_tokens": "lognormal:400:250", "output_tokens": "uniform:8:96", "seed": 7})
+        _through_gateway(
+            srv.base_url,
+            log1,
+            {
+                "rate": [rate],
+                "arrival": "poisson",
+                "duration": seconds,
+                "input_tokens": "lognormal:400:250",
+                "output_tokens": "uniform:8:96",
+                "seed": 7,
+            },
+        )
         original = _lines(log1)
         result = _through_gateway(srv.base_url, log2, {"trace": str(log1)})
-    replayed = _lines(log2)[-len(original):]  # bench's own probe requests came first
+    replayed = _lines(log2)[-len(original) :]  # bench's own probe requests came first
     return {"original": original, "replayed": replayed, "result": result}
 
 
@@ -68,15 +87,25 @@ def compare(rt: dict[str, Any]) -> list[list[str]]:
     span_b = b[-1]["arrival_ts"] - b[0]["arrival_ts"]
     rows = [
         ["requests", str(len(a)), str(len(b)), f"{len(b) / len(a):.3f}"],
-        ["mean rate (req/s)", f"{len(a) / span_a:.2f}", f"{len(b) / span_b:.2f}",
-         f"{(len(b) / span_b) / (len(a) / span_a):.3f}"],
+        [
+            "mean rate (req/s)",
+            f"{len(a) / span_a:.2f}",
+            f"{len(b) / span_b:.2f}",
+            f"{(len(b) / span_b) / (len(a) / span_a):.3f}",
+        ],
         ["requests per 1-s bin: total |difference| / total", "", "", f"{l1:.1%}"],
     ]
     off_a = np.array([d["arrival_ts"] - a[0]["arrival_ts"] for d in a])
     off_b = np.array([d["arrival_ts"] - b[0]["arrival_ts"] for d in b])
     d = np.abs(off_b - off_a) * 1e3
-    rows.append(["arrival offset |difference| p50 / p99 (ms)", "", "",
-                 f"{np.percentile(d, 50):.2f} / {np.percentile(d, 99):.2f}"])
+    rows.append(
+        [
+            "arrival offset |difference| p50 / p99 (ms)",
+            "",
+            "",
+            f"{np.percentile(d, 50):.2f} / {np.percentile(d, 99):.2f}",
+        ]
+    )
     for key in ("prompt_tokens", "completion_tokens"):
         xa = np.array([x[key] for x in a], dtype=float)
         xb = np.array([x[key] for x in b], dtype=float)

@@ -60,8 +60,10 @@ def main() -> None:
     group: Any = get_command(app)
     cmds = sorted(group.commands)
     print(f"{len(cmds)} commands, median of {repeat} renders each")
-    print(f"{'width':>5} {'renderer':>8} {'ms/help':>8} {'ratio':>6} {'emoji':>6} {'cut':>4} "
-          f"{'typenames':>9} {'long':>5}")
+    print(
+        f"{'width':>5} {'renderer':>8} {'ms/help':>8} {'ratio':>6} {'emoji':>6} {'cut':>4} "
+        f"{'typenames':>9} {'long':>5}"
+    )
     for width in (80, 120):
         rows: dict[str, tuple[float, list[int]]] = {}
         for name, rich in (("plain", False), ("rich", True)):
@@ -77,8 +79,10 @@ def main() -> None:
             rows[name] = (statistics.median(times) * 1e3, totals)
         for name, (ms, totals) in rows.items():
             ratio = ms / rows["plain"][0]
-            print(f"{width:>5} {name:>8} {ms:8.2f} {ratio:6.2f} {totals[0]:6d} {totals[1]:4d} "
-                  f"{totals[2]:9d} {totals[3]:5d}")
+            print(
+                f"{width:>5} {name:>8} {ms:8.2f} {ratio:6.2f} {totals[0]:6d} {totals[1]:4d} "
+                f"{totals[2]:9d} {totals[3]:5d}"
+            )
     typer.echo("(rich = typer's default help; plain = the formatter every command uses)")
 
 

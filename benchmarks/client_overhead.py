@@ -55,23 +55,39 @@ Maker = Callable[[], Awaitable[tuple[Runner, Callable[[], Awaitable[None]]]]]
 
 
 async def bare(session: aiohttp.ClientSession, url: str, tokens: int) -> int:
-    body = {"messages": MSG, "max_tokens": tokens, "stream": True, "ignore_eos": True,
-            "stream_options": {"include_usage": True}}
+    body = {
+        "messages": MSG,
+        "max_tokens": tokens,
+        "stream": True,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True},
+    }
     n = 0
-    async with session.post(url + "/v1/chat/completions", data=orjson.dumps(body),
-                            headers={"Content-Type": "application/json"}) as resp:
+    async with session.post(
+        url + "/v1/chat/completions",
+        data=orjson.dumps(body),
+        headers={"Content-Type": "application/json"},
+    ) as resp:
         async for data in resp.content.iter_any():
             n += data.count(b"\n\n")
     return n
 
 
 async def bare_split(session: aiohttp.ClientSession, url: str, tokens: int) -> int:
-    body = {"messages": MSG, "max_tokens": tokens, "stream": True, "ignore_eos": True,
-            "stream_options": {"include_usage": True}}
+    body = {
+        "messages": MSG,
+        "max_tokens": tokens,
+        "stream": True,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True},
+    }
     n = 0
     buf = b""
-    async with session.post(url + "/v1/chat/completions", data=orjson.dumps(body),
-                            headers={"Content-Type": "application/json"}) as resp:
+    async with session.post(
+        url + "/v1/chat/completions",
+        data=orjson.dumps(body),
+        headers={"Content-Type": "application/json"},
+    ) as resp:
         async for data in resp.content.iter_any():
             buf += data
             *events, buf = buf.split(b"\n\n")
@@ -83,8 +99,9 @@ async def bare_split(session: aiohttp.ClientSession, url: str, tokens: int) -> i
     return n
 
 
-async def measure_round(run: Runner, url: str, tokens: int, requests: int,
-                        concurrency: int) -> tuple[int, float, float]:
+async def measure_round(
+    run: Runner, url: str, tokens: int, requests: int, concurrency: int
+) -> tuple[int, float, float]:
     """One round: (chunks, client CPU seconds, wall seconds)."""
     chunks = 0
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -97,8 +114,9 @@ async def measure_round(run: Runner, url: str, tokens: int, requests: int,
 def load_baseline(rev: str) -> Any:
     """The client package at git revision ``rev``, imported as ``_baseline_client``."""
     root = Path(__file__).resolve().parent.parent
-    tar = subprocess.run(["git", "archive", rev, "src/infersight/client"], cwd=root,
-                         capture_output=True, check=True).stdout
+    tar = subprocess.run(
+        ["git", "archive", rev, "src/infersight/client"], cwd=root, capture_output=True, check=True
+    ).stdout
     dest = Path(tempfile.mkdtemp(prefix="infersight-baseline-"))
     atexit.register(shutil.rmtree, dest, True)
     pkg = dest / "_baseline_client"
@@ -126,7 +144,7 @@ def stream_maker(mod: Any, raw: bool) -> Maker:
                 c = held[u] = mod.Client(u, retry=mod.RetryPolicy.none(), timeouts=mod.Timeouts())
             body = {"messages": MSG, "max_tokens": t, "stream": True, "ignore_eos": True}
             async with c.stream("/v1/chat/completions", body) as sr:
-                async for _x in (sr.raw_chunks() if raw else sr.events()):
+                async for _x in sr.raw_chunks() if raw else sr.events():
                     pass
             return len(sr.record.chunk_times)
 
@@ -193,8 +211,12 @@ def makers(baseline: Any = None) -> dict[str, Maker]:
             if oc is None:
                 oc = holder[u] = openai.AsyncOpenAI(base_url=u + "/v1", api_key="x", max_retries=0)
             stream = await oc.chat.completions.create(
-                model="fake", messages=MSG, max_tokens=t, stream=True,  # type: ignore[arg-type]
-                extra_body={"ignore_eos": True})
+                model="fake",
+                messages=MSG,
+                max_tokens=t,
+                stream=True,  # type: ignore[arg-type]
+                extra_body={"ignore_eos": True},
+            )
             n = 0
             async for ch in stream:  # type: ignore[union-attr]
                 if ch.choices and ch.choices[0].delta.content:
@@ -211,8 +233,16 @@ def makers(baseline: Any = None) -> dict[str, Maker]:
     return out
 
 
-async def scenario(label: str, cfg: FakeConfig, tokens: int, requests: int, conc: int,
-                   rounds: int, only: list[str], baseline: Any) -> list[dict[str, Any]]:
+async def scenario(
+    label: str,
+    cfg: FakeConfig,
+    tokens: int,
+    requests: int,
+    conc: int,
+    rounds: int,
+    only: list[str],
+    baseline: Any,
+) -> list[dict[str, Any]]:
     """Interleave the clients round by round (so load noise hits all alike); report
     the median round per client."""
     with FakeOpenAI.subprocess(cfg) as srv:
@@ -232,10 +262,17 @@ async def scenario(label: str, cfg: FakeConfig, tokens: int, requests: int, conc
     rows = []
     for name, results in per.items():
         us = sorted(cpu / n * 1e6 for n, cpu, _ in results)
-        rows.append({"scenario": label, "client": name, "chunks": sum(r[0] for r in results),
-                     "cpu_us": statistics.median(us), "cpu_us_min": us[0],
-                     "chunks_per_s": sum(r[0] for r in results) / sum(r[2] for r in results),
-                     "cpu_share": sum(r[1] for r in results) / sum(r[2] for r in results)})
+        rows.append(
+            {
+                "scenario": label,
+                "client": name,
+                "chunks": sum(r[0] for r in results),
+                "cpu_us": statistics.median(us),
+                "cpu_us_min": us[0],
+                "chunks_per_s": sum(r[0] for r in results) / sum(r[2] for r in results),
+                "cpu_share": sum(r[1] for r in results) / sum(r[2] for r in results),
+            }
+        )
     return rows
 
 
@@ -257,34 +294,45 @@ def main() -> None:
             pass
     rounds = max(1, args.rounds)
     if args.quick:
-        plan = [("burst c=1", FakeConfig(itl=0.0), 2000, 2, 1),
-                ("paced c=8", FakeConfig(itl=0.002), 200, 8, 8),
-                ("short c=4", FakeConfig(itl=0.0, ttft=0.0), 20, 100, 4)]
+        plan = [
+            ("burst c=1", FakeConfig(itl=0.0), 2000, 2, 1),
+            ("paced c=8", FakeConfig(itl=0.002), 200, 8, 8),
+            ("short c=4", FakeConfig(itl=0.0, ttft=0.0), 20, 100, 4),
+        ]
     else:
-        plan = [("burst c=1", FakeConfig(itl=0.0), 4000, 2, 1),
-                ("burst c=8", FakeConfig(itl=0.0), 1000, 8, 8),
-                ("paced c=8", FakeConfig(itl=0.002), 300, 8, 8),
-                ("paced c=32", FakeConfig(itl=0.01), 100, 32, 32),
-                ("short c=4", FakeConfig(itl=0.0, ttft=0.0), 20, 200, 4)]
+        plan = [
+            ("burst c=1", FakeConfig(itl=0.0), 4000, 2, 1),
+            ("burst c=8", FakeConfig(itl=0.0), 1000, 8, 8),
+            ("paced c=8", FakeConfig(itl=0.002), 300, 8, 8),
+            ("paced c=32", FakeConfig(itl=0.01), 100, 32, 32),
+            ("short c=4", FakeConfig(itl=0.0, ttft=0.0), 20, 200, 4),
+        ]
     loop = "asyncio" if args.no_uvloop else "uvloop"
     print(f"client CPU per streamed chunk (server: FakeOpenAI in its own process; loop: {loop})")
     print(f"CPU us/chunk: median (min) of {rounds} interleaved rounds; Ctrl-C keeps what is done")
-    head = f"{'scenario':<12} {'client':<14} {'chunks':>8} {'CPU us/chunk':>16} {'vs bare':>8} " \
-           f"{'chunks/s':>10} {'client CPU':>10}"
+    head = (
+        f"{'scenario':<12} {'client':<14} {'chunks':>8} {'CPU us/chunk':>16} {'vs bare':>8} "
+        f"{'chunks/s':>10} {'client CPU':>10}"
+    )
     print(head)
     print("-" * len(head), flush=True)
     try:
         for label, cfg, tokens, requests, conc in plan:
-            rows = asyncio.run(scenario(label, cfg, tokens, requests, conc, rounds, args.only,
-                                        baseline))
+            rows = asyncio.run(
+                scenario(label, cfg, tokens, requests, conc, rounds, args.only, baseline)
+            )
             base = next((r["cpu_us"] for r in rows if r["client"] == "bare-aiohttp"), None)
             for r in rows:
                 rel = f"{r['cpu_us'] / base:>7.2f}x" if base else f"{'-':>8}"
                 us = f"{r['cpu_us']:.1f} ({r['cpu_us_min']:.1f})"
-                print(f"{label:<12} {r['client']:<14} {r['chunks']:>8} {us:>16} {rel} "
-                      f"{r['chunks_per_s']:>10.0f} {r['cpu_share'] * 100:>9.0f}%", flush=True)
+                print(
+                    f"{label:<12} {r['client']:<14} {r['chunks']:>8} {us:>16} {rel} "
+                    f"{r['chunks_per_s']:>10.0f} {r['cpu_share'] * 100:>9.0f}%",
+                    flush=True,
+                )
     except KeyboardInterrupt:
         print("interrupted", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -39,8 +39,14 @@ METRICS = ("requests/s", "TTFT p50", "TTFT p99", "e2e p50", "e2e p99")
 
 
 def _run(url: str, **kw: Any) -> RunResult:
-    cfg = {"url": url, "max_tokens": TOKENS, "input_tokens": "fixed:8", "progress": False,
-           "no_scrape": True, **kw}
+    cfg = {
+        "url": url,
+        "max_tokens": TOKENS,
+        "input_tokens": "fixed:8",
+        "progress": False,
+        "no_scrape": True,
+        **kw,
+    }
     return run(BenchConfig(**cfg))
 
 
@@ -71,13 +77,28 @@ def main() -> None:
         repeat = {"rate": [20.0], "duration": rep_seconds, "repeat": 3}
         scenarios = [
             ("A/A, 20 req/s", srv["base"], srv["base"], open_loop, {}),
-            ("A/B, TTFT +20%", srv["base"], srv["ttft+20%"], open_loop,
-             {"TTFT p50": WORSE, "e2e p50": WORSE}),
-            ("A/B, closed loop, steps +20%", srv["base"], srv["step+20%"], closed,
-             {"requests/s": WORSE, "TTFT p50": WORSE, "e2e p50": WORSE}),
+            (
+                "A/B, TTFT +20%",
+                srv["base"],
+                srv["ttft+20%"],
+                open_loop,
+                {"TTFT p50": WORSE, "e2e p50": WORSE},
+            ),
+            (
+                "A/B, closed loop, steps +20%",
+                srv["base"],
+                srv["step+20%"],
+                closed,
+                {"requests/s": WORSE, "TTFT p50": WORSE, "e2e p50": WORSE},
+            ),
             ("A/A, --repeat 3", srv["base"], srv["base"], repeat, {}),
-            ("A/B, TTFT +20%, --repeat 3", srv["base"], srv["ttft+20%"], repeat,
-             {"TTFT p50": WORSE, "e2e p50": WORSE}),
+            (
+                "A/B, TTFT +20%, --repeat 3",
+                srv["base"],
+                srv["ttft+20%"],
+                repeat,
+                {"TTFT p50": WORSE, "e2e p50": WORSE},
+            ),
         ]
         for name, a_url, b_url, kw, expected in scenarios:
             calls = _calls(_run(a_url, **kw), _run(b_url, **kw))
@@ -86,10 +107,17 @@ def main() -> None:
                 if c is None:
                     continue
                 wrong = (c.call in (BETTER, WORSE)) != (metric in expected) or (
-                    metric in expected and c.call != expected[metric])
+                    metric in expected and c.call != expected[metric]
+                )
                 false_calls += wrong
-                table.add_row(name, metric, escape(c.interval_text()), f"{c.units[0]}/{c.units[1]} {c.basis}",
-                              c.call, "yes" if wrong else "")
+                table.add_row(
+                    name,
+                    metric,
+                    escape(c.interval_text()),
+                    f"{c.units[0]}/{c.units[1]} {c.basis}",
+                    c.call,
+                    "yes" if wrong else "",
+                )
     con.print(table)
     con.print(f"calls that disagree with the known difference: {false_calls}")
 

@@ -38,9 +38,17 @@ TTFT, ITL, TOKENS, RATE = 0.05, 0.002, 8, 100.0
 
 
 def _bench(url: str, seed: int, seconds: float, **kw: Any) -> RunResult:
-    cfg: dict[str, Any] = {"url": url, "max_tokens": TOKENS, "input_tokens": "fixed:8",
-                           "progress": False, "no_scrape": True, "rate": [RATE],
-                           "duration": seconds, "seed": seed, **kw}
+    cfg: dict[str, Any] = {
+        "url": url,
+        "max_tokens": TOKENS,
+        "input_tokens": "fixed:8",
+        "progress": False,
+        "no_scrape": True,
+        "rate": [RATE],
+        "duration": seconds,
+        "seed": seed,
+        **kw,
+    }
     return run(BenchConfig(**cfg))
 
 
@@ -57,8 +65,9 @@ def _alarm(calls: dict[str, Any]) -> bool:
 
 def _family_alarm(a: RunResult, b: RunResult, c: RunResult) -> bool:
     rows = [r for _, _, rs in matched_rows(build_views([a, b, c])) for r in rs]
-    return any(x is not None and x.call in (BETTER, WORSE)
-               for r in rows for x in (r.call(1), r.call(2)))
+    return any(
+        x is not None and x.call in (BETTER, WORSE) for r in rows for x in (r.call(1), r.call(2))
+    )
 
 
 def _n(r: RunResult) -> int:
@@ -86,48 +95,68 @@ def main() -> None:
     args = ap.parse_args()
     print(f"load: {os.getloadavg()}")
     clean = FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS)
-    with FakeOpenAI.subprocess(clean) as a, FakeOpenAI.subprocess(
-            FakeConfig(ttft=TTFT * 1.1, itl=ITL, tokens=TOKENS)) as b:
-        pool = [_bench(a.base_url, seed, args.seconds * (1 + seed % 5))
-                for seed in range(args.runs)]
-        pairs = [(x, y) for x, y in itertools.combinations(pool, 2)
-                 if max(_n(x), _n(y)) <= 5 * min(_n(x), _n(y))]
+    with (
+        FakeOpenAI.subprocess(clean) as a,
+        FakeOpenAI.subprocess(FakeConfig(ttft=TTFT * 1.1, itl=ITL, tokens=TOKENS)) as b,
+    ):
+        pool = [
+            _bench(a.base_url, seed, args.seconds * (1 + seed % 5)) for seed in range(args.runs)
+        ]
+        pairs = [
+            (x, y)
+            for x, y in itertools.combinations(pool, 2)
+            if max(_n(x), _n(y)) <= 5 * min(_n(x), _n(y))
+        ]
         called = {(id(x), id(y)): _alarm(_calls(x, y)) for x, y in pairs}
         alarms = [p for p in pairs if called[id(p[0]), id(p[1])]]
         lo, hi = _cp(len(alarms), len(pairs))
         sizes = sorted({round(max(_n(x), _n(y)) / min(_n(x), _n(y)), 1) for x, y in pairs})
-        print(f"A/A: {len(alarms)}/{len(pairs)} pairs call a difference = "
-              f"{len(alarms) / len(pairs):.1%} [95% CP {lo:.1%}, {hi:.1%}]; "
-              f"size ratios {sizes[0]}..{sizes[-1]}")
-        triples = [t for t in itertools.combinations(pool, 3)
-                   if (id(t[0]), id(t[1])) in called and (id(t[0]), id(t[2])) in called]
+        print(
+            f"A/A: {len(alarms)}/{len(pairs)} pairs call a difference = "
+            f"{len(alarms) / len(pairs):.1%} [95% CP {lo:.1%}, {hi:.1%}]; "
+            f"size ratios {sizes[0]}..{sizes[-1]}"
+        )
+        triples = [
+            t
+            for t in itertools.combinations(pool, 3)
+            if (id(t[0]), id(t[1])) in called and (id(t[0]), id(t[2])) in called
+        ]
         triples = triples[:: max(1, len(triples) // args.triples)][: args.triples]
         fam = sum(_family_alarm(*t) for t in triples)
         raw = sum(called[id(a0), id(b0)] or called[id(a0), id(c0)] for a0, b0, c0 in triples)
         for name, k in (("Holm-adjusted", fam), ("unadjusted (95%)", raw)):
             lo, hi = _cp(k, len(triples))
-            print(f"A/A/A families, {name}: {k}/{len(triples)} call a difference = "
-                  f"{k / len(triples):.1%} [95% CP {lo:.1%}, {hi:.1%}]")
+            print(
+                f"A/A/A families, {name}: {k}/{len(triples)} call a difference = "
+                f"{k / len(triples):.1%} [95% CP {lo:.1%}, {hi:.1%}]"
+            )
         long_a = [_bench(a.base_url, 100 + i, 5.0) for i in range(args.power_runs)]
         long_b = [_bench(b.base_url, 200 + i, 5.0) for i in range(args.power_runs)]
         got = [_calls(x, y)["TTFT p50"].call for x in long_a for y in long_b]
         hits = [c for c in got if c == WORSE]
         n_pow = len(long_a) * len(long_b)
         lo, hi = _cp(len(hits), n_pow)
-        print(f"power (TTFT +10%, ~{_n(long_a[0])}/{_n(long_b[0])} requests): {len(hits)}/"
-              f"{n_pow} = {len(hits) / n_pow:.0%} [95% CP {lo:.0%}, {hi:.0%}]; calls {set(got)}")
+        print(
+            f"power (TTFT +10%, ~{_n(long_a[0])}/{_n(long_b[0])} requests): {len(hits)}/"
+            f"{n_pow} = {len(hits) / n_pow:.0%} [95% CP {lo:.0%}, {hi:.0%}]; calls {set(got)}"
+        )
         c4 = _bench(a.base_url, 7, 2.0, rate=[], concurrency=[4])
         c8 = _bench(a.base_url, 8, 2.0, rate=[], concurrency=[8])
         views = build_views([c4, c8])
-        print(f"mismatched loads: {len(matched_rows(views))} pooled comparisons; "
-              f"listed: {unmatched_levels(views)}")
+        print(
+            f"mismatched loads: {len(matched_rows(views))} pooled comparisons; "
+            f"listed: {unmatched_levels(views)}"
+        )
         flagged = [f for r in pool + long_a if (f := _flags(r))]
-        print(f"validity, clean runs with flags: {len(flagged)}/{len(pool) + len(long_a)} "
-              f"{flagged}")
-    faults = {"tokens_per_chunk": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, tokens_per_chunk=2),
-              "tokens": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, usage_offset=2),
-              "stationarity": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, drift=0.5),
-              "rate": FakeConfig(tokens=1)}
+        print(
+            f"validity, clean runs with flags: {len(flagged)}/{len(pool) + len(long_a)} {flagged}"
+        )
+    faults = {
+        "tokens_per_chunk": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, tokens_per_chunk=2),
+        "tokens": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, usage_offset=2),
+        "stationarity": FakeConfig(ttft=TTFT, itl=ITL, tokens=TOKENS, drift=0.5),
+        "rate": FakeConfig(tokens=1),
+    }
     for want, cfg in faults.items():
         with FakeOpenAI.subprocess(cfg) as s:
             kw: dict[str, Any] = {"rate": [20000.0]} if want == "rate" else {}

@@ -50,11 +50,20 @@ def _slots_in(lo: int, hi: int) -> Callable[[Recommendation, CapacityCurve | Non
     return lambda r, _c: r.knob == "slots" and r.direction == "up" and lo <= (r.target or 0) <= hi
 
 
-def _compute(max_slots: int, replicas: int) -> Callable[[Recommendation, CapacityCurve | None], bool]:
+def _compute(
+    max_slots: int, replicas: int
+) -> Callable[[Recommendation, CapacityCurve | None], bool]:
     def ok(r: Recommendation, c: CapacityCurve | None) -> bool:
         never_up = not (r.knob == "slots" and r.direction == "up")
-        return (r.verdict == "compute_bound" and never_up and (r.target or 0) <= max_slots
-                and r.replicas == replicas and c is not None and c.plateau == "compute")
+        return (
+            r.verdict == "compute_bound"
+            and never_up
+            and (r.target or 0) <= max_slots
+            and r.replicas == replicas
+            and c is not None
+            and c.plateau == "compute"
+        )
+
     return ok
 
 
@@ -62,24 +71,42 @@ def scenarios() -> list[Scenario]:
     rng = random.Random(7)
     script = ["503" if rng.random() < 0.1 else "ok" for _ in range(80)]
     return [
-        Scenario("4 slots, open loop 33 req/s (vLLM metrics)",
-                 dict(slots=4, metrics_dialect="vllm"), dict(rate=[33.0], duration=4.0),
-                 "33 x 0.24 x 1.2 = 10 slots (8-12); the old fix said 170", _slots_in(8, 12)),
-        Scenario("4 slots, closed loop c=1,4,16 (vLLM metrics)",
-                 dict(slots=4, metrics_dialect="vllm"), dict(concurrency=[1, 4, 16], duration=2.5),
-                 "admission limit 4: 16 clients need 16 slots", _slots_in(16, 16)),
-        Scenario("16 slots, compute knee 4, c=1,4,16",
-                 dict(slots=16, compute_knee=4, metrics_dialect="vllm"),
-                 dict(concurrency=[1, 4, 16], duration=2.5, engine_slots=16),
-                 "compute-bound past 4: slots <= 8, 4 replicas for 16 clients", _compute(8, 4)),
-        Scenario("8 slots, compute knee 2, c=1,2,8",
-                 dict(slots=8, compute_knee=2, metrics_dialect="vllm"),
-                 dict(concurrency=[1, 2, 8], duration=2.5, engine_slots=8),
-                 "compute-bound past 2: no slot raise, slots <= 4", _compute(4, 4)),
-        Scenario("10% random 503s, flat latency, 10 req/s",
-                 dict(script=script), dict(rate=[10.0], duration=4.0),
-                 "error-driven, not overloaded",
-                 lambda r, _c: r.verdict == "error_driven", scrape=False),
+        Scenario(
+            "4 slots, open loop 33 req/s (vLLM metrics)",
+            dict(slots=4, metrics_dialect="vllm"),
+            dict(rate=[33.0], duration=4.0),
+            "33 x 0.24 x 1.2 = 10 slots (8-12); the old fix said 170",
+            _slots_in(8, 12),
+        ),
+        Scenario(
+            "4 slots, closed loop c=1,4,16 (vLLM metrics)",
+            dict(slots=4, metrics_dialect="vllm"),
+            dict(concurrency=[1, 4, 16], duration=2.5),
+            "admission limit 4: 16 clients need 16 slots",
+            _slots_in(16, 16),
+        ),
+        Scenario(
+            "16 slots, compute knee 4, c=1,4,16",
+            dict(slots=16, compute_knee=4, metrics_dialect="vllm"),
+            dict(concurrency=[1, 4, 16], duration=2.5, engine_slots=16),
+            "compute-bound past 4: slots <= 8, 4 replicas for 16 clients",
+            _compute(8, 4),
+        ),
+        Scenario(
+            "8 slots, compute knee 2, c=1,2,8",
+            dict(slots=8, compute_knee=2, metrics_dialect="vllm"),
+            dict(concurrency=[1, 2, 8], duration=2.5, engine_slots=8),
+            "compute-bound past 2: no slot raise, slots <= 4",
+            _compute(4, 4),
+        ),
+        Scenario(
+            "10% random 503s, flat latency, 10 req/s",
+            dict(script=script),
+            dict(rate=[10.0], duration=4.0),
+            "error-driven, not overloaded",
+            lambda r, _c: r.verdict == "error_driven",
+            scrape=False,
+        ),
     ]
 
 
@@ -90,9 +117,17 @@ def run_scenario(sc: Scenario) -> RunResult:
 
     with FakeOpenAI.subprocess(FakeConfig(**SERVICE, **sc.server)) as srv:
         url = srv.base_url
-        cfg = BenchConfig(url=url, scrape=[url + "/metrics"] if sc.scrape else [],
-                          no_scrape=not sc.scrape, sample_interval=0.25, max_tokens=5,
-                          input_tokens="fixed:16", progress=False, diagnose=True, **sc.bench)
+        cfg = BenchConfig(
+            url=url,
+            scrape=[url + "/metrics"] if sc.scrape else [],
+            no_scrape=not sc.scrape,
+            sample_interval=0.25,
+            max_tokens=5,
+            input_tokens="fixed:16",
+            progress=False,
+            diagnose=True,
+            **sc.bench,
+        )
         return bench_and_diagnose(cfg)
 
 
@@ -109,7 +144,11 @@ def curve_says(c: CapacityCurve | None) -> str:
 def fix_number(r: Recommendation) -> str:
     if r.knob in ("slots", "replicas") and r.target is not None:
         step = f"{r.current} -> {r.target}" if r.current else f"{r.target}"
-        reps = f", {r.replicas} replicas" if r.replicas and r.replicas > 1 and r.knob == "slots" else ""
+        reps = (
+            f", {r.replicas} replicas"
+            if r.replicas and r.replicas > 1 and r.knob == "slots"
+            else ""
+        )
         return f"{r.knob} {r.direction} {step}{reps}"
     return f"{r.knob or 'no knob'} ({r.direction})"
 
@@ -151,8 +190,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--demo", type=Path, help="also check this saved run (runs/demo/result.json)")
     ap.add_argument("--only", help="run the scenarios whose name contains this text")
-    ap.add_argument("--quick", action="store_true",
-                    help="two scenarios: the open-loop slot limit and the compute knee")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="two scenarios: the open-loop slot limit and the compute knee",
+    )
     args = ap.parse_args()
     con = Console(width=200)
     table = Table(title="diagnose advice against the fake server's truth", title_justify="left")
@@ -173,8 +215,14 @@ def main() -> int:
             continue
         good = sc.check(rec, curve) and not agrees_with_table(rec, curve)
         ok &= good
-        table.add_row(sc.name, rec.verdict, fix_number(rec), curve_says(curve), sc.truth,
-                      "[green]yes[/]" if good else "[red]no[/]")
+        table.add_row(
+            sc.name,
+            rec.verdict,
+            fix_number(rec),
+            curve_says(curve),
+            sc.truth,
+            "[green]yes[/]" if good else "[red]no[/]",
+        )
     con.print(table)
     if args.demo is not None:
         ok &= demo(args.demo, con)

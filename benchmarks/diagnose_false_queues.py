@@ -45,9 +45,18 @@ def record_runs(runs: int, hog: int, out: Path, con: Console) -> list[Path]:
     paths = []
     try:
         with EmbeddedEngine(parallel=SLOTS, ctx=SLOTS * 1024) as eng:
-            cfg = BenchConfig(url=eng.base_url, concurrency=[1, 4, SLOTS], requests=8,
-                              max_tokens=32, input_tokens="fixed:16", ignore_eos=True,
-                              progress=False, warmup="0", cooldown="0", diagnose=False)
+            cfg = BenchConfig(
+                url=eng.base_url,
+                concurrency=[1, 4, SLOTS],
+                requests=8,
+                max_tokens=32,
+                input_tokens="fixed:16",
+                ignore_eos=True,
+                progress=False,
+                warmup="0",
+                cooldown="0",
+                diagnose=False,
+            )
             for i in range(runs):
                 p = save_run_result(bench_and_diagnose(cfg), out / f"run{i:03d}.json")
                 con.print(f"run {i + 1}/{runs}: {p}")
@@ -81,8 +90,11 @@ def level_figures(run: RunResult) -> list[LevelRow]:
         t1 = max(r.end or t0 for r in recs)
         by_t: dict[float, dict[str, float]] = {}
         for s in run.samples:
-            if t0 <= s.t <= t1 and s.value is not None and s.name in (
-                    "engine.requests_running", "engine.requests_waiting"):
+            if (
+                t0 <= s.t <= t1
+                and s.value is not None
+                and s.name in ("engine.requests_running", "engine.requests_waiting")
+            ):
                 by_t.setdefault(s.t, {})[s.name] = float(s.value)
         handovers = 0
         for t, v in by_t.items():
@@ -103,8 +115,7 @@ def main() -> None:
     ap.add_argument("--from", dest="src", type=Path, help="re-diagnose the runs saved here")
     a = ap.parse_args()
     con = Console(width=140)
-    paths = (sorted(a.src.glob("run*.json")) if a.src
-             else record_runs(a.runs, a.hog, a.out, con))
+    paths = sorted(a.src.glob("run*.json")) if a.src else record_runs(a.runs, a.hog, a.out, con)
     totals: dict[str, list[int]] = {}
     for p in paths:
         for row in level_figures(load_run_result(p)):
@@ -114,9 +125,17 @@ def main() -> None:
             t[2] += row.handovers
             t[3] += row.waiting_max == 0.0 and bool(row.queue)
             t[4] += bool(row.queue)
-    table = Table(title=f"{len(paths)} runs, {SLOTS} slots: queueing verdicts where no level can queue")
-    for col in ("level", "runs", "scrapes", "handover scrapes", "false queues (engine listed none)",
-                "queue verdicts"):
+    table = Table(
+        title=f"{len(paths)} runs, {SLOTS} slots: queueing verdicts where no level can queue"
+    )
+    for col in (
+        "level",
+        "runs",
+        "scrapes",
+        "handover scrapes",
+        "false queues (engine listed none)",
+        "queue verdicts",
+    ):
         table.add_column(col, justify="right")
     for level, t in totals.items():
         table.add_row(level, *(str(x) for x in t))

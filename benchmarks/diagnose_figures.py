@@ -35,10 +35,19 @@ def itl_vs_floor(quick: bool) -> list[dict[str, float]]:
     from infersight.bench import BenchConfig
     from infersight.entrypoints.bench import bench_and_diagnose
 
-    cfg = BenchConfig(engine_parallel=16, engine_ctx=16 * 512, concurrency=[1, 16],
-                      duration=6.0 if quick else 20.0, max_tokens=32 if quick else 64,
-                      input_tokens="fixed:64", progress=False, diagnose=False,
-                      warmup="0", cooldown="0", sample_interval=0.5)
+    cfg = BenchConfig(
+        engine_parallel=16,
+        engine_ctx=16 * 512,
+        concurrency=[1, 16],
+        duration=6.0 if quick else 20.0,
+        max_tokens=32 if quick else 64,
+        input_tokens="fixed:64",
+        progress=False,
+        diagnose=False,
+        warmup="0",
+        cooldown="0",
+        sample_interval=0.5,
+    )
     result = bench_and_diagnose(cfg)
     shape = load_shape("embedded")
     threads = int(result.config["engine"].get("threads") or 0)
@@ -54,10 +63,20 @@ def itl_vs_floor(quick: bool) -> list[dict[str, float]]:
         batch = int(level.split("=")[1])
         f = decode_floor(shape, cpu, batch=batch, context=ctx)
         ids = sorted({v.id for v in verdicts if v.level == level})
-        rows.append({"level": level, "itl": itl, "floor": f.itl_s, "bw": f.bandwidth_s,
-                     "compute": f.compute_s, "ratio": itl / f.itl_s if itl else float("nan"),
-                     "tps": agg["output_token_throughput"], "n": agg["itl"]["count"],
-                     "verdicts": ", ".join(ids), "cpu": cpu.describe()})
+        rows.append(
+            {
+                "level": level,
+                "itl": itl,
+                "floor": f.itl_s,
+                "bw": f.bandwidth_s,
+                "compute": f.compute_s,
+                "ratio": itl / f.itl_s if itl else float("nan"),
+                "tps": agg["output_token_throughput"],
+                "n": agg["itl"]["count"],
+                "verdicts": ", ".join(ids),
+                "cpu": cpu.describe(),
+            }
+        )
     return rows
 
 
@@ -72,28 +91,45 @@ def synthetic(n: int) -> RunResult:
         t = float(t_user[u])
         first = t + 0.0003 + rng.uniform(0.03, 0.08)
         chunks = (first + np.cumsum(rng.uniform(0.009, 0.013, out_tokens - 1))).tolist()
-        r = RequestRecord(request_id=f"r{i}", scheduled=t, sent=t + 0.0003,
-                          chunk_times=[first, *chunks], chunk_tokens=[1] * out_tokens,
-                          end=chunks[-1] + 0.0004, status=200, ok=True,
-                          finish_reason="length", prompt_tokens=512,
-                          completion_tokens=out_tokens, attempts=1, labels={"level": "c=64"})
+        r = RequestRecord(
+            request_id=f"r{i}",
+            scheduled=t,
+            sent=t + 0.0003,
+            chunk_times=[first, *chunks],
+            chunk_tokens=[1] * out_tokens,
+            end=chunks[-1] + 0.0004,
+            status=200,
+            ok=True,
+            finish_reason="length",
+            prompt_tokens=512,
+            completion_tokens=out_tokens,
+            attempts=1,
+            labels={"level": "c=64"},
+        )
         records.append(r)
         t_user[u] = r.end or t
     t_end = float(t_user.max())
     samples: list[Sample] = []
     eng = {"engine": "vllm", "source": "http://10.0.0.5:8000/metrics"}
     for ts in np.arange(1000.0, t_end, 1.0):
-        samples += [Sample(float(ts), "engine.requests_running", 64.0, eng),
-                    Sample(float(ts), "engine.requests_waiting", 0.0, eng),
-                    Sample(float(ts), "engine.kv_cache_usage", 0.2, eng),
-                    Sample(float(ts), "engine.slots", 256.0, eng),
-                    Sample(float(ts), "gpu.utilization", 0.93, {"gpu": "0"}),
-                    Sample(float(ts), "gpu.sm_activity", 0.55, {"gpu": "0"})]
-    return RunResult(config={"levels": [{"name": "c=64", "concurrency": 64}],
-                             "engine": {"url": "http://10.0.0.5:8000", "engine": "vllm"},
-                             "physics": {"model": "embedded"}},
-                     environment={"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]},
-                     records=records, samples=samples)
+        samples += [
+            Sample(float(ts), "engine.requests_running", 64.0, eng),
+            Sample(float(ts), "engine.requests_waiting", 0.0, eng),
+            Sample(float(ts), "engine.kv_cache_usage", 0.2, eng),
+            Sample(float(ts), "engine.slots", 256.0, eng),
+            Sample(float(ts), "gpu.utilization", 0.93, {"gpu": "0"}),
+            Sample(float(ts), "gpu.sm_activity", 0.55, {"gpu": "0"}),
+        ]
+    return RunResult(
+        config={
+            "levels": [{"name": "c=64", "concurrency": 64}],
+            "engine": {"url": "http://10.0.0.5:8000", "engine": "vllm"},
+            "physics": {"model": "embedded"},
+        },
+        environment={"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]},
+        records=records,
+        samples=samples,
+    )
 
 
 def timing(n: int) -> list[tuple[str, float]]:
@@ -132,13 +168,28 @@ def main() -> None:
     if not args.skip_engine:
         rows = itl_vs_floor(args.quick)
         t = Table(title=f"embedded engine ITL vs CPU floor ({rows[0]['cpu']})")
-        for c in ("level", "ITL p50 (ms)", "floor (ms)", "bw / compute floor (ms)",
-                  "ITL / floor", "out tok/s", "gaps", "verdicts"):
+        for c in (
+            "level",
+            "ITL p50 (ms)",
+            "floor (ms)",
+            "bw / compute floor (ms)",
+            "ITL / floor",
+            "out tok/s",
+            "gaps",
+            "verdicts",
+        ):
             t.add_column(c)
         for r in rows:
-            t.add_row(str(r["level"]), f"{r['itl'] * 1e3:.1f}", f"{r['floor'] * 1e3:.2f}",
-                      f"{r['bw'] * 1e3:.2f} / {r['compute'] * 1e3:.2f}", f"{r['ratio']:.1f}x",
-                      f"{r['tps']:.1f}", str(r["n"]), str(r["verdicts"]))
+            t.add_row(
+                str(r["level"]),
+                f"{r['itl'] * 1e3:.1f}",
+                f"{r['floor'] * 1e3:.2f}",
+                f"{r['bw'] * 1e3:.2f} / {r['compute'] * 1e3:.2f}",
+                f"{r['ratio']:.1f}x",
+                f"{r['tps']:.1f}",
+                str(r["n"]),
+                str(r["verdicts"]),
+            )
         con.print(t)
     t = Table(title="time to diagnose")
     t.add_column("step")

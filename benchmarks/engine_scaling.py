@@ -55,6 +55,7 @@ from engine_sides import RAW, Side, ours, raw, served, spinner
 
 PROMPT = [{"role": "user", "content": "Write a short story about a lighthouse keeper."}]
 
+
 @dataclass
 class Level:
     concurrency: int
@@ -221,13 +222,26 @@ def _parse_variant(text: str) -> dict[str, Any]:
     return out
 
 
-async def _measure(side: Side, client: Client, c: int, args: argparse.Namespace,
-                   spinner: int | None, *, freeze_after: bool) -> Level:
+async def _measure(
+    side: Side,
+    client: Client,
+    c: int,
+    args: argparse.Namespace,
+    spinner: int | None,
+    *,
+    freeze_after: bool,
+) -> Level:
     side.freeze(False)
     try:
-        return await run_level(client, c, warmup=args.warmup, duration=args.duration,
-                               max_tokens=args.max_tokens, engine_pid=side.pid,
-                               spinner_pid=spinner)
+        return await run_level(
+            client,
+            c,
+            warmup=args.warmup,
+            duration=args.duration,
+            max_tokens=args.max_tokens,
+            engine_pid=side.pid,
+            spinner_pid=spinner,
+        )
     finally:
         await asyncio.sleep(0.3)  # cancelled streams end before the server is frozen
         if freeze_after:
@@ -238,8 +252,7 @@ async def bench_sides(sides: list[Side], args: argparse.Namespace) -> None:
     timeouts = Timeouts(connect=10.0, total=120.0)
     several = len(sides) > 1
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(Client(s.url, timeouts=timeouts))
-                   for s in sides]
+        clients = [await stack.enter_async_context(Client(s.url, timeouts=timeouts)) for s in sides]
         for s, cl in zip(sides, clients, strict=True):
             s.freeze(False)
             # The model each server names (serve checks it; llama.cpp takes any).
@@ -273,8 +286,10 @@ def _ratio(a: float, b: float) -> str:
 
 def print_comparison(sides: list[Side], args: argparse.Namespace) -> None:
     ref = next((s for s in sides if s.name == RAW), None)
-    print(f"\n== side by side: medians of {args.rounds} rounds of {args.duration:.0f} s per "
-          f"level (tok/s; 'others': cores that other processes used meanwhile)")
+    print(
+        f"\n== side by side: medians of {args.rounds} rounds of {args.duration:.0f} s per "
+        f"level (tok/s; 'others': cores that other processes used meanwhile)"
+    )
     head = f"{'conc':>5} {'server':<24} {'quiet':>8} {'vs raw':>7} {'others':>7}"
     head += f" {'busy':>8} {'vs raw':>7} {'busy/quiet':>11} {'others':>7}" if args.busy else ""
     print(head + "\n" + "-" * len(head))
@@ -302,19 +317,32 @@ def print_comparison(sides: list[Side], args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short levels (5 s, 2 rounds)")
-    ap.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")],
-                    help="levels (default 1,4,16,32; 1,8 with --raw or --busy)")
+    ap.add_argument(
+        "--concurrency",
+        type=lambda s: [int(x) for x in s.split(",")],
+        help="levels (default 1,4,16,32; 1,8 with --raw or --busy)",
+    )
     ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--duration", type=float,
-                    help="seconds per measurement (default 20; 12 with --raw/--busy)")
+    ap.add_argument(
+        "--duration", type=float, help="seconds per measurement (default 20; 12 with --raw/--busy)"
+    )
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds cut at each level start")
-    ap.add_argument("--rounds", type=int,
-                    help="measurements per level and side, in alternating order "
-                    "(default 1; 3 with --raw/--busy)")
-    ap.add_argument("--raw", action="store_true",
-                    help="also measure xllamacpp with llama-server defaults, side by side")
-    ap.add_argument("--busy", action="store_true",
-                    help="also measure every level while another process spins one core")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        help="measurements per level and side, in alternating order "
+        "(default 1; 3 with --raw/--busy)",
+    )
+    ap.add_argument(
+        "--raw",
+        action="store_true",
+        help="also measure xllamacpp with llama-server defaults, side by side",
+    )
+    ap.add_argument(
+        "--busy",
+        action="store_true",
+        help="also measure every level while another process spins one core",
+    )
     ap.add_argument("--parallel", type=int, default=8, help="slots (both sides)")
     ap.add_argument(
         "--variant",
@@ -324,10 +352,16 @@ def main(argv: list[str] | None = None) -> int:
         "(repeatable; each variant is one more side)",
     )
     ap.add_argument("--url", help="benchmark a running server instead of the embedded engine")
-    ap.add_argument("--serve", action="store_true",
-                    help="also measure `infersight serve` (the gateway in front of the engine)")
-    ap.add_argument("--serve-baseline", metavar="REV",
-                    help="also measure `infersight serve` as it is at git revision REV")
+    ap.add_argument(
+        "--serve",
+        action="store_true",
+        help="also measure `infersight serve` (the gateway in front of the engine)",
+    )
+    ap.add_argument(
+        "--serve-baseline",
+        metavar="REV",
+        help="also measure `infersight serve` as it is at git revision REV",
+    )
     args = ap.parse_args(argv)
     compare = args.raw or args.busy
     args.concurrency = args.concurrency or ([1, 8] if compare else [1, 4, 16, 32])
@@ -355,12 +389,16 @@ def main(argv: list[str] | None = None) -> int:
             sides.append(stack.enter_context(served(v0["parallel"], v0.get("ctx"), None)))
         if args.serve_baseline:
             src = baseline_src(args.serve_baseline)
-            sides.append(stack.enter_context(
-                served(v0["parallel"], v0.get("ctx"), src, f"serve at {args.serve_baseline}")))
+            sides.append(
+                stack.enter_context(
+                    served(v0["parallel"], v0.get("ctx"), src, f"serve at {args.serve_baseline}")
+                )
+            )
         if args.raw and not args.url:
             first = sides[0].settings
-            sides.append(stack.enter_context(
-                raw(first["parallel"], first["ctx"], first["model_path"])))
+            sides.append(
+                stack.enter_context(raw(first["parallel"], first["ctx"], first["model_path"]))
+            )
         try:
             asyncio.run(bench_sides(sides, args))
         finally:

@@ -65,18 +65,28 @@ def ours(variant: dict[str, Any], name: str) -> Iterator[Side]:
 
 
 @contextlib.contextmanager
-def served(parallel: int, ctx: int | None, src: Path | None,
-           name: str = "infersight serve") -> Iterator[Side]:
+def served(
+    parallel: int, ctx: int | None, src: Path | None, name: str = "infersight serve"
+) -> Iterator[Side]:
     """`infersight serve` on a free port (``src``: another revision's code first on the
     path), stopped with SIGINT after the run."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("INFERSIGHT_")}
     if src is not None:
         env["PYTHONPATH"] = str(src)
-    cmd = [sys.executable, "-c", "from infersight.cli import main; main()", "serve",
-           "--port", "0", "--parallel", str(parallel),
-           *(["--ctx", str(ctx)] if ctx else [])]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=env)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from infersight.cli import main; main()",
+        "serve",
+        "--port",
+        "0",
+        "--parallel",
+        str(parallel),
+        *(["--ctx", str(ctx)] if ctx else []),
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     try:
         assert proc.stdout is not None
         banner: list[str] = []
@@ -86,10 +96,12 @@ def served(parallel: int, ctx: int | None, src: Path | None,
                 raise SystemExit(f"error: {name} did not start")
             banner.append(line.rstrip())
         url = banner[0].split("listening on ")[1].split()[0]
-        threads = next((ln.split(None, 1)[1] for ln in banner if ln.strip().startswith(
-            "threads")), "-")
-        yield Side(name=name, url=url, pid=proc.pid,
-                   settings={"parallel": parallel, "threads": threads})
+        threads = next(
+            (ln.split(None, 1)[1] for ln in banner if ln.strip().startswith("threads")), "-"
+        )
+        yield Side(
+            name=name, url=url, pid=proc.pid, settings={"parallel": parallel, "threads": threads}
+        )
     finally:
         with contextlib.suppress(ProcessLookupError, psutil.Error):
             for pid in [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(True))]:
@@ -120,7 +132,11 @@ def raw(parallel: int, ctx: int, model: str) -> Iterator[Side]:
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(
             [sys.executable, __file__, "--raw-server", model, str(parallel), str(ctx)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            text=True,
         )
         try:
             assert proc.stdout is not None
@@ -131,10 +147,13 @@ def raw(parallel: int, ctx: int, model: str) -> Iterator[Side]:
             # llama.cpp logs its thread choice ("system_info: n_threads = 2 (...) / 2").
             found = (ln.split("n_threads = ", 1)[1] for ln in log if "n_threads = " in ln)
             threads = next(found, "llama.cpp default").split(" |")[0].strip()
-            settings = {"parallel": parallel, "ctx_per_slot": ctx // parallel,
-                        "threads": threads, "omp_wait": "unset (libgomp default)"}
-            yield Side(name=RAW, url=f"http://127.0.0.1:{port}", pid=proc.pid,
-                       settings=settings)
+            settings = {
+                "parallel": parallel,
+                "ctx_per_slot": ctx // parallel,
+                "threads": threads,
+                "omp_wait": "unset (libgomp default)",
+            }
+            yield Side(name=RAW, url=f"http://127.0.0.1:{port}", pid=proc.pid, settings=settings)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGCONT)

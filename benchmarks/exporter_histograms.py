@@ -37,8 +37,15 @@ def engine_round() -> list[Sample]:
         for k in range(200):
             m.arrived()
             q = 0.01 * (k % 50)
-            m.observe(queue=q, ttft=q + 0.1, itl=0.02, e2e=q + 2.0, prompt=300 + k,
-                      tokens=100, finish="stop")
+            m.observe(
+                queue=q,
+                ttft=q + 0.1,
+                itl=0.02,
+                e2e=q + 2.0,
+                prompt=300 + k,
+                tokens=100,
+                finish="stop",
+            )
         n = Normalizer(d, source=f"http://replica{i}:8000/metrics", buckets=True)
         n.normalize_text(m.render().decode(), 1.0)
         out += n.normalize_text(m.render().decode(), 2.0)

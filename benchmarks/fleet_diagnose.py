@@ -65,9 +65,16 @@ def _load(kind: int, day: np.ndarray, rng: np.random.Generator) -> dict[str, np.
         waiting = np.zeros(n)
         kv, util, sm = 0.3 + 0.2 * day, 0.6 + 0.3 * day, 0.5 + 0.2 * day
     rate = running / 4.0  # requests finished per second
-    return {"running": running, "waiting": waiting, "kv": kv + 0 * day, "util": util * 100 + 0 * day,
-            "sm": sm + 0 * day, "preempt": np.cumsum(np.where(kv >= 0.95, 0.5, 0.0) * STEP),
-            "done": np.cumsum(rate * STEP), "tokens": np.cumsum(rate * 200 * STEP)}
+    return {
+        "running": running,
+        "waiting": waiting,
+        "kv": kv + 0 * day,
+        "util": util * 100 + 0 * day,
+        "sm": sm + 0 * day,
+        "preempt": np.cumsum(np.where(kv >= 0.95, 0.5, 0.0) * STEP),
+        "done": np.cumsum(rate * STEP),
+        "tokens": np.cumsum(rate * 200 * STEP),
+    }
 
 
 def _lines(prefix: str, values: np.ndarray, ts: list[str]) -> str:
@@ -82,11 +89,17 @@ def write_openmetrics(path: Path, replicas: int, start: int, end: int) -> int:
     day = 0.5 + 0.5 * np.sin(2 * np.pi * (times - end) / 86400 + 0.75 * np.pi)
     rng = np.random.default_rng(15)
     data = [_load(i % 10, day, rng) for i in range(replicas)]
-    vl = [f'engine="0",instance="10.0.{i // 250}.{i % 250}:8000",job="vllm",model_name="{MODEL}",'
-          f'namespace="llm",pod="vllm-{i}"' for i in range(replicas)]
-    gl = [f'Hostname="node-{i}",UUID="GPU-{i:08d}-0000-4000-8000-000000000000",container="vllm",'
-          f'gpu="0",instance="node-{i}:9400",job="dcgm-exporter",modelName="NVIDIA H100 80GB HBM3",'
-          f'namespace="llm",pod="vllm-{i}"' for i in range(replicas)]
+    vl = [
+        f'engine="0",instance="10.0.{i // 250}.{i % 250}:8000",job="vllm",model_name="{MODEL}",'
+        f'namespace="llm",pod="vllm-{i}"'
+        for i in range(replicas)
+    ]
+    gl = [
+        f'Hostname="node-{i}",UUID="GPU-{i:08d}-0000-4000-8000-000000000000",container="vllm",'
+        f'gpu="0",instance="node-{i}:9400",job="dcgm-exporter",modelName="NVIDIA H100 80GB HBM3",'
+        f'namespace="llm",pod="vllm-{i}"'
+        for i in range(replicas)
+    ]
     n = 0
     with path.open("w") as f:
         for fam, typ, key, labels in (
@@ -109,7 +122,9 @@ def write_openmetrics(path: Path, replicas: int, start: int, end: int) -> int:
     return n
 
 
-def _histogram(f: object, data: list[dict[str, np.ndarray]], labels: list[str], ts: list[str]) -> int:
+def _histogram(
+    f: object, data: list[dict[str, np.ndarray]], labels: list[str], ts: list[str]
+) -> int:
     """TTFT histograms: the share above each bound grows with the queue."""
     fam = "vllm:time_to_first_token_seconds"
     f.write(f"# TYPE {fam} histogram\n")  # type: ignore[attr-defined]
@@ -123,7 +138,9 @@ def _histogram(f: object, data: list[dict[str, np.ndarray]], labels: list[str], 
         for k, t in enumerate(ts):
             for le, c in zip(TTFT_LE, counts, strict=True):
                 rows.append(f'{fam}_bucket{{{lab},le="{le}"}} {c[k]:.6g} {t}\n')
-            rows.append(f"{fam}_count{{{lab}}} {done[k]:.6g} {t}\n{fam}_sum{{{lab}}} {total[k]:.6g} {t}\n")
+            rows.append(
+                f"{fam}_count{{{lab}}} {done[k]:.6g} {t}\n{fam}_sum{{{lab}}} {total[k]:.6g} {t}\n"
+            )
         f.write("".join(rows))  # type: ignore[attr-defined]
         n += len(ts) * 6
     return n
@@ -150,7 +167,9 @@ def _settle(url: str, timeout: float = 600) -> int:
     while time.monotonic() < deadline:
         with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
             text = r.read().decode()
-        line = next(ln for ln in text.splitlines() if ln.startswith("prometheus_tsdb_blocks_loaded "))
+        line = next(
+            ln for ln in text.splitlines() if ln.startswith("prometheus_tsdb_blocks_loaded ")
+        )
         seen.append(int(float(line.split()[1])))
         if len(seen) >= 4 and len(set(seen[-4:])) == 1:
             return seen[-1]
@@ -160,8 +179,21 @@ def _settle(url: str, timeout: float = 600) -> int:
 
 def diagnose_run(url: str, start: int, end: int) -> dict[str, float]:
     """One ``infersight diagnose --prometheus`` process: wall time, peak RSS, its stats."""
-    cmd = [sys.executable, "-c", "from infersight.cli import main; main()", "diagnose",
-           "--prometheus", url, "--start", str(start), "--end", str(end), "--step", f"{STEP}s", "--json"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from infersight.cli import main; main()",
+        "diagnose",
+        "--prometheus",
+        url,
+        "--start",
+        str(start),
+        "--end",
+        str(end),
+        "--step",
+        f"{STEP}s",
+        "--json",
+    ]
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
@@ -181,8 +213,15 @@ def diagnose_run(url: str, start: int, end: int) -> dict[str, float]:
     mains: dict[str, int] = {}
     for rd in doc["replicas"]:
         mains[rd["main"]] = mains.get(rd["main"], 0) + 1
-    return {"hours": (end - start) / 3600, "wall": wall, "rss": peak / 2**20, **doc["stats"],
-            "replicas": len(doc["replicas"]), "mains": mains, "headline": doc["headline"]}  # type: ignore[dict-item]
+    return {
+        "hours": (end - start) / 3600,
+        "wall": wall,
+        "rss": peak / 2**20,
+        **doc["stats"],
+        "replicas": len(doc["replicas"]),
+        "mains": mains,
+        "headline": doc["headline"],
+    }  # type: ignore[dict-item]
 
 
 def main() -> None:
@@ -190,8 +229,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="10 replicas, 3 h vs 12 h")
     ap.add_argument("--replicas", type=int, default=None)
     ap.add_argument("--hours", type=float, default=None, help="the whole range (default 24)")
-    ap.add_argument("--keep", type=Path, default=None,
-                    help="keep the TSDB in this directory (and reuse it when it holds the same fleet)")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep the TSDB in this directory (and reuse it when it holds the same fleet)",
+    )
     args = ap.parse_args()
     replicas = args.replicas or (10 if args.quick else 50)
     hours = args.hours or (12.0 if args.quick else 24.0)
@@ -213,21 +256,35 @@ def main() -> None:
         t_gen = time.perf_counter() - t0
         shutil.rmtree(tsdb, ignore_errors=True)
         t0 = time.perf_counter()
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(tsdb)],
-                       check=True, capture_output=True, timeout=3600)
+        subprocess.run(
+            ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(tsdb)],
+            check=True,
+            capture_output=True,
+            timeout=3600,
+        )
         t_load = time.perf_counter() - t0
         om.unlink()
         meta.write_text(json.dumps({**want, "end": end}))
-        con.print(f"{replicas} replicas x {hours:g} h at {STEP} s: {samples:,} samples written in "
-                  f"{t_gen:.1f} s, loaded by promtool in {t_load:.1f} s")
+        con.print(
+            f"{replicas} replicas x {hours:g} h at {STEP} s: {samples:,} samples written in "
+            f"{t_gen:.1f} s, loaded by promtool in {t_load:.1f} s"
+        )
     start = end - int(hours * 3600)
     port = _free_port()
     cfg = work / "prometheus.yml"
     cfg.write_text(f"global:\n  scrape_interval: {STEP}s\n")
-    proc = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tsdb}",
-                             "--storage.tsdb.retention.time=3650d", "--log.level=warn",
-                             f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={tsdb}",
+            "--storage.tsdb.retention.time=3650d",
+            "--log.level=warn",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url)
@@ -241,17 +298,34 @@ def main() -> None:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     tab = Table(title=f"diagnose --prometheus: {replicas} replicas, step {STEP} s")
-    for col in ("range", "points read", "queries", "pages", "wall s", "peak RSS MiB", "main verdicts"):
+    for col in (
+        "range",
+        "points read",
+        "queries",
+        "pages",
+        "wall s",
+        "peak RSS MiB",
+        "main verdicts",
+    ):
         tab.add_column(col)
     for r in (quarter, whole):
         mains = ", ".join(f"{k} {v}" for k, v in sorted(r["mains"].items()))  # type: ignore[attr-defined]
-        tab.add_row(f"{r['hours']:g} h", f"{r['points']:,}", str(r["queries"]), str(r["pages"]),
-                    f"{r['wall']:.1f}", f"{r['rss']:.0f}", mains)
+        tab.add_row(
+            f"{r['hours']:g} h",
+            f"{r['points']:,}",
+            str(r["queries"]),
+            str(r["pages"]),
+            f"{r['wall']:.1f}",
+            f"{r['rss']:.0f}",
+            mains,
+        )
     con.print(tab)
-    con.print(f"peak RSS {whole['hours']:g} h / {quarter['hours']:g} h: {whole['rss'] / quarter['rss']:.2f}"
-              f" (points read: {whole['points'] / max(1, quarter['points']):.1f}x); "
-              f"{whole['hours']:g} h diagnosed in {whole['wall']:.1f} s "
-              f"({'under' if whole['wall'] < 60 else 'OVER'} 60 s)")
+    con.print(
+        f"peak RSS {whole['hours']:g} h / {quarter['hours']:g} h: {whole['rss'] / quarter['rss']:.2f}"
+        f" (points read: {whole['points'] / max(1, quarter['points']):.1f}x); "
+        f"{whole['hours']:g} h diagnosed in {whole['wall']:.1f} s "
+        f"({'under' if whole['wall'] < 60 else 'OVER'} 60 s)"
+    )
     con.print("headline: " + " / ".join(whole["headline"]))  # type: ignore[arg-type]
 
 

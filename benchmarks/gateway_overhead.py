@@ -66,13 +66,22 @@ def pin(pid: int, cpus: list[int] | None) -> None:
 
 
 def conditions(m: Meter) -> str:
-    return f"load avg {os.getloadavg()[0]:.1f}, other processes {m.others_pct():.0f}% of the machine"
+    return (
+        f"load avg {os.getloadavg()[0]:.1f}, other processes {m.others_pct():.0f}% of the machine"
+    )
 
 
-def rate_table(targets: list[Target], rates: list[float], seconds: float, blocks: int,
-               verdict: dict[str, dict[str, float]]) -> None:
-    hdr = (f"{'mode':<7}{'rate':>6}  {'target':<11}{'p50 ms':>10}{'p99 ms':>10}{'+p50':>10}"
-           f"{'+p99':>10}{'cpu ms/req':>12}{'err':>5}{'n':>7}")
+def rate_table(
+    targets: list[Target],
+    rates: list[float],
+    seconds: float,
+    blocks: int,
+    verdict: dict[str, dict[str, float]],
+) -> None:
+    hdr = (
+        f"{'mode':<7}{'rate':>6}  {'target':<11}{'p50 ms':>10}{'p99 ms':>10}{'+p50':>10}"
+        f"{'+p99':>10}{'cpu ms/req':>12}{'err':>5}{'n':>7}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for stream in (False, True):
@@ -86,41 +95,54 @@ def rate_table(targets: list[Target], rates: list[float], seconds: float, blocks
                 add50, add99 = pct(s.lat, 50) - pct(base, 50), pct(s.lat, 99) - pct(base, 99)
                 added = f"{add50:>10.3f}{add99:>10.3f}" if t.name != "direct" else " " * 20
                 cpu = s.cpu_ms_per_req()
-                print(f"{mode:<7}{rate:>6.0f}  {t.name:<11}{pct(s.lat, 50):>10.3f}"
-                      f"{pct(s.lat, 99):>10.3f}{added}{cpu:>12.3f}{s.errors:>5}{len(s.lat):>7}")
+                print(
+                    f"{mode:<7}{rate:>6.0f}  {t.name:<11}{pct(s.lat, 50):>10.3f}"
+                    f"{pct(s.lat, 99):>10.3f}{added}{cpu:>12.3f}{s.errors:>5}{len(s.lat):>7}"
+                )
                 if t.name in ("infersight", "baseline"):
                     verdict.setdefault(f"added p50 ms, {mode} {rate:.0f}/s", {})[t.name] = add50
                     verdict.setdefault(f"CPU ms/request, {mode} {rate:.0f}/s", {})[t.name] = cpu
             print(f"{'':<15}({conditions(m)})")
 
 
-def capacity_table(targets: list[Target], concurrency: int, seconds: float,
-                   load_cpus: list[int] | None, verdict: dict[str, dict[str, float]]
-                   ) -> dict[bool, float]:
+def capacity_table(
+    targets: list[Target],
+    concurrency: int,
+    seconds: float,
+    load_cpus: list[int] | None,
+    verdict: dict[str, dict[str, float]],
+) -> dict[bool, float]:
     """Closed-loop capacity per target; returns the gateway's CPU ms per request
     by mode (stream or not)."""
     gw_cpu: dict[bool, float] = {}
     where = "the proxy alone on its core" if load_cpus else "unpinned"
-    print(f"\ncapacity (closed loop, {concurrency} clients, {seconds:g} s; {where}; "
-          "per core = requests / proxy CPU seconds):")
-    print(f"  {'mode':<7}{'target':<11}{'req/s':>8}{'proxy cpu':>11}{'per core':>10}"
-          f"{'cpu ms/req':>12}")
+    print(
+        f"\ncapacity (closed loop, {concurrency} clients, {seconds:g} s; {where}; "
+        "per core = requests / proxy CPU seconds):"
+    )
+    print(
+        f"  {'mode':<7}{'target':<11}{'req/s':>8}{'proxy cpu':>11}{'per core':>10}"
+        f"{'cpu ms/req':>12}"
+    )
     for stream in (False, True):
         m = Meter()
         for t in targets:
             s = asyncio.run(closed_loop(t, concurrency, seconds, stream))
             per_core = len(s.lat) / s.cpu_s if s.cpu_s else float("nan")
             cpu_pct = 100.0 * s.cpu_s / s.wall if s.wall else float("nan")
-            print(f"  {'stream' if stream else 'json':<7}{t.name:<11}{s.rps():>8.0f}"
-                  f"{cpu_pct if t.pid else float('nan'):>10.0f}%"
-                  f"{per_core if t.name != 'direct' else float('nan'):>10.0f}"
-                  f"{s.cpu_ms_per_req():>12.3f}")
+            print(
+                f"  {'stream' if stream else 'json':<7}{t.name:<11}{s.rps():>8.0f}"
+                f"{cpu_pct if t.pid else float('nan'):>10.0f}%"
+                f"{per_core if t.name != 'direct' else float('nan'):>10.0f}"
+                f"{s.cpu_ms_per_req():>12.3f}"
+            )
             if t.name == "infersight":
                 gw_cpu[stream] = s.cpu_ms_per_req()
             if t.name in ("infersight", "baseline"):
                 # Lower is better for every figure but this one: stored as its inverse.
-                verdict.setdefault(f"1 / (req/s at capacity), {'stream' if stream else 'json'}",
-                                   {})[t.name] = 1.0 / s.rps() if s.rps() else float("nan")
+                verdict.setdefault(
+                    f"1 / (req/s at capacity), {'stream' if stream else 'json'}", {}
+                )[t.name] = 1.0 / s.rps() if s.rps() else float("nan")
         print(f"  ({conditions(m)})")
     return gw_cpu
 
@@ -137,12 +159,15 @@ def print_goal(verdict: dict[str, dict[str, float]]) -> None:
         print(f"  {k:<34}{ratio:>7.2f}  {'ok' if ratio <= 1 + WITHIN else 'MISS'}")
 
 
-def profile_gateway(gw: Target, prof: Profiler, concurrency: int, seconds: float,
-                    cpu_ms: dict[bool, float]) -> None:
+def profile_gateway(
+    gw: Target, prof: Profiler, concurrency: int, seconds: float, cpu_ms: dict[bool, float]
+) -> None:
     """Each part's share of the profile times the CPU per request measured without the
     profiler (``cpu_ms``, from the capacity run)."""
-    print(f"\nprofile of the infersight gateway ({prof.kind}, closed loop, {concurrency} clients, "
-          f"{seconds:g} s each):")
+    print(
+        f"\nprofile of the infersight gateway ({prof.kind}, closed loop, {concurrency} clients, "
+        f"{seconds:g} s each):"
+    )
     for stream in (False, True):
         prof.start()
         s = asyncio.run(closed_loop(gw, concurrency, seconds, stream))
@@ -150,8 +175,11 @@ def profile_gateway(gw: Target, prof: Profiler, concurrency: int, seconds: float
         if result is None:
             print("  (no profile came back)")
             continue
-        print_breakdown("json" if not stream else "stream", result,
-                        1000.0 * cpu_ms.get(stream, s.cpu_ms_per_req()))
+        print_breakdown(
+            "json" if not stream else "stream",
+            result,
+            1000.0 * cpu_ms.get(stream, s.cpu_ms_per_req()),
+        )
 
 
 def batching_gain(seconds: float, concurrency: int) -> None:
@@ -160,20 +188,28 @@ def batching_gain(seconds: float, concurrency: int) -> None:
     The fake upstream costs 5 ms per call + 0.2 ms per input, a fixed per-call cost
     like a real embedding server's (one forward pass, one HTTP exchange)."""
     cfg = FakeConfig(embed_base=0.005, embed_per_item=0.0002)
-    print(f"\nbatching gain (embeddings, {concurrency} concurrent clients, upstream 5 ms/call "
-          "+ 0.2 ms/input):")
+    print(
+        f"\nbatching gain (embeddings, {concurrency} concurrent clients, upstream 5 ms/call "
+        "+ 0.2 ms/input):"
+    )
     body = orjson.dumps({"model": "fake", "input": "some text to embed"})
     with FakeOpenAI.subprocess(cfg) as fake:
-        for label, env in (("batching off", '{"enabled": false}'),
-                           ("batching on ", '{"max_batch_size": 64, "max_wait_ms": 2}')):
-            with gateway_process("infersight", fake.base_url,
-                                 env={"INFERSIGHT_GATEWAY_BATCH": env}) as gw:
+        for label, env in (
+            ("batching off", '{"enabled": false}'),
+            ("batching on ", '{"max_batch_size": 64, "max_wait_ms": 2}'),
+        ):
+            with gateway_process(
+                "infersight", fake.base_url, env={"INFERSIGHT_GATEWAY_BATCH": env}
+            ) as gw:
                 fake.reset()
-                s = asyncio.run(closed_loop(gw, concurrency, seconds, False,
-                                            path="/v1/embeddings", body=body))
+                s = asyncio.run(
+                    closed_loop(gw, concurrency, seconds, False, path="/v1/embeddings", body=body)
+                )
                 calls = fake.stats()["by_path"].get("/v1/embeddings", 0)
-                print(f"  {label}  {s.rps():>8.0f} req/s   p50 {pct(s.lat, 50):>8.2f} ms   "
-                      f"upstream calls {calls}")
+                print(
+                    f"  {label}  {s.rps():>8.0f} req/s   p50 {pct(s.lat, 50):>8.2f} ms   "
+                    f"upstream calls {calls}"
+                )
 
 
 def main() -> None:
@@ -186,15 +222,27 @@ def main() -> None:
     ap.add_argument("--no-nginx", action="store_true", help="leave nginx out")
     ap.add_argument("--no-aiohttp", action="store_true", help="leave the bare aiohttp proxy out")
     ap.add_argument("--baseline-src", help="also run the gateway from this checkout's src folder")
-    ap.add_argument("--baseline", metavar="REV",
-                    help="also run the gateway of git revision REV (a git archive of its src)")
-    ap.add_argument("--profile", action="store_true",
-                    help="profile the gateway at capacity (cProfile on CPU time)")
-    ap.add_argument("--pyspy", action="store_true",
-                    help="with --profile: sample with py-spy instead (installed on first use)")
+    ap.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run the gateway of git revision REV (a git archive of its src)",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile the gateway at capacity (cProfile on CPU time)",
+    )
+    ap.add_argument(
+        "--pyspy",
+        action="store_true",
+        help="with --profile: sample with py-spy instead (installed on first use)",
+    )
     ap.add_argument("--no-batching", action="store_true", help="skip the batching-gain part")
-    ap.add_argument("--litellm", action="store_true",
-                    help="also measure LiteLLM's proxy (installs it into .bench-venvs/litellm)")
+    ap.add_argument(
+        "--litellm",
+        action="store_true",
+        help="also measure LiteLLM's proxy (installs it into .bench-venvs/litellm)",
+    )
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     seconds = args.seconds or (3.0 if args.quick else 12.0)
@@ -217,15 +265,23 @@ def main() -> None:
         direct = Target("direct", fake.base_url, fake.pid)
         cprof = Path(tempfile.mkdtemp(prefix="bench-cprof-")) / "gateway.prof"
         stack.callback(shutil.rmtree, cprof.parent, True)
-        gw = stack.enter_context(gateway_process(
-            "infersight", fake.base_url, prefix=CPROFILE_PREFIX if use_cprofile else None,
-            env={"BENCH_CPROFILE_OUT": str(cprof)}))
+        gw = stack.enter_context(
+            gateway_process(
+                "infersight",
+                fake.base_url,
+                prefix=CPROFILE_PREFIX if use_cprofile else None,
+                env={"BENCH_CPROFILE_OUT": str(cprof)},
+            )
+        )
         targets = [direct, gw]
         if args.baseline and not args.baseline_src:
             args.baseline_src = str(baseline_src(args.baseline))
         if args.baseline_src:
-            targets.append(stack.enter_context(
-                gateway_process("baseline", fake.base_url, src=args.baseline_src)))
+            targets.append(
+                stack.enter_context(
+                    gateway_process("baseline", fake.base_url, src=args.baseline_src)
+                )
+            )
         refs = [] if args.no_nginx else [stack.enter_context(nginx_process(fake.base_url))]
         if not args.no_aiohttp:
             refs.append(stack.enter_context(aiohttp_proxy_process(fake.base_url)))
@@ -236,25 +292,33 @@ def main() -> None:
             assert t.pid is not None
             pin(t.pid, gw_cpus)
         pin(os.getpid(), gw_cpus)
-        print(f"upstream: FakeOpenAI (16 tokens, no delay); {len(cpus)} CPUs; "
-              + (f"upstream on CPU {cpus[0]}, proxies and load generator on CPU {cpus[1]}"
-                 if pinned else "not pinned")
-              + f"; {seconds:g} s per rate and target in alternating blocks\n"
-              f"+p50/+p99: added to direct (ms); cpu ms/req: the serving process's CPU per "
-              f"request\n")
+        print(
+            f"upstream: FakeOpenAI (16 tokens, no delay); {len(cpus)} CPUs; "
+            + (
+                f"upstream on CPU {cpus[0]}, proxies and load generator on CPU {cpus[1]}"
+                if pinned
+                else "not pinned"
+            )
+            + f"; {seconds:g} s per rate and target in alternating blocks\n"
+            f"+p50/+p99: added to direct (ms); cpu ms/req: the serving process's CPU per "
+            f"request\n"
+        )
         rate_table(targets, rates, seconds, 2 if args.quick else 4, verdict)
         pin(os.getpid(), up_cpus)  # capacity: the proxy alone on its core
         gw_cpu = capacity_table(targets, args.concurrency, cap_seconds, up_cpus, verdict)
         if args.profile:
             assert gw.pid is not None
-            profile_gateway(gw, Profiler(gw.pid, pyspy, cprof, up_cpus),
-                            args.concurrency, cap_seconds, gw_cpu)
+            profile_gateway(
+                gw, Profiler(gw.pid, pyspy, cprof, up_cpus), args.concurrency, cap_seconds, gw_cpu
+            )
     if not args.no_batching:
         pin(os.getpid(), cpus)
         batching_gain(cap_seconds, args.concurrency)
     print_goal(verdict)
-    print("note: on a shared machine absolute figures inflate with the others' load shown "
-          "beside each; re-run on a quiet machine for the record.")
+    print(
+        "note: on a shared machine absolute figures inflate with the others' load shown "
+        "beside each; re-run on a quiet machine for the record."
+    )
 
 
 if __name__ == "__main__":

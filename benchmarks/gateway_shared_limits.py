@@ -50,8 +50,9 @@ from infersight.testing.redis_server import RedisServer
 
 KEY = "sk-bench-shared-limits"
 LIMITS = {"requests_per_minute": 1e9, "tokens_per_minute": 1e12}
-BODY = orjson.dumps({"model": "fake", "messages": [{"role": "user", "content": "hi"}],
-                     "max_tokens": 8})
+BODY = orjson.dumps(
+    {"model": "fake", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
+)
 
 
 def pct(v: list[float], q: float) -> float:
@@ -59,8 +60,9 @@ def pct(v: list[float], q: float) -> float:
 
 
 # -- admission alone ----------------------------------------------------------------------
-async def admission(redis_url: str, n: int, blocks: int
-                    ) -> tuple[dict[str, list[float]], dict[str, float]]:
+async def admission(
+    redis_url: str, n: int, blocks: int
+) -> tuple[dict[str, list[float]], dict[str, float]]:
     key = KeyConfig(name="bench", sha256=hash_key(KEY), **LIMITS)
     cfg = SharedConfig(redis_url=redis_url, timeout_ms=1000)
     link = RedisLink(cfg, SharedMetrics(CollectorRegistry()))
@@ -102,34 +104,43 @@ async def admission(redis_url: str, n: int, blocks: int
 
 # -- end to end ---------------------------------------------------------------------------
 @contextlib.contextmanager
-def gateway(upstream: str, redis_url: str | None, tmp: Path, name: str,
-            src: Path | None = None) -> Iterator[tuple[str, int]]:
+def gateway(
+    upstream: str, redis_url: str | None, tmp: Path, name: str, src: Path | None = None
+) -> Iterator[tuple[str, int]]:
     """`infersight gateway` in its own process with the bench key, limits kept locally
     or (``redis_url``) in Redis; ``src``: another revision's code."""
     cfg = tmp / f"{name}.toml"
-    lines = ["[[keys]]", 'name = "bench"', f'sha256 = "{hash_key(KEY)}"',
-             *(f"{k} = {v!r}" for k, v in LIMITS.items())]
+    lines = [
+        "[[keys]]",
+        'name = "bench"',
+        f'sha256 = "{hash_key(KEY)}"',
+        *(f"{k} = {v!r}" for k, v in LIMITS.items()),
+    ]
     if redis_url:
         lines += ["[shared]", f'redis_url = "{redis_url}"']
     cfg.write_text("\n".join(lines) + "\n")
-    with gateway_process(name, upstream, args=["-c", str(cfg)],
-                         src=str(src) if src else None) as target:
+    with gateway_process(
+        name, upstream, args=["-c", str(cfg)], src=str(src) if src else None
+    ) as target:
         assert target.pid is not None
         yield target.url, target.pid
 
 
 async def one(session: aiohttp.ClientSession, url: str) -> float | None:
     t0 = time.perf_counter()
-    async with session.post(url + "/v1/chat/completions", data=BODY,
-                            headers={"Content-Type": "application/json",
-                                     "Authorization": f"Bearer {KEY}"}) as r:
+    async with session.post(
+        url + "/v1/chat/completions",
+        data=BODY,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
+    ) as r:
         await r.read()
         ok = r.status == 200
     return time.perf_counter() - t0 if ok else None
 
 
-async def sequential(targets: dict[str, tuple[str, int]], n: int, blocks: int
-                     ) -> tuple[dict[str, list[float]], dict[str, float]]:
+async def sequential(
+    targets: dict[str, tuple[str, int]], n: int, blocks: int
+) -> tuple[dict[str, list[float]], dict[str, float]]:
     """Latencies per target and each gateway process's CPU seconds per request."""
     out: dict[str, list[float]] = {name: [] for name in targets}
     procs = {name: psutil.Process(pid) for name, (_, pid) in targets.items()}
@@ -171,21 +182,28 @@ async def closed_loop(url: str, concurrency: int, seconds: float) -> float:
         return done / (time.perf_counter() - t0)
 
 
-def table(title: str, res: dict[str, list[float]], cpu: dict[str, float], cpu_of: str
-          ) -> float:
+def table(title: str, res: dict[str, list[float]], cpu: dict[str, float], cpu_of: str) -> float:
     print(f"\n{title}")
-    print(f"  {'':<14}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}"
-          f"{'CPU µs/op (' + cpu_of + ')':>26}{'n':>8}")
+    print(
+        f"  {'':<14}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}"
+        f"{'CPU µs/op (' + cpu_of + ')':>26}{'n':>8}"
+    )
     for name, lat in res.items():
-        print(f"  {name:<14}{pct(lat, 50):>10.3f}{pct(lat, 90):>10.3f}{pct(lat, 99):>10.3f}"
-              f"{cpu[name] * 1e6:>26.1f}{len(lat):>8}")
+        print(
+            f"  {name:<14}{pct(lat, 50):>10.3f}{pct(lat, 90):>10.3f}{pct(lat, 99):>10.3f}"
+            f"{cpu[name] * 1e6:>26.1f}{len(lat):>8}"
+        )
     added = pct(res["redis"], 50) - pct(res["local"], 50)
-    print(f"  added by Redis: p50 {added:.3f} ms ({pct(res['redis'], 50) / pct(res['local'], 50):.2f}x"
-          f" local), CPU {(cpu['redis'] - cpu['local']) * 1e6:.1f} µs per request")
+    print(
+        f"  added by Redis: p50 {added:.3f} ms ({pct(res['redis'], 50) / pct(res['local'], 50):.2f}x"
+        f" local), CPU {(cpu['redis'] - cpu['local']) * 1e6:.1f} µs per request"
+    )
     for name in (n for n in res if n.startswith("redis@")):
-        print(f"  {name}: p50 {pct(res[name], 50):.3f} ms; this/baseline p50 "
-              f"{pct(res['redis'], 50) / pct(res[name], 50):.2f}, p99 "
-              f"{pct(res['redis'], 99) / pct(res[name], 99):.2f}")
+        print(
+            f"  {name}: p50 {pct(res[name], 50):.3f} ms; this/baseline p50 "
+            f"{pct(res['redis'], 50) / pct(res[name], 50):.2f}, p99 "
+            f"{pct(res['redis'], 99) / pct(res[name], 99):.2f}"
+        )
     return added
 
 
@@ -208,27 +226,43 @@ def main() -> None:
         pass
     import redis as redis_py
 
-    print(f"{os.cpu_count()} CPUs, load avg {os.getloadavg()[0]:.1f}; redis-py "
-          f"{redis_py.__version__}; redis-server and the fake upstream on 127.0.0.1")
-    with RedisServer() as redis, tempfile.TemporaryDirectory() as tmp, \
-            FakeOpenAI.subprocess(FakeConfig(tokens=8)) as fake:
+    print(
+        f"{os.cpu_count()} CPUs, load avg {os.getloadavg()[0]:.1f}; redis-py "
+        f"{redis_py.__version__}; redis-server and the fake upstream on 127.0.0.1"
+    )
+    with (
+        RedisServer() as redis,
+        tempfile.TemporaryDirectory() as tmp,
+        FakeOpenAI.subprocess(FakeConfig(tokens=8)) as fake,
+    ):
         adm, adm_cpu = asyncio.run(admission(redis.url, n_admit, blocks=8))
-        a_added = table(f"admission alone (KeyStore.admit, {n_admit} per mode, alternating "
-                        "blocks; PINGs show where the time goes):", adm, adm_cpu, "caller")
+        a_added = table(
+            f"admission alone (KeyStore.admit, {n_admit} per mode, alternating "
+            "blocks; PINGs show where the time goes):",
+            adm,
+            adm_cpu,
+            "caller",
+        )
         with contextlib.ExitStack() as stack:
             targets = {
                 "local": stack.enter_context(gateway(fake.base_url, None, Path(tmp), "local")),
-                "redis": stack.enter_context(gateway(fake.base_url, redis.url, Path(tmp),
-                                                     "redis")),
+                "redis": stack.enter_context(gateway(fake.base_url, redis.url, Path(tmp), "redis")),
             }
             if base is not None:
                 targets[f"redis@{args.baseline}"] = stack.enter_context(
-                    gateway(fake.base_url, redis.url, Path(tmp), "base", src=base))
+                    gateway(fake.base_url, redis.url, Path(tmp), "base", src=base)
+                )
             e2e, e2e_cpu = asyncio.run(sequential(targets, n_e2e, blocks=8))
-            e_added = table(f"end to end (one client, {n_e2e} requests per gateway, "
-                            "alternating blocks):", e2e, e2e_cpu, "gateway")
-            print(f"\nmost req/s, 32 concurrent clients ({rounds} alternating rounds of "
-                  f"{seconds:g} s each; median, min-max):")
+            e_added = table(
+                f"end to end (one client, {n_e2e} requests per gateway, alternating blocks):",
+                e2e,
+                e2e_cpu,
+                "gateway",
+            )
+            print(
+                f"\nmost req/s, 32 concurrent clients ({rounds} alternating rounds of "
+                f"{seconds:g} s each; median, min-max):"
+            )
             runs: dict[str, list[float]] = {name: [] for name in targets}
             for r in range(rounds):
                 order = list(targets.items())[:: 1 if r % 2 == 0 else -1]
@@ -237,13 +271,20 @@ def main() -> None:
             rps = {name: float(np.median(v)) for name, v in runs.items()}
             for name, v in rps.items():
                 print(f"  {name:<14}{v:>9.0f} req/s  ({min(runs[name]):.0f}-{max(runs[name]):.0f})")
-            print(f"  redis/local: {rps['redis'] / rps['local']:.2f}" + "".join(
-                f"; redis/{n}: {rps['redis'] / v:.2f}" for n, v in rps.items()
-                if n.startswith("redis@")))
+            print(
+                f"  redis/local: {rps['redis'] / rps['local']:.2f}"
+                + "".join(
+                    f"; redis/{n}: {rps['redis'] / v:.2f}"
+                    for n, v in rps.items()
+                    if n.startswith("redis@")
+                )
+            )
     goal = 0.3
-    print(f"\ngoal: <= {goal} ms added at p50 -> admission {a_added:.3f} ms, "
-          f"end to end {e_added:.3f} ms: {'met' if max(a_added, e_added) <= goal else 'NOT met'}"
-          f" (load avg {os.getloadavg()[0]:.1f})")
+    print(
+        f"\ngoal: <= {goal} ms added at p50 -> admission {a_added:.3f} ms, "
+        f"end to end {e_added:.3f} ms: {'met' if max(a_added, e_added) <= goal else 'NOT met'}"
+        f" (load avg {os.getloadavg()[0]:.1f})"
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ MIB = 1024 * 1024
 BEHIND_S = 0.1
 
 
-async def soak(gw: Target, rate: float, seconds: float, interval: float) -> tuple[Tally,
-                                                                                list[float]]:
+async def soak(
+    gw: Target, rate: float, seconds: float, interval: float
+) -> tuple[Tally, list[float]]:
     """``rate`` req/s for ``seconds``; every ``interval`` s print a row. Returns the
     tally and the gateway's RSS (MiB) at the end of each interval."""
     assert gw.pid is not None
@@ -51,22 +52,26 @@ async def soak(gw: Target, rate: float, seconds: float, interval: float) -> tupl
     def row(label: float) -> None:
         mb = float(proc.memory_info().rss) / MIB
         rss.append(mb)
-        lat = tally.lat[mark["lat"]:]
+        lat = tally.lat[mark["lat"] :]
         ok, sent = tally.count(200, 201), tally.sent
         done = tally.answered() + tally.lost
         growth = f"{mb - rss[0]:>+9.1f}" if len(rss) > 1 else f"{'':>9}"
-        print(f"{label:>7.0f}{mb:>9.1f}{growth}{sent - mark['sent']:>8}"
-              f"{tally.answered() - ok:>9}{tally.count(500, 600):>6}{tally.lost:>6}"
-              f"{sent - done:>9}{p50_ms(lat):>9.2f}{p99_ms(lat):>9.2f}"
-              f"{proc.cpu_percent():>7.0f}%")
+        print(
+            f"{label:>7.0f}{mb:>9.1f}{growth}{sent - mark['sent']:>8}"
+            f"{tally.answered() - ok:>9}{tally.count(500, 600):>6}{tally.lost:>6}"
+            f"{sent - done:>9}{p50_ms(lat):>9.2f}{p99_ms(lat):>9.2f}"
+            f"{proc.cpu_percent():>7.0f}%"
+        )
         mark.update(sent=sent, lat=len(tally.lat))
 
     async def tick(at: float) -> None:
         if at > 0 and round(at) % round(interval) == 0:
             row(at)
 
-    print(f"{'t s':>7}{'RSS MiB':>9}{'growth':>9}{'sent':>8}{'non-200':>9}{'5xx':>6}"
-          f"{'lost':>6}{'pending':>9}{'p50 ms':>9}{'p99 ms':>9}{'gw cpu':>8}")
+    print(
+        f"{'t s':>7}{'RSS MiB':>9}{'growth':>9}{'sent':>8}{'non-200':>9}{'5xx':>6}"
+        f"{'lost':>6}{'pending':>9}{'p50 ms':>9}{'p99 ms':>9}{'gw cpu':>8}"
+    )
     print(f"{0:>7}{float(proc.memory_info().rss) / MIB:>9.1f}  (before the load)")
     proc.cpu_percent()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -92,11 +97,13 @@ def main() -> None:
 
         uvloop.install()
     with fake_pair(ERROR_RATE) as pair, gateway_for(pair.a, pair.b) as gw:
-        print(f"a fails {ERROR_RATE:.0%} with 503 (no Retry-After), b healthy, both ~20 ms; "
-              f"{rate:g} req/s non-streamed for {seconds:g} s; gateway pid {gw.pid}; "
-              f"{os.cpu_count()} CPUs; load avg {os.getloadavg()[0]:.1f}\n"
-              "(per row: that interval's requests and latency; non-200, 5xx and lost are "
-              "running totals; growth: since the end of the first interval)\n")
+        print(
+            f"a fails {ERROR_RATE:.0%} with 503 (no Retry-After), b healthy, both ~20 ms; "
+            f"{rate:g} req/s non-streamed for {seconds:g} s; gateway pid {gw.pid}; "
+            f"{os.cpu_count()} CPUs; load avg {os.getloadavg()[0]:.1f}\n"
+            "(per row: that interval's requests and latency; non-200, 5xx and lost are "
+            "running totals; growth: since the end of the first interval)\n"
+        )
         tally, rss = asyncio.run(soak(gw, rate, seconds, args.interval))
         sent_503 = statuses(pair.a, "503")
         pairs = int(metric(gw, "infersight_gateway_failover_pairs_total", from_upstream="up"))
@@ -105,24 +112,34 @@ def main() -> None:
     peak = max(rss) - rss[0] if len(rss) > 1 else float("nan")
     non200 = tally.answered() - tally.count(200, 201)
     five = tally.count(500, 600)
-    print(f"\nrequests {tally.sent}, answered 200 {tally.count(200, 201)}, non-200 {non200}, "
-          f"5xx {five}, lost {tally.lost}; p50 {p50_ms(tally.lat):.2f} ms, "
-          f"p99 {p99_ms(tally.lat):.2f} ms")
-    print(f"statuses {dict(sorted(tally.statuses.items()))}; lost by error {tally.why}; "
-          f"the sender was {tally.behind_s * 1000:.0f} ms behind its schedule at worst")
+    print(
+        f"\nrequests {tally.sent}, answered 200 {tally.count(200, 201)}, non-200 {non200}, "
+        f"5xx {five}, lost {tally.lost}; p50 {p50_ms(tally.lat):.2f} ms, "
+        f"p99 {p99_ms(tally.lat):.2f} ms"
+    )
+    print(
+        f"statuses {dict(sorted(tally.statuses.items()))}; lost by error {tally.why}; "
+        f"the sender was {tally.behind_s * 1000:.0f} ms behind its schedule at worst"
+    )
     print(f"a sent {sent_503} 503s; the gateway counted {pairs} failovers from it")
-    print(f"RSS after the first interval {rss[0]:.1f} MiB, at the end {rss[-1]:.1f} MiB, "
-          f"peak above the first interval {peak:+.1f} MiB")
+    print(
+        f"RSS after the first interval {rss[0]:.1f} MiB, at the end {rss[-1]:.1f} MiB, "
+        f"peak above the first interval {peak:+.1f} MiB"
+    )
     print("\ngoals:")
-    print(f"  RSS growth after the first interval: {growth:+.1f} MiB (<= {GROWTH_MIB:g})  "
-          f"{'ok' if growth <= GROWTH_MIB else 'MISS'}")
+    print(
+        f"  RSS growth after the first interval: {growth:+.1f} MiB (<= {GROWTH_MIB:g})  "
+        f"{'ok' if growth <= GROWTH_MIB else 'MISS'}"
+    )
     print(f"  lost requests: {tally.lost}  {'ok' if tally.lost == 0 else 'MISS'}")
     print(f"  5xx answers: {five}  {'ok' if five == 0 else 'MISS'}")
     print(f"(load avg {os.getloadavg()[0]:.1f})")
     if tally.behind_s > BEHIND_S:
-        print(f"warning: the sender fell {tally.behind_s:.1f} s behind its schedule: the "
-              "machine could not run this load (the load generator starved of CPU), and "
-              "the figures above describe that overload too")
+        print(
+            f"warning: the sender fell {tally.behind_s:.1f} s behind its schedule: the "
+            "machine could not run this load (the load generator starved of CPU), and "
+            "the figures above describe that overload too"
+        )
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ WEIGHT = "infersight_gateway_upstream_weight"
 
 def shares(prev: list[Series], cur: list[Series]) -> tuple[float, float]:
     """(new requests, a's share of them) between two scrapes."""
+
     def d(name: str, **labels: str) -> float:
         return metric(cur, name, **labels) - metric(prev, name, **labels)
 
@@ -53,9 +54,13 @@ def shares(prev: list[Series], cur: list[Series]) -> tuple[float, float]:
     return new, (a_first / new if new > 0 else float("nan"))
 
 
-async def run(gw: Target, set_rate: dict[float, tuple[str, float]], rate: float,
-              seconds: float, fail: FakeProcess) -> tuple[Tally, list[tuple[float, list[Series]]],
-                                                     dict[str, float]]:
+async def run(
+    gw: Target,
+    set_rate: dict[float, tuple[str, float]],
+    rate: float,
+    seconds: float,
+    fail: FakeProcess,
+) -> tuple[Tally, list[tuple[float, list[Series]]], dict[str, float]]:
     """Load ``gw`` at ``rate``; at each second in ``set_rate`` set a's error rate;
     scrape the gateway every second. Returns the tally, the scrapes (monotonic time,
     samples) and when each phase began."""
@@ -97,40 +102,55 @@ def main() -> None:
 
         uvloop.install()
     total = args.warm + args.bad + args.recover
-    events = {float(args.warm): ("bad", args.error_rate),
-              float(args.warm + args.bad): ("healed", 0.0)}
+    events = {
+        float(args.warm): ("bad", args.error_rate),
+        float(args.warm + args.bad): ("healed", 0.0),
+    }
     with fake_pair(0.0) as pair, gateway_for(pair.a, pair.b) as gw:
-        print(f"two upstreams ~20 ms, {args.rate:g} req/s non-streamed; a fails "
-              f"{args.error_rate:.0%} with 503 from t={args.warm} s to t={args.warm + args.bad}"
-              f" s; {os.cpu_count()} CPUs\n")
+        print(
+            f"two upstreams ~20 ms, {args.rate:g} req/s non-streamed; a fails "
+            f"{args.error_rate:.0%} with 503 from t={args.warm} s to t={args.warm + args.bad}"
+            f" s; {os.cpu_count()} CPUs\n"
+        )
         tally, scrapes, began = asyncio.run(run(gw, events, args.rate, total, pair.a))
     print(f"{'t s':>6}  {'phase':<7}{'new/s':>7}{'a share':>9}{'w(a)':>7}{'w(b)':>7}")
     down: float | None = None
     back: float | None = None
     for (t0, prev), (t1, cur) in itertools.pairwise(scrapes):
         new, share = shares(prev, cur)
-        phase = "healed" if t1 > began.get("healed", 1e18) else (
-            "bad" if t1 > began.get("bad", 1e18) else "warm")
+        phase = (
+            "healed"
+            if t1 > began.get("healed", 1e18)
+            else ("bad" if t1 > began.get("bad", 1e18) else "warm")
+        )
         since = t1 - began.get(phase, began["warm"])
-        print(f"{t1 - began['warm']:>6.1f}  {phase:<7}{new / (t1 - t0):>7.0f}{share:>8.0%} "
-              f"{metric(cur, WEIGHT, upstream='up'):>7.2f}{metric(cur, WEIGHT, upstream='b'):>7.2f}")
+        print(
+            f"{t1 - began['warm']:>6.1f}  {phase:<7}{new / (t1 - t0):>7.0f}{share:>8.0%} "
+            f"{metric(cur, WEIGHT, upstream='up'):>7.2f}{metric(cur, WEIGHT, upstream='b'):>7.2f}"
+        )
         if phase == "bad" and down is None and share < LOW:
             down = since
         if phase == "healed" and back is None and share >= HIGH:
             back = since
     non200 = tally.sent - tally.count(200, 201) - tally.lost
     print(f"\nrequests {tally.sent}, non-200 {non200}, lost {tally.lost}")
-    print("(the share is per interval between scrapes, about 1 s: "
-          f"~{args.rate:g} requests, so it wanders by a few points)")
+    print(
+        "(the share is per interval between scrapes, about 1 s: "
+        f"~{args.rate:g} requests, so it wanders by a few points)"
+    )
 
     def secs(v: float | None) -> str:
         return f"{v:.1f} s" if v is not None else "never"
 
     print("\ngoals:")
-    print(f"  a's share < {LOW:.0%} after it fails: {secs(down):>8}  (<= {DOWN_S:g} s)  "
-          f"{'ok' if down is not None and down <= DOWN_S else 'MISS'}")
-    print(f"  a's share >= {HIGH:.0%} after it heals: {secs(back):>8}  (<= {UP_S:g} s)  "
-          f"{'ok' if back is not None and back <= UP_S else 'MISS'}")
+    print(
+        f"  a's share < {LOW:.0%} after it fails: {secs(down):>8}  (<= {DOWN_S:g} s)  "
+        f"{'ok' if down is not None and down <= DOWN_S else 'MISS'}"
+    )
+    print(
+        f"  a's share >= {HIGH:.0%} after it heals: {secs(back):>8}  (<= {UP_S:g} s)  "
+        f"{'ok' if back is not None and back <= UP_S else 'MISS'}"
+    )
     print(f"  every request answered 200: {'ok' if non200 + tally.lost == 0 else 'MISS'}")
     print(f"(load avg {os.getloadavg()[0]:.1f})")
 

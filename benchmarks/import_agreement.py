@@ -58,11 +58,16 @@ def _row(tool: str, run: RunResult, adv: Advice, seconds: float) -> list[str]:
     agg = run.aggregates[list(run.aggregates)[-1]]
     number = "" if adv.number is None else f" {adv.number:g}"
     basis = f" ({adv.basis})" if adv.basis and adv.number is not None else ""
-    return [tool, adv.verdict or "-", f"{adv.knob or '-'} {adv.direction}{number}{basis}",
-            "-" if adv.model_slots is None else f"{adv.model_slots:g}",
-            f"{curve.capacity:.1f}" if curve is not None and curve.capacity else "-",
-            f"{agg['ttft']['p50'] * 1000:.0f}", f"{agg['tpot']['p50'] * 1000:.1f}",
-            f"{seconds:.0f}"]
+    return [
+        tool,
+        adv.verdict or "-",
+        f"{adv.knob or '-'} {adv.direction}{number}{basis}",
+        "-" if adv.model_slots is None else f"{adv.model_slots:g}",
+        f"{curve.capacity:.1f}" if curve is not None and curve.capacity else "-",
+        f"{agg['ttft']['p50'] * 1000:.0f}",
+        f"{agg['tpot']['p50'] * 1000:.1f}",
+        f"{seconds:.0f}",
+    ]
 
 
 def main() -> int:
@@ -73,9 +78,19 @@ def main() -> int:
         print("guidellm is not installed: run scripts/setup.sh --tools", file=sys.stderr)
         return 2
     table = Table(title=f"GuideLLM vs infersight bench, {args.requests} requests a level")
-    for col in ("scenario", "levels", "measured by", "verdict", "fix", "model slots",
-                "capacity req/s",
-                "TTFT p50 ms (top)", "TPOT p50 ms", "s", "agree"):
+    for col in (
+        "scenario",
+        "levels",
+        "measured by",
+        "verdict",
+        "fix",
+        "model slots",
+        "capacity req/s",
+        "TTFT p50 ms (top)",
+        "TPOT p50 ms",
+        "s",
+        "agree",
+    ):
         table.add_column(col)
     with tempfile.TemporaryDirectory() as d:
         for i, sc in enumerate(SCENARIOS):
@@ -84,21 +99,37 @@ def main() -> int:
             out.parent.mkdir()
             with FakeOpenAI.subprocess(cfg) as srv:
                 t = time.perf_counter()
-                run_guidellm(srv.base_url, out, streams=sc.levels, requests=args.requests,
-                             tokens=sc.server["tokens"])
+                run_guidellm(
+                    srv.base_url,
+                    out,
+                    streams=sc.levels,
+                    requests=args.requests,
+                    tokens=sc.server["tokens"],
+                )
                 t_g = time.perf_counter() - t
                 t = time.perf_counter()
-                ours = bench_and_diagnose(BenchConfig(
-                    url=srv.base_url, concurrency=sc.levels, requests=args.requests,
-                    max_tokens=sc.server["tokens"], input_tokens="fixed:16", progress=False,
-                    diagnose=False))
+                ours = bench_and_diagnose(
+                    BenchConfig(
+                        url=srv.base_url,
+                        concurrency=sc.levels,
+                        requests=args.requests,
+                        max_tokens=sc.server["tokens"],
+                        input_tokens="fixed:16",
+                        progress=False,
+                        diagnose=False,
+                    )
+                )
                 t_o = time.perf_counter() - t
             theirs = import_file(out)
             levels = ",".join(map(str, sc.levels))
             a_g, a_o = advice(theirs), advice(ours)
             differ = disagreements(a_g, a_o)
-            table.add_row(sc.name, levels, *_row("GuideLLM", theirs, a_g, t_g),
-                          "yes" if not differ else "NO: " + "; ".join(differ))
+            table.add_row(
+                sc.name,
+                levels,
+                *_row("GuideLLM", theirs, a_g, t_g),
+                "yes" if not differ else "NO: " + "; ".join(differ),
+            )
             table.add_row("", "", *_row("infersight", ours, a_o, t_o), "")
     Console(width=200).print(table)
     return 0

@@ -57,8 +57,12 @@ def cpu_seconds() -> float:
 
 def bench_cfg(url: str, **kw: Any) -> BenchConfig:
     base: dict[str, Any] = {
-        "url": url, "input_tokens": "16", "diagnose": False, "progress": False,
-        "warmup": "0", "cooldown": "0",
+        "url": url,
+        "input_tokens": "16",
+        "diagnose": False,
+        "progress": False,
+        "warmup": "0",
+        "cooldown": "0",
     }
     return BenchConfig(**{**base, **kw})
 
@@ -105,7 +109,9 @@ def ensure_guidellm() -> tuple[Path | None, str]:
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True)
         subprocess.run(
             [str(VENV / "bin" / "pip"), "install", "-q", "guidellm"],
-            check=True, capture_output=True, timeout=900,
+            check=True,
+            capture_output=True,
+            timeout=900,
         )
     except (subprocess.SubprocessError, OSError) as e:
         return None, f"GuideLLM could not be installed ({type(e).__name__}); column skipped"
@@ -133,13 +139,20 @@ def run_guidellm(
 ) -> tuple[dict[str, Any] | None, float, str]:
     """One GuideLLM run (0.8+ ``run`` syntax); its document, CPU seconds, error."""
     cmd = [
-        str(exe), "run",
-        "--backend", f"kind=openai_http,target={url},model=fake",
-        "--profile", f"kind=concurrent,streams={concurrency}",
-        "--constraint", f"kind=max_requests,count={requests}",
-        "--data", f"kind=synthetic_text,prompt_tokens=16,output_tokens={tokens}",
-        "--tokenizer", f"kind=huggingface_auto,model={tok}",
-        "--output", f"kind=json,path={out}",
+        str(exe),
+        "run",
+        "--backend",
+        f"kind=openai_http,target={url},model=fake",
+        "--profile",
+        f"kind=concurrent,streams={concurrency}",
+        "--constraint",
+        f"kind=max_requests,count={requests}",
+        "--data",
+        f"kind=synthetic_text,prompt_tokens=16,output_tokens={tokens}",
+        "--tokenizer",
+        f"kind=huggingface_auto,model={tok}",
+        "--output",
+        f"kind=json,path={out}",
         "--disable-console",
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -184,24 +197,32 @@ def paced_section(args: argparse.Namespace) -> None:
     rounds = args.rounds or (2 if args.quick else 3)
     cores = sorted(os.sched_getaffinity(0))  # before pinning narrows them to one
     with paced.pinned_upstream(args.realtime) as (url, pid, where):
-        print(f"\n## --rate {args.rate:g} against a paced upstream (TTFT 20 ms, 5 ms/token, "
-              f"16 tokens, streamed), {seconds:g} s per run, {rounds} rounds; {where}")
+        print(
+            f"\n## --rate {args.rate:g} against a paced upstream (TTFT 20 ms, 5 ms/token, "
+            f"16 tokens, streamed), {seconds:g} s per run, {rounds} rounds; {where}"
+        )
         runs = []
         for r in range(rounds):
-            pair = [lambda: paced.run_ours(url, pid, args.rate, seconds),
-                    lambda: paced.run_bare(url, pid, args.rate, seconds)]
+            pair = [
+                lambda: paced.run_ours(url, pid, args.rate, seconds),
+                lambda: paced.run_bare(url, pid, args.rate, seconds),
+            ]
             for fn in pair if r % 2 == 0 else pair[::-1]:
                 runs.append(fn())
         paced.print_runs(runs)
         paced.summarise(runs, args.rate)
         if args.workers > 1:
             if len(cores) < args.workers + 1:
-                print(f"--workers {args.workers}: needs {args.workers + 1} cores (one for the "
-                      f"upstream), this machine has {len(cores)}; skipped")
+                print(
+                    f"--workers {args.workers}: needs {args.workers + 1} cores (one for the "
+                    f"upstream), this machine has {len(cores)}; skipped"
+                )
             else:
                 os.sched_setaffinity(0, set(cores[1 : 1 + args.workers]))
-                wide = [paced.run_ours(url, pid, args.rate * n, seconds, workers=n)
-                        for n in (1, args.workers)]
+                wide = [
+                    paced.run_ours(url, pid, args.rate * n, seconds, workers=n)
+                    for n in (1, args.workers)
+                ]
                 print(f"\n## --workers scaling: {args.rate:g}/s per worker, each on its own core")
                 paced.print_runs(wide)
         if args.profile:
@@ -218,18 +239,32 @@ def main() -> None:
     ap.add_argument("--no-guidellm", action="store_true", help="skip the GuideLLM column")
     ap.add_argument("--paced-only", action="store_true", help="only section 0 (--rate)")
     ap.add_argument("--rate", type=float, default=1000.0, help="section 0's rate (default 1000/s)")
-    ap.add_argument("--seconds", type=float, help="section 0: seconds per run (default 10; quick 5)")
+    ap.add_argument(
+        "--seconds", type=float, help="section 0: seconds per run (default 10; quick 5)"
+    )
     ap.add_argument("--rounds", type=int, help="section 0: runs per client (default 3; quick 2)")
-    ap.add_argument("--workers", type=int, default=2,
-                    help="section 0: also N worker processes at N x the rate (needs N+1 cores)")
-    ap.add_argument("--profile", action="store_true",
-                    help="section 0: cProfile of the load generator's hot path")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="section 0: also N worker processes at N x the rate (needs N+1 cores)",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="section 0: cProfile of the load generator's hot path",
+    )
     ap.add_argument("--profile-rate", type=float, help="rate of the profiled run (default rate/4)")
-    ap.add_argument("--realtime", action="store_true",
-                    help="section 0 under SCHED_FIFO (root): a quiet core on a shared machine")
+    ap.add_argument(
+        "--realtime",
+        action="store_true",
+        help="section 0 under SCHED_FIFO (root): a quiet core on a shared machine",
+    )
     args = ap.parse_args()
-    print(f"# loadgen capacity ({'quick' if args.quick else 'full'}), {os.cpu_count()} CPUs, "
-          f"load avg {os.getloadavg()[0]:.1f}")
+    print(
+        f"# loadgen capacity ({'quick' if args.quick else 'full'}), {os.cpu_count()} CPUs, "
+        f"load avg {os.getloadavg()[0]:.1f}"
+    )
     paced_section(args)
     if not args.paced_only:
         sections(args)

@@ -132,10 +132,26 @@ def _profiling_levels(prof: cProfile.Profile | None) -> Iterator[None]:
         runner.run_level = real  # type: ignore[assignment]
 
 
-def run_ours(url: str, server_pid: int, rate: float, seconds: float, *, workers: int = 1,
-             profile: bool = False) -> dict[str, Any]:
-    cfg = BenchConfig(url=url, rate=[rate], duration=seconds, max_tokens=16, ignore_eos=True,
-                      input_tokens="16", diagnose=False, progress=False, workers=workers)
+def run_ours(
+    url: str,
+    server_pid: int,
+    rate: float,
+    seconds: float,
+    *,
+    workers: int = 1,
+    profile: bool = False,
+) -> dict[str, Any]:
+    cfg = BenchConfig(
+        url=url,
+        rate=[rate],
+        duration=seconds,
+        max_tokens=16,
+        ignore_eos=True,
+        input_tokens="16",
+        diagnose=False,
+        progress=False,
+        workers=workers,
+    )
     meter = _Meter(server_pid)
     prof = cProfile.Profile() if profile else None
     with _profiling_levels(prof):
@@ -164,11 +180,16 @@ def run_ours(url: str, server_pid: int, rate: float, seconds: float, *, workers:
 
 
 async def _bare(url: str, rate: float, seconds: float) -> tuple[list[float], int, float, float]:
-    body = orjson.dumps({
-        "model": "fake", "messages": [{"role": "user", "content": " ".join(["w"] * 16)}],
-        "max_tokens": 16, "stream": True, "ignore_eos": True,
-        "stream_options": {"include_usage": True},
-    })
+    body = orjson.dumps(
+        {
+            "model": "fake",
+            "messages": [{"role": "user", "content": " ".join(["w"] * 16)}],
+            "max_tokens": 16,
+            "stream": True,
+            "ignore_eos": True,
+            "stream_options": {"include_usage": True},
+        }
+    )
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     lags: list[float] = []
     ok = 0
@@ -179,8 +200,9 @@ async def _bare(url: str, rate: float, seconds: float) -> tuple[list[float], int
             nonlocal ok
             lags.append(time.monotonic() - at)
             with contextlib.suppress(aiohttp.ClientError):
-                async with session.post(url + "/v1/chat/completions", data=body,
-                                        headers=headers) as resp:
+                async with session.post(
+                    url + "/v1/chat/completions", data=body, headers=headers
+                ) as resp:
                     async for _ in resp.content.iter_any():
                         pass
                     ok += resp.status == 200
@@ -206,11 +228,21 @@ def run_bare(url: str, server_pid: int, rate: float, seconds: float) -> dict[str
     lags.sort()
     n = len(lags)
     return {
-        "client": "bare aiohttp", "sent": n, "ok": ok, "achieved": n / seconds,
-        "lag_p50": lags[n // 2], "lag_p99": lags[min(n - 1, int(n * 0.99))], "lag_max": lags[-1],
-        "flagged": None, "reasons": [], "cpu_us": 1e6 * cpu / max(n, 1),
-        "cpu_pct": 100.0 * cpu / wall, "ttft_p50": None, "others": meter.others(),
-        "load": os.getloadavg()[0], "profile": None,
+        "client": "bare aiohttp",
+        "sent": n,
+        "ok": ok,
+        "achieved": n / seconds,
+        "lag_p50": lags[n // 2],
+        "lag_p99": lags[min(n - 1, int(n * 0.99))],
+        "lag_max": lags[-1],
+        "flagged": None,
+        "reasons": [],
+        "cpu_us": 1e6 * cpu / max(n, 1),
+        "cpu_pct": 100.0 * cpu / wall,
+        "ttft_p50": None,
+        "others": meter.others(),
+        "load": os.getloadavg()[0],
+        "profile": None,
     }
 
 
@@ -219,14 +251,18 @@ def _ms(x: float | None) -> str:
 
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
-    head = (f"{'client':<24}{'sent':>7}{'ok':>7}{'req/s':>8}{'lag p50':>9}{'p99 ms':>8}"
-            f"{'max':>8}{'flagged':>8}{'CPU us/req':>11}{'CPU %':>7}{'others':>7}{'load':>6}")
+    head = (
+        f"{'client':<24}{'sent':>7}{'ok':>7}{'req/s':>8}{'lag p50':>9}{'p99 ms':>8}"
+        f"{'max':>8}{'flagged':>8}{'CPU us/req':>11}{'CPU %':>7}{'others':>7}{'load':>6}"
+    )
     print(head + "\n" + "-" * len(head))
     for r in runs:
         flag = "-" if r["flagged"] is None else ("YES" if r["flagged"] else "no")
-        print(f"{r['client']:<24}{r['sent']:>7}{r['ok']:>7}{r['achieved'] or 0:>8.0f}"
-              f"{_ms(r['lag_p50']):>9}{_ms(r['lag_p99']):>8}{_ms(r['lag_max']):>8}{flag:>8}"
-              f"{r['cpu_us']:>11.0f}{r['cpu_pct']:>7.0f}{r['others']:>7.2f}{r['load']:>6.1f}")
+        print(
+            f"{r['client']:<24}{r['sent']:>7}{r['ok']:>7}{r['achieved'] or 0:>8.0f}"
+            f"{_ms(r['lag_p50']):>9}{_ms(r['lag_p99']):>8}{_ms(r['lag_max']):>8}{flag:>8}"
+            f"{r['cpu_us']:>11.0f}{r['cpu_pct']:>7.0f}{r['others']:>7.2f}{r['load']:>6.1f}"
+        )
     for r in runs:
         for why in r["reasons"]:
             print(f"   {r['client']} flagged: {why}")
@@ -241,11 +277,15 @@ def summarise(runs: list[dict[str, Any]], rate: float) -> None:
     o99, b99 = med(r["lag_p99"] for r in ours), med(r["lag_p99"] for r in bare)
     ocpu, bcpu = med(r["cpu_us"] for r in ours), med(r["cpu_us"] for r in bare)
     held = sum(1 for r in ours if not r["flagged"] and r["lag_p99"] < 0.005)
-    print(f"medians: lag p99 infersight {o99 * 1e3:.2f} ms, bare aiohttp {b99 * 1e3:.2f} ms; "
-          f"CPU per request infersight {ocpu:.0f} us, bare {bcpu:.0f} us "
-          f"(infersight/bare {ocpu / bcpu:.2f})")
-    print(f"--rate {rate:g} held (lag p99 < 5 ms, not flagged) in {held} of {len(ours)} runs; "
-          f"'others' > 0.2 cores means the machine was not quiet")
+    print(
+        f"medians: lag p99 infersight {o99 * 1e3:.2f} ms, bare aiohttp {b99 * 1e3:.2f} ms; "
+        f"CPU per request infersight {ocpu:.0f} us, bare {bcpu:.0f} us "
+        f"(infersight/bare {ocpu / bcpu:.2f})"
+    )
+    print(
+        f"--rate {rate:g} held (lag p99 < 5 ms, not flagged) in {held} of {len(ours)} runs; "
+        f"'others' > 0.2 cores means the machine was not quiet"
+    )
 
 
 def print_profile(prof: cProfile.Profile, top: int = 30) -> None:
@@ -255,4 +295,4 @@ def print_profile(prof: cProfile.Profile, top: int = 30) -> None:
     stats.sort_stats("tottime").print_stats(top)
     print("\n## profile of the infersight run (cProfile, sorted by own time)")
     text = out.getvalue()
-    print(text[text.find("ncalls") - 3:] if "ncalls" in text else text)
+    print(text[text.find("ncalls") - 3 :] if "ncalls" in text else text)

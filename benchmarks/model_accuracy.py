@@ -35,7 +35,8 @@ from infersight.servermodel.advise import advise
 GOALS = {"throughput": 0.10, "ttft_p50": 0.15, "tpot_p50": 0.15}
 #: (run the model is fitted on, its levels or None for all, run predicted, its slots).
 CROSS = [
-    ("slots_4", None, "slots_2", 2.0), ("slots_4", None, "slots_8", 8.0),
+    ("slots_4", None, "slots_2", 2.0),
+    ("slots_4", None, "slots_8", 8.0),
     ("open_compute", ["r=5", "r=10"], "open_compute_15", None),
     ("engine_parallel_4", None, "engine_parallel_2", 2.0),
     ("engine_parallel_4", None, "engine_parallel_8", 8.0),
@@ -54,8 +55,10 @@ def _pct(v: float | None) -> str:
 
 def scenarios(folder: Path, truth: dict[str, Any]) -> tuple[int, int]:
     right = total = 0
-    print("scenario             limiter (truth)        slots (truth)   fix knob    "
-          "held-out MAPE thr/TTFT/TPOT")
+    print(
+        "scenario             limiter (truth)        slots (truth)   fix knob    "
+        "held-out MAPE thr/TTFT/TPOT"
+    )
     for name, t in sorted(truth.items()):
         path = folder / f"{name}.json"
         if not path.exists() or name == "open_compute_15":
@@ -77,8 +80,10 @@ def scenarios(folder: Path, truth: dict[str, Any]) -> tuple[int, int]:
         hit = lim == t["limiter"]
         right += hit
         total += 1
-        print(f"{name:<20} {lim:<8} ({t['limiter']:<8}) {'ok ' if hit else 'NO '}  "
-              f"{s_txt:<14} ({t.get('slots')})  {knob:<10}  {mape}")
+        print(
+            f"{name:<20} {lim:<8} ({t['limiter']:<8}) {'ok ' if hit else 'NO '}  "
+            f"{s_txt:<14} ({t.get('slots')})  {knob:<10}  {mape}"
+        )
     return right, total
 
 
@@ -102,9 +107,11 @@ def cross(folder: Path, aa: Path | None) -> None:
         floor = ""
         if aa is not None and (aa / f"{base}.json").exists():
             floor = "  A/A floor " + _aa(folder / f"{base}.json", aa / f"{base}.json")
-        print(f"  {base}{'[' + ','.join(levels) + ']' if levels else ''} -> {target}: MAPE "
-              + " / ".join(_pct(mape[k]) for k in CHECKED_METRICS)
-              + f"  goals {'met' if met else 'NOT met'}{floor}")
+        print(
+            f"  {base}{'[' + ','.join(levels) + ']' if levels else ''} -> {target}: MAPE "
+            + " / ".join(_pct(mape[k]) for k in CHECKED_METRICS)
+            + f"  goals {'met' if met else 'NOT met'}{floor}"
+        )
 
 
 def _aa(a: Path, b: Path) -> str:

@@ -38,8 +38,9 @@ def run_scenario(sc: Scenario, *, quick: bool, scratch: Path) -> RunResult:
     if sc.server is None:  # bench starts the embedded engine itself (no url)
         return bench_and_diagnose(BenchConfig(progress=False, sample_interval=0.5, **load))
     with FakeOpenAI.subprocess(sc.server) as srv:
-        cfg = BenchConfig(url=srv.base_url, progress=False, diagnose=True,
-                          sample_interval=0.5, **load)
+        cfg = BenchConfig(
+            url=srv.base_url, progress=False, diagnose=True, sample_interval=0.5, **load
+        )
         return bench_and_diagnose(cfg)
 
 
@@ -50,16 +51,18 @@ def level_rows(result: RunResult) -> list[dict[str, Any]]:
     for name, a in result.aggregates.items():
         p = points.get(name)
         cl = a.get("client_limited") or {}
-        rows.append({
-            "level": name,
-            "throughput": a.get("request_throughput"),
-            "ttft_p50": (a.get("ttft") or {}).get("p50"),
-            "tpot_p50": (a.get("tpot") or {}).get("p50"),
-            "client_inflight": p.client_inflight if p else None,
-            "engine_running": p.inflight if p and p.inflight_source == "engine" else None,
-            "errors": (a.get("requests") or {}).get("errors"),
-            "client_limited": bool(cl.get("flag")),
-        })
+        rows.append(
+            {
+                "level": name,
+                "throughput": a.get("request_throughput"),
+                "ttft_p50": (a.get("ttft") or {}).get("p50"),
+                "tpot_p50": (a.get("tpot") or {}).get("p50"),
+                "client_inflight": p.client_inflight if p else None,
+                "engine_running": p.inflight if p and p.inflight_source == "engine" else None,
+                "errors": (a.get("requests") or {}).get("errors"),
+                "client_limited": bool(cl.get("flag")),
+            }
+        )
     return rows
 
 
@@ -83,8 +86,17 @@ def main() -> None:
     truth: dict[str, Any] = orjson.loads(truth_path.read_bytes()) if truth_path.exists() else {}
     con = Console(width=140)
     failed: list[str] = []
-    table = Table("scenario", "level", "X req/s", "TTFT p50 ms", "TPOT p50 ms",
-                  "in flight (client)", "running (engine)", "failed", "client-limited")
+    table = Table(
+        "scenario",
+        "level",
+        "X req/s",
+        "TTFT p50 ms",
+        "TPOT p50 ms",
+        "in flight (client)",
+        "running (engine)",
+        "failed",
+        "client-limited",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for sc in picked:
             t0 = time.monotonic()
@@ -100,10 +112,17 @@ def main() -> None:
             truth_path.write_bytes(orjson.dumps(truth, option=orjson.OPT_INDENT_2))
             con.print(f"{sc.name}: {time.monotonic() - t0:.0f} s")
             for r in level_rows(result):
-                table.add_row(sc.name, r["level"], _f(r["throughput"]),
-                              _f(r["ttft_p50"], 1e3), _f(r["tpot_p50"], 1e3),
-                              _f(r["client_inflight"]), _f(r["engine_running"]),
-                              _f(r["errors"], fmt="g"), "yes" if r["client_limited"] else "")
+                table.add_row(
+                    sc.name,
+                    r["level"],
+                    _f(r["throughput"]),
+                    _f(r["ttft_p50"], 1e3),
+                    _f(r["tpot_p50"], 1e3),
+                    _f(r["client_inflight"]),
+                    _f(r["engine_running"]),
+                    _f(r["errors"], fmt="g"),
+                    "yes" if r["client_limited"] else "",
+                )
     con.print(table)
     if failed:
         raise SystemExit(f"scenarios that did not run: {', '.join(failed)}")

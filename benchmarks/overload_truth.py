@@ -78,10 +78,20 @@ def main() -> None:
         t = _truth(srv, small)
         s = small.aggregates["c=8"]
         true_tput = len(t) / (t[:, 2].max() - t[:, 0].min())
-        table.add_row("c=8, 8 requests", "throughput (req/s)", f"{s['request_throughput']:.3g}",
-                      f"{true_tput:.3g}", _ratio(s["request_throughput"], true_tput))
-        table.add_row("c=8, 8 requests", "TTFT samples", str(s["ttft"]["count"]), str(len(t)),
-                      _ratio(s["ttft"]["count"], len(t)))
+        table.add_row(
+            "c=8, 8 requests",
+            "throughput (req/s)",
+            f"{s['request_throughput']:.3g}",
+            f"{true_tput:.3g}",
+            _ratio(s["request_throughput"], true_tput),
+        )
+        table.add_row(
+            "c=8, 8 requests",
+            "TTFT samples",
+            str(s["ttft"]["count"]),
+            str(len(t)),
+            _ratio(s["ttft"]["count"], len(t)),
+        )
     con.print(table)
     state = "unsustainable" if sus["sustainable"] is False else "sustainable"
     con.print(f"r={rate}: judged {state}; verdicts: {', '.join(verdicts) or '-'}")

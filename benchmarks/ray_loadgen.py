@@ -54,8 +54,17 @@ def ray_cli() -> str:
 
 def one(url: str, rate: float, requests: int, **kw: Any) -> tuple[RunResult, float]:
     cfg = BenchConfig(
-        url=url, rate=[rate], arrival="poisson", requests=requests, seed=3, max_tokens=20,
-        input_tokens="fixed:16", warmup="0", cooldown="0", diagnose=False, progress=False,
+        url=url,
+        rate=[rate],
+        arrival="poisson",
+        requests=requests,
+        seed=3,
+        max_tokens=20,
+        input_tokens="fixed:16",
+        warmup="0",
+        cooldown="0",
+        diagnose=False,
+        progress=False,
         **kw,
     )
     t = time.monotonic()

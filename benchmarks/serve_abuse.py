@@ -62,10 +62,21 @@ def serve(src: Path | None) -> Iterator[tuple[int, int]]:
     env["INFERSIGHT_API_KEY"] = KEY
     if src is not None:
         env["PYTHONPATH"] = str(src)
-    cmd = [sys.executable, "-c", "from infersight.cli import main; main()", "serve",
-           "--port", "0", "--parallel", "2", "--ctx", "1024"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=env)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from infersight.cli import main; main()",
+        "serve",
+        "--port",
+        "0",
+        "--parallel",
+        "2",
+        "--ctx",
+        "1024",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     try:
         assert proc.stdout is not None
         port = None
@@ -121,12 +132,23 @@ def pipelined_models(port: int, until: float, res: Result) -> None:
 
 def slow_then_pipelined(port: int, until: float, res: Result) -> None:
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        body = json.dumps({"model": "SmolLM2-135M-Instruct", "max_tokens": 256,
-                           "messages": [{"role": "user", "content": "Tell a long story."}],
-                           "ignore_eos": True}).encode()
-        slow = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                b"application/json\r\nAuthorization: Bearer " + KEY.encode()
-                + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        body = json.dumps(
+            {
+                "model": "SmolLM2-135M-Instruct",
+                "max_tokens": 256,
+                "messages": [{"role": "user", "content": "Tell a long story."}],
+                "ignore_eos": True,
+            }
+        ).encode()
+        slow = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            b"application/json\r\nAuthorization: Bearer "
+            + KEY.encode()
+            + b"\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
         req = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
         block = req * (65536 // len(req))
         _send_all(sock, iter([slow, *([block] * (32 * MIB // len(block)))]), until, res)
@@ -200,19 +222,25 @@ def main() -> int:
     sides: list[tuple[str, Path | None]] = [("this", None)]
     if args.baseline != "none":
         sides.append((args.baseline, baseline_src(args.baseline)))
-    print(f"{os.cpu_count()} CPUs, load avg {os.getloadavg()[0]:.1f}; goal: peak RSS +32 MiB "
-          "at most, another client's /health within 0.5 s")
-    print(f"{'attack':<22}{'serve':<10}{'sent MiB':>10}{'peak RSS +MiB':>15}"
-          f"{'/health max s':>15}{'failed':>8}  goal")
+    print(
+        f"{os.cpu_count()} CPUs, load avg {os.getloadavg()[0]:.1f}; goal: peak RSS +32 MiB "
+        "at most, another client's /health within 0.5 s"
+    )
+    print(
+        f"{'attack':<22}{'serve':<10}{'sent MiB':>10}{'peak RSS +MiB':>15}"
+        f"{'/health max s':>15}{'failed':>8}  goal"
+    )
     failed = False
     for name in args.only or list(ATTACKS):
         for side, src in sides:
             r = run_attack(src, ATTACKS[name])
             ok = r.peak_growth <= 32 * MIB and r.health_max <= 0.5 and not r.health_fails
             failed |= side == "this" and not ok
-            print(f"{name:<22}{side:<10}{r.sent / MIB:>10.1f}{r.peak_growth / MIB:>15.1f}"
-                  f"{r.health_max:>15.3f}{r.health_fails:>8}  {'met' if ok else 'NOT met'}",
-                  flush=True)
+            print(
+                f"{name:<22}{side:<10}{r.sent / MIB:>10.1f}{r.peak_growth / MIB:>15.1f}"
+                f"{r.health_max:>15.3f}{r.health_fails:>8}  {'met' if ok else 'NOT met'}",
+                flush=True,
+            )
     print(f"(load avg {os.getloadavg()[0]:.1f})")
     return 1 if failed else 0
 

@@ -112,8 +112,11 @@ def _nvidia_smi(n: int) -> list[float] | None:
     wall = []
     for _ in range(n):
         t0 = time.perf_counter()
-        subprocess.run([exe, f"--query-gpu={q}", "--format=csv,noheader,nounits"],
-                       capture_output=True, check=True)
+        subprocess.run(
+            [exe, f"--query-gpu={q}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            check=True,
+        )
         wall.append((time.perf_counter() - t0) * 1000)
     return wall
 
@@ -130,9 +133,16 @@ async def main(args: argparse.Namespace) -> None:
     busy.kill()
 
     port = _free_port()
-    srv = _popen([sys.executable, "-c", _SERVER, str(port),
-                            f"llamacpp={FIX / 'llamacpp_xllamacpp_2026.txt'}",
-                            f"vllm={FIX / 'vllm_v0_11.txt'}"])
+    srv = _popen(
+        [
+            sys.executable,
+            "-c",
+            _SERVER,
+            str(port),
+            f"llamacpp={FIX / 'llamacpp_xllamacpp_2026.txt'}",
+            f"vllm={FIX / 'vllm_v0_11.txt'}",
+        ]
+    )
     engine_ctx: Any = None
     try:
         _wait_http(port, "/vllm/metrics")
@@ -179,9 +189,19 @@ async def main(args: argparse.Namespace) -> None:
         # exporter in its own process, scraping the fixture vLLM and llama.cpp servers
         eport = _free_port()
         exp = _popen(
-            [sys.executable, "-c", "from infersight.cli import main; main()", "exporter",
-             "--port", str(eport), "--no-gpu", "--interval", "1",
-             f"http://127.0.0.1:{port}/vllm/metrics", f"http://127.0.0.1:{port}/llamacpp/metrics"],
+            [
+                sys.executable,
+                "-c",
+                "from infersight.cli import main; main()",
+                "exporter",
+                "--port",
+                str(eport),
+                "--no-gpu",
+                "--interval",
+                "1",
+                f"http://127.0.0.1:{port}/vllm/metrics",
+                f"http://127.0.0.1:{port}/llamacpp/metrics",
+            ],
             quiet=True,
         )
         try:

@@ -42,11 +42,20 @@ def run_timing(con: Console, tmp: Path, quick: bool, use_aiperf: bool) -> None:
     have_aiperf = use_aiperf and timing.aiperf_available()
     if use_aiperf and not have_aiperf:
         con.print("AIPerf did not install here: compared with the bare asyncio sender only")
-    table = Table("rate", "sender", "sent", "anchored p50 ms", "anchored p99 ms",
-                  "absolute p50 ms", "absolute p99 ms", "in bursts p99 ms",
-                  "outside bursts p99 ms", "note",
-                  title=f"replay timing: {n} requests, bursts of 100 within 10 ms every 5 s; "
-                        f"each sender's best of {rounds} interleaved rounds")
+    table = Table(
+        "rate",
+        "sender",
+        "sent",
+        "anchored p50 ms",
+        "anchored p99 ms",
+        "absolute p50 ms",
+        "absolute p99 ms",
+        "in bursts p99 ms",
+        "outside bursts p99 ms",
+        "note",
+        title=f"replay timing: {n} requests, bursts of 100 within 10 ms every 5 s; "
+        f"each sender's best of {rounds} interleaved rounds",
+    )
     with FakeOpenAI.subprocess(FakeConfig(ttft=0.0, itl=0.0, tokens=2)) as srv:
         for rate in rates:
             trace = tmp / f"bursty-{rate:g}.jsonl"
@@ -79,11 +88,18 @@ def run_prefix(con: Console, tmp: Path, quick: bool) -> None:
     n, gap = (12, 3.0) if quick else (24, 3.0)
     trace = tmp / "prefix.jsonl"
     cache.prefix_trace(trace, n, gap)
-    table = Table("llama.cpp prompt cache", "TTFT p50 shared ms", "TTFT p50 unshared ms",
-                  "shared / unshared", "sharing intended / sent", "hit rate (answers)",
-                  "hit rate (engine)", "diagnosis",
-                  title=f"prefix sharing: {n} requests of {cache.PROMPT} tokens, half of them "
-                        f"repeating a {cache.SHARED}-token prefix (80%), {gap:g} s apart")
+    table = Table(
+        "llama.cpp prompt cache",
+        "TTFT p50 shared ms",
+        "TTFT p50 unshared ms",
+        "shared / unshared",
+        "sharing intended / sent",
+        "hit rate (answers)",
+        "hit rate (engine)",
+        "diagnosis",
+        title=f"prefix sharing: {n} requests of {cache.PROMPT} tokens, half of them "
+        f"repeating a {cache.SHARED}-token prefix (80%), {gap:g} s apart",
+    )
     with EmbeddedEngine(parallel=2, ctx=4096) as eng:
         table.add_row(*cache.summary("on", cache.replay(eng.base_url, trace)))
         with cache.cache_off_proxy(eng.base_url) as url:
@@ -94,9 +110,14 @@ def run_prefix(con: Console, tmp: Path, quick: bool) -> None:
 def run_roundtrip(con: Console, tmp: Path, quick: bool) -> None:
     rate, seconds = (10.0, 20.0) if quick else (20.0, 60.0)
     rt = roundtrip.round_trip(tmp, rate, seconds)
-    table = Table("figure", "original", "replayed at 1x", "replayed / original",
-                  title=f"round trip through infersight gateway: Poisson {rate:g} req/s for "
-                        f"{seconds:g} s, lognormal prompts, uniform outputs")
+    table = Table(
+        "figure",
+        "original",
+        "replayed at 1x",
+        "replayed / original",
+        title=f"round trip through infersight gateway: Poisson {rate:g} req/s for "
+        f"{seconds:g} s, lognormal prompts, uniform outputs",
+    )
     for row in roundtrip.compare(rt):
         table.add_row(*row)
     con.print(table)
@@ -107,14 +128,22 @@ def run_memory(con: Console, tmp: Path, quick: bool) -> None:
     path = tmp / "big.jsonl"
     span = memory.big_trace(path, n)
     size = path.stat().st_size / 2**20
-    table = Table("what", "peak RSS MiB", "seconds", "detail",
-                  title=f"memory: a {n:,}-line Mooncake trace ({size:.0f} MiB, {span:.0f} s)")
+    table = Table(
+        "what",
+        "peak RSS MiB",
+        "seconds",
+        "detail",
+        title=f"memory: a {n:,}-line Mooncake trace ({size:.0f} MiB, {span:.0f} s)",
+    )
     table.add_row("reference: the file loaded as a list", *_fmt(memory.load_all(path)))
-    table.add_row("checking pass + streamed schedule, every body built",
-                  *_fmt(memory.stream_all(path)))
+    table.add_row(
+        "checking pass + streamed schedule, every body built", *_fmt(memory.stream_all(path))
+    )
     with FakeOpenAI.subprocess(FakeConfig(ttft=0.0, itl=0.0, tokens=4)) as srv:
-        table.add_row("infersight bench --trace (its last 5 s sent)",
-                      *_fmt(memory.bench_window(path, srv.base_url, span, 5.0)))
+        table.add_row(
+            "infersight bench --trace (its last 5 s sent)",
+            *_fmt(memory.bench_window(path, srv.base_url, span, 5.0)),
+        )
     con.print(table)
 
 

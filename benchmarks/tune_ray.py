@@ -31,9 +31,11 @@ from infersight.core.tune_result import TuneResult, load_tune_result
 from infersight.testing.ray_cluster import LocalRayCluster
 
 KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
-TEMPLATE = (f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
-            f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
-            f"--tokens {TOKENS} --metrics-dialect vllm")
+TEMPLATE = (
+    f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
+    f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
+    f"--tokens {TOKENS} --metrics-dialect vllm"
+)
 
 
 def free_port() -> int:
@@ -51,12 +53,36 @@ def ray_cli() -> str:
 
 
 def tune(out: Path, duration: float, *extra: str) -> tuple[TuneResult, float]:
-    cmd = [sys.executable, "-c", "from infersight.cli import main; main()", "tune",
-           "--launch", TEMPLATE, "--slots", "2", "--knob", "slots", "--values",
-           "1,2,3,4,5,6,7,8", "--search", "grid", "--duration", f"{duration:g}s",
-           "--max-tokens", str(TOKENS), "--input-tokens", "fixed:16",
-           "--slo", f"tpot_p99<{1.4 * ITL * 1000:g}ms", "--start-timeout", "60s",
-           "--no-progress", "--out", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from infersight.cli import main; main()",
+        "tune",
+        "--launch",
+        TEMPLATE,
+        "--slots",
+        "2",
+        "--knob",
+        "slots",
+        "--values",
+        "1,2,3,4,5,6,7,8",
+        "--search",
+        "grid",
+        "--duration",
+        f"{duration:g}s",
+        "--max-tokens",
+        str(TOKENS),
+        "--input-tokens",
+        "fixed:16",
+        "--slo",
+        f"tpot_p99<{1.4 * ITL * 1000:g}ms",
+        "--start-timeout",
+        "60s",
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     wall = time.monotonic() - t0
@@ -68,8 +94,10 @@ def tune(out: Path, duration: float, *extra: str) -> tuple[TuneResult, float]:
 def line(name: str, r: TuneResult, wall: float) -> str:
     chosen = (r.chosen or {}).get("slots")
     floor = f"{r.noise_floor:.1%}" if r.noise_floor is not None else "-"
-    return (f"{name:8} wall {r.wall_s:6.1f} s (process {wall:6.1f} s)  trials {len(r.trials):2d}  "
-            f"chosen slots {chosen}  stopped {r.stopped}  noise floor {floor}")
+    return (
+        f"{name:8} wall {r.wall_s:6.1f} s (process {wall:6.1f} s)  trials {len(r.trials):2d}  "
+        f"chosen slots {chosen}  stopped {r.stopped}  noise floor {floor}"
+    )
 
 
 def main() -> None:
@@ -88,20 +116,26 @@ def main() -> None:
                 t0 = min(t.started for t in r.trials)
                 for t in r.trials:
                     obj = "-" if t.objective is None else f"{t.objective:.2f}"
-                    print(f"  {name:6} #{t.index:2d} {t.role:13} slots {t.setting['slots']} "
-                          f"node {(t.node or '-')[:6]:6} start {t.started - t0:5.1f} s "
-                          f"wall {t.wall_s:5.1f} s  objective {obj} slo_met {t.slo_met} "
-                          f"tpot_p99 {t.tpot_p99}")
-        print(f"wall ratio (--ray / serial): {par.wall_s / serial.wall_s:.2f} "
-              f"(process: {p_wall / s_wall:.2f}); goal <= 0.6")
+                    print(
+                        f"  {name:6} #{t.index:2d} {t.role:13} slots {t.setting['slots']} "
+                        f"node {(t.node or '-')[:6]:6} start {t.started - t0:5.1f} s "
+                        f"wall {t.wall_s:5.1f} s  objective {obj} slo_met {t.slo_met} "
+                        f"tpot_p99 {t.tpot_p99}"
+                    )
+        print(
+            f"wall ratio (--ray / serial): {par.wall_s / serial.wall_s:.2f} "
+            f"(process: {p_wall / s_wall:.2f}); goal <= 0.6"
+        )
         same = serial.chosen == par.chosen
         print(f"same choice: {same} (serial {serial.chosen}, --ray {par.chosen})")
         per = Counter(t.node for t in par.trials)
         for n in par.nodes:
             floor = n.get("noise_floor")
-            print(f"  node {str(n['node_id'])[:12]} ({n['host']}, {n['comparable']}): "
-                  f"{per[n['node_id']]} trials, A/A floor "
-                  f"{'-' if floor is None else f'{floor:.1%}'}")
+            print(
+                f"  node {str(n['node_id'])[:12]} ({n['host']}, {n['comparable']}): "
+                f"{per[n['node_id']]} trials, A/A floor "
+                f"{'-' if floor is None else f'{floor:.1%}'}"
+            )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,11 @@ def _by_setting(result: TuneResult, knob: str) -> dict[int, float]:
 
 def _model_error(result: TuneResult) -> str:
     """Mean |predicted / measured - 1| over the trials the model predicted."""
-    errs = [abs(t.predicted / t.objective - 1) for t in result.trials
-            if t.predicted is not None and t.objective and t.status == "ok"]
+    errs = [
+        abs(t.predicted / t.objective - 1)
+        for t in result.trials
+        if t.predicted is not None and t.objective and t.status == "ok"
+    ]
     return f"{sum(errs) / len(errs):.1%} ({len(errs)})" if errs else "-"
 
 
@@ -67,8 +70,9 @@ def refuted_reported(result: TuneResult) -> int:
     conf = result.trial(result.confirmed_by)
     held = conf is not None and conf.confirmed is not False and conf.setting == result.chosen
     refuted = {tuple(sorted(t.setting.items())) for t in result.trials if t.confirmed is False}
-    return int((not held and result.stopped == "done")
-               or tuple(sorted(result.chosen.items())) in refuted)
+    return int(
+        (not held and result.stopped == "done") or tuple(sorted(result.chosen.items())) in refuted
+    )
 
 
 def _rows(table: Table, name: str, grid: TuneResult, guided: TuneResult, knob: str) -> None:
@@ -81,43 +85,68 @@ def _rows(table: Table, name: str, grid: TuneResult, guided: TuneResult, knob: s
         reached = g.get(chosen) if chosen is not None else None
         refuted = sum(1 for t in r.trials if t.confirmed is False)
         table.add_row(
-            name, label, str(chosen), "-" if reached is None else f"{reached:.3g}",
-            f"{best:.3g}", "-" if reached is None else f"{reached / best:.3f}",
-            f"{settings} / {n_grid}", f"{settings / n_grid:.2f}",
-            f"{len(r.trials)} / {len(grid.trials)}", f"{len(r.trials) / len(grid.trials):.2f}",
-            _model_error(r), f"{refuted} / {refuted_reported(r)}",
+            name,
+            label,
+            str(chosen),
+            "-" if reached is None else f"{reached:.3g}",
+            f"{best:.3g}",
+            "-" if reached is None else f"{reached / best:.3f}",
+            f"{settings} / {n_grid}",
+            f"{settings / n_grid:.2f}",
+            f"{len(r.trials)} / {len(grid.trials)}",
+            f"{len(r.trials) / len(grid.trials):.2f}",
+            _model_error(r),
+            f"{refuted} / {refuted_reported(r)}",
             "yes" if r.slo_met else "no" if r.slo_met is False else "-",
-            f"{r.wall_s:.0f}", r.verdict or r.stopped,
+            f"{r.wall_s:.0f}",
+            r.verdict or r.stopped,
         )
 
 
 def fake_server(table: Table, con: Console, tmp: Path, quick: bool) -> None:
     top, seconds = (16, 3.0) if quick else (32, 4.0)
     values = list(range(1, top + 1))
-    template = (f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
-                f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
-                f"--tokens {TOKENS} --metrics-dialect vllm")
-    bench = BenchConfig.build(max_tokens=TOKENS, input_tokens="fixed:16", duration=seconds,
-                              slo=f"tpot_p99<{2.5 * ITL * 1000:g}ms", progress=False)
-    con.print(f"fake engine: compute knee {KNEE}, SLO tpot_p99 < {2.5 * ITL * 1000:g} ms "
-              f"(met up to {int(2.5 * KNEE)} slots); values 1..{top}, baseline 2, "
-              f"{seconds:g} s per trial")
+    template = (
+        f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
+        f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
+        f"--tokens {TOKENS} --metrics-dialect vllm"
+    )
+    bench = BenchConfig.build(
+        max_tokens=TOKENS,
+        input_tokens="fixed:16",
+        duration=seconds,
+        slo=f"tpot_p99<{2.5 * ITL * 1000:g}ms",
+        progress=False,
+    )
+    con.print(
+        f"fake engine: compute knee {KNEE}, SLO tpot_p99 < {2.5 * ITL * 1000:g} ms "
+        f"(met up to {int(2.5 * KNEE)} slots); values 1..{top}, baseline 2, "
+        f"{seconds:g} s per trial"
+    )
     common = {"launch": template, "slots": 2, "values": values, "start_timeout": 30.0}
     grid = _tune(tmp / "fake-grid", bench, search="grid", **common)
     guided = _tune(tmp / "fake-guided", bench, search="guided", **common)
     con.print(f"  guided: {guided.summary}", highlight=False)
-    con.print("  guided trials (slots: measured / the model's prediction before it ran): "
-              + ", ".join(f"{t.setting['slots']}: {t.objective or 0:.3g}/{t.predicted_text()}"
-                          for t in guided.trials), highlight=False)
+    con.print(
+        "  guided trials (slots: measured / the model's prediction before it ran): "
+        + ", ".join(
+            f"{t.setting['slots']}: {t.objective or 0:.3g}/{t.predicted_text()}"
+            for t in guided.trials
+        ),
+        highlight=False,
+    )
     _rows(table, f"fake, knee {KNEE}", grid, guided, "slots")
 
 
 def embedded(table: Table, con: Console, tmp: Path, quick: bool, seconds: float | None) -> None:
     seconds = seconds or (4.0 if quick else 6.0)
-    bench = BenchConfig.build(max_tokens=32, input_tokens="fixed:32", duration=seconds,
-                              progress=False)
-    con.print("embedded engine: --parallel in {1, 2, 4, 8, 16}, baseline 8, "
-              f"best sustainable throughput, {seconds:g} s per trial")
+    bench = BenchConfig.build(
+        max_tokens=32, input_tokens="fixed:32", duration=seconds, progress=False
+    )
+    con.print(
+        "embedded engine: --parallel in {1, 2, 4, 8, 16}, baseline 8, "
+        f"best sustainable throughput, {seconds:g} s per trial"
+    )
     common = {"slots": 8, "ctx": 512, "knob": "slots", "values": [1, 2, 4, 8, 16]}
     grid = _tune(tmp / "engine-grid", bench, search="grid", **common)
     guided = _tune(tmp / "engine-guided", bench, search="guided", **common)
@@ -130,17 +159,37 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer values, shorter trials")
     ap.add_argument("--no-engine", action="store_true", help="skip the embedded engine")
     ap.add_argument("--no-fake", action="store_true", help="skip the fake engine")
-    ap.add_argument("--engine-seconds", type=float, default=None,
-                    help="seconds per trial on the embedded engine (default 6; 4 with --quick)")
+    ap.add_argument(
+        "--engine-seconds",
+        type=float,
+        default=None,
+        help="seconds per trial on the embedded engine (default 6; 4 with --quick)",
+    )
     ap.add_argument("--keep", type=Path, default=None, help="keep the trials in this folder")
     args = ap.parse_args()
-    print(f"load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     con = Console()
     if not con.is_terminal:
         con = Console(width=200)
-    table = Table("target", "search", "chosen", "its goodput (grid's run)", "grid best",
-                  "reached", "settings", "of grid", "trials", "of grid", "model error",
-                  "refuted / reported", "SLO met (confirmation)", "wall s", "before/after")
+    table = Table(
+        "target",
+        "search",
+        "chosen",
+        "its goodput (grid's run)",
+        "grid best",
+        "reached",
+        "settings",
+        "of grid",
+        "trials",
+        "of grid",
+        "model error",
+        "refuted / reported",
+        "SLO met (confirmation)",
+        "wall s",
+        "before/after",
+    )
     with tempfile.TemporaryDirectory() as td:
         tmp = args.keep or Path(td)
         if not args.no_fake:
@@ -148,10 +197,14 @@ def main() -> None:
         if not args.no_engine:
             embedded(table, con, tmp, args.quick, args.engine_seconds)
     con.print(table)
-    con.print("goal: reached >= 0.95 of the grid's best goodput with settings and trials <= "
-              "1/3 of the grid's; trials count the A/A run and the confirmation runs too; "
-              "refuted choices reported: 0")
-    con.print(f"load average (1, 5, 15 min) at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    con.print(
+        "goal: reached >= 0.95 of the grid's best goodput with settings and trials <= "
+        "1/3 of the grid's; trials count the A/A run and the confirmation runs too; "
+        "refuted choices reported: 0"
+    )
+    con.print(
+        f"load average (1, 5, 15 min) at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ REQUIRE_REAL_PARTS = "INFERSIGHT_REQUIRE_REAL_PARTS"
 #: The benchmark tools' own venvs (``scripts/setup.sh --tools``): ``NAME/bin/NAME``.
 TOOL_VENVS = Path(__file__).resolve().parents[1] / ".tool-venvs"
 
+
 def free_port() -> int:
     """A free TCP port on 127.0.0.1 (for servers that need it before binding)."""
     with socket.socket() as s:
@@ -32,8 +33,12 @@ def real_part_path(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
-    for d in (str(Path(sys.executable).parent), str(TOOL_VENVS / name / "bin"), "/usr/bin",
-              "/usr/sbin"):
+    for d in (
+        str(Path(sys.executable).parent),
+        str(TOOL_VENVS / name / "bin"),
+        "/usr/bin",
+        "/usr/sbin",
+    ):
         p = Path(d) / name
         if p.is_file() and os.access(p, os.X_OK):
             return str(p)

@@ -38,17 +38,30 @@ def advice(run: RunResult) -> Advice:
     slots = model.slots.value if model is not None and model.slots is not None else None
     if rec is None:
         return Advice(None, None, None, None, None, None, slots, "no recommendation")
-    number = rec.target if rec.target is not None else (
-        rec.fix.to_value if rec.fix is not None else None)
-    return Advice(rec.verdict, rec.knob, rec.direction, rec.limiter,
-                  None if number is None else float(number), rec.basis, slots, rec.text)
+    number = (
+        rec.target
+        if rec.target is not None
+        else (rec.fix.to_value if rec.fix is not None else None)
+    )
+    return Advice(
+        rec.verdict,
+        rec.knob,
+        rec.direction,
+        rec.limiter,
+        None if number is None else float(number),
+        rec.basis,
+        slots,
+        rec.text,
+    )
 
 
 def disagreements(a: Advice, b: Advice) -> list[str]:
     """What differs between two runs' advice (empty: they agree)."""
-    out = [f"{k}: {getattr(a, k)!r} vs {getattr(b, k)!r}"
-           for k in ("verdict", "knob", "direction", "limiter", "model_slots")
-           if getattr(a, k) != getattr(b, k)]
+    out = [
+        f"{k}: {getattr(a, k)!r} vs {getattr(b, k)!r}"
+        for k in ("verdict", "knob", "direction", "limiter", "model_slots")
+        if getattr(a, k) != getattr(b, k)
+    ]
     if a.number is None or b.number is None:
         out.append(f"fix number: {a.number} vs {b.number} (both must give one)")
     elif abs(a.number - b.number) > 1:

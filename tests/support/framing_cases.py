@@ -44,7 +44,8 @@ CASES: dict[str, bytes] = {
     "ok: chunk extension": CHUNKED + b"5;name=v\r\nhello\r\n0\r\n\r\n",
     "ok: two pipelined": POST + b"Content-Length: 2\r\n\r\nhi" + NEXT,
     "ok: HTTP/1.0": b"POST /echo HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi",
-    "CL.TE": POST + b"Content-Length: 13\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    "CL.TE": POST
+    + b"Content-Length: 13\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     + b"SMUGGLED",
     "TE.CL": POST + b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n8\r\nSMUGGLED"
     b"\r\n0\r\n\r\n",
@@ -189,7 +190,8 @@ async def server_reading(port: int, raw: bytes, *, wait: float = 3.0) -> Reading
                 elif isinstance(ev, h11.Data):
                     body += ev.data
                 elif isinstance(ev, h11.EndOfMessage | h11.ConnectionClosed) or ev in (
-                    h11.NEED_DATA, h11.PAUSED
+                    h11.NEED_DATA,
+                    h11.PAUSED,
                 ):
                     break
         except h11.RemoteProtocolError:

@@ -24,19 +24,24 @@ __all__ = ["PATHS", "check_answer", "json_bodies", "raw_requests", "request_bodi
 
 PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings")
 
-_scalars = (st.none() | st.booleans() | st.integers(-(2**63), 2**63)
-            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=24))
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=24)
+)
 json_values = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 _messages = st.lists(
     st.fixed_dictionaries(
         {"content": st.one_of(st.text(max_size=40), json_values)},
-        optional={"role": st.one_of(st.sampled_from(["user", "system", "assistant"]),
-                                    json_values)},
+        optional={"role": st.one_of(st.sampled_from(["user", "system", "assistant"]), json_values)},
     ),
     max_size=3,
 )
@@ -48,10 +53,12 @@ def request_bodies(model: str) -> st.SearchStrategy[dict[str, Any]]:
         {"model": st.one_of(st.just(model), json_values)},
         optional={
             "messages": st.one_of(_messages, json_values),
-            "prompt": st.one_of(st.text(max_size=40), st.lists(st.integers(0, 50000), max_size=8),
-                                json_values),
-            "input": st.one_of(st.text(max_size=40), st.lists(st.text(max_size=10), max_size=4),
-                               json_values),
+            "prompt": st.one_of(
+                st.text(max_size=40), st.lists(st.integers(0, 50000), max_size=8), json_values
+            ),
+            "input": st.one_of(
+                st.text(max_size=40), st.lists(st.text(max_size=10), max_size=4), json_values
+            ),
             "stream": st.one_of(st.booleans(), json_values),
             "stream_options": st.one_of(st.just({"include_usage": True}), json_values),
             "max_tokens": st.one_of(st.integers(-5, 10**9), json_values),
@@ -71,28 +78,65 @@ def json_bodies(model: str) -> st.SearchStrategy[bytes]:
     )
 
 
-_methods = st.sampled_from([b"POST", b"GET", b"PUT", b"DELETE", b"OPTIONS", b"PATCH",
-                            b"P\x00ST", b"post", b""])
-_paths = st.one_of(st.sampled_from([p.encode() for p in PATHS]
-                                   + [b"/health", b"/", b"*", b"/v1/models", b"/%zz",
-                                      b"/v1/chat/completions?x=%ff", b"//..//etc"]),
-                   st.binary(max_size=16))
-_versions = st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0", b"HTTP/1.1x", b"HTTP/9",
-                             b""])
-_header_names = st.sampled_from([b"Content-Type", b"X-Request-Id", b"Authorization",
-                                 b"Accept", b"Connection", b"X-Infersight-Deadline-Ms",
-                                 b"X-Infersight-Priority", b"Bad Name", b"\x01", b""])
-_header_values = st.one_of(st.sampled_from([b"application/json", b"close", b"keep-alive",
-                                            b"-1", b"0", b"nan", b"Bearer x", b"100"]),
-                           st.binary(max_size=24).filter(lambda b: b"\r" not in b
-                                                         and b"\n" not in b))
+_methods = st.sampled_from(
+    [b"POST", b"GET", b"PUT", b"DELETE", b"OPTIONS", b"PATCH", b"P\x00ST", b"post", b""]
+)
+_paths = st.one_of(
+    st.sampled_from(
+        [p.encode() for p in PATHS]
+        + [
+            b"/health",
+            b"/",
+            b"*",
+            b"/v1/models",
+            b"/%zz",
+            b"/v1/chat/completions?x=%ff",
+            b"//..//etc",
+        ]
+    ),
+    st.binary(max_size=16),
+)
+_versions = st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0", b"HTTP/1.1x", b"HTTP/9", b""])
+_header_names = st.sampled_from(
+    [
+        b"Content-Type",
+        b"X-Request-Id",
+        b"Authorization",
+        b"Accept",
+        b"Connection",
+        b"X-Infersight-Deadline-Ms",
+        b"X-Infersight-Priority",
+        b"Bad Name",
+        b"\x01",
+        b"",
+    ]
+)
+_header_values = st.one_of(
+    st.sampled_from(
+        [b"application/json", b"close", b"keep-alive", b"-1", b"0", b"nan", b"Bearer x", b"100"]
+    ),
+    st.binary(max_size=24).filter(lambda b: b"\r" not in b and b"\n" not in b),
+)
 
 
 @st.composite
 def _framed_body(draw: st.DrawFn, body: bytes) -> tuple[list[bytes], bytes]:
     """(extra header lines, body bytes) for one way of framing ``body``."""
-    how = draw(st.sampled_from(["length", "length", "none", "chunked", "bad_chunk",
-                                "bad_length", "long_length", "short_length", "both"]))
+    how = draw(
+        st.sampled_from(
+            [
+                "length",
+                "length",
+                "none",
+                "chunked",
+                "bad_chunk",
+                "bad_length",
+                "long_length",
+                "short_length",
+                "both",
+            ]
+        )
+    )
     n = len(body)
     if how == "length":
         return [b"Content-Length: %d" % n], body
@@ -108,8 +152,9 @@ def _framed_body(draw: st.DrawFn, body: bytes) -> tuple[list[bytes], bytes]:
         size = draw(st.sampled_from([b"zz", b"-1", b"", b"1" * 20, b"0x10", b"4;ext\x00"]))
         return [b"Transfer-Encoding: chunked"], size + b"\r\n" + body + b"\r\n0\r\n\r\n"
     if how == "bad_length":
-        value = draw(st.sampled_from([b"-5", b"abc", b"1e3", b"99999999999999999999999",
-                                      b"5, 6", b" "]))
+        value = draw(
+            st.sampled_from([b"-5", b"abc", b"1e3", b"99999999999999999999999", b"5, 6", b" "])
+        )
         return [b"Content-Length: " + value], body
     if how == "long_length":  # more promised than sent: the body timeout must end it
         return [b"Content-Length: %d" % (n + draw(st.integers(1, 50)))], body

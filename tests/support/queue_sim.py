@@ -28,20 +28,39 @@ class SimRun:
     capacity: float
 
 
-def _record(i: int, sched: float, arrive: float, start: float, svc: float,
-            tokens: int) -> RequestRecord:
+def _record(
+    i: int, sched: float, arrive: float, start: float, svc: float, tokens: int
+) -> RequestRecord:
     end = start + svc
     first = start + svc / 4
     step = (end - first) / max(tokens - 1, 1)
     return RequestRecord(
-        request_id=f"q{i:06d}", scheduled=sched, sent=arrive, headers=first,
-        chunk_times=[first + k * step for k in range(tokens)], chunk_tokens=[1] * tokens,
-        end=end, status=200, ok=True, completion_tokens=tokens, prompt_tokens=8)
+        request_id=f"q{i:06d}",
+        scheduled=sched,
+        sent=arrive,
+        headers=first,
+        chunk_times=[first + k * step for k in range(tokens)],
+        chunk_tokens=[1] * tokens,
+        end=end,
+        status=200,
+        ok=True,
+        completion_tokens=tokens,
+        prompt_tokens=8,
+    )
 
 
-def simulate_closed(*, slots: int, service: float, clients: int, duration: float,
-                    knee: int | None = None, tokens: int = 8, level: str | None = None,
-                    start: float = 0.0, lag: float = 0.0005) -> SimRun:
+def simulate_closed(
+    *,
+    slots: int,
+    service: float,
+    clients: int,
+    duration: float,
+    knee: int | None = None,
+    tokens: int = 8,
+    level: str | None = None,
+    start: float = 0.0,
+    lag: float = 0.0005,
+) -> SimRun:
     """``clients`` that each send their next request when the last one ends, for
     ``duration`` s, into ``slots`` FIFO slots. With ``knee``, each request takes
     ``service x running / knee`` once more than ``knee`` run (the steady state of a
@@ -80,12 +99,18 @@ def engine_samples(run: SimRun, every: float = 0.25, engine: str = "vllm") -> li
     out: list[Sample] = []
     t = t0 + every / 2
     while t < t1:
-        run_n = sum(1 for r, w in zip(recs, run.waits, strict=True)
-                    if (r.sent or 0) + w <= t < (r.end or 0))
-        wait_n = sum(1 for r, w in zip(recs, run.waits, strict=True)
-                     if (r.sent or 0) <= t < (r.sent or 0) + w)
-        out += [Sample(t, "engine.requests_running", float(run_n), lab),
-                Sample(t, "engine.requests_waiting", float(wait_n), lab)]
+        run_n = sum(
+            1 for r, w in zip(recs, run.waits, strict=True) if (r.sent or 0) + w <= t < (r.end or 0)
+        )
+        wait_n = sum(
+            1
+            for r, w in zip(recs, run.waits, strict=True)
+            if (r.sent or 0) <= t < (r.sent or 0) + w
+        )
+        out += [
+            Sample(t, "engine.requests_running", float(run_n), lab),
+            Sample(t, "engine.requests_waiting", float(wait_n), lab),
+        ]
         t += every
     return out
 

@@ -101,8 +101,13 @@ def _body(sock: socket.socket, buf: bytearray, headers: dict[str, str], deadline
 
 
 def exchange(
-    host: str, port: int, parts: Sequence[bytes | float], *, timeout: float = 10.0,
-    half_close: bool = False, head: bool = False,
+    host: str,
+    port: int,
+    parts: Sequence[bytes | float],
+    *,
+    timeout: float = 10.0,
+    half_close: bool = False,
+    head: bool = False,
 ) -> RawAnswer:
     """Send ``parts`` (bytes are written, numbers are pauses in seconds) on a new
     connection and read one answer; stop waiting ``timeout`` seconds after the last
@@ -112,8 +117,12 @@ def exchange(
 
 
 def exchange_on(
-    sock: socket.socket, parts: Sequence[bytes | float], *, timeout: float = 10.0,
-    half_close: bool = False, head: bool = False,
+    sock: socket.socket,
+    parts: Sequence[bytes | float],
+    *,
+    timeout: float = 10.0,
+    half_close: bool = False,
+    head: bool = False,
 ) -> RawAnswer:
     """:func:`exchange` on an open connection, which stays open for the next one (with
     the timeout it had)."""
@@ -125,7 +134,11 @@ def exchange_on(
 
 
 def _exchange(
-    sock: socket.socket, parts: Sequence[bytes | float], *, timeout: float, half_close: bool,
+    sock: socket.socket,
+    parts: Sequence[bytes | float],
+    *,
+    timeout: float,
+    half_close: bool,
     head: bool,
 ) -> RawAnswer:
     t0 = time.monotonic()

@@ -20,8 +20,13 @@ from realparts import real_part_path
 __all__ = ["run_aiperf", "run_guidellm", "run_inference_perf", "tool_python", "word_tokenizer"]
 
 #: Offline for every Hugging Face library the tools load.
-OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "DO_NOT_TRACK": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "DO_NOT_TRACK": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}
 
 _TOKENIZER = """
 import sys
@@ -44,39 +49,68 @@ def tool_python(tool: str) -> Path:
 
 def word_tokenizer(tool: str, where: Path) -> Path:
     """A word-level tokenizer folder, saved by the tool's own ``transformers``."""
-    subprocess.run([str(tool_python(tool)), "-c", _TOKENIZER, str(where)], check=True,
-                   capture_output=True, timeout=120, env={**os.environ, **OFFLINE})
+    subprocess.run(
+        [str(tool_python(tool)), "-c", _TOKENIZER, str(where)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, **OFFLINE},
+    )
     return where
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
-    p = subprocess.run(cmd, cwd=cwd, env={**os.environ, **OFFLINE, **env}, capture_output=True,
-                       text=True, timeout=timeout)
+    p = subprocess.run(
+        cmd,
+        cwd=cwd,
+        env={**os.environ, **OFFLINE, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert p.returncode == 0, f"{cmd[0]} failed ({p.returncode}): {(p.stderr or p.stdout)[-3000:]}"
     return p.stdout
 
 
-def run_guidellm(url: str, out: Path, *, streams: list[int], requests: int, tokens: int,
-                 timeout: float = 300) -> Path:
+def run_guidellm(
+    url: str, out: Path, *, streams: list[int], requests: int, tokens: int, timeout: float = 300
+) -> Path:
     """GuideLLM's concurrent profile at each stream count, ``requests`` each; its JSON."""
     tok = word_tokenizer("guidellm", out.parent / "guidellm-tok")
     exe = real_part_path("guidellm")
     assert exe is not None
-    _run([exe, "run",
-          "--backend", f"kind=openai_http,target={url},model=fake",
-          "--profile", f"kind=concurrent,streams={streams[0]}",
-          "--override", "profile.streams", ",".join(map(str, streams)),
-          "--constraint", f"kind=max_requests,count={requests}",
-          "--data", f"kind=synthetic_text,prompt_tokens=16,output_tokens={tokens}",
-          "--tokenizer", f"kind=huggingface_auto,model={tok}",
-          "--output", f"kind=json,path={out}",
-          "--disable-console"], out.parent, {}, timeout)
+    _run(
+        [
+            exe,
+            "run",
+            "--backend",
+            f"kind=openai_http,target={url},model=fake",
+            "--profile",
+            f"kind=concurrent,streams={streams[0]}",
+            "--override",
+            "profile.streams",
+            ",".join(map(str, streams)),
+            "--constraint",
+            f"kind=max_requests,count={requests}",
+            "--data",
+            f"kind=synthetic_text,prompt_tokens=16,output_tokens={tokens}",
+            "--tokenizer",
+            f"kind=huggingface_auto,model={tok}",
+            "--output",
+            f"kind=json,path={out}",
+            "--disable-console",
+        ],
+        out.parent,
+        {},
+        timeout,
+    )
     assert out.is_file()
     return out
 
 
-def run_aiperf(url: str, artifacts: Path, *, concurrency: int, requests: int,
-               timeout: float = 300) -> Path:
+def run_aiperf(
+    url: str, artifacts: Path, *, concurrency: int, requests: int, timeout: float = 300
+) -> Path:
     """AIPerf at one concurrency, ``requests`` in all, with its HTTP trace; the folder
     of its exports."""
     home = artifacts.parent / "aiperf-hf"
@@ -87,16 +121,43 @@ def run_aiperf(url: str, artifacts: Path, *, concurrency: int, requests: int,
     word_tokenizer("aiperf", repo / "snapshots" / rev)
     exe = real_part_path("aiperf")
     assert exe is not None
-    _run([exe, "profile", "-m", "fake", "--url", url, "--endpoint-type", "chat", "--streaming",
-          "--tokenizer", "local/wordtok", "--concurrency", str(concurrency),
-          "--request-count", str(requests), "--isl", "16", "--osl", "16",
-          "--artifact-dir", str(artifacts), "--ui-type", "none",
-          "--export-http-trace"], artifacts.parent, {"HF_HOME": str(home)}, timeout)
+    _run(
+        [
+            exe,
+            "profile",
+            "-m",
+            "fake",
+            "--url",
+            url,
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--tokenizer",
+            "local/wordtok",
+            "--concurrency",
+            str(concurrency),
+            "--request-count",
+            str(requests),
+            "--isl",
+            "16",
+            "--osl",
+            "16",
+            "--artifact-dir",
+            str(artifacts),
+            "--ui-type",
+            "none",
+            "--export-http-trace",
+        ],
+        artifacts.parent,
+        {"HF_HOME": str(home)},
+        timeout,
+    )
     return artifacts
 
 
-def run_inference_perf(url: str, out: Path, *, stages: list[tuple[int, int]], tokens: int,
-                       timeout: float = 300) -> Path:
+def run_inference_perf(
+    url: str, out: Path, *, stages: list[tuple[int, int]], tokens: int, timeout: float = 300
+) -> Path:
     """inference-perf with one concurrent stage per (requests, concurrency), streamed
     completions, its per-request report on; the folder of its reports."""
     tok = word_tokenizer("inference-perf", out.parent / "inference-perf-tok")
@@ -105,12 +166,14 @@ def run_inference_perf(url: str, out: Path, *, stages: list[tuple[int, int]], to
     config = {
         "api": {"type": "completion", "streaming": True},
         "data": {"type": "random", "input_distribution": dist, "output_distribution": out_dist},
-        "load": {"type": "concurrent", "num_workers": 1,
-                 "stages": [{"num_requests": n, "concurrency_level": c} for n, c in stages]},
+        "load": {
+            "type": "concurrent",
+            "num_workers": 1,
+            "stages": [{"num_requests": n, "concurrency_level": c} for n, c in stages],
+        },
         "server": {"type": "vllm", "model_name": "fake", "base_url": url, "ignore_eos": True},
         "tokenizer": {"pretrained_model_name_or_path": str(tok)},
-        "report": {"request_lifecycle": {"summary": True, "per_stage": True,
-                                         "per_request": True}},
+        "report": {"request_lifecycle": {"summary": True, "per_stage": True, "per_request": True}},
         "storage": {"local_storage": {"path": str(out)}},
     }
     cfg = out.parent / "inference-perf.json"  # YAML's superset: JSON is read as is

@@ -29,8 +29,13 @@ LOWER = {"client", "telemetry", "engine", "servermodel", "stats"}
 #: What each lower package may import besides itself and core: telemetry's live
 #: sampling probes a server through the client; the server model is fitted from a
 #: run's aggregates (stats); stats is maths over core's records; nothing imports upward.
-LOWER_MAY_IMPORT = {"client": set(), "telemetry": {"client"}, "engine": set(),
-                    "servermodel": {"stats"}, "stats": set()}
+LOWER_MAY_IMPORT = {
+    "client": set(),
+    "telemetry": {"client"},
+    "engine": set(),
+    "servermodel": {"stats"},
+    "stats": set(),
+}
 #: Support packages: the fake servers for tests, and data files.
 SUPPORT = {"testing", "data"}
 
@@ -119,8 +124,11 @@ def test_no_feature_package_imports_the_engine_or_the_cli(pkg: str) -> None:
 
 def test_importers_import_only_core_and_stats() -> None:
     """Reading another tool's file needs nothing but the record types and aggregates."""
-    bad = [e for e in sorted(imports().get("importers", set()))
-           if not e.endswith((" -> core", " -> stats"))]
+    bad = [
+        e
+        for e in sorted(imports().get("importers", set()))
+        if not e.endswith((" -> core", " -> stats"))
+    ]
     assert bad == [] and _uses("importers", "core")
 
 
@@ -167,7 +175,8 @@ def module_graph() -> dict[str, set[str]]:
     for module, path in paths.items():
         tree = ast.parse(path.read_text(), str(path))
         graph[module] = {
-            t for node in ast.walk(tree)
+            t
+            for node in ast.walk(tree)
             for t in _targets(node, module, path.name == "__init__.py")
             if t in paths and t != module
         }
@@ -184,7 +193,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return [*path[path.index(nxt):], nxt]
+                return [*path[path.index(nxt) :], nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         path.pop()
@@ -214,8 +223,11 @@ def longest_chain(graph: dict[str, set[str]], within: str) -> list[str]:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
-    assert longest_chain({"p.a": {"p.b", "q"}, "p.b": {"p.c"}, "p.c": set(), "q": set()},
-                         "p") == ["p.a", "p.b", "p.c"]
+    assert longest_chain({"p.a": {"p.b", "q"}, "p.b": {"p.c"}, "p.c": set(), "q": set()}, "p") == [
+        "p.a",
+        "p.b",
+        "p.c",
+    ]
 
 
 def test_the_module_graph_sees_what_it_must() -> None:

@@ -47,8 +47,10 @@ def _defined(root: Path) -> set[str]:
     for path in root.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and (
-                isinstance(node.value, ast.Name) and node.value.id == "self"
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and (isinstance(node.value, ast.Name) and node.value.id == "self")
             ):
                 out.add(node.attr)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -59,8 +61,11 @@ def _defined(root: Path) -> set[str]:
                     if isinstance(t, ast.Name):
                         out.add(t.id)
                         if t.id == "__slots__" and node.value is not None:
-                            out.update(c.value for c in ast.walk(node.value)
-                                       if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                            out.update(
+                                c.value
+                                for c in ast.walk(node.value)
+                                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                            )
     return {n for n in out if _private(n)}
 
 
@@ -145,8 +150,11 @@ class _Scan(ast.NodeVisitor):
         literal = len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
         if literal and isinstance(fn, ast.Name) and fn.id in _REFLECTION:
             name = node.args[1].value  # type: ignore[attr-defined]
-            if isinstance(name, str) and _private(name) and name in library_private() and (
-                self._from_lib(node.args[0]) or name not in own_private()
+            if (
+                isinstance(name, str)
+                and _private(name)
+                and name in library_private()
+                and (self._from_lib(node.args[0]) or name not in own_private())
             ):
                 self.flag(node, f"{fn.id}(..., {name!r})")
         self.generic_visit(node)
@@ -165,8 +173,14 @@ def product_files() -> Iterator[Path]:
 def test_the_libraries_private_names_are_known() -> None:
     # The scan is only as good as this set: it must hold what the libraries really hide.
     names = library_private()
-    for name in ("_retry_connection", "_server", "_messages", "_request_handler",
-                 "_connection_kwargs", "_loop"):
+    for name in (
+        "_retry_connection",
+        "_server",
+        "_messages",
+        "_request_handler",
+        "_connection_kwargs",
+        "_loop",
+    ):
         assert name in names, name
 
 

@@ -64,8 +64,13 @@ def _tree(tmp: Path) -> tuple[Path, dict[str, str]]:
 @pytest.mark.skipif(sys.platform != "linux", reason="the stub reads /proc/self/fd")
 def test_system_setup_stops_nothing_and_logs_privately(tmp_path: Path) -> None:
     root, env = _tree(tmp_path)
-    run = subprocess.run(["bash", str(root / "scripts" / "setup.sh"), "--system"],
-                         env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        ["bash", str(root / "scripts" / "setup.sh"), "--system"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     assert "setup: done" in run.stdout
     records = (tmp_path / "record.txt").read_text().splitlines()
@@ -82,9 +87,13 @@ def test_system_setup_stops_nothing_and_logs_privately(tmp_path: Path) -> None:
 
 def test_a_failing_step_shows_its_log_and_removes_it(tmp_path: Path) -> None:
     root, env = _tree(tmp_path)
-    run = subprocess.run(["bash", str(root / "scripts" / "setup.sh")],
-                         env={**env, "STUB_FAIL": "1"}, capture_output=True, text=True,
-                         timeout=60)
+    run = subprocess.run(
+        ["bash", str(root / "scripts" / "setup.sh")],
+        env={**env, "STUB_FAIL": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode != 0
     assert "pip says: step output" in run.stderr
     assert list((tmp_path / "tmpdir").iterdir()) == []

@@ -85,7 +85,9 @@ class AdaptiveConcurrency(_Base):
         self.last_cut = -math.inf
         self.cut_epoch = -math.inf
         self.history.append((now, start))
-        self.decisions.append(Decision(0.0, start, start, "start low, then raise while throughput rises"))
+        self.decisions.append(
+            Decision(0.0, start, start, "start low, then raise while throughput rises")
+        )
         self.win = LimitWindow.opened(now)
 
     # -- measurement window ------------------------------------------------------
@@ -229,14 +231,22 @@ class AdaptiveConcurrency(_Base):
         elif tput >= prev * (1 + self.min_gain):
             # Better, but not by enough to keep doubling: stay; probes refine it.
             self.best_level, self.probe_dir = lvl, 1  # it still paid: look above first
-            self._log(now, lvl, f"slow start ends at {lvl} ({_pct(prev, tput, prev_lvl)}): hold, then probe")
+            self._log(
+                now,
+                lvl,
+                f"slow start ends at {lvl} ({_pct(prev, tput, prev_lvl)}): hold, then probe",
+            )
             self._hold(now, lvl, "")
             # That window was biased upwards (a queue was forming); hold measures it again.
             self.measured.pop(lvl, None)
             self.warm = True
         else:
             self.best_level, self.probe_dir = prev_lvl, 1
-            self._hold(now, prev_lvl, f"throughput flat at {lvl} ({_pct(prev, tput, prev_lvl)}): back to {prev_lvl}")
+            self._hold(
+                now,
+                prev_lvl,
+                f"throughput flat at {lvl} ({_pct(prev, tput, prev_lvl)}): back to {prev_lvl}",
+            )
 
     def _judge_probe(self, now: float, lvl: int, tput: float) -> None:
         base_lvl = self.probe_from
@@ -262,11 +272,17 @@ class AdaptiveConcurrency(_Base):
             # Better, but not clearly: noise or a small real gain. Return, and try the
             # same way again after a short hold rather than give up on it.
             self.hold_len = self.base_hold
-            self._hold(now, base_lvl, f"probe {lvl} unclear ({change}): back to {base_lvl}, retry later")
+            self._hold(
+                now, base_lvl, f"probe {lvl} unclear ({change}): back to {base_lvl}, retry later"
+            )
         else:
             self.hold_len = min(self.hold_len * 2, self.max_hold)
             self.probe_dir = -self.probe_dir
-            self._hold(now, base_lvl, f"probe {lvl} worse ({change}): back to {base_lvl}, hold {self.hold_len}")
+            self._hold(
+                now,
+                base_lvl,
+                f"probe {lvl} worse ({change}): back to {base_lvl}, hold {self.hold_len}",
+            )
 
     def _recheck(self, now: float) -> None:
         # One noisy window must not undo a step: measure this level once more (the

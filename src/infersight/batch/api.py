@@ -76,14 +76,18 @@ async def _preflight(client: Any, url: str) -> str | None:
     return models[0] if models else None
 
 
-def _summary(plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: Any) -> BatchSummary:
+def _summary(
+    plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: Any
+) -> BatchSummary:
     cfg, scan = plan.cfg, plan.scan
     s = BatchSummary(
         input=str(cfg.input),
         output=str(cfg.output),
         max_cost=cfg.max_cost,
         rows_in_input=scan.rows,
-        bad_lines=[{"line": b.line, "reason": b.reason, "custom_id": b.custom_id} for b in scan.bad],
+        bad_lines=[
+            {"line": b.line, "reason": b.reason, "custom_id": b.custom_id} for b in scan.bad
+        ],
         skipped_bad=len(scan.bad),
         already_done=len((set(plan.state.done) - plan.state.input_errors) & scan.ids)
         - (len(plan.todo - plan.state.input_errors) if cfg.retry_failed else 0),
@@ -99,7 +103,12 @@ def _summary(plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, *
         s.cost_total = prior_cost(plan.state, plan.prices, plan.state.ok_ids)
     else:
         elapsed = (runner.t_last or 0.0) - (runner.t_first or 0.0)
-        s.done, s.failed, s.attempts, s.retries = runner.done, runner.failed, runner.attempts, runner.retries
+        s.done, s.failed, s.attempts, s.retries = (
+            runner.done,
+            runner.failed,
+            runner.attempts,
+            runner.retries,
+        )
         s.not_run = s.to_do - s.done - s.failed
         s.errors_by_kind, s.failed_by_kind = dict(runner.errors), dict(runner.failed_by_kind)
         s.stopped = runner.stopped
@@ -122,7 +131,9 @@ def _summary(plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, *
     s.output_rows_ok = len(final.ok_ids & scan.ids)
     s.output_rows_failed = len(final.failed_ids & scan.ids)
     if s.output_rows_failed:
-        s.notes.append(f"{s.output_rows_failed} rows in {cfg.output} failed: rerun with --retry-failed")
+        s.notes.append(
+            f"{s.output_rows_failed} rows in {cfg.output} failed: rerun with --retry-failed"
+        )
     if s.not_run and s.stopped == "budget":
         s.notes.append(f"{s.not_run} rows not run: raise --max-cost and rerun to continue")
     elif s.not_run and s.stopped == "interrupted":
@@ -191,11 +202,19 @@ async def _run_plan(
             ctrl = _controller(cfg, time.monotonic())
             writer = OutputWriter(cfg.output, fsync=cfg.fsync)
             stream = cfg.ttft_slo is not None or cfg.tpot_slo is not None
-            runner = RowRunner(client, _rows(plan, model), ctrl=ctrl, meter=meter, writer=writer,
-                               progress=prog, retry=RetryPolicy(
-                                   max_attempts=cfg.max_attempts, base_delay=0.5,
-                                   max_delay=30.0, budget=None),
-                               stream=stream, default_model=model)
+            runner = RowRunner(
+                client,
+                _rows(plan, model),
+                ctrl=ctrl,
+                meter=meter,
+                writer=writer,
+                progress=prog,
+                retry=RetryPolicy(
+                    max_attempts=cfg.max_attempts, base_delay=0.5, max_delay=30.0, budget=None
+                ),
+                stream=stream,
+                default_model=model,
+            )
             if on_runner is not None:
                 on_runner(runner)
             prog.start(len(plan.todo))
@@ -215,10 +234,15 @@ async def _run_plan(
         return summary
 
 
-def run_batch(cfg: BatchConfig | None = None, /, *, handle_signals: bool = False,
-              progress: BatchProgress | None = None,
-              endpoint: Endpoint | EndpointOpener | None = None,
-              **options: Any) -> BatchSummary:
+def run_batch(
+    cfg: BatchConfig | None = None,
+    /,
+    *,
+    handle_signals: bool = False,
+    progress: BatchProgress | None = None,
+    endpoint: Endpoint | EndpointOpener | None = None,
+    **options: Any,
+) -> BatchSummary:
     """Run a batch synchronously: ``run_batch(input=..., output=..., url=...)``.
 
     With ``handle_signals`` the first SIGINT/SIGTERM stops scheduling and waits
@@ -236,8 +260,9 @@ def run_batch(cfg: BatchConfig | None = None, /, *, handle_signals: bool = False
                     loop.add_signal_handler(sig, runner.request_stop, config.grace, sig)
 
         try:
-            return await run_batch_async(config, endpoint=endpoint, progress=progress,
-                                         on_runner=wire)
+            return await run_batch_async(
+                config, endpoint=endpoint, progress=progress, on_runner=wire
+            )
         finally:
             if handle_signals:
                 for sig in (signal.SIGINT, signal.SIGTERM):

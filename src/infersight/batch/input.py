@@ -254,7 +254,9 @@ def scan_input(path: str | Path, defaults: RowDefaults | None = None) -> InputSc
             continue
         if row.custom_id in first_seen:
             scan.bad.append(
-                BadLine(n, f"custom_id {row.custom_id!r} duplicates line {first_seen[row.custom_id]}")
+                BadLine(
+                    n, f"custom_id {row.custom_id!r} duplicates line {first_seen[row.custom_id]}"
+                )
             )
             continue
         first_seen[row.custom_id] = n

@@ -85,8 +85,9 @@ def error_line(custom_id: str, e: InfersightError, request_id: str | None = None
                 body = orjson.loads(e.body)
             except orjson.JSONDecodeError:
                 body = {"error": {"message": e.body}}
-    return result_line(custom_id, status=status, body=body, request_id=rid,
-                       error_code=e.kind, error_message=str(e))
+    return result_line(
+        custom_id, status=status, body=body, request_id=rid, error_code=e.kind, error_message=str(e)
+    )
 
 
 @dataclass

@@ -86,7 +86,9 @@ def plan_batch(cfg: BatchConfig, *, lock: bool = True) -> BatchPlan:
         raise
 
 
-def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock: OutputLock | None) -> BatchPlan:
+def _plan_output(
+    cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock: OutputLock | None
+) -> BatchPlan:
     inp, out = Path(cfg.input), Path(cfg.output)
     state = load_output(out, repair=out_lock is not None)
     plan = BatchPlan(cfg, scan, state, prices, set(), lock=out_lock)
@@ -115,9 +117,11 @@ def _plan_output(cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock
         # A line that was invalid in an earlier run and has been fixed since runs now.
         plan.todo = scan.ids - (set(state.done) - state.input_errors)
     if cfg.max_cost is not None and plan.todo:
-        unpriced = sorted(
-            m for m in scan.models if m is not None and prices.price(m) is None
-        ) if prices.price(None) is None else []
+        unpriced = (
+            sorted(m for m in scan.models if m is not None and prices.price(m) is None)
+            if prices.price(None) is None
+            else []
+        )
         if unpriced:
             raise ConfigError(
                 f"--max-cost needs a price for model {unpriced[0]!r}: "
@@ -131,8 +135,13 @@ def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
     section 7: the row was never sent), so the output accounts for every input row;
     lines an earlier run wrote are not written again."""
     lines = [
-        result_line(b.custom_id, status=None, body=None, error_code=DataError.__name__,
-                    error_message=f"input line {b.line} skipped: {b.reason}")
+        result_line(
+            b.custom_id,
+            status=None,
+            body=None,
+            error_code=DataError.__name__,
+            error_message=f"input line {b.line} skipped: {b.reason}",
+        )
         for b in scan.bad
         if b.custom_id not in state.input_errors
     ]
@@ -151,8 +160,10 @@ def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
 def make_meter(plan: BatchPlan, default_model: str | None) -> CostMeter:
     """The cost meter, counting the output's earlier rows in the budget."""
     cfg = plan.cfg
-    if cfg.max_cost is not None and plan.prices.price(default_model) is None and (
-        None in plan.scan.models
+    if (
+        cfg.max_cost is not None
+        and plan.prices.price(default_model) is None
+        and (None in plan.scan.models)
     ):
         raise ConfigError(
             f"--max-cost needs a price for model {default_model!r}: "

@@ -60,8 +60,19 @@ class PlainProgress(BatchProgress):
         if now - self.last < self.interval:
             return
         self.last = now
-        print(progress_line(now - self.t0, self.total, done=done, failed=failed, tokens=tokens,
-                            errors=errors, limit=limit), file=self.stream, flush=True)
+        print(
+            progress_line(
+                now - self.t0,
+                self.total,
+                done=done,
+                failed=failed,
+                tokens=tokens,
+                errors=errors,
+                limit=limit,
+            ),
+            file=self.stream,
+            flush=True,
+        )
 
     def decision(self, d: Decision) -> None:
         print(f"[{d.t:7.1f}s] concurrency {d.old} -> {d.new}: {d.reason}", file=self.stream)
@@ -117,7 +128,9 @@ class _RichProgress(BatchProgress):
         self.progress.update(self.task, completed=done + failed, rate=rate, extra=extra)
 
     def decision(self, d: Decision) -> None:
-        self.progress.console.print(f"[dim]{d.t:7.1f}s[/dim] concurrency {d.old} -> {d.new}: {d.reason}")
+        self.progress.console.print(
+            f"[dim]{d.t:7.1f}s[/dim] concurrency {d.old} -> {d.new}: {d.reason}"
+        )
 
     def note(self, text: str) -> None:
         self.progress.console.print(text)
@@ -137,9 +150,11 @@ def progress_line(
     rate = finished / elapsed if elapsed > 0 else 0.0
     eta = format_elapsed(left / rate) if rate > 0 else "unknown"
     failed_txt = f" ({failed:,} failed)" if failed else ""
-    return (f"[{elapsed:7.1f}s] {finished:,} of {total:,} rows done{failed_txt}, {left:,} left: "
-            f"{rate:.2f} rows/s, {tokens / elapsed if elapsed > 0 else 0.0:.0f} output tok/s, "
-            f"{counted(errors, 'error')}, concurrency {limit}, ETA {eta if left else 'done'}")
+    return (
+        f"[{elapsed:7.1f}s] {finished:,} of {total:,} rows done{failed_txt}, {left:,} left: "
+        f"{rate:.2f} rows/s, {tokens / elapsed if elapsed > 0 else 0.0:.0f} output tok/s, "
+        f"{counted(errors, 'error')}, concurrency {limit}, ETA {eta if left else 'done'}"
+    )
 
 
 def make_progress(

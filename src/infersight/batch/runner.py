@@ -149,7 +149,11 @@ class RowRunner:
 
     def _fill(self) -> None:
         now = time.monotonic()
-        while not self._stopping and len(self._tasks) < self.ctrl.limit and now >= self.ctrl.pause_until:
+        while (
+            not self._stopping
+            and len(self._tasks) < self.ctrl.limit
+            and now >= self.ctrl.pause_until
+        ):
             item = self._next(now)
             if item is None:
                 return
@@ -276,13 +280,19 @@ class RowRunner:
         # The server's id for the request, else the X-Request-Id it was sent with (an
         # engine such as llama.cpp names none): every answered row carries one.
         rid = rec.server_request_id or comp.headers.get("x-request-id") or rec.request_id
-        self.writer.add(result_line(row.custom_id, status=comp.status, body=comp.response, request_id=rid))
+        self.writer.add(
+            result_line(row.custom_id, status=comp.status, body=comp.response, request_id=rid)
+        )
         self.done += 1
 
-    def _failure(self, row: BatchRow, attempt: int, e: InfersightError, t0: float, now: float) -> None:
+    def _failure(
+        self, row: BatchRow, attempt: int, e: InfersightError, t0: float, now: float
+    ) -> None:
         congestion = is_congestion(e)
         retry_after = getattr(e, "retry_after", None)
-        self.ctrl.on_error(now, started=t0, kind=e.kind, congestion=congestion, retry_after=retry_after)
+        self.ctrl.on_error(
+            now, started=t0, kind=e.kind, congestion=congestion, retry_after=retry_after
+        )
         self.errors[e.kind] += 1
         if isinstance(e, AuthError):
             self.meter.release(row)
@@ -291,7 +301,12 @@ class RowRunner:
                 self._stopping, self._cancel_at = True, now
             return
         too_long = retry_after is not None and retry_after > self.max_retry_wait
-        if e.retryable and attempt < self.retry.max_attempts and not self._stopping and not too_long:
+        if (
+            e.retryable
+            and attempt < self.retry.max_attempts
+            and not self._stopping
+            and not too_long
+        ):
             delay = retry_after if retry_after else self.retry.backoff(attempt)
             heapq.heappush(self._retry, _Retry(now + delay, next(self._seq), row, attempt + 1))
             self.retries += 1

@@ -110,7 +110,10 @@ def render_summary(s: BatchSummary) -> Any:
     if s.skipped_bad:
         rows += " (an error line each in the output)"
     t.add_row("rows", rows)
-    t.add_row("output file", f"{s.output_rows_ok} ok, {s.output_rows_failed} failed of {s.rows_in_input} rows")
+    t.add_row(
+        "output file",
+        f"{s.output_rows_ok} ok, {s.output_rows_failed} failed of {s.rows_in_input} rows",
+    )
     if s.failed_by_kind:
         t.add_row("failed rows", ", ".join(f"{k} {v}" for k, v in sorted(s.failed_by_kind.items())))
     if s.errors_by_kind:

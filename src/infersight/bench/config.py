@@ -196,8 +196,11 @@ class BenchConfig(BaseConfig):
     def given(self, *names: str) -> list[str]:
         """The flags of ``names`` set to something other than their default."""
         defaults = type(self).model_fields
-        return [_FLAGS.get(n, "--" + n.replace("_", "-")) for n in names
-                if getattr(self, n) not in (None, [], defaults[n].default)]
+        return [
+            _FLAGS.get(n, "--" + n.replace("_", "-"))
+            for n in names
+            if getattr(self, n) not in (None, [], defaults[n].default)
+        ]
 
     def window(self) -> Window:
         return Window.parse(self.warmup, self.cooldown)

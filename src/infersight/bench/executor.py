@@ -55,7 +55,9 @@ async def run_level(
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(
-        index: int, scheduled: float, body: dict[str, Any] | None = None,
+        index: int,
+        scheduled: float,
+        body: dict[str, Any] | None = None,
         labels: dict[str, str] | None = None,
     ) -> Any:
         """Send request ``index``; return the client's completion (None on failure)."""
@@ -75,14 +77,20 @@ async def run_level(
             session = rec.labels.get("session")
             extra = {} if session is None else {"headers": {SESSION_HEADER: session}}
             done = await client.request(
-                plan.path, dict(body), scheduled=scheduled,
-                deadline=scheduled + plan.timeout, request_id=rec.request_id, record=rec,
+                plan.path,
+                dict(body),
+                scheduled=scheduled,
+                deadline=scheduled + plan.timeout,
+                request_id=rec.request_id,
+                record=rec,
                 **extra,
             )
             rec = _adopt(rec, getattr(done, "record", None))
         except asyncio.CancelledError:
             rec.cancelled, rec.ok, rec.error = True, False, "Cancelled"
-            rec.error_message = f"cancelled after the {plan.grace:g}s grace period (the run was stopped)"
+            rec.error_message = (
+                f"cancelled after the {plan.grace:g}s grace period (the run was stopped)"
+            )
             raise
         except InfersightError as e:
             rec = _adopt(rec, getattr(e, "record", None))

@@ -89,7 +89,6 @@ class FeedItem:
     tokens: int = 0
 
 
-
 def spawn(tasks: set[asyncio.Task[Any]], coro: Any) -> None:
     """Run ``coro`` as a task kept in ``tasks`` until it ends."""
     task = asyncio.ensure_future(coro)

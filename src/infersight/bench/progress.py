@@ -145,8 +145,12 @@ class LiveDisplay:
                 except RuntimeError:
                     loop = None
                 self._live = Live(
-                    "", console=console, refresh_per_second=4, transient=True,
-                    get_renderable=self._render, auto_refresh=loop is None,
+                    "",
+                    console=console,
+                    refresh_per_second=4,
+                    transient=True,
+                    get_renderable=self._render,
+                    auto_refresh=loop is None,
                 )
                 self._live.__enter__()
                 if loop is not None:

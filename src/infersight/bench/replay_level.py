@@ -27,8 +27,13 @@ Execute = Callable[[LevelPlan, LiveStats, float], Awaitable[LevelOutcome]]
 
 
 async def run_replay_level(
-    cfg: BenchConfig, level: LevelSpec, prep: ReplayPrep, target: Target,
-    tokenize: Tokenize | None, execute: Execute, display: LiveDisplay,
+    cfg: BenchConfig,
+    level: LevelSpec,
+    prep: ReplayPrep,
+    target: Target,
+    tokenize: Tokenize | None,
+    execute: Execute,
+    display: LiveDisplay,
 ) -> tuple[LevelOutcome, dict[str, Any]]:
     """Run the level; return its outcome and what its aggregate needs besides the
     records: the rate its schedule offered and the survey of what it sent."""
@@ -49,7 +54,9 @@ def replay_aggregate(records: list[RequestRecord], info: dict[str, Any]) -> dict
         sharing["sent"] = conv
         sharing["sent_basis"] = "server prompt tokens repeating the previous turn"
     elif sharing.get("sent") is not None:
-        sharing["sent_basis"] = "characters of the texts sent, compared in 32-character pieces from their start"
+        sharing["sent_basis"] = (
+            "characters of the texts sent, compared in 32-character pieces from their start"
+        )
     return {
         **(replay_fidelity(records) or {}),
         "prefix_sharing": sharing,

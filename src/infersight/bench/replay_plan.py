@@ -53,6 +53,7 @@ async def _prompt_tokens(client: Any, path: str, body: dict[str, Any]) -> int | 
 
 async def measure_overhead(client: Any, path: str, model: str, endpoint: str) -> Overhead:
     """The target's chat-template tokens, from two one-token requests' ``usage``."""
+
     def body(msgs: list[dict[str, str]]) -> dict[str, Any]:
         b: dict[str, Any] = {"model": model, "max_tokens": 1, "stream": False}
         if endpoint == "chat":
@@ -74,52 +75,81 @@ async def measure_overhead(client: Any, path: str, model: str, endpoint: str) ->
     return Overhead(base=max(0, u1 - 1 - per), per_message=per, measured=True)
 
 
-async def prepare_replay(cfg: BenchConfig, client: Any, path: str, model: str,
-                         tokenize: Tokenize | None) -> ReplayPrep:
+async def prepare_replay(
+    cfg: BenchConfig, client: Any, path: str, model: str, tokenize: Tokenize | None
+) -> ReplayPrep:
     gen = SyntheticPrompts(tokenize, cfg.seed)
     await gen.prepare()
     overhead = await measure_overhead(client, path, model, cfg.endpoint)
     prep = ReplayPrep(gen.vocabulary, gen.exact, overhead)
     if cfg.trace:
         s = trace_summary(cfg)
-        prep.desc = {**s.describe(), "window": cfg.trace_window, "block_size": cfg.block_size,
-                     "conversations": bool(s.sessions)}
+        prep.desc = {
+            **s.describe(),
+            "window": cfg.trace_window,
+            "block_size": cfg.block_size,
+            "conversations": bool(s.sessions),
+        }
         if s.bad:
-            prep.notes.append(f"trace: {s.bad} unusable line(s) skipped (--on-bad-line skip), "
-                              f"e.g. {s.bad_shown[0]}")
+            prep.notes.append(
+                f"trace: {s.bad} unusable line(s) skipped (--on-bad-line skip), "
+                f"e.g. {s.bad_shown[0]}"
+            )
         for why, n in s.passed_over.items():
             prep.notes.append(f"trace: {n} line(s) not replayed: {why}")
     else:
-        prep.desc = {"source": "conversations", "sessions": cfg.sessions, "turns": cfg.turns,
-                     "think_time": cfg.think_time, "input_tokens": cfg.input_tokens,
-                     "shared_prefix_tokens": cfg.shared_prefix}
+        prep.desc = {
+            "source": "conversations",
+            "sessions": cfg.sessions,
+            "turns": cfg.turns,
+            "think_time": cfg.think_time,
+            "input_tokens": cfg.input_tokens,
+            "shared_prefix_tokens": cfg.shared_prefix,
+        }
     prep.desc.update(
         lengths_exact=gen.exact,
-        template_tokens={"base": overhead.base, "per_message": overhead.per_message,
-                         "measured": overhead.measured},
+        template_tokens={
+            "base": overhead.base,
+            "per_message": overhead.per_message,
+            "measured": overhead.measured,
+        },
     )
     if not gen.exact:
-        prep.notes.append("trace prompts: the target offers no /tokenize, so lengths count "
-                          "words that are usually one token each")
+        prep.notes.append(
+            "trace prompts: the target offers no /tokenize, so lengths count "
+            "words that are usually one token each"
+        )
     return prep
 
 
-def level_plan(cfg: BenchConfig, level: LevelSpec, prep: ReplayPrep, *, model: str,
-               path: str) -> tuple[LevelPlan, int | None, float | None]:
+def level_plan(
+    cfg: BenchConfig, level: LevelSpec, prep: ReplayPrep, *, model: str, path: str
+) -> tuple[LevelPlan, int | None, float | None]:
     """The level's plan, its request count (None: unknown in a closed loop) and the
     rate its schedule offers (for the sustainability check)."""
     feed: TraceFeed | SessionFeed
     rate: float | None = None
-    shape = RequestShape(prep.words, cfg.seed, model, cfg.endpoint, cfg.stream, cfg.ignore_eos,
-                         prep.overhead)
+    shape = RequestShape(
+        prep.words, cfg.seed, model, cfg.endpoint, cfg.stream, cfg.ignore_eos, prep.overhead
+    )
     if cfg.trace:
         s = trace_summary(cfg)
         a, b = parse_window(cfg.trace_window)
         speed = level.speedup or 1.0
-        feed = TraceFeed(s.path, s.fmt, s.max_latency, s.origin + a,
-                         None if b is None else s.origin + b, speed, shape,
-                         block_tokens=cfg.block_size, sessions=s.sessions > 0,
-                         limit=cfg.requests, duration=cfg.duration, think=cfg.think_time)
+        feed = TraceFeed(
+            s.path,
+            s.fmt,
+            s.max_latency,
+            s.origin + a,
+            None if b is None else s.origin + b,
+            speed,
+            shape,
+            block_tokens=cfg.block_size,
+            sessions=s.sessions > 0,
+            limit=cfg.requests,
+            duration=cfg.duration,
+            think=cfg.think_time,
+        )
         off = trace_times(cfg, speed)
         total: int | None = int(off.size)
         if off.size > 1 and off[-1] > 0:
@@ -128,15 +158,32 @@ def level_plan(cfg: BenchConfig, level: LevelSpec, prep: ReplayPrep, *, model: s
         assert cfg.sessions is not None
         starts: tuple[float, ...] = ()
         if level.rate is not None:
-            starts = session_starts(level.rate, cfg.sessions, level.arrival, cfg.burstiness,
-                                    cfg.seed)
-        feed = SessionFeed(cfg.sessions, cfg.turns, cfg.think_time, cfg.input_tokens,
-                           cfg.output_tokens, cfg.max_tokens, cfg.shared_prefix, shape,
-                           starts=starts, tag=f"{uuid.uuid4().hex[:8]}-")
+            starts = session_starts(
+                level.rate, cfg.sessions, level.arrival, cfg.burstiness, cfg.seed
+            )
+        feed = SessionFeed(
+            cfg.sessions,
+            cfg.turns,
+            cfg.think_time,
+            cfg.input_tokens,
+            cfg.output_tokens,
+            cfg.max_tokens,
+            cfg.shared_prefix,
+            shape,
+            starts=starts,
+            tag=f"{uuid.uuid4().hex[:8]}-",
+        )
         total = None
-    plan = LevelPlan(name=level.name, path=path, bodies=(), concurrency=level.concurrency,
-                     duration=None if cfg.trace else cfg.duration, timeout=cfg.timeout,
-                     grace=cfg.grace, feed=feed)
+    plan = LevelPlan(
+        name=level.name,
+        path=path,
+        bodies=(),
+        concurrency=level.concurrency,
+        duration=None if cfg.trace else cfg.duration,
+        timeout=cfg.timeout,
+        grace=cfg.grace,
+        feed=feed,
+    )
     return plan, total, rate
 
 

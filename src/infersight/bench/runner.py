@@ -109,7 +109,9 @@ async def _run_with_target(
 ) -> RunResult:
     result = RunResult(kind="bench", run_id=uuid.uuid4().hex[:12], clock=ClockAnchor())
     spec = ClientSpec(
-        target.base_url, target.api_key, target.api_key_source,
+        target.base_url,
+        target.api_key,
+        target.api_key_source,
         max_connections=cfg.max_concurrency,
     )
     result.notes.extend(target.notes)
@@ -121,14 +123,19 @@ async def _run_with_target(
     async with make_client(spec) as client, ray_pool(cfg, spec) as pool:
         tokenize = client.tokenize if cfg.dataset is None else None
         prompts = PromptSource(
-            input_tokens=cfg.input_tokens, output_tokens=cfg.output_tokens,
-            max_tokens=cfg.max_tokens, dataset=cfg.dataset, shared_prefix=cfg.shared_prefix,
-            seed=cfg.seed, tokenize=_safe_tokenize(tokenize),
+            input_tokens=cfg.input_tokens,
+            output_tokens=cfg.output_tokens,
+            max_tokens=cfg.max_tokens,
+            dataset=cfg.dataset,
+            shared_prefix=cfg.shared_prefix,
+            seed=cfg.seed,
+            tokenize=_safe_tokenize(tokenize),
         )
         replay = None
         if cfg.trace or cfg.sessions:  # the trace itself was checked with the config
-            replay = await prepare_replay(cfg, client, target.path, target.model,
-                                          _safe_tokenize(client.tokenize))
+            replay = await prepare_replay(
+                cfg, client, target.path, target.model, _safe_tokenize(client.tokenize)
+            )
         else:
             await prompts.prepare()
         telemetry = BenchTelemetry(cfg, target)
@@ -141,9 +148,14 @@ async def _run_with_target(
                     replayed: dict[str, Any] = {}
                     if replay is not None:
                         outcome, replayed = await run_replay_level(
-                            cfg, level, replay, target, _safe_tokenize(client.tokenize),
+                            cfg,
+                            level,
+                            replay,
+                            target,
+                            _safe_tokenize(client.tokenize),
                             lambda plan, live, lead: _execute(
-                                cfg, client, spec, plan, stop, live, pool, lead),
+                                cfg, client, spec, plan, stop, live, pool, lead
+                            ),
                             display,
                         )
                     else:
@@ -153,14 +165,19 @@ async def _run_with_target(
                     remote = outcome if isinstance(outcome, RayLevelOutcome) else None
                     result.records.extend(outcome.records)
                     agg = aggregate(
-                        outcome.records, window=window, slo=cfg.slo or None,
+                        outcome.records,
+                        window=window,
+                        slo=cfg.slo or None,
                         target_concurrency=level.concurrency,
-                        target_rate=replayed["rate"] if replayed
-                        else None if level.rate is None or math.isinf(level.rate)
+                        target_rate=replayed["rate"]
+                        if replayed
+                        else None
+                        if level.rate is None or math.isinf(level.rate)
                         else level.rate,
                         loadgen_cpu_percent=outcome.cpu_percent,
                         check_lag=level.rate is None or not math.isinf(level.rate),
-                        contention=contention, workers=remote.loads() if remote else None,
+                        contention=contention,
+                        workers=remote.loads() if remote else None,
                     )
                     if remote:
                         remote_samples += remote.samples
@@ -169,12 +186,17 @@ async def _run_with_target(
                         agg["prefix_sharing"] = agg["replay"].pop("prefix_sharing")
                     elif cfg.shared_prefix:
                         agg["prefix_sharing"] = shared_prefix_sharing(
-                            outcome.records, cfg.shared_prefix)
+                            outcome.records, cfg.shared_prefix
+                        )
                     result.aggregates[level.name] = agg
                     planner.record(level, agg)
                     levels_done.append(
-                        {**level.as_dict(), "wall_s": outcome.wall,
-                         "loadgen_cpu_s": outcome.cpu_seconds, "workers": cfg.workers}
+                        {
+                            **level.as_dict(),
+                            "wall_s": outcome.wall,
+                            "loadgen_cpu_s": outcome.cpu_seconds,
+                            "workers": cfg.workers,
+                        }
                     )
                     if stop.stop:
                         stop.during = level.name
@@ -231,9 +253,12 @@ async def _run_one(
     slots: list[tuple[int, float]] = []
     if level.rate is not None:
         offsets = open_loop_schedule(
-            level.rate, arrival=level.arrival, burstiness=cfg.burstiness,
+            level.rate,
+            arrival=level.arrival,
+            burstiness=cfg.burstiness,
             requests=n_req if n_req is not None or not math.isinf(level.rate) else 64,
-            duration=None if math.isinf(level.rate) else cfg.duration, seed=cfg.seed,
+            duration=None if math.isinf(level.rate) else cfg.duration,
+            seed=cfg.seed,
         )
         slots = [(i, float(o)) for i, o in enumerate(offsets)]
         n_bodies = len(slots)
@@ -245,12 +270,22 @@ async def _run_one(
             else min(5000, level.concurrency * math.ceil(cfg.duration or 1) * 10)
         )
     bodies = build_bodies(
-        await prompts.take(max(n_bodies, 1)), model=target.model, endpoint=cfg.endpoint,
-        stream=cfg.stream, ignore_eos=cfg.ignore_eos,
+        await prompts.take(max(n_bodies, 1)),
+        model=target.model,
+        endpoint=cfg.endpoint,
+        stream=cfg.stream,
+        ignore_eos=cfg.ignore_eos,
     )
     plan = LevelPlan(
-        name=level.name, path=target.path, bodies=bodies, concurrency=level.concurrency,
-        slots=slots, duration=cfg.duration, limit=n_req, timeout=cfg.timeout, grace=cfg.grace,
+        name=level.name,
+        path=target.path,
+        bodies=bodies,
+        concurrency=level.concurrency,
+        slots=slots,
+        duration=cfg.duration,
+        limit=n_req,
+        timeout=cfg.timeout,
+        grace=cfg.grace,
     )
     live = LiveStats(total=len(slots) if slots else n_req, duration=cfg.duration)
     display.show(level.name, live)
@@ -275,12 +310,20 @@ async def _execute(
         )
     if cfg.workers > 1:
         return await run_level_in_workers(
-            spec, plan, workers=cfg.workers,
-            stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live,
+            spec,
+            plan,
+            workers=cfg.workers,
+            stop=lambda: stop.stop,
+            hard_stop=lambda: stop.hard,
+            live=live,
         )
     return await run_level(
-        client, plan, t0=time.monotonic() + lead, stop=lambda: stop.stop,
-        hard_stop=lambda: stop.hard, live=live,
+        client,
+        plan,
+        t0=time.monotonic() + lead,
+        stop=lambda: stop.stop,
+        hard_stop=lambda: stop.hard,
+        live=live,
     )
 
 

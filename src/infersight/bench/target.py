@@ -64,8 +64,9 @@ async def open_target(cfg: BenchConfig, endpoint: Endpoint) -> Target:
     else:
         key, source = _given_key(cfg)
         info = {"url": url, "engine": "unknown"}
-    target = Target(url, key, source, cfg.model or "", PATHS[cfg.endpoint], info,
-                    started=endpoint.started)
+    target = Target(
+        url, key, source, cfg.model or "", PATHS[cfg.endpoint], info, started=endpoint.started
+    )
     client = Client(
         url,
         api_key=key,
@@ -155,6 +156,5 @@ async def _find_metrics(cfg: BenchConfig, target: Target, client: Any) -> None:
         return  # the user chose what to scrape
     target.metrics_url = url
     target.notes.append(
-        f"scraping the target's own metrics at {url} (engine: {engine}); "
-        "--no-scrape turns it off"
+        f"scraping the target's own metrics at {url} (engine: {engine}); --no-scrape turns it off"
     )

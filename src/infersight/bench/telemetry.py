@@ -56,9 +56,12 @@ class BenchTelemetry:
         # the host, milliseconds that would stall this event loop each second: only
         # when there are workers, whose loops this does not stall.
         tel = build_recorder(
-            interval=self.cfg.sample_interval, processes=procs,
-            children=self.cfg.workers > 1, scrape=urls,
-            api_key=self.target.api_key, slots=self.target.slots,
+            interval=self.cfg.sample_interval,
+            processes=procs,
+            children=self.cfg.workers > 1,
+            scrape=urls,
+            api_key=self.target.api_key,
+            slots=self.target.slots,
         )
         self.gpus, self.gpu_note = tel.gpus, tel.gpu_note
         self._rec = tel.recorder

@@ -15,8 +15,17 @@ from infersight.cli._help_format import Group
 __all__ = ["app", "fail", "main"]
 
 #: Command modules, each exposing ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES = ("serve", "bench", "tune", "gateway", "monitor", "diagnose", "predict", "report",
-                   "batch")
+COMMAND_MODULES = (
+    "serve",
+    "bench",
+    "tune",
+    "gateway",
+    "monitor",
+    "diagnose",
+    "predict",
+    "report",
+    "batch",
+)
 
 app = typer.Typer(
     name="infersight",

@@ -80,8 +80,13 @@ SHORT_OPTIONS = {
 _DEFAULT_IN_PARENS = re.compile(r"default: \(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 
 _BY_ANNOTATION: dict[object, str] = {int: "N", float: "NUMBER", str: "TEXT", bool: "BOOL"}
-_BY_TYPE_NAME = {"integer": "N", "float": "NUMBER", "text": "TEXT", "path": "PATH",
-                 "boolean": "BOOL"}
+_BY_TYPE_NAME = {
+    "integer": "N",
+    "float": "NUMBER",
+    "text": "TEXT",
+    "path": "PATH",
+    "boolean": "BOOL",
+}
 
 
 def derived_metavar(param: Any) -> str:
@@ -124,10 +129,16 @@ class Command(TyperCommand):
         return pieces
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
-        args = [(str(p.metavar), (p.help or "") + (" [required]" if p.required else ""))
-                for p in self.get_params(ctx) if isinstance(p, TyperArgument)]
-        opts = [(rv[0], _DEFAULT_IN_PARENS.sub(r"default: \1", rv[1])) for p in self.get_params(ctx)
-                if not isinstance(p, TyperArgument) and (rv := p.get_help_record(ctx))]
+        args = [
+            (str(p.metavar), (p.help or "") + (" [required]" if p.required else ""))
+            for p in self.get_params(ctx)
+            if isinstance(p, TyperArgument)
+        ]
+        opts = [
+            (rv[0], _DEFAULT_IN_PARENS.sub(r"default: \1", rv[1]))
+            for p in self.get_params(ctx)
+            if not isinstance(p, TyperArgument) and (rv := p.get_help_record(ctx))
+        ]
         if args:
             with formatter.section("Arguments"):
                 formatter.write_dl(args)
@@ -164,19 +175,24 @@ def duration_option(
 
     if show_default is None:
         show_default = format_duration(default) if default is not None else False
-    return typer.Option(default, *names, metavar="DURATION", parser=parse, help=help,
-                        show_default=show_default)
+    return typer.Option(
+        default, *names, metavar="DURATION", parser=parse, help=help, show_default=show_default
+    )
 
 
 def out_option(
-    default: Any, *aliases: str, help: str, metavar: str = "FILE",
+    default: Any,
+    *aliases: str,
+    help: str,
+    metavar: str = "FILE",
     show_default: str | bool | None = None,
 ) -> Any:
     """``-o/--out PATH``: where a command writes its file (or folder). ``aliases`` are
     older long names kept working (``monitor --record``)."""
     shown = default not in (None, ...) if show_default is None else show_default
-    return typer.Option(default, "--out", "-o", *aliases, metavar=metavar, help=help,
-                        show_default=shown)
+    return typer.Option(
+        default, "--out", "-o", *aliases, metavar=metavar, help=help, show_default=shown
+    )
 
 
 #: What ``--format`` accepts: infersight's own files, or those plus llm-d-benchmark's.
@@ -192,14 +208,21 @@ def format_option(help: str) -> Any:
             raise typer.BadParameter(f"{value!r}: use {' or '.join(FORMATS)}")
         return value
 
-    return typer.Option("infersight", "--format", metavar="infersight|llm-d", parser=parse,
-                        help=help)
+    return typer.Option(
+        "infersight", "--format", metavar="infersight|llm-d", parser=parse, help=help
+    )
 
 
 def port_option(default: int | None, *, help: str, show_default: str | bool | None = None) -> Any:
     """``-p/--port N``: the port a command serves on."""
-    return typer.Option(default, "--port", "-p", metavar="N", help=help,
-                        show_default=default is not None if show_default is None else show_default)
+    return typer.Option(
+        default,
+        "--port",
+        "-p",
+        metavar="N",
+        help=help,
+        show_default=default is not None if show_default is None else show_default,
+    )
 
 
 def api_key_env_option(help: str = "Environment variable holding the API key.") -> Any:

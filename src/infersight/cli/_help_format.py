@@ -45,8 +45,11 @@ def wrap(text: str, width: int, indent: str = "") -> str:
             out.append("\n".join(pad + ln for ln in para.split("\n")))
             continue
         wrapper = textwrap.TextWrapper(
-            max(width, 10), initial_indent=pad, subsequent_indent=pad,
-            break_long_words=False, break_on_hyphens=False,
+            max(width, 10),
+            initial_indent=pad,
+            subsequent_indent=pad,
+            break_long_words=False,
+            break_on_hyphens=False,
         )
         out.append(wrapper.fill(para))
     return "\n\n".join(out)

@@ -44,32 +44,92 @@ def register(app: typer.Typer) -> None:
 
     @app.command("batch", help=_HELP)
     def batch(
-        input: Path = typer.Argument(..., metavar="INPUT", help="JSONL: OpenAI Batch lines, or one prompt / messages list per line."),
-        out: Path = out_option(..., help="Output JSONL (OpenAI Batch output format). A rerun resumes it."),
-        url: str | None = typer.Option(None, metavar="URL", help="The server's root URL, e.g. http://127.0.0.1:8000.", show_default="start the embedded engine"),
+        input: Path = typer.Argument(
+            ...,
+            metavar="INPUT",
+            help="JSONL: OpenAI Batch lines, or one prompt / messages list per line.",
+        ),
+        out: Path = out_option(
+            ..., help="Output JSONL (OpenAI Batch output format). A rerun resumes it."
+        ),
+        url: str | None = typer.Option(
+            None,
+            metavar="URL",
+            help="The server's root URL, e.g. http://127.0.0.1:8000.",
+            show_default="start the embedded engine",
+        ),
         api_key_env: str | None = api_key_env_option(),
         api_key_file: str | None = api_key_file_option(),
-        model: str | None = typer.Option(None, help="Model for rows that name none.", show_default="the server's first"),
+        model: str | None = typer.Option(
+            None, help="Model for rows that name none.", show_default="the server's first"
+        ),
         max_tokens: int | None = typer.Option(None, help="max_tokens for rows that set none."),
-        concurrency: int | None = typer.Option(None, "--concurrency", help="Fixed number of requests kept in flight.", show_default="adaptive"),
-        start_concurrency: int | None = typer.Option(None, help="Adaptive: where to start.", show_default="2"),
-        min_concurrency: int | None = typer.Option(None, help="Adaptive: the lower bound.", show_default="1"),
-        max_concurrency: int | None = typer.Option(None, help="Adaptive: at most this many requests in flight.", show_default="256"),
-        max_latency: float | None = duration_option(None, "--max-latency", help="Adaptive: keep p90 request latency under this."),
-        ttft_slo: float | None = duration_option(None, "--ttft-slo", help="Adaptive: keep p90 TTFT under this; streams requests."),
-        tpot_slo: float | None = duration_option(None, "--tpot-slo", help="Adaptive: keep p90 TPOT under this; streams requests."),
-        max_cost: float | None = typer.Option(None, help="Stop scheduling rows when the projected total $ would exceed this."),
-        prices: Path | None = typer.Option(None, metavar="FILE", help="Price table TOML ($ per million tokens per model)."),
+        concurrency: int | None = typer.Option(
+            None,
+            "--concurrency",
+            help="Fixed number of requests kept in flight.",
+            show_default="adaptive",
+        ),
+        start_concurrency: int | None = typer.Option(
+            None, help="Adaptive: where to start.", show_default="2"
+        ),
+        min_concurrency: int | None = typer.Option(
+            None, help="Adaptive: the lower bound.", show_default="1"
+        ),
+        max_concurrency: int | None = typer.Option(
+            None, help="Adaptive: at most this many requests in flight.", show_default="256"
+        ),
+        max_latency: float | None = duration_option(
+            None, "--max-latency", help="Adaptive: keep p90 request latency under this."
+        ),
+        ttft_slo: float | None = duration_option(
+            None, "--ttft-slo", help="Adaptive: keep p90 TTFT under this; streams requests."
+        ),
+        tpot_slo: float | None = duration_option(
+            None, "--tpot-slo", help="Adaptive: keep p90 TPOT under this; streams requests."
+        ),
+        max_cost: float | None = typer.Option(
+            None, help="Stop scheduling rows when the projected total $ would exceed this."
+        ),
+        prices: Path | None = typer.Option(
+            None, metavar="FILE", help="Price table TOML ($ per million tokens per model)."
+        ),
         price_in: float | None = typer.Option(None, help="Flat $ per million input tokens."),
         price_out: float | None = typer.Option(None, help="Flat $ per million output tokens."),
-        on_bad_line: str | None = typer.Option(None, metavar="stop|skip", help="What an invalid input line does: stop the run, or skip the line.", show_default="stop"),
-        retry_failed: bool = typer.Option(False, "--retry-failed", help="Run again only the rows the output holds as failed."),
-        max_attempts: int | None = typer.Option(None, help="Attempts per row for retryable errors (429, 503, connect...).", show_default="5"),
-        timeout: float | None = duration_option(None, "--timeout", help="How long one attempt may take.", show_default="10m"),
-        grace: float | None = duration_option(None, "--grace", help="How long Ctrl-C waits for rows in flight before cancelling them.", show_default="10s"),
-        parallel: int | None = typer.Option(None, help="Embedded engine: slots, requests decoded together (without --url).", show_default="8"),
-        summary_json: Path | None = typer.Option(None, metavar="FILE", help="Also write the summary as JSON here."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Only validate the input and show what would run."),
+        on_bad_line: str | None = typer.Option(
+            None,
+            metavar="stop|skip",
+            help="What an invalid input line does: stop the run, or skip the line.",
+            show_default="stop",
+        ),
+        retry_failed: bool = typer.Option(
+            False, "--retry-failed", help="Run again only the rows the output holds as failed."
+        ),
+        max_attempts: int | None = typer.Option(
+            None,
+            help="Attempts per row for retryable errors (429, 503, connect...).",
+            show_default="5",
+        ),
+        timeout: float | None = duration_option(
+            None, "--timeout", help="How long one attempt may take.", show_default="10m"
+        ),
+        grace: float | None = duration_option(
+            None,
+            "--grace",
+            help="How long Ctrl-C waits for rows in flight before cancelling them.",
+            show_default="10s",
+        ),
+        parallel: int | None = typer.Option(
+            None,
+            help="Embedded engine: slots, requests decoded together (without --url).",
+            show_default="8",
+        ),
+        summary_json: Path | None = typer.Option(
+            None, metavar="FILE", help="Also write the summary as JSON here."
+        ),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Only validate the input and show what would run."
+        ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     ) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name
@@ -83,7 +143,12 @@ def register(app: typer.Typer) -> None:
 
 
 #: Flags whose BatchConfig field has another name; None: not a BatchConfig field.
-_FIELDS: dict[str, str | None] = {"out": "output", "parallel": "engine_parallel", "summary_json": None, "dry_run": None}
+_FIELDS: dict[str, str | None] = {
+    "out": "output",
+    "parallel": "engine_parallel",
+    "summary_json": None,
+    "dry_run": None,
+}
 
 
 def _config(flags: dict[str, Any]) -> BatchConfig:

@@ -32,9 +32,14 @@ __all__ = ["VLLM_OPTIONS", "apply_vllm_flags"]
 #: The OpenAI API each accepted ``--backend`` calls (vLLM's default ``--endpoint``).
 BACKENDS = {"vllm": "completions", "openai": "completions", "openai-chat": "chat"}
 #: ``--endpoint`` values: this command's names and vLLM's paths.
-ENDPOINTS = {"chat": "chat", "completions": "completions",
-             "/v1/chat/completions": "chat", "/v1/completions": "completions",
-             "/chat/completions": "chat", "/completions": "completions"}
+ENDPOINTS = {
+    "chat": "chat",
+    "completions": "completions",
+    "/v1/chat/completions": "chat",
+    "/v1/completions": "completions",
+    "/chat/completions": "chat",
+    "/completions": "completions",
+}
 #: vLLM's ``--percentile-metrics`` names and the record attribute each reads.
 PERCENTILE_METRICS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e"}
 #: vLLM's random dataset defaults.
@@ -44,21 +49,100 @@ _V = "(vllm bench serve) "
 
 #: name -> typer option; the bench command takes them all as keyword parameters.
 VLLM_OPTIONS: dict[str, Any] = {
-    "base_url": typer.Option(None, "--base-url", metavar="URL", help=_V + "The server's root URL: the same as --url."),
-    "host": typer.Option(None, "--host", metavar="HOST", help=_V + "The server's host, with --port: http://HOST:PORT.", show_default="127.0.0.1"),
-    "port": typer.Option(None, "--port", metavar="N", help=_V + "The server's port, with --host.", show_default="8000"),
-    "backend": typer.Option(None, "--backend", metavar="openai|openai-chat|vllm", help=_V + "The OpenAI API: openai and vllm call /v1/completions, openai-chat /v1/chat/completions; without a load flag, every request is sent at once (vLLM's --request-rate inf)."),
-    "request_rate": typer.Option(None, "--request-rate", metavar="LIST", help=_V + "Open loop, Poisson arrivals (gamma with --burstiness): requests/s, or inf to send every request at once."),
-    "save_result": typer.Option(False, "--save-result", help=_V + "Write result.json, records.csv and schema.json to --result-dir."),
-    "result_dir": typer.Option(None, "--result-dir", metavar="DIR", help=_V + "With --save-result: the folder.", show_default="the current folder"),
-    "result_filename": typer.Option(None, "--result-filename", metavar="FILE", help=_V + "With --save-result: the RunResult JSON's file name in --result-dir.", show_default="result.json"),
-    "dataset_name": typer.Option(None, "--dataset-name", metavar="random|sharegpt", help=_V + "random: synthetic prompts of --random-input-len tokens; sharegpt (or custom): the --dataset-path file."),
-    "dataset_path": typer.Option(None, "--dataset-path", metavar="FILE", help=_V + "The dataset file: the same as --dataset."),
-    "random_input_len": typer.Option(None, "--random-input-len", metavar="N", help=_V + "With --dataset-name random: prompt tokens.", show_default=str(RANDOM_INPUT_LEN)),
-    "random_output_len": typer.Option(None, "--random-output-len", metavar="N", help=_V + "With --dataset-name random: output tokens (max_tokens).", show_default=str(RANDOM_OUTPUT_LEN)),
-    "random_range_ratio": typer.Option(0.0, "--random-range-ratio", metavar="NUMBER", help=_V + "With --dataset-name random: lengths uniform within ±this fraction."),
-    "percentile_metrics": typer.Option(None, "--percentile-metrics", metavar="LIST", help=_V + "Also print mean, median and --metric-percentiles of these: ttft, tpot, itl, e2el."),
-    "metric_percentiles": typer.Option(None, "--metric-percentiles", metavar="LIST", help=_V + "Percentiles for --percentile-metrics, e.g. 50,90,99.", show_default="99"),
+    "base_url": typer.Option(
+        None, "--base-url", metavar="URL", help=_V + "The server's root URL: the same as --url."
+    ),
+    "host": typer.Option(
+        None,
+        "--host",
+        metavar="HOST",
+        help=_V + "The server's host, with --port: http://HOST:PORT.",
+        show_default="127.0.0.1",
+    ),
+    "port": typer.Option(
+        None,
+        "--port",
+        metavar="N",
+        help=_V + "The server's port, with --host.",
+        show_default="8000",
+    ),
+    "backend": typer.Option(
+        None,
+        "--backend",
+        metavar="openai|openai-chat|vllm",
+        help=_V
+        + "The OpenAI API: openai and vllm call /v1/completions, openai-chat /v1/chat/completions; without a load flag, every request is sent at once (vLLM's --request-rate inf).",
+    ),
+    "request_rate": typer.Option(
+        None,
+        "--request-rate",
+        metavar="LIST",
+        help=_V
+        + "Open loop, Poisson arrivals (gamma with --burstiness): requests/s, or inf to send every request at once.",
+    ),
+    "save_result": typer.Option(
+        False,
+        "--save-result",
+        help=_V + "Write result.json, records.csv and schema.json to --result-dir.",
+    ),
+    "result_dir": typer.Option(
+        None,
+        "--result-dir",
+        metavar="DIR",
+        help=_V + "With --save-result: the folder.",
+        show_default="the current folder",
+    ),
+    "result_filename": typer.Option(
+        None,
+        "--result-filename",
+        metavar="FILE",
+        help=_V + "With --save-result: the RunResult JSON's file name in --result-dir.",
+        show_default="result.json",
+    ),
+    "dataset_name": typer.Option(
+        None,
+        "--dataset-name",
+        metavar="random|sharegpt",
+        help=_V
+        + "random: synthetic prompts of --random-input-len tokens; sharegpt (or custom): the --dataset-path file.",
+    ),
+    "dataset_path": typer.Option(
+        None, "--dataset-path", metavar="FILE", help=_V + "The dataset file: the same as --dataset."
+    ),
+    "random_input_len": typer.Option(
+        None,
+        "--random-input-len",
+        metavar="N",
+        help=_V + "With --dataset-name random: prompt tokens.",
+        show_default=str(RANDOM_INPUT_LEN),
+    ),
+    "random_output_len": typer.Option(
+        None,
+        "--random-output-len",
+        metavar="N",
+        help=_V + "With --dataset-name random: output tokens (max_tokens).",
+        show_default=str(RANDOM_OUTPUT_LEN),
+    ),
+    "random_range_ratio": typer.Option(
+        0.0,
+        "--random-range-ratio",
+        metavar="NUMBER",
+        help=_V + "With --dataset-name random: lengths uniform within ±this fraction.",
+    ),
+    "percentile_metrics": typer.Option(
+        None,
+        "--percentile-metrics",
+        metavar="LIST",
+        help=_V
+        + "Also print mean, median and --metric-percentiles of these: ttft, tpot, itl, e2el.",
+    ),
+    "metric_percentiles": typer.Option(
+        None,
+        "--metric-percentiles",
+        metavar="LIST",
+        help=_V + "Percentiles for --percentile-metrics, e.g. 50,90,99.",
+        show_default="99",
+    ),
 }
 
 _LOAD_FLAGS = ("concurrency", "rate", "poisson", "sweep", "find_max")
@@ -96,15 +180,23 @@ def _endpoint(flags: dict[str, Any], backend: str | None, given: str | None) -> 
     flags["endpoint"] = api or "chat"
 
 
-def _dataset(flags: dict[str, Any], name: str | None, path: Path | None, ins: int | None,
-             outs: int | None, ratio: float) -> None:
+def _dataset(
+    flags: dict[str, Any],
+    name: str | None,
+    path: Path | None,
+    ins: int | None,
+    outs: int | None,
+    ratio: float,
+) -> None:
     if path is not None:
         if flags.get("dataset") is not None:
             raise ConfigError("give --dataset or --dataset-path, not both")
         flags["dataset"] = path
     if name is None:
         if ins is not None or outs is not None:
-            raise ConfigError("--random-input-len/--random-output-len go with --dataset-name random")
+            raise ConfigError(
+                "--random-input-len/--random-output-len go with --dataset-name random"
+            )
         return
     if name == "random":
         if path is not None:
@@ -136,14 +228,17 @@ def _percentiles(flags: dict[str, Any], metrics: str | None, percentiles: str | 
     names = [m.strip() for m in (metrics or "ttft,tpot,itl").split(",") if m.strip()]
     bad = [m for m in names if m not in PERCENTILE_METRICS]
     if bad or not names:
-        raise ConfigError(f"--percentile-metrics {metrics}: expected some of "
-                          f"{', '.join(PERCENTILE_METRICS)}")
+        raise ConfigError(
+            f"--percentile-metrics {metrics}: expected some of {', '.join(PERCENTILE_METRICS)}"
+        )
     try:
         qs = [float(q) for q in (percentiles or "99").split(",") if q.strip()]
     except ValueError:
         qs = []
     if not qs or not all(0 < q < 100 for q in qs):
-        raise ConfigError(f"--metric-percentiles {percentiles}: expected numbers in (0, 100), e.g. 50,99")
+        raise ConfigError(
+            f"--metric-percentiles {percentiles}: expected numbers in (0, 100), e.g. 50,99"
+        )
     flags["percentile_metrics"] = [PERCENTILE_METRICS[m] for m in names]
     flags["metric_percentiles"] = qs
 
@@ -159,8 +254,14 @@ def apply_vllm_flags(flags: dict[str, Any]) -> None:
     v = {name: flags.pop(name) for name in VLLM_OPTIONS}
     _url(flags, v["base_url"], v["host"], v["port"])
     _endpoint(flags, v["backend"], flags.get("endpoint"))
-    _dataset(flags, v["dataset_name"], v["dataset_path"], v["random_input_len"],
-             v["random_output_len"], v["random_range_ratio"])
+    _dataset(
+        flags,
+        v["dataset_name"],
+        v["dataset_path"],
+        v["random_input_len"],
+        v["random_output_len"],
+        v["random_range_ratio"],
+    )
     _percentiles(flags, v["percentile_metrics"], v["metric_percentiles"])
     if v["request_rate"] is not None:
         if flags.get("rate") or flags.get("poisson"):

@@ -68,21 +68,49 @@ def _err(msg: str) -> Exception:
 
 
 def diagnose_cmd(
-    files: list[Path] = typer.Argument(None, metavar="FILE", help="RunResult JSON, monitor JSONL, or another tool's result files."),
-    url: str = typer.Option(None, metavar="URL", help="Watch the server at this root URL instead of reading files."),
+    files: list[Path] = typer.Argument(
+        None, metavar="FILE", help="RunResult JSON, monitor JSONL, or another tool's result files."
+    ),
+    url: str = typer.Option(
+        None, metavar="URL", help="Watch the server at this root URL instead of reading files."
+    ),
     seconds: float = duration_option(30.0, "--seconds", help="With --url: how long to watch."),
-    probe: bool = typer.Option(True, "--probe/--no-probe", help="With --url: send one small request at a time."),
+    probe: bool = typer.Option(
+        True, "--probe/--no-probe", help="With --url: send one small request at a time."
+    ),
     api_key_env: str = api_key_env_option(),
     api_key_file: Path = api_key_file_option(),
-    window: float = duration_option(None, "--window", help="Window length.", show_default="one window per load level; with --prometheus a sixtieth of the range, at most 15m"),
-    model: str = typer.Option(None, metavar="MODEL", help="Model config.json / .gguf / 'embedded' for the roofline floors."),
-    gpu: str = typer.Option(None, metavar="NAME", help="GPU name from the peak table, for the floors."),
-    engine_slots: int = typer.Option(None, help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports none.", show_default="the run's --engine-slots, else inferred from R's plateau or the capacity curve"),
+    window: float = duration_option(
+        None,
+        "--window",
+        help="Window length.",
+        show_default="one window per load level; with --prometheus a sixtieth of the range, at most 15m",
+    ),
+    model: str = typer.Option(
+        None,
+        metavar="MODEL",
+        help="Model config.json / .gguf / 'embedded' for the roofline floors.",
+    ),
+    gpu: str = typer.Option(
+        None, metavar="NAME", help="GPU name from the peak table, for the floors."
+    ),
+    engine_slots: int = typer.Option(
+        None,
+        help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports none.",
+        show_default="the run's --engine-slots, else inferred from R's plateau or the capacity curve",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
-    output_format: str = format_option("With llm-d, print llm-d-benchmark's benchmark report of each level (a JSON array, the verdicts in each report's metadata) instead."),
+    output_format: str = format_option(
+        "With llm-d, print llm-d-benchmark's benchmark report of each level (a JSON array, the verdicts in each report's metadata) instead."
+    ),
     interval: float = duration_option(1.0, "--interval", help="With --url: time between samples."),
-    prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START, end: str = P.END,
-    step: str = P.STEP, selector: str = P.SELECTOR, http_config: Path = P.HTTP_CONFIG,
+    prometheus: str = P.PROMETHEUS,
+    since: str = P.SINCE,
+    start: str = P.START,
+    end: str = P.END,
+    step: str = P.STEP,
+    selector: str = P.SELECTOR,
+    http_config: Path = P.HTTP_CONFIG,
 ) -> None:
     from infersight.entrypoints.diagnose import load_inputs, print_diagnoses, watch_url
 
@@ -98,37 +126,81 @@ def diagnose_cmd(
 
         if files or url:
             raise _err("give result files, --url or --prometheus, one of them")
-        q = P.fleet_query(prometheus, since=since, start=start, end=end, step=step,
-                          selector=selector, http_config=http_config, window=window)
-        print_fleet(diagnose_prometheus(q, engine_slots=engine_slots, model=model, gpu=device),
-                    as_json=as_json)
+        q = P.fleet_query(
+            prometheus,
+            since=since,
+            start=start,
+            end=end,
+            step=step,
+            selector=selector,
+            http_config=http_config,
+            window=window,
+        )
+        print_fleet(
+            diagnose_prometheus(q, engine_slots=engine_slots, model=model, gpu=device),
+            as_json=as_json,
+        )
         return
     if url:
         if files:
             raise _err("give either result files or --url, not both")
         if seconds <= 0:
             raise _err("--seconds must be > 0")
-        inputs = watch_url(url, seconds, api_key_env=api_key_env, probe=probe,
-                           interval=interval, api_key_file=api_key_file)
+        inputs = watch_url(
+            url,
+            seconds,
+            api_key_env=api_key_env,
+            probe=probe,
+            interval=interval,
+            api_key_file=api_key_file,
+        )
     else:
         if not files:
-            raise _err("give a RunResult file (or monitor recording), --url URL or --prometheus URL")
+            raise _err(
+                "give a RunResult file (or monitor recording), --url URL or --prometheus URL"
+            )
         inputs = load_inputs(list(files))
-    print_diagnoses(inputs, window=window, model=model, gpu=device,
-                    engine_slots=engine_slots, as_json=as_json, llmd=output_format == "llm-d")
+    print_diagnoses(
+        inputs,
+        window=window,
+        model=model,
+        gpu=device,
+        engine_slots=engine_slots,
+        as_json=as_json,
+        llmd=output_format == "llm-d",
+    )
 
 
 def plan_cmd(
-    model: str = typer.Option(..., metavar="MODEL", help="config.json, .gguf, folder or 'embedded'."),
+    model: str = typer.Option(
+        ..., metavar="MODEL", help="config.json, .gguf, folder or 'embedded'."
+    ),
     gpu: str = typer.Option(..., metavar="NAME", help="GPU from the peak table, or 'cpu'."),
     ctx: int = typer.Option(..., help="Context length per sequence (prompt + output)."),
-    concurrency: int = typer.Option(None, help="Estimate latency with this many requests kept in flight."),
-    tokens: int = typer.Option(None, help="Output tokens per request for the estimate.", show_default="256"),
-    prompt_tokens: int = typer.Option(None, help="Prompt tokens per request for the estimate.", show_default="the context less --tokens, said as assumed"),
+    concurrency: int = typer.Option(
+        None, help="Estimate latency with this many requests kept in flight."
+    ),
+    tokens: int = typer.Option(
+        None, help="Output tokens per request for the estimate.", show_default="256"
+    ),
+    prompt_tokens: int = typer.Option(
+        None,
+        help="Prompt tokens per request for the estimate.",
+        show_default="the context less --tokens, said as assumed",
+    ),
     kv_dtype: str = typer.Option("auto", metavar="auto|fp8|q8_0|q4_0", help="KV cache dtype."),
     gpus: int = typer.Option(1, help="Devices (tensor parallel)."),
-    threads: int = typer.Option(None, help="With --gpu cpu: the engine's threads (as infersight serve and llama.cpp use).", show_default="physical cores"),
-    weights: str = typer.Option(None, metavar="DTYPE", help="Override the weight dtype: bf16, fp8, int4, q4_0...", show_default="the model's"),
+    threads: int = typer.Option(
+        None,
+        help="With --gpu cpu: the engine's threads (as infersight serve and llama.cpp use).",
+        show_default="physical cores",
+    ),
+    weights: str = typer.Option(
+        None,
+        metavar="DTYPE",
+        help="Override the weight dtype: bf16, fp8, int4, q4_0...",
+        show_default="the model's",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
     import orjson
@@ -165,9 +237,17 @@ def plan_cmd(
         raise _err(f"--model {model}: cannot read the model shape: {e}") from None
     try:
         wb = dtype_bytes(weights) if weights else None
-        plan = plan_capacity(shape, device, ctx=ctx, kv_dtype=kv_dtype, concurrency=concurrency,
-                             tokens=tokens, weight_bytes_per_param=wb,
-                             prompt_tokens=prompt_tokens, threads=engine_threads)
+        plan = plan_capacity(
+            shape,
+            device,
+            ctx=ctx,
+            kv_dtype=kv_dtype,
+            concurrency=concurrency,
+            tokens=tokens,
+            weight_bytes_per_param=wb,
+            prompt_tokens=prompt_tokens,
+            threads=engine_threads,
+        )
     except ConfigError as e:
         raise _err(str(e)) from None
     if as_json:
@@ -189,6 +269,8 @@ def _check_gpu(name: str) -> Device:
         return measure_cpu()
     dev = find_gpu(name)
     if dev is None:
-        raise _err(f"unknown GPU {name!r}; close names: {', '.join(close_gpu_names(name))} "
-                   "(or 'cpu' for this host)")
+        raise _err(
+            f"unknown GPU {name!r}; close names: {', '.join(close_gpu_names(name))} "
+            "(or 'cpu' for this host)"
+        )
     return dev

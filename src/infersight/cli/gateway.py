@@ -35,7 +35,7 @@ _HELP = command_help(
         "infersight gateway -u a=http://10.0.0.5:8000 -u b=http://10.0.0.6:8000",
         "infersight gateway --config litellm.yaml --port 4000",
         "infersight gateway --example-config > gateway.toml",
-        "echo -n \"$KEY\" | infersight gateway --hash-key",
+        'echo -n "$KEY" | infersight gateway --hash-key',
     ],
 )
 
@@ -45,21 +45,69 @@ def register(app: typer.Typer) -> None:
 
     @app.command("gateway", help=_HELP)
     def gateway(
-        config: Path | None = typer.Option(None, "--config", "-c", metavar="FILE", help="Gateway config file: TOML or YAML, or a LiteLLM proxy config."),
-        upstream: list[str] = typer.Option([], "--upstream", "-u", metavar="SPEC", help="An upstream: NAME=URL, then optional ,key=value settings: models=a|b, concurrency=N, queue=N, limiter=static|aimd|gradient, key_env=VAR, key_file=PATH, ttft=DURATION. Repeatable; with none, the embedded engine is started.", show_default=False),
-        host: str | None = typer.Option(None, "--host", help="Address to listen on.", show_default="127.0.0.1"),
-        port: int | None = port_option(None, help="Port to listen on; 0 picks a free one (printed).", show_default="8090"),
-        max_concurrency: int | None = typer.Option(None, "--max-concurrency", help="At most this many requests in flight per upstream (the start value when adaptive); with no upstream, also the embedded engine's slots."),
-        queue: int | None = typer.Option(None, "--queue", help="Requests that may wait per upstream once it is at its limit."),
-        adaptive: bool = typer.Option(False, "--adaptive", help="Adaptive (gradient) concurrency limit for every upstream."),
-        deadline: float | None = duration_option(None, "--deadline", help="The deadline of a request, across queueing, retries and failover.", show_default="5m"),
-        ttft_timeout: float | None = duration_option(None, "--ttft-timeout", help="Fail over when an upstream sends no content within this long."),
-        prices: Path | None = typer.Option(None, "--prices", metavar="FILE", help="Price table TOML override."),
-        api_key_env: str | None = api_key_env_option("Environment variable holding the API key clients must send (adds it to the config's keys)."),
-        api_key_file: Path | None = api_key_file_option("File holding the API key clients must send (its first line)."),
-        no_access_log: bool = typer.Option(False, "--no-access-log", help="Do not print one JSON line per request."),
-        example_config: bool = typer.Option(False, "--example-config", help="Print a commented example config file and exit."),
-        hash_key: bool = typer.Option(False, "--hash-key", help="Read a gateway API key on stdin, print the sha256 to put in the config, exit."),
+        config: Path | None = typer.Option(
+            None,
+            "--config",
+            "-c",
+            metavar="FILE",
+            help="Gateway config file: TOML or YAML, or a LiteLLM proxy config.",
+        ),
+        upstream: list[str] = typer.Option(
+            [],
+            "--upstream",
+            "-u",
+            metavar="SPEC",
+            help="An upstream: NAME=URL, then optional ,key=value settings: models=a|b, concurrency=N, queue=N, limiter=static|aimd|gradient, key_env=VAR, key_file=PATH, ttft=DURATION. Repeatable; with none, the embedded engine is started.",
+            show_default=False,
+        ),
+        host: str | None = typer.Option(
+            None, "--host", help="Address to listen on.", show_default="127.0.0.1"
+        ),
+        port: int | None = port_option(
+            None, help="Port to listen on; 0 picks a free one (printed).", show_default="8090"
+        ),
+        max_concurrency: int | None = typer.Option(
+            None,
+            "--max-concurrency",
+            help="At most this many requests in flight per upstream (the start value when adaptive); with no upstream, also the embedded engine's slots.",
+        ),
+        queue: int | None = typer.Option(
+            None, "--queue", help="Requests that may wait per upstream once it is at its limit."
+        ),
+        adaptive: bool = typer.Option(
+            False, "--adaptive", help="Adaptive (gradient) concurrency limit for every upstream."
+        ),
+        deadline: float | None = duration_option(
+            None,
+            "--deadline",
+            help="The deadline of a request, across queueing, retries and failover.",
+            show_default="5m",
+        ),
+        ttft_timeout: float | None = duration_option(
+            None,
+            "--ttft-timeout",
+            help="Fail over when an upstream sends no content within this long.",
+        ),
+        prices: Path | None = typer.Option(
+            None, "--prices", metavar="FILE", help="Price table TOML override."
+        ),
+        api_key_env: str | None = api_key_env_option(
+            "Environment variable holding the API key clients must send (adds it to the config's keys)."
+        ),
+        api_key_file: Path | None = api_key_file_option(
+            "File holding the API key clients must send (its first line)."
+        ),
+        no_access_log: bool = typer.Option(
+            False, "--no-access-log", help="Do not print one JSON line per request."
+        ),
+        example_config: bool = typer.Option(
+            False, "--example-config", help="Print a commented example config file and exit."
+        ),
+        hash_key: bool = typer.Option(
+            False,
+            "--hash-key",
+            help="Read a gateway API key on stdin, print the sha256 to put in the config, exit.",
+        ),
     ) -> None:
         if example_config:
             _print_example_config()
@@ -70,9 +118,18 @@ def register(app: typer.Typer) -> None:
         from infersight.entrypoints.gateway import gateway_config, key_name, run_gateway
 
         cfg = gateway_config(
-            config, upstream, host=host, port=port, concurrency=max_concurrency, queue=queue,
-            adaptive=adaptive, deadline=deadline, ttft_timeout=ttft_timeout, prices=prices,
-            no_access_log=no_access_log, client_key=client_key(api_key_env, api_key_file),
+            config,
+            upstream,
+            host=host,
+            port=port,
+            concurrency=max_concurrency,
+            queue=queue,
+            adaptive=adaptive,
+            deadline=deadline,
+            ttft_timeout=ttft_timeout,
+            prices=prices,
+            no_access_log=no_access_log,
+            client_key=client_key(api_key_env, api_key_file),
             client_key_name=key_name(api_key_env, api_key_file),
         )
 

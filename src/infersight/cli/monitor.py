@@ -96,10 +96,18 @@ def _interval(v: float | None, default: float) -> float:
 
 def monitor(
     url: str = typer.Argument(None, metavar="URL", help="Engine or gateway root URL."),
-    interval: float = duration_option(None, "--interval", help="Time between samples.", show_default="1s"),
-    record: Path = out_option(None, "--record", help="Append every sample to this JSONL file (read it with diagnose)."),
-    process: list[str] = typer.Option(None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."),
-    gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"),
+    interval: float = duration_option(
+        None, "--interval", help="Time between samples.", show_default="1s"
+    ),
+    record: Path = out_option(
+        None, "--record", help="Append every sample to this JSONL file (read it with diagnose)."
+    ),
+    process: list[str] = typer.Option(
+        None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."
+    ),
+    gpu: bool = typer.Option(
+        None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"
+    ),
     api_key_env: str = api_key_env_option(),
     api_key_file: Path = api_key_file_option(),
     duration: float = duration_option(None, "--duration", help="Stop after this long."),
@@ -132,12 +140,22 @@ def monitor(
 
 
 def exporter(
-    urls: list[str] = typer.Argument(None, metavar="URL", help="Engine or gateway root URLs to scrape."),
+    urls: list[str] = typer.Argument(
+        None, metavar="URL", help="Engine or gateway root URLs to scrape."
+    ),
     host: str = typer.Option(None, help="Address to listen on.", show_default="127.0.0.1"),
-    port: int = port_option(None, help="Port to listen on; 0 picks a free one.", show_default="9400"),
-    interval: float = duration_option(None, "--interval", help="Time between samples.", show_default="1s"),
-    process: list[str] = typer.Option(None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."),
-    gpu: bool = typer.Option(None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"),
+    port: int = port_option(
+        None, help="Port to listen on; 0 picks a free one.", show_default="9400"
+    ),
+    interval: float = duration_option(
+        None, "--interval", help="Time between samples.", show_default="1s"
+    ),
+    process: list[str] = typer.Option(
+        None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."
+    ),
+    gpu: bool = typer.Option(
+        None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"
+    ),
     api_key_env: str = api_key_env_option(),
     api_key_file: Path = api_key_file_option(),
 ) -> None:
@@ -157,16 +175,24 @@ def exporter(
         try:
             targets = [default_url(cfg.default_urls())]
         except ConfigError:
-            typer.echo("no engine URL given and none on the default ports: "
-                       "exporting GPU and host metrics only", err=True)
+            typer.echo(
+                "no engine URL given and none on the default ports: "
+                "exporting GPU and host metrics only",
+                err=True,
+            )
     from infersight.telemetry import run_exporter
 
     asyncio.run(
         run_exporter(
-            targets, host=host, port=cfg.exporter_port if port is None else port,
-            interval=_interval(interval, cfg.interval), processes=_processes(process),
-            gpu=cfg.gpu if gpu is None else gpu, api_key=_api_key(api_key_env, api_key_file),
-            scrape_timeout=cfg.scrape_timeout, on_ready=_exporter_ready,
+            targets,
+            host=host,
+            port=cfg.exporter_port if port is None else port,
+            interval=_interval(interval, cfg.interval),
+            processes=_processes(process),
+            gpu=cfg.gpu if gpu is None else gpu,
+            api_key=_api_key(api_key_env, api_key_file),
+            scrape_timeout=cfg.scrape_timeout,
+            on_ready=_exporter_ready,
         )
     )
 
@@ -178,8 +204,11 @@ def dashboards(
     from infersight.core.errors import ConfigError
     from infersight.telemetry import dashboards as d
 
-    getters = {"grafana": d.grafana_dashboard, "alerts": d.alert_rules,
-               "alerts-test": d.alert_rules_tests}
+    getters = {
+        "grafana": d.grafana_dashboard,
+        "alerts": d.alert_rules,
+        "alerts-test": d.alert_rules_tests,
+    }
     if what not in getters:
         raise ConfigError(f"unknown dashboard {what!r}; choose one of {', '.join(getters)}")
     text = getters[what]()

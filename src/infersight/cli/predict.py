@@ -28,7 +28,9 @@ def predict_cmd(
     run: Path = typer.Argument(..., metavar="RUN", help="A RunResult JSON file (bench --out)."),
     slots: int = typer.Option(None, metavar="N", help="The engine's slot limit."),
     rate: float = typer.Option(None, metavar="NUMBER", help="Open loop: requests/s (Poisson)."),
-    concurrency: int = typer.Option(None, metavar="N", help="Closed loop: requests kept in flight (one per client)."),
+    concurrency: int = typer.Option(
+        None, metavar="N", help="Closed loop: requests kept in flight (one per client)."
+    ),
     replicas: int = typer.Option(None, metavar="N", help="Replicas sharing the load evenly."),
     max_tokens: int = typer.Option(None, metavar="N", help="Cap on output tokens per request."),
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
@@ -41,8 +43,14 @@ def predict_cmd(
     from infersight.servermodel.predict import forecast
 
     try:
-        fc = forecast(load_run_result(run), slots=slots, rate=rate, concurrency=concurrency,
-                      replicas=replicas, max_tokens=max_tokens)
+        fc = forecast(
+            load_run_result(run),
+            slots=slots,
+            rate=rate,
+            concurrency=concurrency,
+            replicas=replicas,
+            max_tokens=max_tokens,
+        )
     except ConfigError as e:
         raise fail(str(e)) from None
     if as_json:
@@ -51,14 +59,17 @@ def predict_cmd(
     p, err = fc.prediction, fc.error
     setting = ", ".join(f"{k} {v:g}" for k, v in fc.setting.items() if v is not None)
     typer.echo(f"predicted at {setting} ({fc.basis}):")
-    for name, key, v, unit in (("throughput", "throughput", p.throughput, "req/s"),
-                               ("goodput", "", p.goodput, "req/s"),
-                               ("TTFT p50", "ttft_p50", p.ttft_p50, "s"),
-                               ("TTFT p99", "", p.ttft_p99, "s"),
-                               ("TPOT p50", "tpot_p50", p.tpot_p50, "s"),
-                               ("e2e p50", "", p.e2e_p50, "s"),
-                               ("e2e p99", "", p.e2e_p99, "s"),
-                               ("running", "", p.running, ""), ("waiting", "", p.waiting, "")):
+    for name, key, v, unit in (
+        ("throughput", "throughput", p.throughput, "req/s"),
+        ("goodput", "", p.goodput, "req/s"),
+        ("TTFT p50", "ttft_p50", p.ttft_p50, "s"),
+        ("TTFT p99", "", p.ttft_p99, "s"),
+        ("TPOT p50", "tpot_p50", p.tpot_p50, "s"),
+        ("e2e p50", "", p.e2e_p50, "s"),
+        ("e2e p99", "", p.e2e_p99, "s"),
+        ("running", "", p.running, ""),
+        ("waiting", "", p.waiting, ""),
+    ):
         if v is None:
             continue
         er = err.get(key) if key else None

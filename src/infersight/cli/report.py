@@ -39,16 +39,51 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report", help=_HELP)
     def report(
-        results: list[Path] = typer.Argument(None, metavar="RESULT", help="RunResult JSON files, or GuideLLM, AIPerf, vllm bench serve or inference-perf results (told by their content); with several, the first is the baseline of the comparison.", show_default=False),
+        results: list[Path] = typer.Argument(
+            None,
+            metavar="RESULT",
+            help="RunResult JSON files, or GuideLLM, AIPerf, vllm bench serve or inference-perf results (told by their content); with several, the first is the baseline of the comparison.",
+            show_default=False,
+        ),
         out: Path = out_option(Path("report.html"), help="HTML file to write."),
-        markdown: Path | None = typer.Option(None, "--markdown", "-m", metavar="FILE", help="Also write a Markdown summary for an issue."),
-        label: list[str] | None = typer.Option(None, "--label", "-l", metavar="NAME", help="Name of each run in the comparison (repeatable).", show_default="run id or file name"),
-        diagnose: bool = typer.Option(True, "--diagnose/--no-diagnose", help="Diagnose a file that holds no verdicts before rendering it."),
-        threshold: str = typer.Option("5%", metavar="PCT", help="Comparison: a change whose 95% interval stays within this is no significant difference; give the spread an A/A pair of runs measured."),
-        prometheus: str = P.PROMETHEUS, since: str = P.SINCE, start: str = P.START,
-        end: str = P.END, step: str = P.STEP, selector: str = P.SELECTOR,
+        markdown: Path | None = typer.Option(
+            None,
+            "--markdown",
+            "-m",
+            metavar="FILE",
+            help="Also write a Markdown summary for an issue.",
+        ),
+        label: list[str] | None = typer.Option(
+            None,
+            "--label",
+            "-l",
+            metavar="NAME",
+            help="Name of each run in the comparison (repeatable).",
+            show_default="run id or file name",
+        ),
+        diagnose: bool = typer.Option(
+            True,
+            "--diagnose/--no-diagnose",
+            help="Diagnose a file that holds no verdicts before rendering it.",
+        ),
+        threshold: str = typer.Option(
+            "5%",
+            metavar="PCT",
+            help="Comparison: a change whose 95% interval stays within this is no significant difference; give the spread an A/A pair of runs measured.",
+        ),
+        prometheus: str = P.PROMETHEUS,
+        since: str = P.SINCE,
+        start: str = P.START,
+        end: str = P.END,
+        step: str = P.STEP,
+        selector: str = P.SELECTOR,
         http_config: Path = P.HTTP_CONFIG,
-        window: float = duration_option(None, "--window", help="With --prometheus: window length.", show_default="a sixtieth of the range, at most 15m"),
+        window: float = duration_option(
+            None,
+            "--window",
+            help="With --prometheus: window length.",
+            show_default="a sixtieth of the range, at most 15m",
+        ),
     ) -> None:
         import time
 
@@ -57,9 +92,20 @@ def register(app: typer.Typer) -> None:
         from infersight.report import write_report
 
         if prometheus:
-            _fleet_report(P.fleet_query(prometheus, since=since, start=start, end=end, step=step,
-                                        selector=selector, http_config=http_config, window=window),
-                          out, has_files=bool(results))
+            _fleet_report(
+                P.fleet_query(
+                    prometheus,
+                    since=since,
+                    start=start,
+                    end=end,
+                    step=step,
+                    selector=selector,
+                    http_config=http_config,
+                    window=window,
+                ),
+                out,
+                has_files=bool(results),
+            )
             return
         if not results:
             raise ConfigError("give RunResult files, or --prometheus URL")
@@ -129,8 +175,10 @@ def _fleet_report(q: FleetQuery, out: Path, *, has_files: bool) -> None:
         raise ConfigError(f"--out {out} is a directory; give a file name like fleet.html")
     report = diagnose_prometheus(q)
     path = write_fleet_html(report, out)
-    typer.echo(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB, {len(report.replicas)} "
-               f"replicas, {report.stats.get('seconds', 0):.1f} s)")
+    typer.echo(
+        f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB, {len(report.replicas)} "
+        f"replicas, {report.stats.get('seconds', 0):.1f} s)"
+    )
 
 
 def _diagnose_missing(results: list[RunResult]) -> None:

@@ -43,16 +43,47 @@ _HELP = command_help(
 
 
 def serve(
-    model: Path | None = typer.Option(None, "--model", metavar="FILE", help="GGUF model file.", show_default="SmolLM2-135M-Instruct Q4_1"),
-    parallel: int | None = typer.Option(None, "--parallel", help="Slots: requests decoded together.", show_default="8"),
-    ctx: int | None = typer.Option(None, "--ctx", help="Total context in tokens, shared by the slots.", show_default="2048 x slots"),
-    threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp's compute (decode and prompt); waiting threads spin briefly, then sleep (see above).", show_default="the physical cores this process may use"),
-    host: str | None = typer.Option(None, "--host", help="Address to listen on.", show_default="127.0.0.1"),
-    port: int | None = port_option(None, help="Port to listen on; 0 picks a free one and prints it.", show_default="8000"),
-    api_key_env: str | None = api_key_env_option("Environment variable holding the API key clients must send. Without a key, access is open."),
-    api_key_file: Path | None = api_key_file_option("File whose first line is the API key clients must send (or set INFERSIGHT_API_KEY)."),
+    model: Path | None = typer.Option(
+        None,
+        "--model",
+        metavar="FILE",
+        help="GGUF model file.",
+        show_default="SmolLM2-135M-Instruct Q4_1",
+    ),
+    parallel: int | None = typer.Option(
+        None, "--parallel", help="Slots: requests decoded together.", show_default="8"
+    ),
+    ctx: int | None = typer.Option(
+        None,
+        "--ctx",
+        help="Total context in tokens, shared by the slots.",
+        show_default="2048 x slots",
+    ),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        help="CPU threads for llama.cpp's compute (decode and prompt); waiting threads spin briefly, then sleep (see above).",
+        show_default="the physical cores this process may use",
+    ),
+    host: str | None = typer.Option(
+        None, "--host", help="Address to listen on.", show_default="127.0.0.1"
+    ),
+    port: int | None = port_option(
+        None, help="Port to listen on; 0 picks a free one and prints it.", show_default="8000"
+    ),
+    api_key_env: str | None = api_key_env_option(
+        "Environment variable holding the API key clients must send. Without a key, access is open."
+    ),
+    api_key_file: Path | None = api_key_file_option(
+        "File whose first line is the API key clients must send (or set INFERSIGHT_API_KEY)."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show llama.cpp's log."),
-    gateway: bool = typer.Option(False, "--gateway", hidden=True, help="Kept for scripts: serve always runs the gateway in front of the engine."),
+    gateway: bool = typer.Option(
+        False,
+        "--gateway",
+        hidden=True,
+        help="Kept for scripts: serve always runs the gateway in front of the engine.",
+    ),
 ) -> None:
     from infersight.entrypoints.engine import EngineOptions
     from infersight.entrypoints.serve import load_serve_settings, resolve_key, serve_engine

@@ -130,8 +130,9 @@ class BaseClient:
         status, data = await self._simple(method, path, body)
         if status == 404:
             msg = extract_message(data) if body is not None else ""
-            raise E.BadRequest(f"HTTP 404 from {self.url(path)}" + (f": {msg}" if msg else ""),
-                               status=404)
+            raise E.BadRequest(
+                f"HTTP 404 from {self.url(path)}" + (f": {msg}" if msg else ""), status=404
+            )
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

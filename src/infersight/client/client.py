@@ -32,7 +32,13 @@ from infersight.core.records import RequestRecord
 __all__ = ["Client"]
 
 _REQUEST_KWARGS = (
-    "scheduled", "deadline", "request_id", "headers", "record", "timeouts", "retry",
+    "scheduled",
+    "deadline",
+    "request_id",
+    "headers",
+    "record",
+    "timeouts",
+    "retry",
 )
 
 
@@ -218,8 +224,9 @@ class Client(BaseClient):
         marks the record cancelled. ``timeouts`` and ``retry`` replace the client's own
         for this request.
         """
-        return _Streaming(self, path, body,
-                          (scheduled, deadline, request_id, headers, record, timeouts, retry))
+        return _Streaming(
+            self, path, body, (scheduled, deadline, request_id, headers, record, timeouts, retry)
+        )
 
     def _body(
         self,

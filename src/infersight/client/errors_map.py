@@ -267,8 +267,9 @@ def map_transport_error(exc: BaseException, *, url: str, before_content: bool) -
         if isinstance(exc, aiohttp.InvalidURL):
             return E.ConfigError(f"invalid URL {url}")
         return E.ConnectError(connect_failure(exc.host, exc.port, exc.os_error))
-    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError
-                  | SentThenDropped):
+    if isinstance(
+        exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | SentThenDropped
+    ):
         where = "before any content" if before_content else "in the middle of the answer"
         return E.ResetError(
             f"{url} closed the connection {where}: {detail}", before_content=before_content

@@ -157,6 +157,7 @@ def join_raw(evs: list[SSEEvent], drop_usage_only: bool) -> bytes:
     if len(evs) == 1 and not drop_usage_only:
         return evs[0].raw
     return b"".join(
-        ev.raw for ev in evs
+        ev.raw
+        for ev in evs
         if not (drop_usage_only and ev.usage is not None and ev.json and not ev.json.get("choices"))
     )

@@ -135,8 +135,9 @@ class ResendConnector(aiohttp.TCPConnector):
 
 def _no_answer(exc: BaseException) -> bool:
     """The server closed or reset the connection without answering."""
-    return isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError
-                      | SentThenDropped)
+    return isinstance(
+        exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError | SentThenDropped
+    )
 
 
 async def _no_silent_retry(

@@ -53,10 +53,35 @@ class StreamResponse:
     """
 
     __slots__ = (
-        "_body_at", "_consumed", "_content", "_deadline", "_done", "_done_at", "_eof", "_error",
-        "_finished", "_ft_due", "_idle", "_key", "_last_json", "_loop", "_parser",
-        "_pending", "_resp", "_text", "_timer", "_timer_at", "_tool_calls", "_url",
-        "finish_reason", "headers", "is_sse", "record", "response", "status", "usage",
+        "_body_at",
+        "_consumed",
+        "_content",
+        "_deadline",
+        "_done",
+        "_done_at",
+        "_eof",
+        "_error",
+        "_finished",
+        "_ft_due",
+        "_idle",
+        "_key",
+        "_last_json",
+        "_loop",
+        "_parser",
+        "_pending",
+        "_resp",
+        "_text",
+        "_timer",
+        "_timer_at",
+        "_tool_calls",
+        "_url",
+        "finish_reason",
+        "headers",
+        "is_sse",
+        "record",
+        "response",
+        "status",
+        "usage",
     )
 
     def __init__(
@@ -292,4 +317,3 @@ class StreamResponse:
             status=self.status,
             headers=self.headers,
         )
-

@@ -96,10 +96,15 @@ def prompt_fingerprint(endpoint: str, body: Mapping[str, Any]) -> list[list[Any]
     """
     if endpoint == "chat":
         msgs = body.get("messages")
-        items = [
-            (str(m.get("role", "")), _text(m.get("content")) + _text(m.get("tool_calls")))
-            for m in msgs if isinstance(m, Mapping)
-        ] if isinstance(msgs, list) else []
+        items = (
+            [
+                (str(m.get("role", "")), _text(m.get("content")) + _text(m.get("tool_calls")))
+                for m in msgs
+                if isinstance(m, Mapping)
+            ]
+            if isinstance(msgs, list)
+            else []
+        )
     elif endpoint == "completions":
         prompt = body.get("prompt")
         if isinstance(prompt, list):

@@ -16,8 +16,18 @@ from infersight.core.errors import ConfigError
 __all__ = ["UNITS", "format_duration", "format_elapsed", "parse_duration"]
 
 #: Seconds per unit. ``m`` is minutes (a duration never means metres here).
-UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0,
-         "d": 86400.0, "w": 604800.0, "y": 31536000.0}
+UNITS = {
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+    "y": 31536000.0,
+}
 
 _RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zµ]*)\s*$", re.IGNORECASE)
 # Compound forms as Prometheus writes them (1h30m, 2d12h): whole parts, largest first.

@@ -56,7 +56,7 @@ def shown_url(url: str) -> str:
     authority = text[start:] if path_at < 0 else text[start:path_at]
     at = authority.rfind("@")
     if at >= 0:
-        text = text[:start] + authority[at + 1:] + ("" if path_at < 0 else text[path_at:])
+        text = text[:start] + authority[at + 1 :] + ("" if path_at < 0 else text[path_at:])
     return text
 
 

@@ -90,7 +90,9 @@ class LaunchError(InfersightError):
     "start_timeout"). An engine that says it ran out of memory while starting is an
     :class:`OutOfMemory` instead."""
 
-    def __init__(self, message: str = "", *, reason: str = "exited", exit_code: int | None = None) -> None:
+    def __init__(
+        self, message: str = "", *, reason: str = "exited", exit_code: int | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         #: The launched process's exit status, when it exited.
@@ -220,7 +222,10 @@ class InvalidRequest(BadRequest):
     OpenAI error's ``param`` and ``code``; its kind stays ``BadRequest``."""
 
     def __init__(
-        self, message: str, param: str | None = None, code: str = "invalid_request",
+        self,
+        message: str,
+        param: str | None = None,
+        code: str = "invalid_request",
         status: int = 400,
     ) -> None:
         super().__init__(message, status=status)

@@ -58,8 +58,10 @@ def _content(i: int, c: Any) -> None:
         raise _bad(f"'messages[{i}].content' must be a string or a list", "messages")
     for j, part in enumerate(c):
         # A content part is an object naming its type; a text part carries its text.
-        if not isinstance(part, dict) or not isinstance(part.get("type"), str) or (
-            part["type"] == "text" and not isinstance(part.get("text"), str)
+        if (
+            not isinstance(part, dict)
+            or not isinstance(part.get("type"), str)
+            or (part["type"] == "text" and not isinstance(part.get("text"), str))
         ):
             raise _bad(
                 f"'messages[{i}].content[{j}]' must be an object with a string 'type' "
@@ -88,8 +90,11 @@ def check_messages(msgs: Any) -> None:
     if not isinstance(msgs, list) or not msgs:
         raise _bad("'messages' must be a non-empty list", "messages")
     for i, m in enumerate(msgs):
-        if type(m) is dict and len(m) == 2 and type(m.get("role")) is str and (
-            type(m.get("content")) is str
+        if (
+            type(m) is dict
+            and len(m) == 2
+            and type(m.get("role")) is str
+            and (type(m.get("content")) is str)
         ):
             continue  # the usual message, a role and its text: nothing more to check
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -122,7 +127,8 @@ def check_tools(body: dict[str, Any]) -> None:
                 raise _bad(f"'tools[{j}].function.parameters' must be an object", "tools")
     choice = body.get("tool_choice")
     if choice is not None and not (
-        choice in _TOOL_CHOICES or (isinstance(choice, dict) and isinstance(choice.get("type"), str))
+        choice in _TOOL_CHOICES
+        or (isinstance(choice, dict) and isinstance(choice.get("type"), str))
     ):
         raise _bad(
             "'tool_choice' must be none, auto, required, or an object with a string 'type'",
@@ -174,12 +180,14 @@ def check_options(body: dict[str, Any]) -> None:
             if not is_int(v) or not 1 <= v <= 128:
                 raise _bad("'n' must be an integer from 1 to 128", "n")
         elif name == "stop":
-            if not (isinstance(v, str) or (isinstance(v, list)
-                                           and all(isinstance(x, str) for x in v))):
+            if not (
+                isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+            ):
                 raise _bad("'stop' must be a string or a list of strings", "stop")
         elif not isinstance(v, dict) or not isinstance(v.get("include_usage", False), bool):
-            raise _bad("'stream_options' must be an object; 'include_usage' a boolean",
-                       "stream_options")
+            raise _bad(
+                "'stream_options' must be an object; 'include_usage' a boolean", "stream_options"
+            )
 
 
 def check_body(endpoint: str, body: dict[str, Any]) -> None:
@@ -211,14 +219,15 @@ def check_llama_chat(doc: dict[str, Any]) -> None:
         c = m.get("content")
         if isinstance(c, list) and any(p["type"] != "text" for p in c):
             raise InvalidRequest(
-                f"'messages[{i}].content' has a non-text part: this server's model reads "
-                "text only", "messages", "unsupported_content",
+                f"'messages[{i}].content' has a non-text part: this server's model reads text only",
+                "messages",
+                "unsupported_content",
             )
         for j, call in enumerate(m.get("tool_calls") or ()):
             if call["type"] != "function" or "arguments" not in call.get("function", {}):
                 raise _bad(
-                    f"'messages[{i}].tool_calls[{j}]' must be a function call with "
-                    "'arguments'", "messages",
+                    f"'messages[{i}].tool_calls[{j}]' must be a function call with 'arguments'",
+                    "messages",
                 )
     for j, tool in enumerate(doc.get("tools") or ()):
         if tool["type"] != "function":
@@ -231,10 +240,11 @@ def check_llama_tokens(endpoint: str, doc: dict[str, Any], n_vocab: int | None =
     is known: llama.cpp answers 500 to any other)."""
     if endpoint == "tokenize":
         c = doc.get("content")
-        if not (isinstance(c, str) or (isinstance(c, list)
-                                       and all(isinstance(x, str) or is_int(x) for x in c))):
-            raise _bad("'content' must be a string or a list of strings and token ids",
-                       "content")
+        if not (
+            isinstance(c, str)
+            or (isinstance(c, list) and all(isinstance(x, str) or is_int(x) for x in c))
+        ):
+            raise _bad("'content' must be a string or a list of strings and token ids", "content")
         for flag in ("add_special", "with_pieces", "parse_special"):
             if flag in doc and not isinstance(doc[flag], bool):
                 raise _bad(f"'{flag}' must be a boolean", flag)
@@ -245,5 +255,7 @@ def check_llama_tokens(endpoint: str, doc: dict[str, Any], n_vocab: int | None =
     if n_vocab is not None:
         for i, t in enumerate(toks):
             if t >= n_vocab:
-                raise _bad(f"'tokens[{i}]' = {t} is not a token id of this model "
-                           f"(0 to {n_vocab - 1})", "tokens")
+                raise _bad(
+                    f"'tokens[{i}]' = {t} is not a token id of this model (0 to {n_vocab - 1})",
+                    "tokens",
+                )

@@ -18,8 +18,19 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["CHECKED_METRICS", "MAPE_LIMIT", "Basis", "Fix", "LevelCheck", "Limiter", "Param", "Prediction",
-           "SelfCheck", "ServerModel", "action"]
+__all__ = [
+    "CHECKED_METRICS",
+    "MAPE_LIMIT",
+    "Basis",
+    "Fix",
+    "LevelCheck",
+    "Limiter",
+    "Param",
+    "Prediction",
+    "SelfCheck",
+    "ServerModel",
+    "action",
+]
 
 #: The metrics the self-check predicts for each held-out level.
 CHECKED_METRICS = ("throughput", "ttft_p50", "tpot_p50")
@@ -42,11 +53,14 @@ class Param(BaseModel):
     source: str = "fitted"
 
     def text(self) -> str:
-        """"4 (3-5) slots", "≥ 16", "unknown"."""
+        """ "4 (3-5) slots", "≥ 16", "unknown"."""
         if self.value is None:
             return f"≥ {self.low:.3g}" if self.low is not None else "unknown"
-        iv = (f" ({self.low:.3g}–{self.high:.3g})"
-              if self.low is not None and self.high is not None and self.high > self.low else "")
+        iv = (
+            f" ({self.low:.3g}–{self.high:.3g})"
+            if self.low is not None and self.high is not None and self.high > self.low
+            else ""
+        )
         return f"{self.value:.3g}{iv}{(' ' + self.unit) if self.unit else ''}"
 
 
@@ -165,12 +179,22 @@ class Fix(BaseModel):
             return self.direction
         if self.to_value is None or self.from_value is None:
             return None
-        return ("up" if self.to_value > self.from_value else
-                "down" if self.to_value < self.from_value else "hold")
+        return (
+            "up"
+            if self.to_value > self.from_value
+            else "down"
+            if self.to_value < self.from_value
+            else "hold"
+        )
 
 
-def action(knob: str | None, direction: Literal["up", "down", "hold"] | None = None,
-           from_value: float | None = None, to_value: float | None = None) -> Fix:
+def action(
+    knob: str | None,
+    direction: Literal["up", "down", "hold"] | None = None,
+    from_value: float | None = None,
+    to_value: float | None = None,
+) -> Fix:
     """A verdict's typed action: the knob and which way, without a model's prediction."""
-    return Fix(knob=knob, direction=direction, from_value=from_value, to_value=to_value,
-               basis="measured")
+    return Fix(
+        knob=knob, direction=direction, from_value=from_value, to_value=to_value, basis="measured"
+    )

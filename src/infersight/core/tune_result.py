@@ -21,7 +21,14 @@ from infersight.core.metric_call import MetricCall
 from infersight.core.server_model import ServerModel
 from infersight.core.settings import config_error
 
-__all__ = ["TUNE_SCHEMA_VERSION", "ModelPoint", "TrialRecord", "TuneResult", "load_tune_result", "save_tune_result"]
+__all__ = [
+    "TUNE_SCHEMA_VERSION",
+    "ModelPoint",
+    "TrialRecord",
+    "TuneResult",
+    "load_tune_result",
+    "save_tune_result",
+]
 
 TUNE_SCHEMA_VERSION = 1
 
@@ -77,7 +84,9 @@ class TrialRecord(BaseModel):
         """The model's objective for the trial: ``29.5``, ``79.3 (SLO missed)`` or ``-``."""
         if self.predicted is None:
             return "-"
-        return f"{self.predicted:.3g}" + (" (SLO missed)" if self.predicted_slo_met is False else "")
+        return f"{self.predicted:.3g}" + (
+            " (SLO missed)" if self.predicted_slo_met is False else ""
+        )
 
     def role_text(self) -> str:
         """The role, or for a confirmation run what it found: ``confirms #4``."""
@@ -158,7 +167,9 @@ class TuneResult(BaseModel):
 
 def save_tune_result(result: TuneResult, path: str | Path) -> Path:
     """Write atomically (temp file + rename), as RunResults are."""
-    return write_atomic(path, orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+    return write_atomic(
+        path, orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
+    )
 
 
 def load_tune_result(path: str | Path) -> TuneResult:

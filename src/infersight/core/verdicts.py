@@ -18,8 +18,15 @@ from pydantic import BaseModel, Field, model_validator
 
 from infersight.core.server_model import Fix
 
-__all__ = ["MARGINAL", "VERDICT_IDS", "Evidence", "Verdict", "VerdictWindow", "evidence_key",
-           "is_marginal"]
+__all__ = [
+    "MARGINAL",
+    "VERDICT_IDS",
+    "Evidence",
+    "Verdict",
+    "VerdictWindow",
+    "evidence_key",
+    "is_marginal",
+]
 
 #: A flag that clears its threshold by less than this fraction is "marginal"
 #: (docs/design.md section 5): shown as such, never the headline.
@@ -36,6 +43,7 @@ def is_marginal(value: float, limit: float, *, below: bool = False) -> bool:
         return False
     past = (limit - value) / abs(limit) if below else (value - limit) / abs(limit)
     return 0.0 <= past < MARGINAL
+
 
 #: Every verdict id, in the order outputs list them (most actionable first).
 VERDICT_IDS: tuple[str, ...] = (
@@ -149,8 +157,9 @@ class Verdict(BaseModel):
 
     def turns(self, knob: str, direction: str) -> bool:
         """Whether any of its fixes turns ``knob`` ``direction`` ("up", "down")."""
-        return any(a is not None and a.knob == knob and a.turns() == direction
-                   for a in self.actions)
+        return any(
+            a is not None and a.knob == knob and a.turns() == direction for a in self.actions
+        )
 
     def find(self, key: str) -> Evidence | None:
         """The first evidence with this key (or, failing that, this label)."""

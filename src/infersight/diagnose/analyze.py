@@ -38,6 +38,7 @@ class Diagnosis:
     #: The fitted model of the server and its self-check (docs/design.md section 9).
     advice: ModelAdvice | None = None
 
+
 #: Own fallback for files without the bench's flag (docs/design.md section 2).
 LAG_P99_LIMIT = 0.005
 LOADGEN_CPU_LIMIT = 90.0
@@ -75,8 +76,13 @@ def _edges(t0: float, t1: float, step: float) -> np.ndarray:
     return np.asarray(t0 + step * np.arange(n + 1), dtype=float)
 
 
-def _client_flag(result: RunResult, agg: dict[str, Any], level: str | None,
-                 lag_p99: float | None, loadgen: float | None) -> tuple[bool, list[str]]:
+def _client_flag(
+    result: RunResult,
+    agg: dict[str, Any],
+    level: str | None,
+    lag_p99: float | None,
+    loadgen: float | None,
+) -> tuple[bool, list[str]]:
     cl = agg.get("client_limited") if isinstance(agg, dict) else None
     if isinstance(cl, dict) and "flag" in cl:
         return bool(cl["flag"]), [str(r) for r in cl.get("reasons") or []]
@@ -113,7 +119,9 @@ def use_aggregates(w: WindowStats, agg: dict[str, Any], level: str) -> None:
         v, n = _agg_stat(agg, key, stat)
         if v is not None:
             setattr(w, attr, v)
-            w.extra[f"{attr}_source"] = f"bench aggregates[{level}].{key}.{stat} ({what}; {n} samples{method})"
+            w.extra[f"{attr}_source"] = (
+                f"bench aggregates[{level}].{key}.{stat} ({what}; {n} samples{method})"
+            )
     if "itl_p50_source" in w.extra:
         w.itl_source = str(w.extra["itl_p50_source"])
 
@@ -129,8 +137,9 @@ class _Run:
     advice: ModelAdvice | None = None
 
 
-def _evaluate_window(run: _Run, level: str | None, idx: np.ndarray, t0: float, t1: float,
-                     whole_level: bool) -> tuple[list[Verdict], EngineSignals]:
+def _evaluate_window(
+    run: _Run, level: str | None, idx: np.ndarray, t0: float, t1: float, whole_level: bool
+) -> tuple[list[Verdict], EngineSignals]:
     result = run.result
     w = window_stats(run.ra, t0, t1, idx)
     agg = result.aggregates.get(level, {}) if level is not None else {}
@@ -141,9 +150,18 @@ def _evaluate_window(run: _Run, level: str | None, idx: np.ndarray, t0: float, t
     s = engine_signals(run.sidx, w, run.ctx, level if whole_level else None)
     flag, reasons = _client_flag(result, agg, level, w.lag_p99, s.loadgen_cpu)
     marginal = bool((agg.get("client_limited") or {}).get("marginal"))
-    ri = RuleInput(w=w, s=s, ctx=run.ctx, level=level, client_limited=flag,
-                   client_reasons=reasons, agg=agg, curve=run.curve, fix=run.fix,
-                   client_marginal=marginal)
+    ri = RuleInput(
+        w=w,
+        s=s,
+        ctx=run.ctx,
+        level=level,
+        client_limited=flag,
+        client_reasons=reasons,
+        agg=agg,
+        curve=run.curve,
+        fix=run.fix,
+        client_marginal=marginal,
+    )
     return evaluate(ri), s
 
 
@@ -156,8 +174,9 @@ def _merge(verdicts: list[Verdict]) -> list[Verdict]:
         prev = open_.get(key)
         if prev is not None and abs(prev.window.end - v.window.start) < 1e-6:
             keep = v if v.confidence > prev.confidence else prev
-            merged = keep.model_copy(update={"window": VerdictWindow(
-                start=prev.window.start, end=v.window.end)})
+            merged = keep.model_copy(
+                update={"window": VerdictWindow(start=prev.window.start, end=v.window.end)}
+            )
             out[out.index(prev)] = merged
             open_[key] = merged
         else:
@@ -172,8 +191,13 @@ def diagnose(result: RunResult, **options: Any) -> list[Verdict]:
     return diagnose_run(result, **options).verdicts
 
 
-def _prepare(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunContext,
-             engine_slots: int | None) -> _Run:
+def _prepare(
+    result: RunResult,
+    ra: RecordArrays,
+    sidx: SampleIndex,
+    ctx: RunContext,
+    engine_slots: int | None,
+) -> _Run:
     """The capacity curve (what was measured), the CPU's calibrated ceiling, and the
     fitted model with the numbers of the fixes (docs/design.md section 9)."""
     levels = _levels(result, ra) if ra.records else []
@@ -188,12 +212,23 @@ def _prepare(result: RunResult, ra: RecordArrays, sidx: SampleIndex, ctx: RunCon
         ctx.curve_slots = float(m.slots.value)
         ctx.curve_slots_source = (
             "the fitted model: the smallest slot count under which no request got its first "
-            "token before a slot was free (FIFO replay of the client's records)")
+            "token before a slot was free (FIFO replay of the client's records)"
+        )
     bounds = physics_bounds(ctx, sequence_context(ctx, aggs))
     closed = any(p.concurrency for p in curve.points) if curve is not None else False
-    fix = (model_numbers(m, adv.check, adv.fix, closed_loop=closed, physics=bounds,
-                         limiter=adv.limiter or "", limiter_why=adv.evidence)
-           if m is not None and adv.check is not None else None)
+    fix = (
+        model_numbers(
+            m,
+            adv.check,
+            adv.fix,
+            closed_loop=closed,
+            physics=bounds,
+            limiter=adv.limiter or "",
+            limiter_why=adv.evidence,
+        )
+        if m is not None and adv.check is not None
+        else None
+    )
     return _Run(result, ra, sidx, ctx, curve, fix, adv)
 
 
@@ -240,14 +275,17 @@ def diagnose_run(
         rec = with_model(rec, advice, ctx.engine)
     reconcile(verdicts, rec)
     for v in verdicts:
-        v.evidence.extend(Evidence(key="note", name="note", value=n, source="diagnose") for n in ctx.notes)
+        v.evidence.extend(
+            Evidence(key="note", name="note", value=n, source="diagnose") for n in ctx.notes
+        )
     if store_physics:
         _store(result, ctx, floors)
     return Diagnosis(verdicts, run.curve, rec, advice)
 
 
-def _windows(result: RunResult, ra: RecordArrays, sidx: SampleIndex,
-             window_seconds: float | None) -> list[tuple[str | None, np.ndarray, float, float]]:
+def _windows(
+    result: RunResult, ra: RecordArrays, sidx: SampleIndex, window_seconds: float | None
+) -> list[tuple[str | None, np.ndarray, float, float]]:
     windows: list[tuple[str | None, np.ndarray, float, float]] = []
     if ra.records:
         if window_seconds:

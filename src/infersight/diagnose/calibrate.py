@@ -29,15 +29,18 @@ def _per_request(agg: Mapping[str, Any], key: str) -> float | None:
     return float(v) / float(n) if isinstance(v, int | float) and n else None
 
 
-def calibrate_cpu(ctx: RunContext, curve: CapacityCurve | None,
-                  aggregates: Mapping[str, Any]) -> None:
+def calibrate_cpu(
+    ctx: RunContext, curve: CapacityCurve | None, aggregates: Mapping[str, Any]
+) -> None:
     """Replace an untrusted CPU FLOP/s figure with the one the run measured at its knee."""
     dev, shape = ctx.device, ctx.shape
     if dev is None or shape is None or dev.kind != "cpu" or ctx.compute_trusted:
         return
     if curve is None or not curve.knee_reached or curve.knee_level is None:
-        ctx.notes.append("CPU compute ceiling unknown: the run measured no knee to calibrate "
-                         "it from (a generic matmul figure is not used), so no MFU is shown")
+        ctx.notes.append(
+            "CPU compute ceiling unknown: the run measured no knee to calibrate "
+            "it from (a generic matmul figure is not used), so no MFU is shown"
+        )
         return
     pt = next(p for p in curve.points if p.level == curve.knee_level)
     agg = aggregates.get(curve.knee_level) or {}
@@ -46,14 +49,18 @@ def calibrate_cpu(ctx: RunContext, curve: CapacityCurve | None,
     if toks <= 0:
         return
     flops = 2.0 * shape.n_active_params * toks
-    src = (f"calibrated from the run: {toks:.4g} tokens/s ({pt.token_throughput or 0:.4g} "
-           f"output + {(pt.throughput or 0) * prompt:.4g} prompt) at its measured knee "
-           f"({pt.level}, {curve.knee:.3g} in flight) x 2 x {shape.n_active_params / 1e6:.0f}M "
-           "active parameters")
+    src = (
+        f"calibrated from the run: {toks:.4g} tokens/s ({pt.token_throughput or 0:.4g} "
+        f"output + {(pt.throughput or 0) * prompt:.4g} prompt) at its measured knee "
+        f"({pt.level}, {curve.knee:.3g} in flight) x 2 x {shape.n_active_params / 1e6:.0f}M "
+        "active parameters"
+    )
     ctx.device = dev.calibrated_to(flops, src)
     ctx.device_origin = "calibrated"
-    ctx.notes.append(f"CPU compute ceiling {flops / 1e9:.3g} GFLOP/s, {src} (the float32 "
-                     f"matmul figure, {dev.peak_flops('bf16') / 1e9:.3g} GFLOP/s, is not used)")
+    ctx.notes.append(
+        f"CPU compute ceiling {flops / 1e9:.3g} GFLOP/s, {src} (the float32 "
+        f"matmul figure, {dev.peak_flops('bf16') / 1e9:.3g} GFLOP/s, is not used)"
+    )
 
 
 def sequence_context(ctx: RunContext, aggregates: Mapping[str, Any]) -> int:
@@ -61,8 +68,11 @@ def sequence_context(ctx: RunContext, aggregates: Mapping[str, Any]) -> int:
     run's mean prompt + output."""
     if ctx.ctx_per_slot:
         return ctx.ctx_per_slot
-    means = [(_per_request(a, "prompt") or 0.0) + (_per_request(a, "output") or 0.0)
-             for a in aggregates.values() if isinstance(a, dict)]
+    means = [
+        (_per_request(a, "prompt") or 0.0) + (_per_request(a, "output") or 0.0)
+        for a in aggregates.values()
+        if isinstance(a, dict)
+    ]
     return int(max(means, default=0.0)) or 768
 
 

@@ -21,9 +21,17 @@ __all__ = ["RunContext", "detect_engine", "resolve_context", "stored_physics"]
 log = logging.getLogger(__name__)
 
 _ENGINE_ALIASES = {
-    "vllm": "vllm", "sglang": "sglang", "tgi": "tgi", "text-generation-inference": "tgi",
-    "llama.cpp": "llamacpp", "llamacpp": "llamacpp", "llama-cpp": "llamacpp",
-    "infersight": "gateway", "gateway": "gateway", "openai": "hosted", "hosted": "hosted",
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "tgi": "tgi",
+    "text-generation-inference": "tgi",
+    "llama.cpp": "llamacpp",
+    "llamacpp": "llamacpp",
+    "llama-cpp": "llamacpp",
+    "infersight": "gateway",
+    "gateway": "gateway",
+    "openai": "hosted",
+    "hosted": "hosted",
 }
 
 
@@ -60,8 +68,11 @@ class RunContext:
         CPU's generic matmul figure (docs/design.md section 5, notes on CPU engines)."""
         if self.device is None:
             return False
-        return (self.device_origin in ("given", "calibrated") or self.stored_trusted
-                or self.device.compute_trusted)
+        return (
+            self.device_origin in ("given", "calibrated")
+            or self.stored_trusted
+            or self.device.compute_trusted
+        )
 
 
 def _is_embedded(eng_cfg: Any) -> bool:
@@ -103,8 +114,13 @@ def _slots(result: RunResult, idx: SampleIndex, stated: int | None) -> tuple[flo
             return float(sum(a.max() for a in vals)), "engine /metrics (engine.slots)"
     eng = result.config.get("engine")
     if isinstance(eng, dict):
-        for key in ("parallel", "max_num_seqs", "max_running_requests", "slots",
-                    "max_concurrent_requests"):
+        for key in (
+            "parallel",
+            "max_num_seqs",
+            "max_running_requests",
+            "slots",
+            "max_concurrent_requests",
+        ):
             v = eng.get(key)
             if isinstance(v, int | float) and v > 0:
                 return float(v), f"run config (engine.{key})"
@@ -170,8 +186,15 @@ def _load_shape(spec: Any) -> ModelShape | None:
     return None
 
 
-def _device(result: RunResult, idx: SampleIndex, engine: str, gpu: str | Device | None,
-            eng_cfg: dict[str, Any], phys: dict[str, Any], notes: list[str]) -> tuple[Device | None, str]:
+def _device(
+    result: RunResult,
+    idx: SampleIndex,
+    engine: str,
+    gpu: str | Device | None,
+    eng_cfg: dict[str, Any],
+    phys: dict[str, Any],
+    notes: list[str],
+) -> tuple[Device | None, str]:
     """Peaks, in order: given now, stored by the run, the table entry of the run's GPU
     (with NVML's memory), measured now on this machine (CPU engines)."""
     if isinstance(gpu, Device):
@@ -193,8 +216,10 @@ def _device(result: RunResult, idx: SampleIndex, engine: str, gpu: str | Device 
         n = int(phys.get("gpus") or eng_cfg.get("tensor_parallel_size") or 1)
         nvml = None if gpu else _nvml_memory(result, idx)
         if nvml and abs(nvml - device.memory_bytes) > 0.01 * device.memory_bytes:
-            notes.append(f"GPU memory {nvml / GIB:.1f} GiB as NVML reported it (the peak "
-                         f"table's {device.name} has {device.memory_bytes / GIB:.1f} GiB)")
+            notes.append(
+                f"GPU memory {nvml / GIB:.1f} GiB as NVML reported it (the peak "
+                f"table's {device.name} has {device.memory_bytes / GIB:.1f} GiB)"
+            )
         device = with_nvml_memory(device, nvml)
         return device.scaled(n), "table"
     if engine == "embedded":
@@ -202,8 +227,10 @@ def _device(result: RunResult, idx: SampleIndex, engine: str, gpu: str | Device 
         threads = eng_cfg.get("threads")
         if isinstance(threads, int) and threads > 0:
             device = device.with_cores(threads)  # the engine computes on its threads only
-        notes.append("CPU peaks measured now on the machine reading this run (it stored "
-                     "none): " + device.source)
+        notes.append(
+            "CPU peaks measured now on the machine reading this run (it stored "
+            "none): " + device.source
+        )
         return device, "measured"
     return None, ""
 
@@ -224,8 +251,13 @@ def resolve_context(
     phys = result.config.get("physics") if isinstance(result.config.get("physics"), dict) else {}
     assert isinstance(phys, dict)
     notes: list[str] = []
-    spec = (model or phys.get("model") or eng_cfg.get("model_config")
-            or eng_cfg.get("model_path") or eng_cfg.get("model"))
+    spec = (
+        model
+        or phys.get("model")
+        or eng_cfg.get("model_config")
+        or eng_cfg.get("model_path")
+        or eng_cfg.get("model")
+    )
     if spec is None and engine == "embedded":
         spec = "embedded"
     shape = _load_shape(spec) if spec is not None else None

@@ -60,17 +60,20 @@ def _unqueued_time(ra: RecordArrays, idx: np.ndarray, tpot: float | None) -> flo
     """What a request takes when it does not wait: the level's fastest time from send
     to first token, then its mean output at the median TPOT."""
     ok = idx[ra.ok[idx]]
-    first = (ra.first[ok] - ra.sent[ok])
+    first = ra.first[ok] - ra.sent[ok]
     first = first[np.isfinite(first)]
     out = ra.output[ok]
     out = out[np.isfinite(out)]
     if not first.size:
         return None
-    return float(first.min()) + max(0.0, float(out.mean()) - 1.0) * (tpot or 0.0) if out.size else None
+    return (
+        float(first.min()) + max(0.0, float(out.mean()) - 1.0) * (tpot or 0.0) if out.size else None
+    )
 
 
-def level_point(name: str, agg: Mapping[str, Any], ra: RecordArrays, idx: np.ndarray,
-                sidx: SampleIndex) -> CurvePoint:
+def level_point(
+    name: str, agg: Mapping[str, Any], ra: RecordArrays, idx: np.ndarray, sidx: SampleIndex
+) -> CurvePoint:
     """The curve's point for one level (its records ``idx``, its aggregate ``agg``).
 
     Without the engine's R, the client's count includes requests queued before the
@@ -126,12 +129,14 @@ def level_point(name: str, agg: Mapping[str, Any], ra: RecordArrays, idx: np.nda
     )
 
 
-def level_aggregates(result: RunResult, levels: Sequence[tuple[str | None, np.ndarray]]
-                     ) -> dict[str, Any]:
+def level_aggregates(
+    result: RunResult, levels: Sequence[tuple[str | None, np.ndarray]]
+) -> dict[str, Any]:
     """Each level's aggregate: as the run stored it, else recomputed from its records
     (the aggregates are a cache of the records; docs/design.md section 1)."""
-    specs = {str(lv.get("name")): lv for lv in result.config.get("levels") or []
-             if isinstance(lv, dict)}
+    specs = {
+        str(lv.get("name")): lv for lv in result.config.get("levels") or [] if isinstance(lv, dict)
+    }
     out: dict[str, Any] = {}
     for name, idx in levels:
         if name is None:
@@ -145,12 +150,17 @@ def level_aggregates(result: RunResult, levels: Sequence[tuple[str | None, np.nd
         out[name] = aggregate(
             [result.records[int(i)] for i in idx],
             target_concurrency=int(conc) if isinstance(conc, int | float) else None,
-            target_rate=float(rate) if isinstance(rate, int | float) else None)
+            target_rate=float(rate) if isinstance(rate, int | float) else None,
+        )
     return out
 
 
-def build_curve(levels: Sequence[tuple[str | None, np.ndarray]], aggregates: Mapping[str, Any],
-                ra: RecordArrays, sidx: SampleIndex) -> CapacityCurve | None:
+def build_curve(
+    levels: Sequence[tuple[str | None, np.ndarray]],
+    aggregates: Mapping[str, Any],
+    ra: RecordArrays,
+    sidx: SampleIndex,
+) -> CapacityCurve | None:
     """The curve of the levels (name, record indices) that have an aggregate; None when
     the run has no such level (a monitor recording)."""
     points = []
@@ -163,15 +173,22 @@ def build_curve(levels: Sequence[tuple[str | None, np.ndarray]], aggregates: Map
         aggs.append((name, agg))
     if not points:
         return None
-    curve = CapacityCurve(points=sorted(points, key=lambda p: p.client_inflight or p.inflight or 0.0))
+    curve = CapacityCurve(
+        points=sorted(points, key=lambda p: p.client_inflight or p.inflight or 0.0)
+    )
     src = {p.inflight_source for p in points}
-    client_txt = ("the client's requests in flight, less those queued: throughput x an "
-                  "unqueued request's own time (the fastest first token, then the median "
-                  "TPOT), since the engine exports no running count")
+    client_txt = (
+        "the client's requests in flight, less those queued: throughput x an "
+        "unqueued request's own time (the fastest first token, then the median "
+        "TPOT), since the engine exports no running count"
+    )
     curve.notes.append(
-        "running: the engine's count (R)" if src == {"engine"} else
-        f"running: {client_txt}" if src == {"client"} else
-        f"running: the engine's R where its scrapes cover the level, else {client_txt}")
+        "running: the engine's count (R)"
+        if src == {"engine"}
+        else f"running: {client_txt}"
+        if src == {"client"}
+        else f"running: the engine's R where its scrapes cover the level, else {client_txt}"
+    )
     find_knee(curve)
     sustainable = [p.throughput for p in points if p.throughput and p.sustainable is not False]
     achieved = [p.throughput for p in points if p.throughput]

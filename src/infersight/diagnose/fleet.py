@@ -41,9 +41,18 @@ _ORDER = {vid: i for i, vid in enumerate(VERDICT_IDS)}
 class FleetDiagnoser:
     """Accumulates per-window verdicts page by page; :meth:`finish` writes the report."""
 
-    def __init__(self, replicas: dict[str, ReplicaInfo], *, start: float, end: float, step: float,
-                 window: float, engine_slots: int | None = None, model: object = None,
-                 gpu: str | Device | None = None) -> None:
+    def __init__(
+        self,
+        replicas: dict[str, ReplicaInfo],
+        *,
+        start: float,
+        end: float,
+        step: float,
+        window: float,
+        engine_slots: int | None = None,
+        model: object = None,
+        gpu: str | Device | None = None,
+    ) -> None:
         self.replicas = replicas
         self.start, self.end, self.step = start, end, step
         self.window = max(window, step)
@@ -72,8 +81,13 @@ class FleetDiagnoser:
                 continue
             idx = SampleIndex.from_series(series)
             run = RunResult(kind="monitor", config={"engine": {"engine": info.engine}})
-            yield rid, idx, resolve_context(run, idx, model=self.model, gpu=self.gpu,
-                                            engine_slots=self.engine_slots)
+            yield (
+                rid,
+                idx,
+                resolve_context(
+                    run, idx, model=self.model, gpu=self.gpu, engine_slots=self.engine_slots
+                ),
+            )
 
     def add_page(self, page: FleetPage) -> None:
         """Judge every window of ``page`` for every replica with series in it; a window
@@ -113,7 +127,10 @@ class FleetDiagnoser:
             peer = f"slot limit {value} shown by {', '.join(shown[:3])} (same model {model})"
             for rid in rids:
                 if rid in own:
-                    out[rid] = (float(own[rid]), f"slot limit {own[rid]} shown by this replica's other windows")
+                    out[rid] = (
+                        float(own[rid]),
+                        f"slot limit {own[rid]} shown by this replica's other windows",
+                    )
                 else:
                     out[rid] = (float(value), peer)
                     if self._pending[rid]:
@@ -128,7 +145,8 @@ class FleetDiagnoser:
                 f"no slot limit known for {len(blind)} replica(s) ({', '.join(blind[:4])}"
                 f"{', ...' if len(blind) > 4 else ''}): the engine exports none (vLLM) and R never "
                 "held a plateau while requests waited, on them or on a replica of the same model, "
-                "so under-loading cannot be judged; state it with --engine-slots N")
+                "so under-loading cannot be judged; state it with --engine-slots N"
+            )
         for rid, pending in self._pending.items():
             if not pending:
                 continue
@@ -140,8 +158,9 @@ class FleetDiagnoser:
                 new.extend(vs)
                 self.rows[rid].append(row)
             self.rows[rid].sort(key=lambda r: r.start)
-            merged = sorted(self.verdicts[rid] + new,
-                            key=lambda v: (v.window.start, _ORDER.get(v.id, 99)))
+            merged = sorted(
+                self.verdicts[rid] + new, key=lambda v: (v.window.start, _ORDER.get(v.id, 99))
+            )
             self.verdicts[rid] = _merge(merged)
             pending.clear()
 
@@ -156,16 +175,28 @@ class FleetDiagnoser:
         problems = {k: t for k, t in time_by.items() if k != "healthy"}
         pick = problems or time_by
         main = max(pick, key=lambda k: (pick[k], -_ORDER.get(k, 99))) if pick else "healthy"
-        return ReplicaDiagnosis(replica=self.replicas[rid], verdicts=self.verdicts[rid], main=main,
-                                main_title=titles.get(main, "No data"), stats=_stats(rows))
+        return ReplicaDiagnosis(
+            replica=self.replicas[rid],
+            verdicts=self.verdicts[rid],
+            main=main,
+            main_title=titles.get(main, "No data"),
+            stats=_stats(rows),
+        )
 
     def finish(self) -> FleetReport:
         """Judge the windows left, judge the balance between replicas, and summarise."""
         self._judge_pending()
         replicas = [self._replica(rid) for rid in sorted(self.replicas)]
         balance = imbalance_verdicts(self.replicas, self.rows)
-        report = FleetReport(start=self.start, end=self.end, step=self.step, window=self.window,
-                             replicas=replicas, balance=balance, notes=list(self.notes))
+        report = FleetReport(
+            start=self.start,
+            end=self.end,
+            step=self.step,
+            window=self.window,
+            replicas=replicas,
+            balance=balance,
+            notes=list(self.notes),
+        )
         summarize(report, self.rows)
         return report
 
@@ -179,19 +210,29 @@ def _mean(xs: list[tuple[float | None, float]]) -> float | None:
 def _stats(rows: list[WindowRow]) -> dict[str, float | None]:
     """Time-weighted means over the range (max for TTFT p99)."""
     out: dict[str, float | None] = {
-        key: _mean([(getattr(r, key), r.seconds) for r in rows]) for key in ("R", "Q", "S", "kv", "U", "SM", "busy")}
+        key: _mean([(getattr(r, key), r.seconds) for r in rows])
+        for key in ("R", "Q", "S", "kv", "U", "SM", "busy")
+    }
     p99 = [r.ttft_p99 for r in rows if r.ttft_p99 is not None and math.isfinite(r.ttft_p99)]
     out["ttft_p99_max"] = max(p99) if p99 else None
     out["windows"] = float(len(rows))
     return out
 
 
-def diagnose_fleet(replicas: dict[str, ReplicaInfo], pages: list[FleetPage] | tuple[FleetPage, ...],
-                   *, start: float, end: float, step: float, window: float,
-                   engine_slots: int | None = None) -> FleetReport:
+def diagnose_fleet(
+    replicas: dict[str, ReplicaInfo],
+    pages: list[FleetPage] | tuple[FleetPage, ...],
+    *,
+    start: float,
+    end: float,
+    step: float,
+    window: float,
+    engine_slots: int | None = None,
+) -> FleetReport:
     """Diagnose pages already in memory (tests, small ranges); see :class:`FleetDiagnoser`."""
-    diag = FleetDiagnoser(replicas, start=start, end=end, step=step, window=window,
-                          engine_slots=engine_slots)
+    diag = FleetDiagnoser(
+        replicas, start=start, end=end, step=step, window=window, engine_slots=engine_slots
+    )
     for page in pages:
         diag.add_page(page)
     return diag.finish()

@@ -68,13 +68,27 @@ def _evidence(model: str, recs: dict[str, WindowRow], kinds: dict[str, str]) -> 
     ev = [evidence("model", "model", model, "", "engine model_name label (or scrape job)")]
     in_sys = {rid: (r.R or 0.0) + (r.Q or 0.0) for rid, r in recs.items()}
     hi, lo = max(in_sys.values()), min(in_sys.values())
-    ev.append(evidence("in_system_spread", "requests in system, max / min replica",
-                       f"{hi:.1f} / {lo:.1f}", "requests", "engine /metrics (R + Q) per replica"))
+    ev.append(
+        evidence(
+            "in_system_spread",
+            "requests in system, max / min replica",
+            f"{hi:.1f} / {lo:.1f}",
+            "requests",
+            "engine /metrics (R + Q) per replica",
+        )
+    )
     busy = [r.busy for r in recs.values() if r.busy is not None]
     if len(busy) >= 2:
         src = next((r.busy_source for r in recs.values() if r.busy_source), "GPU series")
-        ev.append(evidence("busy_spread", "device busy spread (max - min)", max(busy) - min(busy),
-                           "fraction", src))
+        ev.append(
+            evidence(
+                "busy_spread",
+                "device busy spread (max - min)",
+                max(busy) - min(busy),
+                "fraction",
+                src,
+            )
+        )
     for rid in sorted(recs):
         r = recs[rid]
         parts = [f"R {fmt(r.R)}", f"Q {fmt(r.Q)}"]
@@ -83,8 +97,15 @@ def _evidence(model: str, recs: dict[str, WindowRow], kinds: dict[str, str]) -> 
         if r.busy is not None:
             parts.append(f"busy {r.busy * 100:.0f}%")
         main = r.titles[0] if r.titles else ""
-        ev.append(evidence(f"replica.{rid}", rid, ", ".join(parts) + f" ({kinds[rid]}: {main})", "",
-                           "this window's verdict and engine /metrics"))
+        ev.append(
+            evidence(
+                f"replica.{rid}",
+                rid,
+                ", ".join(parts) + f" ({kinds[rid]}: {main})",
+                "",
+                "this window's verdict and engine /metrics",
+            )
+        )
     return ev
 
 
@@ -97,29 +118,41 @@ def _one(model: str, engine: str, recs: dict[str, WindowRow]) -> Verdict | None:
     n = len(recs)
     if queued and idle:
         room = "under-loaded" if all("under_loaded" in recs[r].ids for r in idle) else "with room"
-        summary = (f"{len(idle)} of {n} replicas of {model} {room} while {len(queued)} "
-                   f"{'is' if len(queued) == 1 else 'are'} {_queue_phrase(queued, recs)}: the "
-                   f"router is unbalanced (queued: {', '.join(queued[:4])}; room: "
-                   f"{', '.join(idle[:4])}).")
+        summary = (
+            f"{len(idle)} of {n} replicas of {model} {room} while {len(queued)} "
+            f"{'is' if len(queued) == 1 else 'are'} {_queue_phrase(queued, recs)}: the "
+            f"router is unbalanced (queued: {', '.join(queued[:4])}; room: "
+            f"{', '.join(idle[:4])})."
+        )
         conf = 0.85
     elif spread >= SPREAD and max(busy.values()) >= SATURATED:
         hot = max(busy, key=lambda k: busy[k])
         cold = min(busy, key=lambda k: busy[k])
-        summary = (f"Device busy ranges from {busy[cold] * 100:.0f}% ({cold}) to "
-                   f"{busy[hot] * 100:.0f}% ({hot}) across the {n} replicas of {model}: the "
-                   "router sends them unequal load.")
+        summary = (
+            f"Device busy ranges from {busy[cold] * 100:.0f}% ({cold}) to "
+            f"{busy[hot] * 100:.0f}% ({hot}) across the {n} replicas of {model}: the "
+            "router sends them unequal load."
+        )
         conf = 0.7
     else:
         return None
     first = next(iter(recs.values()))
-    return Verdict(id="load_imbalance", title="Load imbalance across replicas", summary=summary,
-                   window=VerdictWindow(start=first.start, end=first.end),
-                   evidence=_evidence(model, recs, kinds), confidence=conf,
-                   fixes=_fixes(engine), level=model, engine=engine)
+    return Verdict(
+        id="load_imbalance",
+        title="Load imbalance across replicas",
+        summary=summary,
+        window=VerdictWindow(start=first.start, end=first.end),
+        evidence=_evidence(model, recs, kinds),
+        confidence=conf,
+        fixes=_fixes(engine),
+        level=model,
+        engine=engine,
+    )
 
 
-def imbalance_verdicts(replicas: Mapping[str, ReplicaInfo],
-                       rows: Mapping[str, list[WindowRow]]) -> list[Verdict]:
+def imbalance_verdicts(
+    replicas: Mapping[str, ReplicaInfo], rows: Mapping[str, list[WindowRow]]
+) -> list[Verdict]:
     """One ``load_imbalance`` verdict per model and run of windows where it holds."""
     groups: dict[tuple[str, str], list[str]] = {}
     for rid, info in replicas.items():
@@ -132,8 +165,11 @@ def imbalance_verdicts(replicas: Mapping[str, ReplicaInfo],
         for rid in rids:
             for row in rows.get(rid, []):
                 by_start.setdefault(round(row.start, 3), {})[rid] = row
-        found = [v for t in sorted(by_start) if len(by_start[t]) >= 2
-                 and (v := _one(model, engine, by_start[t])) is not None]
+        found = [
+            v
+            for t in sorted(by_start)
+            if len(by_start[t]) >= 2 and (v := _one(model, engine, by_start[t])) is not None
+        ]
         # merged per model (level), then shown without a level: it is not a load level
         out.extend(v.model_copy(update={"level": None}) for v in _merge(found))
     return out

@@ -14,11 +14,18 @@ __all__ = ["WORST", "summarize"]
 #: How many worst windows the summary lists.
 WORST = 5
 _ORDER = {vid: i for i, vid in enumerate(VERDICT_IDS)}
-_WORDS = {"slot_bound": "slot-bound", "kv_bound": "KV-bound", "capacity": "at capacity",
-          "under_loaded": "under-loaded", "busy_illusion": "busy only in name (\"100% busy\" illusion)",
-          "host_starved": "host-starved", "healthy": "healthy", "error_driven": "failing requests",
-          "bandwidth_bound_decode": "bandwidth-bound in decode",
-          "compute_bound_prefill": "compute-bound in prefill"}
+_WORDS = {
+    "slot_bound": "slot-bound",
+    "kv_bound": "KV-bound",
+    "capacity": "at capacity",
+    "under_loaded": "under-loaded",
+    "busy_illusion": 'busy only in name ("100% busy" illusion)',
+    "host_starved": "host-starved",
+    "healthy": "healthy",
+    "error_driven": "failing requests",
+    "bandwidth_bound_decode": "bandwidth-bound in decode",
+    "compute_bound_prefill": "compute-bound in prefill",
+}
 
 
 def _worst(rows: Mapping[str, list[WindowRow]]) -> list[WorstWindow]:
@@ -29,10 +36,18 @@ def _worst(rows: Mapping[str, list[WindowRow]]) -> list[WorstWindow]:
             if q < 0.5:
                 continue
             top = min(range(len(row.ids)), key=lambda i: _ORDER.get(row.ids[i], 99), default=None)
-            out.append(WorstWindow(
-                replica=rid, verdict=row.ids[top] if top is not None else "",
-                title=row.titles[top] if top is not None else "", start=row.start, end=row.end,
-                waiting=row.Q, ttft_p99=row.ttft_p99, queued_request_seconds=q * row.seconds))
+            out.append(
+                WorstWindow(
+                    replica=rid,
+                    verdict=row.ids[top] if top is not None else "",
+                    title=row.titles[top] if top is not None else "",
+                    start=row.start,
+                    end=row.end,
+                    waiting=row.Q,
+                    ttft_p99=row.ttft_p99,
+                    queued_request_seconds=q * row.seconds,
+                )
+            )
     out.sort(key=lambda r: (-r.queued_request_seconds, -(r.ttft_p99 or 0.0), r.start))
     return out[:WORST]
 
@@ -60,8 +75,10 @@ def summarize(report: FleetReport, records: Mapping[str, list[WindowRow]]) -> No
         by_main.setdefault(rd.main, []).append(rd.replica.id)
         titles[rd.main] = rd.main_title
         models.setdefault(rd.replica.model or rd.replica.job or "?", {})[rd.replica.id] = rd.main
-    report.groups = [FleetGroup(verdict=v, title=titles[v], replicas=sorted(rids))
-                     for v, rids in sorted(by_main.items(), key=lambda kv: _ORDER.get(kv[0], 99))]
+    report.groups = [
+        FleetGroup(verdict=v, title=titles[v], replicas=sorted(rids))
+        for v, rids in sorted(by_main.items(), key=lambda kv: _ORDER.get(kv[0], 99))
+    ]
     report.worst = _worst(records)
     imbalance: dict[str, str] = {}
     for v in sorted(report.balance, key=lambda v: v.window.start - v.window.end):
@@ -69,13 +86,17 @@ def summarize(report: FleetReport, records: Mapping[str, list[WindowRow]]) -> No
         imbalance.setdefault(model, v.summary)  # the longest run of windows
     n = sum(len(m) for m in models.values())
     silent = sum(1 for rd in report.replicas if not rd.verdicts)
-    head = [f"{n} replica{'s' if n != 1 else ''} of {len(models)} model{'s' if len(models) != 1 else ''}"
-            + (f" ({silent} without data in the range)" if silent else "") + ":"]
+    head = [
+        f"{n} replica{'s' if n != 1 else ''} of {len(models)} model{'s' if len(models) != 1 else ''}"
+        + (f" ({silent} without data in the range)" if silent else "")
+        + ":"
+    ]
     # imbalanced models first: the fleet's own problem before each replica's
     order = sorted(models, key=lambda m: (m not in imbalance, m))
     head += [_model_line(m, models[m], imbalance.get(m)) for m in order]
     if report.worst:
         w = report.worst[0]
-        head.append(f"longest wait: {w.replica}, {w.waiting:.1f} requests waiting on average "
-                    f"({w.title})")
+        head.append(
+            f"longest wait: {w.replica}, {w.waiting:.1f} requests waiting on average ({w.title})"
+        )
     report.headline = head

@@ -20,15 +20,26 @@ from infersight.diagnose.rules import RuleInput, evaluate
 from infersight.diagnose.signals import SampleIndex, WindowStats
 from infersight.diagnose.signals_engine import EngineSignals, engine_signals
 
-__all__ = ["Pending", "WindowRow", "has_data", "judge", "store_window_stats", "window_end",
-           "window_signals"]
+__all__ = [
+    "Pending",
+    "WindowRow",
+    "has_data",
+    "judge",
+    "store_window_stats",
+    "window_end",
+    "window_signals",
+]
 
-_HIST_SOURCE = "engine histogram {name} {stat} (histogram_quantile in Prometheus; from arrival at the engine)"
+_HIST_SOURCE = (
+    "engine histogram {name} {stat} (histogram_quantile in Prometheus; from arrival at the engine)"
+)
 _PRESENCE = ("engine.requests_running", "engine.requests_waiting", "gpu.utilization")
 #: The rules name NVML's fields; dcgm-exporter's series say the same under these names.
-_DCGM_SOURCES = {"NVML gpu.utilization": "DCGM_FI_DEV_GPU_UTIL (dcgm-exporter)",
-                 "NVML GPM gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)",
-                 "NVML gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)"}
+_DCGM_SOURCES = {
+    "NVML gpu.utilization": "DCGM_FI_DEV_GPU_UTIL (dcgm-exporter)",
+    "NVML GPM gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)",
+    "NVML gpu.sm_activity": "DCGM_FI_PROF_SM_ACTIVE (dcgm-exporter)",
+}
 _ORDER = {vid: i for i, vid in enumerate(VERDICT_IDS)}
 
 
@@ -54,8 +65,11 @@ def store_window_stats(idx: SampleIndex, t0: float, t1: float) -> WindowStats:
         w.n = w.n_ok = round(done * w.seconds)
         w.output_mean = out_tps / done if out_tps is not None else None
         w.prompt_mean = in_tps / done if in_tps is not None else None
-    for attr, name in (("ttft_sent_p50", "engine.ttft_seconds"), ("e2e_sent_p50", "engine.e2e_seconds"),
-                       ("itl_p50", "engine.itl_seconds")):
+    for attr, name in (
+        ("ttft_sent_p50", "engine.ttft_seconds"),
+        ("e2e_sent_p50", "engine.e2e_seconds"),
+        ("itl_p50", "engine.itl_seconds"),
+    ):
         v = _stat(idx, name, "p50", t0, t1, "median")
         if v is not None:
             setattr(w, attr, v)
@@ -112,8 +126,9 @@ class Pending:
     dcgm: bool = False
 
 
-def window_signals(idx: SampleIndex, ctx: RunContext, start: float, end: float,
-                   step: float) -> Pending | None:
+def window_signals(
+    idx: SampleIndex, ctx: RunContext, start: float, end: float, step: float
+) -> Pending | None:
     """The symbols of ``[start, end)``, or None when the replica has no series there."""
     t1 = window_end(start, end, step)
     if not has_data(idx, start, t1):
@@ -133,11 +148,23 @@ def judge(p: Pending) -> tuple[list[Verdict], WindowRow]:
         for v in vs:
             for e in v.evidence:
                 e.source = _DCGM_SOURCES.get(e.source, e.source)
-    verdicts = sorted((v.model_copy(update={"window": window}) for v in vs),
-                      key=lambda v: _ORDER.get(v.id, 99))
+    verdicts = sorted(
+        (v.model_copy(update={"window": window}) for v in vs), key=lambda v: _ORDER.get(v.id, 99)
+    )
     p99 = w.extra.get("ttft_p99")
-    row = WindowRow(start=p.start, end=p.end, R=s.R, Q=s.Q, S=s.S, kv=s.kv, U=s.U, SM=s.SM,
-                    busy=s.busy, busy_source=s.busy_source, ids=tuple(v.id for v in verdicts),
-                    titles=tuple(v.title for v in verdicts),
-                    ttft_p99=float(p99) if isinstance(p99, int | float) else None)
+    row = WindowRow(
+        start=p.start,
+        end=p.end,
+        R=s.R,
+        Q=s.Q,
+        S=s.S,
+        kv=s.kv,
+        U=s.U,
+        SM=s.SM,
+        busy=s.busy,
+        busy_source=s.busy_source,
+        ids=tuple(v.id for v in verdicts),
+        titles=tuple(v.title for v in verdicts),
+        ttft_p99=float(p99) if isinstance(p99, int | float) else None,
+    )
     return verdicts, row

@@ -37,8 +37,9 @@ class InFlight:
     settle: float
 
     @classmethod
-    def build(cls, sent: np.ndarray, end: np.ndarray, first: np.ndarray,
-              ok: np.ndarray) -> InFlight:
+    def build(
+        cls, sent: np.ndarray, end: np.ndarray, first: np.ndarray, ok: np.ndarray
+    ) -> InFlight:
         """From record columns (NaN where unknown): requests never sent are left out,
         and one without an end is in flight for good."""
         m = np.isfinite(sent)
@@ -61,5 +62,5 @@ class InFlight:
         # counted: add those back (they lie wholly inside (a, b), a short slice).
         lo, hi = n_sent, np.searchsorted(self.sent, b, "left")
         for i in np.flatnonzero(hi > lo):
-            out[i] += int(np.count_nonzero(self.end_by_sent[lo[i]:hi[i]] < b[i]))
+            out[i] += int(np.count_nonzero(self.end_by_sent[lo[i] : hi[i]] < b[i]))
         return out

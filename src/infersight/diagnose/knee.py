@@ -26,8 +26,14 @@ from dataclasses import dataclass
 
 from infersight.core.curve import CapacityCurve, CurvePoint
 
-__all__ = ["FLAT_GROWTH", "MIN_STEP", "TPOT_GROWS", "TTFT_GROWS", "find_knee",
-           "growth_per_doubling"]
+__all__ = [
+    "FLAT_GROWTH",
+    "MIN_STEP",
+    "TPOT_GROWS",
+    "TTFT_GROWS",
+    "find_knee",
+    "growth_per_doubling",
+]
 
 #: Throughput growth per doubling of in-flight work below which the curve is flat.
 FLAT_GROWTH = 0.10
@@ -64,7 +70,7 @@ def _usable(points: Sequence[CurvePoint]) -> list[_P]:
 
 def _plateau_start(ps: Sequence[_P]) -> int | None:
     for i, p in enumerate(ps):
-        later = [q for q in ps[i + 1:] if q.x >= MIN_STEP * p.x]
+        later = [q for q in ps[i + 1 :] if q.x >= MIN_STEP * p.x]
         if not later:
             return None
         if all(growth_per_doubling(p.x, p.thr, q.x, q.thr) < FLAT_GROWTH for q in later):
@@ -110,8 +116,10 @@ def find_knee(curve: CapacityCurve) -> None:
     curve.plateau_level = first.point.level
     at = first.point.inflight or first.x
     if i == 0:
-        curve.notes.append(f"throughput was already flat at the least loaded level "
-                           f"({first.point.level}): the plateau starts at or below it")
+        curve.notes.append(
+            f"throughput was already flat at the least loaded level "
+            f"({first.point.level}): the plateau starts at or below it"
+        )
     # The engine's own R tells the two apart most directly: an admission limit caps it,
     # while work that grew in the engine without more throughput is compute, whether the
     # time went to decode steps (TPOT) or elsewhere in the engine (R / X, Little's law).
@@ -136,4 +144,5 @@ def find_knee(curve: CapacityCurve) -> None:
     curve.plateau_at = at
     curve.notes.append(
         f"throughput is flat from {first.point.level} on, but neither TPOT nor TTFT grew "
-        "with the work: the shape does not say what binds")
+        "with the work: the shape does not say what binds"
+    )

@@ -20,7 +20,6 @@ __all__ = ["ModelAdvice", "model_advice", "with_model"]
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(slots=True)
 class ModelAdvice:
     model: ServerModel | None
@@ -37,9 +36,15 @@ def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdv
         return ModelAdvice(None, None, None, "", None, "the run has no requests")
     d = run_data(result, engine_slots=engine_slots)
     if d.levels and all(lv.at_ceiling for lv in d.levels):
-        return ModelAdvice(None, None, "client", "every level was client-limited: the load "
-                           "generator, not the server, set the pace; nothing to fit", None,
-                           "every level was client-limited")
+        return ModelAdvice(
+            None,
+            None,
+            "client",
+            "every level was client-limited: the load "
+            "generator, not the server, set the pace; nothing to fit",
+            None,
+            "every level was client-limited",
+        )
     try:
         m = fit_model(d)
     except ValueError as e:
@@ -49,7 +54,9 @@ def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdv
     return ModelAdvice(m, sc, lim, why, fix)
 
 
-def with_model(rules: Recommendation | None, adv: ModelAdvice, engine: str) -> Recommendation | None:
+def with_model(
+    rules: Recommendation | None, adv: ModelAdvice, engine: str
+) -> Recommendation | None:
     """The rules' recommendation with the model's limiter and typed fix beside it.
 
     The rules still write the fix's text and number; the model's fix is stored with

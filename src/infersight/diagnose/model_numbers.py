@@ -67,9 +67,16 @@ def _int(v: float | None) -> int | None:
     return None if v is None or not math.isfinite(v) else max(1, round(v))
 
 
-def model_numbers(m: ServerModel, check: SelfCheck, fix: Fix | None, *,
-                  closed_loop: bool, physics: PhysicsBounds | None = None,
-                  limiter: str = "", limiter_why: str = "") -> FixNumbers | None:
+def model_numbers(
+    m: ServerModel,
+    check: SelfCheck,
+    fix: Fix | None,
+    *,
+    closed_loop: bool,
+    physics: PhysicsBounds | None = None,
+    limiter: str = "",
+    limiter_why: str = "",
+) -> FixNumbers | None:
     """The numbers for the rules from the model's fix (None: the model made none)."""
     if fix is None:
         return None
@@ -94,17 +101,35 @@ def model_numbers(m: ServerModel, check: SelfCheck, fix: Fix | None, *,
     bound = "model"
     if physics.memory is not None and slots is not None and slots > physics.memory:
         slots, bound = max(1, physics.memory), "memory"
-        rests.append(f"capped: memory holds {physics.memory}"
-                     + (f" ({physics.memory_why})" if physics.memory_why else ""))
+        rests.append(
+            f"capped: memory holds {physics.memory}"
+            + (f" ({physics.memory_why})" if physics.memory_why else "")
+        )
     elif physics.memory is None:
         rests.append("memory not checked (the model or device is unknown)")
     if no_number:
         rests.append(f"no number beyond the measured range: {no_number}")
     thr = p.throughput or 0.0
     return FixNumbers(
-        slots=slots, current=current, replicas=replicas,
-        per_replica=thr / (replicas or 1), target_rate=thr, needed=p.running or 0.0,
-        bound=bound, basis=fix.basis, rests_on=rests, no_number=no_number,
-        predicted={} if no_number else {"throughput": p.throughput, "ttft_p50": p.ttft_p50,
-                                        "ttft_p99": p.ttft_p99, "tpot_p50": p.tpot_p50},
-        closed_loop=closed_loop, limiter=limiter, limiter_why=limiter_why)
+        slots=slots,
+        current=current,
+        replicas=replicas,
+        per_replica=thr / (replicas or 1),
+        target_rate=thr,
+        needed=p.running or 0.0,
+        bound=bound,
+        basis=fix.basis,
+        rests_on=rests,
+        no_number=no_number,
+        predicted={}
+        if no_number
+        else {
+            "throughput": p.throughput,
+            "ttft_p50": p.ttft_p50,
+            "ttft_p99": p.ttft_p99,
+            "tpot_p50": p.tpot_p50,
+        },
+        closed_loop=closed_loop,
+        limiter=limiter,
+        limiter_why=limiter_why,
+    )

@@ -24,7 +24,9 @@ def print_plan(plan: CapacityPlan, *, console: Console | None = None) -> None:
     """Memory breakdown, max sequences, settings and the optional estimate."""
     con = console or Console()
     dev = f"{plan.devices}x {plan.device}" if plan.devices > 1 else plan.device
-    con.print(f"[bold]{escape(plan.model)}[/bold] on [bold]{escape(dev)}[/bold] at {plan.ctx:,} tokens of context")
+    con.print(
+        f"[bold]{escape(plan.model)}[/bold] on [bold]{escape(dev)}[/bold] at {plan.ctx:,} tokens of context"
+    )
     mem = Table(title="memory per device", box=None, show_header=False)
     mem.add_column("part")
     mem.add_column("size", justify="right")
@@ -37,11 +39,15 @@ def print_plan(plan: CapacityPlan, *, console: Console | None = None) -> None:
     mem.add_row(f"KV per {plan.ctx:,}-token sequence", _gib(plan.kv_bytes_per_sequence))
     con.print(mem)
     style = "green" if plan.fits else "red"
-    knee = (f"decode turns compute-bound near {plan.compute_knee:,} sequences"
-            if plan.compute_knee < KNEE_NEVER else
-            "at this context KV reads keep decode memory-bound at any batch")
-    con.print(f"[{style}]max concurrent sequences at {plan.ctx:,} tokens: "
-              f"{plan.max_sequences:,}[/{style}]   ({knee})")
+    knee = (
+        f"decode turns compute-bound near {plan.compute_knee:,} sequences"
+        if plan.compute_knee < KNEE_NEVER
+        else "at this context KV reads keep decode memory-bound at any batch"
+    )
+    con.print(
+        f"[{style}]max concurrent sequences at {plan.ctx:,} tokens: "
+        f"{plan.max_sequences:,}[/{style}]   ({knee})"
+    )
     for n in plan.notes:
         con.print(f"[yellow]note:[/yellow] {escape(n)}")
     if plan.fits:
@@ -54,9 +60,11 @@ def print_plan(plan: CapacityPlan, *, console: Console | None = None) -> None:
     if plan.estimate:
         e = plan.estimate
         if e.get("prompt_tokens_assumed"):
-            con.print(f"[yellow]assumed:[/yellow] prompts of {e['prompt_tokens']:,} tokens, the "
-                      f"context less {e['output_tokens']:,} output tokens (the longest it "
-                      "holds); give --prompt-tokens N for yours")
+            con.print(
+                f"[yellow]assumed:[/yellow] prompts of {e['prompt_tokens']:,} tokens, the "
+                f"context less {e['output_tokens']:,} output tokens (the longest it "
+                "holds); give --prompt-tokens N for yours"
+            )
         con.print(
             f"estimate (roofline floors, best case) at concurrency {e['batch'] + e['queued']}: "
             f"batch {e['batch']} ({e['queued']} queued), ITL >= {e['itl_floor_s'] * 1000:.2f} ms "

@@ -38,17 +38,22 @@ class Plateau:
 
     def sentence(self) -> str:
         """The evidence sentence: "R stays at 4 with 84 waiting: the slot limit is 4"."""
-        return (f"R stays at {self.slots} with {self.waiting:.0f} waiting: the slot limit "
-                f"is {self.slots}")
+        return (
+            f"R stays at {self.slots} with {self.waiting:.0f} waiting: the slot limit "
+            f"is {self.slots}"
+        )
 
     def source(self) -> str:
         kv = "KV < 0.9" if self.kv_known else "KV usage not exported"
-        return (f"inferred from engine /metrics: R's plateau over {self.scrapes} scrapes with "
-                f"Q > 0 ({kv}; R p10 {self.p10:.1f} >= 0.9 x p90 {self.p90:.1f})")
+        return (
+            f"inferred from engine /metrics: R's plateau over {self.scrapes} scrapes with "
+            f"Q > 0 ({kv}; R p10 {self.p10:.1f} >= 0.9 x p90 {self.p90:.1f})"
+        )
 
 
-def infer_slots(idx: SampleIndex, t0: float, t1: float, *,
-                queued_outside: float | np.ndarray = 0.0) -> Plateau | None:
+def infer_slots(
+    idx: SampleIndex, t0: float, t1: float, *, queued_outside: float | np.ndarray = 0.0
+) -> Plateau | None:
     """S from R's plateau in ``[t0, t1]``, or None when R is not flat while requests wait.
 
     ``queued_outside``: requests the client had in flight that the engine neither ran
@@ -73,5 +78,11 @@ def infer_slots(idx: SampleIndex, t0: float, t1: float, *,
     p10, p90 = (float(x) for x in np.quantile(rr, [0.1, 0.9]))
     if p90 < 1.0 or p10 < FLAT_RATIO * p90:
         return None
-    return Plateau(slots=max(1, round(float(np.median(rr)))), waiting=float(np.median(waiting[ok])),
-                   scrapes=int(ok.sum()), p10=p10, p90=p90, kv_known=kv is not None)
+    return Plateau(
+        slots=max(1, round(float(np.median(rr)))),
+        waiting=float(np.median(waiting[ok])),
+        scrapes=int(ok.sum()),
+        p10=p10,
+        p90=p90,
+        kv_known=kv is not None,
+    )

@@ -26,24 +26,50 @@ from infersight.stats.operating_point import WITHIN
 __all__ = ["ORDER", "recommend", "reconcile"]
 
 #: Which verdict gives the run's fix, first to last.
-ORDER = ("client_limited", "memory_pressure", "error_driven", "kv_bound", "compute_bound",
-         "slot_bound", "capacity", "overloaded", "host_starved", "busy_illusion",
-         "compute_bound_prefill", "bandwidth_bound_decode", "under_loaded", "healthy")
+ORDER = (
+    "client_limited",
+    "memory_pressure",
+    "error_driven",
+    "kv_bound",
+    "compute_bound",
+    "slot_bound",
+    "capacity",
+    "overloaded",
+    "host_starved",
+    "busy_illusion",
+    "compute_bound_prefill",
+    "bandwidth_bound_decode",
+    "under_loaded",
+    "healthy",
+)
 #: The knob each verdict's fix turns, and which way (None: nothing on the server).
 _KNOB: dict[str, tuple[str | None, str]] = {
-    "client_limited": (None, "hold"), "memory_pressure": ("slots", "down"),
-    "error_driven": (None, "hold"), "kv_bound": ("context", "down"),
-    "host_starved": ("threads", "down"), "busy_illusion": ("load", "up"),
-    "under_loaded": ("load", "up"), "compute_bound_prefill": (None, "hold"),
-    "bandwidth_bound_decode": (None, "hold"), "healthy": (None, "hold"),
+    "client_limited": (None, "hold"),
+    "memory_pressure": ("slots", "down"),
+    "error_driven": (None, "hold"),
+    "kv_bound": ("context", "down"),
+    "host_starved": ("threads", "down"),
+    "busy_illusion": ("load", "up"),
+    "under_loaded": ("load", "up"),
+    "compute_bound_prefill": (None, "hold"),
+    "bandwidth_bound_decode": (None, "hold"),
+    "healthy": (None, "hold"),
 }
 
 
 #: Verdicts about the server's limit: when one of them fired, a client-limited flag is a
 #: caveat beside it (a late client does not make a queue, a TPOT that grows or a KV cache
 #: that fills), not the fix.
-_SERVER_LIMITS = ("memory_pressure", "error_driven", "kv_bound", "compute_bound", "slot_bound",
-                  "capacity", "overloaded", "host_starved")
+_SERVER_LIMITS = (
+    "memory_pressure",
+    "error_driven",
+    "kv_bound",
+    "compute_bound",
+    "slot_bound",
+    "capacity",
+    "overloaded",
+    "host_starved",
+)
 
 
 def _primary(verdicts: Sequence[Verdict]) -> Verdict | None:
@@ -78,8 +104,10 @@ def _capacity_numbers(fix: FixNumbers, curve: CapacityCurve) -> tuple[int, dict[
     rate = max((p.offered_rate or 0.0 for p in curve.points), default=0.0) or fix.target_rate
     n = max(1, math.ceil(rate / cap - WITHIN)) if cap else 1
     best = next((p for p in curve.points if p.level == curve.best_level), None)
-    return n, {"throughput": min(rate, n * cap) if cap else None,
-               "ttft_p99": best.ttft_p99 if best is not None else None}
+    return n, {
+        "throughput": min(rate, n * cap) if cap else None,
+        "ttft_p99": best.ttft_p99 if best is not None else None,
+    }
 
 
 def _no_number(fix: FixNumbers) -> str:
@@ -92,34 +120,61 @@ def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Re
     rests = fix.why()
     if v.id in ("capacity", "overloaded"):
         n, predicted = _capacity_numbers(fix, curve)
-        text = (f"{v.title}{_where(v)}: run {n} replicas behind `infersight gateway` (one "
-                f"serves about {curve.capacity or 0:.3g} req/s)"
-                if n > 1 else f"{v.title}{_where(v)}: shed or shape load at the gateway; one "
-                f"replica serves about {curve.capacity or 0:.3g} req/s")
-        return Recommendation(verdict=v.id, knob="replicas", direction="up" if n > 1 else "hold",
-                              current=1, target=n, replicas=n, text=text, predicted=predicted,
-                              rests_on=rests or f"the measured capacity {curve.capacity or 0:.3g} req/s",
-                              basis=fix.basis if fix.replicas else "measured")
+        text = (
+            f"{v.title}{_where(v)}: run {n} replicas behind `infersight gateway` (one "
+            f"serves about {curve.capacity or 0:.3g} req/s)"
+            if n > 1
+            else f"{v.title}{_where(v)}: shed or shape load at the gateway; one "
+            f"replica serves about {curve.capacity or 0:.3g} req/s"
+        )
+        return Recommendation(
+            verdict=v.id,
+            knob="replicas",
+            direction="up" if n > 1 else "hold",
+            current=1,
+            target=n,
+            replicas=n,
+            text=text,
+            predicted=predicted,
+            rests_on=rests or f"the measured capacity {curve.capacity or 0:.3g} req/s",
+            basis=fix.basis if fix.replicas else "measured",
+        )
     reps = f" and run {fix.replicas} replicas" if (fix.replicas or 1) > 1 else ""
     knob: str | None
     target: int | None
     if v.id == "compute_bound":
-        where = (f" from {curve.knee:.3g} in flight ({curve.knee_level}, measured)"
-                 if curve.knee_reached and curve.knee else "")
+        where = (
+            f" from {curve.knee:.3g} in flight ({curve.knee_level}, measured)"
+            if curve.knee_reached and curve.knee
+            else ""
+        )
         head = f"Compute-bound{where}: more slots add latency, not throughput"
         if current and fix.slots is not None and current > fix.slots:
-            act, knob, direction, target = (f"lower {flag} {current} \u2192 {fix.slots}{reps}",
-                                            "slots", "down", fix.slots)
+            act, knob, direction, target = (
+                f"lower {flag} {current} \u2192 {fix.slots}{reps}",
+                "slots",
+                "down",
+                fix.slots,
+            )
         elif (fix.replicas or 1) > 1 or fix.no_number:
             many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"
-            act = (f"keep {flag}{f' at {current}' if current else ''} and {many} (or faster "
-                   f"hardware){_no_number(fix)}")
+            act = (
+                f"keep {flag}{f' at {current}' if current else ''} and {many} (or faster "
+                f"hardware){_no_number(fix)}"
+            )
             knob, direction, target = "replicas", "up", fix.replicas
         else:
-            act, knob, direction, target = "keep the settings: the load fits one replica", None, "hold", None
+            act, knob, direction, target = (
+                "keep the settings: the load fits one replica",
+                None,
+                "hold",
+                None,
+            )
         text = f"{head}; {act}."
     elif fix.slots is None:
-        text = f"{v.title}{_where(v)}: raise {flag} above {current or 'its limit'}{_no_number(fix)}."
+        text = (
+            f"{v.title}{_where(v)}: raise {flag} above {current or 'its limit'}{_no_number(fix)}."
+        )
         knob, direction, target = "slots", "up", None
     elif current is None or fix.slots > current:
         step = f"{current} \u2192 {fix.slots}" if current else f"to {fix.slots}"
@@ -130,23 +185,37 @@ def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Re
         knob, direction, target = "slots", "down", fix.slots
     elif fix.no_number or (fix.replicas or 1) > 1:
         many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"
-        text = (f"{v.title}{_where(v)}: more than {flag} {current} within what the run "
-                f"measured would not serve the load; {many} behind `infersight gateway`"
-                f"{_no_number(fix)}.")
+        text = (
+            f"{v.title}{_where(v)}: more than {flag} {current} within what the run "
+            f"measured would not serve the load; {many} behind `infersight gateway`"
+            f"{_no_number(fix)}."
+        )
         knob, direction, target = "replicas", "up", fix.replicas
     else:
-        text = (f"{v.title}{_where(v)}: {flag} {current} covers what the load needs in flight"
-                f"{'; run ' + str(fix.replicas) + ' replicas' if (fix.replicas or 1) > 1 else ''}.")
-        knob, direction, target = (("replicas", "up", fix.replicas) if (fix.replicas or 1) > 1
-                                   else (None, "hold", None))
-    return Recommendation(verdict=v.id, knob=knob, direction=direction,
-                          current=current if knob == "slots" else (1 if knob == "replicas" else None),
-                          target=target, replicas=fix.replicas, text=text,
-                          predicted=dict(fix.predicted), rests_on=rests, basis=fix.basis)
+        text = (
+            f"{v.title}{_where(v)}: {flag} {current} covers what the load needs in flight"
+            f"{'; run ' + str(fix.replicas) + ' replicas' if (fix.replicas or 1) > 1 else ''}."
+        )
+        knob, direction, target = (
+            ("replicas", "up", fix.replicas) if (fix.replicas or 1) > 1 else (None, "hold", None)
+        )
+    return Recommendation(
+        verdict=v.id,
+        knob=knob,
+        direction=direction,
+        current=current if knob == "slots" else (1 if knob == "replicas" else None),
+        target=target,
+        replicas=fix.replicas,
+        text=text,
+        predicted=dict(fix.predicted),
+        rests_on=rests,
+        basis=fix.basis,
+    )
 
 
-def recommend(verdicts: Sequence[Verdict], curve: CapacityCurve | None, fix: FixNumbers | None,
-              engine: str) -> Recommendation | None:
+def recommend(
+    verdicts: Sequence[Verdict], curve: CapacityCurve | None, fix: FixNumbers | None, engine: str
+) -> Recommendation | None:
     """The run's one recommendation, or None for a run without verdicts."""
     v = _primary(verdicts)
     if v is None:
@@ -156,15 +225,23 @@ def recommend(verdicts: Sequence[Verdict], curve: CapacityCurve | None, fix: Fix
         return _sized(v, curve, fix, engine)
     knob, direction = _KNOB.get(v.id, (None, "hold"))
     if v.id == "healthy" and curve is not None and curve.best_level:
-        text = f"No limiter found: no change needed; the best operating point is {curve.best_level}."
+        text = (
+            f"No limiter found: no change needed; the best operating point is {curve.best_level}."
+        )
     else:
         first = v.fixes[0] if v.fixes else "see the verdict's evidence"
         text = f"{v.title}{_where(v)}: {first}"
     target = v.evidence_value("recommended_slots") if v.id == "memory_pressure" else None
-    return Recommendation(verdict=v.id, knob=knob, direction=direction,
-                          current=_current_slots(v) if knob == "slots" else None,
-                          target=target if isinstance(target, int) else None, text=text,
-                          rests_on=f"the {v.id} verdict{_where(v)}", basis="measured")
+    return Recommendation(
+        verdict=v.id,
+        knob=knob,
+        direction=direction,
+        current=_current_slots(v) if knob == "slots" else None,
+        target=target if isinstance(target, int) else None,
+        text=text,
+        rests_on=f"the {v.id} verdict{_where(v)}",
+        basis="measured",
+    )
 
 
 def reconcile(verdicts: Sequence[Verdict], rec: Recommendation | None) -> None:
@@ -174,7 +251,9 @@ def reconcile(verdicts: Sequence[Verdict], rec: Recommendation | None) -> None:
     if rec is None:
         return
     grow = rec.knob in ("slots", "replicas", "context", "threads") and rec.direction == "up"
-    no_more_slots = rec.verdict == "compute_bound" or (rec.knob == "slots" and rec.direction == "down")
+    no_more_slots = rec.verdict == "compute_bound" or (
+        rec.knob == "slots" and rec.direction == "down"
+    )
     for v in verdicts:
         keep: list[tuple[str, Fix | None]] = []
         for i, text in enumerate(v.fixes):

@@ -23,9 +23,20 @@ from infersight.diagnose.rules_overload import overloaded
 
 __all__ = ["RULES", "RuleInput", "evaluate"]
 
-RULES = (client_limited, memory_pressure, error_driven, overloaded, compute_bound, queueing,
-         host_starved, busy_illusion, under_loaded, compute_prefill, bandwidth_decode,
-         prefix_cache)
+RULES = (
+    client_limited,
+    memory_pressure,
+    error_driven,
+    overloaded,
+    compute_bound,
+    queueing,
+    host_starved,
+    busy_illusion,
+    under_loaded,
+    compute_prefill,
+    bandwidth_decode,
+    prefix_cache,
+)
 
 #: Verdicts a measured compute limit overrides at the same level: their fix (more slots,
 #: "no limiter binding") would contradict the curve (docs/design.md section 5).
@@ -51,7 +62,20 @@ def evaluate(ri: RuleInput) -> list[Verdict]:
         parts.append(f"Q {fmt(s.Q)}")
     if s.itl_ratio is not None:
         parts.append(f"ITL {fmt(s.itl_ratio)}x floor")
-    ev = [*rq_evidence(ri), evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source)]
+    ev = [
+        *rq_evidence(ri),
+        evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source),
+    ]
     marginal = " beyond the marginal flags above" if out else ""
-    return [*out, make_verdict(ri, "healthy", "Healthy",
-                               f"No limiter found{marginal}: " + ", ".join(parts) + ".", ev, 0.7, [])]
+    return [
+        *out,
+        make_verdict(
+            ri,
+            "healthy",
+            "Healthy",
+            f"No limiter found{marginal}: " + ", ".join(parts) + ".",
+            ev,
+            0.7,
+            [],
+        ),
+    ]

@@ -15,8 +15,15 @@ from infersight.diagnose.model_numbers import FixNumbers
 from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
 
-__all__ = ["TTFT_FLOOR_LABEL", "FixLine", "RuleInput", "evidence", "fmt", "make_verdict",
-           "rq_evidence"]
+__all__ = [
+    "TTFT_FLOOR_LABEL",
+    "FixLine",
+    "RuleInput",
+    "evidence",
+    "fmt",
+    "make_verdict",
+    "rq_evidence",
+]
 
 #: Thresholds (docs/design.md section 5); named so reports can cite them.
 R_NEAR_S = 0.85
@@ -74,17 +81,42 @@ def fmt(x: float | None, nd: int = 1) -> str:
 
 def rq_evidence(ri: RuleInput) -> list[Evidence]:
     s, c = ri.s, ri.ctx
-    out = [evidence("running", "running (R)", s.R, "requests", s.rq_source),
-           evidence("waiting", "waiting (Q)", s.Q, "requests", s.rq_source)]
+    out = [
+        evidence("running", "running (R)", s.R, "requests", s.rq_source),
+        evidence("waiting", "waiting (Q)", s.Q, "requests", s.rq_source),
+    ]
     if s.S is not None:
         out.append(evidence("slots", "slots (S)", s.S, "sequences", s.S_source or c.slots_source))
     if s.plateau is not None:
-        out.append(evidence("slot_limit_inferred", "slot limit (inferred)", s.plateau.sentence(), "", s.plateau.source()))
+        out.append(
+            evidence(
+                "slot_limit_inferred",
+                "slot limit (inferred)",
+                s.plateau.sentence(),
+                "",
+                s.plateau.source(),
+            )
+        )
     if s.kv is not None:
-        out.append(evidence("kv_cache_usage", "KV cache usage", s.kv, "fraction", "engine /metrics (engine.kv_cache_usage)"))
+        out.append(
+            evidence(
+                "kv_cache_usage",
+                "KV cache usage",
+                s.kv,
+                "fraction",
+                "engine /metrics (engine.kv_cache_usage)",
+            )
+        )
     elif c.has_engine_metrics:
-        out.append(evidence("kv_cache_usage", "KV cache usage", "unknown", "",
-                            f"the engine ({c.engine}) exports no KV-cache usage"))
+        out.append(
+            evidence(
+                "kv_cache_usage",
+                "KV cache usage",
+                "unknown",
+                "",
+                f"the engine ({c.engine}) exports no KV-cache usage",
+            )
+        )
     return out
 
 
@@ -92,14 +124,18 @@ def _floor_evidence(ri: RuleInput) -> list[Evidence]:
     s, w = ri.s, ri.w
     out: list[Evidence] = []
     if s.itl_ratio is not None:
-        out += [evidence("itl_p50", "ITL p50", w.itl_p50, "s", w.itl_source),
-                evidence("itl_floor", "ITL floor", s.itl_floor, "s", s.floor_source),
-                evidence("itl_ratio", "ITL / floor", s.itl_ratio, "x", "observed / roofline floor")]
+        out += [
+            evidence("itl_p50", "ITL p50", w.itl_p50, "s", w.itl_source),
+            evidence("itl_floor", "ITL floor", s.itl_floor, "s", s.floor_source),
+            evidence("itl_ratio", "ITL / floor", s.itl_ratio, "x", "observed / roofline floor"),
+        ]
     if s.ttft_ratio is not None:
         src = str(w.extra.get("ttft_sent_p50_source") or "the window's records")
-        out += [evidence("ttft_sent_p50", TTFT_FLOOR_LABEL, w.ttft_sent_p50, "s", src),
-                evidence("ttft_floor", "TTFT floor (prefill)", s.ttft_floor, "s", s.floor_source),
-                evidence("ttft_ratio", "TTFT / floor", s.ttft_ratio, "x", "observed / prefill floor")]
+        out += [
+            evidence("ttft_sent_p50", TTFT_FLOOR_LABEL, w.ttft_sent_p50, "s", src),
+            evidence("ttft_floor", "TTFT floor (prefill)", s.ttft_floor, "s", s.floor_source),
+            evidence("ttft_ratio", "TTFT / floor", s.ttft_ratio, "x", "observed / prefill floor"),
+        ]
     return out
 
 
@@ -111,22 +147,41 @@ def _conf(base: float, ri: RuleInput) -> float:
 
 
 def _inferred_note(ri: RuleInput) -> str:
-    return (" Engine metrics were missing: R and Q were inferred from client-side in-flight "
-            "counts, so confidence is lower." if ri.s.inferred else "")
+    return (
+        " Engine metrics were missing: R and Q were inferred from client-side in-flight "
+        "counts, so confidence is lower."
+        if ri.s.inferred
+        else ""
+    )
 
 
 FixLine = str | tuple[str, Fix | None]
 
 
-def make_verdict(ri: RuleInput, vid: str, title: str, summary: str, evidence: list[Evidence],
-                 base_conf: float, fixes: Sequence[FixLine], *, marginal: bool = False) -> Verdict:
+def make_verdict(
+    ri: RuleInput,
+    vid: str,
+    title: str,
+    summary: str,
+    evidence: list[Evidence],
+    base_conf: float,
+    fixes: Sequence[FixLine],
+    *,
+    marginal: bool = False,
+) -> Verdict:
     """A verdict of this window; a ``marginal`` one says so in its title. A fix line
     may carry its typed action (``(text, Fix)``): the knob it turns and which way."""
     lines = [f if isinstance(f, tuple) else (f, None) for f in fixes]
     return Verdict(
-        id=vid, title=title + (" (marginal)" if marginal else ""), summary=summary + _inferred_note(ri),
-        window=VerdictWindow(start=ri.w.t0, end=ri.w.t1), evidence=evidence + _floor_evidence(ri),
+        id=vid,
+        title=title + (" (marginal)" if marginal else ""),
+        summary=summary + _inferred_note(ri),
+        window=VerdictWindow(start=ri.w.t0, end=ri.w.t1),
+        evidence=evidence + _floor_evidence(ri),
         confidence=_conf(base_conf * (0.6 if marginal else 1.0), ri),
-        fixes=[t for t, _ in lines], actions=[a for _, a in lines], level=ri.level,
-        engine=ri.ctx.engine, marginal=marginal,
+        fixes=[t for t, _ in lines],
+        actions=[a for _, a in lines],
+        level=ri.level,
+        engine=ri.ctx.engine,
+        marginal=marginal,
     )

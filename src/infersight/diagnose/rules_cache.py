@@ -73,41 +73,67 @@ def prefix_cache(ri: RuleInput) -> Verdict | None:
     eng = ri.ctx.engine
     cache = CACHE_NAMES.get(eng, "the prefix cache")
     ev: list[Evidence] = [
-        evidence("prefix_shared", "prompt tokens sharing an earlier prefix", shared, "fraction",
-                 shared_src),
+        evidence(
+            "prefix_shared",
+            "prompt tokens sharing an earlier prefix",
+            shared,
+            "fraction",
+            shared_src,
+        ),
         evidence("prefix_cache_hit_rate", "prefix-cache hit rate", hit, "fraction", hit_src),
     ]
     if "cached_tokens" in seen:
-        ev.append(evidence("cached_tokens", "cached prompt tokens", seen["cached_tokens"],
-                           "tokens", hit_src))
+        ev.append(
+            evidence(
+                "cached_tokens", "cached prompt tokens", seen["cached_tokens"], "tokens", hit_src
+            )
+        )
     why, fixes = _cause(ri, hit, int(seen.get("sources") or 1))
     return make_verdict(
-        ri, "prefix_cache_miss", "Prefix cache misses",
+        ri,
+        "prefix_cache_miss",
+        "Prefix cache misses",
         f"{shared:.0%} of the prompt tokens repeat an earlier request's prefix, but "
         f"{cache} served {hit:.0%}: {why}.",
-        ev, 0.75, fixes)
+        ev,
+        0.75,
+        fixes,
+    )
 
 
 def _cause(ri: RuleInput, hit: float, replicas: int) -> tuple[str, list[str]]:
     eng, s = ri.ctx.engine, ri.s
     fixes = _engine_fixes(eng)
-    route = ("route requests that share a prefix to the replica that holds it: session- or "
-             "prefix-aware routing (SGLang's router cache-aware policy, vLLM production "
-             "stack's session router); the infersight gateway routes to the least "
-             "outstanding upstream and has no such routing yet")
+    route = (
+        "route requests that share a prefix to the replica that holds it: session- or "
+        "prefix-aware routing (SGLang's router cache-aware policy, vLLM production "
+        "stack's session router); the infersight gateway routes to the least "
+        "outstanding upstream and has no such routing yet"
+    )
     if replicas > 1 or eng == "gateway":
-        return (f"{replicas if replicas > 1 else 'several'} replicas each start cold, so the "
-                "router scattering shared prefixes is the likely cause", [route, *fixes])
+        return (
+            f"{replicas if replicas > 1 else 'several'} replicas each start cold, so the "
+            "router scattering shared prefixes is the likely cause",
+            [route, *fixes],
+        )
     if hit < OFF_BELOW:
         return "the cache looks off (or the requests turn it off)", fixes
     if s.kv is not None and s.kv >= 0.9:
-        return (f"the KV cache is {s.kv:.0%} full, so cached prefixes are evicted before "
-                "they are reused", [*_room_fixes(eng), *fixes])
+        return (
+            f"the KV cache is {s.kv:.0%} full, so cached prefixes are evicted before "
+            "they are reused",
+            [*_room_fixes(eng), *fixes],
+        )
     if eng in ("llamacpp", "embedded") and (s.S or 1) > 1:
-        return ("each llama.cpp slot caches only its own last prompt, so a request that lands "
-                "on another slot starts cold", fixes)
+        return (
+            "each llama.cpp slot caches only its own last prompt, so a request that lands "
+            "on another slot starts cold",
+            fixes,
+        )
     return "cached prefixes are evicted before they are reused (too small a cache)", [
-        *_room_fixes(eng), *fixes]
+        *_room_fixes(eng),
+        *fixes,
+    ]
 
 
 _LLAMA_FIXES = [
@@ -120,21 +146,26 @@ _LLAMA_FIXES = [
 ]
 #: The cache's own setting, per engine.
 _ENGINE_FIXES: dict[str, list[str]] = {
-    "vllm": ["check prefix caching is on: --enable-prefix-caching (the V1 default; "
-             "--no-enable-prefix-caching turns it off)"],
+    "vllm": [
+        "check prefix caching is on: --enable-prefix-caching (the V1 default; "
+        "--no-enable-prefix-caching turns it off)"
+    ],
     "sglang": ["drop --disable-radix-cache (the radix cache is on by default)"],
     "llamacpp": _LLAMA_FIXES,
     "embedded": _LLAMA_FIXES,
     "tgi": ["turn prefix caching on: PREFIX_CACHING=1 (TGI 3's default)"],
-    "hosted": ["put the shared part first and keep it byte-identical (provider prompt caches "
-               "match exact prefixes, often from 1,024 tokens)"],
+    "hosted": [
+        "put the shared part first and keep it byte-identical (provider prompt caches "
+        "match exact prefixes, often from 1,024 tokens)"
+    ],
 }
-_ANY_FIX = ["turn the engine's prefix cache on (vLLM --enable-prefix-caching, SGLang's radix "
-            "cache, llama.cpp cache_prompt)"]
+_ANY_FIX = [
+    "turn the engine's prefix cache on (vLLM --enable-prefix-caching, SGLang's radix "
+    "cache, llama.cpp cache_prompt)"
+]
 #: More room for cached prefixes, per engine.
 _ROOM_FIXES: dict[str, str] = {
-    "vllm": "give the KV cache more room: --gpu-memory-utilization, or a shorter "
-            "--max-model-len",
+    "vllm": "give the KV cache more room: --gpu-memory-utilization, or a shorter --max-model-len",
     "sglang": "give the radix cache more room: --mem-fraction-static",
 }
 _ANY_ROOM = "give the KV cache more room (more memory for it, or fewer concurrent sequences)"

@@ -31,12 +31,28 @@ def overloaded(ri: RuleInput) -> Verdict | None:
     ev = [
         evidence("offered_rate", "offered rate", offered, "req/s", src),
         evidence("capacity_estimate", "achieved rate (capacity estimate)", cap, "req/s", src),
-        evidence("completion_ratio", "completed / offered", sus.get("completion_ratio"), "fraction", src),
-        evidence("queue_growth", "queue growth (in flight)", slope, "req/s", src + ", least-squares slope"),
+        evidence(
+            "completion_ratio", "completed / offered", sus.get("completion_ratio"), "fraction", src
+        ),
+        evidence(
+            "queue_growth",
+            "queue growth (in flight)",
+            slope,
+            "req/s",
+            src + ", least-squares slope",
+        ),
     ]
     ci = sus.get("inflight_slope_ci")
     if isinstance(ci, list) and len(ci) == 2:
-        ev.append(evidence("queue_growth_ci", "queue growth 95% CI", f"{ci[0]:.3g} to {ci[1]:.3g}", "req/s", src))
+        ev.append(
+            evidence(
+                "queue_growth_ci",
+                "queue growth 95% CI",
+                f"{ci[0]:.3g} to {ci[1]:.3g}",
+                "req/s",
+                src,
+            )
+        )
     reasons = [str(r) for r in sus.get("reasons") or []]
     ev += [evidence("reason", "reason", r, "", src) for r in reasons]
     ev += rq_evidence(ri)
@@ -55,10 +71,22 @@ def overloaded(ri: RuleInput) -> Verdict | None:
         f"server. The server's capacity is about {fmt(cap, 1)} req/s; the queueing verdicts "
         "say what limits it."
     )
-    marginal = short and len(why) == 1 and isinstance(ratio, int | float) and is_marginal(
-        1 - ratio, SHORTFALL_LIMIT)
-    return make_verdict(ri, "overloaded", "Overloaded (unsustainable rate)", summary, ev, 0.9,
-                        _fixes(offered, cap), marginal=marginal)
+    marginal = (
+        short
+        and len(why) == 1
+        and isinstance(ratio, int | float)
+        and is_marginal(1 - ratio, SHORTFALL_LIMIT)
+    )
+    return make_verdict(
+        ri,
+        "overloaded",
+        "Overloaded (unsustainable rate)",
+        summary,
+        ev,
+        0.9,
+        _fixes(offered, cap),
+        marginal=marginal,
+    )
 
 
 def _fixes(offered: float | None, cap: float | None) -> list[str]:

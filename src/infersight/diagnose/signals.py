@@ -34,8 +34,8 @@ class SampleIndex:
             if not np.isfinite(v):
                 continue
             groups[(s.name, tuple(sorted(s.labels.items())))].append((s.t, v))
-        self._series: dict[str, list[tuple[dict[str, str], np.ndarray, np.ndarray]]] = (
-            defaultdict(list)
+        self._series: dict[str, list[tuple[dict[str, str], np.ndarray, np.ndarray]]] = defaultdict(
+            list
         )
         for (name, labels), pts in groups.items():
             pts.sort()
@@ -93,8 +93,11 @@ class SampleIndex:
 
     def times(self, metric: str, t0: float, t1: float) -> np.ndarray:
         """Every sample time of ``metric`` inside ``[t0, t1]`` (all series, sorted)."""
-        ts = [t[(t >= t0) & (t <= t1)] for lab, t, _ in self._series.get(metric, [])
-              if "stat" not in lab]
+        ts = [
+            t[(t >= t0) & (t <= t1)]
+            for lab, t, _ in self._series.get(metric, [])
+            if "stat" not in lab
+        ]
         return np.unique(np.concatenate(ts)) if ts else np.zeros(0)
 
     def held(self, metric: str, times: np.ndarray, agg: str = "sum") -> np.ndarray | None:
@@ -197,7 +200,9 @@ class RecordArrays:
                 prompt[i] = r.prompt_tokens
             if r.ok:
                 ok[i] = True
-                out = r.completion_tokens if r.completion_tokens is not None else sum(r.chunk_tokens)
+                out = (
+                    r.completion_tokens if r.completion_tokens is not None else sum(r.chunk_tokens)
+                )
                 output[i] = out
                 if out >= 2 and len(ct) >= 2:
                     tpot[i] = (ct[-1] - ct[0]) / (out - 1)
@@ -209,9 +214,18 @@ class RecordArrays:
         cols = cols.reshape(9, n)
         ok_a = np.array(ok, dtype=bool)
         return cls(
-            scheduled=cols[0], sent=cols[1], end=cols[2], first=cols[3],
-            prompt=cols[4], output=cols[5], tpot=cols[6], queue_delay=cols[7], lag=cols[8],
-            ok=ok_a, failed=np.array(failed, dtype=bool), records=records,
+            scheduled=cols[0],
+            sent=cols[1],
+            end=cols[2],
+            first=cols[3],
+            prompt=cols[4],
+            output=cols[5],
+            tpot=cols[6],
+            queue_delay=cols[7],
+            lag=cols[8],
+            ok=ok_a,
+            failed=np.array(failed, dtype=bool),
+            records=records,
             inflight=InFlight.build(cols[1], cols[2], cols[3], ok_a),
         )
 

@@ -85,7 +85,11 @@ def _client_rq(w: WindowStats, s: EngineSignals, S: float | None) -> None:
 
 
 def _scrape_times(idx: SampleIndex, t0: float, t1: float) -> np.ndarray:
-    name = "engine.requests_running" if idx.has("engine.requests_running") else "engine.requests_waiting"
+    name = (
+        "engine.requests_running"
+        if idx.has("engine.requests_running")
+        else "engine.requests_waiting"
+    )
     return idx.times(name, t0, t1)
 
 
@@ -94,8 +98,9 @@ def _held0(idx: SampleIndex, name: str, times: np.ndarray, agg: str = "sum") -> 
     return np.zeros(times.size) if v is None else np.nan_to_num(v)
 
 
-def _queued_outside(idx: SampleIndex, w: WindowStats, t0: float,
-                    t1: float) -> tuple[np.ndarray, np.ndarray] | None:
+def _queued_outside(
+    idx: SampleIndex, w: WindowStats, t0: float, t1: float
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Per scrape in the window: requests the client had in flight that the engine
     neither ran nor listed as waiting, queued before its scheduler (an HTTP accept
     backlog, a proxy), and those the engine listed as waiting; None unless the first
@@ -124,10 +129,16 @@ def _queued_outside(idx: SampleIndex, w: WindowStats, t0: float,
 
 def floor_record(s: EngineSignals) -> dict[str, Any]:
     """The floors of one window as stored in ``environment["physics"]["floors"]``."""
-    return {"itl_floor_s": s.itl_floor, "itl_floor_bandwidth_s": s.itl_floor_bw,
-            "itl_floor_compute_s": s.itl_floor_compute, "ttft_floor_s": s.ttft_floor,
-            "batch": s.floor_batch, "context_tokens": s.floor_context,
-            "prompt_tokens": s.floor_prompt, "source": s.floor_source}
+    return {
+        "itl_floor_s": s.itl_floor,
+        "itl_floor_bandwidth_s": s.itl_floor_bw,
+        "itl_floor_compute_s": s.itl_floor_compute,
+        "ttft_floor_s": s.ttft_floor,
+        "batch": s.floor_batch,
+        "context_tokens": s.floor_context,
+        "prompt_tokens": s.floor_prompt,
+        "source": s.floor_source,
+    }
 
 
 def _num(v: Any) -> float | None:
@@ -171,8 +182,9 @@ def _floors(s: EngineSignals, w: WindowStats, ctx: RunContext, level: str | None
         s.ttft_ratio = w.ttft_sent_p50 / s.ttft_floor
 
 
-def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext,
-                   level: str | None = None) -> EngineSignals:
+def engine_signals(
+    idx: SampleIndex, w: WindowStats, ctx: RunContext, level: str | None = None
+) -> EngineSignals:
     """Compute the symbols of one window from samples, records and physics."""
     t0, t1 = w.t0, w.t1
     s = EngineSignals(S=ctx.slots, S_source=ctx.slots_source)
@@ -225,7 +237,9 @@ def engine_signals(idx: SampleIndex, w: WindowStats, ctx: RunContext,
         # plays the role SM activity plays on a GPU.
         threads, how = ctx.threads, "threads"
         if not threads:  # a recording does not say: the host's cores bound the threads
-            threads = len([lab for lab in idx.labels("host.cpu_percent") if lab.get("cpu") != "all"]) or 1
+            threads = (
+                len([lab for lab in idx.labels("host.cpu_percent") if lab.get("cpu") != "all"]) or 1
+            )
             how = "host cores (the engine's threads are not recorded)"
         s.U = min(1.0, s.engine_cpu / (100.0 * threads))
         s.busy, s.busy_source = s.U, f"engine process CPU / {threads} {how}"

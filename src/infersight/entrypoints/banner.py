@@ -43,12 +43,17 @@ def gateway_banner(gw: Gateway) -> str:
     names = sorted(models) + (["any other the upstreams serve"] if any_model else [])
     rows.append(("models", ", ".join(names) or "none"))
     if cfg.fallbacks:
-        rows.append(("fallbacks", "; ".join(f"{m} -> {', '.join(fs)}"
-                                            for m, fs in cfg.fallbacks.items())))
+        rows.append(
+            ("fallbacks", "; ".join(f"{m} -> {', '.join(fs)}" for m, fs in cfg.fallbacks.items()))
+        )
     if cfg.keys or cfg.require_key:
         who = ", ".join(k.name for k in cfg.keys)
-        rows.append(("api key", f"required ({counted(len(cfg.keys), 'key')}: {who})"
-                     if cfg.keys else "required"))
+        rows.append(
+            (
+                "api key",
+                f"required ({counted(len(cfg.keys), 'key')}: {who})" if cfg.keys else "required",
+            )
+        )
     else:
         rows.append(("api key", "none (open access)"))
     public = cfg.metrics_public or not (cfg.keys or cfg.require_key)

@@ -45,7 +45,8 @@ def run_batch_command(cfg: BatchConfig, *, summary_json: Path | None = None) -> 
     opener = None
     if cfg.url is None:
         opener = engine_opener(
-            EngineOptions(parallel=cfg.engine_parallel), command="batch",
+            EngineOptions(parallel=cfg.engine_parallel),
+            command="batch",
             on_start=lambda: progress.note("no --url: starting the embedded engine for this run"),
         )
     try:

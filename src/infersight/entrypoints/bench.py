@@ -24,8 +24,7 @@ def _console() -> Console:
     return console
 
 
-def run_bench(cfg: BenchConfig, *, console: Console | None = None,
-              llmd: bool = False) -> RunResult:
+def run_bench(cfg: BenchConfig, *, console: Console | None = None, llmd: bool = False) -> RunResult:
     """``infersight bench``: :func:`bench_and_diagnose`, then print the result and
     write ``cfg.out`` (with ``llmd``, also llm-d-benchmark's reports in ``out/llm-d``)."""
     from infersight.report import render_console, render_percentiles, write_outputs

@@ -48,8 +48,15 @@ def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
     return results
 
 
-def watch_url(url: str, seconds: float, *, api_key_env: str | None, probe: bool,
-              interval: float, api_key_file: Path | None = None) -> list[tuple[str, RunResult]]:
+def watch_url(
+    url: str,
+    seconds: float,
+    *,
+    api_key_env: str | None,
+    probe: bool,
+    interval: float,
+    api_key_file: Path | None = None,
+) -> list[tuple[str, RunResult]]:
     """What telemetry sees of a live server in ``seconds``, as the one input."""
     from infersight.telemetry import sample_url
 
@@ -57,8 +64,9 @@ def watch_url(url: str, seconds: float, *, api_key_env: str | None, probe: bool,
     if api_key_env or api_key_file:
         from infersight.client import resolve_api_key
 
-        key = resolve_api_key(env=api_key_env, file=str(api_key_file) if api_key_file else None,
-                              required=True)
+        key = resolve_api_key(
+            env=api_key_env, file=str(api_key_file) if api_key_file else None, required=True
+        )
     return [(url, sample_url(url, seconds, api_key=key, probe=probe, interval=interval))]
 
 
@@ -86,8 +94,9 @@ def print_diagnoses(
     out: dict[str, dict[str, object]] = {}
     con = Console()
     for name, result in inputs:
-        found = diagnose_run(result, window_seconds=window, model=model, gpu=gpu,
-                             engine_slots=engine_slots)
+        found = diagnose_run(
+            result, window_seconds=window, model=model, gpu=gpu, engine_slots=engine_slots
+        )
         if not found.verdicts:
             # another tool's aggregates alone: say what could not be decided
             found.verdicts = missing_evidence(result)
@@ -96,12 +105,15 @@ def print_diagnoses(
         if found.advice is not None:
             result.server_model, result.self_check = found.advice.model, found.advice.check
         out[name] = {
-            "recommendation": None if found.recommendation is None
+            "recommendation": None
+            if found.recommendation is None
             else found.recommendation.model_dump(mode="json"),
             "capacity_curve": None if found.curve is None else found.curve.model_dump(mode="json"),
-            "server_model": None if result.server_model is None
+            "server_model": None
+            if result.server_model is None
             else result.server_model.model_dump(mode="json"),
-            "self_check": None if result.self_check is None
+            "self_check": None
+            if result.self_check is None
             else result.self_check.model_dump(mode="json"),
             "verdicts": [v.model_dump(mode="json") for v in found.verdicts],
         }

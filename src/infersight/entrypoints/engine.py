@@ -61,8 +61,14 @@ def new_engine(opts: EngineOptions) -> EmbeddedEngine:
     from infersight.engine import EmbeddedEngine
 
     return EmbeddedEngine(
-        model=opts.model, parallel=opts.parallel, ctx=opts.ctx, threads=opts.threads,
-        host=opts.host, port=opts.port, api_key=opts.api_key, verbose=opts.verbose,
+        model=opts.model,
+        parallel=opts.parallel,
+        ctx=opts.ctx,
+        threads=opts.threads,
+        host=opts.host,
+        port=opts.port,
+        api_key=opts.api_key,
+        verbose=opts.verbose,
     )
 
 
@@ -95,8 +101,13 @@ def running_engine(engine: EmbeddedEngine) -> Iterator[EmbeddedEngine]:
 def describe(engine: EmbeddedEngine, started_by: str) -> Endpoint:
     """What the commands below the CLI may know about a running engine."""
     return Endpoint(
-        url=engine.base_url, api_key=engine.api_key, started_by=started_by, pid=engine.pid,
-        slots=engine.config.parallel, model=engine.model_name, settings=engine.settings,
+        url=engine.base_url,
+        api_key=engine.api_key,
+        started_by=started_by,
+        pid=engine.pid,
+        slots=engine.config.parallel,
+        model=engine.model_name,
+        settings=engine.settings,
     )
 
 

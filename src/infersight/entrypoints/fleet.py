@@ -45,8 +45,14 @@ def default_window(span: float, step: float, scrape: float | None = None) -> flo
     return max(step, math.ceil(w / step - 1e-9) * step)
 
 
-def diagnose_prometheus(q: FleetQuery, *, engine_slots: int | None = None, model: object = None,
-                        gpu: str | Device | None = None, progress: bool = True) -> FleetReport:
+def diagnose_prometheus(
+    q: FleetQuery,
+    *,
+    engine_slots: int | None = None,
+    model: object = None,
+    gpu: str | Device | None = None,
+    progress: bool = True,
+) -> FleetReport:
     """Diagnose every replica the Prometheus at ``q.url`` holds in the range."""
     from infersight.core.errors import ConfigError
     from infersight.telemetry.prometheus_auth import load_auth
@@ -60,8 +66,17 @@ def diagnose_prometheus(q: FleetQuery, *, engine_slots: int | None = None, model
     return asyncio.run(_run(q, auth, start, end, step, engine_slots, model, gpu, progress))
 
 
-async def _run(q: FleetQuery, auth: object, start: float, end: float, step: float,
-               engine_slots: int | None, model: object, gpu: object, progress: bool) -> FleetReport:
+async def _run(
+    q: FleetQuery,
+    auth: object,
+    start: float,
+    end: float,
+    step: float,
+    engine_slots: int | None,
+    model: object,
+    gpu: object,
+    progress: bool,
+) -> FleetReport:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -74,18 +89,37 @@ async def _run(q: FleetQuery, auth: object, start: float, end: float, step: floa
     t_begin = time.perf_counter()
     points = q.page_points or DEFAULT_PAGE_POINTS
     async with PrometheusClient(q.url, auth) as prom:
-        fleet = await discover_fleet(prom, start=start, end=end, step=step, selector=q.selector,
-                                     gpu_selector=q.gpu_selector,
-                                     physics=model is not None and gpu is not None)
+        fleet = await discover_fleet(
+            prom,
+            start=start,
+            end=end,
+            step=step,
+            selector=q.selector,
+            gpu_selector=q.gpu_selector,
+            physics=model is not None and gpu is not None,
+        )
         window = q.window or default_window(end - start, step, fleet.scrape_interval)
         # whole windows: the range starts earlier by less than one window if need be
         start = fleet.start = end - math.ceil((end - start) / window - 1e-9) * window
-        diag = FleetDiagnoser(fleet.replicas, start=start, end=end, step=step, window=window,
-                              engine_slots=engine_slots, model=model, gpu=gpu)  # type: ignore[arg-type]
-        bar = Progress(TextColumn("[bold]reading Prometheus[/bold]"), BarColumn(),
-                       TextColumn("{task.completed}/{task.total} pages · {task.fields[pts]:,} points"),
-                       TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-                       disable=not progress or not sys.stderr.isatty())
+        diag = FleetDiagnoser(
+            fleet.replicas,
+            start=start,
+            end=end,
+            step=step,
+            window=window,
+            engine_slots=engine_slots,
+            model=model,
+            gpu=gpu,
+        )  # type: ignore[arg-type]
+        bar = Progress(
+            TextColumn("[bold]reading Prometheus[/bold]"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} pages · {task.fields[pts]:,} points"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            disable=not progress or not sys.stderr.isatty(),
+        )
         with bar:
             task = bar.add_task("pages", total=fleet.page_count(window, points), pts=0)
             async for page in fleet.pages(window, points):
@@ -95,9 +129,14 @@ async def _run(q: FleetQuery, auth: object, start: float, end: float, step: floa
         report = diag.finish()
     report.source, report.selector = prom.url, q.selector
     report.notes = [*fleet.notes, *report.notes, *(f"Prometheus: {w}" for w in prom.warnings)]
-    report.stats = {"pages": diag.pages, "queries": prom.queries, "points": prom.points,
-                    "signals": len(fleet.signals), "scrape_interval_s": fleet.scrape_interval,
-                    "seconds": round(time.perf_counter() - t_begin, 2)}
+    report.stats = {
+        "pages": diag.pages,
+        "queries": prom.queries,
+        "points": prom.points,
+        "signals": len(fleet.signals),
+        "scrape_interval_s": fleet.scrape_interval,
+        "seconds": round(time.perf_counter() - t_begin, 2),
+    }
     return report
 
 

@@ -55,7 +55,9 @@ def gateway_config(
     if config is not None and not config.exists():
         raise ConfigError(f"--config {config}: no such file")
     overrides: dict[str, Any] = {
-        "host": host, "port": port, "default_deadline_s": deadline,
+        "host": host,
+        "port": port,
+        "default_deadline_s": deadline,
         "prices_file": str(prices) if prices else None,
         "access_log": False if no_access_log else None,
     }
@@ -73,8 +75,10 @@ def gateway_config(
     extra: dict[str, Any] = {"upstreams": ups}
     if client_key:
         if any(k.name == client_key_name for k in cfg.keys):
-            raise ConfigError(f"the config already has a key named {client_key_name!r}: "
-                              "rename it, or give the key in the config only")
+            raise ConfigError(
+                f"the config already has a key named {client_key_name!r}: "
+                "rename it, or give the key in the config only"
+            )
         extra["keys"] = [*cfg.keys, KeyConfig(name=client_key_name, sha256=hash_key(client_key))]
         extra["require_key"] = True
     if not ups:  # the embedded engine: --concurrency is also its slot count

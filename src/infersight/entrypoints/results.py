@@ -30,7 +30,8 @@ def load_result(path: str | Path) -> RunResult:
     except ConfigError as e:
         raise ConfigError(
             f"{p}: not a valid infersight RunResult ({e}), nor a GuideLLM, AIPerf, vLLM "
-            "or inference-perf result") from None
+            "or inference-perf result"
+        ) from None
 
 
 def load_results(paths: list[Path]) -> list[RunResult]:

@@ -94,19 +94,24 @@ def _say(text: str, *, err: bool = False) -> None:
     print(text, file=sys.stderr if err else sys.stdout, flush=True)
 
 
-def _banner(
-    engine: EmbeddedEngine, key_source: str | None, url: str, private: str
-) -> str:
+def _banner(engine: EmbeddedEngine, key_source: str | None, url: str, private: str) -> str:
     c = engine.config
     size_mib = c.model.stat().st_size / 2**20
-    return startup_banner("serve", url, [
-        ("model", f"{engine.model_name}  ({c.model}, {size_mib:.0f} MiB)"),
-        ("slots", f"{c.parallel} x {c.ctx_per_slot} tokens of context (--ctx {c.ctx} in total)"),
-        ("threads", engine.thread_policy),
-        ("api key", f"required, from {key_source}" if key_source else "none (open access)"),
-        ("metrics", f"{url}/metrics"),
-        ("engine", f"{engine.base_url} ({private})"),
-    ])
+    return startup_banner(
+        "serve",
+        url,
+        [
+            ("model", f"{engine.model_name}  ({c.model}, {size_mib:.0f} MiB)"),
+            (
+                "slots",
+                f"{c.parallel} x {c.ctx_per_slot} tokens of context (--ctx {c.ctx} in total)",
+            ),
+            ("threads", engine.thread_policy),
+            ("api key", f"required, from {key_source}" if key_source else "none (open access)"),
+            ("metrics", f"{url}/metrics"),
+            ("engine", f"{engine.base_url} ({private})"),
+        ],
+    )
 
 
 def _check_public(host: str, port: int, key: str | None) -> None:
@@ -143,10 +148,13 @@ def _gateway_config(
 
     key = opts.api_key
     return load_config(
-        None, host=opts.host, port=opts.port,
+        None,
+        host=opts.host,
+        port=opts.port,
         upstreams=[engine_upstream(describe(engine, "serve"))],
         keys=[KeyConfig(name=_key_label(key_source), sha256=hash_key(key))] if key else [],
-        require_key=bool(key), access_log=False,
+        require_key=bool(key),
+        access_log=False,
         max_body_bytes=limits.max_body_bytes,
         client_header_timeout_s=limits.header_timeout_s,
         client_body_timeout_s=limits.body_timeout_s,
@@ -164,9 +172,7 @@ def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSetti
 
     new_engine(opts)  # every setting checked as given (--port, --host...), one line each
     _check_public(opts.host, opts.port, opts.api_key)
-    engine = new_engine(
-        dataclasses.replace(opts, host="127.0.0.1", port=0, api_key=internal_key())
-    )
+    engine = new_engine(dataclasses.replace(opts, host="127.0.0.1", port=0, api_key=internal_key()))
     try:
         with running_engine(engine):
             cfg = _gateway_config(engine, opts, limits, key_source)

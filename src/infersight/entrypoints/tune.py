@@ -41,13 +41,12 @@ def _console() -> Console:
     return console
 
 
-
-
 class _Trials:
     """Runs one trial: the target at a setting, bench, diagnose, save."""
 
-    def __init__(self, target: Target, bench: BenchConfig, kind: str, out: Path,
-                 llmd: bool = False) -> None:
+    def __init__(
+        self, target: Target, bench: BenchConfig, kind: str, out: Path, llmd: bool = False
+    ) -> None:
         self.target, self.bench, self.kind, self.out = target, bench, kind, out
         self.llmd = llmd
         self.runs: dict[str, RunResult] = {}
@@ -66,8 +65,15 @@ class _Trials:
         diagnose(result, self.bench)
         return self.save(result, setting, trial_dir, time.monotonic() - t0, levels)
 
-    def save(self, result: RunResult, setting: Mapping[str, int], trial_dir: Path, wall: float,
-             levels: list[str] | None, node: str | None = None) -> TrialRun:
+    def save(
+        self,
+        result: RunResult,
+        setting: Mapping[str, int],
+        trial_dir: Path,
+        wall: float,
+        levels: list[str] | None,
+        node: str | None = None,
+    ) -> TrialRun:
         """Write a trial's RunResult (and llm-d reports) under ``trial_dir``."""
         from infersight.report import write_outputs
 
@@ -95,8 +101,9 @@ class _Watch(TuneProgress):
             save_tune_result(running, self.path)
 
 
-def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = None,
-             llmd: bool = False) -> TuneResult:
+def run_tune(
+    cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = None, llmd: bool = False
+) -> TuneResult:
     """Tune the target the flags name; print and save the result (with ``llmd``, each
     trial also gets llm-d-benchmark's reports in its folder's ``llm-d/``)."""
     from infersight.client import resolve_api_key
@@ -107,8 +114,10 @@ def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = N
     api_key = resolve_api_key(env=bench.api_key_env, file=bench.api_key_file)
     target = make_target(cfg, api_key)
     if "slots" not in target.baseline and not bench.concurrency and not bench.rate:
-        raise ConfigError("the --launch template has no slot placeholder to size each "
-                          "trial's load by: give --concurrency or --rate")
+        raise ConfigError(
+            "the --launch template has no slot placeholder to size each "
+            "trial's load by: give --concurrency or --rate"
+        )
     out = Path(cfg.out or time.strftime("runs/tune-%Y%m%d-%H%M%S"))
     trials = _Trials(target, bench, cfg.target_kind, out, llmd)
     pool = None
@@ -117,24 +126,33 @@ def run_tune(cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = N
 
         pool = RayTrials(cfg, bench, trials, api_key)
     opts = TuneOptions(
-        baseline=dict(target.baseline), knobs=dict(target.knobs), search=cfg.search,
-        slo=dict(bench.slo), knob=cfg.knob, values=list(cfg.values) or None,
-        budget_s=cfg.budget, target=target.describe(),
+        baseline=dict(target.baseline),
+        knobs=dict(target.knobs),
+        search=cfg.search,
+        slo=dict(bench.slo),
+        knob=cfg.knob,
+        values=list(cfg.values) or None,
+        budget_s=cfg.budget,
+        target=target.describe(),
         per_slot=not bench.concurrency and not bench.rate,
     )
     watch = _Watch(con, enabled=cfg.progress, budget_s=cfg.budget)
     session: TuneSession
     if pool is not None:
-        session = ParallelTuneSession(opts, pool.run_batch, pool.slots, nodes=pool.nodes,
-                                      watcher=watch)
+        session = ParallelTuneSession(
+            opts, pool.run_batch, pool.slots, nodes=pool.nodes, watcher=watch
+        )
         session.result.notes.extend(pool.notes)
     else:
         session = TuneSession(opts, trials, watcher=watch)
     watch.result, watch.path = session.result, out / "tune.json"
     where = f" on {len(pool.slots)} Ray worker(s)" if pool is not None else ""
-    con.print(f"[dim]tune: {cfg.target_kind} target{where}, baseline "
-              f"{', '.join(f'{k} {v}' for k, v in sorted(target.baseline.items()))}; "
-              f"trials in {out}[/]", highlight=False)
+    con.print(
+        f"[dim]tune: {cfg.target_kind} target{where}, baseline "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(target.baseline.items()))}; "
+        f"trials in {out}[/]",
+        highlight=False,
+    )
     try:
         with watch:
             result = session.run()

@@ -47,8 +47,16 @@ class TrialSaver(Protocol):
 
     out: Path
 
-    def save(self, result: RunResult, setting: Mapping[str, int], trial_dir: Path, wall: float,
-             levels: list[str] | None, node: str | None = None) -> TrialRun: ...
+    def save(
+        self,
+        result: RunResult,
+        setting: Mapping[str, int],
+        trial_dir: Path,
+        wall: float,
+        levels: list[str] | None,
+        node: str | None = None,
+    ) -> TrialRun: ...
+
 
 __all__ = ["RayTrials", "TrialWorker", "comparable_key"]
 
@@ -56,8 +64,9 @@ __all__ = ["RayTrials", "TrialWorker", "comparable_key"]
 def comparable_key(resources: Mapping[str, float]) -> str:
     """A node's comparability class from its Ray resources: ``cpu=8,gpu=2xH100``."""
     gpus = int(resources.get("GPU", 0))
-    model = next((k.split(":", 1)[1] for k in sorted(resources)
-                  if k.startswith("accelerator_type:")), "")
+    model = next(
+        (k.split(":", 1)[1] for k in sorted(resources) if k.startswith("accelerator_type:")), ""
+    )
     gpu = f"{gpus}x{model}" if gpus and model else str(gpus)
     return f"cpu={int(resources.get('CPU', 0))},gpu={gpu}"
 
@@ -109,8 +118,9 @@ class TrialWorker:
 class RayTrials:
     """The worker slots on the cluster; ``run_batch`` runs trials on them."""
 
-    def __init__(self, cfg: TuneConfig, bench: BenchConfig, trials: TrialSaver,
-                 api_key: str | None) -> None:
+    def __init__(
+        self, cfg: TuneConfig, bench: BenchConfig, trials: TrialSaver, api_key: str | None
+    ) -> None:
         assert cfg.ray is not None
         self.bench, self.trials, self.kind = bench, trials, cfg.target_kind
         self.joined = join_cluster(cfg.ray)
@@ -138,8 +148,11 @@ class RayTrials:
             self.notes.append(
                 f"--ray: trials ran on the {len(groups[key])} comparable nodes ({key}); "
                 f"{len(left)} other node(s) were left out: "
-                + ", ".join(f"{n.get('NodeManagerAddress')} ({comparable_key(n['Resources'])})"
-                            for n in left))
+                + ", ".join(
+                    f"{n.get('NodeManagerAddress')} ({comparable_key(n['Resources'])})"
+                    for n in left
+                )
+            )
         g = cfg.gpus_per_trial
         per_node: list[tuple[dict[str, Any], int, float]] = []
         for n in groups[key]:
@@ -149,33 +162,47 @@ class RayTrials:
             elif gpus >= g:
                 per_node.append((n, int(gpus // g), float(g)))
         if not per_node:
-            raise ConfigError(f"--gpus-per-trial {g}: no node of the cluster has {g} GPUs "
-                              f"({key})")
+            raise ConfigError(f"--gpus-per-trial {g}: no node of the cluster has {g} GPUs ({key})")
         remote = ray.remote(max_concurrency=2)(TrialWorker)
         slots: list[tuple[dict[str, Any], float]] = [
-            (n, gpus) for n, k, gpus in per_node for _ in range(k)]
+            (n, gpus) for n, k, gpus in per_node for _ in range(k)
+        ]
         self.placed.actors = [
-            remote.options(num_cpus=0, num_gpus=gpus, scheduling_strategy=
-                           NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-                           ).remote(cfg, api_key)
-            for n, gpus in slots]
+            remote.options(
+                num_cpus=0,
+                num_gpus=gpus,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+            ).remote(cfg, api_key)
+            for n, gpus in slots
+        ]
         try:
             self.where: list[dict[str, Any]] = ray.get(
-                [a.where.remote() for a in self.placed.actors], timeout=START_TIMEOUT)
+                [a.where.remote() for a in self.placed.actors], timeout=START_TIMEOUT
+            )
         except ray.exceptions.GetTimeoutError:
-            raise ConfigError(f"--ray: the {len(slots)} trial workers did not start within "
-                              f"{START_TIMEOUT:g} s (is infersight installed on every "
-                              "node?)") from None
+            raise ConfigError(
+                f"--ray: the {len(slots)} trial workers did not start within "
+                f"{START_TIMEOUT:g} s (is infersight installed on every "
+                "node?)"
+            ) from None
         except ray.exceptions.RayError as e:
-            raise InfersightError(f"--ray: a trial worker failed to start: {last_line(e)}") from None
+            raise InfersightError(
+                f"--ray: a trial worker failed to start: {last_line(e)}"
+            ) from None
         self.slots = [str(w["node_id"]) for w in self.where]
         self.nodes = []
         for n, _k, _g in per_node:
             facts = next(w for w in self.where if w["node_id"] == n["NodeID"])
-            self.nodes.append({
-                "node_id": n["NodeID"], "host": facts["host"], "ip": facts["ip"],
-                "cpu_count": facts["cpu_count"], "comparable": key,
-                "slots": self.slots.count(n["NodeID"])})
+            self.nodes.append(
+                {
+                    "node_id": n["NodeID"],
+                    "host": facts["host"],
+                    "ip": facts["ip"],
+                    "cpu_count": facts["cpu_count"],
+                    "comparable": key,
+                    "slots": self.slots.count(n["NodeID"]),
+                }
+            )
 
     def run_batch(self, specs: list[TrialSpec]) -> list[TrialRun]:
         """Run the trials: a pinned one on its slot, the rest on the first free slot;
@@ -218,11 +245,13 @@ class RayTrials:
 
         # Only the baseline runs the diagnosis's extra level: the A/A runs of every node
         # compare on the objective's level alone.
-        return trial_bench(self.bench, spec.setting, self.kind,
-                           "baseline" if spec.role == "baseline" else "trial")
+        return trial_bench(
+            self.bench, spec.setting, self.kind, "baseline" if spec.role == "baseline" else "trial"
+        )
 
-    def _finish(self, spec: TrialSpec, ref: Any, slot: int, levels: list[str] | None,
-                t0: float) -> TrialRun:
+    def _finish(
+        self, spec: TrialSpec, ref: Any, slot: int, levels: list[str] | None, t0: float
+    ) -> TrialRun:
         import ray
 
         node, wall = self.slots[slot], time.monotonic() - t0
@@ -230,17 +259,25 @@ class RayTrials:
         try:
             got = ray.get(ref)
         except ray.exceptions.RayError as e:
-            return TrialRun(error=InfersightError(
-                f"--ray: the trial worker on {self.where[slot]['host']} failed: {last_line(e)}"),
-                wall=wall, node=node)
+            return TrialRun(
+                error=InfersightError(
+                    f"--ray: the trial worker on {self.where[slot]['host']} failed: {last_line(e)}"
+                ),
+                wall=wall,
+                node=node,
+            )
         trial_dir.mkdir(parents=True, exist_ok=True)
         (trial_dir / "server.log").write_bytes(got["log"])
         if got["error"] is not None:
             return TrialRun(error=got["error"], wall=wall, node=node)
         result: RunResult = got["result"]
         facts = self.where[slot]
-        result.config["tune_node"] = {"node_id": node, "host": facts["host"],
-                                      "ip": facts["ip"], "slot": slot}
+        result.config["tune_node"] = {
+            "node_id": node,
+            "host": facts["host"],
+            "ip": facts["ip"],
+            "slot": slot,
+        }
         return self.trials.save(result, spec.setting, trial_dir, wall, levels, node=node)
 
     def stop(self) -> None:

@@ -35,7 +35,9 @@ class Target(Protocol):
     baseline: dict[str, int]
 
     def describe(self) -> dict[str, Any]: ...
-    def open(self, setting: Mapping[str, int], trial_dir: Path) -> contextlib.AbstractContextManager[Endpoint]: ...
+    def open(
+        self, setting: Mapping[str, int], trial_dir: Path
+    ) -> contextlib.AbstractContextManager[Endpoint]: ...
     def close(self) -> list[str]: ...
 
 
@@ -73,8 +75,12 @@ class EmbeddedTarget:
             running_engine,
         )
 
-        opts = EngineOptions(parallel=setting["slots"], ctx=setting["ctx"] * setting["slots"],
-                             threads=setting["threads"], model=self.model)
+        opts = EngineOptions(
+            parallel=setting["slots"],
+            ctx=setting["ctx"] * setting["slots"],
+            threads=setting["threads"],
+            model=self.model,
+        )
         with contextlib.ExitStack() as stack:
             try:
                 engine = stack.enter_context(running_engine(new_engine(opts)))
@@ -101,22 +107,38 @@ class LaunchTarget:
         given = {"slots": cfg.slots, "threads": cfg.threads, "ctx": cfg.ctx}
         missing = [k for k in sorted(knobs) if given[k] is None]
         if missing:
-            flag = {"slots": "--slots N (the current --max-num-seqs or --parallel)",
-                    "threads": "--threads N", "ctx": "--ctx N (context tokens per slot)"}
-            raise ConfigError(f"--launch has a {missing[0]} placeholder: give its current value "
-                              f"with {flag[missing[0]]}")
+            flag = {
+                "slots": "--slots N (the current --max-num-seqs or --parallel)",
+                "threads": "--threads N",
+                "ctx": "--ctx N (context tokens per slot)",
+            }
+            raise ConfigError(
+                f"--launch has a {missing[0]} placeholder: give its current value "
+                f"with {flag[missing[0]]}"
+            )
         self.knobs = {k: (1, 1 << 20) for k in knobs}
         self.baseline = {k: v for k, v in given.items() if k in knobs and v is not None}
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "launch", "launch": self.template, "health_path": self.cfg.health_path,
-                "start_timeout_s": self.cfg.start_timeout}
+        return {
+            "kind": "launch",
+            "launch": self.template,
+            "health_path": self.cfg.health_path,
+            "start_timeout_s": self.cfg.start_timeout,
+        }
 
-    def open(self, setting: Mapping[str, int], trial_dir: Path) -> contextlib.AbstractContextManager[Endpoint]:
+    def open(
+        self, setting: Mapping[str, int], trial_dir: Path
+    ) -> contextlib.AbstractContextManager[Endpoint]:
         from infersight.tune.launch import launched
 
-        return launched(self.template, setting, log=trial_dir / "server.log",
-                        start_timeout=self.cfg.start_timeout, health_path=self.cfg.health_path)
+        return launched(
+            self.template,
+            setting,
+            log=trial_dir / "server.log",
+            start_timeout=self.cfg.start_timeout,
+            health_path=self.cfg.health_path,
+        )
 
     def close(self) -> list[str]:
         return []
@@ -131,8 +153,10 @@ class GatewayTarget:
         stats = self._call("GET", "/stats")
         ups = {u.get("name"): u for u in stats.get("upstreams", []) if isinstance(u, dict)}
         if self.upstream not in ups:
-            raise ConfigError(f"--upstream {self.upstream}: the gateway has "
-                              f"{', '.join(sorted(map(str, ups))) or 'no upstreams'}")
+            raise ConfigError(
+                f"--upstream {self.upstream}: the gateway has "
+                f"{', '.join(sorted(map(str, ups))) or 'no upstreams'}"
+            )
         self.original = int(ups[self.upstream].get("limit") or 1)
         self.knobs = {"slots": (1, 4096)}
         self.baseline = {"slots": cfg.slots or self.original}
@@ -147,13 +171,19 @@ class GatewayTarget:
 
         doc = run_coroutine(call())
         if not isinstance(doc, dict):
-            raise ConfigError(f"{shown_url(self.url)}{path} did not answer a JSON object: "
-                              "is this an infersight gateway?")
+            raise ConfigError(
+                f"{shown_url(self.url)}{path} did not answer a JSON object: "
+                "is this an infersight gateway?"
+            )
         return doc
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "gateway", "url": shown_url(self.url), "upstream": self.upstream,
-                "limit_before": self.original}
+        return {
+            "kind": "gateway",
+            "url": shown_url(self.url),
+            "upstream": self.upstream,
+            "limit_before": self.original,
+        }
 
     @contextlib.contextmanager
     def open(self, setting: Mapping[str, int], trial_dir: Path) -> Iterator[Endpoint]:
@@ -163,8 +193,10 @@ class GatewayTarget:
     def close(self) -> list[str]:
         """Put the limit back to its value before tune."""
         self._call("PUT", f"/upstreams/{self.upstream}/limit", {"concurrency": self.original})
-        return [f"the gateway's limit for {self.upstream} is back at {self.original} (now a "
-                "static limit: an adaptive limiter comes back with the gateway's config)"]
+        return [
+            f"the gateway's limit for {self.upstream} is back at {self.original} (now a "
+            "static limit: an adaptive limiter comes back with the gateway's config)"
+        ]
 
 
 def make_target(cfg: TuneConfig, api_key: str | None) -> Target:

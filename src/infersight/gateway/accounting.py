@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Accounting"]
 
+
 class Accounting:
     """Mixed into :class:`~infersight.gateway.server.Gateway`."""
 
@@ -51,9 +52,7 @@ class Accounting:
             return resp
         return None
 
-    def _error(
-        self, call: Call | None, rid: str, e: InfersightError, model: str
-    ) -> web.Response:
+    def _error(self, call: Call | None, rid: str, e: InfersightError, model: str) -> web.Response:
         resp = error_response(e, rid, (call.queue_delay * 1000.0) if call else 0.0)
         if call is not None:
             call.status, call.error = resp.status, e.kind
@@ -67,8 +66,14 @@ class Accounting:
         return resp
 
     def _finish(
-        self, call: Call | None, endpoint: str, model: str, rid: str, arrival: float,
-        status: int | None = None, kind: str | None = None,
+        self,
+        call: Call | None,
+        endpoint: str,
+        model: str,
+        rid: str,
+        arrival: float,
+        status: int | None = None,
+        kind: str | None = None,
     ) -> None:
         now = time.monotonic()
         m = self.metrics
@@ -76,8 +81,11 @@ class Accounting:
         mlabel = call.model if call is not None and known else ("-" if call is None else "unknown")
         up = call.upstream if call is not None else "-"
         st = (call.status if call is not None and call.status else status) or 0
-        err = (call.error if call is not None else None) or kind or (
-            "none" if st < 400 else "BadRequest")
+        err = (
+            (call.error if call is not None else None)
+            or kind
+            or ("none" if st < 400 else "BadRequest")
+        )
         m.child(m.requests, endpoint, mlabel, up, str(st), err).inc()
         if err != "none":
             m.child(m.errors, err).inc()
@@ -101,21 +109,34 @@ class Accounting:
         # docs/access-log.md: the format replay reads (bench --trace), versioned.
         arrival_ts = round(wall - ms / 1000.0, 6)
         line: AccessLogLine = {
-            "v": ACCESS_LOG_VERSION, "ts": wall, "arrival_ts": arrival_ts, "request_id": rid,
-            "endpoint": endpoint, "status": st, "latency_ms": ms,
+            "v": ACCESS_LOG_VERSION,
+            "ts": wall,
+            "arrival_ts": arrival_ts,
+            "request_id": rid,
+            "endpoint": endpoint,
+            "status": st,
+            "latency_ms": ms,
         }
         if call is None:
             line["error"] = err
         else:
-            line.update({
-                "model": call.model, "served_model": call.served_model,
-                "upstream": up, "stream": call.stream, "key": call.key, "error": call.error,
-                "queue_ms": round(call.queue_delay * 1000.0, 3), "attempts": call.attempts,
-                "failovers": call.failovers,
-                "ttft_ms": None if call.ttft is None else round(call.ttft * 1000.0, 3),
-                "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
-                "cost_usd": call.cost,
-            })
+            line.update(
+                {
+                    "model": call.model,
+                    "served_model": call.served_model,
+                    "upstream": up,
+                    "stream": call.stream,
+                    "key": call.key,
+                    "error": call.error,
+                    "queue_ms": round(call.queue_delay * 1000.0, 3),
+                    "attempts": call.attempts,
+                    "failovers": call.failovers,
+                    "ttft_ms": None if call.ttft is None else round(call.ttft * 1000.0, 3),
+                    "prompt_tokens": call.prompt_tokens,
+                    "completion_tokens": call.completion_tokens,
+                    "cost_usd": call.cost,
+                }
+            )
             if call.via is not None:
                 line["via"] = call.via
             if call.truncated:

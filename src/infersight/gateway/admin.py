@@ -67,11 +67,18 @@ class AdminEndpoints(Accounting):
             for m in sorted(u.models):
                 owners.setdefault(m, []).append(u.name)
         data = [
-            {"id": m, "object": "model", "created": int(self.started), "owned_by": "infersight",
-             "upstreams": ups}
+            {
+                "id": m,
+                "object": "model",
+                "created": int(self.started),
+                "owned_by": "infersight",
+                "upstreams": ups,
+            }
             for m, ups in sorted(owners.items())
         ]
-        return web.json_response({"object": "list", "data": data}, dumps=_dumps, headers=own_headers())
+        return web.json_response(
+            {"object": "list", "data": data}, dumps=_dumps, headers=own_headers()
+        )
 
     async def prom(self, request: web.Request) -> web.Response:
         if not self.metrics_public and (denied := self._denied(request)) is not None:
@@ -110,7 +117,8 @@ class AdminEndpoints(Accounting):
                 reasons.append(f"model {m}: no upstream with a closed circuit")
             elif all(
                 u.admission.queue_size and u.admission.queued >= u.admission.queue_size
-                for u in self.upstreams if u.serves(m)
+                for u in self.upstreams
+                if u.serves(m)
             ):
                 reasons.append(f"model {m}: every upstream queue is full")
         return reasons, warnings
@@ -118,7 +126,9 @@ class AdminEndpoints(Accounting):
     async def health(self, request: web.Request) -> web.Response:
         reasons, warnings = self.health_reasons()
         doc: dict[str, Any] = {
-            "status": "degraded" if reasons else "ok", "reasons": reasons, "warnings": warnings
+            "status": "degraded" if reasons else "ok",
+            "reasons": reasons,
+            "warnings": warnings,
         }
         if self.shared is not None:
             doc["shared"] = self.shared.health()
@@ -165,8 +175,9 @@ class AdminEndpoints(Accounting):
         n = body.get("concurrency") if isinstance(body, dict) else None
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_LIMIT:
             return error_response(
-                InputError(f'give {{"concurrency": N}} with N from 1 to {MAX_LIMIT:,}',
-                           param="concurrency"),
+                InputError(
+                    f'give {{"concurrency": N}} with N from 1 to {MAX_LIMIT:,}', param="concurrency"
+                ),
                 request_id(),
             )
         upstream.admission.set_limit(StaticLimit(n, min_limit=1, max_limit=MAX_LIMIT))

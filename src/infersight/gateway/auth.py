@@ -87,8 +87,10 @@ class _Key:
 
     @property
     def limited(self) -> bool:
-        return self.requests is not None or self.tokens is not None or (
-            self.cfg.max_cost_usd is not None
+        return (
+            self.requests is not None
+            or self.tokens is not None
+            or (self.cfg.max_cost_usd is not None)
         )
 
 
@@ -118,8 +120,12 @@ class KeyStore:
             return TokenBucket(limit * local_share, clock=clock) if limit else None
 
         self._keys = [
-            _Key(k, bytes.fromhex(k.sha256), bucket(k.requests_per_minute),
-                 bucket(k.tokens_per_minute))
+            _Key(
+                k,
+                bytes.fromhex(k.sha256),
+                bucket(k.requests_per_minute),
+                bucket(k.tokens_per_minute),
+            )
             for k in keys
         ]
         self.enabled = bool(self._keys) or require
@@ -162,7 +168,8 @@ class KeyStore:
                 raise KeyThrottled(
                     f"key {k.cfg.name!r} is limited across gateway replicas and their shared "
                     "state (redis) is unreachable; retry shortly",
-                    status=429, retry_after=self._shared.retry_s,
+                    status=429,
+                    retry_after=self._shared.retry_s,
                     code="shared_limits_unavailable",
                 )
         self._admit_local(k)
@@ -219,7 +226,9 @@ def _refusal(k: _Key, limit: str, wait: float) -> KeyThrottled:
     if limit == "budget":
         return KeyThrottled(
             f"key {name!r} has spent its budget (${k.spent:.4f} of ${cfg.max_cost_usd:g})",
-            status=429, retry_after=3600.0, code="insufficient_quota",
+            status=429,
+            retry_after=3600.0,
+            code="insufficient_quota",
         )
     if limit == "tokens":
         what = f"token rate limit ({cfg.tokens_per_minute:g} tokens/min)"

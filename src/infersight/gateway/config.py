@@ -260,12 +260,20 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
         raise ConfigError(f"--upstream {text!r}: expected NAME=URL[,models=a|b,concurrency=N,...]")
     out: dict[str, Any] = {"name": name.strip(), "url": url.strip()}
     keys = {
-        "models": "models", "concurrency": "concurrency", "queue": "queue",
-        "limiter": "limiter", "key_env": "api_key_env", "api_key_env": "api_key_env",
-        "key_file": "api_key_file", "api_key_file": "api_key_file",
-        "ttft": "ttft_timeout_s", "ttft_timeout_s": "ttft_timeout_s",
-        "attempts": "max_attempts", "max_attempts": "max_attempts",
-        "first_byte": "first_byte_timeout_s", "idle": "idle_timeout_s",
+        "models": "models",
+        "concurrency": "concurrency",
+        "queue": "queue",
+        "limiter": "limiter",
+        "key_env": "api_key_env",
+        "api_key_env": "api_key_env",
+        "key_file": "api_key_file",
+        "api_key_file": "api_key_file",
+        "ttft": "ttft_timeout_s",
+        "ttft_timeout_s": "ttft_timeout_s",
+        "attempts": "max_attempts",
+        "max_attempts": "max_attempts",
+        "first_byte": "first_byte_timeout_s",
+        "idle": "idle_timeout_s",
         "max_tokens_cap": "max_tokens_cap",
     }
     for part in filter(None, rest.split(",")):
@@ -276,8 +284,11 @@ def parse_upstream_flag(text: str) -> dict[str, Any]:
                 f"--upstream {name}: unknown option {part!r} (known: {', '.join(sorted(keys))})"
             )
         out[keys[k]] = [m for m in v.split("|") if m] if k == "models" else v.strip()
-    for field, short in (("ttft_timeout_s", "ttft"), ("first_byte_timeout_s", "first_byte"),
-                         ("idle_timeout_s", "idle")):
+    for field, short in (
+        ("ttft_timeout_s", "ttft"),
+        ("first_byte_timeout_s", "first_byte"),
+        ("idle_timeout_s", "idle"),
+    ):
         if field in out:
             out[field] = parse_duration(out[field], f"--upstream {name}: {short}")
     return out
@@ -302,9 +313,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConf
         data = _with_master_key(from_litellm(data, f"gateway config {path}"))
     # Env beats the file: only fields actually present in the environment are taken.
     prefix = "INFERSIGHT_GATEWAY_"
-    env_fields = {
-        n for n in GatewayConfig.model_fields if (prefix + n).upper() in os.environ
-    }
+    env_fields = {n for n in GatewayConfig.model_fields if (prefix + n).upper() in os.environ}
     if env_fields:
         try:
             from_env = GatewayConfig().model_dump(include=env_fields)
@@ -324,5 +333,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> GatewayConf
     names = [u.name for u in cfg.upstreams]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
-        raise ConfigError(f"gateway config: upstream names must be unique (repeated: {sorted(dup)})")
+        raise ConfigError(
+            f"gateway config: upstream names must be unique (repeated: {sorted(dup)})"
+        )
     return cfg

@@ -33,9 +33,18 @@ from infersight.core.errors import ConfigError
 __all__ = ["OPENAI_COMPATIBLE", "from_litellm", "is_litellm"]
 
 #: LiteLLM provider prefixes whose servers speak the OpenAI API (what the gateway proxies).
-OPENAI_COMPATIBLE = ("openai", "hosted_vllm", "text-completion-openai", "openai_like",
-                     "lm_studio", "llamafile")
-_DEFAULT_BASE = {"openai": "https://api.openai.com", "text-completion-openai": "https://api.openai.com"}
+OPENAI_COMPATIBLE = (
+    "openai",
+    "hosted_vllm",
+    "text-completion-openai",
+    "openai_like",
+    "lm_studio",
+    "llamafile",
+)
+_DEFAULT_BASE = {
+    "openai": "https://api.openai.com",
+    "text-completion-openai": "https://api.openai.com",
+}
 _TOP = {"model_list", "router_settings", "litellm_settings", "general_settings"}
 _PARAMS = {"model", "api_base", "api_key", "rpm", "tpm"}
 _ROUTER = {"num_retries", "timeout", "request_timeout", "fallbacks"}
@@ -58,12 +67,12 @@ class _Reader:
 
     def env(self, value: Any, path: str) -> str:
         """The variable name of ``os.environ/NAME``."""
-        if not isinstance(value, str) or not value.startswith(_ENV) or not value[len(_ENV):]:
+        if not isinstance(value, str) or not value.startswith(_ENV) or not value[len(_ENV) :]:
             raise ConfigError(
                 f"{self.where}: {path}: write os.environ/NAME and put the key in that "
                 "environment variable (infersight never reads keys from config files)"
             )
-        return value[len(_ENV):]
+        return value[len(_ENV) :]
 
 
 def _mapping(v: Any, what: str) -> dict[str, Any]:
@@ -101,7 +110,7 @@ def _deployment(r: _Reader, i: int, entry: Any, names: dict[str, int]) -> dict[s
     provider, wire = _wire_model(r, params.get("model"), f"{path}.litellm_params.model")
     base = params.get("api_base") or _DEFAULT_BASE.get(provider)
     if isinstance(base, str) and base.startswith(_ENV):
-        base = os.environ.get(base[len(_ENV):]) or base
+        base = os.environ.get(base[len(_ENV) :]) or base
     if not base:
         raise ConfigError(f"{r.where}: {path}.litellm_params.api_base: the server's URL is missing")
     info = _mapping(entry.get("model_info"), f"{r.where}: {path}.model_info")
@@ -155,8 +164,10 @@ def from_litellm(doc: dict[str, Any], where: str) -> dict[str, Any]:
             if s.get(key) is not None:
                 out["default_deadline_s"] = float(s[key])
         if s.get("fallbacks"):
-            out["fallbacks"] = {**out.get("fallbacks", {}),
-                                **_fallbacks(r, s["fallbacks"], f"{section}.fallbacks")}
+            out["fallbacks"] = {
+                **out.get("fallbacks", {}),
+                **_fallbacks(r, s["fallbacks"], f"{section}.fallbacks"),
+            }
     general = _mapping(doc.get("general_settings"), f"{where}: general_settings")
     r.extra(general, _GENERAL, "general_settings")
     if "master_key" in general:

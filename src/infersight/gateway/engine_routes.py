@@ -47,6 +47,7 @@ class GatewayView(Protocol):
 
     def key_needed(self, request: web.Request) -> web.StreamResponse | None: ...
 
+
 log = logging.getLogger("infersight.gateway")
 
 
@@ -155,9 +156,17 @@ class EngineRoutes:
         try:
             orjson.loads(data)
         except orjson.JSONDecodeError:
-            data = orjson.dumps({"error": {"message": "the engine's answer was not JSON",
-                                           "type": "server_error", "code": "bad_gateway",
-                                           "param": None}})
+            data = orjson.dumps(
+                {
+                    "error": {
+                        "message": "the engine's answer was not JSON",
+                        "type": "server_error",
+                        "code": "bad_gateway",
+                        "param": None,
+                    }
+                }
+            )
             status = 502
-        return web.Response(status=status, body=data, content_type="application/json",
-                            headers=own_headers())
+        return web.Response(
+            status=status, body=data, content_type="application/json", headers=own_headers()
+        )

@@ -41,27 +41,41 @@ def openai_error_body(
 
 
 def json_error(
-    status: int, message: str, code: str, *, headers: Mapping[str, str] | None = None,
+    status: int,
+    message: str,
+    code: str,
+    *,
+    headers: Mapping[str, str] | None = None,
     etype: str = "invalid_request_error",
 ) -> web.Response:
     """An OpenAI-style JSON error response."""
     return web.Response(
-        status=status, body=orjson.dumps(openai_error_body(message, code=code, etype=etype)),
-        content_type="application/json", headers=headers,
+        status=status,
+        body=orjson.dumps(openai_error_body(message, code=code, etype=etype)),
+        content_type="application/json",
+        headers=headers,
     )
 
 
 def raw_error(
-    status: int, message: str, code: str, *, etype: str = "invalid_request_error",
+    status: int,
+    message: str,
+    code: str,
+    *,
+    etype: str = "invalid_request_error",
     headers: Mapping[str, str] | None = None,
 ) -> bytes:
     """A whole HTTP/1.1 error answer that closes the connection, as bytes: for the
     answers written before any request exists (over the connection cap, a request
     head that never completed), when there is no request to answer through aiohttp."""
     data = orjson.dumps(openai_error_body(message, code=code, etype=etype))
-    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
-             "Content-Type: application/json", f"Content-Length: {len(data)}",
-             "Connection: close", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+    lines = [
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(data)}",
+        "Connection: close",
+        *(f"{k}: {v}" for k, v in (headers or {}).items()),
+    ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data
 
 
@@ -100,12 +114,16 @@ def error_body(e: E.InfersightError, *, param: str | None = None) -> dict[str, A
     up = upstream_of(e)
     return openai_error_body(
         e.message if up is None else public_message(e, up),
-        code=_code(e), etype=e.openai_type, param=param,
+        code=_code(e),
+        etype=e.openai_type,
+        param=param,
     )
 
 
 def error_response(
-    e: E.InfersightError, request_id: str, queue_delay_ms: float = 0.0,
+    e: E.InfersightError,
+    request_id: str,
+    queue_delay_ms: float = 0.0,
     headers: Mapping[str, str] | None = None,
 ) -> web.Response:
     """An OpenAI-style JSON error with the gateway's headers (and Retry-After); an

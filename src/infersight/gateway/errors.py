@@ -69,7 +69,11 @@ class KeyThrottled(RateLimited):
     """A gateway key is over its request or token rate limit, or its budget (429)."""
 
     def __init__(
-        self, message: str, *, status: int = 429, retry_after: float | None = None,
+        self,
+        message: str,
+        *,
+        status: int = 429,
+        retry_after: float | None = None,
         code: str = "rate_limit_exceeded",
     ) -> None:
         super().__init__(message, status=status, retry_after=retry_after)

@@ -54,7 +54,7 @@ def _upstream_fault(e: InfersightError) -> bool:
 def _another_admitting(cands: list[Candidate], i: int) -> bool:
     """Whether a candidate after ``i``, for the same model, would take a request now."""
     model = cands[i].model
-    for c in cands[i + 1:]:
+    for c in cands[i + 1 :]:
         u = c.upstream
         if c.model == model and isinstance(u, Upstream) and u.admitting():
             return True
@@ -89,9 +89,7 @@ class Failover:
             call.via = [moved_from[0]]
         call.via.append(to)
 
-    async def run(
-        self, call: Call, attempt: Callable[[Upstream, Candidate], Awaitable[T]]
-    ) -> T:
+    async def run(self, call: Call, attempt: Callable[[Upstream, Candidate], Awaitable[T]]) -> T:
         """Try ``attempt`` on each candidate until one succeeds or must not be retried.
 
         A failover is counted when the next upstream takes the request over, not when
@@ -106,16 +104,20 @@ class Failover:
             if time.monotonic() >= call.deadline:
                 raise DeadlineExceeded("request deadline passed before an upstream answered")
             if (wait := up.budget_wait()) > 0:  # over its rpm/tpm: the next candidate
-                last = last or Shed(f"upstream {up.name} is over its requests/tokens per minute",
-                                    code="upstream_rate_limit", retry_after=wait)
+                last = last or Shed(
+                    f"upstream {up.name} is over its requests/tokens per minute",
+                    code="upstream_rate_limit",
+                    retry_after=wait,
+                )
                 continue
             if not up.breaker.allow():
                 continue
             adm = up.admission
             try:
                 # A free slot is taken without a coroutine (the common case).
-                queued = 0.0 if adm.try_acquire() else await adm.acquire(
-                    call.deadline, call.priority)
+                queued = (
+                    0.0 if adm.try_acquire() else await adm.acquire(call.deadline, call.priority)
+                )
             except Shed as e:
                 up.breaker.record_neutral()
                 last = e.with_traceback(None)  # see below: no cycle through this frame

@@ -167,8 +167,15 @@ class Connection(web.RequestHandler):
     """
 
     __slots__ = (
-        "guard_body", "guard_busy", "guard_counted", "guard_head",
-        "guard_listener", "guard_peer", "guard_refused", "guard_served", "guard_timer",
+        "guard_body",
+        "guard_busy",
+        "guard_counted",
+        "guard_head",
+        "guard_listener",
+        "guard_peer",
+        "guard_refused",
+        "guard_served",
+        "guard_timer",
         "guard_wait_from",
     )
 
@@ -208,12 +215,16 @@ class Connection(web.RequestHandler):
         lim.event("connection_limit")
         self.guard_refused = True
         t: Any = transport
-        t.write(raw_error(
-            429, f"too many connections from {self.guard_peer} (limit "
-            f"{lim.max_connections_per_client}); reuse keep-alive connections",
-            "too_many_connections", etype="rate_limit_error",
-            headers={"Retry-After": "1", **lim.answer_headers()},
-        ))
+        t.write(
+            raw_error(
+                429,
+                f"too many connections from {self.guard_peer} (limit "
+                f"{lim.max_connections_per_client}); reuse keep-alive connections",
+                "too_many_connections",
+                etype="rate_limit_error",
+                headers={"Retry-After": "1", **lim.answer_headers()},
+            )
+        )
         if t.can_write_eof():
             t.write_eof()
         self.guard_timer = asyncio.get_running_loop().call_later(_LINGER_S, t.close)
@@ -272,22 +283,33 @@ class Connection(web.RequestHandler):
             self.guard_arm(1.0)  # the last answer is still going out
             return
         lim = self.guard_listener.limits
-        limit = lim.head_timeout_s if self.guard_head or not self.guard_served else (
-            lim.keepalive_timeout_s)
+        limit = (
+            lim.head_timeout_s
+            if self.guard_head or not self.guard_served
+            else (lim.keepalive_timeout_s)
+        )
         left = self.guard_wait_from + limit - asyncio.get_running_loop().time()
         if left > 0:
             self.guard_arm(left)
             return
         if self.guard_head:
             lim.event("head_timeout")
-            t.write(raw_error(408, f"request head timed out: not complete after "
-                              f"{lim.head_timeout_s:g} s", "request_timeout",
-                              headers=lim.answer_headers()))
+            t.write(
+                raw_error(
+                    408,
+                    f"request head timed out: not complete after {lim.head_timeout_s:g} s",
+                    "request_timeout",
+                    headers=lim.answer_headers(),
+                )
+            )
         self.force_close()
 
     # -- errors aiohttp answers itself ----------------------------------------------
     def handle_error(
-        self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
         message: str | None = None,
     ) -> web.StreamResponse:
         """aiohttp's own error answers (framing errors, a crashed handler) as OpenAI JSON."""

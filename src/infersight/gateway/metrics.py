@@ -25,11 +25,46 @@ __all__ = ["CONTENT_TYPE", "ERROR_KINDS", "REJECTION_REASONS", "GatewayMetrics"]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _LAT_BUCKETS = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
 )
-_QUEUE_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-_GROUPS = (E.InfersightError, E.TransportError, E.Timeout, E.StatusError, E.ProtocolError,
-           E.DataError)
+_QUEUE_BUCKETS = (
+    0.0005,
+    0.001,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
+_GROUPS = (
+    E.InfersightError,
+    E.TransportError,
+    E.Timeout,
+    E.StatusError,
+    E.ProtocolError,
+    E.DataError,
+)
 
 
 def _kinds(cls: type[E.InfersightError]) -> list[str]:
@@ -45,8 +80,17 @@ def _kinds(cls: type[E.InfersightError]) -> list[str]:
 ERROR_KINDS = tuple(sorted(set(_kinds(E.InfersightError))))
 #: Why the gateway refuses a request itself (``rejections_total``), each from 0.
 REJECTION_REASONS = (
-    "queue_full", "predicted_wait", "deadline", "rate_limited", "auth", "bad_request",
-    "no_upstream", "head_timeout", "body_timeout", "malformed", "connection_limit",
+    "queue_full",
+    "predicted_wait",
+    "deadline",
+    "rate_limited",
+    "auth",
+    "bad_request",
+    "no_upstream",
+    "head_timeout",
+    "body_timeout",
+    "malformed",
+    "connection_limit",
 )
 
 
@@ -58,20 +102,31 @@ class GatewayMetrics:
         self.prices = prices
         p = "infersight_gateway_"
         self.requests = Counter(
-            p + "requests_total", "Requests answered, by model, upstream, status and error kind.",
-            ["endpoint", "model", "upstream", "status", "error"], registry=r,
+            p + "requests_total",
+            "Requests answered, by model, upstream, status and error kind.",
+            ["endpoint", "model", "upstream", "status", "error"],
+            registry=r,
         )
         self.latency = Histogram(
-            p + "request_duration_seconds", "Arrival to last byte, per request.",
-            ["model", "upstream"], buckets=_LAT_BUCKETS, registry=r,
+            p + "request_duration_seconds",
+            "Arrival to last byte, per request.",
+            ["model", "upstream"],
+            buckets=_LAT_BUCKETS,
+            registry=r,
         )
         self.ttft = Histogram(
-            p + "ttft_seconds", "Arrival to the first content byte sent (streams).",
-            ["model", "upstream"], buckets=_LAT_BUCKETS, registry=r,
+            p + "ttft_seconds",
+            "Arrival to the first content byte sent (streams).",
+            ["model", "upstream"],
+            buckets=_LAT_BUCKETS,
+            registry=r,
         )
         self.queue_delay = Histogram(
-            p + "queue_delay_seconds", "Time spent waiting for an upstream slot.",
-            ["upstream"], buckets=_QUEUE_BUCKETS, registry=r,
+            p + "queue_delay_seconds",
+            "Time spent waiting for an upstream slot.",
+            ["upstream"],
+            buckets=_QUEUE_BUCKETS,
+            registry=r,
         )
         self.queue_depth = Gauge(
             p + "queue_depth", "Requests waiting for an upstream slot.", ["upstream"], registry=r
@@ -80,22 +135,26 @@ class GatewayMetrics:
             p + "in_flight", "Requests being served by an upstream.", ["upstream"], registry=r
         )
         self.limit = Gauge(
-            p + "concurrency_limit", "Current concurrency limit (adaptive or static).",
-            ["upstream"], registry=r,
+            p + "concurrency_limit",
+            "Current concurrency limit (adaptive or static).",
+            ["upstream"],
+            registry=r,
         )
         self.rejections = Counter(
             p + "rejections_total",
             "Requests refused by the gateway (queue_full, predicted_wait, deadline, "
             "rate_limited, auth, bad_request, no_upstream; slow or malformed clients: "
             "head_timeout, body_timeout, malformed, connection_limit).",
-            ["reason"], registry=r,
+            ["reason"],
+            registry=r,
         )
         for reason in REJECTION_REASONS:
             self.rejections.labels(reason)
         self.errors = Counter(
             p + "errors_total",
             "Requests answered with an error, by error kind (every kind exported from 0).",
-            ["error"], registry=r,
+            ["error"],
+            registry=r,
         )
         for kind in ERROR_KINDS:
             self.errors.labels(kind)
@@ -106,66 +165,88 @@ class GatewayMetrics:
             p + "failovers_total",
             "Requests moved to the next upstream (before content was sent) after this "
             "upstream failed with this error.",
-            ["upstream", "error"], registry=r,
+            ["upstream", "error"],
+            registry=r,
         )
         self.upstream_errors = Counter(
             p + "upstream_errors_total",
             "Failed upstream calls by error kind (OutOfMemory: the engine ran out of "
             "memory), whether or not the request then failed over.",
-            ["upstream", "error"], registry=r,
+            ["upstream", "error"],
+            registry=r,
         )
         self.failover_pairs = Counter(
             p + "failover_pairs_total",
             "Requests moved from one upstream to another (before content was sent), by "
             "the upstream that failed and the one that took the request over.",
-            ["from_upstream", "to_upstream"], registry=r,
+            ["from_upstream", "to_upstream"],
+            registry=r,
         )
         self.weight = Gauge(
             p + "upstream_weight",
             "Routing weight of an upstream from its recent error share (1: healthy; "
-            "lower: a smaller share of new requests).", ["upstream"], registry=r,
+            "lower: a smaller share of new requests).",
+            ["upstream"],
+            registry=r,
         )
         self.fallbacks = Counter(
-            p + "fallbacks_total", "Requests served by a fallback model.",
-            ["model", "fallback"], registry=r,
+            p + "fallbacks_total",
+            "Requests served by a fallback model.",
+            ["model", "fallback"],
+            registry=r,
         )
         self.circuit = Gauge(
-            p + "circuit_state", "Circuit breaker: 0 closed, 1 half-open, 2 open.",
-            ["upstream"], registry=r,
+            p + "circuit_state",
+            "Circuit breaker: 0 closed, 1 half-open, 2 open.",
+            ["upstream"],
+            registry=r,
         )
         self.circuit_changes = Counter(
-            p + "circuit_transitions_total", "Circuit breaker state changes.",
-            ["upstream", "state"], registry=r,
+            p + "circuit_transitions_total",
+            "Circuit breaker state changes.",
+            ["upstream", "state"],
+            registry=r,
         )
         self.tokens = Counter(
             p + "tokens_total", "Tokens from upstream usage.", ["model", "key", "kind"], registry=r
         )
         self.cost = Counter(
-            p + "cost_usd_total", "Dollars from usage and the price table.",
-            ["model", "key"], registry=r,
+            p + "cost_usd_total",
+            "Dollars from usage and the price table.",
+            ["model", "key"],
+            registry=r,
         )
         self.model_priced = Gauge(
             p + "model_priced",
             "1 for a served model the price table prices, 0 for one it does not (its cost "
-            "is not counted).", ["model"], registry=r,
+            "is not counted).",
+            ["model"],
+            registry=r,
         )
         self.truncations = Counter(
             p + "truncated_streams_total",
             "Streams that broke after content was sent (client got an SSE error event).",
-            ["model", "upstream"], registry=r,
+            ["model", "upstream"],
+            registry=r,
         )
         self.batches = Histogram(
-            p + "batch_size", "Caller requests merged into one upstream call.",
-            ["endpoint"], buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r,
+            p + "batch_size",
+            "Caller requests merged into one upstream call.",
+            ["endpoint"],
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+            registry=r,
         )
         self.upstream_calls = Counter(
-            p + "upstream_calls_total", "Calls made to upstreams (after batching).",
-            ["upstream", "endpoint"], registry=r,
+            p + "upstream_calls_total",
+            "Calls made to upstreams (after batching).",
+            ["upstream", "endpoint"],
+            registry=r,
         )
         self.key_spend = Gauge(
             p + "key_spend_usd",
             "Dollars a gateway key has spent (the fleet's total when replicas share state).",
-            ["key"], registry=r,
+            ["key"],
+            registry=r,
         )
         self.key_budget = Gauge(
             p + "key_budget_usd", "A gateway key's budget (max_cost_usd).", ["key"], registry=r

@@ -92,9 +92,12 @@ class Proxy(Failover):
             assert up.client is not None
             self.metrics.child(self.metrics.upstream_calls, up.name, call.endpoint).inc()
             comp = await up.client.request(
-                call.path, self._body_for(call, cand, up),
-                deadline=call.deadline, request_id=call.request_id,
-                timeouts=up.attempt_timeouts(up.client, call), retry=call.retry,
+                call.path,
+                self._body_for(call, cand, up),
+                deadline=call.deadline,
+                request_id=call.request_id,
+                timeouts=up.attempt_timeouts(up.client, call),
+                retry=call.retry,
             )
             self._count_attempts(call, up, comp.record.attempts or 1)
             resp = comp.response if isinstance(comp.response, dict) else {}
@@ -121,8 +124,9 @@ class Proxy(Failover):
         """The request's dollars from its usage (None: no usage or no price)."""
         if not (call.prompt_tokens or call.completion_tokens):
             return None
-        return self.metrics.price_of(call.served_model or call.model, call.prompt_tokens,
-                                     call.completion_tokens)
+        return self.metrics.price_of(
+            call.served_model or call.model, call.prompt_tokens, call.completion_tokens
+        )
 
     # -- streamed ---------------------------------------------------------------------------
     async def stream(self, call: Call, request: web.Request) -> web.StreamResponse:
@@ -142,9 +146,14 @@ class Proxy(Failover):
             async with cm as sr:
                 call.first_content_at = time.monotonic()
                 self._count_attempts(call, up, sr.record.attempts or 1)
-                resp = web.StreamResponse(status=200, headers={
-                    **_SSE_HEADERS, "X-Request-Id": call.request_id,
-                    "X-Queue-Delay": _queue_ms(call.queue_delay)})
+                resp = web.StreamResponse(
+                    status=200,
+                    headers={
+                        **_SSE_HEADERS,
+                        "X-Request-Id": call.request_id,
+                        "X-Queue-Delay": _queue_ms(call.queue_delay),
+                    },
+                )
                 await resp.prepare(request)
                 call.committed = True
                 call.status = 200
@@ -153,9 +162,7 @@ class Proxy(Failover):
 
         return await self.run(call, attempt)
 
-    async def _pump(
-        self, call: Call, sr: Any, resp: web.StreamResponse, up: Upstream
-    ) -> None:
+    async def _pump(self, call: Call, sr: Any, resp: web.StreamResponse, up: Upstream) -> None:
         write = resp.write
         try:
             if not getattr(sr, "is_sse", True):
@@ -195,8 +202,7 @@ class Proxy(Failover):
             self.metrics.truncations.labels(call.served_model or call.model, call.upstream).inc()
             self.failures.failure(e, up.name, up.cfg.url, failover=False)
             trunc = TruncatedStream(
-                "the stream broke after content was sent: "
-                + public_message(e, call.upstream)
+                "the stream broke after content was sent: " + public_message(e, call.upstream)
             )
             with contextlib.suppress(ConnectionError):
                 await write(b"data: " + orjson.dumps(error_body(trunc)) + b"\n\n")

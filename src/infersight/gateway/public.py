@@ -113,8 +113,12 @@ def passthrough(e: InfersightError) -> tuple[int, dict[str, Any]] | None:
         elif "message" in doc and isinstance(doc.get("message"), str):
             err = {k: doc.get(k) for k in _OPENAI_FIELDS}  # vLLM/SGLang's flat shape
     if err is None:
-        err = {"message": extract_message(e.body.encode()) if e.body else "",
-               "type": "invalid_request_error", "code": None, "param": None}
+        err = {
+            "message": extract_message(e.body.encode()) if e.body else "",
+            "type": "invalid_request_error",
+            "code": None,
+            "param": None,
+        }
     for k in _OPENAI_FIELDS:
         err.setdefault(k, None)
     return e.status, {"error": err}

@@ -77,8 +77,11 @@ def model_not_found(
     hint = closest_name(model, known)
     return InputError(
         f"model {model!r} is not served by {where}"
-        + (f"; did you mean {hint!r}?" if hint else "") + " (see GET /v1/models)",
-        param="model", code="model_not_found", status=404,
+        + (f"; did you mean {hint!r}?" if hint else "")
+        + " (see GET /v1/models)",
+        param="model",
+        code="model_not_found",
+        status=404,
     )
 
 

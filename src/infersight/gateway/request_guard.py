@@ -44,12 +44,11 @@ def _framing_refusal(request: web.BaseRequest) -> MalformedRequest | None:
     v = request.version
     if (v.major, v.minor) not in _VERSIONS:
         return MalformedRequest(
-            f"malformed HTTP request: HTTP/{v.major}.{v.minor} is not served here (use "
-            "HTTP/1.1)")
+            f"malformed HTTP request: HTTP/{v.major}.{v.minor} is not served here (use HTTP/1.1)"
+        )
     te = request.headers.getall(hdrs.TRANSFER_ENCODING, ())
     if te and (len(te) > 1 or te[0].strip().lower() != "chunked"):
-        return MalformedRequest(
-            "malformed HTTP request: Transfer-Encoding must be 'chunked' alone")
+        return MalformedRequest("malformed HTTP request: Transfer-Encoding must be 'chunked' alone")
     return None
 
 
@@ -71,28 +70,32 @@ async def read_body(request: web.BaseRequest, limits: ClientLimits) -> bytes:
                 break
             size += len(chunk)
             if size > cap:
-                raise InputError(f"request body exceeds {cap} bytes", code="body_too_large",
-                                 status=413)
+                raise InputError(
+                    f"request body exceeds {cap} bytes", code="body_too_large", status=413
+                )
             parts.append(chunk)
     except TimeoutError:
         limits.event("body_timeout")
         raise SlowClient(
-            f"request body timed out: no data for {limits.body_timeout_s:g} s") from None
+            f"request body timed out: no data for {limits.body_timeout_s:g} s"
+        ) from None
     except web.RequestPayloadError as e:
         limits.event("malformed")
         why = str(e).strip().splitlines()
         what = "could not be decoded" if "encoding" in str(e).lower() else "is malformed"
-        raise MalformedRequest(f"malformed HTTP request: the body {what}"
-                               + (f" ({why[-1].strip()[:80]})" if what != "is malformed"
-                                  and why else "")) from None
+        raise MalformedRequest(
+            f"malformed HTTP request: the body {what}"
+            + (f" ({why[-1].strip()[:80]})" if what != "is malformed" and why else "")
+        ) from None
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class RequestGuard:
     """The middleware and ``Expect`` handler of one gateway."""
 
-    def __init__(self, limits: ClientLimits, denied: Denier,
-                 headers: Callable[[], dict[str, str]]) -> None:
+    def __init__(
+        self, limits: ClientLimits, denied: Denier, headers: Callable[[], dict[str, str]]
+    ) -> None:
         self.limits = limits
         self.denied = denied
         self.headers = headers
@@ -135,16 +138,25 @@ class RequestGuard:
             return denied  # unknown paths need the key too
         extra: dict[str, str] = {}
         if e.status == 404:
-            err = InputError(f"no such endpoint: {request.method} {request.path[:200]}",
-                             code="not_found", status=404)
+            err = InputError(
+                f"no such endpoint: {request.method} {request.path[:200]}",
+                code="not_found",
+                status=404,
+            )
         elif e.status == 405:
             allow = e.headers.get(hdrs.ALLOW, "")
             extra["Allow"] = allow
-            err = InputError(f"{request.path[:200]} accepts {allow or 'other methods'}, not "
-                             f"{request.method}", code="method_not_allowed", status=405)
+            err = InputError(
+                f"{request.path[:200]} accepts {allow or 'other methods'}, not {request.method}",
+                code="method_not_allowed",
+                status=405,
+            )
         elif e.status == 413:
-            err = InputError(f"request body exceeds {self.limits.max_body_bytes} bytes",
-                             code="body_too_large", status=413)
+            err = InputError(
+                f"request body exceeds {self.limits.max_body_bytes} bytes",
+                code="body_too_large",
+                status=413,
+            )
         else:
             code = e.reason.lower().replace(" ", "_") or "http_error"
             err = InputError(e.reason or "HTTP error", code=code, status=e.status)
@@ -187,14 +199,21 @@ class RequestGuard:
             return None  # a 404 or 405 follows: no body is asked for
         if value.lower() != "100-continue":
             resp: web.StreamResponse = json_error(
-                417, f"unsupported Expect: {value[:100]}", "expectation_failed",
-                headers=self.headers())
+                417,
+                f"unsupported Expect: {value[:100]}",
+                "expectation_failed",
+                headers=self.headers(),
+            )
         elif (denied := self.denied(request)) is not None:
             resp = denied
         elif (request.content_length or 0) > self.limits.max_body_bytes:
-            resp = self._json(InputError(
-                f"request body exceeds {self.limits.max_body_bytes} bytes",
-                code="body_too_large", status=413))
+            resp = self._json(
+                InputError(
+                    f"request body exceeds {self.limits.max_body_bytes} bytes",
+                    code="body_too_large",
+                    status=413,
+                )
+            )
         else:
             if request.version == (1, 1):
                 await request.writer.write(_CONTINUE)

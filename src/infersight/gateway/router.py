@@ -69,7 +69,11 @@ class Router:
         """Models to try, in order (cost rule, requested, fallbacks), without repeats."""
         rule = self.cost_rules.get(model)
         cheaper = None
-        if rule is not None and estimated_tokens is not None and estimated_tokens <= rule.max_tokens:
+        if (
+            rule is not None
+            and estimated_tokens is not None
+            and estimated_tokens <= rule.max_tokens
+        ):
             cheaper = rule.cheaper
         key = (model, cheaper)
         found = self._chains.get(key)

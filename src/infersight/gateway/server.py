@@ -64,11 +64,14 @@ class Gateway(AdminEndpoints):
         self.proxy = Proxy(self.router, self.metrics)
         self.merger = BatchMerger(config.batch, self.proxy, self.metrics)
         sc = config.shared
-        self.shared = None if sc.redis_url is None else SharedState(
-            sc, self.metrics.registry, {u.name: u.breaker for u in self.upstreams}
+        self.shared = (
+            None
+            if sc.redis_url is None
+            else SharedState(sc, self.metrics.registry, {u.name: u.breaker for u in self.upstreams})
         )
         self.keys = KeyStore(
-            config.keys, require=config.require_key,
+            config.keys,
+            require=config.require_key,
             shared=self.shared.limits if self.shared else None,
             local_share=sc.local_share if self.shared else 1.0,
         )
@@ -230,8 +233,16 @@ class Gateway(AdminEndpoints):
             priority = self._priority(request)
             so = body.get("stream_options")
             call = Call(
-                request_id=rid, endpoint=endpoint, path=path, body=body, model=model,
-                stream=stream, key=key, arrival=arrival, deadline=deadline, priority=priority,
+                request_id=rid,
+                endpoint=endpoint,
+                path=path,
+                body=body,
+                model=model,
+                stream=stream,
+                key=key,
+                arrival=arrival,
+                deadline=deadline,
+                priority=priority,
                 # Only cost rules route by size: without one, skip walking the input.
                 est_tokens=estimate_tokens(endpoint, body) if self.router.cost_rules else 0,
                 wants_usage=bool(isinstance(so, dict) and so.get("include_usage")),

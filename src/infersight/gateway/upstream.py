@@ -35,7 +35,9 @@ class Upstream:
         self.models: set[str] = set(cfg.models)
         #: True while the model list is unknown: the upstream is tried for any model.
         self.wildcard = not cfg.models
-        limiter = make_limiter(cfg.limiter, cfg.concurrency, cfg.min_concurrency, cfg.max_concurrency)
+        limiter = make_limiter(
+            cfg.limiter, cfg.concurrency, cfg.min_concurrency, cfg.max_concurrency
+        )
         rejections = metrics.rejections
         self.admission = AdmissionController(
             limiter, cfg.queue, on_reject=lambda reason: rejections.labels(reason).inc()
@@ -122,8 +124,7 @@ class Upstream:
     def admitting(self) -> bool:
         """Whether a request sent here now would be taken (at once or into the queue)."""
         a = self.admission
-        return (self.breaker.available() and a.queued < a.queue_size
-                and self.budget_wait() == 0.0)
+        return self.breaker.available() and a.queued < a.queue_size and self.budget_wait() == 0.0
 
     def seconds_until_probe(self) -> float:
         return self.breaker.seconds_until_probe()
@@ -162,7 +163,10 @@ class Upstream:
             log.warning(
                 "upstream %s: non-streamed answers must start within ttft_timeout_s=%g s; "
                 "engines send them once generated: set first_byte_timeout_s to the longest "
-                "non-streamed generation you accept", self.name, c.ttft_timeout_s)
+                "non-streamed generation you accept",
+                self.name,
+                c.ttft_timeout_s,
+            )
         self.client = await make(first_byte, c.idle_timeout_s).__aenter__()
         self.stream_client = await make(c.ttft_timeout_s, c.idle_timeout_s).__aenter__()
         if self.wildcard:
@@ -176,8 +180,11 @@ class Upstream:
             async with asyncio.timeout(timeout):
                 models = await self.client.models()
         except (InfersightError, TimeoutError) as e:
-            log.warning("upstream %s: cannot list models (%s); routing any model to it",
-                        self.name, str(e).replace(self.cfg.url, shown_url(self.cfg.url)))
+            log.warning(
+                "upstream %s: cannot list models (%s); routing any model to it",
+                self.name,
+                str(e).replace(self.cfg.url, shown_url(self.cfg.url)),
+            )
             return False
         if models:
             self.models = set(models)

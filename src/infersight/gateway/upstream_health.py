@@ -47,8 +47,9 @@ MIN_SAMPLES = 10
 class HealthWindow:
     """Outcomes of one upstream's attempts over the last ``window`` seconds."""
 
-    def __init__(self, window: int = WINDOW_S, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, window: int = WINDOW_S, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._n = window
         self._clock = clock
         self._ok = [0] * window
@@ -99,8 +100,9 @@ class HealthWindow:
         return MIN_WEIGHT if w < MIN_WEIGHT else w
 
 
-def weighted_order(items: Sequence[T], weights: Sequence[float],
-                   rand: Callable[[], float] = random.random) -> list[T]:
+def weighted_order(
+    items: Sequence[T], weights: Sequence[float], rand: Callable[[], float] = random.random
+) -> list[T]:
     """``items`` in a random order where each comes first with probability in
     proportion to its weight (Efraimidis-Spirakis: sort by ``u ** (1 / w)``)."""
     keys = [rand() ** (1.0 / w) for w in weights]

@@ -44,20 +44,24 @@ LABEL_SUMMARY = "AIPerf aggregate export JSON"
 _ITL = "aiperf.inter_token_latency"
 DEFINITIONS = {
     _ITL: "AIPerf's ITL: (request latency - TTFT) / (output tokens - 1), to the end of "
-          "the response (ours, TPOT: to the last chunk)",
+    "the response (ours, TPOT: to the last chunk)",
 }
 _RERUN = "AIPerf writes per-request timings to profile_export.jsonl at --export-level records"
 
 
 def looks_like_summary(doc: Any) -> bool:
-    return isinstance(doc, dict) and ("aiperf_version" in doc or (
-        "input_config" in doc and "request_throughput" in doc))
+    return isinstance(doc, dict) and (
+        "aiperf_version" in doc or ("input_config" in doc and "request_throughput" in doc)
+    )
 
 
 def looks_like_record(doc: Any) -> bool:
     meta = doc.get("metadata") if isinstance(doc, dict) else None
-    return isinstance(meta, dict) and "metrics" in doc and (
-        "request_start_ns" in meta or "benchmark_phase" in meta)
+    return (
+        isinstance(meta, dict)
+        and "metrics" in doc
+        and ("request_start_ns" in meta or "benchmark_phase" in meta)
+    )
 
 
 def read(data: bytes, source: str, fmt: str) -> RunResult:
@@ -98,21 +102,33 @@ def _read_summary(doc: Any, source: str) -> RunResult:
     count = _avg(doc, "request_count")
     ok = _avg(doc, "completed_request_count")
     ok = ok if ok is not None else count
-    errors = sum(as_int(e.get("count")) or 0 for e in doc.get("error_summary") or []
-                 if isinstance(e, dict))
+    errors = sum(
+        as_int(e.get("count")) or 0 for e in doc.get("error_summary") or [] if isinstance(e, dict)
+    )
     agg = aggregate_from_stats(
-        conc, rate, ok_count=None if ok is None else int(ok), errors=errors,
+        conc,
+        rate,
+        ok_count=None if ok is None else int(ok),
+        errors=errors,
         request_rate=_avg(doc, "request_throughput"),
         token_rate=_avg(doc, "output_token_throughput"),
-        latency={"ttft_from_sent": (_stats(doc, "time_to_first_token"), 0.001),
-                 "itl": (_stats(doc, "inter_chunk_latency"), 0.001),
-                 "e2e_from_sent": (_stats(doc, "request_latency"), 0.001)})
+        latency={
+            "ttft_from_sent": (_stats(doc, "time_to_first_token"), 0.001),
+            "itl": (_stats(doc, "inter_chunk_latency"), 0.001),
+            "e2e_from_sent": (_stats(doc, "request_latency"), 0.001),
+        },
+    )
     level = ImportedLevel(level_name(conc, rate), concurrency=conc, rate=rate, aggregate=agg)
-    level.tool_metrics = {_ITL: tool_metric(DEFINITIONS[_ITL], ours=None, scale=0.001,
-                                            summary=_stats(doc, "inter_token_latency"))}
+    level.tool_metrics = {
+        _ITL: tool_metric(
+            DEFINITIONS[_ITL], ours=None, scale=0.001, summary=_stats(doc, "inter_token_latency")
+        )
+    }
     spec = _spec(source, doc)
-    spec.missing = ["per-request timings (the file holds AIPerf's aggregates only)",
-                    "engine telemetry (running, waiting, KV usage)"]
+    spec.missing = [
+        "per-request timings (the file holds AIPerf's aggregates only)",
+        "engine telemetry (running, waiting, KV usage)",
+    ]
     spec.rerun_hint = _RERUN
     return build_run(spec, [level])
 
@@ -123,12 +139,16 @@ def _spec(source: str, summary: Any) -> ImportSpec:
     models = obj(cfg, "models").get("items")
     version = summary.get("aiperf_version") if isinstance(summary, dict) else None
     return ImportSpec(
-        format=FORMAT_SUMMARY, tool="AIPerf", source=source,
+        format=FORMAT_SUMMARY,
+        tool="AIPerf",
+        source=source,
         tool_version=str(version) if version else None,
         url=urls[0] if isinstance(urls, list) and urls and isinstance(urls[0], str) else None,
-        model=models[0].get("name") if isinstance(models, list) and models
-        and isinstance(models[0], dict) else None,
-        definitions=DEFINITIONS)
+        model=models[0].get("name")
+        if isinstance(models, list) and models and isinstance(models[0], dict)
+        else None,
+        definitions=DEFINITIONS,
+    )
 
 
 # -- the per-request JSON Lines ------------------------------------------------------
@@ -147,8 +167,11 @@ def _lines(data: bytes) -> list[Any]:
 def _sibling_summary(source: str) -> Any:
     """The aggregate JSON AIPerf wrote beside the records, when it is there."""
     p = Path(source)
-    for name in (p.with_name(p.stem + "_aiperf.json"), p.with_suffix(".json"),
-                 p.with_name("profile_export_aiperf.json")):
+    for name in (
+        p.with_name(p.stem + "_aiperf.json"),
+        p.with_suffix(".json"),
+        p.with_name("profile_export_aiperf.json"),
+    ):
         if name != p and name.is_file():
             try:
                 doc = load_json(name.read_bytes())
@@ -178,8 +201,10 @@ def _read_records(data: bytes, source: str) -> RunResult:
     spec.missing = ["engine telemetry (running, waiting, KV usage)"]
     if conc is None and rate is None and records:
         conc = _max_in_flight(records)
-        spec.notes.append(f"target concurrency {conc} inferred from the requests in flight "
-                          "(no AIPerf aggregate JSON beside the file names it)")
+        spec.notes.append(
+            f"target concurrency {conc} inferred from the requests in flight "
+            "(no AIPerf aggregate JSON beside the file names it)"
+        )
     level = ImportedLevel(level_name(conc, rate), concurrency=conc, rate=rate, records=records)
     level.tool_metrics = {_ITL: tool_metric(DEFINITIONS[_ITL], ours=None, values=itl, scale=0.001)}
     return build_run(spec, [level])
@@ -190,15 +215,21 @@ def _ms(metrics: dict[str, Any], key: str) -> Any:
     return m.get("value") if isinstance(m, dict) else None
 
 
-def _record(doc: dict[str, Any], meta: dict[str, Any], n: int) -> tuple[RequestRecord, float | None]:
+def _record(
+    doc: dict[str, Any], meta: dict[str, Any], n: int
+) -> tuple[RequestRecord, float | None]:
     start = as_float(meta.get("request_start_ns"))
     if start is None:
         raise Malformed(f"line {n}: metadata.request_start_ns is missing")
     issued = as_float(meta.get("credit_issued_ns"))
     end = as_float(meta.get("request_end_ns"))
-    rec = RequestRecord(request_id=str(meta.get("x_request_id") or f"line-{n}"),
-                        scheduled=(issued if issued is not None else start) / 1e9,
-                        sent=start / 1e9, end=None if end is None else end / 1e9, attempts=1)
+    rec = RequestRecord(
+        request_id=str(meta.get("x_request_id") or f"line-{n}"),
+        scheduled=(issued if issued is not None else start) / 1e9,
+        sent=start / 1e9,
+        end=None if end is None else end / 1e9,
+        attempts=1,
+    )
     metrics = obj(doc, "metrics")
     trace = obj(doc, "trace_data")
     headers = as_float(trace.get("response_headers_received_ns"))
@@ -217,7 +248,9 @@ def _record(doc: dict[str, Any], meta: dict[str, Any], n: int) -> tuple[RequestR
         rec.chunk_times = times
         rec.chunk_tokens = [1] * len(times)
     osl = as_int(_ms(metrics, "usage_completion_tokens"))
-    rec.completion_tokens = osl if osl is not None else as_int(_ms(metrics, "output_sequence_length"))
+    rec.completion_tokens = (
+        osl if osl is not None else as_int(_ms(metrics, "output_sequence_length"))
+    )
     isl = as_int(_ms(metrics, "usage_prompt_tokens"))
     rec.prompt_tokens = isl if isl is not None else as_int(_ms(metrics, "input_sequence_length"))
     error = doc.get("error")
@@ -235,8 +268,10 @@ def _record(doc: dict[str, Any], meta: dict[str, Any], n: int) -> tuple[RequestR
 
 def _max_in_flight(records: list[RequestRecord]) -> int:
     """The most requests in flight at once (sends +1, ends -1)."""
-    events = sorted([(r.sent or r.scheduled, 1) for r in records]
-                    + [(r.end, -1) for r in records if r.end is not None])
+    events = sorted(
+        [(r.sent or r.scheduled, 1) for r in records]
+        + [(r.end, -1) for r in records if r.end is not None]
+    )
     now = top = 0
     for _, step in events:
         now += step

@@ -123,13 +123,16 @@ def _check_span(records: list[RequestRecord]) -> None:
     times = [t for r in records for t in (r.scheduled, r.sent, r.end) if t is not None]
     times += [t for r in records if r.chunk_times for t in (r.chunk_times[0], r.chunk_times[-1])]
     if times and max(times) - min(times) > MAX_SPAN_S:
-        raise Malformed(f"its request times span {(max(times) - min(times)) / 86400:.3g} days "
-                        "(more than 30): a timestamp is in another unit or clock")
+        raise Malformed(
+            f"its request times span {(max(times) - min(times)) / 86400:.3g} days "
+            "(more than 30): a timestamp is in another unit or clock"
+        )
     for r in records:
         for what, n in (("output", r.completion_tokens), ("prompt", r.prompt_tokens)):
             if n is not None and n > MAX_TOKENS:
-                raise Malformed(f"request {r.request_id} has {n} {what} tokens: more than "
-                                "any request holds")
+                raise Malformed(
+                    f"request {r.request_id} has {n} {what} tokens: more than any request holds"
+                )
 
 
 @dataclass
@@ -187,11 +190,17 @@ def build_run(spec: ImportSpec, levels: list[ImportedLevel]) -> RunResult:
             r.labels["level"] = lv.name
         records.extend(lv.records)
         if lv.records:
-            agg = aggregate(lv.records, target_concurrency=lv.concurrency,
-                            target_rate=lv.rate, check_lag=not lv.all_at_once)
+            agg = aggregate(
+                lv.records,
+                target_concurrency=lv.concurrency,
+                target_rate=lv.rate,
+                check_lag=not lv.all_at_once,
+            )
         else:
-            agg = dict(lv.aggregate or aggregate([], target_concurrency=lv.concurrency,
-                                                 target_rate=lv.rate))
+            agg = dict(
+                lv.aggregate
+                or aggregate([], target_concurrency=lv.concurrency, target_rate=lv.rate)
+            )
         if lv.tool_metrics:
             agg["tool_metrics"] = lv.tool_metrics
         aggregates[lv.name] = agg
@@ -212,14 +221,14 @@ def build_run(spec: ImportSpec, levels: list[ImportedLevel]) -> RunResult:
         "url": spec.url,
         "model": spec.model,
         "stream": True,
-        "levels": [{"name": lv.name, "concurrency": lv.concurrency, "rate": lv.rate}
-                   for lv in levels],
+        "levels": [
+            {"name": lv.name, "concurrency": lv.concurrency, "rate": lv.rate} for lv in levels
+        ],
         "imported": imported,
     }
     kept = "per-request timings" if has_requests else "aggregates only"
     version = f" {spec.tool_version}" if spec.tool_version else ""
-    notes = [f"imported from {spec.tool}{version} ({kept}): {Path(spec.source).name}",
-             *spec.notes]
+    notes = [f"imported from {spec.tool}{version} ({kept}): {Path(spec.source).name}", *spec.notes]
     result = RunResult(
         kind="import",
         run_id=f"{spec.format}:{Path(spec.source).stem}",
@@ -233,4 +242,3 @@ def build_run(spec: ImportSpec, levels: list[ImportedLevel]) -> RunResult:
     )
     result.records = records
     return result
-

@@ -83,8 +83,11 @@ def detect(data: bytes) -> str | None:
     """The format id of another tool's result, or None (an infersight RunResult, or
     nothing this package knows)."""
     doc = _first_document(data)
-    if isinstance(doc, dict) and isinstance(doc.get("schema_version"), int) and (
-            "records" in doc or "aggregates" in doc):
+    if (
+        isinstance(doc, dict)
+        and isinstance(doc.get("schema_version"), int)
+        and ("records" in doc or "aggregates" in doc)
+    ):
         return None  # ours
     if doc is not None:
         for fmt, test in _BY_KEYS:
@@ -106,7 +109,8 @@ def import_bytes(data: bytes, source: str, fmt: str | None = None) -> RunResult:
         raise ConfigError(
             f"{source}: not a result this version reads (an infersight RunResult, GuideLLM "
             "benchmarks JSON, AIPerf profile export, vllm bench serve --save-result JSON "
-            "or an inference-perf report)")
+            "or an inference-perf report)"
+        )
     label, module = FORMATS[fmt]
     try:
         result: RunResult = module.read(data, source, fmt)
@@ -115,12 +119,21 @@ def import_bytes(data: bytes, source: str, fmt: str | None = None) -> RunResult:
         raise ConfigError(f"{source}: read as {label} (from its content): {e}") from None
     except ConfigError as e:
         raise ConfigError(f"{source}: read as {label} (from its content): {e}") from None
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError,
-            RecursionError, UnicodeDecodeError) as e:
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+        RecursionError,
+        UnicodeDecodeError,
+    ) as e:
         # A shape the reader did not expect: still one line, never a traceback.
         raise ConfigError(
             f"{source}: read as {label} (from its content): unexpected structure "
-            f"({type(e).__name__}: {e})") from None
+            f"({type(e).__name__}: {e})"
+        ) from None
 
 
 def import_file(path: str | Path) -> RunResult:

@@ -67,19 +67,26 @@ def missing_evidence(result: RunResult) -> list[Verdict]:
         ):
             v = agg.get(key) if stat is None else _value(agg, key, stat)
             if isinstance(v, int | float):
-                ev.append(Evidence(name=label, value=float(v), unit=unit,
-                                   source=f"{tool}'s own aggregates"))
+                ev.append(
+                    Evidence(
+                        name=label, value=float(v), unit=unit, source=f"{tool}'s own aggregates"
+                    )
+                )
         undecided = "; ".join(_NEED_REQUESTS)
-        out.append(Verdict(
-            id=UNDECIDED,
-            title="Not decided: the file holds aggregates only",
-            summary=(f"{tool}'s file has this level's statistics but not its requests, so "
-                     f"these could not be decided: {undecided}; and, needing engine "
-                     f"telemetry no imported file has: {_NEED_TELEMETRY}."),
-            window=VerdictWindow(start=0.0, end=0.0),
-            evidence=ev,
-            confidence=0.0,
-            fixes=[f"keep per-request timings: {hint}"] if hint else [],
-            level=name,
-        ))
+        out.append(
+            Verdict(
+                id=UNDECIDED,
+                title="Not decided: the file holds aggregates only",
+                summary=(
+                    f"{tool}'s file has this level's statistics but not its requests, so "
+                    f"these could not be decided: {undecided}; and, needing engine "
+                    f"telemetry no imported file has: {_NEED_TELEMETRY}."
+                ),
+                window=VerdictWindow(start=0.0, end=0.0),
+                evidence=ev,
+                confidence=0.0,
+                fixes=[f"keep per-request timings: {hint}"] if hint else [],
+                level=name,
+            )
+        )
     return out

@@ -57,8 +57,10 @@ def looks_like(doc: Any) -> bool:
     meta = doc.get("metadata")
     if isinstance(meta, dict) and "guidellm_version" in meta:
         return True
-    return any(isinstance(b, dict) and b.get("type_") == "generative_benchmark"
-               for b in doc["benchmarks"][:1])
+    return any(
+        isinstance(b, dict) and b.get("type_") == "generative_benchmark"
+        for b in doc["benchmarks"][:1]
+    )
 
 
 def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
@@ -66,11 +68,16 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
     doc = load_json(data)
     benchmarks = need(doc, "benchmarks", list, "the report")
     meta = obj(doc, "metadata")
-    backend = (((doc.get("config") or {}).get("spec") or {}).get("backend") or {}
-               if isinstance(doc.get("config"), dict) else {})
+    backend = (
+        ((doc.get("config") or {}).get("spec") or {}).get("backend") or {}
+        if isinstance(doc.get("config"), dict)
+        else {}
+    )
     levels = [_level(b, i) for i, b in enumerate(benchmarks)]
     spec = ImportSpec(
-        format=FORMAT, tool="GuideLLM", source=source,
+        format=FORMAT,
+        tool="GuideLLM",
+        source=source,
         tool_version=str(meta["guidellm_version"]) if meta.get("guidellm_version") else None,
         url=backend.get("target") if isinstance(backend.get("target"), str) else None,
         model=backend.get("model") if isinstance(backend.get("model"), str) else None,
@@ -78,9 +85,11 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
         rerun_hint="GuideLLM keeps every request unless --sample-requests limits it",
     )
     if any(lv.records for lv in levels):
-        spec.missing.append("each token's arrival time (GuideLLM keeps the first and last): "
-                            "chunk times are spread evenly between them, so pooled ITL "
-                            "percentiles have no spread inside a request")
+        spec.missing.append(
+            "each token's arrival time (GuideLLM keeps the first and last): "
+            "chunk times are spread evenly between them, so pooled ITL "
+            "percentiles have no spread inside a request"
+        )
     else:
         spec.missing.append("per-request timings (the file keeps its requests' statistics only)")
     spec.missing.append("engine telemetry (running, waiting, KV usage)")
@@ -101,10 +110,13 @@ def _level(bench: Any, i: int) -> ImportedLevel:
     elif kind in ("constant", "poisson"):
         rate = as_float(strategy.get("rate"))
     elif kind != "throughput":
-        raise Malformed(f"{where}: strategy {kind!r} is not one GuideLLM writes "
-                        "(synchronous, concurrent, throughput, constant, poisson)")
-    level = ImportedLevel(level_name(conc, rate), concurrency=conc, rate=rate,
-                          all_at_once=kind == "throughput")
+        raise Malformed(
+            f"{where}: strategy {kind!r} is not one GuideLLM writes "
+            "(synchronous, concurrent, throughput, constant, poisson)"
+        )
+    level = ImportedLevel(
+        level_name(conc, rate), concurrency=conc, rate=rate, all_at_once=kind == "throughput"
+    )
     requests = need(bench, "requests", dict, where)
     for status in ("successful", "errored", "incomplete"):
         items = requests.get(status) or []
@@ -118,20 +130,27 @@ def _level(bench: Any, i: int) -> ImportedLevel:
     if level.records:
         ok = [it for it in requests.get("successful") or [] if isinstance(it, dict)]
         level.tool_metrics = {
-            name: tool_metric(DEFINITIONS[name], ours=ours, scale=0.001,
-                              values=[v for it in ok if (v := as_float(it.get(key))) is not None])
+            name: tool_metric(
+                DEFINITIONS[name],
+                ours=ours,
+                scale=0.001,
+                values=[v for it in ok if (v := as_float(it.get(key))) is not None],
+            )
             for name, key, ours in (
                 ("guidellm.time_per_output_token", "time_per_output_token_ms", None),
-                ("guidellm.inter_token_latency", "inter_token_latency_ms", "tpot"))
+                ("guidellm.inter_token_latency", "inter_token_latency_ms", "tpot"),
+            )
         }
     else:
         level.aggregate = _aggregates_only(metrics, conc, rate)
         level.tool_metrics = {
-            name: tool_metric(DEFINITIONS[name], ours=ours, scale=0.001,
-                              summary=_successful(metrics, key))
+            name: tool_metric(
+                DEFINITIONS[name], ours=ours, scale=0.001, summary=_successful(metrics, key)
+            )
             for name, key, ours in (
                 ("guidellm.time_per_output_token", "time_per_output_token_ms", None),
-                ("guidellm.inter_token_latency", "inter_token_latency_ms", "tpot"))
+                ("guidellm.inter_token_latency", "inter_token_latency_ms", "tpot"),
+            )
         }
     return level
 
@@ -152,15 +171,19 @@ def _record(item: Any, status: str, where: str) -> RequestRecord | None:
         return None  # never sent: nothing was measured
     scheduled = sched if sched is not None else start
     assert scheduled is not None
-    rec = RequestRecord(request_id=str(item.get("request_id") or info.get("request_id") or where),
-                        scheduled=scheduled, sent=start)
+    rec = RequestRecord(
+        request_id=str(item.get("request_id") or info.get("request_id") or where),
+        scheduled=scheduled,
+        sent=start,
+    )
     rec.headers = as_float(t.get("first_request_iteration"))
     rec.end = as_float(t.get("request_end")) or as_float(t.get("resolve_end"))
     first, last = as_float(t.get("first_token_iteration")), as_float(t.get("last_token_iteration"))
     n = as_int(t.get("token_iterations")) or 0
     if n > MAX_TOKENS:
-        raise Malformed(f"{where}.info.timings.token_iterations is {n}: more tokens than "
-                        "any response holds")
+        raise Malformed(
+            f"{where}.info.timings.token_iterations is {n}: more tokens than any response holds"
+        )
     if first is not None:
         if last is None or n < 2 or last <= first:
             rec.chunk_times = [first]
@@ -184,14 +207,21 @@ def _record(item: Any, status: str, where: str) -> RequestRecord | None:
     return rec
 
 
-def _aggregates_only(metrics: dict[str, Any], conc: int | None, rate: float | None) -> dict[str, Any]:
+def _aggregates_only(
+    metrics: dict[str, Any], conc: int | None, rate: float | None
+) -> dict[str, Any]:
     """A level from GuideLLM's statistics alone (its ``successful`` distributions)."""
     totals = obj(metrics, "request_totals")
     return aggregate_from_stats(
-        conc, rate,
-        ok_count=as_int(totals.get("successful")), errors=as_int(totals.get("errored")),
+        conc,
+        rate,
+        ok_count=as_int(totals.get("successful")),
+        errors=as_int(totals.get("errored")),
         request_rate=as_float(_successful(metrics, "requests_per_second").get("mean")),
         token_rate=as_float(_successful(metrics, "output_tokens_per_second").get("mean")),
-        latency={"ttft_from_sent": (_successful(metrics, "time_to_first_token_ms"), 0.001),
-                 "tpot": (_successful(metrics, "inter_token_latency_ms"), 0.001),
-                 "e2e_from_sent": (_successful(metrics, "request_latency"), 1.0)})
+        latency={
+            "ttft_from_sent": (_successful(metrics, "time_to_first_token_ms"), 0.001),
+            "tpot": (_successful(metrics, "inter_token_latency_ms"), 0.001),
+            "e2e_from_sent": (_successful(metrics, "request_latency"), 1.0),
+        },
+    )

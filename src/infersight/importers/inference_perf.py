@@ -34,8 +34,7 @@ from infersight.importers.common import (
 )
 from infersight.importers.tool_stats import aggregate_from_stats, tool_metric
 
-__all__ = ["FORMAT_REQUESTS", "FORMAT_SUMMARY", "looks_like_requests", "looks_like_summary",
-           "read"]
+__all__ = ["FORMAT_REQUESTS", "FORMAT_SUMMARY", "looks_like_requests", "looks_like_summary", "read"]
 
 FORMAT_REQUESTS = "inference-perf-requests"
 FORMAT_SUMMARY = "inference-perf-summary"
@@ -47,19 +46,28 @@ _DELAY = "inference_perf.schedule_delay"
 DEFINITIONS = {
     _NTPOT: "inference-perf's NTPOT: request latency / output tokens (no counterpart)",
     _DELAY: "inference-perf's schedule delay: request start - its scheduled time (our "
-            "schedule lag; the per-request file does not keep the scheduled time)",
+    "schedule lag; the per-request file does not keep the scheduled time)",
 }
 _MISSING_TELEMETRY = "engine telemetry (running, waiting, KV usage)"
 
 
 def looks_like_requests(doc: Any) -> bool:
-    return isinstance(doc, list) and bool(doc) and isinstance(doc[0], dict) and (
-        "start_time" in doc[0] and "end_time" in doc[0] and ("info" in doc[0] or "error" in doc[0]))
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and isinstance(doc[0], dict)
+        and (
+            "start_time" in doc[0]
+            and "end_time" in doc[0]
+            and ("info" in doc[0] or "error" in doc[0])
+        )
+    )
 
 
 def looks_like_summary(doc: Any) -> bool:
-    return isinstance(doc, dict) and ("load_summary" in doc or (
-        "successes" in doc and "failures" in doc))
+    return isinstance(doc, dict) and (
+        "load_summary" in doc or ("successes" in doc and "failures" in doc)
+    )
 
 
 def read(data: bytes, source: str, fmt: str) -> RunResult:
@@ -104,30 +112,46 @@ def _read_requests(entries: list[Any], source: str) -> RunResult:
     for j, entry in enumerate(entries):
         records.append(_record(entry, j))
     records.sort(key=lambda x: x[0].scheduled)
-    spec = ImportSpec(format=FORMAT_REQUESTS, tool="inference-perf", source=source,
-                      definitions=DEFINITIONS,
-                      missing=["each request's scheduled time (TTFT and e2e count from the "
-                               "send; schedule lag unknown)", _MISSING_TELEMETRY])
+    spec = ImportSpec(
+        format=FORMAT_REQUESTS,
+        tool="inference-perf",
+        source=source,
+        definitions=DEFINITIONS,
+        missing=[
+            "each request's scheduled time (TTFT and e2e count from the "
+            "send; schedule lag unknown)",
+            _MISSING_TELEMETRY,
+        ],
+    )
     stages = _stages(source)
     if sum(n for n, _ in stages) != len(records):
         if stages:
-            spec.notes.append("the stage files beside the report do not add up to its "
-                              "requests: read as one level")
+            spec.notes.append(
+                "the stage files beside the report do not add up to its requests: read as one level"
+            )
         stages = [(len(records), {})]
     levels: list[ImportedLevel] = []
     at = 0
     for count, summary in stages:
         conc, rate = _stage_target(summary)
-        chunk = records[at: at + count]
+        chunk = records[at : at + count]
         at += count
-        lv = ImportedLevel(level_name(conc, rate) if summary else "all", concurrency=conc,
-                           rate=rate, records=[r for r, _ in chunk])
-        lv.tool_metrics = {_NTPOT: tool_metric(DEFINITIONS[_NTPOT], ours=None,
-                                               values=[v for _, v in chunk if v is not None])}
+        lv = ImportedLevel(
+            level_name(conc, rate) if summary else "all",
+            concurrency=conc,
+            rate=rate,
+            records=[r for r, _ in chunk],
+        )
+        lv.tool_metrics = {
+            _NTPOT: tool_metric(
+                DEFINITIONS[_NTPOT], ours=None, values=[v for _, v in chunk if v is not None]
+            )
+        }
         delay = (summary.get("load_summary") or {}).get("schedule_delay") if summary else None
         if isinstance(delay, dict):
-            lv.tool_metrics[_DELAY] = tool_metric(DEFINITIONS[_DELAY], ours="schedule_lag",
-                                                  summary=delay)
+            lv.tool_metrics[_DELAY] = tool_metric(
+                DEFINITIONS[_DELAY], ours="schedule_lag", summary=delay
+            )
         levels.append(lv)
     return build_run(spec, levels)
 
@@ -136,8 +160,9 @@ def _record(entry: Any, j: int) -> tuple[RequestRecord, float | None]:
     where = f"request {j}"
     start = need(entry, "start_time", (int, float), where)
     end = as_float(entry.get("end_time"))
-    rec = RequestRecord(request_id=f"r{j}", scheduled=float(start), sent=float(start),
-                        end=end, attempts=1)
+    rec = RequestRecord(
+        request_id=f"r{j}", scheduled=float(start), sent=float(start), end=end, attempts=1
+    )
     info = obj(entry, "info")
     resp = obj(info, "response_metrics")
     times = resp.get("output_token_times") or resp.get("chunk_times") or []
@@ -179,21 +204,37 @@ def _read_summary(doc: Any, source: str) -> RunResult:
         return {**s, "count": ok_n} if isinstance(s, dict) else {}
 
     agg = aggregate_from_stats(
-        conc, rate, ok_count=ok_n, errors=as_int(failures.get("count")),
+        conc,
+        rate,
+        ok_count=ok_n,
+        errors=as_int(failures.get("count")),
         request_rate=as_float(tput.get("requests_per_sec")),
         token_rate=as_float(tput.get("output_tokens_per_sec")),
-        latency={"ttft_from_sent": (stats("time_to_first_token"), 1.0),
-                 "tpot": (stats("time_per_output_token"), 1.0),
-                 "itl": (stats("inter_token_latency"), 1.0),
-                 "e2e_from_sent": (stats("request_latency"), 1.0)})
-    level = ImportedLevel(level_name(conc, rate) if (conc or rate) else "all",
-                          concurrency=conc, rate=rate, aggregate=agg)
-    level.tool_metrics = {_NTPOT: tool_metric(DEFINITIONS[_NTPOT], ours=None,
-                                              summary=stats("normalized_time_per_output_token"))}
-    spec = ImportSpec(format=FORMAT_SUMMARY, tool="inference-perf", source=source,
-                      definitions=DEFINITIONS,
-                      missing=["per-request timings (the file holds aggregates only)",
-                               _MISSING_TELEMETRY],
-                      rerun_hint="inference-perf writes per_request_lifecycle_metrics.json "
-                                 "with report.request_lifecycle.per_request: true")
+        latency={
+            "ttft_from_sent": (stats("time_to_first_token"), 1.0),
+            "tpot": (stats("time_per_output_token"), 1.0),
+            "itl": (stats("inter_token_latency"), 1.0),
+            "e2e_from_sent": (stats("request_latency"), 1.0),
+        },
+    )
+    level = ImportedLevel(
+        level_name(conc, rate) if (conc or rate) else "all",
+        concurrency=conc,
+        rate=rate,
+        aggregate=agg,
+    )
+    level.tool_metrics = {
+        _NTPOT: tool_metric(
+            DEFINITIONS[_NTPOT], ours=None, summary=stats("normalized_time_per_output_token")
+        )
+    }
+    spec = ImportSpec(
+        format=FORMAT_SUMMARY,
+        tool="inference-perf",
+        source=source,
+        definitions=DEFINITIONS,
+        missing=["per-request timings (the file holds aggregates only)", _MISSING_TELEMETRY],
+        rerun_hint="inference-perf writes per_request_lifecycle_metrics.json "
+        "with report.request_lifecycle.per_request: true",
+    )
     return build_run(spec, [level])

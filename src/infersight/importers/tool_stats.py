@@ -67,8 +67,9 @@ def aggregate_from_stats(
     agg = aggregate([], target_concurrency=concurrency, target_rate=rate)
     ok = ok_count or 0
     err = errors or 0
-    agg["requests"].update({"total": ok + err, "ok": ok, "errors": err,
-                            "in_window": ok + err, "in_window_ok": ok})
+    agg["requests"].update(
+        {"total": ok + err, "ok": ok, "errors": err, "in_window": ok + err, "in_window_ok": ok}
+    )
     agg["success_rate"] = ok / (ok + err) if ok + err else None
     agg["request_throughput"] = request_rate
     agg["output_token_throughput"] = token_rate
@@ -83,14 +84,19 @@ def aggregate_from_stats(
     agg["basis"]["latency"]["window"] = "the tool's own aggregates"
     agg["imported"] = {
         "aggregates_only": True,
-        "note": "TTFT and e2e count from the actual send: the file holds no intended "
-                "send times",
+        "note": "TTFT and e2e count from the actual send: the file holds no intended send times",
     }
     return agg
 
 
-def tool_metric(definition: str, *, ours: str | None, values: Iterable[float] = (),
-                scale: float = 1.0, summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def tool_metric(
+    definition: str,
+    *,
+    ours: str | None,
+    values: Iterable[float] = (),
+    scale: float = 1.0,
+    summary: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """A tool's own metric beside ours: its definition, the name of ours it equals (None
     when none does) and its summary in seconds, from per-request ``values`` in the
     tool's unit (``scale`` to seconds) or from the tool's own ``summary``."""

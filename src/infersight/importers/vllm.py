@@ -40,14 +40,20 @@ LABEL = "vllm bench serve --save-result JSON"
 _TPOT = "vllm.tpot"
 DEFINITIONS = {
     _TPOT: "vLLM's TPOT: (latency - TTFT) / (output tokens - 1), to the end of the "
-           "response (ours: to the last chunk)",
+    "response (ours: to the last chunk)",
 }
 _ARRAYS = ("start_times", "ttfts", "itls", "latencies")
 
 
 def looks_like(doc: Any) -> bool:
-    return isinstance(doc, dict) and "request_throughput" in doc and "completed" in doc and (
-        "endpoint_type" in doc or "backend" in doc or "mean_ttft_ms" in doc or "duration" in doc)
+    return (
+        isinstance(doc, dict)
+        and "request_throughput" in doc
+        and "completed" in doc
+        and (
+            "endpoint_type" in doc or "backend" in doc or "mean_ttft_ms" in doc or "duration" in doc
+        )
+    )
 
 
 def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
@@ -70,12 +76,18 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
             raise Malformed(f"run {i + 1} has no request_throughput/completed: not a saved run")
         levels.append(_level(doc, i))
     first = docs[0]
-    spec = ImportSpec(format=FORMAT, tool="vllm bench serve", source=source,
-                      model=first.get("model_id") if isinstance(first.get("model_id"), str) else None,
-                      definitions=DEFINITIONS)
+    spec = ImportSpec(
+        format=FORMAT,
+        tool="vllm bench serve",
+        source=source,
+        model=first.get("model_id") if isinstance(first.get("model_id"), str) else None,
+        definitions=DEFINITIONS,
+    )
     if any(lv.records for lv in levels):
-        spec.missing.append("the intended send time of a run without --max-concurrency "
-                            "(vLLM saves when each request was sent, not when it was due)")
+        spec.missing.append(
+            "the intended send time of a run without --max-concurrency "
+            "(vLLM saves when each request was sent, not when it was due)"
+        )
     else:
         spec.missing.append("per-request timings (saved without --save-detailed)")
         spec.rerun_hint = "vllm bench serve --save-result --save-detailed keeps them"
@@ -93,22 +105,35 @@ def _target(doc: dict[str, Any]) -> tuple[int | None, float | None]:
 
 def _level(doc: dict[str, Any], i: int) -> ImportedLevel:
     conc, rate = _target(doc)
-    level = ImportedLevel(level_name(conc, rate), concurrency=conc, rate=rate,
-                          all_at_once=conc is None and rate is None)
+    level = ImportedLevel(
+        level_name(conc, rate),
+        concurrency=conc,
+        rate=rate,
+        all_at_once=conc is None and rate is None,
+    )
     if all(isinstance(doc.get(k), list) for k in _ARRAYS):
         level.records, tpots = _records(doc, i)
         level.tool_metrics = {_TPOT: tool_metric(DEFINITIONS[_TPOT], ours=None, values=tpots)}
         return level
     ok = as_int(doc.get("completed"))
     level.aggregate = aggregate_from_stats(
-        conc, rate, ok_count=ok, errors=as_int(doc.get("failed")),
+        conc,
+        rate,
+        ok_count=ok,
+        errors=as_int(doc.get("failed")),
         request_rate=as_float(doc.get("request_throughput")),
         token_rate=as_float(doc.get("output_throughput")),
-        latency={"ttft_from_sent": (_stats(doc, "ttft", ok), 0.001),
-                 "itl": (_stats(doc, "itl", None), 0.001),
-                 "e2e_from_sent": (_stats(doc, "e2el", ok), 0.001)})
-    level.tool_metrics = {_TPOT: tool_metric(DEFINITIONS[_TPOT], ours=None, scale=0.001,
-                                             summary=_stats(doc, "tpot", ok))}
+        latency={
+            "ttft_from_sent": (_stats(doc, "ttft", ok), 0.001),
+            "itl": (_stats(doc, "itl", None), 0.001),
+            "e2e_from_sent": (_stats(doc, "e2el", ok), 0.001),
+        },
+    )
+    level.tool_metrics = {
+        _TPOT: tool_metric(
+            DEFINITIONS[_TPOT], ours=None, scale=0.001, summary=_stats(doc, "tpot", ok)
+        )
+    }
     return level
 
 
@@ -132,15 +157,19 @@ def _column(doc: dict[str, Any], key: str, n: int, i: int) -> list[Any]:
     if col is None:
         return [None] * n
     if not isinstance(col, list) or len(col) != n:
-        raise Malformed(f"run {i + 1}: {key} has {len(col) if isinstance(col, list) else 'no'} "
-                        f"entries for {n} requests")
+        raise Malformed(
+            f"run {i + 1}: {key} has {len(col) if isinstance(col, list) else 'no'} "
+            f"entries for {n} requests"
+        )
     return col
 
 
 def _records(doc: dict[str, Any], i: int) -> tuple[list[RequestRecord], list[float]]:
     n = len(doc["start_times"])
-    cols = {k: _column(doc, k, n, i) for k in
-            (*_ARRAYS, "queue_times", "input_lens", "output_lens", "errors")}
+    cols = {
+        k: _column(doc, k, n, i)
+        for k in (*_ARRAYS, "queue_times", "input_lens", "output_lens", "errors")
+    }
     records: list[RequestRecord] = []
     tpots: list[float] = []
     for j in range(n):
@@ -150,8 +179,9 @@ def _records(doc: dict[str, Any], i: int) -> tuple[list[RequestRecord], list[flo
         queue = as_float(cols["queue_times"][j]) or 0.0
         latency = as_float(cols["latencies"][j]) or 0.0
         error = cols["errors"][j]
-        rec = RequestRecord(request_id=f"run{i + 1}-{j}", scheduled=sent - max(queue, 0.0),
-                            sent=sent, attempts=1)
+        rec = RequestRecord(
+            request_id=f"run{i + 1}-{j}", scheduled=sent - max(queue, 0.0), sent=sent, attempts=1
+        )
         out_len = as_int(cols["output_lens"][j])
         rec.completion_tokens = out_len
         rec.prompt_tokens = as_int(cols["input_lens"][j])

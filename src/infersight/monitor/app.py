@@ -118,8 +118,19 @@ async def run_monitor(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        return await _run(url, interval, record, processes, gpu, api_key, duration, once,
-                          console, scrape_timeout, stop)
+        return await _run(
+            url,
+            interval,
+            record,
+            processes,
+            gpu,
+            api_key,
+            duration,
+            once,
+            console,
+            scrape_timeout,
+            stop,
+        )
     finally:
         tlog.setLevel(old_level)
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -152,9 +163,14 @@ async def _run(
             procs[role] = computing_pid(pid) if role == "engine" else pid
         server = pid if pid != os.getpid() else None
     # The file keeps everything; memory holds the last ~50k samples.
-    tel = build_recorder(interval=interval, processes=procs, gpu=gpu,
-                         scrape=[] if scraper is None else [scraper],
-                         record=record, capacity=50_000)
+    tel = build_recorder(
+        interval=interval,
+        processes=procs,
+        gpu=gpu,
+        scrape=[] if scraper is None else [scraper],
+        record=record,
+        capacity=50_000,
+    )
     rec = tel.recorder
     state = MonitorState(cpus=psutil.cpu_count() or 1)
     # The process list: the server listening on the URL and its children (serve's
@@ -202,7 +218,8 @@ async def _run(
                 stack.enter_context(_keys(loop, stop))
                 live = stack.enter_context(Live(console=console, auto_refresh=False, screen=False))
                 rec.add_listener(
-                    lambda _r: live.update(render(state, info(), size()), refresh=True))
+                    lambda _r: live.update(render(state, info(), size()), refresh=True)
+                )
             else:  # a pipe or a file: one frame per round, one after the other
                 rec.add_listener(lambda _r: console.print(render(state, info(), size())))
             await rec.start()

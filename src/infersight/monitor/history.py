@@ -50,7 +50,7 @@ def _buckets(values: list[float | None], width: int) -> list[float | None]:
     out: list[float | None] = []
     n = len(values)
     for i in range(width):
-        cell = [v for v in values[i * n // width:(i + 1) * n // width] if v is not None]
+        cell = [v for v in values[i * n // width : (i + 1) * n // width] if v is not None]
         out.append(sum(cell) / len(cell) if cell else None)
     return out
 

@@ -120,8 +120,11 @@ class MonitorState:
     def _remember(self, t: float) -> None:
         h = self.history
         h.add(t, "busy", self.busy())
-        for name, metric in (("running", "engine.requests_running"),
-                             ("waiting", "engine.requests_waiting"), ("slots", "engine.slots")):
+        for name, metric in (
+            ("running", "engine.requests_running"),
+            ("waiting", "engine.requests_waiting"),
+            ("slots", "engine.slots"),
+        ):
             h.add(t, name, self.value(metric))
         h.add(t, "tok_s", self.rate("engine.generation_tokens_total"))
         ttft = self.latencies.get("ttft")

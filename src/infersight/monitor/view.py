@@ -70,7 +70,18 @@ def _gpu(st: MonitorState, info: ViewInfo) -> RenderableType:
     if not gpus:
         return Text(f"GPU: {info.gpu_message or 'no GPU metrics'}", style="dim")
     t = Table(title="GPU", title_justify="left", expand=True, box=None, header_style="bold")
-    for col in ("gpu", "util", "", "SM act", "memory", "power", "SM/mem MHz", "temp", "PCIe rx/tx", "throttle"):
+    for col in (
+        "gpu",
+        "util",
+        "",
+        "SM act",
+        "memory",
+        "power",
+        "SM/mem MHz",
+        "temp",
+        "PCIe rx/tx",
+        "throttle",
+    ):
         t.add_column(col)
     for g in gpus:
 
@@ -100,8 +111,13 @@ def _engine(st: MonitorState, info: ViewInfo) -> RenderableType:
     up = st.value("engine.up")
     spec = engine_specs().get(st.engine or "")
     label = spec.label if spec else "unknown engine"
-    t = Table(title=f"Engine: {label}  {info.url}", title_justify="left",
-              box=None, show_header=False, padding=(0, 2))
+    t = Table(
+        title=f"Engine: {label}  {info.url}",
+        title_justify="left",
+        box=None,
+        show_header=False,
+        padding=(0, 2),
+    )
     t.add_column(style="bold")
     t.add_column()
     t.add_column(style="bold")
@@ -110,13 +126,22 @@ def _engine(st: MonitorState, info: ViewInfo) -> RenderableType:
     waiting, kv = st.value("engine.requests_waiting"), st.value("engine.kv_cache_usage")
     status = Text("up", style="green") if up == 1.0 else Text("DOWN", style="bold red")
     t.add_row("status", status, "scrape failures", str(st.scrape_failures))
-    t.add_row("running", f"{_num(running)} / {_num(slots)} slots", "waiting",
-              Text(_num(waiting), style="bold red" if (waiting or 0) > 0 else ""))
+    t.add_row(
+        "running",
+        f"{_num(running)} / {_num(slots)} slots",
+        "waiting",
+        Text(_num(waiting), style="bold red" if (waiting or 0) > 0 else ""),
+    )
     kv_cell = Text(NA, style="dim") if kv is None else Text(_pct(kv) + " ") + _bar(kv, 12)
-    t.add_row("KV cache", kv_cell, "preemptions/s",
-              _num(st.rate("engine.preemptions_total"), "{:.2f}"))
-    t.add_row("prompt tok/s", _num(st.rate("engine.prompt_tokens_total"), "{:.1f}"),
-              "generated tok/s", _num(st.rate("engine.generation_tokens_total"), "{:.1f}"))
+    t.add_row(
+        "KV cache", kv_cell, "preemptions/s", _num(st.rate("engine.preemptions_total"), "{:.2f}")
+    )
+    t.add_row(
+        "prompt tok/s",
+        _num(st.rate("engine.prompt_tokens_total"), "{:.1f}"),
+        "generated tok/s",
+        _num(st.rate("engine.generation_tokens_total"), "{:.1f}"),
+    )
     req = st.rate("engine.requests_finished_total") or st.rate("engine.requests_total")
     err = st.rate("engine.request_errors_total")
     t.add_row("requests/s", _num(req, "{:.2f}"), "errors/s", _num(err, "{:.2f}"))
@@ -136,13 +161,23 @@ def _latency(st: MonitorState) -> RenderableType:
     rows = [(k, st.latencies[k]) for k in LATENCIES if k in st.latencies]
     if not rows:
         return Text("latency: the engine exports no latency histograms", style="dim")
-    t = Table(title="Latency (engine, last interval with requests)", title_justify="left",
-              expand=True, box=None, header_style="bold")
+    t = Table(
+        title="Latency (engine, last interval with requests)",
+        title_justify="left",
+        expand=True,
+        box=None,
+        header_style="bold",
+    )
     for col in ("", "p50", "p90", "p99", "mean (30 s)"):
         t.add_column(col)
     for k, lv in rows:
-        t.add_row(k.upper() if k != "queue_time" else "queue", _ms(lv.p50), _ms(lv.p90),
-                  _ms(lv.p99), _ms(lv.mean))
+        t.add_row(
+            k.upper() if k != "queue_time" else "queue",
+            _ms(lv.p50),
+            _ms(lv.p90),
+            _ms(lv.p99),
+            _ms(lv.mean),
+        )
     return t
 
 
@@ -164,8 +199,10 @@ def _host(st: MonitorState) -> RenderableType:
     t.add_row("network", f"rx {_bytes(rx)}/s  tx {_bytes(tx)}/s")
     for s in st.values("process.cpu_percent"):
         rss = st.value("process.rss_bytes", pid=s.labels.get("pid", ""))
-        t.add_row(f"{s.labels.get('name')} ({s.labels.get('pid')})",
-                  f"CPU {_num(s.value)}% of a core, RSS {_bytes(rss)}")
+        t.add_row(
+            f"{s.labels.get('name')} ({s.labels.get('pid')})",
+            f"CPU {_num(s.value)}% of a core, RSS {_bytes(rss)}",
+        )
     return t
 
 
@@ -176,9 +213,7 @@ def _height(r: RenderableType) -> int:
     return 1
 
 
-def render(
-    st: MonitorState, info: ViewInfo, size: tuple[int, int] | None = None
-) -> RenderableType:
+def render(st: MonitorState, info: ViewInfo, size: tuple[int, int] | None = None) -> RenderableType:
     """The whole screen for the current state. ``size`` (columns, lines) fits it to a
     terminal: the sparklines fill the width; when lines run short, the host, latency
     and GPU tables go first and the process list is cut (most important kept: the
@@ -193,8 +228,11 @@ def render(
     width, lines = size if size is not None else (120, 10_000)
     hist, _ = history_table(st, width - 4)
     parts: dict[str, RenderableType] = {
-        "gpu": _gpu(st, info), "engine": _engine(st, info), "history": hist,
-        "latency": _latency(st), "host": _host(st),
+        "gpu": _gpu(st, info),
+        "engine": _engine(st, info),
+        "history": hist,
+        "latency": _latency(st),
+        "host": _host(st),
     }
     room = lines - 3  # the panel's borders and the cursor's line
     cost = {k: _height(r) + 1 for k, r in parts.items()}

@@ -18,23 +18,51 @@ from infersight.core.curve import CapacityCurve, CurvePoint, Recommendation
 from infersight.report.svg import Series, chart
 from infersight.report.svg_axes import fmt_value
 
-__all__ = ["advice_lines", "curve_chart", "curve_html", "curve_markdown", "curve_rows",
-           "knee_text", "print_curve"]
+__all__ = [
+    "advice_lines",
+    "curve_chart",
+    "curve_html",
+    "curve_markdown",
+    "curve_rows",
+    "knee_text",
+    "print_curve",
+]
 
-HEAD = ("level", "in flight", "req/s", "out tok/s", "TPOT p50", "TTFT p50", "TTFT p99",
-        "queue", "time in engine", "state", "")
+HEAD = (
+    "level",
+    "in flight",
+    "req/s",
+    "out tok/s",
+    "TPOT p50",
+    "TTFT p50",
+    "TTFT p99",
+    "queue",
+    "time in engine",
+    "state",
+    "",
+)
 
 
 def advice_lines(rec: Recommendation) -> list[tuple[str, str]]:
     """(label, text): the fix, what it is expected to do and what that rests on."""
     out = [("fix", rec.text)]
     p = rec.predicted
-    parts = [f"{name} about {fmt_value(v, unit) if unit else format(v, '.3g')}{' req/s' if not unit else ''}"
-             for name, key, unit in (("throughput", "throughput", ""), ("TTFT p50", "ttft_p50", "s"),
-                                     ("TTFT p99", "ttft_p99", "s"), ("TPOT p50", "tpot_p50", "s"))
-             if (v := p.get(key))]
+    parts = [
+        f"{name} about {fmt_value(v, unit) if unit else format(v, '.3g')}{' req/s' if not unit else ''}"
+        for name, key, unit in (
+            ("throughput", "throughput", ""),
+            ("TTFT p50", "ttft_p50", "s"),
+            ("TTFT p99", "ttft_p99", "s"),
+            ("TPOT p50", "tpot_p50", "s"),
+        )
+        if (v := p.get(key))
+    ]
     if parts:
-        how = " (an estimate: physics, not the run, set the number)" if rec.basis == "estimate" else ""
+        how = (
+            " (an estimate: physics, not the run, set the number)"
+            if rec.basis == "estimate"
+            else ""
+        )
         out.append(("expected after the fix", ", ".join(parts) + how))
     if rec.rests_on:
         out.append(("rests on", rec.rests_on))
@@ -65,27 +93,48 @@ def curve_rows(curve: CapacityCurve) -> list[list[str]]:
     """One row of text cells per level, in the order of :data:`HEAD`."""
     rows = []
     for p in curve.points:
-        mark = [m for m, hit in (("knee", p.level == curve.knee_level),
-                                 ("plateau", p.level == curve.plateau_level
-                                  and p.level != curve.knee_level),
-                                 ("best", p.level == curve.best_level)) if hit]
-        rows.append([p.level, _inflight(p), _n(p.throughput), _n(p.token_throughput),
-                     _n(p.tpot_p50, "s"), _n(p.ttft_p50, "s"), _n(p.ttft_p99, "s"),
-                     _n(p.queue), _n(p.time_in_engine, "s"), _state(p), ", ".join(mark)])
+        mark = [
+            m
+            for m, hit in (
+                ("knee", p.level == curve.knee_level),
+                ("plateau", p.level == curve.plateau_level and p.level != curve.knee_level),
+                ("best", p.level == curve.best_level),
+            )
+            if hit
+        ]
+        rows.append(
+            [
+                p.level,
+                _inflight(p),
+                _n(p.throughput),
+                _n(p.token_throughput),
+                _n(p.tpot_p50, "s"),
+                _n(p.ttft_p50, "s"),
+                _n(p.ttft_p99, "s"),
+                _n(p.queue),
+                _n(p.time_in_engine, "s"),
+                _state(p),
+                ", ".join(mark),
+            ]
+        )
     return rows
 
 
 def knee_text(curve: CapacityCurve) -> str:
     """``measured knee: 4 in flight (c=4), compute-bound past it`` or why there is none."""
     if curve.knee_reached and curve.knee is not None:
-        return (f"measured knee: {curve.knee:.3g} in flight ({curve.knee_level}); past it "
-                "throughput grows less than 10% per doubling while TPOT or the time in the "
-                "engine grows (compute)")
+        return (
+            f"measured knee: {curve.knee:.3g} in flight ({curve.knee_level}); past it "
+            "throughput grows less than 10% per doubling while TPOT or the time in the "
+            "engine grows (compute)"
+        )
     above = f" (above {curve.above:.3g} in flight)" if curve.above else ""
     if curve.plateau == "admission" and curve.plateau_at:
-        return (f"knee not reached{above}; throughput is flat from {curve.plateau_level} with "
-                f"TPOT flat and TTFT growing: an admission limit at about "
-                f"{curve.plateau_at:.3g} running (slots or a scheduler budget)")
+        return (
+            f"knee not reached{above}; throughput is flat from {curve.plateau_level} with "
+            f"TPOT flat and TTFT growing: an admission limit at about "
+            f"{curve.plateau_at:.3g} running (slots or a scheduler budget)"
+        )
     return f"knee not reached{above}"
 
 
@@ -94,8 +143,12 @@ def print_curve(curve: CapacityCurve, console: Console) -> None:
     from rich import box
     from rich.table import Table
 
-    table = Table(title="capacity curve (one row per level)", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title="capacity curve (one row per level)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     for i, h in enumerate(HEAD):
         table.add_column(h, justify="left" if i in (0, 9, 10) else "right", no_wrap=True)
     for row in curve_rows(curve):
@@ -111,18 +164,44 @@ def curve_chart(curve: CapacityCurve) -> str:
     mark = curve.knee_level if curve.knee_reached else curve.plateau_level
     what = "knee" if curve.knee_reached else f"{curve.plateau or 'plateau'} limit"
     labels = [f"{p.level} ({what})" if p.level == mark else p.level for p in pts]
-    series = [Series("throughput (req/s)", xs, [p.throughput or math.nan for p in pts],
-                     kind="points", point_labels=labels),
-              Series("TPOT p50", xs, [p.tpot_p50 or math.nan for p in pts], "#D55E00",
-                     kind="points", dash=True, right=True)]
+    series = [
+        Series(
+            "throughput (req/s)",
+            xs,
+            [p.throughput or math.nan for p in pts],
+            kind="points",
+            point_labels=labels,
+        ),
+        Series(
+            "TPOT p50",
+            xs,
+            [p.tpot_p50 or math.nan for p in pts],
+            "#D55E00",
+            kind="points",
+            dash=True,
+            right=True,
+        ),
+    ]
     at = next((p for p in pts if p.level == mark), None)
     if at is not None and at.throughput:
         name = "measured knee" if curve.knee_reached else what
-        series.append(Series(f"{name} ({at.level})", [float(at.inflight or 0.0)], [at.throughput],
-                             "#000000", kind="points"))
-    return chart(series, title="Capacity curve: throughput and TPOT against work in flight",
-                 xlabel="requests running (in flight)", ylabel="req/s", y2label="TPOT",
-                 y2unit="s")
+        series.append(
+            Series(
+                f"{name} ({at.level})",
+                [float(at.inflight or 0.0)],
+                [at.throughput],
+                "#000000",
+                kind="points",
+            )
+        )
+    return chart(
+        series,
+        title="Capacity curve: throughput and TPOT against work in flight",
+        xlabel="requests running (in flight)",
+        ylabel="req/s",
+        y2label="TPOT",
+        y2unit="s",
+    )
 
 
 def curve_html(curve: CapacityCurve | None) -> str:
@@ -130,19 +209,31 @@ def curve_html(curve: CapacityCurve | None) -> str:
     if curve is None:
         return '<p class="muted">No capacity curve: the run has no load levels.</p>'
     head = "".join(f"<th>{escape(h)}</th>" for h in HEAD)
-    body = "".join("<tr>" + "".join(f"<td{' class=num' if 0 < i < 9 else ''}>{escape(c)}</td>"
-                                    for i, c in enumerate(r)) + "</tr>" for r in curve_rows(curve))
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td{' class=num' if 0 < i < 9 else ''}>{escape(c)}</td>" for i, c in enumerate(r)
+        )
+        + "</tr>"
+        for r in curve_rows(curve)
+    )
     notes = "".join(f"<li>{escape(n)}</li>" for n in curve.notes)
-    return (f'<div class="charts">{curve_chart(curve)}</div>'
-            f"<p>{escape(knee_text(curve))}</p><table><tr>{head}</tr>{body}</table>"
-            + (f'<ul class="muted">{notes}</ul>' if notes else ""))
+    return (
+        f'<div class="charts">{curve_chart(curve)}</div>'
+        f"<p>{escape(knee_text(curve))}</p><table><tr>{head}</tr>{body}</table>"
+        + (f'<ul class="muted">{notes}</ul>' if notes else "")
+    )
 
 
 def curve_markdown(curve: CapacityCurve | None, cell: Any) -> list[str]:
     """The curve's table for the Markdown summary (``cell`` escapes a table cell)."""
     if curve is None:
         return []
-    out = ["**Capacity curve**", "", "| " + " | ".join(HEAD[:-1]) + " | mark |",
-           "|---|" + "---:|" * 8 + "---|---|"]
+    out = [
+        "**Capacity curve**",
+        "",
+        "| " + " | ".join(HEAD[:-1]) + " | mark |",
+        "|---|" + "---:|" * 8 + "---|---|",
+    ]
     out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in curve_rows(curve)]
     return [*out, "", cell(knee_text(curve)), ""]

@@ -1,5 +1,4 @@
-"""The downsampling of the report's CDF plots, and the percentiles its tables show.
-"""
+"""The downsampling of the report's CDF plots, and the percentiles its tables show."""
 
 from __future__ import annotations
 

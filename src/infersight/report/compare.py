@@ -132,7 +132,10 @@ def pooled_level(view: RunView) -> LevelView:
     if costs and "usd" in costs[0]:
         run = sum(c.get("usd") or 0.0 for c in costs)
         out = sum(int(_get(lv.agg, "tokens", "output") or 0) for lv in view.levels)
-        pooled.cost = {"usd": run, "usd_per_million_output_tokens": run / out * 1e6 if out else None}
+        pooled.cost = {
+            "usd": run,
+            "usd_per_million_output_tokens": run / out * 1e6 if out else None,
+        }
     for name in {k for lv in view.levels for k in lv.util}:
         vals = [lv.util[name] for lv in view.levels if name in lv.util]
         pooled.util[name] = float(np.mean(vals))
@@ -221,6 +224,7 @@ def level_calls(
     "better" or "worse" is taken from a later step: "no significant difference" stays
     the verdict of the widest interval.
     """
+
     def data(side: Sequence[LevelView]) -> list[LevelData]:
         return [LevelData(lv.records, lv.agg) for lv in side]
 
@@ -230,8 +234,10 @@ def level_calls(
         pending, first = list(range(len(others))), True
         while pending:
             conf = family_confidence(len(pending))
-            step = {i: compare(base, others[i], delta=threshold, confidence=conf,
-                               metrics=[metric])[0] for i in pending}
+            step = {
+                i: compare(base, others[i], delta=threshold, confidence=conf, metrics=[metric])[0]
+                for i in pending
+            }
             called = [i for i, c in step.items() if c.call in (BETTER, WORSE)]
             for i, c in step.items():
                 if first or i in called:

@@ -44,20 +44,30 @@ def render_comparison(
         for i, view in enumerate(views[1:], start=1):
             table = Table(
                 title=f"{escape(view.label)} against {escape(base.label)} · level {escape(level)}",
-                title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                title_justify="left",
+                box=box.SIMPLE_HEAD,
+                pad_edge=False,
             )
             for col in ("metric", base.label, view.label, f"B/A [{pct}]", "call"):
-                table.add_column(escape(col), justify="left" if col in ("metric", "call") else "right")
+                table.add_column(
+                    escape(col), justify="left" if col in ("metric", "call") else "right"
+                )
             notes = []
             for row in rows:
                 c = row.call(i)
                 if c is None:
                     continue
-                shown = [fmt_value(v, row.unit) if v is not None else "-" for v in
-                         (row.values[0], row.values[i])]
+                shown = [
+                    fmt_value(v, row.unit) if v is not None else "-"
+                    for v in (row.values[0], row.values[i])
+                ]
                 style = _STYLE.get(c.call, "yellow")
-                table.add_row(escape(row.metric), *shown, escape(c.interval_text()),
-                              f"[{style}]{escape(c.call)}[/]")
+                table.add_row(
+                    escape(row.metric),
+                    *shown,
+                    escape(c.interval_text()),
+                    f"[{style}]{escape(c.call)}[/]",
+                )
                 if c.note:
                     notes.append(f"{row.metric}: {c.note}")
             console.print(table)

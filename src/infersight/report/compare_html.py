@@ -59,7 +59,9 @@ def call_text(c: MetricCall) -> str:
     return f"{c.call} (B/A {c.interval_text()})"
 
 
-def _delta_cells(row: CompareRow, i: int, base: float | None, val: float | None) -> tuple[str, str, str]:
+def _delta_cells(
+    row: CompareRow, i: int, base: float | None, val: float | None
+) -> tuple[str, str, str]:
     d, pct = delta(base, val)
     c = row.call(i)
     cls = "" if c is None else CALL_CLASS.get(c.call, "unsure")

@@ -15,8 +15,14 @@ from typing import Any
 
 from infersight.report.view import LevelView
 
-__all__ = ["RATE_TOLERANCE", "WORKLOAD_P", "Unmatched", "match_levels", "same_load",
-           "same_workload"]
+__all__ = [
+    "RATE_TOLERANCE",
+    "WORKLOAD_P",
+    "Unmatched",
+    "match_levels",
+    "same_load",
+    "same_workload",
+]
 
 #: Two open-loop levels offer the same load when their rates differ by at most this.
 RATE_TOLERANCE = 0.05
@@ -54,7 +60,7 @@ def same_load(a: LevelView, b: LevelView) -> bool:
 
 
 def same_workload(a: Sequence[LevelView], b: Sequence[LevelView]) -> str:
-    """"" when the prompt and output lengths may come from one distribution, else which
+    """ "" when the prompt and output lengths may come from one distribution, else which
     lengths differ (two-sample KS, p > 0.01 on each)."""
     from scipy.stats import ks_2samp  # report only: bench never needs it
 
@@ -88,8 +94,10 @@ def match_levels(
     for name, base in groups[0].items():
         runs, why = [base], ""
         for i, other in enumerate(groups[1:], start=1):
-            cands = sorted((n for n in other if n not in used[i] and same_load(base[0], other[n][0])),
-                           key=lambda n: n != name)
+            cands = sorted(
+                (n for n in other if n not in used[i] and same_load(base[0], other[n][0])),
+                key=lambda n: n != name,
+            )
             if not cands:
                 why = why or f"different load (no level of run {i} matches it)"
                 continue
@@ -105,6 +113,9 @@ def match_levels(
         matched.append((name, runs))
     for i, other in enumerate(groups[1:], start=1):
         seen = {u.level for u in unmatched if u.run == i}
-        unmatched += [Unmatched(i, n, "different load (no level of the baseline matches)")
-                      for n in other if n not in used[i] and n not in seen]
+        unmatched += [
+            Unmatched(i, n, "different load (no level of the baseline matches)")
+            for n in other
+            if n not in used[i] and n not in seen
+        ]
     return matched, unmatched

@@ -50,8 +50,19 @@ def _columns(result: RunResult) -> tuple[tuple[str, ...], dict[str, list[str]]]:
     differ = any(
         a["requests"]["in_window"] != a["requests"]["total"] for a in result.aggregates.values()
     )
-    cols = ("req/s", "tok/s", "ok/sent", *(("in stats",) if differ else ()), "state",
-            "TTFT p50/p99", "TPOT p50", "ITL p50/p99", "e2e p50/p99", "lag p99", "goodput")
+    cols = (
+        "req/s",
+        "tok/s",
+        "ok/sent",
+        *(("in stats",) if differ else ()),
+        "state",
+        "TTFT p50/p99",
+        "TPOT p50",
+        "ITL p50/p99",
+        "e2e p50/p99",
+        "lag p99",
+        "goodput",
+    )
     rows: dict[str, list[str]] = {}
     for name, a in result.aggregates.items():
         req = a["requests"]
@@ -100,7 +111,9 @@ def _level_lines(result: RunResult, console: Console) -> None:
     """What each level's statistics cover, then its errors by kind."""
     for name, a in result.aggregates.items():
         for kind, text in level_notes(name, a):
-            style = "bold red" if kind == "unsustainable" else "yellow" if kind == "invalid" else "dim"
+            style = (
+                "bold red" if kind == "unsustainable" else "yellow" if kind == "invalid" else "dim"
+            )
             console.print(f"[{style}]{escape(text)}[/]", highlight=False)
     for name, a in result.aggregates.items():
         errs = a["errors_by_type"]
@@ -140,7 +153,10 @@ def render_console(result: RunResult, console: Console) -> None:
     _level_lines(result, console)
     _cost_lines(result, console)
     for v in result.diagnosis:  # each labelled: levels often share a verdict
-        console.print(f"[bold]{escape(v.title or v.id)}[/] [dim]({escape(verdict_where(v, origin))})"
-                      f"[/]: {escape(v.summary)}", highlight=False)
+        console.print(
+            f"[bold]{escape(v.title or v.id)}[/] [dim]({escape(verdict_where(v, origin))})"
+            f"[/]: {escape(v.summary)}",
+            highlight=False,
+        )
     for note in result.notes:
         console.print(f"[dim]note: {escape(note)}[/]")

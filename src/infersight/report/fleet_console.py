@@ -39,28 +39,55 @@ def fmt_num(x: float | None, unit: str = "", nd: int = 1) -> str:
 
 def _replica_table(report: FleetReport) -> Table:
     tab = Table(title="replicas", header_style="bold", title_justify="left")
-    for col in ("replica", "model", "engine", "GPUs", "main verdict", "R", "S", "Q", "KV", "GPU util",
-                "SM", "TTFT p99 (max)"):
+    for col in (
+        "replica",
+        "model",
+        "engine",
+        "GPUs",
+        "main verdict",
+        "R",
+        "S",
+        "Q",
+        "KV",
+        "GPU util",
+        "SM",
+        "TTFT p99 (max)",
+    ):
         tab.add_column(col, justify="right" if col in ("R", "S", "Q", "KV") else "left")
     for rd in report.replicas:
         st, r = rd.stats, rd.replica
         gpus = f"{len(r.gpus)} ({r.gpu_join})" if r.gpus else "-"
-        tab.add_row(escape(r.id), escape(r.model), r.engine, gpus,
-                    escape(rd.main_title if rd.verdicts else "no data"), fmt_num(st.get("R")),
-                    fmt_num(st.get("S"), nd=0), fmt_num(st.get("Q")), fmt_num(st.get("kv"), "%"),
-                    fmt_num(st.get("U"), "%"), fmt_num(st.get("SM"), "%"),
-                    fmt_num(st.get("ttft_p99_max"), "s"))
+        tab.add_row(
+            escape(r.id),
+            escape(r.model),
+            r.engine,
+            gpus,
+            escape(rd.main_title if rd.verdicts else "no data"),
+            fmt_num(st.get("R")),
+            fmt_num(st.get("S"), nd=0),
+            fmt_num(st.get("Q")),
+            fmt_num(st.get("kv"), "%"),
+            fmt_num(st.get("U"), "%"),
+            fmt_num(st.get("SM"), "%"),
+            fmt_num(st.get("ttft_p99_max"), "s"),
+        )
     return tab
 
 
 def _worst_table(report: FleetReport) -> Table:
-    tab = Table(title="worst windows (requests waiting x time)", header_style="bold",
-                title_justify="left")
+    tab = Table(
+        title="worst windows (requests waiting x time)", header_style="bold", title_justify="left"
+    )
     for col in ("window", "replica", "verdict", "waiting (mean)", "TTFT p99"):
         tab.add_column(col)
     for w in report.worst:
-        tab.add_row(span_text(w.start, w.end), escape(w.replica), escape(w.title),
-                    fmt_num(w.waiting), fmt_num(w.ttft_p99, "s"))
+        tab.add_row(
+            span_text(w.start, w.end),
+            escape(w.replica),
+            escape(w.title),
+            fmt_num(w.waiting),
+            fmt_num(w.ttft_p99, "s"),
+        )
     return tab
 
 
@@ -70,17 +97,24 @@ def _when(v: Verdict) -> str:
 
 def _replica_verdicts(rd: ReplicaDiagnosis, con: Console) -> None:
     problems = [v for v in rd.verdicts if v.id != "healthy"] or rd.verdicts
-    render_verdicts(problems, console=con, title=f"{rd.replica.id} ({rd.replica.engine}, "
-                    f"{rd.replica.model})", window_text=_when)
+    render_verdicts(
+        problems,
+        console=con,
+        title=f"{rd.replica.id} ({rd.replica.engine}, {rd.replica.model})",
+        window_text=_when,
+    )
 
 
 def render_fleet(report: FleetReport, console: Console | None = None) -> None:
     """Print the whole fleet diagnosis."""
     con = console or Console()
     sel = f" {report.selector}" if report.selector else ""
-    con.print(f"[bold]Fleet diagnosis[/bold] of {escape(report.source)}{escape(sel)}: "
-              f"{span_text(report.start, report.end)}, step {report.step:g} s, windows of "
-              f"{report.window:g} s", highlight=False)
+    con.print(
+        f"[bold]Fleet diagnosis[/bold] of {escape(report.source)}{escape(sel)}: "
+        f"{span_text(report.start, report.end)}, step {report.step:g} s, windows of "
+        f"{report.window:g} s",
+        highlight=False,
+    )
     for i, line in enumerate(report.headline):
         con.print(f"[bold]{escape(line)}[/bold]" if i else escape(line), highlight=False)
     groups = "; ".join(f"{g.title}: {', '.join(g.replicas)}" for g in report.groups)

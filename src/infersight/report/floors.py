@@ -28,8 +28,15 @@ FLOOR_EVIDENCE = {
     "ttft_ratio": "ttft_ratio",
 }
 #: Column headings: one definition per column, named as in the percentile tables.
-HEAD = ("level", "ITL p50 (pooled)", "ITL floor", "ITL / floor", "TTFT p50 (from actual send)",
-        "TTFT floor (prefill)", "TTFT / floor")
+HEAD = (
+    "level",
+    "ITL p50 (pooled)",
+    "ITL floor",
+    "ITL / floor",
+    "TTFT p50 (from actual send)",
+    "TTFT floor (prefill)",
+    "TTFT / floor",
+)
 
 
 def floor_rows(view: RunView) -> list[dict[str, Any]]:

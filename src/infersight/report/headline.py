@@ -22,11 +22,23 @@ from infersight.stats.aggregate import parse_slo_key
 from infersight.stats.level_flags import flagged
 from infersight.stats.operating_point import best_level
 
-__all__ = ["Headline", "OperatingPoint", "build_headline", "find_max_text", "slo_text",
-           "verdict_where"]
+__all__ = [
+    "Headline",
+    "OperatingPoint",
+    "build_headline",
+    "find_max_text",
+    "slo_text",
+    "verdict_where",
+]
 
-_METRIC = {"ttft": "TTFT", "ttft_from_sent": "TTFT from send", "tpot": "TPOT", "itl": "ITL",
-           "e2e": "e2e", "e2e_from_sent": "e2e from send"}
+_METRIC = {
+    "ttft": "TTFT",
+    "ttft_from_sent": "TTFT from send",
+    "tpot": "TPOT",
+    "itl": "ITL",
+    "e2e": "e2e",
+    "e2e_from_sent": "e2e from send",
+}
 #: Verdicts that say the measurement itself is in doubt: they come first.
 _DOUBT = ("client_limited", "error_driven", "overloaded")
 _QUIET = ("healthy", "under_loaded")
@@ -80,8 +92,10 @@ def _num(v: Any) -> float | None:
 
 def point_figures(agg: Mapping[str, Any]) -> str:
     """``5.1 req/s, 412 output tok/s, TTFT p99 820 ms, ITL p99 41 ms``."""
-    parts = [f"{_num(agg.get('request_throughput')) or 0:.3g} req/s",
-             f"{_num(agg.get('output_token_throughput')) or 0:.4g} output tok/s"]
+    parts = [
+        f"{_num(agg.get('request_throughput')) or 0:.3g} req/s",
+        f"{_num(agg.get('output_token_throughput')) or 0:.4g} output tok/s",
+    ]
     for metric, label in (("ttft", "TTFT p99"), ("itl", "ITL p99"), ("e2e", "e2e p99")):
         v = _num((agg.get(metric) or {}).get("p99"))
         if v is not None:
@@ -121,15 +135,23 @@ def verdict_where(v: Verdict, origin: float | None = None) -> str:
     return f"level {v.level}, {span}" if v.level else span
 
 
-def _best(levels: Sequence[tuple[str, Mapping[str, Any]]], goal: str, key: str | None,
-          *, goals: bool = True, knee: str | None = None) -> OperatingPoint:
+def _best(
+    levels: Sequence[tuple[str, Mapping[str, Any]]],
+    goal: str,
+    key: str | None,
+    *,
+    goals: bool = True,
+    knee: str | None = None,
+) -> OperatingPoint:
     """Among the levels that count (sustainable, not client-limited beyond a marginal
     flag) and meet the goals (or the goal ``key``), the knee: the lowest-latency one
     within 5% of the best throughput (``stats.operating_point``)."""
     ok = []
     for level, agg in levels:
         checks = (agg.get("slo") or {}).get("checks") or {}
-        met = (agg.get("slo") or {}).get("met") if key is None else (checks.get(key) or {}).get("met")
+        met = (
+            (agg.get("slo") or {}).get("met") if key is None else (checks.get(key) or {}).get("met")
+        )
         if met or not goals:  # best_level keeps those that count (and the knee)
             ok.append((level, agg))
     name = best_level(ok, knee_level=knee)
@@ -154,8 +176,11 @@ def main_verdict(verdicts: Sequence[Verdict], level_order: Sequence[str]) -> Ver
     return next(v for v in found if rank.get(v.level or "", -1) == top)
 
 
-def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, Any]]],
-                   verdicts: Sequence[Verdict] | None = None) -> Headline:
+def build_headline(
+    result: RunResult,
+    levels: Sequence[tuple[str, Mapping[str, Any]]],
+    verdicts: Sequence[Verdict] | None = None,
+) -> Headline:
     """The headline of a run whose levels (name, aggregate) are in load order."""
     slo: dict[str, float] = dict(result.config.get("slo") or {})
     curve = result.capacity_curve
@@ -164,12 +189,20 @@ def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, A
     if slo:
         points.append(_best(levels, f"meeting {slo_text(slo)}", None, knee=knee))
         if len(slo) > 1:
-            points += [_best(levels, f"meeting {slo_text({k: v})}", k, knee=knee)
-                       for k, v in slo.items()]
+            points += [
+                _best(levels, f"meeting {slo_text({k: v})}", k, knee=knee) for k, v in slo.items()
+            ]
     elif levels:
-        points.append(_best(levels, "the knee: lowest latency within 5% of the best "
-                            "sustainable throughput (no goals given)", None, goals=False,
-                            knee=knee))
+        points.append(
+            _best(
+                levels,
+                "the knee: lowest latency within 5% of the best "
+                "sustainable throughput (no goals given)",
+                None,
+                goals=False,
+                knee=knee,
+            )
+        )
     vs = list(result.diagnosis if verdicts is None else verdicts)
     order = [n for n, _ in levels]
     rec = result.recommendation
@@ -177,9 +210,11 @@ def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, A
     main = main or main_verdict(vs, order)
     caveat = None
     if levels and all(p.level is None for p in points):
-        caveat = ("every level was client-limited: the load generator, not the server, set "
-                  "these figures" if any(flagged(dict(a)) for _, a in levels) else
-                  "no level was both sustainable and within the goals")
+        caveat = (
+            "every level was client-limited: the load generator, not the server, set these figures"
+            if any(flagged(dict(a)) for _, a in levels)
+            else "no level was both sustainable and within the goals"
+        )
     elif rec is not None:
         doubt = [v for v in vs if v.id in _DOUBT and not v.marginal and v is not main]
         if doubt:
@@ -189,7 +224,9 @@ def build_headline(result: RunResult, levels: Sequence[tuple[str, Mapping[str, A
     return Headline(
         points=points,
         verdict=main,
-        fix=rec.text if rec is not None else (main.fixes[0] if main is not None and main.fixes else None),
+        fix=rec.text
+        if rec is not None
+        else (main.fixes[0] if main is not None and main.fixes else None),
         find_max=find_max_text(fm) if isinstance(fm, dict) else None,
         caveat=caveat,
         advice=(advice_lines(rec)[1:] if rec is not None else []) + model_lines(result),

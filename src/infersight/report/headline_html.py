@@ -35,7 +35,9 @@ def toc_html(views: Sequence[RunView], sections: Sequence[tuple[str, str]]) -> s
     if len(views) > 1:
         items.append('<li><a href="#comparison">Comparison</a></li>')
     for i, v in enumerate(views):
-        subs = "".join(f'<li><a href="#run-{i}-{slug}">{escape(t)}</a></li>' for slug, t in sections)
+        subs = "".join(
+            f'<li><a href="#run-{i}-{slug}">{escape(t)}</a></li>' for slug, t in sections
+        )
         items.append(f'<li><a href="#run-{i}"><b>{escape(v.label)}</b></a><ul>{subs}</ul></li>')
     items.append('<li><a href="#definitions">Definitions</a></li>')
     return f'<nav class="toc" aria-label="contents"><ul>{"".join(items)}</ul></nav>'

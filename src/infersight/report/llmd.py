@@ -28,9 +28,17 @@ __all__ = ["LLMD_VERSION", "llmd_reports", "write_llmd"]
 #: The benchmark report's format version written here.
 LLMD_VERSION = "0.1"
 #: The format's statistics keys for ours (its p99.9 is spelled p99p9).
-_STAT_KEYS = (("mean", "mean"), ("std", "stddev"), ("min", "min"), ("p50", "p50"),
-              ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("p99.9", "p99p9"),
-              ("max", "max"))
+_STAT_KEYS = (
+    ("mean", "mean"),
+    ("std", "stddev"),
+    ("min", "min"),
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p95", "p95"),
+    ("p99", "p99"),
+    ("p99.9", "p99p9"),
+    ("max", "max"),
+)
 
 
 def _finite(x: Any) -> float | None:
@@ -55,9 +63,17 @@ def _count_stats(values: Sequence[int]) -> dict[str, Any]:
     if x.size == 0:
         return {"units": "count", "mean": 0.0}
     q = np.percentile(x, [10, 50, 90, 99])
-    return {"units": "count", "mean": float(x.mean()), "stddev": float(x.std()),
-            "min": float(x.min()), "p10": float(q[0]), "p50": float(q[1]),
-            "p90": float(q[2]), "p99": float(q[3]), "max": float(x.max())}
+    return {
+        "units": "count",
+        "mean": float(x.mean()),
+        "stddev": float(x.std()),
+        "min": float(x.min()),
+        "p10": float(q[0]),
+        "p50": float(q[1]),
+        "p90": float(q[2]),
+        "p99": float(q[3]),
+        "max": float(x.max()),
+    }
 
 
 def _load(result: RunResult, agg: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,9 +87,22 @@ def _load(result: RunResult, agg: Mapping[str, Any]) -> dict[str, Any]:
         kind, point = f"closed loop with {conc} concurrent clients", {"concurrency": conc}
     else:
         kind, point = "trace replay", {}
-    args = {k: cfg[k] for k in ("requests", "duration", "input_tokens", "output_tokens",
-                                "max_tokens", "dataset", "trace", "seed", "endpoint", "stream")
-            if cfg.get(k) not in (None, [], "")}
+    args = {
+        k: cfg[k]
+        for k in (
+            "requests",
+            "duration",
+            "input_tokens",
+            "output_tokens",
+            "max_tokens",
+            "dataset",
+            "trace",
+            "seed",
+            "endpoint",
+            "stream",
+        )
+        if cfg.get(k) not in (None, [], "")
+    }
     return {"name": "infersight", "type": kind, "args": {**point, **args}}
 
 
@@ -81,9 +110,11 @@ def _engine(result: RunResult) -> dict[str, Any]:
     engine = result.config.get("engine")
     name = engine.get("engine") if isinstance(engine, Mapping) else None
     version = result.versions.get("xllamacpp") if name in (None, "llamacpp") else None
-    args = {f"--{k.removeprefix('engine_')}": result.config[k]
-            for k in ("engine_parallel", "engine_ctx", "engine_slots")
-            if result.config.get(k) is not None}
+    args = {
+        f"--{k.removeprefix('engine_')}": result.config[k]
+        for k in ("engine_parallel", "engine_ctx", "engine_slots")
+        if result.config.get(k) is not None
+    }
     # A tune trial: the setting it tried (the engine's flags as the template named them).
     setting = result.config.get("tune_setting")
     if isinstance(setting, Mapping):
@@ -110,18 +141,23 @@ def _service(result: RunResult, span: tuple[float, float]) -> dict[str, Any] | N
     """Running and waiting requests over the level's window, from the engine's own
     ``/metrics`` (scraped by bench), as the format's batch and queue sizes."""
     out = {}
-    for ours, theirs in (("engine.requests_running", "batch_size"),
-                         ("engine.requests_waiting", "queue_size")):
-        vals = [round(v) for s in result.samples
-                if s.name == ours and span[0] <= s.t <= span[1]
-                and (v := _finite(s.value)) is not None]
+    for ours, theirs in (
+        ("engine.requests_running", "batch_size"),
+        ("engine.requests_waiting", "queue_size"),
+    ):
+        vals = [
+            round(v)
+            for s in result.samples
+            if s.name == ours and span[0] <= s.t <= span[1] and (v := _finite(s.value)) is not None
+        ]
         if vals:
             out[theirs] = _count_stats(vals)
     return out or None
 
 
-def _report(result: RunResult, name: str, agg: Mapping[str, Any],
-            recs: Sequence[RequestRecord]) -> dict[str, Any] | None:
+def _report(
+    result: RunResult, name: str, agg: Mapping[str, Any], recs: Sequence[RequestRecord]
+) -> dict[str, Any] | None:
     ttft = _stats(agg.get("ttft"), "ms", 1000.0)
     if ttft is None:
         return None  # the format requires a TTFT: a level without an answer has none
@@ -137,9 +173,11 @@ def _report(result: RunResult, name: str, agg: Mapping[str, Any],
     in_tps = (tokens.get("prompt") or 0) / duration if duration > 0 else 0.0
     requests = agg.get("requests") or {}
     latency = {"time_to_first_token": ttft}
-    for ours, theirs, units in (("tpot", "time_per_output_token", "ms/token"),
-                                ("itl", "inter_token_latency", "ms/token"),
-                                ("e2e", "request_latency", "ms")):
+    for ours, theirs, units in (
+        ("tpot", "time_per_output_token", "ms/token"),
+        ("itl", "inter_token_latency", "ms/token"),
+        ("e2e", "request_latency", "ms"),
+    ):
         if (st := _stats(agg.get(ours), units, 1000.0)) is not None:
             latency[theirs] = st
     metrics: dict[str, Any] = {
@@ -148,14 +186,18 @@ def _report(result: RunResult, name: str, agg: Mapping[str, Any],
             "total": int(requests.get("total", len(recs))),
             "failures": int(requests.get("errors", len(recs) - len(ok))),
             "incomplete": int(requests.get("cancelled", 0)),
-            "input_length": _count_stats([r.prompt_tokens for r in ok
-                                          if r.prompt_tokens is not None]),
+            "input_length": _count_stats(
+                [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
+            ),
             "output_length": _count_stats([r.output_tokens for r in ok]),
         },
         "latency": latency,
-        "throughput": {"input_tokens_per_sec": in_tps, "output_tokens_per_sec": out_tps,
-                       "total_tokens_per_sec": in_tps + out_tps,
-                       "requests_per_sec": _finite(agg.get("request_throughput")) or 0.0},
+        "throughput": {
+            "input_tokens_per_sec": in_tps,
+            "output_tokens_per_sec": out_tps,
+            "total_tokens_per_sec": in_tps + out_tps,
+            "requests_per_sec": _finite(agg.get("request_throughput")) or 0.0,
+        },
     }
     if lo is not None and hi is not None:
         metrics["time"].update(start=lo + wall, stop=hi + wall)
@@ -171,16 +213,27 @@ def _report(result: RunResult, name: str, agg: Mapping[str, Any],
     if (host := _host(result)) is not None:
         scenario["host"] = host
     # The verdicts whose window overlaps this level's (all of them without a window).
-    verdicts = [v.model_dump(mode="json") for v in result.diagnosis
-                if lo is None or hi is None or (v.window.start <= hi and v.window.end >= lo)]
+    verdicts = [
+        v.model_dump(mode="json")
+        for v in result.diagnosis
+        if lo is None or hi is None or (v.window.start <= hi and v.window.end >= lo)
+    ]
     rec = result.recommendation
-    return {"version": LLMD_VERSION, "scenario": scenario, "metrics": metrics,
-            "metadata": {"infersight": {
-                "run_id": result.run_id, "level": name,
-                "verdicts": verdicts, "recommendation": rec.model_dump(mode="json") if rec is not None else None,
+    return {
+        "version": LLMD_VERSION,
+        "scenario": scenario,
+        "metrics": metrics,
+        "metadata": {
+            "infersight": {
+                "run_id": result.run_id,
+                "level": name,
+                "verdicts": verdicts,
+                "recommendation": rec.model_dump(mode="json") if rec is not None else None,
                 "validity": agg.get("validity") or [],
                 "client_limited": bool(agg.get("client_limited")),
-            }}}
+            }
+        },
+    }
 
 
 def llmd_reports(result: RunResult) -> list[dict[str, Any]]:

@@ -56,10 +56,16 @@ def _run_md(view: RunView) -> list[str]:
     out += [" · ".join(facts), ""]
     flagged = client_headline(r)
     if flagged is not None:
-        label = flagged[0].capitalize() if r.environment.get("cpu_contention") else "Client-limited run"
+        label = (
+            flagged[0].capitalize() if r.environment.get("cpu_contention") else "Client-limited run"
+        )
         out += ["> [!WARNING]", f"> **{label}**: " + md_cell(flagged[1]), ""]
     if r.partial:
-        out += ["> [!WARNING]", "> **Partial run**: stopped early; numbers cover what completed.", ""]
+        out += [
+            "> [!WARNING]",
+            "> **Partial run**: stopped early; numbers cover what completed.",
+            "",
+        ]
     out += _headline_md(view)
     priced = view.priced
     rows = []
@@ -79,7 +85,11 @@ def _run_md(view: RunView) -> list[str]:
                 _num(_get(a, "itl", "p50"), "s"),
                 _num(_get(a, "itl", "p99"), "s"),
                 _num(_get(a, "e2e", "p99"), "s"),
-                *([_num((lv.cost or {}).get("usd_per_million_output_tokens"), "$")] if priced else []),
+                *(
+                    [_num((lv.cost or {}).get("usd_per_million_output_tokens"), "$")]
+                    if priced
+                    else []
+                ),
                 "**UNSUSTAINABLE**" if (st := level_state(a)) == "unsustainable" else st,
             ]
         )
@@ -112,8 +122,10 @@ def _headline_md(view: RunView) -> list[str]:
     """The answer first: best operating point(s), find-max, main verdict, the fix."""
     head = run_headline(view)
     origin = view.t0
-    lines = [f"- **{md_cell(label.capitalize())}**: {md_cell(text)}"
-             for label, text in head.lines(origin)]
+    lines = [
+        f"- **{md_cell(label.capitalize())}**: {md_cell(text)}"
+        for label, text in head.lines(origin)
+    ]
     return [*lines, ""] if lines else []
 
 
@@ -152,10 +164,13 @@ def _change(row: CompareRow, i: int, *, short: bool) -> str:
 
 def _compare_md(views: Sequence[RunView], threshold: float) -> list[str]:
     out = [
-        "### Comparison", "",
+        "### Comparison",
+        "",
         f"Baseline: {md_cell(views[0].label)} (✅ better, ❌ worse, ≈ no significant "
-        "difference, ❔ inconclusive: run more)", "",
-        md_cell(threshold_text(threshold, len(views) - 1)), "",
+        "difference, ❔ inconclusive: run more)",
+        "",
+        md_cell(threshold_text(threshold, len(views) - 1)),
+        "",
     ]
     matched = matched_rows(views, threshold=threshold)
     for line in unmatched_levels(views):
@@ -199,9 +214,7 @@ def _compare_md(views: Sequence[RunView], threshold: float) -> list[str]:
     return out
 
 
-def render_views_markdown(
-    views: Sequence[RunView], *, threshold: float = DEFAULT_DELTA
-) -> str:
+def render_views_markdown(views: Sequence[RunView], *, threshold: float = DEFAULT_DELTA) -> str:
     out = ["## infersight report", ""]
     if len(views) > 1:
         out += _compare_md(views, threshold)

@@ -16,7 +16,7 @@ _NAMES = {"throughput": "throughput", "ttft_p50": "TTFT p50", "tpot_p50": "TPOT 
 
 
 def model_text(m: ServerModel) -> str:
-    """"slots 4 (fitted); step 10 ms, +0.2 ms per sequence past 4; ..."."""
+    """ "slots 4 (fitted); step 10 ms, +0.2 ms per sequence past 4; ..."."""
     step = f"step {fmt_value(m.a.value or 0.0, 's')}"
     if m.b.value:
         step += f", +{fmt_value(m.b.value, 's')} per sequence past {m.k.value or 0:.0f}"
@@ -34,31 +34,42 @@ def model_text(m: ServerModel) -> str:
 
 
 def check_text(sc: SelfCheck) -> str:
-    """"leave-one-level-out: throughput 4%, TTFT p50 9%, TPOT p50 2% (c=1: ...)"."""
+    """ "leave-one-level-out: throughput 4%, TTFT p50 9%, TPOT p50 2% (c=1: ...)"."""
     if sc.method == "none":
         return sc.why_not
-    overall = ", ".join(f"{_NAMES[k]} {sc.mape[k]:.0%}" for k in CHECKED_METRICS
-                        if sc.mape.get(k) is not None)
+    overall = ", ".join(
+        f"{_NAMES[k]} {sc.mape[k]:.0%}" for k in CHECKED_METRICS if sc.mape.get(k) is not None
+    )
     per = "; ".join(
-        f"{c.level}: " + ", ".join(f"{_NAMES[k]} {c.error[k]:.0%}" for k in CHECKED_METRICS
-                                   if c.error.get(k) is not None)
-        for c in sc.levels)
+        f"{c.level}: "
+        + ", ".join(
+            f"{_NAMES[k]} {c.error[k]:.0%}" for k in CHECKED_METRICS if c.error.get(k) is not None
+        )
+        for c in sc.levels
+    )
     return f"{sc.method} MAPE {overall or 'n/a'}" + (f" ({per})" if per else "")
 
 
 def fix_text(fix: Fix, limiter: str | None) -> str:
-    """"limiter slots; slots 4 → 8: throughput 21.7 req/s, TTFT p50 31 ms (estimate, error 33%)"."""
+    """ "limiter slots; slots 4 → 8: throughput 21.7 req/s, TTFT p50 31 ms (estimate, error 33%)"."""
     p = fix.predicted
-    figs = ", ".join(f"{name} {fmt_value(v, unit) if unit else format(v, '.3g') + ' req/s'}"
-                     for name, v, unit in (("throughput", p.throughput, ""),
-                                           ("TTFT p50", p.ttft_p50, "s"),
-                                           ("TTFT p99", p.ttft_p99, "s"),
-                                           ("TPOT p50", p.tpot_p50, "s")) if v is not None)
+    figs = ", ".join(
+        f"{name} {fmt_value(v, unit) if unit else format(v, '.3g') + ' req/s'}"
+        for name, v, unit in (
+            ("throughput", p.throughput, ""),
+            ("TTFT p50", p.ttft_p50, "s"),
+            ("TTFT p99", p.ttft_p99, "s"),
+            ("TPOT p50", p.tpot_p50, "s"),
+        )
+        if v is not None
+    )
     if fix.knob is None:
         act = "no change"
     else:
+
         def num(v: float | None) -> str:
             return "?" if v is None else f"{v:.4g}"
+
         act = f"{fix.knob} {num(fix.from_value)} \u2192 {num(fix.to_value)}"
     err = f", held-out error {fix.error:.0%}" if fix.error is not None else ""
     return f"limiter {limiter or 'unknown'}; {act}: {figs or 'no prediction'} ({fix.basis}{err})"
@@ -93,29 +104,54 @@ def model_html(result: RunResult) -> str:
     m, sc = result.server_model, result.self_check
     if m is None:
         return '<p class="muted">No model of the server: the run has no requests to fit.</p>'
-    rows = [("slots S", m.slots), ("step a", m.a), ("growth b past k", m.b), ("k", m.k),
-            ("prefill c (per token, in a step)", m.c), ("first token e", m.e),
-            ("first token κ (steps)", m.kappa), ("first token c_first (per token)", m.c_first)]
+    rows = [
+        ("slots S", m.slots),
+        ("step a", m.a),
+        ("growth b past k", m.b),
+        ("k", m.k),
+        ("prefill c (per token, in a step)", m.c),
+        ("first token e", m.e),
+        ("first token κ (steps)", m.kappa),
+        ("first token c_first (per token)", m.c_first),
+    ]
     if m.kv_tokens is not None:
         rows.insert(1, ("KV capacity", m.kv_tokens))
-    params = "".join(f"<tr><td>{escape(name)}</td><td class=num>{escape(p.text())}</td>"
-                     f"<td>{escape(p.source)}</td></tr>" for name, p in rows)
-    out = (f"<p>{escape(model_text(m))}</p><table class=kv><tr><th>parameter</th><th>value "
-           f"(95% interval)</th><th>from</th></tr>{params}</table>")
+    params = "".join(
+        f"<tr><td>{escape(name)}</td><td class=num>{escape(p.text())}</td>"
+        f"<td>{escape(p.source)}</td></tr>"
+        for name, p in rows
+    )
+    out = (
+        f"<p>{escape(model_text(m))}</p><table class=kv><tr><th>parameter</th><th>value "
+        f"(95% interval)</th><th>from</th></tr>{params}</table>"
+    )
     if sc is None:
         return out
-    head = "".join(f"<th>{escape(_NAMES[k])} measured / predicted / error</th>"
-                   for k in CHECKED_METRICS)
+    head = "".join(
+        f"<th>{escape(_NAMES[k])} measured / predicted / error</th>" for k in CHECKED_METRICS
+    )
     body = "".join(
-        f"<tr><td>{escape(c.level)}</td>" + "".join(
+        f"<tr><td>{escape(c.level)}</td>"
+        + "".join(
             f"<td class=num>{escape(_cell(c.measured.get(k), k))} / "
             f"{escape(_cell(c.predicted.get(k), k))} / "
             f"{'-' if c.error.get(k) is None else format(c.error[k], '.0%')}</td>"
-            for k in CHECKED_METRICS) + "</tr>" for c in sc.levels)
-    mape = "".join(f"<td class=num>{'-' if sc.mape.get(k) is None else format(sc.mape[k], '.0%')}"
-                   "</td>" for k in CHECKED_METRICS)
-    verdict = ("trusted within 15%: its numbers may go up to 2× beyond what was measured"
-               if sc.trusted else f"not trusted beyond what was measured: {sc.why_not}")
-    return (out + f"<h3>Self-check ({escape(sc.method)})</h3><p>{escape(verdict)}</p>"
-            f'<div class="wide"><table><tr><th>level</th>{head}</tr>{body}'
-            f"<tr><th>MAPE</th>{mape}</tr></table></div>")
+            for k in CHECKED_METRICS
+        )
+        + "</tr>"
+        for c in sc.levels
+    )
+    mape = "".join(
+        f"<td class=num>{'-' if sc.mape.get(k) is None else format(sc.mape[k], '.0%')}</td>"
+        for k in CHECKED_METRICS
+    )
+    verdict = (
+        "trusted within 15%: its numbers may go up to 2× beyond what was measured"
+        if sc.trusted
+        else f"not trusted beyond what was measured: {sc.why_not}"
+    )
+    return (
+        out + f"<h3>Self-check ({escape(sc.method)})</h3><p>{escape(verdict)}</p>"
+        f'<div class="wide"><table><tr><th>level</th>{head}</tr>{body}'
+        f"<tr><th>MAPE</th>{mape}</tr></table></div>"
+    )

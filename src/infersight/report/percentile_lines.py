@@ -46,8 +46,13 @@ def percentile_lines(
             if not v.size:
                 parts.append(f"{_LABEL.get(m, m)} no samples")
                 continue
-            qs = ", ".join(f"{_q(q)} {x:.4g}" for q, x in zip(percentiles, np.percentile(v, percentiles), strict=True))
-            parts.append(f"{_LABEL.get(m, m)} mean {v.mean():.4g}, median {np.median(v):.4g}, {qs} ms")
+            qs = ", ".join(
+                f"{_q(q)} {x:.4g}"
+                for q, x in zip(percentiles, np.percentile(v, percentiles), strict=True)
+            )
+            parts.append(
+                f"{_LABEL.get(m, m)} mean {v.mean():.4g}, median {np.median(v):.4g}, {qs} ms"
+            )
         out.append(f"{lv.name}: " + "; ".join(parts))
     return out
 
@@ -56,7 +61,10 @@ def render_percentiles(
     result: RunResult, metrics: Sequence[str], percentiles: Sequence[float], console: Console
 ) -> None:
     """Print :func:`percentile_lines` under a heading."""
-    console.print("[bold]percentiles[/] (as vllm bench serve's --percentile-metrics; "
-                  "ms, over each level's window):", highlight=False)
+    console.print(
+        "[bold]percentiles[/] (as vllm bench serve's --percentile-metrics; "
+        "ms, over each level's window):",
+        highlight=False,
+    )
     for line in percentile_lines(result, metrics, percentiles):
         console.print("  " + escape(line), highlight=False)

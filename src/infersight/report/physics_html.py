@@ -88,12 +88,15 @@ def _floors_table(floors: Mapping[str, Any]) -> str:
         cells = []
         for key, _, unit in cols:
             n = _num(f.get(key))
-            cells.append(f"<td class=num>{escape(fmt_value(n, unit) if n is not None else '-')}</td>")
+            cells.append(
+                f"<td class=num>{escape(fmt_value(n, unit) if n is not None else '-')}</td>"
+            )
         body.append(f"<tr><td>{escape(name)}</td>{''.join(cells)}</tr>")
     sources = {str(f.get("source")) for _, f in levels if f.get("source")}
     note = "".join(f'<p class="muted">{escape(s)}</p>' for s in sorted(sources))
-    return (f'<div class="wide"><table><tr><th>level</th>{head}</tr>{"".join(body)}</table></div>'
-            f"{note}")
+    return (
+        f'<div class="wide"><table><tr><th>level</th>{head}</tr>{"".join(body)}</table></div>{note}'
+    )
 
 
 def physics_html(physics: Mapping[str, Any]) -> str:

@@ -166,8 +166,16 @@ def _util_chart(view: RunView, edges: FloatArray, bands: list[Band]) -> str:
         if ts.size > MAX_TIMELINE_POINTS:
             vs, ts = binned_means(ts, vs, edges), (edges[:-1] + edges[1:]) / 2
         per_core = is_per_core(name)
-        series.append(Series(name, ts.tolist(), vs.tolist(), _color(i),
-                             dash="SM" in name or per_core, right=per_core and device))
+        series.append(
+            Series(
+                name,
+                ts.tolist(),
+                vs.tolist(),
+                _color(i),
+                dash="SM" in name or per_core,
+                right=per_core and device,
+            )
+        )
     right = device and any(s.right for s in series)
     return chart(
         series,

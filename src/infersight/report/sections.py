@@ -59,7 +59,9 @@ def banner(view: RunView, *, named: bool = False) -> str:
     who = f"{escape(view.label)}: " if named else ""
     head = client_headline(r)
     if head is not None and r.environment.get("cpu_contention"):
-        out.append(f'<div class="banner bad"><b>{who}{escape(head[0].capitalize())}:</b> {escape(head[1])}</div>')
+        out.append(
+            f'<div class="banner bad"><b>{who}{escape(head[0].capitalize())}:</b> {escape(head[1])}</div>'
+        )
     elif r.client_limited:
         reasons = "; ".join(r.client_limited_reasons) or "see the schedule lag table"
         out.append(
@@ -121,8 +123,10 @@ def _latency_tables(view: RunView) -> str:
             )
         if rows:
             head = "".join(f"<th>{escape(c)}</th>" for c in ["level", *cols])
-            out.append(f'<h3>{escape(title)}</h3><div class="wide"><table><tr>{head}</tr>'
-                       f"{''.join(rows)}</table></div>")
+            out.append(
+                f'<h3>{escape(title)}</h3><div class="wide"><table><tr>{head}</tr>'
+                f"{''.join(rows)}</table></div>"
+            )
     return "".join(out)
 
 
@@ -249,10 +253,12 @@ def run_section(view: RunView, idx: int, *, heading: bool = True) -> str:
         f"<h3>Environment</h3>{_environment(r.environment)}"
         f"<details><summary>Configuration (JSON)</summary><pre>{config}</pre></details>",
     }
-    parts = [f'<h2 id="run-{idx}-{slug}">{escape(title)}</h2>{body[slug]}' for slug, title in SECTIONS]
+    parts = [
+        f'<h2 id="run-{idx}-{slug}">{escape(title)}</h2>{body[slug]}' for slug, title in SECTIONS
+    ]
     # the answer, then what was run (model, requests), then the evidence
     return (
         f'<section id="run-{idx}">{f"<h1>{escape(view.label)}</h1>" if heading else ""}'
         f"{banner(view)}{parts[0]}"
-        f'{identity(view)}{"".join(parts[1:])}</section>'
+        f"{identity(view)}{''.join(parts[1:])}</section>"
     )

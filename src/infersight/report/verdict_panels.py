@@ -18,8 +18,13 @@ from infersight.stats.aggregate import client_headline
 
 __all__ = ["render_diagnosis", "render_verdicts"]
 
-_STYLE = {"healthy": "green", "bandwidth_bound_decode": "cyan", "compute_bound_prefill": "cyan",
-          "under_loaded": "yellow", "client_limited": "magenta"}
+_STYLE = {
+    "healthy": "green",
+    "bandwidth_bound_decode": "cyan",
+    "compute_bound_prefill": "cyan",
+    "under_loaded": "yellow",
+    "client_limited": "magenta",
+}
 
 
 def _panel(v: Verdict, origin: float, window_text: Callable[[Verdict], str] | None = None) -> Panel:
@@ -33,15 +38,21 @@ def _panel(v: Verdict, origin: float, window_text: Callable[[Verdict], str] | No
     fixes = "\n".join(f"  - {escape(f)}" for f in v.fixes)
     w0, w1 = v.window.start - origin, v.window.end - origin
     when = window_text(v) if window_text else f"{w0:.1f}-{w1:.1f} s"
-    head = (f"{escape(v.summary)}\n[dim]window {escape(when)}"
-            f"{' · level ' + escape(v.level) if v.level else ''} · engine {v.engine} · "
-            f"confidence {v.confidence:.2f}[/dim]")
+    head = (
+        f"{escape(v.summary)}\n[dim]window {escape(when)}"
+        f"{' · level ' + escape(v.level) if v.level else ''} · engine {v.engine} · "
+        f"confidence {v.confidence:.2f}[/dim]"
+    )
     body: list[Any] = [head, tab]
     if fixes:
         body.append(f"[bold]fix[/bold]\n{fixes}")
     where = f" · level {escape(v.level)}" if v.level else f" · {w0:.0f}-{w1:.0f} s"
-    return Panel(Group(*body), title=f"[bold]{escape(v.title)}[/bold]{where}",
-                 border_style=_STYLE.get(v.id, "red"), expand=True)
+    return Panel(
+        Group(*body),
+        title=f"[bold]{escape(v.title)}[/bold]{where}",
+        border_style=_STYLE.get(v.id, "red"),
+        expand=True,
+    )
 
 
 def render_verdicts(

@@ -295,6 +295,7 @@ def _validity(stored: dict[str, Any], records: Sequence[RequestRecord]) -> list[
 
     w = stored.get("window") or {}
     lo, hi = w.get("start"), w.get("end")
-    members = records if lo is None or hi is None else [
-        r for r in records if lo <= r.scheduled <= hi]
+    members = (
+        records if lo is None or hi is None else [r for r in records if lo <= r.scheduled <= hi]
+    )
     return check_level(records, members, stored)

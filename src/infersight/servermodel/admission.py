@@ -35,9 +35,14 @@ def arrival_order(arrival: np.ndarray, first: np.ndarray | None) -> np.ndarray:
     return np.lexsort((key, cluster))
 
 
-def reconstruct(arrival: np.ndarray, end: np.ndarray, slots: float | np.ndarray | None,
-                need: np.ndarray | None = None, kv: float | None = None,
-                first: np.ndarray | None = None) -> np.ndarray:
+def reconstruct(
+    arrival: np.ndarray,
+    end: np.ndarray,
+    slots: float | np.ndarray | None,
+    need: np.ndarray | None = None,
+    kv: float | None = None,
+    first: np.ndarray | None = None,
+) -> np.ndarray:
     """Admission times under FIFO with ``slots`` (None: unlimited; an array: each
     request's own limit, for runs at several settings one after the other) and a KV
     budget ``kv`` of tokens, each request holding ``need`` tokens until its end.
@@ -53,8 +58,11 @@ def reconstruct(arrival: np.ndarray, end: np.ndarray, slots: float | np.ndarray 
     order = arrival_order(arrival, first)
     horizon = float(np.nanmax(end)) if np.isfinite(end).any() else float(arrival.max())
     ends = np.where(np.isfinite(end), end, horizon)
-    caps = (np.full(n, float("inf")) if slots is None
-            else np.broadcast_to(np.asarray(slots, dtype=float), (n,)))
+    caps = (
+        np.full(n, float("inf"))
+        if slots is None
+        else np.broadcast_to(np.asarray(slots, dtype=float), (n,))
+    )
     budget = float("inf") if kv is None or need is None else kv
     running: list[tuple[float, float]] = []  # (end, tokens held)
     held = 0.0
@@ -87,5 +95,6 @@ def running_at(start: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndar
     """How many requests were admitted and not yet ended at each of ``times``."""
     s = np.sort(start[np.isfinite(start)])
     e = np.sort(end[np.isfinite(end)])
-    return (np.searchsorted(s, times, side="right")
-            - np.searchsorted(e, times, side="right")).astype(float)
+    return (
+        np.searchsorted(s, times, side="right") - np.searchsorted(e, times, side="right")
+    ).astype(float)

@@ -68,18 +68,29 @@ def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) 
     slots, kv = knobs.get("slots"), knobs.get("kv")
     reps = int(knobs.get("replicas") or 1)
     if lv.closed:
-        return predict_load(m, prompt, output, slots=slots, kv=kv, concurrency=lv.concurrency,
-                            think=m.think.get(lv.name, 0.0), replicas=reps, slo=d.slo or None,
-                            requests=REQUESTS)
+        return predict_load(
+            m,
+            prompt,
+            output,
+            slots=slots,
+            kv=kv,
+            concurrency=lv.concurrency,
+            think=m.think.get(lv.name, 0.0),
+            replicas=reps,
+            slo=d.slo or None,
+            requests=REQUESTS,
+        )
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
     fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
     sends = d.scheduled[idx] - float(d.scheduled[idx].min())
     mine = np.arange(idx.size) % reps == 0  # one replica's share, every reps-th request
     eng = engine_of(m, slots=slots, kv=kv)
-    load = Load(prompt=np.nan_to_num(d.prompt[idx][mine], nan=fill),
-                output=np.maximum(d.output[idx][mine], 1.0), arrivals=sends[mine])
-    p = figures(simulate(eng, load), rate=(lv.rate / reps) if lv.rate else None,
-                slo=d.slo or None)
+    load = Load(
+        prompt=np.nan_to_num(d.prompt[idx][mine], nan=fill),
+        output=np.maximum(d.output[idx][mine], 1.0),
+        arrivals=sends[mine],
+    )
+    p = figures(simulate(eng, load), rate=(lv.rate / reps) if lv.rate else None, slo=d.slo or None)
     if reps > 1:
         p.throughput = None if p.throughput is None else p.throughput * reps
         p.goodput = None if p.goodput is None else p.goodput * reps
@@ -94,8 +105,10 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
         return "client", "every level was client-limited: the load generator set the pace"
     top = max(d.levels, key=lambda lv: (lv.concurrency or 0, lv.rate or 0.0), default=None)
     if top is not None and top.at_ceiling:
-        return "client", (f"the most loaded level ({top.name}) was client-limited: the load "
-                          "generator reached its ceiling before the server showed a limit")
+        return "client", (
+            f"the most loaded level ({top.name}) was client-limited: the load "
+            "generator reached its ceiling before the server showed a limit"
+        )
     lv = _operating(d, m)
     if lv is None:
         return "none", "no level to judge"
@@ -104,13 +117,19 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
     waiting, running = here.waiting or 0.0, here.running or 0.0
     queue = waiting > 0.5 or (here.queued or 0.0) >= QUEUED
     if queue and m.kv_tokens is not None and s is None:
-        return "kv", (f"{waiting:.1f} waiting while the KV cache ({m.kv_tokens.text()}) is "
-                      f"full at {running:.1f} running")
-    grow = float(step_time(max(running, 1.0), m.a.value or 0.0, m.b.value or 0.0,
-                           m.k.value or 0.0) / max(m.a.value or 1e-9, 1e-9))
+        return "kv", (
+            f"{waiting:.1f} waiting while the KV cache ({m.kv_tokens.text()}) is "
+            f"full at {running:.1f} running"
+        )
+    grow = float(
+        step_time(max(running, 1.0), m.a.value or 0.0, m.b.value or 0.0, m.k.value or 0.0)
+        / max(m.a.value or 1e-9, 1e-9)
+    )
     if queue and s is not None and (running >= s - 0.5 or (here.queued or 0.0) >= QUEUED):
-        waited = (f"{here.queued or 0.0:.0%} of requests waited for a slot ({waiting:.1f} on "
-                  f"average) with all {s:.0f} busy")
+        waited = (
+            f"{here.queued or 0.0:.0%} of requests waited for a slot ({waiting:.1f} on "
+            f"average) with all {s:.0f} busy"
+        )
         more = min(RANGE * m.measured.get("n", s), 2 * s)
         if more <= s:
             return "slots", f"{waited}; the run's range shows nothing about more slots"
@@ -121,16 +140,23 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
         # answers (the tail an open loop's bursts wait for)
         quicker = (here.e2e_p99 or 0.0) / max(wider.e2e_p99 or 1e-9, 1e-9)
         if gain >= 1.10 or quicker >= 1.25:
-            what = (f"×{gain:.2f} throughput" if gain >= 1.10
-                    else f"answers ×{quicker:.2f} sooner (e2e p99)")
+            what = (
+                f"×{gain:.2f} throughput"
+                if gain >= 1.10
+                else f"answers ×{quicker:.2f} sooner (e2e p99)"
+            )
             return "slots", f"{waited}; {math.floor(more)} slots would give {what}"
         if grow >= 1.2:
-            return "compute", (f"{waited}, but more slots would not raise throughput: the step "
-                               f"time is ×{grow:.2f} the single-sequence step at this load")
+            return "compute", (
+                f"{waited}, but more slots would not raise throughput: the step "
+                f"time is ×{grow:.2f} the single-sequence step at this load"
+            )
         return "slots", f"{waited}; more slots would change little at this load"
     if grow >= 1.2:
-        return "compute", (f"the step time grew ×{grow:.2f} from one sequence to "
-                           f"{running:.1f} running while slots were free")
+        return "compute", (
+            f"the step time grew ×{grow:.2f} from one sequence to "
+            f"{running:.1f} running while slots were free"
+        )
     return "none", f"{running:.1f} running, {waiting:.1f} waiting: nothing binds"
 
 
@@ -156,8 +182,11 @@ def advise(d: RunData, m: ServerModel, sc: SelfCheck) -> tuple[str, str, Fix | N
     basis: Basis = "model" if sc.trusted else "estimate"
     s = m.slots.value
     if lim in ("upstream", "client", "none"):
-        return lim, why, Fix(knob=None, predicted=here, basis=basis, error=error, goal=goal,
-                             rests_on=why)
+        return (
+            lim,
+            why,
+            Fix(knob=None, predicted=here, basis=basis, error=error, goal=goal, rests_on=why),
+        )
     cands: list[tuple[str, float, Prediction]] = []
     if lim in ("slots", "kv") and s is not None:
         top = math.floor(min(RANGE * m.measured.get("n", s), RANGE * s))
@@ -170,18 +199,55 @@ def advise(d: RunData, m: ServerModel, sc: SelfCheck) -> tuple[str, str, Fix | N
     best = max([here.throughput or 0.0, *(p.throughput or 0.0 for _, _, p in cands)])
     for k, v, p in cands:
         if _goal(d, lv, p, best):
-            return lim, why, Fix(knob=k, from_value=s if k == "slots" else kv_now, to_value=v,
-                                 predicted=p, basis=basis, error=error, goal=goal, rests_on=why)
+            return (
+                lim,
+                why,
+                Fix(
+                    knob=k,
+                    from_value=s if k == "slots" else kv_now,
+                    to_value=v,
+                    predicted=p,
+                    basis=basis,
+                    error=error,
+                    goal=goal,
+                    rests_on=why,
+                ),
+            )
     # more of the limiting resource does not reach the goal in range: replicas. A
     # closed loop's clients are spread until each replica runs unqueued near its
     # single-sequence step time (more of them buy nothing).
     alone = float(step_time(1.0, m.a.value or 0.0, m.b.value or 0.0, m.k.value or 0.0))
     for r in range(2, 33):
         p = _at(m, d, lv, replicas=r)
-        done = (((p.tpot_p50 or 0.0) <= 1.2 * alone and (p.waiting or 0.0) < 0.5)
-                if lv.closed and not d.slo else _goal(d, lv, p, best))
+        done = (
+            ((p.tpot_p50 or 0.0) <= 1.2 * alone and (p.waiting or 0.0) < 0.5)
+            if lv.closed and not d.slo
+            else _goal(d, lv, p, best)
+        )
         if done:
-            return lim, why, Fix(knob="replicas", from_value=1, to_value=r, predicted=p,
-                                 basis=basis, error=error, goal=goal, rests_on=why)
-    return lim, why, Fix(knob=None, predicted=here, basis=basis, error=error, goal=goal,
-                         rests_on=why + "; no change within the measured range meets the goal")
+            return (
+                lim,
+                why,
+                Fix(
+                    knob="replicas",
+                    from_value=1,
+                    to_value=r,
+                    predicted=p,
+                    basis=basis,
+                    error=error,
+                    goal=goal,
+                    rests_on=why,
+                ),
+            )
+    return (
+        lim,
+        why,
+        Fix(
+            knob=None,
+            predicted=here,
+            basis=basis,
+            error=error,
+            goal=goal,
+            rests_on=why + "; no change within the measured range meets the goal",
+        ),
+    )

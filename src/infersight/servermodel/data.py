@@ -92,7 +92,8 @@ def level_figures(agg: dict[str, Any]) -> dict[str, float | None]:
     """The figures the model predicts, as bench reported them for a level."""
     return {
         "throughput": _num(agg.get("request_throughput")),
-        "goodput": _num(agg.get("goodput")) if not isinstance(agg.get("goodput"), dict)
+        "goodput": _num(agg.get("goodput"))
+        if not isinstance(agg.get("goodput"), dict)
         else _num(agg["goodput"].get("rate")),
         "ttft_p50": _stat(agg, "ttft", "p50"),
         "ttft_p99": _stat(agg, "ttft", "p99"),
@@ -116,8 +117,11 @@ def _at_ceiling(agg: dict[str, Any], scheduled: np.ndarray, sent: np.ndarray) ->
         behind = meant > 0 and took > meant / 0.95
     cpu = _num(agg.get("loadgen_cpu_percent"))
     lag, ttft = _stat(agg, "schedule_lag", "p99"), _stat(agg, "ttft_from_sent", "p50")
-    return bool(behind or (cpu is not None and cpu > 90.0)
-                or (lag is not None and ttft is not None and lag > ttft))
+    return bool(
+        behind
+        or (cpu is not None and cpu > 90.0)
+        or (lag is not None and ttft is not None and lag > ttft)
+    )
 
 
 def _stated_slots(result: RunResult, engine_slots: int | None) -> tuple[float | None, str]:
@@ -141,14 +145,18 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
     def arr(values: Any) -> np.ndarray:
         return np.asarray(list(values), dtype=float) if n else np.zeros(0)
 
-    names: list[str] = [str(lv["name"]) for lv in result.config.get("levels") or []
-                        if isinstance(lv, dict) and lv.get("name")]
+    names: list[str] = [
+        str(lv["name"])
+        for lv in result.config.get("levels") or []
+        if isinstance(lv, dict) and lv.get("name")
+    ]
     labels = [r.labels.get("level") or "" for r in recs]
     for lab in labels:
         if lab and lab not in names:
             names.append(lab)
-    specs = {str(lv.get("name")): lv for lv in result.config.get("levels") or []
-             if isinstance(lv, dict)}
+    specs = {
+        str(lv.get("name")): lv for lv in result.config.get("levels") or [] if isinstance(lv, dict)
+    }
     lab_arr = np.asarray(labels, dtype=object)
     sched_all = arr(r.scheduled for r in recs)
     sent_all = arr(r.sent if r.sent is not None else nan for r in recs)
@@ -161,22 +169,34 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         spec = specs.get(name, {})
         conc, rate = spec.get("concurrency"), spec.get("rate")
         if not isinstance(agg, dict) or not agg.get("requests"):
-            agg = aggregate([recs[int(i)] for i in idx],
-                            target_concurrency=int(conc) if isinstance(conc, int) else None,
-                            target_rate=_num(rate))
+            agg = aggregate(
+                [recs[int(i)] for i in idx],
+                target_concurrency=int(conc) if isinstance(conc, int) else None,
+                target_rate=_num(rate),
+            )
         target = agg.get("target") if isinstance(agg.get("target"), dict) else {}
         sus = agg.get("sustainability") if isinstance(agg.get("sustainability"), dict) else {}
         c = (target or {}).get("concurrency", conc)
         r = _num((sus or {}).get("offered_rate")) or _num((target or {}).get("rate")) or _num(rate)
-        levels.append(LevelData(
-            name=name, idx=idx, concurrency=int(c) if isinstance(c, int | float) and c else None,
-            rate=r, client_limited=flagged(agg),
-            at_ceiling=_at_ceiling(agg, sched_all[idx], sent_all[idx]),
-            sustainable=(sus or {}).get("sustainable") if (sus or {}).get("judged") else None,
-            figures=level_figures(agg), agg=agg))
+        levels.append(
+            LevelData(
+                name=name,
+                idx=idx,
+                concurrency=int(c) if isinstance(c, int | float) and c else None,
+                rate=r,
+                client_limited=flagged(agg),
+                at_ceiling=_at_ceiling(agg, sched_all[idx], sent_all[idx]),
+                sustainable=(sus or {}).get("sustainable") if (sus or {}).get("judged") else None,
+                figures=level_figures(agg),
+                agg=agg,
+            )
+        )
     stated, source = _stated_slots(result, engine_slots)
-    kv = [(s.t, s.value) for s in result.samples
-          if s.name == "engine.kv_cache_usage" and s.value is not None]
+    kv = [
+        (s.t, s.value)
+        for s in result.samples
+        if s.name == "engine.kv_cache_usage" and s.value is not None
+    ]
     slo = result.config.get("slo") if isinstance(result.config.get("slo"), dict) else {}
     return RunData(
         level=lab_arr,
@@ -188,7 +208,9 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         prompt=arr(r.prompt_tokens if r.prompt_tokens is not None else nan for r in recs),
         output=arr(r.output_tokens for r in recs),
         ok=np.asarray([r.ok for r in recs], dtype=bool),
-        levels=levels, stated_slots=stated, stated_source=source,
+        levels=levels,
+        stated_slots=stated,
+        stated_source=source,
         kv_t=np.asarray([t for t, _ in kv], dtype=float),
         kv_u=np.asarray([u for _, u in kv], dtype=float),
         slo={str(k): float(v) for k, v in (slo or {}).items() if isinstance(v, int | float)},
@@ -206,18 +228,37 @@ def merge_runs(runs: Sequence[tuple[str, RunResult, float | None]]) -> RunData:
     levels: list[LevelData] = []
     for tag, d, s in parts:
         for lv in d.levels:
-            levels.append(replace(lv, name=f"{tag}/{lv.name}", idx=lv.idx + offset,
-                                  slots=s if s else d.stated_slots))
+            levels.append(
+                replace(
+                    lv,
+                    name=f"{tag}/{lv.name}",
+                    idx=lv.idx + offset,
+                    slots=s if s else d.stated_slots,
+                )
+            )
         offset += d.scheduled.size
 
     def cat(name: str) -> np.ndarray:
         return np.concatenate([getattr(d, name) for _, d, _ in parts])
 
-    label = np.concatenate([np.asarray([f"{tag}/{x}" for x in d.level], dtype=object)
-                            for tag, d, _ in parts])
+    label = np.concatenate(
+        [np.asarray([f"{tag}/{x}" for x in d.level], dtype=object) for tag, d, _ in parts]
+    )
     first = parts[0]
     return RunData(
-        level=label, scheduled=cat("scheduled"), sent=cat("sent"), first=cat("first"),
-        last=cat("last"), end=cat("end"), prompt=cat("prompt"), output=cat("output"),
-        ok=cat("ok"), levels=levels, stated_slots=first[2] or first[1].stated_slots,
-        stated_source="stated per run", kv_t=cat("kv_t"), kv_u=cat("kv_u"), slo=first[1].slo)
+        level=label,
+        scheduled=cat("scheduled"),
+        sent=cat("sent"),
+        first=cat("first"),
+        last=cat("last"),
+        end=cat("end"),
+        prompt=cat("prompt"),
+        output=cat("output"),
+        ok=cat("ok"),
+        levels=levels,
+        stated_slots=first[2] or first[1].stated_slots,
+        stated_source="stated per run",
+        kv_t=cat("kv_t"),
+        kv_u=cat("kv_u"),
+        slo=first[1].slo,
+    )

@@ -20,14 +20,25 @@ __all__ = ["engine_of", "figures", "poisson_arrivals", "predict_load"]
 
 def engine_of(m: ServerModel, *, slots: float | None = None, kv: float | None = None) -> Engine:
     """The simulation's engine from a fitted model (``slots``/``kv``: overridden)."""
+
     def v(p: object) -> float:
         val = getattr(p, "value", None)
         return float(val) if isinstance(val, int | float) and math.isfinite(val) else 0.0
+
     kv_tokens = kv if kv is not None else (m.kv_tokens.value if m.kv_tokens is not None else None)
-    return Engine(slots=slots if slots is not None else m.slots.value, kv=kv_tokens,
-                  kv_reserve=m.kv_mode == "reserve", a=max(v(m.a), 1e-6), b=v(m.b), k=v(m.k),
-                  c=v(m.c), e=v(m.e), kappa=v(m.kappa), c_first=v(m.c_first),
-                  error_share=m.error_share)
+    return Engine(
+        slots=slots if slots is not None else m.slots.value,
+        kv=kv_tokens,
+        kv_reserve=m.kv_mode == "reserve",
+        a=max(v(m.a), 1e-6),
+        b=v(m.b),
+        k=v(m.k),
+        c=v(m.c),
+        e=v(m.e),
+        kappa=v(m.kappa),
+        c_first=v(m.c_first),
+        error_share=m.error_share,
+    )
 
 
 def records_of(sim: Simulated, level: str, lag: np.ndarray | None = None) -> list[RequestRecord]:
@@ -37,46 +48,79 @@ def records_of(sim: Simulated, level: str, lag: np.ndarray | None = None) -> lis
     order = np.argsort(sim.arrival, kind="stable")
     late = np.zeros(sim.arrival.size) if lag is None else np.asarray(lag, dtype=float)
     for j, i in enumerate(order):
-        a, f, e, n = float(sim.arrival[i]), float(sim.first[i]), float(sim.end[i]), int(sim.output[i])
+        a, f, e, n = (
+            float(sim.arrival[i]),
+            float(sim.first[i]),
+            float(sim.end[i]),
+            int(sim.output[i]),
+        )
         meant = a - float(late[j]) if j < late.size else a
         good = bool(sim.ok[i]) and math.isfinite(f)
         chunks = ([f] if n <= 1 else [f, e]) if good else []
         toks = ([1] if n <= 1 else [1, n - 1]) if good else []
-        out.append(RequestRecord(
-            request_id=f"{level}-{i}", scheduled=meant, sent=a, chunk_times=chunks, chunk_tokens=toks,
-            end=e if math.isfinite(e) else None, status=200 if good else 503, ok=good,
-            error=None if good else "Overloaded", prompt_tokens=int(sim.prompt[i]),
-            completion_tokens=n if good else None, labels={"level": level}))
+        out.append(
+            RequestRecord(
+                request_id=f"{level}-{i}",
+                scheduled=meant,
+                sent=a,
+                chunk_times=chunks,
+                chunk_tokens=toks,
+                end=e if math.isfinite(e) else None,
+                status=200 if good else 503,
+                ok=good,
+                error=None if good else "Overloaded",
+                prompt_tokens=int(sim.prompt[i]),
+                completion_tokens=n if good else None,
+                labels={"level": level},
+            )
+        )
     return out
 
 
-def figures(sim: Simulated, *, concurrency: int | None = None, rate: float | None = None,
-            slo: dict[str, float] | None = None, lag: np.ndarray | None = None) -> Prediction:
+def figures(
+    sim: Simulated,
+    *,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    slo: dict[str, float] | None = None,
+    lag: np.ndarray | None = None,
+) -> Prediction:
     """Bench's figures of a simulated level (``lag``: see :func:`records_of`)."""
     recs = records_of(sim, "model", lag)
     if not recs:
         return Prediction()
-    agg = aggregate(recs, target_concurrency=concurrency, target_rate=rate, slo=slo or None,
-                    check_lag=False)
+    agg = aggregate(
+        recs, target_concurrency=concurrency, target_rate=rate, slo=slo or None, check_lag=False
+    )
     f = level_figures(agg)
     t = np.linspace(float(sim.arrival.min()), float(np.nanmax(sim.end)), 200)
-    run = (np.searchsorted(np.sort(sim.start[np.isfinite(sim.start)]), t, side="right")
-           - np.searchsorted(np.sort(sim.end[np.isfinite(sim.start)]), t, side="right"))
-    inflight = (np.searchsorted(np.sort(sim.arrival), t, side="right")
-                - np.searchsorted(np.sort(sim.end), t, side="right"))
+    run = np.searchsorted(
+        np.sort(sim.start[np.isfinite(sim.start)]), t, side="right"
+    ) - np.searchsorted(np.sort(sim.end[np.isfinite(sim.start)]), t, side="right")
+    inflight = np.searchsorted(np.sort(sim.arrival), t, side="right") - np.searchsorted(
+        np.sort(sim.end), t, side="right"
+    )
     got = agg.get("sustainability")
     sus: dict[str, object] = got if isinstance(got, dict) else {}
     good = f.get("goodput") if slo else f.get("throughput")
     verdict = agg.get("slo")
     met = bool(verdict.get("met")) if slo and isinstance(verdict, dict) else None
-    return Prediction(throughput=f["throughput"], goodput=good, ttft_p50=f["ttft_p50"],
-                      ttft_p99=f["ttft_p99"], tpot_p50=f["tpot_p50"], e2e_p50=f["e2e_p50"],
-                      e2e_p99=f["e2e_p99"], running=float(np.mean(run)),
-                      waiting=float(np.mean(inflight - run)),
-                      queued=float(np.mean(sim.start[sim.ok] > sim.arrival[sim.ok] + 1e-3))
-                      if sim.ok.any() else None,
-                      sustainable=bool(sus.get("sustainable")) if sus.get("judged") else None,
-                      slo_met=met)
+    return Prediction(
+        throughput=f["throughput"],
+        goodput=good,
+        ttft_p50=f["ttft_p50"],
+        ttft_p99=f["ttft_p99"],
+        tpot_p50=f["tpot_p50"],
+        e2e_p50=f["e2e_p50"],
+        e2e_p99=f["e2e_p99"],
+        running=float(np.mean(run)),
+        waiting=float(np.mean(inflight - run)),
+        queued=float(np.mean(sim.start[sim.ok] > sim.arrival[sim.ok] + 1e-3))
+        if sim.ok.any()
+        else None,
+        sustainable=bool(sus.get("sustainable")) if sus.get("judged") else None,
+        slo_met=met,
+    )
 
 
 def poisson_arrivals(rate: float, duration: float, seed: int = 0) -> np.ndarray:
@@ -87,20 +131,33 @@ def poisson_arrivals(rate: float, duration: float, seed: int = 0) -> np.ndarray:
     return t[t < duration]
 
 
-def predict_load(m: ServerModel, prompt: np.ndarray, output: np.ndarray, *,
-                 slots: float | None = None, kv: float | None = None,
-                 rate: float | None = None,
-                 concurrency: int | None = None, think: float = 0.0, replicas: int = 1,
-                 requests: int = 1500, slo: dict[str, float] | None = None,
-                 seed: int = 0) -> Prediction:
+def predict_load(
+    m: ServerModel,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    *,
+    slots: float | None = None,
+    kv: float | None = None,
+    rate: float | None = None,
+    concurrency: int | None = None,
+    think: float = 0.0,
+    replicas: int = 1,
+    requests: int = 1500,
+    slo: dict[str, float] | None = None,
+    seed: int = 0,
+) -> Prediction:
     """The model's figures at a load: ``rate`` req/s (Poisson) or ``concurrency``
     clients, spread evenly over ``replicas`` (throughput and goodput are the fleet's)."""
     eng = engine_of(m, slots=slots, kv=kv)
     reps = max(1, replicas)
     if rate is not None:
         per = rate / reps
-        load = Load(prompt=prompt, output=output, seed=seed,
-                    arrivals=poisson_arrivals(per, max(5.0, requests / per), seed))
+        load = Load(
+            prompt=prompt,
+            output=output,
+            seed=seed,
+            arrivals=poisson_arrivals(per, max(5.0, requests / per), seed),
+        )
         p = figures(simulate(eng, load), rate=per, slo=slo)
     else:
         n = max(1, math.ceil((concurrency or 1) / reps))

@@ -30,8 +30,9 @@ class DecodeFeatures:
     prefill: np.ndarray
 
 
-def _cumulative(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                            np.ndarray]:
+def _cumulative(
+    start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Event times, the running count after each, the counts that occur, and the
     cumulative seconds spent at each count up to each event."""
     s = start[np.isfinite(start) & np.isfinite(end)]
@@ -62,8 +63,15 @@ def _at(t: np.ndarray, times: np.ndarray, col: np.ndarray, cum: np.ndarray) -> n
     return out
 
 
-def decode_features(start: np.ndarray, end: np.ndarray, first: np.ndarray, last: np.ndarray,
-                    output: np.ndarray, prompt: np.ndarray, use: np.ndarray) -> DecodeFeatures:
+def decode_features(
+    start: np.ndarray,
+    end: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+    output: np.ndarray,
+    prompt: np.ndarray,
+    use: np.ndarray,
+) -> DecodeFeatures:
     """Features of the requests ``use`` (indices), from every request's start and end."""
     times, col, counts, cum_full = _cumulative(start, end)
     cum = cum_full[:-1]  # cumulative up to each event time
@@ -74,14 +82,18 @@ def decode_features(start: np.ndarray, end: np.ndarray, first: np.ndarray, last:
     order = np.argsort(start, kind="stable")
     st = start[order]
     cs = np.concatenate([[0.0], np.cumsum(ps[order])])
-    pre = (cs[np.searchsorted(st, last[use], side="right")]
-           - cs[np.searchsorted(st, first[use], side="right")])
-    return DecodeFeatures(counts=counts, tau=tau, span=last[use] - first[use],
-                          steps=output[use] - 1.0, prefill=pre)
+    pre = (
+        cs[np.searchsorted(st, last[use], side="right")]
+        - cs[np.searchsorted(st, first[use], side="right")]
+    )
+    return DecodeFeatures(
+        counts=counts, tau=tau, span=last[use] - first[use], steps=output[use] - 1.0, prefill=pre
+    )
 
 
-def time_at_counts(start: np.ndarray, end: np.ndarray, a: np.ndarray,
-                   b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def time_at_counts(
+    start: np.ndarray, end: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The running counts that occur, and the seconds each interval ``[a, b]`` spent at
     each (rows: intervals)."""
     times, col, counts, cum_full = _cumulative(start, end)

@@ -57,8 +57,9 @@ def _floor(first: np.ndarray, sent: np.ndarray) -> tuple[float, float]:
     return floor, max(0.002, 0.5 * floor)
 
 
-def _explains_waits(start: np.ndarray, arrival: np.ndarray, first: np.ndarray,
-                    prompt: np.ndarray, tol: float) -> bool:
+def _explains_waits(
+    start: np.ndarray, arrival: np.ndarray, first: np.ndarray, prompt: np.ndarray, tol: float
+) -> bool:
     """Whether a slot limit explains the requests it makes wait: their first tokens,
     counted from the replayed admission, look like those of requests that did not
     wait (for their prompt length), closer than counted from their send. A limit the
@@ -124,8 +125,9 @@ def _kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None, s
             if held > 0:
                 vals.append(held / u)
         caps[mode] = np.asarray(vals)
-    best = min(caps, key=lambda m: (np.std(caps[m]) / np.mean(caps[m])) if caps[m].size > 2
-               else math.inf)
+    best = min(
+        caps, key=lambda m: (np.std(caps[m]) / np.mean(caps[m])) if caps[m].size > 2 else math.inf
+    )
     v = caps[best]
     if v.size < 3:
         return None, "reserve"
@@ -146,8 +148,9 @@ def step_time(n: np.ndarray | float, a: float, b: float, k: float) -> np.ndarray
     return a + b * np.maximum(0.0, np.asarray(n, dtype=float) - k)
 
 
-def _decode_fit(f: DecodeFeatures) -> tuple[tuple[float, float, float, float], np.ndarray,
-                                             tuple[float, float]]:
+def _decode_fit(
+    f: DecodeFeatures,
+) -> tuple[tuple[float, float, float, float], np.ndarray, tuple[float, float]]:
     """(a, b, c, k), the covariance of (a, b, c), and k's interval.
 
     A step time that grows with ``n`` (b > 0 past k) is kept only when it explains the
@@ -166,12 +169,22 @@ def _decode_fit(f: DecodeFeatures) -> tuple[tuple[float, float, float, float], n
             scale = np.clip(1.0 - c * f.prefill / np.maximum(f.span, 1e-9), 1e-3, 1.0)
             made = (f.tau / d[None, :]).sum(axis=1) * scale
             return np.asarray(np.log(np.maximum(made, 1e-9) / f.steps), dtype=float)
+
         x0 = [a0, a0 * 0.1, 0.0] if k is not None else [a0, 0.0]
-        r = least_squares(resid, x0=x0, bounds=([1e-6] + [0.0] * (len(x0) - 1), [np.inf] * len(x0)),
-                          loss="soft_l1", f_scale=0.1)
+        r = least_squares(
+            resid,
+            x0=x0,
+            bounds=([1e-6] + [0.0] * (len(x0) - 1), [np.inf] * len(x0)),
+            loss="soft_l1",
+            f_scale=0.1,
+        )
         x = r.x if k is not None else np.array([r.x[0], 0.0, r.x[1]])
-        jac = r.jac if k is not None else np.column_stack([r.jac[:, 0], np.zeros(len(r.fun)), r.jac[:, 1]])
-        return float(np.sum(r.fun ** 2)), x, jac
+        jac = (
+            r.jac
+            if k is not None
+            else np.column_stack([r.jac[:, 0], np.zeros(len(r.fun)), r.jac[:, 1]])
+        )
+        return float(np.sum(r.fun**2)), x, jac
 
     m = max(1, f.steps.size)
     sse_flat, x_flat, jac_flat = solve(None)
@@ -217,8 +230,9 @@ def _varies(x: np.ndarray) -> bool:
     return x.size > 3 and float(np.std(x)) > 0.02 * max(float(np.mean(np.abs(x))), 1e-12)
 
 
-def _first_token_fit(big_f: np.ndarray, steps: np.ndarray, p: np.ndarray
-                     ) -> tuple[Param, Param, Param]:
+def _first_token_fit(
+    big_f: np.ndarray, steps: np.ndarray, p: np.ndarray
+) -> tuple[Param, Param, Param]:
     """``e + κ·step(n) + c_first·p`` by bounded least squares. A regressor that does not
     vary in the run cannot be told from ``e``: κ is then one step (a first token needs
     at least the step that computes it) and ``c_first`` 0, each marked "assumed"."""
@@ -244,10 +258,12 @@ def _first_token_fit(big_f: np.ndarray, steps: np.ndarray, p: np.ndarray
         assumed["kappa"], target = 0.0, y  # the first token came faster than one step
     sol = lsq_linear(design, target, bounds=(np.zeros(len(cols)), np.full(len(cols), np.inf)))
     res = target - design @ sol.x
-    s2 = float(np.sum(res ** 2)) / max(1, y.size - len(cols))
+    s2 = float(np.sum(res**2)) / max(1, y.size - len(cols))
     sd = np.sqrt(np.clip(np.diag(np.linalg.pinv(design.T @ design) * s2), 0.0, None))
     units = {"e": "s", "kappa": "steps", "c_first": "s per prompt token"}
-    out = {n: _param(float(v), float(e), units[n]) for n, v, e in zip(names, sol.x, sd, strict=True)}
+    out = {
+        n: _param(float(v), float(e), units[n]) for n, v, e in zip(names, sol.x, sd, strict=True)
+    }
     for n, v in assumed.items():
         out[n] = Param(value=v, low=v, high=v, unit=units[n], source="assumed (no variation)")
     return out["e"], out["kappa"], out["c_first"]
@@ -259,7 +275,11 @@ def _param(v: float, sd: float, unit: str, lo_bound: float = 0.0) -> Param:
 
 
 def _sample(rng: np.random.Generator, idx: np.ndarray) -> np.ndarray:
-    return np.sort(rng.choice(idx, MAX_FIT_REQUESTS, replace=False)) if idx.size > MAX_FIT_REQUESTS else idx
+    return (
+        np.sort(rng.choice(idx, MAX_FIT_REQUESTS, replace=False))
+        if idx.size > MAX_FIT_REQUESTS
+        else idx
+    )
 
 
 def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
@@ -268,8 +288,11 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     when too few requests answered."""
     usable = [lv for lv in d.levels if not lv.at_ceiling]
     names = set(levels) if levels is not None else {lv.name for lv in usable}
-    left_out = {lv.name: "client-limited: the load generator, not the server, set its pace"
-                for lv in d.levels if lv.at_ceiling and lv.name not in names}
+    left_out = {
+        lv.name: "client-limited: the load generator, not the server, set its pace"
+        for lv in d.levels
+        if lv.at_ceiling and lv.name not in names
+    }
     use = d.subset(names)
     use = use[np.isfinite(d.sent[use])]
     if use.size < 4:
@@ -279,25 +302,31 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     slots = _find_slots(d, use[ok])
     okidx = use[ok]
     per_level = _level_slots(d, okidx)
-    start = reconstruct(d.sent[okidx], d.end[okidx],
-                        per_level if per_level is not None else slots.value, first=d.first[okidx])
+    start = reconstruct(
+        d.sent[okidx],
+        d.end[okidx],
+        per_level if per_level is not None else slots.value,
+        first=d.first[okidx],
+    )
     kv, kv_mode = _kv(d, okidx, start)
     notes: list[str] = []
     if kv is not None and slots.source == "fitted" and float(np.max(d.kv_u)) >= 0.9:
         # KV filled where the limit showed: the limit is KV's, the slots lie beyond it
-        notes.append(f"the admission limit of about {slots.value:.0f} came with KV usage "
-                     f"≥ 90%: KV binds there, the slot limit is above it")
+        notes.append(
+            f"the admission limit of about {slots.value:.0f} came with KV usage "
+            f"≥ 90%: KV binds there, the slot limit is above it"
+        )
         slots = _Slots(None, slots.low, None, "not reached")
         need = np.nan_to_num(d.prompt[okidx]) + d.output[okidx]
-        start = reconstruct(d.sent[okidx], d.end[okidx], None, need, kv.value,
-                            first=d.first[okidx])
+        start = reconstruct(d.sent[okidx], d.end[okidx], None, need, kv.value, first=d.first[okidx])
     rng = np.random.default_rng(0)
     dec = (d.output[okidx] >= 2) & np.isfinite(d.last[okidx]) & (d.last[okidx] > d.first[okidx])
     pick = _sample(rng, np.flatnonzero(dec))
     if pick.size < 3:
         raise ValueError("fewer than 3 answers with two tokens or more")
-    feats = decode_features(start, d.end[okidx], d.first[okidx], d.last[okidx], d.output[okidx],
-                            d.prompt[okidx], pick)
+    feats = decode_features(
+        start, d.end[okidx], d.first[okidx], d.last[okidx], d.output[okidx], d.prompt[okidx], pick
+    )
     (a, b, c, k), cov, (k_lo, k_hi) = _decode_fit(feats)
     sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     # the step time a request's first token was computed at: the mean over its wait
@@ -305,34 +334,53 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     counts, tau = time_at_counts(start, d.end[okidx], start, d.first[okidx])
     span = tau.sum(axis=1)
     at_admit = step_time(running_at(start, d.end[okidx], start), a, b, k)
-    mean_step = np.where(span > 0, (tau * step_time(counts, a, b, k)[None, :]).sum(axis=1)
-                         / np.maximum(span, 1e-12), at_admit)
-    e_p, kappa_p, cf_p = _first_token_fit(d.first[okidx] - start, mean_step,
-                                          np.nan_to_num(d.prompt[okidx]))
+    mean_step = np.where(
+        span > 0,
+        (tau * step_time(counts, a, b, k)[None, :]).sum(axis=1) / np.maximum(span, 1e-12),
+        at_admit,
+    )
+    e_p, kappa_p, cf_p = _first_token_fit(
+        d.first[okidx] - start, mean_step, np.nan_to_num(d.prompt[okidx])
+    )
     think: dict[str, float] = {}
     for lv in d.levels:
         if lv.closed and lv.name in names and lv.figures.get("throughput"):
             ii = lv.idx[d.ok[lv.idx] & np.isfinite(d.end[lv.idx])]
             resp = float(np.mean(d.end[ii] - d.sent[ii])) if ii.size else 0.0
-            think[lv.name] = max(0.0, float(lv.concurrency or 0) / float(lv.figures["throughput"] or 1) - resp)
+            think[lv.name] = max(
+                0.0, float(lv.concurrency or 0) / float(lv.figures["throughput"] or 1) - resp
+            )
     limited = [lv for lv in d.levels if lv.at_ceiling and lv.rate]
     ceiling = max((lv.figures.get("throughput") or 0.0 for lv in limited), default=None) or None
     clients = [lv.concurrency for lv in d.levels if lv.closed and lv.name in names]
     rates = [lv.rate for lv in d.levels if lv.rate and lv.name in names]
-    measured = {"n": float(feats.counts.max()) if feats.counts.size else 0.0,
-                "p": float(np.nanmax(d.prompt[okidx])) if np.isfinite(d.prompt[okidx]).any() else 0.0}
+    measured = {
+        "n": float(feats.counts.max()) if feats.counts.size else 0.0,
+        "p": float(np.nanmax(d.prompt[okidx])) if np.isfinite(d.prompt[okidx]).any() else 0.0,
+    }
     if clients:
         measured["clients"] = float(max(c for c in clients if c))
     if rates:
         measured["rate"] = float(max(r for r in rates if r))
     return ServerModel(
-        slots=Param(value=slots.value, low=slots.low, high=slots.high, unit="slots",
-                    source=slots.source),
-        kv_tokens=kv, kv_mode=kv_mode,
-        a=_param(a, float(sd[0]), "s"), b=_param(b, float(sd[1]), "s per sequence"),
+        slots=Param(
+            value=slots.value, low=slots.low, high=slots.high, unit="slots", source=slots.source
+        ),
+        kv_tokens=kv,
+        kv_mode=kv_mode,
+        a=_param(a, float(sd[0]), "s"),
+        b=_param(b, float(sd[1]), "s per sequence"),
         k=Param(value=k, low=k_lo, high=k_hi, unit="sequences"),
         c=_param(c, float(sd[2]), "s per prompt token"),
-        e=e_p, kappa=kappa_p, c_first=cf_p,
-        error_share=errors, think=think, client_ceiling=ceiling, measured=measured,
-        levels=sorted(names, key=[lv.name for lv in d.levels].index), left_out=left_out,
-        requests=int(use.size), notes=notes)
+        e=e_p,
+        kappa=kappa_p,
+        c_first=cf_p,
+        error_share=errors,
+        think=think,
+        client_ceiling=ceiling,
+        measured=measured,
+        levels=sorted(names, key=[lv.name for lv in d.levels].index),
+        left_out=left_out,
+        requests=int(use.size),
+        notes=notes,
+    )

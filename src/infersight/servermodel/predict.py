@@ -33,8 +33,13 @@ class Forecast:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"setting": self.setting, "prediction": self.prediction.model_dump(),
-                "error": self.error, "basis": self.basis, "notes": self.notes}
+        return {
+            "setting": self.setting,
+            "prediction": self.prediction.model_dump(),
+            "error": self.error,
+            "basis": self.basis,
+            "notes": self.notes,
+        }
 
 
 def _positive(name: str, v: float | None) -> None:
@@ -52,13 +57,24 @@ def _model(result: RunResult, d: RunData) -> tuple[ServerModel, SelfCheck]:
     return m, self_check(d, m)
 
 
-def forecast(result: RunResult, *, slots: int | None = None, rate: float | None = None,
-             concurrency: int | None = None, replicas: int | None = None,
-             max_tokens: int | None = None) -> Forecast:
+def forecast(
+    result: RunResult,
+    *,
+    slots: int | None = None,
+    rate: float | None = None,
+    concurrency: int | None = None,
+    replicas: int | None = None,
+    max_tokens: int | None = None,
+) -> Forecast:
     """The model's figures for ``result`` at the given knobs (the rest as measured at
     the run's most loaded level). Raises ConfigError for a knob it cannot vary."""
-    for name, v in (("slots", slots), ("rate", rate), ("concurrency", concurrency),
-                    ("replicas", replicas), ("max_tokens", max_tokens)):
+    for name, v in (
+        ("slots", slots),
+        ("rate", rate),
+        ("concurrency", concurrency),
+        ("replicas", replicas),
+        ("max_tokens", max_tokens),
+    ):
         _positive(name, float(v) if v is not None else None)
     if rate is not None and concurrency is not None:
         raise ConfigError("give --rate (open loop) or --concurrency (closed loop), not both")
@@ -68,8 +84,10 @@ def forecast(result: RunResult, *, slots: int | None = None, rate: float | None 
     m, sc = _model(result, d)
     notes: list[str] = []
     if slots is not None and m.slots.value is None and m.kv_tokens is not None:
-        raise ConfigError("KV, not the slots, limited this run: the model cannot say what "
-                          "another slot count does (it never saw the slot limit)")
+        raise ConfigError(
+            "KV, not the slots, limited this run: the model cannot say what "
+            "another slot count does (it never saw the slot limit)"
+        )
     fitted = [lv for lv in d.levels if lv.name in m.levels] or d.levels
     base = max(fitted, key=lambda lv: (lv.concurrency or 0, lv.rate or 0.0))
     idx = base.idx[d.ok[base.idx]] if d.ok[base.idx].any() else base.idx
@@ -81,8 +99,17 @@ def forecast(result: RunResult, *, slots: int | None = None, rate: float | None 
     if rate is None and concurrency is None:
         rate, concurrency = (base.rate, None) if not base.closed else (None, base.concurrency)
     think = m.think.get(base.name, 0.0) if concurrency is not None else 0.0
-    p = predict_load(m, prompt, output, slots=slots, rate=rate, concurrency=concurrency,
-                     think=think, replicas=replicas or 1, slo=d.slo or None)
+    p = predict_load(
+        m,
+        prompt,
+        output,
+        slots=slots,
+        rate=rate,
+        concurrency=concurrency,
+        think=think,
+        replicas=replicas or 1,
+        slo=d.slo or None,
+    )
     basis = "model" if sc.trusted else "estimate"
     n = m.measured.get("n", 0.0)
     if p.running is not None and n and p.running > RANGE * n:
@@ -91,6 +118,11 @@ def forecast(result: RunResult, *, slots: int | None = None, rate: float | None 
     if not sc.trusted and sc.why_not:
         notes.append(f"not checked within 15%: {sc.why_not}")
     err = {k: sc.mape.get(k) for k in CHECKED_METRICS}
-    setting = {"slots": slots if slots is not None else m.slots.value, "rate": rate,
-               "concurrency": concurrency, "replicas": replicas or 1, "max_tokens": max_tokens}
+    setting = {
+        "slots": slots if slots is not None else m.slots.value,
+        "rate": rate,
+        "concurrency": concurrency,
+        "replicas": replicas or 1,
+        "max_tokens": max_tokens,
+    }
     return Forecast(setting=setting, prediction=p, error=err, basis=basis, notes=notes)

@@ -31,12 +31,15 @@ from infersight.servermodel.simulate import Load, simulate
 __all__ = ["predict_level", "self_check"]
 
 
-def predict_level(m: ServerModel, d: RunData, lv: LevelData,
-                  slots: float | None = None) -> dict[str, float | None]:
+def predict_level(
+    m: ServerModel, d: RunData, lv: LevelData, slots: float | None = None
+) -> dict[str, float | None]:
     """The model's figures for a level of a run, from that level's own load (its
     clients and think time, or its send times), at ``slots`` (default: the model's)."""
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
-    prompt = np.nan_to_num(d.prompt[idx], nan=float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0)
+    prompt = np.nan_to_num(
+        d.prompt[idx], nan=float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
+    )
     output = np.maximum(d.output[idx], 1.0)
     # merged trials: each level at its own limit, unless a limit is asked for
     eng = engine_of(m, slots=slots if slots is not None else lv.slots)
@@ -48,8 +51,14 @@ def predict_level(m: ServerModel, d: RunData, lv: LevelData,
             resp = float(np.mean(d.end[ii] - d.sent[ii])) if ii.size else 0.0
             think = max(0.0, (lv.concurrency or 1) / thr - resp) if thr else 0.0
         span = float(np.nanmax(d.sent[idx]) - np.nanmin(d.scheduled[idx]))
-        load = Load(prompt=prompt, output=output, clients=lv.concurrency, think=think,
-                    count=idx.size, duration=span + 1e-3)
+        load = Load(
+            prompt=prompt,
+            output=output,
+            clients=lv.concurrency,
+            think=think,
+            count=idx.size,
+            duration=span + 1e-3,
+        )
         sim = simulate(eng, load)
         p = figures(sim, concurrency=lv.concurrency)
     else:
@@ -66,10 +75,15 @@ def _check(lv: LevelData, pred: dict[str, float | None]) -> LevelCheck:
     err: dict[str, float | None] = {}
     for k in CHECKED_METRICS:
         meas, got = lv.figures.get(k), pred.get(k)
-        err[k] = (abs(got - meas) / abs(meas) if meas and got is not None
-                  and math.isfinite(got) else None)
-    return LevelCheck(level=lv.name, measured={k: lv.figures.get(k) for k in CHECKED_METRICS},
-                      predicted={k: pred.get(k) for k in CHECKED_METRICS}, error=err)
+        err[k] = (
+            abs(got - meas) / abs(meas) if meas and got is not None and math.isfinite(got) else None
+        )
+    return LevelCheck(
+        level=lv.name,
+        measured={k: lv.figures.get(k) for k in CHECKED_METRICS},
+        predicted={k: pred.get(k) for k in CHECKED_METRICS},
+        error=err,
+    )
 
 
 def self_check(d: RunData, m: ServerModel) -> SelfCheck:
@@ -89,8 +103,11 @@ def self_check(d: RunData, m: ServerModel) -> SelfCheck:
         method = "in-sample"
         checks = [_check(lv, predict_level(m, d, lv)) for lv in usable]
     else:
-        return SelfCheck(method="none", trusted=False,
-                         why_not="fewer than two usable levels: nothing to check the model on")
+        return SelfCheck(
+            method="none",
+            trusted=False,
+            why_not="fewer than two usable levels: nothing to check the model on",
+        )
     mape: dict[str, float | None] = {}
     for k in CHECKED_METRICS:
         vals = [v for c in checks if (v := c.error.get(k)) is not None]
@@ -102,8 +119,10 @@ def self_check(d: RunData, m: ServerModel) -> SelfCheck:
         sc.why_not = "no held-out level could be predicted"
     elif worst > MAPE_LIMIT:
         metric = max((k for k in mape if mape[k] is not None), key=lambda k: mape[k] or 0.0)
-        sc.why_not = (f"the model's held-out error is {worst:.0%} on {metric.replace('_', ' ')} "
-                      f"(over {MAPE_LIMIT:.0%})")
+        sc.why_not = (
+            f"the model's held-out error is {worst:.0%} on {metric.replace('_', ' ')} "
+            f"(over {MAPE_LIMIT:.0%})"
+        )
     elif method == "in-sample":
         sc.why_not = "two levels only: the error is in-sample, not held out"
     elif limited and len(limited) >= len(d.levels) - 1:

@@ -160,14 +160,21 @@ def simulate(eng: Engine, load: Load) -> Simulated:
             running += 1
             held += prm[i] + out[i]
             start[i] = t
-            heapq.heappush(prefill, (t + eng.e + eng.kappa * eng.step(running)
-                                     + eng.c_first * prm[i], i))
+            heapq.heappush(
+                prefill, (t + eng.e + eng.kappa * eng.step(running) + eng.c_first * prm[i], i)
+            )
             stall = max(stall, t) + eng.c * prm[i]
         if queue and running == 0 and not (prefill or decode):
             # the head can never fit (it needs more KV than the whole budget): it fails
             i = queue.popleft()
             ok[i] = False
             end[i] = t
-    return Simulated(arrival=np.asarray(arr), start=np.asarray(start), first=np.asarray(first),
-                     end=np.asarray(end), prompt=np.asarray(prm), output=np.asarray(out),
-                     ok=np.asarray(ok, dtype=bool))
+    return Simulated(
+        arrival=np.asarray(arr),
+        start=np.asarray(start),
+        first=np.asarray(first),
+        end=np.asarray(end),
+        prompt=np.asarray(prm),
+        output=np.asarray(out),
+        ok=np.asarray(ok, dtype=bool),
+    )

@@ -164,7 +164,11 @@ def aggregate(
         out["slo"] = _slo_verdict(out, slo)
     out["loadgen_cpu_percent"] = loadgen_cpu_percent
     out["client_limited"] = client_limited(
-        out, scheduled_rate, loadgen_cpu_percent, check_lag=check_lag, contention=contention,
+        out,
+        scheduled_rate,
+        loadgen_cpu_percent,
+        check_lag=check_lag,
+        contention=contention,
         workers=None if workers is None else _worker_loads(members, workers),
     )
     out["validity"] = check_level(recs, members, out)
@@ -178,13 +182,19 @@ def _worker_loads(
     out = []
     for name, info in workers.items():
         lags = [
-            lag for r in members
+            lag
+            for r in members
             if r.labels.get("worker") == name and (lag := r.schedule_lag) is not None
         ]
-        out.append({
-            "worker": name, "host": info.get("host"), "requests": len(lags),
-            "lag_p99": summarize(lags)["p99"], "cpu_percent": info.get("cpu_percent"),
-        })
+        out.append(
+            {
+                "worker": name,
+                "host": info.get("host"),
+                "requests": len(lags),
+                "lag_p99": summarize(lags)["p99"],
+                "cpu_percent": info.get("cpu_percent"),
+            }
+        )
     return out
 
 

@@ -162,8 +162,9 @@ def flagged(agg: dict[str, Any]) -> bool:
 
 def marginal_run(result: RunResult) -> bool:
     """A client-limited run whose every flagged level is only marginally flagged."""
-    levels = [a.get("client_limited") or {} for a in result.aggregates.values()
-              if isinstance(a, dict)]
+    levels = [
+        a.get("client_limited") or {} for a in result.aggregates.values() if isinstance(a, dict)
+    ]
     hit = [cl for cl in levels if cl.get("flag")]
     return bool(hit) and all(cl.get("marginal") for cl in hit)
 
@@ -195,25 +196,29 @@ def level_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
     if sus.get("judged") and sus.get("sustainable") is False:
         cap = sus.get("capacity_estimate")
         cap_txt = "-" if cap is None else f"{cap:.3g}"
-        out.append((
-            "unsustainable",
-            f"{name} is unsustainable: {'; '.join(sus.get('reasons') or [])}. Capacity ≈ "
-            f"{cap_txt} req/s (the rate it completed); its latency percentiles grow with "
-            "the level's duration and are not a property of the server",
-        ))
+        out.append(
+            (
+                "unsustainable",
+                f"{name} is unsustainable: {'; '.join(sus.get('reasons') or [])}. Capacity ≈ "
+                f"{cap_txt} req/s (the rate it completed); its latency percentiles grow with "
+                "the level's duration and are not a property of the server",
+            )
+        )
     req, w = agg.get("requests") or {}, agg.get("window") or {}
     if w.get("note"):
         out.append(("no_steady_state", f"{name}: {w['note']}"))
     elif req.get("in_window") is not None and req.get("in_window") != req.get("total"):
         tp = (agg.get("basis") or {}).get("throughput") or {}
         span = tp.get("span_s")
-        out.append((
-            "window",
-            f"{name}: latency over the {req['in_window']} of {req.get('total')} requests sent "
-            f"in the window ({w.get('method')}); throughput over "
-            f"{'-' if span is None else f'{span:.1f}'} s ({tp.get('completions', '-')} "
-            "completions, until the window's requests drained)",
-        ))
+        out.append(
+            (
+                "window",
+                f"{name}: latency over the {req['in_window']} of {req.get('total')} requests sent "
+                f"in the window ({w.get('method')}); throughput over "
+                f"{'-' if span is None else f'{span:.1f}'} s ({tp.get('completions', '-')} "
+                "completions, until the window's requests drained)",
+            )
+        )
     out.extend(replay_notes(name, agg))
     out.extend(("invalid", f"⚠ {text}") for text in validity_lines(name, agg))
     return out

@@ -54,8 +54,9 @@ def _latency(agg: Mapping[str, Any]) -> float:
     return math.inf
 
 
-def best_level(levels: Sequence[tuple[str, Mapping[str, Any]]], *,
-               knee_level: str | None = None) -> str | None:
+def best_level(
+    levels: Sequence[tuple[str, Mapping[str, Any]]], *, knee_level: str | None = None
+) -> str | None:
     """The name of the best operating point among ``levels`` (name, aggregate), or None
     when none counts."""
     # The knee level counts despite a client flag: the curve past it measured the knee.

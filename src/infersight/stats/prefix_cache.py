@@ -42,8 +42,9 @@ def client_cache(records: Iterable[RequestRecord]) -> dict[str, Any]:
     }
 
 
-def _increase(points: list[tuple[float, float]], t0: float, t1: float,
-              born: bool = False) -> float | None:
+def _increase(
+    points: list[tuple[float, float]], t0: float, t1: float, born: bool = False
+) -> float | None:
     """A counter's increase over ``[t0, t1]``: from its last value at or before
     ``t0`` (else its first in the span, or 0 when it was ``born`` in the span) to its
     last at or before ``t1``."""
@@ -81,12 +82,19 @@ def engine_cache(samples: Iterable[Sample], t0: float, t1: float) -> dict[str, A
         born = any(t <= t0 for t, _ in qs)
         hits += _increase(series.get((HITS, src), []), t0, end, born) or 0.0
     if queries > 0:
-        return {"hits": hits, "queries": queries, "hit_rate": hits / queries,
-                "sources": len(sources),
-                "source": f"engine /metrics ({HITS} / {QUERIES}, increase over the level)"}
+        return {
+            "hits": hits,
+            "queries": queries,
+            "hit_rate": hits / queries,
+            "sources": len(sources),
+            "source": f"engine /metrics ({HITS} / {QUERIES}, increase over the level)",
+        }
     if ratios:
-        return {"hit_rate": sum(ratios) / len(ratios), "sources": 1,
-                "source": f"engine /metrics ({RATIO}, mean over the level)"}
+        return {
+            "hit_rate": sum(ratios) / len(ratios),
+            "sources": 1,
+            "source": f"engine /metrics ({RATIO}, mean over the level)",
+        }
     return None
 
 

@@ -37,14 +37,22 @@ def replay_fidelity(records: Sequence[RequestRecord]) -> dict[str, Any] | None:
     if not recs:
         return None
     lag = summarize([r.schedule_lag for r in recs if r.schedule_lag is not None])
-    p_err = [r.prompt_tokens - n for r in recs
-             if r.prompt_tokens is not None and (n := _int(r.labels, "in")) is not None]
+    p_err = [
+        r.prompt_tokens - n
+        for r in recs
+        if r.prompt_tokens is not None and (n := _int(r.labels, "in")) is not None
+    ]
     done = [r for r in recs if r.ok and r.completion_tokens is not None]
     o_err = [r.output_tokens - n for r in done if (n := _int(r.labels, "out")) is not None]
     arr = np.abs(np.asarray(p_err, dtype=float))
     return {
         "requests": len(recs),
-        "send_lag": {"p50": lag["p50"], "p99": lag["p99"], "max": lag["max"], "count": lag["count"]},
+        "send_lag": {
+            "p50": lag["p50"],
+            "p99": lag["p99"],
+            "max": lag["max"],
+            "count": lag["count"],
+        },
         "prompt_tokens_error": {
             "count": len(p_err),
             "mean": float(np.mean(p_err)) if p_err else None,
@@ -76,8 +84,10 @@ def by_turn(records: Iterable[RequestRecord]) -> dict[str, dict[str, Any]] | Non
         ttft = summarize([r.ttft for r in ok if r.ttft is not None])
         prompts = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
         out[str(t)] = {
-            "requests": len(rs), "ok": len(ok),
-            "ttft_p50": ttft["p50"], "ttft_p99": ttft["p99"],
+            "requests": len(rs),
+            "ok": len(ok),
+            "ttft_p50": ttft["p50"],
+            "ttft_p99": ttft["p99"],
             "prompt_tokens_mean": float(np.mean(prompts)) if prompts else None,
             "cache_hit_rate": client_cache(ok)["hit_rate"],
         }
@@ -119,27 +129,44 @@ def replay_notes(name: str, agg: dict[str, Any]) -> list[tuple[str, str]]:
     rp = agg.get("replay") or {}
     ps = agg.get("prefix_sharing") or {}
     if rp.get("requests"):
-        lag, pe, oe = rp.get("send_lag") or {}, rp.get("prompt_tokens_error") or {}, \
-            rp.get("output_tokens_error") or {}
-        text = (f"{name} replay: send lag against the trace p50 {_ms(lag.get('p50'))}, p99 "
-                f"{_ms(lag.get('p99'))}; prompt tokens as intended in {pe.get('exact', 0)} of "
-                f"{pe.get('count', 0)} (mean error {pe.get('mean') or 0:+.1f})")
+        lag, pe, oe = (
+            rp.get("send_lag") or {},
+            rp.get("prompt_tokens_error") or {},
+            rp.get("output_tokens_error") or {},
+        )
+        text = (
+            f"{name} replay: send lag against the trace p50 {_ms(lag.get('p50'))}, p99 "
+            f"{_ms(lag.get('p99'))}; prompt tokens as intended in {pe.get('exact', 0)} of "
+            f"{pe.get('count', 0)} (mean error {pe.get('mean') or 0:+.1f})"
+        )
         if oe.get("short"):
-            text += (f"; {oe['short']} answers ended before the trace's output length "
-                     "(--ignore-eos makes the server generate it)")
+            text += (
+                f"; {oe['short']} answers ended before the trace's output length "
+                "(--ignore-eos makes the server generate it)"
+            )
         out.append(("replay", text))
     if ps.get("intended") is not None or ps.get("sent") is not None:
-        out.append(("prefix_sharing", f"{name} prefix sharing: {_pct(ps.get('intended'))} of "
-                    f"prompt tokens intended, {_pct(ps.get('sent'))} sent"))
+        out.append(
+            (
+                "prefix_sharing",
+                f"{name} prefix sharing: {_pct(ps.get('intended'))} of "
+                f"prompt tokens intended, {_pct(ps.get('sent'))} sent",
+            )
+        )
     pc = agg.get("prefix_cache") or {}
-    parts = [f"{_pct(v.get('hit_rate'))} ({'engine counters' if side == 'engine' else 'answers'})"
-             for side in ("engine", "client")
-             if isinstance(v := pc.get(side), dict) and v.get("hit_rate") is not None]
+    parts = [
+        f"{_pct(v.get('hit_rate'))} ({'engine counters' if side == 'engine' else 'answers'})"
+        for side in ("engine", "client")
+        if isinstance(v := pc.get(side), dict) and v.get("hit_rate") is not None
+    ]
     if parts:
         out.append(("prefix_cache", f"{name} prefix-cache hit rate: {', '.join(parts)}"))
     turns = rp.get("turns") or {}
     if turns:
-        cells = [f"{k}: {_ms(t.get('ttft_p50'))}/{_ms(t.get('ttft_p99'))} "
-                 f"({t.get('prompt_tokens_mean') or 0:.0f} tok)" for k, t in turns.items()]
+        cells = [
+            f"{k}: {_ms(t.get('ttft_p50'))}/{_ms(t.get('ttft_p99'))} "
+            f"({t.get('prompt_tokens_mean') or 0:.0f} tok)"
+            for k, t in turns.items()
+        ]
         out.append(("turns", f"{name} TTFT p50/p99 by turn: " + "; ".join(cells)))
     return out

@@ -151,8 +151,11 @@ def _sustained(side: Sequence[LevelData]) -> list[LevelData]:
 
 
 #: The aggregate key a rate metric's validity is judged under (latencies: their source).
-_VALIDITY_KEY = {"tokens": "output_token_throughput", "good": "goodput",
-                 "requests": "request_throughput"}
+_VALIDITY_KEY = {
+    "tokens": "output_token_throughput",
+    "good": "goodput",
+    "requests": "request_throughput",
+}
 
 
 def _invalid(a: Sequence[LevelData], b: Sequence[LevelData], metric: SliceMetric) -> str:
@@ -178,8 +181,14 @@ def compare_metric(
     """B against A on one metric. Each side is one level of one run, or the same level
     of several runs (``--repeat``): with at least two runs a side, runs are the units."""
     runs = len(a) >= 2 and len(b) >= 2
-    out = MetricCall(metric=metric.name, label=metric.label, better=metric.better,
-                     delta=delta, confidence=confidence, basis="runs" if runs else "slices")
+    out = MetricCall(
+        metric=metric.name,
+        label=metric.label,
+        better=metric.better,
+        delta=delta,
+        confidence=confidence,
+        basis="runs" if runs else "slices",
+    )
     notes: list[str] = []
     if metric.kind == "latency" and (_unsustainable(a) or _unsustainable(b)):
         # With runs as units, an unsustainable run is left out; the rest still compare.
@@ -192,8 +201,10 @@ def compare_metric(
     if why := _invalid(a, b, metric):
         out.call, out.note = NOT_COMPARED, why
         return out
-    out.requests = (sum(sample_count(lv, metric) for lv in a),
-                    sum(sample_count(lv, metric) for lv in b))
+    out.requests = (
+        sum(sample_count(lv, metric) for lv in a),
+        sum(sample_count(lv, metric) for lv in b),
+    )
 
     def units(side: Sequence[LevelData]) -> np.ndarray:
         if runs:
@@ -212,8 +223,9 @@ def compare_metric(
         ra = np.concatenate([request_values(lv, metric) for lv in a])
         rb = np.concatenate([request_values(lv, metric) for lv in b])
         out.basis, out.units = "requests", (int(ra.size), int(rb.size))
-        out.ratio, out.low, out.high = quantile_ratio_interval(ra, rb, metric.q,
-                                                             confidence=confidence)
+        out.ratio, out.low, out.high = quantile_ratio_interval(
+            ra, rb, metric.q, confidence=confidence
+        )
         if ra.size and rb.size:
             out.a, out.b = float(np.percentile(ra, metric.q)), float(np.percentile(rb, metric.q))
     out.call = decide(out.low, out.high, metric.better, delta)
@@ -231,8 +243,10 @@ def compare_metric(
         notes.append(f"too few {out.basis} with values (A {out.units[0]}, B {out.units[1]})")
     elif metric.q >= 99 and metric.kind == "latency" and min(out.requests) < P99_MIN_REQUESTS:
         out.call = RUN_MORE
-        notes.append(f"a p99 is called only with {P99_MIN_REQUESTS:,} requests a side "
-                     f"(A {out.requests[0]:,}, B {out.requests[1]:,})")
+        notes.append(
+            f"a p99 is called only with {P99_MIN_REQUESTS:,} requests a side "
+            f"(A {out.requests[0]:,}, B {out.requests[1]:,})"
+        )
     elif out.call == RUN_MORE and out.low is None:
         notes.append("the interval is unbounded: A's values are too close to 0 or too spread")
     out.note = "; ".join(notes)
@@ -249,11 +263,8 @@ def compare(
     confidence: float = CONFIDENCE,
 ) -> list[MetricCall]:
     """Every metric of B against A (goodput only with an SLO)."""
-    chosen = metrics if metrics is not None else [
-        m for m in METRICS if m.name != "goodput" or slo
-    ]
-    return [compare_metric(a, b, m, delta=delta, slo=slo, confidence=confidence)
-            for m in chosen]
+    chosen = metrics if metrics is not None else [m for m in METRICS if m.name != "goodput" or slo]
+    return [compare_metric(a, b, m, delta=delta, slo=slo, confidence=confidence) for m in chosen]
 
 
 def family_confidence(comparisons: int, confidence: float = CONFIDENCE) -> float:
@@ -267,8 +278,11 @@ def family_confidence(comparisons: int, confidence: float = CONFIDENCE) -> float
 def confidence_text(comparisons: int) -> str:
     """``95%``, or ``97.5% first (2 runs against one baseline: Holm)``."""
     pct = f"{family_confidence(comparisons) * 100:.4g}%"
-    return pct if comparisons <= 1 else (f"{pct} first ({comparisons} runs against one "
-                                         "baseline: Holm)")
+    return (
+        pct
+        if comparisons <= 1
+        else (f"{pct} first ({comparisons} runs against one baseline: Holm)")
+    )
 
 
 def noise_floor(aa: MetricCall, minimum: float = MIN_DELTA) -> float:

@@ -164,11 +164,15 @@ def slice_values(
     if metric.kind == "rate":
         return _rate_slices(level, metric.source, edges, slo)
     members = level.members()
-    idx = np.clip(
-        ((np.array([r.scheduled for r in members]) - b[0]) / (edges[1] - edges[0])).astype(int),
-        0,
-        slices - 1,
-    ) if members else np.empty(0, dtype=int)
+    idx = (
+        np.clip(
+            ((np.array([r.scheduled for r in members]) - b[0]) / (edges[1] - edges[0])).astype(int),
+            0,
+            slices - 1,
+        )
+        if members
+        else np.empty(0, dtype=int)
+    )
     out = [
         _percentile([r for r, i in zip(members, idx, strict=True) if i == k], metric)
         for k in range(slices)

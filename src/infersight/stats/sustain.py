@@ -59,8 +59,11 @@ def _answers(records: Sequence[RequestRecord], start: float, end: float, fill: f
     window's own sends by then. An error comes back at once, not a fill time later, so
     it is matched to its send: shifted, one sent early in the window would be lost."""
     ok = sum(1 for r in records if r.ok and start + fill <= finish_time(r) <= end + fill)
-    failed = sum(1 for r in records if _failed(r) and start <= r.scheduled <= end
-                 and finish_time(r) <= end + fill)
+    failed = sum(
+        1
+        for r in records
+        if _failed(r) and start <= r.scheduled <= end and finish_time(r) <= end + fill
+    )
     return ok + failed
 
 

@@ -46,12 +46,20 @@ _SEN_POINTS = 400
 
 
 def _check(
-    name: str, ok: bool, value: float | None, tolerance: str, invalidates: Sequence[str],
+    name: str,
+    ok: bool,
+    value: float | None,
+    tolerance: str,
+    invalidates: Sequence[str],
     detail: str,
 ) -> dict[str, Any]:
     return {
-        "check": name, "ok": ok, "value": value, "tolerance": tolerance,
-        "invalidates": [] if ok else list(invalidates), "detail": detail,
+        "check": name,
+        "ok": ok,
+        "value": value,
+        "tolerance": tolerance,
+        "invalidates": [] if ok else list(invalidates),
+        "detail": detail,
     }
 
 
@@ -69,7 +77,11 @@ def check_tokens(ok: Sequence[RequestRecord]) -> dict[str, Any]:
     usage = sum(r.completion_tokens or 0 for r in both)
     gap = usage / counted - 1.0
     return _check(
-        "tokens", abs(gap) <= _TOKENS_TOL, gap, "±2%", ["output_token_throughput", "tpot"],
+        "tokens",
+        abs(gap) <= _TOKENS_TOL,
+        gap,
+        "±2%",
+        ["output_token_throughput", "tpot"],
         f"usage reports {usage} tokens, the stream carried {counted} ({gap:+.1%})",
     )
 
@@ -87,7 +99,11 @@ def check_e2e(ok: Sequence[RequestRecord]) -> dict[str, Any]:
     pred = statistics.median(p[1] for p in pairs)
     gap = pred / e2e - 1.0 if e2e > 0 else 0.0
     return _check(
-        "e2e", abs(gap) <= _E2E_TOL, gap, "±5% p50", ["itl", "tpot"],
+        "e2e",
+        abs(gap) <= _E2E_TOL,
+        gap,
+        "±5% p50",
+        ["itl", "tpot"],
         f"TTFT + ITL·(n−1) p50 is {gap:+.1%} off e2e p50",
     )
 
@@ -100,7 +116,11 @@ def check_chunks(ok: Sequence[RequestRecord]) -> dict[str, Any]:
         return _check("tokens_per_chunk", True, None, "mean ≤ 1.2", [], "no streamed answers")
     mean = statistics.fmean(r.output_tokens / len(r.chunk_times) for r in recs)
     return _check(
-        "tokens_per_chunk", mean <= _CHUNK_TOL, mean, "mean ≤ 1.2", ["itl"],
+        "tokens_per_chunk",
+        mean <= _CHUNK_TOL,
+        mean,
+        "mean ≤ 1.2",
+        ["itl"],
         f"{mean:.2f} tokens per chunk on average",
     )
 
@@ -120,7 +140,11 @@ def check_rate(recs: Sequence[RequestRecord], open_loop: bool) -> dict[str, Any]
         return _check("rate", True, None, "≥ 95%", [], "every request scheduled at once")
     ratio = sched_span / sent_span  # (n-1)/sent_span over (n-1)/sched_span
     return _check(
-        "rate", ratio >= _RATE_TOL, ratio, "≥ 95%", LATENCIES,
+        "rate",
+        ratio >= _RATE_TOL,
+        ratio,
+        "≥ 95%",
+        LATENCIES,
         f"achieved {ratio:.0%} of the scheduled send rate",
     )
 
@@ -130,7 +154,11 @@ def check_client(agg: dict[str, Any]) -> dict[str, Any]:
     cl = agg.get("client_limited") or {}
     flag = bool(cl.get("flag"))
     return _check(
-        "client_limited", not flag, float(flag), "the client-limited flag", LATENCIES,
+        "client_limited",
+        not flag,
+        float(flag),
+        "the client-limited flag",
+        LATENCIES,
         "; ".join(cl.get("reasons") or []) or "the load generator kept up",
     )
 
@@ -141,7 +169,11 @@ def check_errors(recs: Sequence[RequestRecord]) -> dict[str, Any]:
     n_err = sum(1 for r in recs if not r.ok and not r.cancelled)
     share = n_err / (n_ok + n_err) if n_ok + n_err else 0.0
     return _check(
-        "errors", share <= _ERROR_TOL, share, "≤ 1%", ["goodput"],
+        "errors",
+        share <= _ERROR_TOL,
+        share,
+        "≤ 1%",
+        ["goodput"],
         f"{share:.1%} of requests failed; percentiles are over successes only",
     )
 
@@ -150,8 +182,11 @@ def check_warmup(agg: dict[str, Any]) -> dict[str, Any]:
     """Whether the window excluded warm-up (said, never a fault: short levels keep all)."""
     w = agg.get("window") or {}
     steady = bool(w.get("steady"))
-    text = "the window excluded warm-up" if steady else (
-        w.get("note") or "the window counts every request, warm-up included")
+    text = (
+        "the window excluded warm-up"
+        if steady
+        else (w.get("note") or "the window counts every request, warm-up included")
+    )
     return _check("warmup", True, float(steady), "said", [], str(text))
 
 
@@ -169,8 +204,9 @@ def mann_kendall(times: Sequence[float], values: Sequence[float]) -> tuple[float
 def check_trend(ok: Sequence[RequestRecord]) -> dict[str, Any]:
     """Mann-Kendall trend of TTFT and e2e across the window (p > 0.01, or Sen's slope
     over the window under 10% of the mean)."""
-    recs = sorted((r for r in ok if r.ttft is not None and r.e2e is not None),
-                  key=lambda r: r.scheduled)
+    recs = sorted(
+        (r for r in ok if r.ttft is not None and r.e2e is not None), key=lambda r: r.scheduled
+    )
     tol = "p > 0.01 or drift < 10% of mean"
     if len(recs) < 10:
         return _check("stationarity", True, None, tol, [], "too few requests to test")
@@ -188,8 +224,11 @@ def check_trend(ok: Sequence[RequestRecord]) -> dict[str, Any]:
         if p <= _TREND_P and drift >= _TREND_SLOPE:
             bad = True
         if drift >= worst[0]:
-            worst = (drift, f"{name} drifts {slope * span:+.3g} s across the window "
-                            f"({drift:.0%} of its mean, Mann-Kendall p = {p:.2g})")
+            worst = (
+                drift,
+                f"{name} drifts {slope * span:+.3g} s across the window "
+                f"({drift:.0%} of its mean, Mann-Kendall p = {p:.2g})",
+            )
     return _check("stationarity", not bad, worst[0], tol, LATENCIES, worst[1])
 
 
@@ -204,8 +243,14 @@ def check_level(
     target = agg.get("target") or {}
     open_loop = target.get("concurrency") is None and bool(target.get("rate"))
     return [
-        check_tokens(ok), check_e2e(ok), check_chunks(ok), check_rate(records, open_loop),
-        check_client(agg), check_errors(records), check_warmup(agg), check_trend(ok),
+        check_tokens(ok),
+        check_e2e(ok),
+        check_chunks(ok),
+        check_rate(records, open_loop),
+        check_client(agg),
+        check_errors(records),
+        check_warmup(agg),
+        check_trend(ok),
     ]
 
 
@@ -223,5 +268,6 @@ def validity_lines(name: str, agg: dict[str, Any]) -> list[str]:
     return [
         f"{name} invalid {c['check']} ({c['tolerance']}): {c.get('detail', '')}; "
         f"not valid: {', '.join(c['invalidates'])}"
-        for c in agg.get("validity") or [] if not c.get("ok")
+        for c in agg.get("validity") or []
+        if not c.get("ok")
     ]

@@ -75,8 +75,19 @@ def alert_expressions() -> list[str]:
 
 
 _KEYWORDS = {
-    "by", "without", "on", "ignoring", "group_left", "group_right", "and", "or",
-    "unless", "bool", "offset", "inf", "nan",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
+    "inf",
+    "nan",
 }
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
@@ -161,6 +172,5 @@ def alert_engines(expr: str) -> list[str]:
     its left side, less those exporting the series of an ``unless`` (scoping) clause."""
     lhs, scope = (*re.split(r"\bunless\b", expr, maxsplit=1), "")[:2]
     return [
-        key for key in engine_specs()
-        if _fills(lhs, key) and not (scope and _fills(scope, key))
+        key for key in engine_specs() if _fills(lhs, key) and not (scope and _fills(scope, key))
     ]

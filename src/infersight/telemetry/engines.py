@@ -81,7 +81,9 @@ def _candidates(s: Series) -> tuple[str, ...]:
 class Normalizer:
     """Stateful: remembers the previous histogram buckets to compute interval quantiles."""
 
-    def __init__(self, engine: str | None = None, source: str = "", *, buckets: bool = False) -> None:
+    def __init__(
+        self, engine: str | None = None, source: str = "", *, buckets: bool = False
+    ) -> None:
         self.engine = engine
         self.source = source
         self.buckets = buckets
@@ -144,8 +146,7 @@ class Normalizer:
         buckets = merge_buckets(hs)
         if self.buckets:
             out.extend(
-                Sample(t, name, c, {**base, "stat": "bucket", "le": _le(le)})
-                for le, c in buckets
+                Sample(t, name, c, {**base, "stat": "bucket", "le": _le(le)}) for le, c in buckets
             )
         prev = self._prev_buckets.get(name)
         self._prev_buckets[name] = buckets

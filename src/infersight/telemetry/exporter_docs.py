@@ -75,7 +75,9 @@ def reference_markdown() -> str:
     out += ["| name | type | labels | meaning |", "|---|---|---|---|"]
     for name, (kind, help_) in EXPORTER_OWN.items():
         out.append(f"| `{name}` | {kind} | - | {help_} |")
-    out.append(f"| `{GPU_INFO[0]}` | gauge | `gpu`, `name`, `uuid`, `driver_version` | {GPU_INFO[1]} |")
+    out.append(
+        f"| `{GPU_INFO[0]}` | gauge | `gpu`, `name`, `uuid`, `driver_version` | {GPU_INFO[1]} |"
+    )
     for title, prefixes in _SECTIONS:
         engines = prefixes == ("engine.",)
         out += ["", f"## {title}", ""]
@@ -93,12 +95,17 @@ def panels_markdown() -> str:
     """Which shipped dashboard panels each engine fills (engine panels only)."""
     specs = engine_specs()
     head = "| panel | " + " | ".join(s.label for s in specs.values()) + " |"
-    out = ["", "## Dashboard panels by engine", "",
-           "What the shipped Grafana dashboard (`infersight dashboards grafana`) shows for each",
-           "engine (llama.cpp includes infersight's embedded engine); an empty cell is a panel",
-           "that says \"no data\" for it. GPU, host and cost panels do not depend on the engine.",
-           "",
-           head, "|---" * (len(specs) + 1) + "|"]
+    out = [
+        "",
+        "## Dashboard panels by engine",
+        "",
+        "What the shipped Grafana dashboard (`infersight dashboards grafana`) shows for each",
+        "engine (llama.cpp includes infersight's embedded engine); an empty cell is a panel",
+        'that says "no data" for it. GPU, host and cost panels do not depend on the engine.',
+        "",
+        head,
+        "|---" * (len(specs) + 1) + "|",
+    ]
     for p in dashboard_panels():
         engines = panel_engines(p)
         if engines and p.get("type") != "stat":

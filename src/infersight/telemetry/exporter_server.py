@@ -133,8 +133,14 @@ async def run_exporter(
     the bound port; ``telemetry.gpu_reason`` says why there are no GPU metrics).
     """
     tel = build_recorder(
-        interval=interval, processes=processes, gpu=gpu, scrape=urls, api_key=api_key,
-        scrape_timeout=scrape_timeout, engine_buckets=True, capacity=_EXPORTER_CAPACITY,
+        interval=interval,
+        processes=processes,
+        gpu=gpu,
+        scrape=urls,
+        api_key=api_key,
+        scrape_timeout=scrape_timeout,
+        engine_buckets=True,
+        capacity=_EXPORTER_CAPACITY,
     )
     srv = ExporterServer(tel.recorder, host=host, port=port, gpus=tel.gpus)
     await srv.start()

@@ -21,8 +21,14 @@ __all__ = ["sample_url", "sample_url_async"]
 log = logging.getLogger(__name__)
 
 
-async def _probe_loop(url: str, api_key: str | None, model: str | None, stop: asyncio.Event,
-                      records: list[RequestRecord], max_tokens: int) -> None:
+async def _probe_loop(
+    url: str,
+    api_key: str | None,
+    model: str | None,
+    stop: asyncio.Event,
+    records: list[RequestRecord],
+    max_tokens: int,
+) -> None:
     from infersight.client import Client, Timeouts
     from infersight.core.errors import InfersightError
 
@@ -34,11 +40,15 @@ async def _probe_loop(url: str, api_key: str | None, model: str | None, stop: as
             except InfersightError as e:
                 log.info("probe: cannot list models: %s", e)
         while not stop.is_set():
-            rec = RequestRecord(request_id=uuid.uuid4().hex[:12], scheduled=time.monotonic(),
-                                labels={"level": "probe"})
+            rec = RequestRecord(
+                request_id=uuid.uuid4().hex[:12],
+                scheduled=time.monotonic(),
+                labels={"level": "probe"},
+            )
             body: dict[str, Any] = {
                 "messages": [{"role": "user", "content": "Count from 1 to 20."}],
-                "max_tokens": max_tokens, "stream": True,
+                "max_tokens": max_tokens,
+                "stream": True,
             }
             if model:
                 body["model"] = model
@@ -51,9 +61,16 @@ async def _probe_loop(url: str, api_key: str | None, model: str | None, stop: as
                 await asyncio.wait_for(stop.wait(), timeout=0.5)
 
 
-async def sample_url_async(url: str, seconds: float, *, api_key: str | None = None,
-                           probe: bool = True, model: str | None = None,
-                           interval: float = 1.0, max_tokens: int = 16) -> RunResult:
+async def sample_url_async(
+    url: str,
+    seconds: float,
+    *,
+    api_key: str | None = None,
+    probe: bool = True,
+    model: str | None = None,
+    interval: float = 1.0,
+    max_tokens: int = 16,
+) -> RunResult:
     """Watch ``url`` (a server root or its ``/v1``) for ``seconds``; see :func:`sample_url`."""
     base = server_root(url)
     tel = build_recorder(interval=interval, scrape=[f"{base}/metrics"], api_key=api_key)
@@ -61,8 +78,11 @@ async def sample_url_async(url: str, seconds: float, *, api_key: str | None = No
     records: list[RequestRecord] = []
     stop = asyncio.Event()
     await rec.start()
-    task = asyncio.create_task(_probe_loop(base, api_key, model, stop, records, max_tokens)) \
-        if probe else None
+    task = (
+        asyncio.create_task(_probe_loop(base, api_key, model, stop, records, max_tokens))
+        if probe
+        else None
+    )
     try:
         await asyncio.sleep(seconds)
     finally:
@@ -73,10 +93,15 @@ async def sample_url_async(url: str, seconds: float, *, api_key: str | None = No
             except (TimeoutError, asyncio.CancelledError):
                 task.cancel()
         await rec.stop()
-    result = RunResult(kind="monitor", config={
-        "engine": {"url": base, "engine": scraper.engine or "unknown"},
-        "source": "infersight diagnose --url", "seconds": seconds, "probe": probe,
-    })
+    result = RunResult(
+        kind="monitor",
+        config={
+            "engine": {"url": base, "engine": scraper.engine or "unknown"},
+            "source": "infersight diagnose --url",
+            "seconds": seconds,
+            "probe": probe,
+        },
+    )
     # names pick the peak-table row
     result.environment = {"gpus": [g for g in tel.gpus if g.get("name")]}
     result.records = records
@@ -84,12 +109,27 @@ async def sample_url_async(url: str, seconds: float, *, api_key: str | None = No
     return result
 
 
-def sample_url(url: str, seconds: float, *, api_key: str | None = None, probe: bool = True,
-               model: str | None = None, interval: float = 1.0,
-               max_tokens: int = 16) -> RunResult:
+def sample_url(
+    url: str,
+    seconds: float,
+    *,
+    api_key: str | None = None,
+    probe: bool = True,
+    model: str | None = None,
+    interval: float = 1.0,
+    max_tokens: int = 16,
+) -> RunResult:
     """Watch ``url`` for ``seconds`` and return what was seen as a RunResult (kind
     ``monitor``): engine, host and GPU samples, and with ``probe`` the records of one
     small streamed chat request at a time (``max_tokens`` each)."""
-    return asyncio.run(sample_url_async(url, seconds, api_key=api_key, probe=probe,
-                                        model=model, interval=interval,
-                                        max_tokens=max_tokens))
+    return asyncio.run(
+        sample_url_async(
+            url,
+            seconds,
+            api_key=api_key,
+            probe=probe,
+            model=model,
+            interval=interval,
+            max_tokens=max_tokens,
+        )
+    )

@@ -83,7 +83,16 @@ class ProcessTree:
             except _GONE:
                 continue
             alive[p.pid] = proc
-            rows.append(ProcessRow(p.pid, depth, name, cpu if known is not None else None,
-                                   rss, threads, _command(proc)))
+            rows.append(
+                ProcessRow(
+                    p.pid,
+                    depth,
+                    name,
+                    cpu if known is not None else None,
+                    rss,
+                    threads,
+                    _command(proc),
+                )
+            )
         self._seen = alive
         return rows

@@ -37,8 +37,15 @@ from infersight.core.settings import BaseConfig, config_error
 
 __all__ = ["PrometheusAuth", "PrometheusEnv", "load_auth"]
 
-_SUPPORTED = {"basic_auth", "authorization", "bearer_token", "bearer_token_file", "tls_config",
-              "follow_redirects", "enable_http2"}
+_SUPPORTED = {
+    "basic_auth",
+    "authorization",
+    "bearer_token",
+    "bearer_token_file",
+    "tls_config",
+    "follow_redirects",
+    "enable_http2",
+}
 
 
 class PrometheusAuth(BaseModel):
@@ -68,15 +75,20 @@ class PrometheusAuth(BaseModel):
         try:
             ctx = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
         except (OSError, ssl.SSLError) as e:
-            raise ConfigError(f"tls_config.ca_file {self.ca_file}: not a readable PEM CA "
-                              f"({getattr(e, 'strerror', None) or type(e).__name__})") from None
+            raise ConfigError(
+                f"tls_config.ca_file {self.ca_file}: not a readable PEM CA "
+                f"({getattr(e, 'strerror', None) or type(e).__name__})"
+            ) from None
         if self.cert_file:
             try:
-                ctx.load_cert_chain(str(self.cert_file), str(self.key_file) if self.key_file else None)
+                ctx.load_cert_chain(
+                    str(self.cert_file), str(self.key_file) if self.key_file else None
+                )
             except (OSError, ssl.SSLError) as e:
-                raise ConfigError(f"tls_config.cert_file {self.cert_file}: cannot load the client "
-                                  f"certificate and key ({getattr(e, 'strerror', None) or type(e).__name__})"
-                                  ) from None
+                raise ConfigError(
+                    f"tls_config.cert_file {self.cert_file}: cannot load the client "
+                    f"certificate and key ({getattr(e, 'strerror', None) or type(e).__name__})"
+                ) from None
         if self.insecure_skip_verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
@@ -124,9 +136,14 @@ def _from_env() -> PrometheusAuth:
     if not password and env.password_file:
         password = _secret_file(env.password_file, "INFERSIGHT_PROMETHEUS_PASSWORD_FILE")
     return PrometheusAuth(
-        username=env.username, password_value=SecretStr(password), bearer=SecretStr(token),
-        ca_file=env.ca_file, cert_file=env.cert_file, key_file=env.key_file,
-        server_name=env.server_name, insecure_skip_verify=env.insecure_skip_verify,
+        username=env.username,
+        password_value=SecretStr(password),
+        bearer=SecretStr(token),
+        ca_file=env.ca_file,
+        cert_file=env.cert_file,
+        key_file=env.key_file,
+        server_name=env.server_name,
+        insecure_skip_verify=env.insecure_skip_verify,
     )
 
 
@@ -145,11 +162,15 @@ def _from_file(path: Path) -> PrometheusAuth:
     except yaml.YAMLError as e:
         raise ConfigError(f"--http-config {path}: not valid YAML ({type(e).__name__})") from None
     if not isinstance(doc, dict):
-        raise ConfigError(f"--http-config {path}: expected a mapping of Prometheus http_config keys")
+        raise ConfigError(
+            f"--http-config {path}: expected a mapping of Prometheus http_config keys"
+        )
     unknown = sorted(set(doc) - _SUPPORTED)
     if unknown:
-        raise ConfigError(f"--http-config {path}: {', '.join(unknown)} not supported (supported: "
-                          "basic_auth, authorization, bearer_token_file, tls_config)")
+        raise ConfigError(
+            f"--http-config {path}: {', '.join(unknown)} not supported (supported: "
+            "basic_auth, authorization, bearer_token_file, tls_config)"
+        )
     base = path.parent
 
     def rel(v: Any) -> Path | None:  # paths relative to the file, as Prometheus reads them
@@ -166,12 +187,18 @@ def _from_file(path: Path) -> PrometheusAuth:
     if not token and token_file:
         token = _secret_file(rel(token_file), "authorization.credentials_file")
     if authz and str(authz.get("type", "Bearer")).lower() != "bearer":
-        raise ConfigError(f"--http-config {path}: authorization.type {authz.get('type')!r} not "
-                          "supported (Bearer only)")
+        raise ConfigError(
+            f"--http-config {path}: authorization.type {authz.get('type')!r} not "
+            "supported (Bearer only)"
+        )
     return PrometheusAuth(
-        username=str(basic.get("username") or ""), password_value=SecretStr(password),
-        bearer=SecretStr(token), ca_file=rel(tls.get("ca_file")), cert_file=rel(tls.get("cert_file")),
-        key_file=rel(tls.get("key_file")), server_name=str(tls.get("server_name") or ""),
+        username=str(basic.get("username") or ""),
+        password_value=SecretStr(password),
+        bearer=SecretStr(token),
+        ca_file=rel(tls.get("ca_file")),
+        cert_file=rel(tls.get("cert_file")),
+        key_file=rel(tls.get("key_file")),
+        server_name=str(tls.get("server_name") or ""),
         insecure_skip_verify=bool(tls.get("insecure_skip_verify", False)),
     )
 

@@ -35,25 +35,57 @@ __all__ = [
 ]
 
 #: Labels that identify a replica (and its host) on an engine's series.
-ENGINE_BY = ("namespace", "pod", "job", "instance", "model_name", "node", "kubernetes_node",
-             "nodename", "hostname", "Hostname", "host")
+ENGINE_BY = (
+    "namespace",
+    "pod",
+    "job",
+    "instance",
+    "model_name",
+    "node",
+    "kubernetes_node",
+    "nodename",
+    "hostname",
+    "Hostname",
+    "host",
+)
 #: Labels kept on GPU series: the GPU, its host, the pod using it, the exporter.
-GPU_BY = ("gpu", "UUID", "uuid", "GPU_I_ID", "Hostname", "hostname", "pod", "namespace",
-          "exported_pod", "exported_namespace", "instance", "job")
+GPU_BY = (
+    "gpu",
+    "UUID",
+    "uuid",
+    "GPU_I_ID",
+    "Hostname",
+    "hostname",
+    "pod",
+    "namespace",
+    "exported_pod",
+    "exported_namespace",
+    "instance",
+    "job",
+)
 #: Labels of infersight's exporter's series.
 EXPORTER_BY = ("namespace", "pod", "job", "instance", "source", "engine")
 
 #: Gauges and counters the rules read (docs/design.md section 5 symbols, request counts).
-ENGINE_NAMES = ("engine.requests_running", "engine.requests_waiting", "engine.kv_cache_usage",
-                "engine.slots", "engine.preemptions_total", "engine.requests_finished_total",
-                "engine.requests_total")
+ENGINE_NAMES = (
+    "engine.requests_running",
+    "engine.requests_waiting",
+    "engine.kv_cache_usage",
+    "engine.slots",
+    "engine.preemptions_total",
+    "engine.requests_finished_total",
+    "engine.requests_total",
+)
 #: Read too when the roofline floors can be computed (--model and --gpu): throughput.
 PHYSICS_NAMES = ("engine.prompt_tokens_total", "engine.generation_tokens_total")
 #: Histograms and the quantiles read from them: TTFT p99 ranks the worst windows ...
 QUANTILES = {"engine.ttft_seconds": (0.99,)}
 #: ... and the medians are compared with the roofline floors.
-PHYSICS_QUANTILES = {"engine.ttft_seconds": (0.5,), "engine.itl_seconds": (0.5,),
-                     "engine.e2e_seconds": (0.5,)}
+PHYSICS_QUANTILES = {
+    "engine.ttft_seconds": (0.5,),
+    "engine.itl_seconds": (0.5,),
+    "engine.e2e_seconds": (0.5,),
+}
 #: GPU signals the rules read.
 GPU_NAMES = ("gpu.utilization", "gpu.sm_activity")
 
@@ -107,14 +139,21 @@ def dcgm_spec() -> GpuExporterSpec:
     t: dict[str, Any] = tomllib.loads(text)["dcgm"]
     metrics = {}
     for k, v in t["metrics"].items():
-        rule = MetricRule(v) if isinstance(v, str) else MetricRule(
-            name=str(v["name"]), scale=float(v.get("scale", 1.0)))
+        rule = (
+            MetricRule(v)
+            if isinstance(v, str)
+            else MetricRule(name=str(v["name"]), scale=float(v.get("scale", 1.0)))
+        )
         metrics[k] = rule
     return GpuExporterSpec(
-        key="dcgm", label=str(t["label"]), detect=tuple(t["detect"]),
-        checked_against=str(t["checked_against"]), gpu_labels=tuple(t["gpu_labels"]),
+        key="dcgm",
+        label=str(t["label"]),
+        detect=tuple(t["detect"]),
+        checked_against=str(t["checked_against"]),
+        gpu_labels=tuple(t["gpu_labels"]),
         host_labels=tuple(t["host_labels"]),
-        pod_labels=tuple((str(a), str(b)) for a, b in t["pod_labels"]), metrics=metrics,
+        pod_labels=tuple((str(a), str(b)) for a, b in t["pod_labels"]),
+        metrics=metrics,
     )
 
 
@@ -124,10 +163,14 @@ def parse_selector(text: str | None) -> str:
     if not s:
         return ""
     if s.startswith("{") != s.endswith("}"):
-        raise ConfigError(f"--selector {text!r}: expected label matchers like '{{namespace=\"llm\"}}'")
+        raise ConfigError(
+            f"--selector {text!r}: expected label matchers like '{{namespace=\"llm\"}}'"
+        )
     inner = s[1:-1].strip() if s.startswith("{") else s
     if inner and not any(op in inner for op in ("=", "!=", "=~", "!~")):
-        raise ConfigError(f"--selector {text!r}: expected label matchers like '{{namespace=\"llm\"}}'")
+        raise ConfigError(
+            f"--selector {text!r}: expected label matchers like '{{namespace=\"llm\"}}'"
+        )
     return inner.rstrip(",")
 
 
@@ -163,8 +206,9 @@ def _present_rules(spec: EngineSpec, names: set[str]) -> dict[str, tuple[str, Me
     return out
 
 
-def engine_signals(spec: EngineSpec, names: set[str], matchers: str,
-                   physics: bool = False) -> list[Signal]:
+def engine_signals(
+    spec: EngineSpec, names: set[str], matchers: str, physics: bool = False
+) -> list[Signal]:
     """The queries for one engine kind's series (``names``: every name in the store)."""
     by = ", ".join(ENGINE_BY)
     out: list[Signal] = []
@@ -182,7 +226,9 @@ def engine_signals(spec: EngineSpec, names: set[str], matchers: str,
             out.append(Signal(name, q, "engine", spec.key, counter=True, per_window=True))
         else:
             agg = {"max": "max", "mean": "avg"}.get(rule.agg, "sum")
-            out.append(Signal(name, _scaled(f"{agg} by ({by}) ({sel})", rule.scale), "engine", spec.key))
+            out.append(
+                Signal(name, _scaled(f"{agg} by ({by}) ({sel})", rule.scale), "engine", spec.key)
+            )
     for name, qs in quantiles.items():
         if name not in rules or f"{rules[name][0]}_bucket" not in names:
             continue
@@ -190,8 +236,11 @@ def engine_signals(spec: EngineSpec, names: set[str], matchers: str,
         sel = metric_selector(f"{metric}_bucket", matchers, *_rule_matchers(rule))
         for quant in qs:
             promql = f"histogram_quantile({quant:g}, sum by (le, {by}) (rate({sel}[{{win}}])))"
-            out.append(Signal(name, promql, "engine", spec.key, stat=f"p{round(quant * 100)}",
-                              per_window=True))
+            out.append(
+                Signal(
+                    name, promql, "engine", spec.key, stat=f"p{round(quant * 100)}", per_window=True
+                )
+            )
     return out
 
 
@@ -219,8 +268,16 @@ def exporter_signals(names: set[str], matchers: str, physics: bool = False) -> l
             continue
         sel = metric_selector(metric, matchers)
         if name.endswith("_total"):
-            out.append(Signal(name, f"sum by ({by}) (rate({sel}[{{win}}]))", "exporter", "exporter",
-                              counter=True, per_window=True))
+            out.append(
+                Signal(
+                    name,
+                    f"sum by ({by}) (rate({sel}[{{win}}]))",
+                    "exporter",
+                    "exporter",
+                    counter=True,
+                    per_window=True,
+                )
+            )
         else:
             out.append(Signal(name, f"max by ({by}) ({sel})", "exporter", "exporter"))
     for name, qs in quantiles.items():
@@ -241,17 +298,33 @@ def exporter_signals(names: set[str], matchers: str, physics: bool = False) -> l
         metric = exported_name(name)
         if metric in names:
             sel = metric_selector(metric, matchers)
-            out.append(Signal(name, f"max by ({by}, gpu) (avg_over_time({sel}[{{win}}]))", "gpu",
-                              "exporter", per_window=True))
+            out.append(
+                Signal(
+                    name,
+                    f"max by ({by}, gpu) (avg_over_time({sel}[{{win}}]))",
+                    "gpu",
+                    "exporter",
+                    per_window=True,
+                )
+            )
     cpu = exported_name("process.cpu_percent")
     if cpu in names:
         sel = metric_selector(cpu, matchers, 'name="engine"')
-        out.append(Signal("process.cpu_percent", f"sum by ({by}) (avg_over_time({sel}[{{win}}]))",
-                          "exporter", "exporter", labels=(("name", "engine"),), per_window=True))
+        out.append(
+            Signal(
+                "process.cpu_percent",
+                f"sum by ({by}) (avg_over_time({sel}[{{win}}]))",
+                "exporter",
+                "exporter",
+                labels=(("name", "engine"),),
+                per_window=True,
+            )
+        )
     return out
 
 
 def detected_engines(names: set[str]) -> list[EngineSpec]:
     """Engine kinds with series in the store (by their engines.toml prefixes)."""
-    return [spec for spec in engine_specs().values()
-            if any(n.startswith(spec.detect) for n in names)]
+    return [
+        spec for spec in engine_specs().values() if any(n.startswith(spec.detect) for n in names)
+    ]

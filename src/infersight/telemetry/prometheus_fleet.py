@@ -79,9 +79,13 @@ class Fleet:
         return per_page * window
 
     def page_count(self, window: float, page_points: int = DEFAULT_PAGE_POINTS) -> int:
-        return max(1, math.ceil((self.end - self.start) / self.page_span(window, page_points) - 1e-9))
+        return max(
+            1, math.ceil((self.end - self.start) / self.page_span(window, page_points) - 1e-9)
+        )
 
-    async def pages(self, window: float, page_points: int = DEFAULT_PAGE_POINTS) -> AsyncIterator[FleetPage]:
+    async def pages(
+        self, window: float, page_points: int = DEFAULT_PAGE_POINTS
+    ) -> AsyncIterator[FleetPage]:
         """Pages over ``[start, end)``, each a whole number of windows; the next page is
         fetched while the caller works on the current one."""
         span = self.page_span(window, page_points)
@@ -152,8 +156,9 @@ def _anchor(spec_metrics: dict[str, tuple[str, ...]], names: set[str]) -> str | 
     return None
 
 
-async def _engine_sets(client: PrometheusClient, names: set[str], m: str, t0: float,
-                       t1: float) -> dict[str, list[dict[str, str]]]:
+async def _engine_sets(
+    client: PrometheusClient, names: set[str], m: str, t0: float, t1: float
+) -> dict[str, list[dict[str, str]]]:
     out: dict[str, list[dict[str, str]]] = {}
     for spec in detected_engines(names):
         anchor = _anchor({k: tuple(r.name for r in v) for k, v in spec.metrics.items()}, names)
@@ -162,47 +167,81 @@ async def _engine_sets(client: PrometheusClient, names: set[str], m: str, t0: fl
     return out
 
 
-async def discover_fleet(client: PrometheusClient, *, start: float, end: float, step: float,
-                         selector: str = "", gpu_selector: str = "", physics: bool = False) -> Fleet:
+async def discover_fleet(
+    client: PrometheusClient,
+    *,
+    start: float,
+    end: float,
+    step: float,
+    selector: str = "",
+    gpu_selector: str = "",
+    physics: bool = False,
+) -> Fleet:
     """The engines, exporters and replicas with series in ``[start, end]``. ``physics``:
     also read token throughput and latency medians (for the roofline floors)."""
     m, gm = parse_selector(selector), parse_selector(gpu_selector)
     names = set(await client.label_values("__name__", [f"{{{m}}}"] if m else [], start, end))
-    gpu_names = names if gm == m else set(
-        await client.label_values("__name__", [f"{{{gm}}}"] if gm else [], start, end))
+    gpu_names = (
+        names
+        if gm == m
+        else set(await client.label_values("__name__", [f"{{{gm}}}"] if gm else [], start, end))
+    )
     engine_sets = await _engine_sets(client, names, m, start, end)
     exp_anchor = exported_name("engine.requests_running")
-    exporter_sets = await client.series([metric_selector(exp_anchor, m)], start, end) \
-        if exp_anchor in names else []
+    exporter_sets = (
+        await client.series([metric_selector(exp_anchor, m)], start, end)
+        if exp_anchor in names
+        else []
+    )
     spec = dcgm_spec()
     dcgm_anchor = next((k for k in spec.metrics if k in gpu_names), None)
-    gpu_sets = await client.series([metric_selector(dcgm_anchor, gm)], start, end) if dcgm_anchor else []
+    gpu_sets = (
+        await client.series([metric_selector(dcgm_anchor, gm)], start, end) if dcgm_anchor else []
+    )
     exp_gpu = exported_name("gpu.utilization")
-    exp_gpu_sets = await client.series([metric_selector(exp_gpu, m)], start, end) if exp_gpu in names else []
+    exp_gpu_sets = (
+        await client.series([metric_selector(exp_gpu, m)], start, end) if exp_gpu in names else []
+    )
     inv = build_inventory(engine_sets, exporter_sets, gpu_sets, exp_gpu_sets, spec)
     if not inv.replicas:
         known = ", ".join(p for s in engine_specs().values() for p in s.detect)
         where = f" matching {selector}" if selector else ""
-        raise ConfigError(f"Prometheus at {client.url} has no engine series{where} between the "
-                          f"range's start and end ({len(names)} metric names, none from a known "
-                          f"engine or exporter: {known}, {exp_anchor})")
-    signals = [s for key in engine_sets
-               for s in engine_signals(engine_specs()[key], names, m, physics)]
+        raise ConfigError(
+            f"Prometheus at {client.url} has no engine series{where} between the "
+            f"range's start and end ({len(names)} metric names, none from a known "
+            f"engine or exporter: {known}, {exp_anchor})"
+        )
+    signals = [
+        s for key in engine_sets for s in engine_signals(engine_specs()[key], names, m, physics)
+    ]
     signals += exporter_signals(names, m, physics) + dcgm_signals(spec, gpu_names, gm)
     inv.direct = {(s.source, s.name, s.stat) for s in signals if s.family == "engine"}
-    return Fleet(client=client, start=start, end=end, step=step, selector=selector, inventory=inv,
-                 signals=signals, scrape_interval=await _scrape_interval(client),
-                 notes=[*inv.notes, *_coverage_notes(inv, names, gpu_names, gpu_sets)])
+    return Fleet(
+        client=client,
+        start=start,
+        end=end,
+        step=step,
+        selector=selector,
+        inventory=inv,
+        signals=signals,
+        scrape_interval=await _scrape_interval(client),
+        notes=[*inv.notes, *_coverage_notes(inv, names, gpu_names, gpu_sets)],
+    )
 
 
-def _coverage_notes(inv: Inventory, names: set[str], gpu_names: set[str],
-                    gpu_sets: list[dict[str, str]]) -> list[str]:
+def _coverage_notes(
+    inv: Inventory, names: set[str], gpu_names: set[str], gpu_sets: list[dict[str, str]]
+) -> list[str]:
     notes = []
     if gpu_sets and "DCGM_FI_PROF_SM_ACTIVE" not in gpu_names:
-        notes.append("dcgm-exporter exports no DCGM_FI_PROF_SM_ACTIVE (its default "
-                     "dcp-metrics-included.csv has it commented out): SM activity is unknown, so "
-                     "a GPU at 100% utilisation doing little work cannot be told apart")
+        notes.append(
+            "dcgm-exporter exports no DCGM_FI_PROF_SM_ACTIVE (its default "
+            "dcp-metrics-included.csv has it commented out): SM activity is unknown, so "
+            "a GPU at 100% utilisation doing little work cannot be told apart"
+        )
     if not any(r.gpus for r in inv.replicas.values()):
-        notes.append("no GPU series joined to a replica (dcgm-exporter or infersight exporter): "
-                     "verdicts use the engines' own metrics only")
+        notes.append(
+            "no GPU series joined to a replica (dcgm-exporter or infersight exporter): "
+            "verdicts use the engines' own metrics only"
+        )
     return notes

@@ -63,17 +63,28 @@ class PrometheusClient:
     ``https://example.com/prometheus``); user info in it is used as basic auth.
     """
 
-    def __init__(self, url: str, auth: PrometheusAuth | None = None, *,
-                 timeout: float = 120.0, concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        url: str,
+        auth: PrometheusAuth | None = None,
+        *,
+        timeout: float = 120.0,
+        concurrency: int = 4,
+    ) -> None:
         parts = urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--prometheus {shown_url(url)!r}: give the server's URL, "
-                              "e.g. http://prometheus:9090")
+            raise ConfigError(
+                f"--prometheus {shown_url(url)!r}: give the server's URL, "
+                "e.g. http://prometheus:9090"
+            )
         self.auth = auth or PrometheusAuth()
         if parts.username and not self.auth.username:
-            self.auth = self.auth.model_copy(update={
-                "username": unquote(parts.username),
-                "password_value": SecretStr(unquote(parts.password or ""))})
+            self.auth = self.auth.model_copy(
+                update={
+                    "username": unquote(parts.username),
+                    "password_value": SecretStr(unquote(parts.password or "")),
+                }
+            )
         # Requests go to the root shown: no user info (sent as basic auth) and no query.
         self.url = shown_url(url).rstrip("/")
         self.timeout = timeout
@@ -87,7 +98,8 @@ class PrometheusClient:
         ctx = self.auth.ssl_context() if self.url.startswith("https:") else None
         connector = aiohttp.TCPConnector(ssl=ctx if ctx is not None else False, limit=8)
         self._session = aiohttp.ClientSession(
-            connector=connector, headers=self.auth.headers(),
+            connector=connector,
+            headers=self.auth.headers(),
             timeout=aiohttp.ClientTimeout(total=self.timeout, sock_connect=min(10.0, self.timeout)),
         )
         return self
@@ -104,13 +116,18 @@ class PrometheusClient:
         url = f"{self.url}/api/v1/{path}"
         kw: dict[str, Any] = {"data": form} if method == "POST" else {"params": form}
         try:
-            async with self._sem, self._session.request(
-                method, url, server_hostname=self.auth.server_name or None, **kw
-            ) as r:
+            async with (
+                self._sem,
+                self._session.request(
+                    method, url, server_hostname=self.auth.server_name or None, **kw
+                ) as r,
+            ):
                 body, status = await r.read(), r.status
         except aiohttp.ClientConnectorCertificateError as e:
-            raise ConnectError(f"{where}: TLS certificate not trusted ({e.certificate_error}); "
-                               "give its CA (tls_config.ca_file) or insecure_skip_verify") from None
+            raise ConnectError(
+                f"{where}: TLS certificate not trusted ({e.certificate_error}); "
+                "give its CA (tls_config.ca_file) or insecure_skip_verify"
+            ) from None
         except aiohttp.ClientSSLError as e:
             raise ConnectError(f"{where}: TLS handshake failed ({type(e).__name__})") from None
         except aiohttp.ClientConnectorError as e:
@@ -132,13 +149,18 @@ class PrometheusClient:
         except orjson.JSONDecodeError:
             doc = None
         if status in (401, 403):
-            raise AuthError(f"{where} answered HTTP {status}: the credentials were refused or "
-                            "missing (--http-config, INFERSIGHT_PROMETHEUS_*)", status=status)
+            raise AuthError(
+                f"{where} answered HTTP {status}: the credentials were refused or "
+                "missing (--http-config, INFERSIGHT_PROMETHEUS_*)",
+                status=status,
+            )
         if not isinstance(doc, dict) or "status" not in doc:
             if status >= 500:
                 raise ServerError(f"{where} answered HTTP {status}", status=status)
-            raise ProtocolError(f"{where} did not answer like the Prometheus HTTP API "
-                                f"(HTTP {status} on /api/v1/{path}); is it the server's root URL?")
+            raise ProtocolError(
+                f"{where} did not answer like the Prometheus HTTP API "
+                f"(HTTP {status} on /api/v1/{path}); is it the server's root URL?"
+            )
         for w in doc.get("warnings") or ():
             if w not in self.warnings:
                 self.warnings.append(str(w))
@@ -149,10 +171,14 @@ class PrometheusClient:
             raise ConfigError(f"{where} rejected the request: {err}")
         return doc.get("data")
 
-    async def query_range(self, query: str, start: float, end: float, step: float) -> list[MatrixSeries]:
+    async def query_range(
+        self, query: str, start: float, end: float, step: float
+    ) -> list[MatrixSeries]:
         """The series of ``query`` evaluated every ``step`` seconds in ``[start, end]``."""
-        data = await self._call("query_range", [
-            ("query", query), ("start", _ts(start)), ("end", _ts(end)), ("step", _ts(step))])
+        data = await self._call(
+            "query_range",
+            [("query", query), ("start", _ts(start)), ("end", _ts(end)), ("step", _ts(step))],
+        )
         self.queries += 1
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
             raise ProtocolError(f"Prometheus at {self.url}: query_range did not return a matrix")
@@ -160,7 +186,9 @@ class PrometheusClient:
         self.points += sum(int(s.t.size) for s in series)
         return series
 
-    async def label_values(self, label: str, match: list[str], start: float, end: float) -> list[str]:
+    async def label_values(
+        self, label: str, match: list[str], start: float, end: float
+    ) -> list[str]:
         """The values of ``label`` (``__name__``: metric names) on series matching ``match``."""
         form = [("start", _ts(start)), ("end", _ts(end))] + [("match[]", m) for m in match]
         # GET is the only method this endpoint has (Prometheus 2.x).

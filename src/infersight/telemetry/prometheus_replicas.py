@@ -74,7 +74,9 @@ class Inventory:
         for lab in spec.gpu_labels if spec else ("UUID", "uuid"):
             if labels.get(lab) and lab not in ("gpu",):
                 return labels[lab]
-        host = _host({k: v for k, v in labels.items() if k != "instance"}) or labels.get("instance", "")
+        host = _host({k: v for k, v in labels.items() if k != "instance"}) or labels.get(
+            "instance", ""
+        )
         return f"{host}/{labels.get('gpu', '?')}"
 
     def replica_of(self, sig: Signal, labels: dict[str, str]) -> tuple[str, dict[str, str]] | None:
@@ -90,7 +92,10 @@ class Inventory:
             if found is None:
                 return None
             rid, engine = found
-            if rid in self.scraped and (self.replicas[rid].engine, sig.name, sig.stat) in self.direct:
+            if (
+                rid in self.scraped
+                and (self.replicas[rid].engine, sig.name, sig.stat) in self.direct
+            ):
                 return None  # the engine's own series say the same, at the source
             out = {"engine": engine, **dict(sig.labels)}
         else:
@@ -132,9 +137,14 @@ def _add_engines(inv: Inventory, engine_sets: dict[str, list[dict[str, str]]]) -
             inv.scraped.add(rid)
             if rid not in inv.replicas:
                 inv.replicas[rid] = ReplicaInfo(
-                    id=rid, engine=eng, model=lab.get("model_name") or lab.get("job", ""),
-                    job=lab.get("job", ""), instance=lab.get("instance", ""),
-                    namespace=lab.get("namespace", ""), pod=lab.get("pod", ""), host=_host(lab),
+                    id=rid,
+                    engine=eng,
+                    model=lab.get("model_name") or lab.get("job", ""),
+                    job=lab.get("job", ""),
+                    instance=lab.get("instance", ""),
+                    namespace=lab.get("namespace", ""),
+                    pod=lab.get("pod", ""),
+                    host=_host(lab),
                     sources=[f"{label} /metrics"],
                 )
 
@@ -152,10 +162,14 @@ def _add_exporter(inv: Inventory, sets: list[dict[str, str]]) -> None:
                 rid = base if len(labs) == 1 else f"{base} {_netloc(src) or src}"
                 if rid not in inv.replicas:
                     inv.replicas[rid] = ReplicaInfo(
-                        id=rid, engine=lab.get("engine", "unknown"),
-                        model=lab.get("model_name") or lab.get("job", ""), job=lab.get("job", ""),
-                        instance=lab.get("instance", ""), namespace=lab.get("namespace", ""),
-                        pod=lab.get("pod", ""), host=_host(lab),
+                        id=rid,
+                        engine=lab.get("engine", "unknown"),
+                        model=lab.get("model_name") or lab.get("job", ""),
+                        job=lab.get("job", ""),
+                        instance=lab.get("instance", ""),
+                        namespace=lab.get("namespace", ""),
+                        pod=lab.get("pod", ""),
+                        host=_host(lab),
                     )
             if "infersight exporter" not in inv.replicas[rid].sources:
                 inv.replicas[rid].sources.append("infersight exporter")
@@ -172,8 +186,9 @@ def _attach(r: ReplicaInfo, gid: str, how: str, source: str) -> None:
         r.sources.append(source)
 
 
-def _join_gpu(inv: Inventory, lab: dict[str, str], spec: GpuExporterSpec,
-              unplaced: dict[str, int]) -> None:
+def _join_gpu(
+    inv: Inventory, lab: dict[str, str], spec: GpuExporterSpec, unplaced: dict[str, int]
+) -> None:
     gid = inv.gpu_id(lab)
     if gid in inv.gpu_owner:
         return
@@ -218,12 +233,16 @@ def build_inventory(
             if gid not in r.gpus:
                 _attach(r, gid, "instance", "infersight exporter")
     for host, n in sorted(unplaced.items()):
-        inv.notes.append(f"{n} GPU(s) on host {host} not joined to a replica: several replicas run "
-                         "there and dcgm-exporter has no pod label (enable its Kubernetes pod mapping)")
+        inv.notes.append(
+            f"{n} GPU(s) on host {host} not joined to a replica: several replicas run "
+            "there and dcgm-exporter has no pod label (enable its Kubernetes pod mapping)"
+        )
     placed = len(inv.gpu_owner)
     if gpu_sets and not placed:
-        inv.notes.append(f"{len({inv.gpu_id(g) for g in gpu_sets})} GPU(s) in dcgm-exporter's series "
-                         "match no replica (by pod or host)")
+        inv.notes.append(
+            f"{len({inv.gpu_id(g) for g in gpu_sets})} GPU(s) in dcgm-exporter's series "
+            "match no replica (by pod or host)"
+        )
     for r in inv.replicas.values():
         r.gpus.sort()
     return inv

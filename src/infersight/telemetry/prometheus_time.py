@@ -56,15 +56,18 @@ def parse_time(text: str, what: str, now: float | None = None) -> float:
     try:
         dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"{what} {text!r}: expected RFC 3339 (2024-05-01T14:00:00Z), Unix "
-                          "seconds, 'now' or 'now-2h'") from None
+        raise ConfigError(
+            f"{what} {text!r}: expected RFC 3339 (2024-05-01T14:00:00Z), Unix "
+            "seconds, 'now' or 'now-2h'"
+        ) from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
-def resolve_range(*, since: str | None, start: str | None, end: str | None, step: float,
-                  now: float | None = None) -> tuple[float, float]:
+def resolve_range(
+    *, since: str | None, start: str | None, end: str | None, step: float, now: float | None = None
+) -> tuple[float, float]:
     """``(start, end)`` from ``--since`` or ``--start``/``--end`` (end defaults to now),
     aligned down to multiples of ``step`` so that reruns see the same points."""
     now = time.time() if now is None else now
@@ -77,8 +80,10 @@ def resolve_range(*, since: str | None, start: str | None, end: str | None, step
         t0 = t1 - parse_duration(since or "1h", "--since")
     t0, t1 = math.floor(t0 / step) * step, math.floor(t1 / step) * step
     if t1 - t0 < step:
-        raise ConfigError(f"the range {promql_duration(max(0.0, t1 - t0))} is shorter than one "
-                          f"--step ({promql_duration(step)}): widen it or lower --step")
+        raise ConfigError(
+            f"the range {promql_duration(max(0.0, t1 - t0))} is shorter than one "
+            f"--step ({promql_duration(step)}): widen it or lower --step"
+        )
     if t1 > now + step:
         raise ConfigError("--end is in the future")
     return t0, t1

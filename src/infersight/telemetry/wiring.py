@@ -78,10 +78,9 @@ def build_recorder(
         samplers.append(gpu_sampler)
     timeout = _DEFAULT_SCRAPE_TIMEOUT if scrape_timeout is None else scrape_timeout
     scrapers = [
-        s if isinstance(s, EngineScraper)
-        else EngineScraper(
-            s, api_key=api_key, slots=slots, timeout=timeout, buckets=engine_buckets
-        )
+        s
+        if isinstance(s, EngineScraper)
+        else EngineScraper(s, api_key=api_key, slots=slots, timeout=timeout, buckets=engine_buckets)
         for s in scrape
     ]
     samplers.extend(scrapers)

@@ -15,7 +15,9 @@ CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 
 
 def start_cli(
-    *args: str, wait: float = 30, env: dict[str, str] | None = None,
+    *args: str,
+    wait: float = 30,
+    env: dict[str, str] | None = None,
     stdout: int = subprocess.PIPE,
 ) -> tuple[subprocess.Popen[str], str, str]:
     """`infersight gateway ARGS` started: (process, its 'listening on' line, its URL).
@@ -23,7 +25,10 @@ def start_cli(
     The banner goes to stderr (stdout carries only JSON access lines); the stderr lines
     before it are kept in ``proc.early_stderr``."""
     proc = subprocess.Popen(
-        [*CLI, "gateway", *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
+        [*CLI, "gateway", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     lines: list[str] = []

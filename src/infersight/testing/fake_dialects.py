@@ -79,6 +79,7 @@ class EngineCounters(Protocol):
     def generation_rate(self) -> float: ...
     def completed(self) -> float: ...
 
+
 # fmt: off
 _VLLM_TTFT = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
               2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
@@ -103,13 +104,23 @@ _TGI_GENERATED = tuple(_TGI_MAX_TOTAL / 100 * (x + 1) for x in range(100))
 #: Dialect -> histogram kind -> bucket bounds (the kinds EngineMetrics.observe fills).
 BOUNDS: dict[str, dict[str, Sequence[float]]] = {
     "vllm": {
-        "ttft": _VLLM_TTFT, "itl": _VLLM_ITL, "tpot": _VLLM_ITL, "e2e": _VLLM_REQ,
-        "queue": _VLLM_REQ, "prefill": _VLLM_REQ, "decode": _VLLM_REQ, "inference": _VLLM_REQ,
+        "ttft": _VLLM_TTFT,
+        "itl": _VLLM_ITL,
+        "tpot": _VLLM_ITL,
+        "e2e": _VLLM_REQ,
+        "queue": _VLLM_REQ,
+        "prefill": _VLLM_REQ,
+        "decode": _VLLM_REQ,
+        "inference": _VLLM_REQ,
     },
     "sglang": {"ttft": _SGL_TTFT, "itl": _SGL_ITL, "e2e": _SGL_E2E, "queue": _SGL_QUEUE},
     "tgi": {
-        "queue": _TGI_DURATION, "e2e": _TGI_DURATION, "tpot": _TGI_DURATION,
-        "inference": _TGI_DURATION, "prompt_len": _TGI_INPUT, "gen_len": _TGI_GENERATED,
+        "queue": _TGI_DURATION,
+        "e2e": _TGI_DURATION,
+        "tpot": _TGI_DURATION,
+        "inference": _TGI_DURATION,
+        "prompt_len": _TGI_INPUT,
+        "gen_len": _TGI_GENERATED,
     },
     "llamacpp": {},
 }
@@ -119,17 +130,41 @@ BOUNDS: dict[str, dict[str, Sequence[float]]] = {
 _VLLM_HISTS = (
     ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft"),
     ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl"),
-    ("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", "tpot"),
+    (
+        "vllm:request_time_per_output_token_seconds",
+        "Histogram of time_per_output_token_seconds per request.",
+        "tpot",
+    ),
     ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", "e2e"),
-    ("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", "queue"),
-    ("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", "prefill"),
-    ("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", "decode"),
-    ("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", "inference"),
+    (
+        "vllm:request_queue_time_seconds",
+        "Histogram of time spent in WAITING phase for request.",
+        "queue",
+    ),
+    (
+        "vllm:request_prefill_time_seconds",
+        "Histogram of time spent in PREFILL phase for request.",
+        "prefill",
+    ),
+    (
+        "vllm:request_decode_time_seconds",
+        "Histogram of time spent in DECODE phase for request.",
+        "decode",
+    ),
+    (
+        "vllm:request_inference_time_seconds",
+        "Histogram of time spent in RUNNING phase for request.",
+        "inference",
+    ),
 )
 _SGLANG_HISTS = (
     ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft"),
     ("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl"),
-    ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", "e2e"),
+    (
+        "sglang:e2e_request_latency_seconds",
+        "Histogram of End-to-end request latency in seconds",
+        "e2e",
+    ),
     ("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", "queue"),
 )
 _TGI_HISTS = (
@@ -188,17 +223,35 @@ class _Families:
 def _vllm(m: EngineCounters) -> Iterator[Metric]:
     f = _Families(m, {"model_name": m.config.model, "engine": "0"})
     pool = m.pool
-    yield f.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", pool.running)
-    yield f.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting)
-    yield f.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv_usage())
+    yield f.gauge(
+        "vllm:num_requests_running", "Number of requests in model execution batches.", pool.running
+    )
+    yield f.gauge(
+        "vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting
+    )
+    yield f.gauge(
+        "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv_usage()
+    )
     yield f.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0.0)
     yield f.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
-    yield f.counter("vllm:generation_tokens", "Number of generation tokens processed.", m.generation_tokens)
-    yield f.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", m.prompt_tokens)
-    yield f.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", 0.0)
+    yield f.counter(
+        "vllm:generation_tokens", "Number of generation tokens processed.", m.generation_tokens
+    )
+    yield f.counter(
+        "vllm:prefix_cache_queries",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        m.prompt_tokens,
+    )
+    yield f.counter(
+        "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", 0.0
+    )
     reasons = {r: m.finished.get(r, 0.0) for r in ("stop", "length", "abort")}
-    yield f.by_label("vllm:request_success", "Count of successfully processed requests.",
-                     "finished_reason", reasons)
+    yield f.by_label(
+        "vllm:request_success",
+        "Count of successfully processed requests.",
+        "finished_reason",
+        reasons,
+    )
     yield from f.hists(_VLLM_HISTS)
 
 
@@ -207,15 +260,23 @@ def _sglang(m: EngineCounters) -> Iterator[Metric]:
     pool = m.pool
     usage = m.kv_usage()
     yield f.gauge("sglang:num_running_reqs", "The number of running requests.", pool.running)
-    yield f.gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", m.waiting)
+    yield f.gauge(
+        "sglang:num_queue_reqs", "The number of requests in the waiting queue.", m.waiting
+    )
     yield f.gauge("sglang:token_usage", "The token usage.", usage)
-    yield f.gauge("sglang:num_used_tokens", "The number of used tokens.", round(usage * m.kv_tokens))
+    yield f.gauge(
+        "sglang:num_used_tokens", "The number of used tokens.", round(usage * m.kv_tokens)
+    )
     yield f.gauge("sglang:num_retracted_reqs", "The number of retracted requests.", 0.0)
     yield f.gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0)
-    yield f.gauge("sglang:gen_throughput", "The generation throughput (token/s).", m.generation_rate())
+    yield f.gauge(
+        "sglang:gen_throughput", "The generation throughput (token/s).", m.generation_rate()
+    )
     yield f.counter("sglang:num_retracted_requests", "Total number of retracted requests.", 0.0)
     yield f.counter("sglang:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
-    yield f.counter("sglang:generation_tokens", "Number of generation tokens processed.", m.generation_tokens)
+    yield f.counter(
+        "sglang:generation_tokens", "Number of generation tokens processed.", m.generation_tokens
+    )
     yield f.counter("sglang:cached_tokens", "Number of cached prompt tokens.", 0.0)
     yield f.counter("sglang:num_requests", "Number of requests processed.", m.completed())
     yield f.counter("sglang:num_aborted_requests", "Number of requests aborted.", m.aborted)
@@ -243,13 +304,37 @@ def _llamacpp(m: EngineCounters) -> Iterator[Metric]:
     decodes = pool.busy_seconds() / itl if itl > 0 else m.generation_tokens
     per_decode = m.generation_tokens / decodes if decodes else 0.0
     c, g = CounterMetricFamily, GaugeMetricFamily
-    yield c("llamacpp:prompt_tokens_total", "Number of prompt tokens processed, excluding cached tokens", value=m.prompt_tokens)
-    yield c("llamacpp:prompt_tokens_cached_total", "Number of prompt tokens reused from the cache", value=0.0)
-    yield c("llamacpp:prompt_seconds_total", "Total time spent processing prompts", value=m.prompt_seconds)
-    yield c("llamacpp:tokens_predicted_total", "Number of generation tokens processed", value=m.generation_tokens)
-    yield c("llamacpp:tokens_predicted_seconds_total", "Total time spent generating tokens", value=m.gen_seconds)
+    yield c(
+        "llamacpp:prompt_tokens_total",
+        "Number of prompt tokens processed, excluding cached tokens",
+        value=m.prompt_tokens,
+    )
+    yield c(
+        "llamacpp:prompt_tokens_cached_total",
+        "Number of prompt tokens reused from the cache",
+        value=0.0,
+    )
+    yield c(
+        "llamacpp:prompt_seconds_total",
+        "Total time spent processing prompts",
+        value=m.prompt_seconds,
+    )
+    yield c(
+        "llamacpp:tokens_predicted_total",
+        "Number of generation tokens processed",
+        value=m.generation_tokens,
+    )
+    yield c(
+        "llamacpp:tokens_predicted_seconds_total",
+        "Total time spent generating tokens",
+        value=m.gen_seconds,
+    )
     yield c("llamacpp:n_decode_total", "Total number of llama_decode() calls", value=decodes)
-    yield g("llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", value=per_decode)
+    yield g(
+        "llamacpp:n_busy_slots_per_decode",
+        "Average number of busy slots per llama_decode() call",
+        value=per_decode,
+    )
     yield g("llamacpp:requests_processing", "Number of requests processing", value=pool.running)
     yield g("llamacpp:requests_deferred", "Number of requests deferred", value=m.waiting)
 

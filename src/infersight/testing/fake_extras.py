@@ -93,9 +93,7 @@ class ExtraEndpoints(FakeState):
         return json_response({"tokens": toks})
 
     async def _stats(self, request: web.Request) -> web.Response:
-        return json_response(
-            {**self.stats, **self.pool.gauges(), "script_left": len(self._script)}
-        )
+        return json_response({**self.stats, **self.pool.gauges(), "script_left": len(self._script)})
 
     async def _set_script(self, request: web.Request) -> web.Response:
         script = orjson.loads(await request.read())
@@ -106,8 +104,10 @@ class ExtraEndpoints(FakeState):
         """``{"rate": 0.5, "status": 503}``: the share of requests that fail from now on."""
         doc = orjson.loads(await request.read())
         rate, status = doc.get("rate"), doc.get("status")
-        if not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0 or not (
-            status is None or isinstance(status, int)
+        if (
+            not isinstance(rate, int | float)
+            or not 0.0 <= rate <= 1.0
+            or not (status is None or isinstance(status, int))
         ):
             raise web.HTTPBadRequest(text="rate must be a number in [0, 1], status an int")
         self.set_error_rate(float(rate), status)

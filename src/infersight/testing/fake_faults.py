@@ -45,29 +45,63 @@ _TORCH_OOM = (
 
 #: engine -> (status, body) of its out-of-memory answer.
 OOM_ANSWERS: dict[str, tuple[int, Any]] = {
-    "vllm": (400, {"error": {"message": _TORCH_OOM, "type": "BadRequestError",
-                             "param": None, "code": 400}}),
-    "sglang": (500, {"object": "error",
-                     "message": "Internal server error: Prefill out of memory. Try to lower "
-                                "your batch size.\nTry to allocate 8192 tokens.\n",
-                     "type": "InternalServerError", "param": None, "code": 500}),
-    "tgi": (424, {"error": "Request failed during generation: Server error: " + _TORCH_OOM,
-                  "error_type": "generation"}),
-    "llamacpp": (500, {"error": {"code": 500, "message": "Context size has been exceeded.",
-                                 "type": "server_error"}}),
-    "llamacpp_old": (500, {"error": {"code": 500, "message": "Input prompt is too big "
-                                     "compared to KV size. Please try increasing KV size.",
-                                     "type": "server_error"}}),
+    "vllm": (
+        400,
+        {"error": {"message": _TORCH_OOM, "type": "BadRequestError", "param": None, "code": 400}},
+    ),
+    "sglang": (
+        500,
+        {
+            "object": "error",
+            "message": "Internal server error: Prefill out of memory. Try to lower "
+            "your batch size.\nTry to allocate 8192 tokens.\n",
+            "type": "InternalServerError",
+            "param": None,
+            "code": 500,
+        },
+    ),
+    "tgi": (
+        424,
+        {
+            "error": "Request failed during generation: Server error: " + _TORCH_OOM,
+            "error_type": "generation",
+        },
+    ),
+    "llamacpp": (
+        500,
+        {
+            "error": {
+                "code": 500,
+                "message": "Context size has been exceeded.",
+                "type": "server_error",
+            }
+        },
+    ),
+    "llamacpp_old": (
+        500,
+        {
+            "error": {
+                "code": 500,
+                "message": "Input prompt is too big "
+                "compared to KV size. Please try increasing KV size.",
+                "type": "server_error",
+            }
+        },
+    ),
 }
 
 #: Broken answers: raw bytes written instead of an HTTP response, then the connection
 #: is closed.
 GARBAGE: dict[str, bytes] = {
     "status_line": b"HTPT/1.1 2OO Fine\r\n\r\n",
-    "bad_chunk": (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                  b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"),
-    "short_body": (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                   b"Content-Length: 500\r\n\r\n{\"id\": \"cut"),
+    "bad_chunk": (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"
+    ),
+    "short_body": (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 500\r\n\r\n{"id": "cut'
+    ),
     "bad_header": b"HTTP/1.1 200 OK\r\nContent-Length: -4\r\n\r\n",
 }
 
@@ -78,8 +112,9 @@ def oom_answer(engine: str, headers: dict[str, str]) -> web.Response:
         status, body = OOM_ANSWERS[engine]
     except KeyError:
         raise ConfigError(f"no OOM answer for {engine!r} (known: {sorted(OOM_ANSWERS)})") from None
-    return web.Response(status=status, body=orjson.dumps(body), headers=headers,
-                        content_type="application/json")
+    return web.Response(
+        status=status, body=orjson.dumps(body), headers=headers, content_type="application/json"
+    )
 
 
 def garbage_answer(request: web.Request, kind: str) -> web.Response:

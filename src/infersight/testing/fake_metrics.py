@@ -106,7 +106,9 @@ class EngineMetrics(Collector):
 
     def failed_with(self, status: int) -> None:
         """A generation request ended in an HTTP error, counted by TGI's error kinds."""
-        kind = "overloaded" if status in (429, 503) else "validation" if status < 500 else "generation"
+        kind = (
+            "overloaded" if status in (429, 503) else "validation" if status < 500 else "generation"
+        )
         self.failed[kind] = self.failed.get(kind, 0.0) + 1
 
     def abort(self) -> None:

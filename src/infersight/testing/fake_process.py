@@ -165,9 +165,21 @@ def main(argv: list[str] | None = None, *, server: Callable[[FakeConfig], Servin
         ap.error("--kv-capacity must be at least 1")
     if args.error_rate is not None and not 0.0 <= args.error_rate <= 1.0:
         ap.error("--error-rate must be between 0 and 1")
-    names = ("ttft", "itl", "tokens", "slots", "compute_knee", "metrics_dialect", "kv_usage",
-             "kv_per_running", "prefill_per_token", "kv_capacity", "error_rate", "error_status",
-             "error_seed")
+    names = (
+        "ttft",
+        "itl",
+        "tokens",
+        "slots",
+        "compute_knee",
+        "metrics_dialect",
+        "kv_usage",
+        "kv_per_running",
+        "prefill_per_token",
+        "kv_capacity",
+        "error_rate",
+        "error_status",
+        "error_seed",
+    )
     for name in names:
         if getattr(args, name) is not None:
             setattr(cfg, name, getattr(args, name))

@@ -59,6 +59,10 @@ def request_shape(body: dict[str, Any], chat: bool, default_tokens: int) -> Requ
     n = default_tokens
     max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
     finish = "stop"
-    if isinstance(max_tokens, int) and max_tokens > 0 and (body.get("ignore_eos") or max_tokens <= n):
+    if (
+        isinstance(max_tokens, int)
+        and max_tokens > 0
+        and (body.get("ignore_eos") or max_tokens <= n)
+    ):
         n, finish = max_tokens, "length"
     return RequestShape(prompts, sum(count_words(p) for p in prompts), n, finish)

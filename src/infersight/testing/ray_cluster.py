@@ -44,8 +44,16 @@ class LocalRayCluster:
         self._logs: list[Path] = []
         try:
             self._start(
-                "head", "--head", "--port", str(port), "--node-ip-address", HEAD_IP,
-                "--temp-dir", str(self.temp_dir), "--include-dashboard=false", timeout=timeout,
+                "head",
+                "--head",
+                "--port",
+                str(port),
+                "--node-ip-address",
+                HEAD_IP,
+                "--temp-dir",
+                str(self.temp_dir),
+                "--include-dashboard=false",
+                timeout=timeout,
             )
             self._start(
                 "node", "--address", self.address, "--node-ip-address", NODE_IP, timeout=timeout
@@ -57,9 +65,16 @@ class LocalRayCluster:
     def _start(self, name: str, *args: str, timeout: float) -> None:
         log = self.temp_dir / f"{name}.log"
         cmd = [
-            self.ray_cli, "start", "--block", "--num-cpus", "1", "--disable-usage-stats",
+            self.ray_cli,
+            "start",
+            "--block",
+            "--num-cpus",
+            "1",
+            "--disable-usage-stats",
             # A small object store: the workers pass records, not large objects.
-            "--object-store-memory", str(100 * 2**20), *args,
+            "--object-store-memory",
+            str(100 * 2**20),
+            *args,
         ]
         with log.open("wb") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env)

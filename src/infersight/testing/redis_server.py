@@ -59,7 +59,9 @@ class RedisServer:
     def __init__(self, port: int | None = None, *, startup_timeout: float = 20.0) -> None:
         exe = redis_server_path()
         if exe is None:
-            raise ConfigError("redis-server is not installed (Debian: apt-get install redis-server)")
+            raise ConfigError(
+                "redis-server is not installed (Debian: apt-get install redis-server)"
+            )
         self.exe = exe
         self.port = port or _free_port()
         self.startup_timeout = startup_timeout
@@ -84,9 +86,25 @@ class RedisServer:
             return
         log = (self._dir / "redis.log").open("ab")
         args = [
-            self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self._dir),
-            "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes",
-            "--loglevel", "warning", "--databases", "1",
+            self.exe,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self._dir),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+            "--protected-mode",
+            "yes",
+            "--loglevel",
+            "warning",
+            "--databases",
+            "1",
         ]
         try:
             self._proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

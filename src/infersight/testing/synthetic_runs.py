@@ -145,8 +145,10 @@ def make_run(
         },
         records=records,
         samples=samples,
-        diagnosis=[Verdict.model_validate(v) for v in
-                   (diagnosis if diagnosis is not None else [sample_verdict(t_base, t)])],
+        diagnosis=[
+            Verdict.model_validate(v)
+            for v in (diagnosis if diagnosis is not None else [sample_verdict(t_base, t)])
+        ],
         client_limited=client_limited,
         client_limited_reasons=["schedule lag p99 20.1 ms > 5 ms"] if client_limited else [],
     )

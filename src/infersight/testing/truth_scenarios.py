@@ -60,18 +60,29 @@ class Scenario:
         s = self.server
         if s is None:
             # The embedded engine: only its slots are set; its step times are measured.
-            return {"name": self.name, "description": self.description,
-                    "limiter": self.limiter, "level_limiters": self.level_limiters,
-                    "slots": self.load.get("engine_parallel"), "kv_capacity_tokens": None,
-                    "compute_knee": None, "step_time": None, "error_rate": 0.0,
-                    "server": "embedded engine", "load": self.load}
+            return {
+                "name": self.name,
+                "description": self.description,
+                "limiter": self.limiter,
+                "level_limiters": self.level_limiters,
+                "slots": self.load.get("engine_parallel"),
+                "kv_capacity_tokens": None,
+                "compute_knee": None,
+                "step_time": None,
+                "error_rate": 0.0,
+                "server": "embedded engine",
+                "load": self.load,
+            }
         prompt = _mean_prompt(self.load.get("input_tokens", "fixed:64"))
         out = int(self.load.get("max_tokens", s.tokens))
         first = s.ttft + s.prefill_per_token * prompt
         service = first + s.itl * (out - 1)
         fit = None if s.kv_capacity is None else max(1, s.kv_capacity // (prompt + out))
-        width = min(x for x in (s.slots, fit, s.compute_knee) if x is not None) if (
-            s.slots or fit or s.compute_knee) else None
+        width = (
+            min(x for x in (s.slots, fit, s.compute_knee) if x is not None)
+            if (s.slots or fit or s.compute_knee)
+            else None
+        )
         capacity = None if width is None or service <= 0 else width / service
         return {
             "name": self.name,
@@ -144,66 +155,151 @@ _SLOTS_SWEEP = [1, 2, 4, 8, 16]
 
 def _slots_n(n: int) -> Scenario:
     return Scenario(
-        f"slots_{n}", f"{n} slots, compute knee 6: the slot count alone differs between "
-        "slots_2, slots_4 and slots_8", _srv(slots=n, compute_knee=6),
-        {**_CLOSED, "concurrency": _SLOTS_SWEEP}, "slots" if n < 6 else "compute",
+        f"slots_{n}",
+        f"{n} slots, compute knee 6: the slot count alone differs between "
+        "slots_2, slots_4 and slots_8",
+        _srv(slots=n, compute_knee=6),
+        {**_CLOSED, "concurrency": _SLOTS_SWEEP},
+        "slots" if n < 6 else "compute",
         {f"c={c}": "none" for c in _SLOTS_SWEEP if c <= min(n, 6)},
-        quick={"duration": 2.5})
+        quick={"duration": 2.5},
+    )
 
 
 def _engine(p: int) -> Scenario:
     # Short answers: the embedded engine on a few shared CPU cores is slow.
-    load = {"engine_parallel": p, "concurrency": _SLOTS_SWEEP, "input_tokens": "fixed:16",
-            "max_tokens": 16, "duration": 5.0}
+    load = {
+        "engine_parallel": p,
+        "concurrency": _SLOTS_SWEEP,
+        "input_tokens": "fixed:16",
+        "max_tokens": 16,
+        "duration": 5.0,
+    }
     return Scenario(
-        f"engine_parallel_{p}", f"the embedded engine at --parallel {p} (CPU): slots known, "
-        "compute measured", None, load, "slots" if p == 1 else "compute",
-        {"c=1": "none"}, quick={"duration": 3.0})
+        f"engine_parallel_{p}",
+        f"the embedded engine at --parallel {p} (CPU): slots known, compute measured",
+        None,
+        load,
+        "slots" if p == 1 else "compute",
+        {"c=1": "none"},
+        quick={"duration": 3.0},
+    )
 
 
 SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("open_compute", "16 slots, decode saturates at 4 running; open loop",
-             _COMPUTE, {**_OPEN, "rate": [5.0, 10.0, 33.0], "max_tokens": 64}, "compute",
-             {"r=5": "none", "r=10": "none"}, quick={"duration": 5.0}),
-    Scenario("open_compute_15", "open_compute's server at 15 req/s alone (held out)",
-             _COMPUTE, {**_OPEN, "rate": [15.0], "max_tokens": 64, "duration": 15.0}, "none",
-             quick={"duration": 8.0}),
-    Scenario("closed_slots", "4 slots, no compute knee; closed loop",
-             _srv(slots=4), {**_CLOSED, "concurrency": [1, 2, 4, 8, 16, 32, 64]}, "slots",
-             {"c=1": "none", "c=2": "none", "c=4": "none"}, quick={"duration": 2.5}),
-    Scenario("closed_slots_thinking", "closed_slots' server; conversations of 4 turns "
-             "with 0.5 s think time (bench --sessions --think-time)",
-             _srv(slots=4), {**_CLOSED, "concurrency": [1, 2, 4, 8, 16, 32], "sessions": 400,
-                             "turns": "fixed:4", "think_time": "0.5s", "duration": 5.0},
-             "slots", {"c=1": "none", "c=2": "none", "c=4": "none", "c=8": "none"},
-             quick={"duration": 3.0}),
-    Scenario("mixed_prompts", "8 slots, prefill 0.1 ms per prompt token; prompts "
-             "uniform 16..1024 tokens; closed loop", _srv(slots=8, prefill_per_token=1e-4),
-             {**_CLOSED, "input_tokens": "uniform:16:1024", "concurrency": [1, 2, 4, 8],
-              "duration": 5.0}, "none", quick={"duration": 3.0}),
-    Scenario("mixed_prompts_fixed", "mixed_prompts' server with fixed 520-token prompts",
-             _srv(slots=8, prefill_per_token=1e-4),
-             {**_CLOSED, "input_tokens": "fixed:520", "concurrency": [1, 2, 4, 8],
-              "duration": 5.0}, "none", quick={"duration": 3.0}),
-    Scenario("compute_free_slots", "16 slots, compute knee 2; closed loop",
-             _srv(slots=16, compute_knee=2), {**_CLOSED, "concurrency": _SLOTS_SWEEP},
-             "compute", {"c=1": "none", "c=2": "none"}, quick={"duration": 2.5}),
-    Scenario("kv_bound", "16 slots, KV capacity 700 tokens: 4 requests of 128 + 32 fit",
-             _srv(slots=16, kv_capacity=700),
-             {**_CLOSED, "input_tokens": "fixed:128", "concurrency": _SLOTS_SWEEP}, "kv",
-             {"c=1": "none", "c=2": "none", "c=4": "none"}, quick={"duration": 2.5}),
-    Scenario("client_limited", "unlimited, instant server offered more than one load "
-             "generator worker can send", _srv(ttft=0.0, itl=0.0, tokens=1),
-             {"rate": [400.0, 1500.0], "arrival": "constant", "input_tokens": "fixed:8",
-              "max_tokens": 1, "duration": 3.0}, "client", {"r=400": "none"},
-             quick={"duration": 2.0}),
-    Scenario("errors", "8 slots, 10% random 503 (no Retry-After); open loop",
-             _srv(slots=8, error_rate=0.1, error_seed=7),
-             {**_OPEN, "rate": [5.0, 10.0], "max_tokens": 32}, "upstream",
-             quick={"duration": 5.0}),
-    Scenario("bursty_trace", "8 slots; a replayed trace of 16-request bursts every 3 s",
-             _srv(slots=8), {"trace_format": "csv"}, "slots",
-             trace=bursty_trace_rows()),
+    Scenario(
+        "open_compute",
+        "16 slots, decode saturates at 4 running; open loop",
+        _COMPUTE,
+        {**_OPEN, "rate": [5.0, 10.0, 33.0], "max_tokens": 64},
+        "compute",
+        {"r=5": "none", "r=10": "none"},
+        quick={"duration": 5.0},
+    ),
+    Scenario(
+        "open_compute_15",
+        "open_compute's server at 15 req/s alone (held out)",
+        _COMPUTE,
+        {**_OPEN, "rate": [15.0], "max_tokens": 64, "duration": 15.0},
+        "none",
+        quick={"duration": 8.0},
+    ),
+    Scenario(
+        "closed_slots",
+        "4 slots, no compute knee; closed loop",
+        _srv(slots=4),
+        {**_CLOSED, "concurrency": [1, 2, 4, 8, 16, 32, 64]},
+        "slots",
+        {"c=1": "none", "c=2": "none", "c=4": "none"},
+        quick={"duration": 2.5},
+    ),
+    Scenario(
+        "closed_slots_thinking",
+        "closed_slots' server; conversations of 4 turns "
+        "with 0.5 s think time (bench --sessions --think-time)",
+        _srv(slots=4),
+        {
+            **_CLOSED,
+            "concurrency": [1, 2, 4, 8, 16, 32],
+            "sessions": 400,
+            "turns": "fixed:4",
+            "think_time": "0.5s",
+            "duration": 5.0,
+        },
+        "slots",
+        {"c=1": "none", "c=2": "none", "c=4": "none", "c=8": "none"},
+        quick={"duration": 3.0},
+    ),
+    Scenario(
+        "mixed_prompts",
+        "8 slots, prefill 0.1 ms per prompt token; prompts uniform 16..1024 tokens; closed loop",
+        _srv(slots=8, prefill_per_token=1e-4),
+        {
+            **_CLOSED,
+            "input_tokens": "uniform:16:1024",
+            "concurrency": [1, 2, 4, 8],
+            "duration": 5.0,
+        },
+        "none",
+        quick={"duration": 3.0},
+    ),
+    Scenario(
+        "mixed_prompts_fixed",
+        "mixed_prompts' server with fixed 520-token prompts",
+        _srv(slots=8, prefill_per_token=1e-4),
+        {**_CLOSED, "input_tokens": "fixed:520", "concurrency": [1, 2, 4, 8], "duration": 5.0},
+        "none",
+        quick={"duration": 3.0},
+    ),
+    Scenario(
+        "compute_free_slots",
+        "16 slots, compute knee 2; closed loop",
+        _srv(slots=16, compute_knee=2),
+        {**_CLOSED, "concurrency": _SLOTS_SWEEP},
+        "compute",
+        {"c=1": "none", "c=2": "none"},
+        quick={"duration": 2.5},
+    ),
+    Scenario(
+        "kv_bound",
+        "16 slots, KV capacity 700 tokens: 4 requests of 128 + 32 fit",
+        _srv(slots=16, kv_capacity=700),
+        {**_CLOSED, "input_tokens": "fixed:128", "concurrency": _SLOTS_SWEEP},
+        "kv",
+        {"c=1": "none", "c=2": "none", "c=4": "none"},
+        quick={"duration": 2.5},
+    ),
+    Scenario(
+        "client_limited",
+        "unlimited, instant server offered more than one load generator worker can send",
+        _srv(ttft=0.0, itl=0.0, tokens=1),
+        {
+            "rate": [400.0, 1500.0],
+            "arrival": "constant",
+            "input_tokens": "fixed:8",
+            "max_tokens": 1,
+            "duration": 3.0,
+        },
+        "client",
+        {"r=400": "none"},
+        quick={"duration": 2.0},
+    ),
+    Scenario(
+        "errors",
+        "8 slots, 10% random 503 (no Retry-After); open loop",
+        _srv(slots=8, error_rate=0.1, error_seed=7),
+        {**_OPEN, "rate": [5.0, 10.0], "max_tokens": 32},
+        "upstream",
+        quick={"duration": 5.0},
+    ),
+    Scenario(
+        "bursty_trace",
+        "8 slots; a replayed trace of 16-request bursts every 3 s",
+        _srv(slots=8),
+        {"trace_format": "csv"},
+        "slots",
+        trace=bursty_trace_rows(),
+    ),
     *(_slots_n(n) for n in (2, 4, 8)),
     *(_engine(p) for p in (1, 2, 4, 8)),
 )

@@ -48,9 +48,13 @@ class TrialBook:
         self.t0 = clock()
         self.delta = DEFAULT_DELTA
         self.result = TuneResult(
-            run_id=uuid.uuid4().hex[:12], target=dict(opts.target), search=opts.search,
-            objective="goodput" if opts.slo else "throughput", slo=dict(opts.slo),
-            baseline=dict(opts.baseline), budget_s=opts.budget_s,
+            run_id=uuid.uuid4().hex[:12],
+            target=dict(opts.target),
+            search=opts.search,
+            objective="goodput" if opts.slo else "throughput",
+            slo=dict(opts.slo),
+            baseline=dict(opts.baseline),
+            budget_s=opts.budget_s,
         )
         self.plan: SearchPlan | None = None
         self._by_index: dict[int, Measured] = {}
@@ -60,18 +64,25 @@ class TrialBook:
         self.model = TrialModel(opts.slo, per_slot=opts.per_slot)
         self._uses_model = False
 
-
     # -- trials ---------------------------------------------------------------------
-    def _trial(self, setting: Mapping[str, int], role: str, *, guess: Guess | None = None,
-               proposed: str | None = None, confirms: Measured | None = None) -> Measured:
+    def _trial(
+        self,
+        setting: Mapping[str, int],
+        role: str,
+        *,
+        guess: Guess | None = None,
+        proposed: str | None = None,
+        confirms: Measured | None = None,
+    ) -> Measured:
         index = len(self.result.trials) + 1
         name = self._name(index, setting)
         if self.watcher:
             self.watcher.trial_started(index, role, setting)
         started = time.time()
         run = self.run_trial(dict(setting), name, role)
-        m = self._record(index, setting, role, run, started, guess=guess, proposed=proposed,
-                         confirms=confirms)
+        m = self._record(
+            index, setting, role, run, started, guess=guess, proposed=proposed, confirms=confirms
+        )
         if m.trial.status == "partial":
             self.result.stopped = "interrupted"
             raise StopSearch
@@ -81,15 +92,32 @@ class TrialBook:
     def _name(index: int, setting: Mapping[str, int]) -> str:
         return f"{index:02d}-" + "-".join(f"{k}{v}" for k, v in sorted(setting.items()))
 
-    def _record(self, index: int, setting: Mapping[str, int], role: str, run: TrialRun,
-                started: float, *, guess: Guess | None = None, proposed: str | None = None,
-                confirms: Measured | None = None) -> Measured:
+    def _record(
+        self,
+        index: int,
+        setting: Mapping[str, int],
+        role: str,
+        run: TrialRun,
+        started: float,
+        *,
+        guess: Guess | None = None,
+        proposed: str | None = None,
+        confirms: Measured | None = None,
+    ) -> Measured:
         """A trial's run as a TrialRecord, scored, called against the baseline, fed to
         the model and kept (a partial one is the caller's to stop on)."""
-        rec = TrialRecord(index=index, role=role, setting=dict(setting), result=run.path,
-                          started=run.started or started, wall_s=run.wall, proposed=proposed,
-                          predicted=guess.value if guess else None,
-                          predicted_slo_met=guess.slo_met if guess else None, node=run.node)
+        rec = TrialRecord(
+            index=index,
+            role=role,
+            setting=dict(setting),
+            result=run.path,
+            started=run.started or started,
+            wall_s=run.wall,
+            proposed=proposed,
+            predicted=guess.value if guess else None,
+            predicted_slo_met=guess.slo_met if guess else None,
+            node=run.node,
+        )
         scored, runs = Scored(), []
         if run.error is not None:
             rec.status, rec.error, rec.error_message = "failed", run.error.kind, str(run.error)
@@ -100,7 +128,11 @@ class TrialBook:
             if scored.data is None or not any(r.ok for r in scored.data.records):
                 rec.status, rec.error, rec.error_message = "failed", *no_answer(run.result)
             rec.level, rec.objective, rec.low, rec.high = (
-                scored.level, scored.value, scored.low, scored.high)
+                scored.level,
+                scored.value,
+                scored.low,
+                scored.high,
+            )
             rec.slo_met, rec.slo_margin = scored.slo_met, scored.margin
             rec.ttft_p99, rec.tpot_p99 = scored.ttft_p99, scored.tpot_p99
             if run.result.recommendation is not None:
@@ -118,8 +150,9 @@ class TrialBook:
         return Measured(rec, scored, runs, run.result)
 
     def _call(self, a: list[LevelData], b: list[LevelData]) -> MetricCall:
-        return compare_metric(a, b, objective_metric(self.opts.slo), delta=self.delta,
-                              slo=self.opts.slo)
+        return compare_metric(
+            a, b, objective_metric(self.opts.slo), delta=self.delta, slo=self.opts.slo
+        )
 
     def _trial_time(self) -> float:
         walls = [t.wall_s for t in self.result.trials if t.wall_s > 0]
@@ -148,14 +181,16 @@ class TrialBook:
             self._check_budget(2)  # this trial and the winner's re-run
             if proposed is None:
                 guess = self._guess(i)
-            self._by_index[i] = self._trial(self._setting(i), self.opts.search, guess=guess,
-                                            proposed=proposed)
+            self._by_index[i] = self._trial(
+                self._setting(i), self.opts.search, guess=guess, proposed=proposed
+            )
         return self._by_index[i]
 
     def _outcome(self, m: Measured) -> Outcome:
         ok = m.trial.status == "ok"
-        return Outcome(m.scored.value if ok else None, m.scored.slo_met,
-                       oom=m.trial.error == "OutOfMemory")
+        return Outcome(
+            m.scored.value if ok else None, m.scored.slo_met, oom=m.trial.error == "OutOfMemory"
+        )
 
     def _value(self, i: int) -> float | None:
         m = self._measure(i)

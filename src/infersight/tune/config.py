@@ -50,18 +50,23 @@ class TuneConfig(BaseConfig):
     @model_validator(mode="after")
     def _check(self) -> TuneConfig:
         if self.launch and self.url:
-            raise ValueError("give --launch (tune starts the server) or --url with "
-                             "--upstream (a running gateway), not both")
+            raise ValueError(
+                "give --launch (tune starts the server) or --url with "
+                "--upstream (a running gateway), not both"
+            )
         if self.url and not self.upstream:
-            raise ValueError("--url names a running gateway: give the --upstream whose "
-                             "limit tune may change (see its /stats)")
+            raise ValueError(
+                "--url names a running gateway: give the --upstream whose "
+                "limit tune may change (see its /stats)"
+            )
         if self.upstream and not self.url:
             raise ValueError("--upstream needs --url, the gateway's root URL")
         if any(v < 1 for v in self.values):
             raise ValueError("--values must be positive integers")
         if self.ray and not self.launch:
-            raise ValueError("--ray runs each trial's server on a node from the --launch "
-                             "template: give --launch")
+            raise ValueError(
+                "--ray runs each trial's server on a node from the --launch template: give --launch"
+            )
         if self.gpus_per_trial and not self.ray:
             raise ValueError("--gpus-per-trial needs --ray")
         if not self.health_path.startswith("/"):
@@ -70,7 +75,7 @@ class TuneConfig(BaseConfig):
 
     @property
     def target_kind(self) -> str:
-        """"launch", "gateway" or "embedded"."""
+        """ "launch", "gateway" or "embedded"."""
         return "launch" if self.launch else "gateway" if self.url else "embedded"
 
     @classmethod

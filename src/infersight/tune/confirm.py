@@ -15,7 +15,9 @@ from infersight.tune.objective import Scored
 __all__ = ["confirms"]
 
 
-def confirms(trial: Scored, again: Scored, slo: Mapping[str, float], floor: float) -> tuple[bool, str]:
+def confirms(
+    trial: Scored, again: Scored, slo: Mapping[str, float], floor: float
+) -> tuple[bool, str]:
     """(whether ``again`` confirms ``trial``, why in words)."""
     if again.value is None:
         return False, "its confirmation run measured nothing"
@@ -26,7 +28,11 @@ def confirms(trial: Scored, again: Scored, slo: Mapping[str, float], floor: floa
         return False, f"its confirmation run missed the SLO{worst}"
     was = trial.value or 0.0
     if again.value >= (1.0 - floor) * was:
-        return True, (f"its confirmation run reached {again.value:.3g} req/s, within the noise "
-                      f"floor of {floor:.1%} of {was:.3g}")
-    return False, (f"its confirmation run reached {again.value:.3g} req/s, below {was:.3g} by "
-                   f"more than the noise floor of {floor:.1%}")
+        return True, (
+            f"its confirmation run reached {again.value:.3g} req/s, within the noise "
+            f"floor of {floor:.1%} of {was:.3g}"
+        )
+    return False, (
+        f"its confirmation run reached {again.value:.3g} req/s, below {was:.3g} by "
+        f"more than the noise floor of {floor:.1%}"
+    )

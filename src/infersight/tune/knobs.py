@@ -46,9 +46,7 @@ class SearchPlan:
     reason: str
 
 
-def ladder(
-    knob: str, current: int, target: int | None, bounds: tuple[int, int]
-) -> list[int]:
+def ladder(knob: str, current: int, target: int | None, bounds: tuple[int, int]) -> list[int]:
     """The values to search: every integer of the range when it is short, else about
     :data:`MAX_VALUES` values spaced evenly on a log scale, always with the current
     value and the target."""
@@ -74,7 +72,9 @@ def _nearest(values: Sequence[int], want: float) -> int:
 
 
 def _from_recommendation(
-    rec: Recommendation | None, curve: CapacityCurve | None, knobs: Mapping[str, tuple[int, int]],
+    rec: Recommendation | None,
+    curve: CapacityCurve | None,
+    knobs: Mapping[str, tuple[int, int]],
     baseline: Mapping[str, int],
 ) -> tuple[str, str, int | None, str] | str:
     """(knob, direction, target, reason), or why there is nothing to tune."""

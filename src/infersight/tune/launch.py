@@ -90,13 +90,19 @@ def _exited(proc: subprocess.Popen[bytes], log: Path) -> LaunchError | OutOfMemo
     text = _tail(log)
     code = proc.returncode
     if is_out_of_memory(text):
-        oom = next((ln for ln in reversed(text.splitlines()) if is_out_of_memory(ln)), _last_line(text))
+        oom = next(
+            (ln for ln in reversed(text.splitlines()) if is_out_of_memory(ln)), _last_line(text)
+        )
         return OutOfMemory(f"the server ran out of memory while starting: {oom.strip()[:300]}")
     if any(m in text.lower() for m in _ADDRESS_IN_USE):
-        return LaunchError(f"the server's port was taken: {_last_line(text)}", reason="port_taken",
-                           exit_code=code)
-    return LaunchError(f"the server exited with status {code} before it was healthy: "
-                       f"{_last_line(text)}", reason="exited", exit_code=code)
+        return LaunchError(
+            f"the server's port was taken: {_last_line(text)}", reason="port_taken", exit_code=code
+        )
+    return LaunchError(
+        f"the server exited with status {code} before it was healthy: {_last_line(text)}",
+        reason="exited",
+        exit_code=code,
+    )
 
 
 def _healthy(url: str) -> bool:
@@ -122,16 +128,32 @@ def launched(
     port = _free_port(host)
     slots, ctx = setting.get("slots"), setting.get("ctx")
     values = {
-        "port": port, "host": host, "threads": setting.get("threads"),
-        **dict.fromkeys(("slots", "max_num_seqs", "parallel", "max_running_requests",
-                         "max_concurrent_requests"), slots),
-        "ctx_per_slot": ctx, "ctx": None if ctx is None or slots is None else ctx * slots,
+        "port": port,
+        "host": host,
+        "threads": setting.get("threads"),
+        **dict.fromkeys(
+            (
+                "slots",
+                "max_num_seqs",
+                "parallel",
+                "max_running_requests",
+                "max_concurrent_requests",
+            ),
+            slots,
+        ),
+        "ctx_per_slot": ctx,
+        "ctx": None if ctx is None or slots is None else ctx * slots,
     }
     command = template.format(**values)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
-        proc = subprocess.Popen(["/bin/sh", "-c", command], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         url = f"http://{host}:{port}"
         deadline = time.monotonic() + start_timeout
@@ -143,7 +165,9 @@ def launched(
             if time.monotonic() >= deadline:
                 raise LaunchError(
                     f"the server was not healthy at {health_path} within {start_timeout:g} s "
-                    f"(--start-timeout): {_last_line(_tail(log))}", reason="start_timeout")
+                    f"(--start-timeout): {_last_line(_tail(log))}",
+                    reason="start_timeout",
+                )
             time.sleep(0.2)
         yield Endpoint(url=url, started_by="tune", pid=proc.pid, slots=slots)
     finally:

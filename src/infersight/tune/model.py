@@ -82,9 +82,15 @@ class TrialModel:
                 continue
             idx = lv.idx[d.ok[lv.idx]] if d.ok[lv.idx].any() else lv.idx
             fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
-            self._levels.append(_Level(lv.name, lv.concurrency, lv.rate,
-                                       np.nan_to_num(d.prompt[idx], nan=fill),
-                                       np.maximum(d.output[idx], 1.0)))
+            self._levels.append(
+                _Level(
+                    lv.name,
+                    lv.concurrency,
+                    lv.rate,
+                    np.nan_to_num(d.prompt[idx], nan=fill),
+                    np.maximum(d.output[idx], 1.0),
+                )
+            )
 
     def model(self) -> ServerModel | None:
         """The model fitted on every trial so far (None, with ``why_not``, when it
@@ -119,17 +125,45 @@ class TrialModel:
         preds: list[Prediction] = []
         if self.per_slot:
             lv = self._levels[0]
-            preds.append(predict_load(m, lv.prompt, lv.output, slots=slots, concurrency=slots,
-                                      think=self._think(m, None), requests=REQUESTS, slo=slo))
+            preds.append(
+                predict_load(
+                    m,
+                    lv.prompt,
+                    lv.output,
+                    slots=slots,
+                    concurrency=slots,
+                    think=self._think(m, None),
+                    requests=REQUESTS,
+                    slo=slo,
+                )
+            )
         else:
             for lv in self._levels:
                 if lv.concurrency is not None:
-                    preds.append(predict_load(
-                        m, lv.prompt, lv.output, slots=slots, concurrency=lv.concurrency,
-                        think=self._think(m, lv.name), requests=REQUESTS, slo=slo))
+                    preds.append(
+                        predict_load(
+                            m,
+                            lv.prompt,
+                            lv.output,
+                            slots=slots,
+                            concurrency=lv.concurrency,
+                            think=self._think(m, lv.name),
+                            requests=REQUESTS,
+                            slo=slo,
+                        )
+                    )
                 elif lv.rate:
-                    preds.append(predict_load(m, lv.prompt, lv.output, slots=slots, rate=lv.rate,
-                                              requests=REQUESTS, slo=slo))
+                    preds.append(
+                        predict_load(
+                            m,
+                            lv.prompt,
+                            lv.output,
+                            slots=slots,
+                            rate=lv.rate,
+                            requests=REQUESTS,
+                            slo=slo,
+                        )
+                    )
         return objective_of(preds, bool(self.slo))
 
     def guesses(self, values: Sequence[int]) -> list[Guess | None] | None:

@@ -94,10 +94,15 @@ def score(
             low, high = max(0.0, value - (m - lo)), value + (m - lo)
     margin = _margin(agg) if slo else None
     return Scored(
-        level=name, data=data, value=value, low=low, high=high,
+        level=name,
+        data=data,
+        value=value,
+        low=low,
+        high=high,
         slo_met=(bool((agg.get("slo") or {}).get("met")) and name in steady) if slo else None,
         margin=None if margin is None or math.isinf(margin) else margin,
-        ttft_p99=_num(agg, "ttft", "p99"), tpot_p99=_num(agg, "tpot", "p99"),
+        ttft_p99=_num(agg, "ttft", "p99"),
+        tpot_p99=_num(agg, "tpot", "p99"),
     )
 
 
@@ -113,6 +118,8 @@ def aa_floor(base: Scored, aa: Scored, slo: Mapping[str, float]) -> tuple[float,
     metric = metric_named("throughput") if missed else objective_metric(slo)
     spread = noise_floor(compare_metric([base.data], [aa.data], metric, slo=slo))
     if missed:
-        return spread, ("the A/A pair of the baseline, on throughput (it missed the SLO: its "
-                        "goodput measures the SLO's edge, not the noise)")
+        return spread, (
+            "the A/A pair of the baseline, on throughput (it missed the SLO: its "
+            "goodput measures the SLO's edge, not the noise)"
+        )
     return spread, "the A/A pair of the baseline"

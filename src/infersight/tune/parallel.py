@@ -78,8 +78,10 @@ class ParallelTuneSession(TuneSession):
             todo.append(TrialSpec(dict(setting), self._name(first + k, setting), role, slot))
         started = time.time()
         runs = self.run_batch(todo)
-        out = [self._record(first + k, s.setting, s.role, run, started)
-               for k, (s, run) in enumerate(zip(todo, runs, strict=True))]
+        out = [
+            self._record(first + k, s.setting, s.role, run, started)
+            for k, (s, run) in enumerate(zip(todo, runs, strict=True))
+        ]
         if any(m.trial.status == "partial" for m in out):
             self.result.stopped = "interrupted"
             raise StopSearch
@@ -118,12 +120,14 @@ class ParallelTuneSession(TuneSession):
         if self.opts.search != "grid":
             self.result.notes.append(
                 "with --ray the guided search measures the grid's values, as many at once "
-                "as there are workers (the model's proposals are sequential)")
+                "as there are workers (the model's proposals are sequential)"
+            )
         todo = self._fit_budget(todo)
         if self.watcher:
             self.watcher.planned(len(self.result.trials) + len(todo) + 2)
-        got2 = self._batch([(base_setting, "a/a", 0),
-                            *((self._setting(i), "grid", None) for i in todo)])
+        got2 = self._batch(
+            [(base_setting, "a/a", 0), *((self._setting(i), "grid", None) for i in todo)]
+        )
         aa = self._aa = got2[0]
         for i, m in zip(todo, got2[1:], strict=True):
             self._by_index[i] = m
@@ -135,8 +139,9 @@ class ParallelTuneSession(TuneSession):
         self._baseline = pooled
         for m in [*got[1:], *got2]:
             if m.runs:
-                m.trial.vs_baseline = self._call(base.runs, m.runs) if m is aa else \
-                    self._call(pooled.runs, m.runs)
+                m.trial.vs_baseline = (
+                    self._call(base.runs, m.runs) if m is aa else self._call(pooled.runs, m.runs)
+                )
         self._by_index[plan.start] = pooled
 
     def _node_floors(self, pairs: list[tuple[Measured, Measured]]) -> tuple[float, str] | None:
@@ -156,5 +161,7 @@ class ParallelTuneSession(TuneSession):
         self.result.nodes = list(by_id.values())
         if not floors:
             return None
-        return max(floors), (f"the widest of {len(floors)} nodes' own A/A floors (each the "
-                             "A/A pair of the baseline on that node)")
+        return max(floors), (
+            f"the widest of {len(floors)} nodes' own A/A floors (each the "
+            "A/A pair of the baseline on that node)"
+        )

@@ -28,16 +28,23 @@ def trial_line(t: TrialRecord, objective: str) -> str:
     slo = "" if t.slo_met is None else (", SLO met" if t.slo_met else ", [yellow]SLO missed[/]")
     state = " [yellow](stopped)[/]" if t.status == "partial" else ""
     model = f" (model: {t.predicted:.3g})" if t.predicted is not None else ""
-    held = "" if t.confirmed is None else (f", confirms #{t.confirms}" if t.confirmed
-                                           else f", [yellow]refutes #{t.confirms}[/]")
-    return f"{head}: {objective} {val} req/s{escape(ci)}{escape(model)}{slo}{escape(vs)}{held}{state}"
+    held = (
+        ""
+        if t.confirmed is None
+        else (f", confirms #{t.confirms}" if t.confirmed else f", [yellow]refutes #{t.confirms}[/]")
+    )
+    return (
+        f"{head}: {objective} {val} req/s{escape(ci)}{escape(model)}{slo}{escape(vs)}{held}{state}"
+    )
 
 
 class TuneProgress:
     """The bar (a no-op when ``enabled`` is False or the console is not a terminal,
     where only the trial lines are printed)."""
 
-    def __init__(self, console: Console, *, enabled: bool = True, budget_s: float | None = None) -> None:
+    def __init__(
+        self, console: Console, *, enabled: bool = True, budget_s: float | None = None
+    ) -> None:
         self.console = console
         self.budget_s = budget_s
         self.t0 = time.monotonic()
@@ -47,9 +54,13 @@ class TuneProgress:
         self._bar: Progress | None = None
         if enabled and console.is_terminal:
             self._bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TextColumn("{task.fields[left]}"),
-                console=console, transient=True,
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[left]}"),
+                console=console,
+                transient=True,
             )
             self._task = self._bar.add_task("tune", total=self._total, left="")
 
@@ -59,7 +70,9 @@ class TuneProgress:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         if self._bar is not None:
@@ -76,8 +89,13 @@ class TuneProgress:
 
     def _update(self, description: str) -> None:
         if self._bar is not None:
-            self._bar.update(self._task, description=description, total=max(self._total, self._done),
-                             completed=self._done, left=self._left())
+            self._bar.update(
+                self._task,
+                description=description,
+                total=max(self._total, self._done),
+                completed=self._done,
+                left=self._left(),
+            )
 
     def planned(self, total: int) -> None:
         self._total = total

@@ -66,7 +66,11 @@ def _key(value: float | None, met: bool | None, slo: bool) -> tuple[bool, float]
 
 
 def best_guess(
-    guesses: Sequence[Guess | None], allowed: Sequence[int], *, slo: bool, floor: float,
+    guesses: Sequence[Guess | None],
+    allowed: Sequence[int],
+    *,
+    slo: bool,
+    floor: float,
     prefer_low: bool = True,
 ) -> int | None:
     """The predicted best among ``allowed``: the cheapest setting within ``floor`` of the
@@ -86,8 +90,17 @@ def best_guess(
     return min(close) if prefer_low else max(close)
 
 
-def _beats(g: Guess, ref: Outcome, *, cheaper: bool, slo: bool, delta: float, floor: float,
-           error: float, slo_wrong: bool = False) -> bool:
+def _beats(
+    g: Guess,
+    ref: Outcome,
+    *,
+    cheaper: bool,
+    slo: bool,
+    delta: float,
+    floor: float,
+    error: float,
+    slo_wrong: bool = False,
+) -> bool:
     mine, theirs = _key(g.value, g.slo_met, slo), _key(ref.value, ref.slo_met, slo)
     if slo_wrong and (not mine[0] or mine[1] <= 0.0):
         # A predicted SLO miss (or nothing at all) from a model whose latest SLO call was
@@ -96,8 +109,9 @@ def _beats(g: Guess, ref: Outcome, *, cheaper: bool, slo: bool, delta: float, fl
     if mine[0] != theirs[0]:
         return mine[0]
     could = mine[1] * (1.0 + error)
-    return could > theirs[1] * (1.0 + max(delta, floor)) or (cheaper and could >= theirs[1] * (1.0 - floor)
-                                                 and theirs[1] > 0)
+    return could > theirs[1] * (1.0 + max(delta, floor)) or (
+        cheaper and could >= theirs[1] * (1.0 - floor) and theirs[1] > 0
+    )
 
 
 def _moved(now: Guess | None, before: Guess | None) -> float:
@@ -133,28 +147,50 @@ def propose(
     if best not in measured:
         return Proposal(best, "the model's predicted best")
     done = [i for i, o in measured.items() if o.value is not None]
-    ref = max((measured[i] for i in done), key=lambda o: _key(o.value, o.slo_met, slo),
-              default=Outcome(None))
+    ref = max(
+        (measured[i] for i in done),
+        key=lambda o: _key(o.value, o.slo_met, slo),
+        default=Outcome(None),
+    )
     # The measured choice, as tune will make it: the cheapest within the knee's tolerance
     # of the best measured.
     best_key = _key(ref.value, ref.slo_met, slo)
-    near = [i for i in done if (k := _key(measured[i].value, measured[i].slo_met, slo))[0]
-            == best_key[0] and k[1] >= (1.0 - floor) * best_key[1]]
+    near = [
+        i
+        for i in done
+        if (k := _key(measured[i].value, measured[i].slo_met, slo))[0] == best_key[0]
+        and k[1] >= (1.0 - floor) * best_key[1]
+    ]
     choice = (min(near) if prefer_low else max(near)) if near else None
     untried = [i for i in allowed if i not in measured]
     # Blind: the model's latest SLO call was wrong and it predicts no untried setting to
     # meet the SLO; only then do its predicted misses rule nothing out.
     blind = slo_wrong and not any((g := guesses[i]) is not None and g.slo_met for i in untried)
-    ahead = [i for i in untried if (g := guesses[i]) is not None and g.value is not None
-             and _beats(g, ref, cheaper=choice is not None and (i < choice) == prefer_low,
-                        slo=slo, delta=delta, floor=floor, error=error,
-                        slo_wrong=blind)]
+    ahead = [
+        i
+        for i in untried
+        if (g := guesses[i]) is not None
+        and g.value is not None
+        and _beats(
+            g,
+            ref,
+            cheaper=choice is not None and (i < choice) == prefer_low,
+            slo=slo,
+            delta=delta,
+            floor=floor,
+            error=error,
+            slo_wrong=blind,
+        )
+    ]
     if not ahead:
-        return Proposal(None, f"the predicted best ({values[best]}) was measured and no untried "
-                        f"setting could change the choice: none is predicted to beat the best "
-                        f"measured by more than {max(delta, floor):.1%}, or to come within "
-                        f"{floor:.0%} of it for less (allowing for the model's latest error "
-                        f"of {error:.0%})")
+        return Proposal(
+            None,
+            f"the predicted best ({values[best]}) was measured and no untried "
+            f"setting could change the choice: none is predicted to beat the best "
+            f"measured by more than {max(delta, floor):.1%}, or to come within "
+            f"{floor:.0%} of it for less (allowing for the model's latest error "
+            f"of {error:.0%})",
+        )
     tried = [values[i] for i in measured]
 
     def far(i: int) -> float:
@@ -162,8 +198,11 @@ def propose(
 
     before = previous or [None] * len(values)
     pick = max(ahead, key=lambda i: (_moved(guesses[i], before[i]), far(i)))
-    return Proposal(pick, "could change the choice (beat the best measured, or match it for "
-                    "less) within the model's latest error; the model knows least about it")
+    return Proposal(
+        pick,
+        "could change the choice (beat the best measured, or match it for "
+        "less) within the model's latest error; the model knows least about it",
+    )
 
 
 def model_search(
@@ -188,8 +227,18 @@ def model_search(
         guesses = predict()
         if guesses is None:
             return None
-        p = propose(values, measured(), guesses, previous, slo=slo, delta=delta, floor=floor,
-                    prefer_low=prefer_low, error=error, slo_wrong=slo_wrong)
+        p = propose(
+            values,
+            measured(),
+            guesses,
+            previous,
+            slo=slo,
+            delta=delta,
+            floor=floor,
+            prefer_low=prefer_low,
+            error=error,
+            slo_wrong=slo_wrong,
+        )
         if p.index is None:
             return p.why
         g = guesses[p.index]

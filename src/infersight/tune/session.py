@@ -74,11 +74,15 @@ class TuneSession(TrialBook):
             if why is not None:
                 self.result.notes.append(f"the model's search stopped: {why}")
                 return
-            self.result.notes.append(f"the model could not be fitted ({self.model.why_not}): "
-                                     "the guided bisection searched instead")
+            self.result.notes.append(
+                f"the model could not be fitted ({self.model.why_not}): "
+                "the guided bisection searched instead"
+            )
         else:
-            self.result.notes.append(f"the model cannot vary {plan.knob}: the guided bisection "
-                                     "from the diagnosis searched it")
+            self.result.notes.append(
+                f"the model cannot vary {plan.knob}: the guided bisection "
+                "from the diagnosis searched it"
+            )
         guided(n, plan.start, plan.guide, self._value, self._compare, prefer_low=plan.prefer_low)
 
     def _set_noise(self, floor: tuple[float, str] | None) -> bool:
@@ -93,7 +97,8 @@ class TuneSession(TrialBook):
                 self.result.notes.append(
                     f"the two baseline runs differ {reach}: a setting would have to beat that "
                     "to count, so no change can be shown; give each trial more time "
-                    "(--duration) or run where nothing else competes for the machine")
+                    "(--duration) or run where nothing else competes for the machine"
+                )
                 if self.opts.search != "grid":
                     self.result.noise_floor = None if math.isinf(spread) else spread
                     return False
@@ -109,13 +114,25 @@ class TuneSession(TrialBook):
         """The search's plan from the baseline's diagnosis (None: nothing to tune)."""
         assert base.result is not None
         rec, curve = base.result.recommendation, base.result.capacity_curve
-        plan = plan_search(rec, curve, self.opts.baseline, self.opts.knobs,
-                           knob=self.opts.knob, values=self.opts.values)
+        plan = plan_search(
+            rec,
+            curve,
+            self.opts.baseline,
+            self.opts.knobs,
+            knob=self.opts.knob,
+            values=self.opts.values,
+        )
         if isinstance(plan, str) and (self.opts.search == "grid" or self.opts.values):
             # The user asked for these values: try them, whatever the diagnosis says.
             self.result.notes.append(plan)
-            plan = plan_search(rec, curve, self.opts.baseline, self.opts.knobs,
-                               knob=next(iter(self.opts.knobs)), values=self.opts.values)
+            plan = plan_search(
+                rec,
+                curve,
+                self.opts.baseline,
+                self.opts.knobs,
+                knob=next(iter(self.opts.knobs)),
+                values=self.opts.values,
+            )
         if isinstance(plan, str):
             self.result.stopped = "nothing to tune"
             self.result.notes.append(plan)
@@ -126,32 +143,44 @@ class TuneSession(TrialBook):
 
     def _model_search(self, plan: SearchPlan) -> str | None:
         """The model's proposals (``tune.propose``); None when it cannot be fitted."""
+
         def measure(i: int, guess: Guess | None, why: str) -> None:
             if not any(t.proposed for t in self.result.trials):
                 self.result.guide["first"] = plan.values[i]
             self._measure(i, guess, why)
 
         return model_search(
-            plan.values, lambda: {i: self._outcome(m) for i, m in self._by_index.items()},
-            lambda: self.model.guesses(plan.values), measure, slo=bool(self.opts.slo),
-            delta=self.delta, floor=DEFAULT_DELTA, prefer_low=plan.prefer_low)
+            plan.values,
+            lambda: {i: self._outcome(m) for i, m in self._by_index.items()},
+            lambda: self.model.guesses(plan.values),
+            measure,
+            slo=bool(self.opts.slo),
+            delta=self.delta,
+            floor=DEFAULT_DELTA,
+            prefer_low=plan.prefer_low,
+        )
 
     def _model_curve(self) -> None:
         """The model fitted on every trial, and its objective at each value."""
-        if (self.plan is None or not self._uses_model or self.result.stopped == "interrupted"
-                or self.model.model() is None):
+        if (
+            self.plan is None
+            or not self._uses_model
+            or self.result.stopped == "interrupted"
+            or self.model.model() is None
+        ):
             return
         self.result.model = self.model.model()
         self.result.model_curve = [
             ModelPoint(value=v, objective=g.value if g else None, slo_met=g.slo_met if g else None)
-            for v in self.plan.values for g in [self.model.guess(v)]]
+            for v in self.plan.values
+            for g in [self.model.guess(v)]
+        ]
 
     def _plan(self, plan: SearchPlan) -> None:
         self.plan = plan
         r = self.result
         r.knob, r.direction, r.values = plan.knob, plan.direction, list(plan.values)
-        r.guide = {"reason": plan.reason, "target": plan.target,
-                   "first": plan.values[plan.guide]}
+        r.guide = {"reason": plan.reason, "target": plan.target, "first": plan.values[plan.guide]}
 
     def _confirmation(self, i: int, winner: Measured) -> Measured | None:
         """The run that confirms setting ``i``: the A/A run for the baseline, else a rerun
@@ -163,8 +192,7 @@ class TuneSession(TrialBook):
         if self.result.stopped != "done":
             return None
         self._check_budget(1)
-        return self._trial(winner.trial.setting, "rerun", guess=self._guess(i),
-                           confirms=winner)
+        return self._trial(winner.trial.setting, "rerun", guess=self._guess(i), confirms=winner)
 
     def _choose_and_confirm(self) -> None:
         """The cheapest setting as good as the best (SLO met first), confirmed by a run
@@ -183,8 +211,12 @@ class TuneSession(TrialBook):
         while True:
             # Cheaper counts as good as the best within 5% (the knee of section 5), however
             # quiet the run: a gain below that buys too little to be advice.
-            chosen = choose([i for i in self._by_index if i not in refuted], met_value,
-                            floor=DEFAULT_DELTA, prefer_low=plan.prefer_low)
+            chosen = choose(
+                [i for i in self._by_index if i not in refuted],
+                met_value,
+                floor=DEFAULT_DELTA,
+                prefer_low=plan.prefer_low,
+            )
             self.result.chosen = self.result.chosen_trial = None
             if chosen is None:
                 return
@@ -198,11 +230,13 @@ class TuneSession(TrialBook):
                 self.result.confirmed_by = again.trial.index
                 if again is not self._aa and self._baseline is not None and again.runs:
                     self.result.before_after = compare(
-                        self._baseline.runs, again.runs, delta=self.delta, slo=self.opts.slo)
+                        self._baseline.runs, again.runs, delta=self.delta, slo=self.opts.slo
+                    )
                     self.result.chosen_trial = again.trial.index
                 return
             refuted.add(chosen)
             self.result.notes.append(
                 f"{setting_text(winner.trial.setting, plan.knob)} (trial {winner.trial.index}) "
                 f"was refuted: {self._judge(winner, again.trial, again.scored)} (trial "
-                f"{again.trial.index}); the next best was confirmed instead")
+                f"{again.trial.index}); the next best was confirmed instead"
+            )

@@ -25,7 +25,9 @@ def objective_call(result: TuneResult) -> MetricCall | None:
 
 
 def _slo_text(slo: Mapping[str, float]) -> str:
-    return ", ".join(f"{k} < {v * 1000:g} ms" if v < 1 else f"{k} < {v:g} s" for k, v in slo.items())
+    return ", ".join(
+        f"{k} < {v * 1000:g} ms" if v < 1 else f"{k} < {v:g} s" for k, v in slo.items()
+    )
 
 
 def _closest(result: TuneResult) -> TrialRecord | None:
@@ -54,11 +56,19 @@ def _none_chosen(result: TuneResult) -> str:
     named = ", ".join(setting_text(t.setting, result.knob) for t in refuted if t is not None)
     if result.slo:
         closest = result.trial(result.closest_trial)
-        near = (f"; the closest is {setting_text(closest.setting, result.knob)} (worst check "
-                f"at {(closest.slo_margin or 0) * 100:.0f}% of its limit)") if closest else ""
+        near = (
+            (
+                f"; the closest is {setting_text(closest.setting, result.knob)} (worst check "
+                f"at {(closest.slo_margin or 0) * 100:.0f}% of its limit)"
+            )
+            if closest
+            else ""
+        )
         if named:
-            return (f"no setting met the SLO ({_slo_text(result.slo)}) in its confirmation run: "
-                    f"{named} met it once, not again{near}")
+            return (
+                f"no setting met the SLO ({_slo_text(result.slo)}) in its confirmation run: "
+                f"{named} met it once, not again{near}"
+            )
         return f"no setting met the SLO ({_slo_text(result.slo)}){near}"
     if named:
         return f"no setting held its throughput in its confirmation run ({named} did not)"
@@ -71,8 +81,10 @@ def _confirmed_text(result: TuneResult) -> str:
         return "; not confirmed: the run stopped before its confirmation run"
     which = "the A/A run" if confirmation.role == "a/a" else "a run of its own"
     if result.slo:
-        return (f"; the SLO was met by the chosen setting's confirmation run ({which}, "
-                f"trial {confirmation.index})")
+        return (
+            f"; the SLO was met by the chosen setting's confirmation run ({which}, "
+            f"trial {confirmation.index})"
+        )
     return f"; confirmed by {which} (trial {confirmation.index})"
 
 
@@ -105,23 +117,30 @@ def summarize(result: TuneResult, delta: float) -> None:
         change = f"{setting_text(result.baseline, knob)} -> {setting_text(result.chosen, knob)}"
         if result.objective == "goodput" and not base.objective:
             # No ratio to a baseline with no goodput: say what it was.
-            result.summary = (f"{change}: goodput {after} {unit}, where none of the baseline's "
-                              "requests met the SLO")
+            result.summary = (
+                f"{change}: goodput {after} {unit}, where none of the baseline's "
+                "requests met the SLO"
+            )
         elif result.objective == "goodput" and base.slo_met is False:
             # A ratio to the few requests that met an SLO the baseline missed says little.
-            result.summary = (f"{change}: goodput {after} {unit}, where the baseline missed "
-                              f"the SLO ({base.objective:.3g} {unit} of its requests met it)")
+            result.summary = (
+                f"{change}: goodput {after} {unit}, where the baseline missed "
+                f"the SLO ({base.objective:.3g} {unit} of its requests met it)"
+            )
         else:
             before = f"{base.objective:.3g}" if base.objective is not None else "-"
             ratio = f" (x{call.interval_text()})" if call is not None else ""
             verdict = call.call if call is not None else "not re-run"
-            result.summary = (f"{change}: {what} {before} -> {after} {unit}{ratio}: {verdict}, "
-                              f"against {floor}")
+            result.summary = (
+                f"{change}: {what} {before} -> {after} {unit}{ratio}: {verdict}, against {floor}"
+            )
         result.summary += _confirmed_text(result)
     if chosen is not None and result.knob and result.values and result.chosen:
         edge = result.chosen.get(result.knob)
         if edge == result.values[-1] and edge != result.baseline.get(result.knob):
-            result.notes.append(f"the choice is the largest {result.knob} searched ({edge}): "
-                                "a wider range (--values) may do better still")
+            result.notes.append(
+                f"the choice is the largest {result.knob} searched ({edge}): "
+                "a wider range (--values) may do better still"
+            )
     if result.stopped in ("budget", "interrupted"):
         result.summary += f" (stopped early: {result.stopped}; {len(result.trials)} trials done)"

@@ -20,14 +20,30 @@ from infersight.batch.runner import CUSTOM_ID_HEADER
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 
-def write_rows(path: Path, n: int, *, max_tokens: int = 8, extra: dict[str, Any] | None = None) -> list[str]:
+def write_rows(
+    path: Path, n: int, *, max_tokens: int = 8, extra: dict[str, Any] | None = None
+) -> list[str]:
     """An OpenAI Batch input of ``n`` chat rows; returns the custom_ids."""
     ids = [f"row-{i:04d}" for i in range(n)]
     with path.open("w") as f:
         for i, cid in enumerate(ids):
-            body = {"model": "fake", "max_tokens": max_tokens,
-                    "messages": [{"role": "user", "content": f"question number {i}"}], **(extra or {})}
-            f.write(json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body}) + "\n")
+            body = {
+                "model": "fake",
+                "max_tokens": max_tokens,
+                "messages": [{"role": "user", "content": f"question number {i}"}],
+                **(extra or {}),
+            }
+            f.write(
+                json.dumps(
+                    {
+                        "custom_id": cid,
+                        "method": "POST",
+                        "url": "/v1/chat/completions",
+                        "body": body,
+                    }
+                )
+                + "\n"
+            )
     return ids
 
 
@@ -46,7 +62,9 @@ class CountingServer:
         response.headers.popall("X-Request-Id", None)
 
     @web.middleware
-    async def _count(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    async def _count(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         cid = request.headers.get(CUSTOM_ID_HEADER)
         if cid is not None and request.method == "POST":
             self.counts[unquote(cid)] += 1
@@ -80,13 +98,19 @@ def counting_server() -> Callable[[FakeConfig], CountingServer]:
 async def start_cli(*args: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
     """Start ``infersight ARGS`` as a subprocess (not waited for)."""
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from infersight.cli import main; main()", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-c",
+        "from infersight.cli import main; main()",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **(env or {})},
     )
 
 
-async def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> tuple[int, str, str]:
+async def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> tuple[int, str, str]:
     proc = await start_cli(*args, env=env)
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
     assert proc.returncode is not None

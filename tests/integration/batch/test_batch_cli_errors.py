@@ -26,7 +26,10 @@ def one_error_line(err: str) -> str:
 
 
 async def test_bad_lines_are_reported_with_numbers_and_nothing_is_sent(
-    tmp_path: Path, write_input: Callable[..., list[str]], counting_server: Any, cli: Cli,
+    tmp_path: Path,
+    write_input: Callable[..., list[str]],
+    counting_server: Any,
+    cli: Cli,
 ) -> None:
     inp = tmp_path / "in.jsonl"
     write_input(inp, 5)
@@ -42,8 +45,17 @@ async def test_bad_lines_are_reported_with_numbers_and_nothing_is_sent(
         assert "line 7: custom_id 'row-0000' duplicates line 1" in err
         assert "2 bad lines" in one_error_line(err)
         assert not srv.counts and not out.exists()  # validated before sending anything
-        rc, stdout, err = await cli("batch", str(inp), "--out", str(out), "--url", srv.base_url,
-                                    "--on-bad-line", "skip", "-q")
+        rc, stdout, err = await cli(
+            "batch",
+            str(inp),
+            "--out",
+            str(out),
+            "--url",
+            srv.base_url,
+            "--on-bad-line",
+            "skip",
+            "-q",
+        )
         assert rc == 0, stdout + err
         assert "skipped line 3" in err and "skipped line 7" in err
         assert "an error line each" in stdout
@@ -55,23 +67,47 @@ async def test_bad_lines_are_reported_with_numbers_and_nothing_is_sent(
         errors = {d["custom_id"]: d for d in docs if d["error"] is not None}
         assert sorted(errors) == ["line-3", "line-7"]
         # docs/design.md section 7: a skipped line is a DataError, never sent
-        assert all(d["error"]["code"] == "DataError" and d["response"] is None
-                   for d in errors.values())
+        assert all(
+            d["error"]["code"] == "DataError" and d["response"] is None for d in errors.values()
+        )
         assert "input line 3 skipped: looks like JSON" in errors["line-3"]["error"]["message"]
         assert "duplicates line 1" in errors["line-7"]["error"]["message"]
         # A rerun writes them once only, and sends nothing; a file from before (its
         # skipped lines coded ConfigError) is read the same way.
         out.write_text(out.read_text().replace('"code":"DataError"', '"code":"ConfigError"'))
-        rc, stdout, err = await cli("batch", str(inp), "--out", str(out), "--url", srv.base_url,
-                                    "--on-bad-line", "skip", "-q")
+        rc, stdout, err = await cli(
+            "batch",
+            str(inp),
+            "--out",
+            str(out),
+            "--url",
+            srv.base_url,
+            "--on-bad-line",
+            "skip",
+            "-q",
+        )
         assert rc == 0, stdout + err
         assert len(out.read_text().splitlines()) == 7 and sum(srv.counts.values()) == 5
         # The broken line fixed: it runs on the next rerun, and its error line is gone.
-        rows[2] = json.dumps({"custom_id": "line-3", "url": "/v1/chat/completions", "body": {
-            "model": "fake", "messages": [{"role": "user", "content": "fixed"}]}})
+        rows[2] = json.dumps(
+            {
+                "custom_id": "line-3",
+                "url": "/v1/chat/completions",
+                "body": {"model": "fake", "messages": [{"role": "user", "content": "fixed"}]},
+            }
+        )
         inp.write_text("\n".join(rows) + "\n")
-        rc, stdout, err = await cli("batch", str(inp), "--out", str(out), "--url", srv.base_url,
-                                    "--on-bad-line", "skip", "-q")
+        rc, stdout, err = await cli(
+            "batch",
+            str(inp),
+            "--out",
+            str(out),
+            "--url",
+            srv.base_url,
+            "--on-bad-line",
+            "skip",
+            "-q",
+        )
         assert rc == 0, stdout + err
         assert srv.counts["line-3"] == 1
     last = {d["custom_id"]: d for d in map(json.loads, out.read_text().splitlines())}
@@ -80,39 +116,71 @@ async def test_bad_lines_are_reported_with_numbers_and_nothing_is_sent(
 
 
 async def test_missing_file_unreachable_url_bad_flags_and_wrong_key(
-    tmp_path: Path, write_input: Callable[..., list[str]], counting_server: Any, cli: Cli,
+    tmp_path: Path,
+    write_input: Callable[..., list[str]],
+    counting_server: Any,
+    cli: Cli,
 ) -> None:
     inp = tmp_path / "in.jsonl"
     write_input(inp, 3)
     out = str(tmp_path / "out.jsonl")
-    rc, _, err = await cli("batch", str(tmp_path / "missing.jsonl"), "--out", out, "--url", "http://127.0.0.1:9")
+    rc, _, err = await cli(
+        "batch", str(tmp_path / "missing.jsonl"), "--out", out, "--url", "http://127.0.0.1:9"
+    )
     assert rc == 2 and "no such input file" in one_error_line(err)
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     rc, _, err = await cli("batch", str(inp), "--out", out, "--url", f"http://127.0.0.1:{port}")
     # the address and the reason, none of aiohttp's "ssl:default [Connect call failed ...]"
-    assert rc == 2 and one_error_line(err) == f"error: cannot connect to 127.0.0.1:{port}: connection refused"
+    assert (
+        rc == 2
+        and one_error_line(err) == f"error: cannot connect to 127.0.0.1:{port}: connection refused"
+    )
     rc, _, err = await cli("batch", str(inp), "--out", out, "--url", "http://x", "--price-in", "1")
     assert rc == 2 and "--price-out" in one_error_line(err)
-    rc, _, err = await cli("batch", str(inp), "--out", out, "--url", "http://x", "--on-bad-line", "maybe")
+    rc, _, err = await cli(
+        "batch", str(inp), "--out", out, "--url", "http://x", "--on-bad-line", "maybe"
+    )
     assert rc == 2 and "--on-bad-line" in one_error_line(err)
     async with counting_server(FakeConfig(tokens=2, api_key="right-key-123")).running() as srv:
-        rc, _, err = await cli("batch", str(inp), "--out", out, "--url", srv.base_url,
-                               "--api-key-env", "BATCH_TEST_KEY", env={"BATCH_TEST_KEY": "wrong-key-456"})
+        rc, _, err = await cli(
+            "batch",
+            str(inp),
+            "--out",
+            out,
+            "--url",
+            srv.base_url,
+            "--api-key-env",
+            "BATCH_TEST_KEY",
+            env={"BATCH_TEST_KEY": "wrong-key-456"},
+        )
         line = one_error_line(err)
         assert rc == 2 and "401" in line and "wrong-key-456" not in err
         # The fake lists models without a key, so the first rows (up to the starting
         # concurrency) reach it; the run stops at the first 401 and writes none of them.
         assert sum(srv.counts.values()) <= 2
         assert text_of(out) == ""
-        rc, _, err = await cli("batch", str(inp), "--out", out, "--url", srv.base_url, "-q",
-                               "--api-key-env", "BATCH_TEST_KEY", env={"BATCH_TEST_KEY": "right-key-123"})
+        rc, _, err = await cli(
+            "batch",
+            str(inp),
+            "--out",
+            out,
+            "--url",
+            srv.base_url,
+            "-q",
+            "--api-key-env",
+            "BATCH_TEST_KEY",
+            env={"BATCH_TEST_KEY": "right-key-123"},
+        )
         assert rc == 0, err
 
 
 async def test_max_cost_stops_scheduling_on_time_and_a_rerun_continues(
-    tmp_path: Path, write_input: Callable[..., list[str]], counting_server: Any, cli: Cli,
+    tmp_path: Path,
+    write_input: Callable[..., list[str]],
+    counting_server: Any,
+    cli: Cli,
 ) -> None:
     inp = tmp_path / "in.jsonl"
     write_input(inp, 40, max_tokens=8)
@@ -120,8 +188,21 @@ async def test_max_cost_stops_scheduling_on_time_and_a_rerun_continues(
     summary = tmp_path / "summary.json"
     # $1 per output token, input free: every row costs exactly $8.
     async with counting_server(FakeConfig(tokens=16, ttft=0.02)).running() as srv:
-        base = ("batch", str(inp), "--out", str(out), "--url", srv.base_url, "-q",
-                "--price-in", "0", "--price-out", "1000000", "--summary-json", str(summary))
+        base = (
+            "batch",
+            str(inp),
+            "--out",
+            str(out),
+            "--url",
+            srv.base_url,
+            "-q",
+            "--price-in",
+            "0",
+            "--price-out",
+            "1000000",
+            "--summary-json",
+            str(summary),
+        )
         rc, stdout, _ = await cli(*base, "--max-cost", "100")
         s = json.loads(summary.read_text())
         assert rc == 1 and s["stopped"] == "budget" and "budget" in stdout

@@ -43,8 +43,15 @@ async def test_a_finished_batch_reruns_without_url_and_starts_no_engine(
     write_input(tmp_path / "in.jsonl", 3)
     out = tmp_path / "out.jsonl"
     async with FakeOpenAI(FakeConfig(tokens=2)).running() as srv:
-        rc, _, err = await cli("batch", str(tmp_path / "in.jsonl"), "--out", str(out),
-                               "--url", srv.base_url + "/v1", "-q")
+        rc, _, err = await cli(
+            "batch",
+            str(tmp_path / "in.jsonl"),
+            "--out",
+            str(out),
+            "--url",
+            srv.base_url + "/v1",
+            "-q",
+        )
         assert rc == 0, err
     # No --url now: the engine would be started (and say so on stderr) only for rows.
     rc, stdout, err = await cli("batch", str(tmp_path / "in.jsonl"), "--out", str(out))

@@ -20,13 +20,27 @@ def prompt(i: int) -> str:
 
 
 @pytest.mark.timeout(600)  # ~20 s on an idle 2-core box; generous for a loaded one
-async def test_200_rows_each_exactly_once_and_matching_its_input(engine: Any, tmp_path: Path) -> None:
+async def test_200_rows_each_exactly_once_and_matching_its_input(
+    engine: Any, tmp_path: Path
+) -> None:
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     with inp.open("w") as f:
         for i in range(200):
             body = {"prompt": prompt(i), "max_tokens": 8}
-            f.write(json.dumps({"custom_id": f"req-{i}", "method": "POST", "url": "/v1/completions", "body": body}) + "\n")
-    summary = await run_batch_async(BatchConfig(input=inp, output=out, url=engine.base_url, timeout=300))
+            f.write(
+                json.dumps(
+                    {
+                        "custom_id": f"req-{i}",
+                        "method": "POST",
+                        "url": "/v1/completions",
+                        "body": body,
+                    }
+                )
+                + "\n"
+            )
+    summary = await run_batch_async(
+        BatchConfig(input=inp, output=out, url=engine.base_url, timeout=300)
+    )
     assert summary.stopped == "completed" and summary.done == 200 and summary.failed == 0
     lines = [json.loads(x) for x in out.read_bytes().splitlines()]
     assert sorted(x["custom_id"] for x in lines) == sorted(f"req-{i}" for i in range(200))
@@ -38,7 +52,9 @@ async def test_200_rows_each_exactly_once_and_matching_its_input(engine: Any, tm
             assert body["usage"]["prompt_tokens"] == len(await c.tokenize(prompt(i)) or [])
             assert 1 <= body["usage"]["completion_tokens"] <= 8
             assert isinstance(body["choices"][0]["text"], str)
-    assert summary.completion_tokens == sum(r["response"]["body"]["usage"]["completion_tokens"] for r in results.values())
+    assert summary.completion_tokens == sum(
+        r["response"]["body"]["usage"]["completion_tokens"] for r in results.values()
+    )
     # The controller explores above one request in flight; where it settles depends on
     # whether two streams beat one on this host (on a contended 2-core box they may not).
     assert summary.concurrency_settled is not None and summary.concurrency_settled >= 1
@@ -49,8 +65,18 @@ async def test_200_rows_each_exactly_once_and_matching_its_input(engine: Any, tm
 async def test_without_url_the_embedded_engine_is_started(tmp_path: Path, cli: Any) -> None:
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     inp.write_text('"Say hi"\n[{"role": "user", "content": "Say bye"}]\n')
-    rc, stdout, err = await cli("batch", str(inp), "--out", str(out), "--max-tokens", "2",
-                                "--parallel", "2", "-q", timeout=240)
+    rc, stdout, err = await cli(
+        "batch",
+        str(inp),
+        "--out",
+        str(out),
+        "--max-tokens",
+        "2",
+        "--parallel",
+        "2",
+        "-q",
+        timeout=240,
+    )
     assert rc == 0, stdout + err
     results = read_output(out)
     assert set(results) == {"line-1", "line-2"}

@@ -22,7 +22,9 @@ _LINE = re.compile(
 
 
 async def test_progress_lines_without_a_terminal(
-    tmp_path: Path, counting_server: Any, write_input: Callable[..., list[str]],
+    tmp_path: Path,
+    counting_server: Any,
+    write_input: Callable[..., list[str]],
     cli: Callable[..., Awaitable[tuple[int, str, str]]],
 ) -> None:
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
@@ -30,8 +32,16 @@ async def test_progress_lines_without_a_terminal(
     # 24 rows, 2 at a time, ~0.1 s each: over a second of work, a line every 0.2 s
     async with counting_server(FakeConfig(ttft=0.02, itl=0.02, tokens=4)).running() as srv:
         rc, stdout, err = await cli(
-            "batch", str(inp), "--out", str(out), "--url", srv.base_url, "--concurrency", "2",
-            env={"INFERSIGHT_BATCH_PROGRESS_INTERVAL": "0.2"})
+            "batch",
+            str(inp),
+            "--out",
+            str(out),
+            "--url",
+            srv.base_url,
+            "--concurrency",
+            "2",
+            env={"INFERSIGHT_BATCH_PROGRESS_INTERVAL": "0.2"},
+        )
     assert rc == 0, err
     lines = [m for ln in err.splitlines() if (m := _LINE.search(ln))]
     assert len(lines) >= 2, err  # stderr is a pipe here: plain lines, no bar
@@ -58,26 +68,50 @@ def test_a_line_every_interval_and_its_wording() -> None:
         "1 error, concurrency 8, ETA 1m02s",
     ]
     assert progress_line(4.0, 10, done=9, failed=1, tokens=0, errors=3, limit=2).endswith(
-        "(1 failed), 0 left: 2.50 rows/s, 0 output tok/s, 3 errors, concurrency 2, ETA done")
+        "(1 failed), 0 left: 2.50 rows/s, 0 output tok/s, 3 errors, concurrency 2, ETA done"
+    )
 
 
 def test_the_summary_says_how_the_concurrency_moved() -> None:
     def text(**kw: Any) -> str:
         return concurrency_text(BatchSummary(input="i", output="o", **kw))
 
-    assert text(concurrency_start=8, concurrency_settled=4.0, concurrency_final=4,
-                concurrency_max=8, concurrency_changes=3) == "started at 8, settled at 4 after 3 changes"
-    assert text(concurrency_start=2, concurrency_settled=16.0, concurrency_final=12,
-                concurrency_max=32, concurrency_changes=1) == (
-        "started at 2, settled at 16 after 1 change (peak 32, 12 at the end)")
-    assert text(concurrency_start=2, concurrency_settled=2.0, concurrency_final=2,
-                concurrency_max=2, concurrency_changes=0) == "stayed at 2 (no change was needed)"
+    assert (
+        text(
+            concurrency_start=8,
+            concurrency_settled=4.0,
+            concurrency_final=4,
+            concurrency_max=8,
+            concurrency_changes=3,
+        )
+        == "started at 8, settled at 4 after 3 changes"
+    )
+    assert text(
+        concurrency_start=2,
+        concurrency_settled=16.0,
+        concurrency_final=12,
+        concurrency_max=32,
+        concurrency_changes=1,
+    ) == ("started at 2, settled at 16 after 1 change (peak 32, 12 at the end)")
+    assert (
+        text(
+            concurrency_start=2,
+            concurrency_settled=2.0,
+            concurrency_final=2,
+            concurrency_max=2,
+            concurrency_changes=0,
+        )
+        == "stayed at 2 (no change was needed)"
+    )
     assert text(concurrency_mode="fixed", concurrency_final=4, concurrency_settled=4.0) == (
-        "fixed at 4 (--concurrency)")
+        "fixed at 4 (--concurrency)"
+    )
 
 
 async def test_every_answered_row_has_a_request_id(
-    tmp_path: Path, counting_server: Any, write_input: Callable[..., list[str]],
+    tmp_path: Path,
+    counting_server: Any,
+    write_input: Callable[..., list[str]],
 ) -> None:
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     ids = write_input(inp, 6)
@@ -87,5 +121,6 @@ async def test_every_answered_row_has_a_request_id(
     assert s.done == 6
     rows = read_output(out)
     assert {cid: rows[cid]["response"]["request_id"] for cid in ids} == {
-        cid: quote(cid, safe="") for cid in ids}
+        cid: quote(cid, safe="") for cid in ids
+    }
     assert all(json.loads(line)["response"]["request_id"] for line in out.read_text().splitlines())

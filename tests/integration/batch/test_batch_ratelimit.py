@@ -19,7 +19,9 @@ async def test_settles_near_the_server_limit_without_a_429_storm(
     cfg = FakeConfig(ttft=0.04, itl=0.01, tokens=8, max_concurrency=6)
     with FakeOpenAI.subprocess(cfg) as srv:
         summary = await run_batch_async(
-            BatchConfig(input=tmp_path / "in.jsonl", output=tmp_path / "out.jsonl", url=srv.base_url)
+            BatchConfig(
+                input=tmp_path / "in.jsonl", output=tmp_path / "out.jsonl", url=srv.base_url
+            )
         )
         async with aiohttp.ClientSession() as s, s.get(srv.base_url + "/_fake/stats") as r:
             stats = await r.json()
@@ -32,4 +34,6 @@ async def test_settles_near_the_server_limit_without_a_429_storm(
     assert summary.concurrency_settled is not None and 5 <= summary.concurrency_settled <= 7
     assert stats["max_in_flight"] <= 8 + 1  # never a flood above the limit
     # The log explains the back-off with the error kind and the server's Retry-After.
-    assert any("RateLimited" in d["reason"] and "Retry-After" in d["reason"] for d in summary.decisions)
+    assert any(
+        "RateLimited" in d["reason"] and "Retry-After" in d["reason"] for d in summary.decisions
+    )

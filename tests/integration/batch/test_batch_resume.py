@@ -23,7 +23,9 @@ def count_lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
-async def wait_for_rows(path: Path, n: int, proc: asyncio.subprocess.Process, timeout: float = 60) -> None:
+async def wait_for_rows(
+    path: Path, n: int, proc: asyncio.subprocess.Process, timeout: float = 60
+) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while loop.time() < end:
@@ -35,8 +37,11 @@ async def wait_for_rows(path: Path, n: int, proc: asyncio.subprocess.Process, ti
 
 
 async def test_sigkill_halfway_then_rerun_sends_no_checkpointed_row_again(
-    tmp_path: Path, write_input: Callable[..., list[str]], counting_server: Any,
-    spawn_cli: Callable[..., Awaitable[asyncio.subprocess.Process]], cli: Cli,
+    tmp_path: Path,
+    write_input: Callable[..., list[str]],
+    counting_server: Any,
+    spawn_cli: Callable[..., Awaitable[asyncio.subprocess.Process]],
+    cli: Cli,
 ) -> None:
     ids = write_input(tmp_path / "in.jsonl", 200)
     out = tmp_path / "out.jsonl"
@@ -61,14 +66,28 @@ async def test_sigkill_halfway_then_rerun_sends_no_checkpointed_row_again(
 
 
 async def test_ctrl_c_leaves_a_consistent_file_and_rerun_completes(
-    tmp_path: Path, write_input: Callable[..., list[str]], counting_server: Any,
-    spawn_cli: Callable[..., Awaitable[asyncio.subprocess.Process]], cli: Cli,
+    tmp_path: Path,
+    write_input: Callable[..., list[str]],
+    counting_server: Any,
+    spawn_cli: Callable[..., Awaitable[asyncio.subprocess.Process]],
+    cli: Cli,
 ) -> None:
     ids = write_input(tmp_path / "in.jsonl", 60)
     out = tmp_path / "out.jsonl"
     async with counting_server(FakeConfig(ttft=0.3, tokens=4)).running() as srv:
-        args = ("batch", str(tmp_path / "in.jsonl"), "--out", str(out), "--url", srv.base_url,
-                "-q", "--concurrency", "4", "--grace", "5")
+        args = (
+            "batch",
+            str(tmp_path / "in.jsonl"),
+            "--out",
+            str(out),
+            "--url",
+            srv.base_url,
+            "-q",
+            "--concurrency",
+            "4",
+            "--grace",
+            "5",
+        )
         proc = await spawn_cli(*args)
         await wait_for_rows(out, 8, proc)
         proc.send_signal(signal.SIGINT)
@@ -87,7 +106,10 @@ async def test_ctrl_c_leaves_a_consistent_file_and_rerun_completes(
 
 
 async def test_failed_rows_are_typed_and_retry_failed_replaces_them(
-    tmp_path: Path, write_input: Callable[..., list[str]], counting_server: Any, cli: Cli,
+    tmp_path: Path,
+    write_input: Callable[..., list[str]],
+    counting_server: Any,
+    cli: Cli,
 ) -> None:
     ids = write_input(tmp_path / "in.jsonl", 20)
     out = tmp_path / "out.jsonl"
@@ -95,8 +117,19 @@ async def test_failed_rows_are_typed_and_retry_failed_replaces_them(
     # attempt left (max-attempts 1).
     script: list[Any] = ["400", "400", "400", "429"]
     async with counting_server(FakeConfig(tokens=4, script=script)).running() as srv:
-        base = ("batch", str(tmp_path / "in.jsonl"), "--out", str(out), "--url", srv.base_url,
-                "-q", "--concurrency", "1", "--max-attempts", "1")
+        base = (
+            "batch",
+            str(tmp_path / "in.jsonl"),
+            "--out",
+            str(out),
+            "--url",
+            srv.base_url,
+            "-q",
+            "--concurrency",
+            "1",
+            "--max-attempts",
+            "1",
+        )
         rc, stdout, _ = await cli(*base)
         assert rc == 1, stdout  # some rows failed
         first = {x["custom_id"]: x for x in lines_of(out)}
@@ -115,7 +148,9 @@ async def test_failed_rows_are_typed_and_retry_failed_replaces_them(
 
 
 async def test_stop_with_no_grace_cancels_in_flight_rows_and_writes_none_of_them(
-    tmp_path: Path, write_input: Callable[..., list[str]], counting_server: Any,
+    tmp_path: Path,
+    write_input: Callable[..., list[str]],
+    counting_server: Any,
 ) -> None:
     from infersight.batch import BatchConfig, run_batch_async
     from infersight.batch.progress import BatchProgress

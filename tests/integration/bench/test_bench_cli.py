@@ -28,7 +28,9 @@ CLI = [sys.executable, "-c", "from infersight.cli import main; main()", "bench"]
 def _bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*CLI, *args, "--no-progress", "--no-diagnose"],
-        capture_output=True, text=True, timeout=timeout,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, "INFERSIGHT_DEBUG": ""},
     )
 
@@ -48,10 +50,28 @@ def test_sigint_leaves_a_valid_partial_result(tmp_path: Path, sig: signal.Signal
     with FakeOpenAI.subprocess(slow) as srv:
         out = tmp_path / "run"
         proc = subprocess.Popen(
-            [*CLI, "--url", srv.base_url, "--concurrency", "3", "--requests", "30",
-             "--max-tokens", "100", "--input-tokens", "8", "--grace", "0.5",
-             "--out", str(out), "--no-progress", "--no-diagnose"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                *CLI,
+                "--url",
+                srv.base_url,
+                "--concurrency",
+                "3",
+                "--requests",
+                "30",
+                "--max-tokens",
+                "100",
+                "--input-tokens",
+                "8",
+                "--grace",
+                "0.5",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--no-diagnose",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             deadline = time.monotonic() + 60
@@ -143,8 +163,15 @@ def test_a_reset_after_the_server_read_the_request_is_an_error_not_a_resend() ->
     # start-up check.)
     with FakeOpenAI.subprocess(FakeConfig(tokens=3, script=["ok", "ok", "reset"])) as srv:
         result = run(
-            BenchConfig(url=srv.base_url, concurrency=[1], requests=3, input_tokens="4",
-                        max_tokens=3, diagnose=False, progress=False)
+            BenchConfig(
+                url=srv.base_url,
+                concurrency=[1],
+                requests=3,
+                input_tokens="4",
+                max_tokens=3,
+                diagnose=False,
+                progress=False,
+            )
         )
         sent = srv.stats()["by_path"]["/v1/chat/completions"]
     recs = sorted(result.records, key=lambda r: r.scheduled)
@@ -158,17 +185,31 @@ def test_schema_file_matches_the_model() -> None:
     assert RunResult.model_json_schema()["title"] == "RunResult"
 
 
-
-
 def test_the_command_chains_bench_diagnose_and_outputs(tmp_path: Path) -> None:
     # bench.run measures only; the command diagnoses the run before any output, so
     # the console and result.json show the same typed verdicts.
     with FakeOpenAI.subprocess(FakeConfig(tokens=4)) as srv:
         out = tmp_path / "run"
         p = subprocess.run(
-            [*CLI, "--url", srv.base_url, "--concurrency", "1", "--requests", "6",
-             "--max-tokens", "4", "--input-tokens", "8", "--out", str(out), "--no-progress"],
-            capture_output=True, text=True, timeout=90,
+            [
+                *CLI,
+                "--url",
+                srv.base_url,
+                "--concurrency",
+                "1",
+                "--requests",
+                "6",
+                "--max-tokens",
+                "4",
+                "--input-tokens",
+                "8",
+                "--out",
+                str(out),
+                "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
         )
     assert p.returncode == 0, p.stderr
     result = load_run_result(out / "result.json")
@@ -188,30 +229,68 @@ def test_find_max_answers_in_a_sentence_and_peer_flag_names_work(tmp_path: Path)
     with FakeOpenAI.subprocess(FakeConfig(tokens=4)) as srv:
         out = tmp_path / "run"
         p = subprocess.run(
-            [*CLI, "--url", srv.base_url, "--find-max", "--goodput", "ttft:2000 tpot:500",
-             "--find-max-steps", "1", "--num-prompts", "6", "--max-tokens", "4",
-             "--input-tokens", "8", "--out", str(out), "--no-progress", "--no-diagnose"],
-            capture_output=True, text=True, timeout=90,
+            [
+                *CLI,
+                "--url",
+                srv.base_url,
+                "--find-max",
+                "--goodput",
+                "ttft:2000 tpot:500",
+                "--find-max-steps",
+                "1",
+                "--num-prompts",
+                "6",
+                "--max-tokens",
+                "4",
+                "--input-tokens",
+                "8",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--no-diagnose",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
         )
     assert p.returncode == 0, p.stderr
     result = load_run_result(out / "result.json")
     assert result.config["slo"] == {"ttft_max": 2.0, "tpot_max": 0.5}
     assert result.config["requests"] == 6
     said = " ".join(p.stdout.split())
-    assert "find-max: the highest sustainable rate meeting TTFT max < 2s and TPOT max < 500ms is " in said
+    assert (
+        "find-max: the highest sustainable rate meeting TTFT max < 2s and TPOT max < 500ms is "
+        in said
+    )
     assert "{'" not in p.stdout and "ttft_max" not in p.stdout  # no Python dict
 
 
 def test_format_llm_d_writes_one_valid_report_per_level(tmp_path: Path) -> None:
     """A real run written as llm-d-benchmark's benchmark report: each level's file
     validates against the format's schema and carries that level's own figures."""
-    schema = json.loads((Path(__file__).parents[2] / "support"
-                         / "llmd_benchmark_report_v0_1.schema.json").read_text())
+    schema = json.loads(
+        (
+            Path(__file__).parents[2] / "support" / "llmd_benchmark_report_v0_1.schema.json"
+        ).read_text()
+    )
     with FakeOpenAI.subprocess(FakeConfig(ttft=0.02, itl=0.002, tokens=8)) as srv:
         out = tmp_path / "run"
-        p = _bench("--url", srv.base_url, "--concurrency", "1,4", "--requests", "24",
-                   "--max-tokens", "8", "--input-tokens", "16", "--format", "llm-d",
-                   "--out", str(out))
+        p = _bench(
+            "--url",
+            srv.base_url,
+            "--concurrency",
+            "1,4",
+            "--requests",
+            "24",
+            "--max-tokens",
+            "8",
+            "--input-tokens",
+            "16",
+            "--format",
+            "llm-d",
+            "--out",
+            str(out),
+        )
         assert p.returncode == 0, p.stderr
         missing_out = _bench("--url", srv.base_url, "--requests", "1", "--format", "llm-d")
     _one_clear_line(missing_out, "--out")
@@ -226,6 +305,8 @@ def test_format_llm_d_writes_one_valid_report_per_level(tmp_path: Path) -> None:
         assert rep["scenario"]["load"]["args"]["concurrency"] == agg["target"]["concurrency"]
         assert rep["metrics"]["requests"]["total"] == 24
         assert rep["metrics"]["latency"]["time_to_first_token"]["p50"] == pytest.approx(
-            agg["ttft"]["p50"] * 1000)
+            agg["ttft"]["p50"] * 1000
+        )
         assert rep["metrics"]["throughput"]["output_tokens_per_sec"] == pytest.approx(
-            agg["output_token_throughput"])
+            agg["output_token_throughput"]
+        )

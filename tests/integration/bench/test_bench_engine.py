@@ -19,8 +19,15 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(600)]
 
 def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
     cfg = BenchConfig(
-        url=engine.base_url, concurrency=[1, 4, 8], requests=8, max_tokens=32,
-        input_tokens="fixed:16", ignore_eos=True, progress=False, warmup="0", cooldown="0",
+        url=engine.base_url,
+        concurrency=[1, 4, 8],
+        requests=8,
+        max_tokens=32,
+        input_tokens="fixed:16",
+        ignore_eos=True,
+        progress=False,
+        warmup="0",
+        cooldown="0",
     )
     # Other work on a shared machine only ever slows a level down, so the best of up
     # to three sweeps per level estimates what the engine can do.
@@ -67,8 +74,14 @@ def test_concurrency_sweep_on_the_engine(engine: Any, tmp_path: Path) -> None:
 
 def test_bench_starts_the_engine_when_no_url_is_given() -> None:
     cfg = BenchConfig(
-        concurrency=[1], requests=6, max_tokens=32, input_tokens="fixed:16", ignore_eos=True,
-        progress=False, engine_parallel=6, engine_ctx=1536,
+        concurrency=[1],
+        requests=6,
+        max_tokens=32,
+        input_tokens="fixed:16",
+        ignore_eos=True,
+        progress=False,
+        engine_parallel=6,
+        engine_ctx=1536,
     )
     result = bench_and_diagnose(cfg)
     eng = result.config["engine"]
@@ -85,8 +98,12 @@ def test_bench_starts_the_engine_when_no_url_is_given() -> None:
     # the bandwidth floor, also rightly; no queueing verdict may appear.
     ids = [(v.level, v.id) for v in result.diagnosis]
     assert ("c=1", "under_loaded") in ids, ids
-    assert {i for _, i in ids} <= {"under_loaded", "host_starved", "client_limited",
-                                   "bandwidth_bound_decode"}, ids
+    assert {i for _, i in ids} <= {
+        "under_loaded",
+        "host_starved",
+        "client_limited",
+        "bandwidth_bound_decode",
+    }, ids
 
 
 def _assert_diagnosed(result: RunResult) -> None:

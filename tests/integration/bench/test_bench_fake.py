@@ -40,8 +40,13 @@ def fake() -> Iterator[Any]:
 
 def _cfg(url: str, **kw: Any) -> BenchConfig:
     base: dict[str, Any] = {
-        "url": url, "max_tokens": 20, "input_tokens": "fixed:16", "diagnose": False,
-        "progress": False, "warmup": "0", "cooldown": "0",
+        "url": url,
+        "max_tokens": 20,
+        "input_tokens": "fixed:16",
+        "diagnose": False,
+        "progress": False,
+        "warmup": "0",
+        "cooldown": "0",
     }
     return BenchConfig(**{**base, **kw})
 
@@ -101,7 +106,9 @@ def test_workers_split_the_schedule_and_merge_exactly(fake: Any) -> None:
     assert 0.048 <= a["ttft"]["p50"] < 0.09
     # The stored aggregate is exactly what aggregating the merged records gives.
     again = aggregate(
-        list(reversed(recs)), window=_cfg("http://x").window(), target_concurrency=4,
+        list(reversed(recs)),
+        window=_cfg("http://x").window(),
+        target_concurrency=4,
         loadgen_cpu_percent=a["loadgen_cpu_percent"],
         contention=result.environment.get("cpu_contention"),
     )
@@ -131,8 +138,14 @@ def test_sweep_auto_and_find_max(fake: Any) -> None:
     assert list(sweep.aggregates)[:2] == ["c=1", "throughput"]
     assert len(sweep.aggregates) == 4
     fm = run(
-        _cfg(fake.base_url, find_max=True, slo="ttft_p99<150ms", requests=12, find_max_steps=2,
-             max_concurrency=4)
+        _cfg(
+            fake.base_url,
+            find_max=True,
+            slo="ttft_p99<150ms",
+            requests=12,
+            find_max_steps=2,
+            max_concurrency=4,
+        )
     )
     info = fm.config["find_max"]
     assert len(info["curve"]) == 3 and info["capacity"] > 0

@@ -47,9 +47,24 @@ def fake() -> Iterator[Any]:
 
 def _flags(url: str) -> list[str]:
     return [
-        "--url", url, "--poisson", str(RATE), "--requests", str(REQUESTS), "--seed", "7",
-        "--max-tokens", "20", "--input-tokens", "fixed:16", "--warmup", "0",
-        "--cooldown", "0", "--no-diagnose", "--no-progress",
+        "--url",
+        url,
+        "--poisson",
+        str(RATE),
+        "--requests",
+        str(REQUESTS),
+        "--seed",
+        "7",
+        "--max-tokens",
+        "20",
+        "--input-tokens",
+        "fixed:16",
+        "--warmup",
+        "0",
+        "--cooldown",
+        "0",
+        "--no-diagnose",
+        "--no-progress",
     ]
 
 
@@ -67,8 +82,9 @@ def test_open_loop_across_two_nodes_matches_one_process(
     cluster: LocalRayCluster, fake: Any, tmp_path: Path
 ) -> None:
     out = tmp_path / "ray"
-    proc = _bench([*_flags(fake.base_url), "--ray", cluster.address, "--workers", "2",
-                   "--out", str(out)])
+    proc = _bench(
+        [*_flags(fake.base_url), "--ray", cluster.address, "--workers", "2", "--out", str(out)]
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     result = load_run_result(out / "result.json")
 
@@ -116,9 +132,17 @@ def test_open_loop_across_two_nodes_matches_one_process(
 
 def _cfg(url: str, **kw: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "url": url, "rate": [RATE], "arrival": "poisson", "requests": REQUESTS, "seed": 7,
-        "max_tokens": 20, "input_tokens": "fixed:16", "warmup": "0", "cooldown": "0",
-        "diagnose": False, "progress": False,
+        "url": url,
+        "rate": [RATE],
+        "arrival": "poisson",
+        "requests": REQUESTS,
+        "seed": 7,
+        "max_tokens": 20,
+        "input_tokens": "fixed:16",
+        "warmup": "0",
+        "cooldown": "0",
+        "diagnose": False,
+        "progress": False,
     }
     return {**base, **kw}
 
@@ -140,10 +164,19 @@ def test_closed_loop_deals_every_index_once_and_measures_clocks_again(
 ) -> None:
     # "auto": the cluster this host belongs to, here named by RAY_ADDRESS.
     monkeypatch.setenv("RAY_ADDRESS", cluster.address)
-    cfg = BenchConfig(**_cfg(
-        fake.base_url, rate=[], concurrency=[3], requests=None, duration=3.0,
-        ray="auto", workers=2, ray_strategy="strict-spread", ray_clock_interval=0.5,
-    ))
+    cfg = BenchConfig(
+        **_cfg(
+            fake.base_url,
+            rate=[],
+            concurrency=[3],
+            requests=None,
+            duration=3.0,
+            ray="auto",
+            workers=2,
+            ray_strategy="strict-spread",
+            ray_clock_interval=0.5,
+        )
+    )
     result = run(cfg)
     recs = result.records
     idx = sorted(_index(r) for r in recs)
@@ -170,13 +203,21 @@ def test_a_trace_replay_is_one_schedule_across_ray_workers(
     times = [0, 3, 6, 9, 200, 204, 420, 421, 422, 700]  # ms, with a burst
     trace = tmp_path / "trace.csv"
     trace.write_text("".join(f"{t / 1000},{8 + i},3\n" for i, t in enumerate(times)))
-    result = run(BenchConfig(url=fake.base_url, trace=str(trace), ray=cluster.address,
-                             workers=2, ignore_eos=True, diagnose=False, progress=False))
+    result = run(
+        BenchConfig(
+            url=fake.base_url,
+            trace=str(trace),
+            ray=cluster.address,
+            workers=2,
+            ignore_eos=True,
+            diagnose=False,
+            progress=False,
+        )
+    )
     recs = sorted(result.records, key=lambda r: int(r.labels["line"]))
     assert [int(r.labels["line"]) for r in recs] == list(range(1, 11))  # each line once
     t0 = recs[0].scheduled
-    assert [r.scheduled - t0 for r in recs] == pytest.approx([t / 1000 for t in times],
-                                                             abs=1e-6)
+    assert [r.scheduled - t0 for r in recs] == pytest.approx([t / 1000 for t in times], abs=1e-6)
     assert [r.labels["worker"] for r in recs] == ["0", "1"] * 5
     assert [r.prompt_tokens for r in recs] == [8 + i for i in range(10)]
 

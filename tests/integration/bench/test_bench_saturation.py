@@ -37,7 +37,10 @@ def engine() -> Iterator[Any]:
 
 def _bench(url: str, **kw: Any) -> RunResult:
     base: dict[str, Any] = {
-        "url": url, "max_tokens": 1, "input_tokens": "fixed:8", "progress": False,
+        "url": url,
+        "max_tokens": 1,
+        "input_tokens": "fixed:8",
+        "progress": False,
     }
     return bench_and_diagnose(BenchConfig(**{**base, **kw}))
 

@@ -24,8 +24,13 @@ def fake() -> Iterator[Any]:
 
 def _cfg(url: str, **kw: Any) -> BenchConfig:
     base: dict[str, Any] = {
-        "url": url, "concurrency": [2], "requests": 4, "max_tokens": 3,
-        "input_tokens": "fixed:8", "diagnose": False, "progress": False,
+        "url": url,
+        "concurrency": [2],
+        "requests": 4,
+        "max_tokens": 3,
+        "input_tokens": "fixed:8",
+        "diagnose": False,
+        "progress": False,
         "sample_interval": 0.2,
     }
     return BenchConfig(**{**base, **kw})

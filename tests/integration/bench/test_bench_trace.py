@@ -31,8 +31,9 @@ def fake() -> Iterator[Any]:
 
 
 def _cfg(url: str, trace: Path, **kw: Any) -> BenchConfig:
-    return BenchConfig.build(url=url, trace=str(trace), progress=False, diagnose=False,
-                             ignore_eos=True, **kw)
+    return BenchConfig.build(
+        url=url, trace=str(trace), progress=False, diagnose=False, ignore_eos=True, **kw
+    )
 
 
 def _bursty(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
@@ -40,9 +41,14 @@ def _bursty(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     rows = []
     for b in range(4):
         for i in range(10):
-            rows.append({"timestamp": b * 150 + i, "input_length": 64 + 8 * i,
-                         "output_length": 2 + i % 5,
-                         "hash_ids": [7] if i % 2 else [100 + 10 * b + i]})
+            rows.append(
+                {
+                    "timestamp": b * 150 + i,
+                    "input_length": 64 + 8 * i,
+                    "output_length": 2 + i % 5,
+                    "hash_ids": [7] if i % 2 else [100 + 10 * b + i],
+                }
+            )
     p = tmp_path / "bursty.jsonl"
     p.write_text("".join(orjson.dumps(r).decode() + "\n" for r in rows))
     return p, rows
@@ -79,17 +85,40 @@ def test_requests_go_at_the_trace_s_instants_with_its_lengths(fake: Any, tmp_pat
 def test_every_format_end_to_end(fake: Any, tmp_path: Path) -> None:
     files = {
         "csv": "timestamp,input_tokens,output_tokens\n0,12,3\n0.05,20,4\n0.1,8,2\n",
-        "burstgpt": ("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-                     "5,ChatGPT,12,3,15,Conversation log\n5.02,GPT-4,30,0,30,API log\n"
-                     "5.05,GPT-4,20,4,24,API log\n"),
-        "gateway": "".join(orjson.dumps(d).decode() + "\n" for d in [
-            {"v": 1, "ts": 10.2, "arrival_ts": 10.0, "request_id": "a", "endpoint": "chat",
-             "status": 200, "latency_ms": 200.0, "prompt_tokens": 40, "completion_tokens": 3,
-             "prefix": [["system", "abc", 100], ["user", "def", 20]]},
-            {"v": 1, "ts": 10.15, "arrival_ts": 10.1, "request_id": "b", "endpoint": "chat",
-             "status": 200, "latency_ms": 50.0, "prompt_tokens": 50, "completion_tokens": 2,
-             "prefix": [["system", "abc", 100], ["user", "012", 40]]},
-        ]),
+        "burstgpt": (
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+            "5,ChatGPT,12,3,15,Conversation log\n5.02,GPT-4,30,0,30,API log\n"
+            "5.05,GPT-4,20,4,24,API log\n"
+        ),
+        "gateway": "".join(
+            orjson.dumps(d).decode() + "\n"
+            for d in [
+                {
+                    "v": 1,
+                    "ts": 10.2,
+                    "arrival_ts": 10.0,
+                    "request_id": "a",
+                    "endpoint": "chat",
+                    "status": 200,
+                    "latency_ms": 200.0,
+                    "prompt_tokens": 40,
+                    "completion_tokens": 3,
+                    "prefix": [["system", "abc", 100], ["user", "def", 20]],
+                },
+                {
+                    "v": 1,
+                    "ts": 10.15,
+                    "arrival_ts": 10.1,
+                    "request_id": "b",
+                    "endpoint": "chat",
+                    "status": 200,
+                    "latency_ms": 50.0,
+                    "prompt_tokens": 50,
+                    "completion_tokens": 2,
+                    "prefix": [["system", "abc", 100], ["user", "012", 40]],
+                },
+            ]
+        ),
     }
     for fmt, text in files.items():
         p = tmp_path / f"t-{fmt}.txt"
@@ -114,9 +143,19 @@ def test_workers_split_one_schedule(fake: Any, tmp_path: Path) -> None:
 
 
 def test_conversations_carry_the_answers_and_report_ttft_per_turn(fake: Any) -> None:
-    cfg = BenchConfig.build(url=fake.base_url, sessions=3, concurrency=[2], turns="fixed:3",
-                            think_time="20ms", input_tokens="fixed:10", max_tokens=6,
-                            ignore_eos=True, shared_prefix=5, progress=False, diagnose=False)
+    cfg = BenchConfig.build(
+        url=fake.base_url,
+        sessions=3,
+        concurrency=[2],
+        turns="fixed:3",
+        think_time="20ms",
+        input_tokens="fixed:10",
+        max_tokens=6,
+        ignore_eos=True,
+        shared_prefix=5,
+        progress=False,
+        diagnose=False,
+    )
     result = run(cfg)
     recs = result.records
     assert len(recs) == 9 and all(r.ok for r in recs)
@@ -137,14 +176,25 @@ def test_conversations_carry_the_answers_and_report_ttft_per_turn(fake: Any) -> 
 
 def test_a_shared_prefix_workload_on_a_cold_cache_gets_the_verdict(tmp_path: Path) -> None:
     """The fake's vLLM metrics count prompt tokens looked up and no hit."""
-    rows = [{"timestamp": i * 20, "input_length": 80, "output_length": 2,
-             "hash_ids": [1, 2000 + i]} for i in range(30)]
+    rows = [
+        {"timestamp": i * 20, "input_length": 80, "output_length": 2, "hash_ids": [1, 2000 + i]}
+        for i in range(30)
+    ]
     path = tmp_path / "shared.jsonl"
     path.write_text("".join(orjson.dumps(r).decode() + "\n" for r in rows))
-    with FakeOpenAI.subprocess(FakeConfig(ttft=0.005, itl=0.001, tokens=5,
-                                          metrics_dialect="vllm")) as srv:
-        result = run(BenchConfig.build(url=srv.base_url, trace=str(path), block_size=64,
-                                       sample_interval=0.2, progress=False, diagnose=False))
+    with FakeOpenAI.subprocess(
+        FakeConfig(ttft=0.005, itl=0.001, tokens=5, metrics_dialect="vllm")
+    ) as srv:
+        result = run(
+            BenchConfig.build(
+                url=srv.base_url,
+                trace=str(path),
+                block_size=64,
+                sample_interval=0.2,
+                progress=False,
+                diagnose=False,
+            )
+        )
     agg = result.aggregates["trace x1"]
     assert agg["prefix_sharing"]["sent"] > 0.7
     assert agg["prefix_cache"]["engine"]["hit_rate"] == 0.0
@@ -154,22 +204,27 @@ def test_a_shared_prefix_workload_on_a_cold_cache_gets_the_verdict(tmp_path: Pat
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, "bench", "--no-progress", *args], capture_output=True,
-                          text=True, timeout=90)
+    return subprocess.run(
+        [*CLI, "bench", "--no-progress", *args], capture_output=True, text=True, timeout=90
+    )
 
 
 def test_bad_traces_are_one_line_and_nothing_is_sent(tmp_path: Path) -> None:
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as srv:
         bad = tmp_path / "bad.jsonl"
-        bad.write_text('{"timestamp": 0, "input_length": 5, "output_length": 2}\n'
-                       '{"timestamp": -3, "input_length": 5, "output_length": 2}\n')
+        bad.write_text(
+            '{"timestamp": 0, "input_length": 5, "output_length": 2}\n'
+            '{"timestamp": -3, "input_length": 5, "output_length": 2}\n'
+        )
         empty = tmp_path / "empty.jsonl"
         empty.write_text("")
         cases = [
             (["--trace", str(bad)], "line 2: timestamp is negative (-3)"),
             (["--trace", str(empty)], "the file is empty: no request to replay"),
-            (["--trace", str(bad), "--on-bad-line", "skip", "--window", "5s-"],
-             "--window 5s-: selects no request"),
+            (
+                ["--trace", str(bad), "--on-bad-line", "skip", "--window", "5s-"],
+                "--window 5s-: selects no request",
+            ),
             (["--trace", str(tmp_path / "nope.jsonl")], "cannot read (no such file)"),
         ]
         for args, want in cases:
@@ -179,8 +234,9 @@ def test_bad_traces_are_one_line_and_nothing_is_sent(tmp_path: Path) -> None:
             assert len(lines) == 1 and lines[0].startswith("error: ") and want in lines[0], lines
             assert "Traceback" not in r.stderr
         assert srv.stats()["requests"] == 0  # not even the test request went out
-        r = _cli("--url", srv.base_url, "--trace", str(bad), "--on-bad-line", "skip",
-                 "--no-diagnose")
+        r = _cli(
+            "--url", srv.base_url, "--trace", str(bad), "--on-bad-line", "skip", "--no-diagnose"
+        )
         assert r.returncode == 0, r.stderr
         assert "trace: 1 unusable line(s) skipped (--on-bad-line skip), e.g. line 2:" in r.stdout
         assert "trace x1 replay: send lag against the trace" in r.stdout

@@ -15,9 +15,18 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(300)]
 
 
 def test_conversations_reuse_their_history_on_the_engine(engine: Any) -> None:
-    cfg = BenchConfig.build(url=engine.base_url, sessions=2, concurrency=[2], turns="fixed:2",
-                            input_tokens="fixed:12", max_tokens=8, ignore_eos=True,
-                            progress=False, diagnose=False, sample_interval=0.25)
+    cfg = BenchConfig.build(
+        url=engine.base_url,
+        sessions=2,
+        concurrency=[2],
+        turns="fixed:2",
+        input_tokens="fixed:12",
+        max_tokens=8,
+        ignore_eos=True,
+        progress=False,
+        diagnose=False,
+        sample_interval=0.25,
+    )
     result = run(cfg)
     recs = result.records
     assert len(recs) == 4 and all(r.ok for r in recs), [r.error_message for r in recs]
@@ -33,8 +42,10 @@ def test_conversations_reuse_their_history_on_the_engine(engine: Any) -> None:
         assert two.cached_tokens is not None and two.cached_tokens >= one.prompt_tokens - 2
     agg = result.aggregates["c=2"]
     assert set(agg["replay"]["turns"]) == {"1", "2"}
-    assert agg["replay"]["turns"]["2"]["prompt_tokens_mean"] > agg["replay"]["turns"]["1"][
-        "prompt_tokens_mean"]
+    assert (
+        agg["replay"]["turns"]["2"]["prompt_tokens_mean"]
+        > agg["replay"]["turns"]["1"]["prompt_tokens_mean"]
+    )
     assert agg["prefix_cache"]["client"]["hit_rate"] > 0.3
     engine_side = agg["prefix_cache"].get("engine")
     assert engine_side is not None and engine_side["hit_rate"] > 0  # llamacpp counters

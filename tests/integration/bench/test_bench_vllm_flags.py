@@ -48,15 +48,25 @@ DOCS_RANDOM = """
 def _run(line: str, *extra: str) -> subprocess.CompletedProcess[str]:
     args = shlex.split(line.replace("\\\n", " "))
     return subprocess.run(
-        [*CLI, *args, *extra, "--no-progress"], capture_output=True, text=True, timeout=90,
+        [*CLI, *args, *extra, "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=90,
         env={**os.environ, "INFERSIGHT_DEBUG": ""},
     )
 
 
 def _sharegpt(folder: Path, n: int = 16) -> Path:
-    rows = [{"id": str(i), "conversations": [
-        {"from": "human", "value": f"Tell me about topic {i}, briefly please."},
-        {"from": "gpt", "value": "Here is a short answer about that topic."}]} for i in range(n)]
+    rows = [
+        {
+            "id": str(i),
+            "conversations": [
+                {"from": "human", "value": f"Tell me about topic {i}, briefly please."},
+                {"from": "gpt", "value": "Here is a short answer about that topic."},
+            ],
+        }
+        for i in range(n)
+    ]
     path = folder / "ShareGPT_V3_unfiltered_cleaned_split.json"
     path.write_text(json.dumps(rows))
     return path
@@ -119,7 +129,9 @@ def test_the_docs_throughput_pattern_with_random_prompts(tmp_path: Path) -> None
     ],
 )
 def test_flags_that_cannot_be_honoured_say_so_in_one_line(
-    args: list[str], needle: str, monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    needle: str,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from infersight.cli import main

@@ -96,8 +96,11 @@ class KeepAliveServer:
 
     def _head(self, extra: bytes) -> bytes:
         return (
-            b"HTTP/1.1 200 OK\r\nServer: " + self.server_header.encode()
-            + b"\r\nKeep-Alive: timeout=5, max=100\r\n" + extra + b"\r\n"
+            b"HTTP/1.1 200 OK\r\nServer: "
+            + self.server_header.encode()
+            + b"\r\nKeep-Alive: timeout=5, max=100\r\n"
+            + extra
+            + b"\r\n"
         )
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -121,13 +124,24 @@ class KeepAliveServer:
                         return
                 else:
                     body = orjson.dumps(
-                        {"choices": [{"index": 0, "message": {"role": "assistant",
-                         "content": "hi"}, "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+                        {
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": "hi"},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+                        }
                     )
                     writer.write(
-                        self._head(b"Content-Type: application/json\r\nContent-Length: "
-                                   + str(len(body)).encode() + b"\r\n") + body
+                        self._head(
+                            b"Content-Type: application/json\r\nContent-Length: "
+                            + str(len(body)).encode()
+                            + b"\r\n"
+                        )
+                        + body
                     )
                     await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -137,14 +151,14 @@ class KeepAliveServer:
             writer.close()
 
     async def _stream(self, writer: asyncio.StreamWriter) -> None:
-        writer.write(self._head(b"Content-Type: text/event-stream\r\n"
-                                b"Transfer-Encoding: chunked\r\n"))
+        writer.write(
+            self._head(b"Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n")
+        )
         for i, text in enumerate(("Hel", "lo", "!")):
             writer.write(_chunk(_event(i, text)))
             await writer.drain()
             await asyncio.sleep(0.002)
-        usage = orjson.dumps({"choices": [], "usage": {"prompt_tokens": 3,
-                              "completion_tokens": 3}})
+        usage = orjson.dumps({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 3}})
         writer.write(_chunk(_event(3, "", "stop") + b"data: " + usage + b"\n\n" + _DONE))
         writer.write(b"0\r\n\r\n")
         await writer.drain()

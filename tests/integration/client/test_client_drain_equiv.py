@@ -44,8 +44,9 @@ def server() -> Iterator[tuple[asyncio.AbstractEventLoop, Client]]:
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         port = runner.addresses[0][1]
-        client = Client(f"http://127.0.0.1:{port}", retry=RetryPolicy.none(),
-                        timeouts=Timeouts(total=10.0))
+        client = Client(
+            f"http://127.0.0.1:{port}", retry=RetryPolicy.none(), timeouts=Timeouts(total=10.0)
+        )
         return runner, client
 
     runner, client = loop.run_until_complete(start())
@@ -65,15 +66,27 @@ CHUNKS: list[Any] = [
     ch(delta={"role": "assistant", "content": ""}),
     ch(delta={"content": "c"}, logprobs={"content": [{"t": 1}, {"t": 2}]}),
     ch(delta={"content": "d"}, logprobs=None, finish_reason="length"),
-    ch(delta={"tool_calls": [{"index": 0, "id": "t1", "function": {"name": "f", "arguments": "{"}}]}),
+    ch(
+        delta={
+            "tool_calls": [{"index": 0, "id": "t1", "function": {"name": "f", "arguments": "{"}}]
+        }
+    ),
     ch(delta={"content": "e", "tool_calls": [{"index": 0, "function": {"arguments": "}"}}]}),
     ch(delta={"reasoning_content": "think"}),
     ch(delta={}, finish_reason="stop"),
     ch(text="f", finish_reason=None, logprobs=None),
-    {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "g"}},
-                                                    {"index": 1, "delta": {"content": "h"}}]},
-    {"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 2,
-                                                                 "completion_tokens": 5}},
+    {
+        "object": "chat.completion.chunk",
+        "choices": [
+            {"index": 0, "delta": {"content": "g"}},
+            {"index": 1, "delta": {"content": "h"}},
+        ],
+    },
+    {
+        "object": "chat.completion.chunk",
+        "choices": [],
+        "usage": {"prompt_tokens": 2, "completion_tokens": 5},
+    },
     {**ch(delta={"content": "i"}), "usage": None},
     {"error": {"message": "boom", "code": 500}},
     "[DONE]",
@@ -93,14 +106,27 @@ def facts(out: Any) -> tuple[Any, ...]:
         assert rec is not None
         return ("error", out.kind, rec.chunk_tokens, rec.finish_reason)
     rec = out.record
-    return ("ok", rec.chunk_tokens, rec.completion_tokens, rec.prompt_tokens,
-            rec.tokens_estimated, rec.usage_mismatch, rec.finish_reason, out.text, out.usage,
-            out.response["choices"][0].get("message", {}).get("tool_calls"))
+    return (
+        "ok",
+        rec.chunk_tokens,
+        rec.completion_tokens,
+        rec.prompt_tokens,
+        rec.tokens_estimated,
+        rec.usage_mismatch,
+        rec.finish_reason,
+        out.text,
+        out.usage,
+        out.response["choices"][0].get("message", {}).get("tool_calls"),
+    )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(CHUNKS), min_size=1, max_size=10),
-       st.sampled_from(["events", "whole", "bytes", "23"]))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.sampled_from(CHUNKS), min_size=1, max_size=10),
+    st.sampled_from(["events", "whole", "bytes", "23"]),
+)
 def test_request_equals_stream_events(
     server: tuple[asyncio.AbstractEventLoop, Client], items: list[Any], mode: str
 ) -> None:

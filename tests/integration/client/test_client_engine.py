@@ -22,10 +22,12 @@ def assert_ordered(rec: RequestRecord) -> None:
 
 
 async def test_engine_streamed_chat(engine: Any) -> None:
-    async with Client(engine.base_url, api_key=engine.api_key,
-                      timeouts=Timeouts(first_token=60, total=120)) as c:
-        done = await c.chat(MSG, model=engine.model_name, max_tokens=8, temperature=0,
-                            ignore_eos=True)
+    async with Client(
+        engine.base_url, api_key=engine.api_key, timeouts=Timeouts(first_token=60, total=120)
+    ) as c:
+        done = await c.chat(
+            MSG, model=engine.model_name, max_tokens=8, temperature=0, ignore_eos=True
+        )
     rec = done.record
     assert rec.ok and rec.status == 200 and rec.attempts == 1 and rec.error is None
     assert rec.prompt_tokens is not None and rec.prompt_tokens > 5
@@ -38,8 +40,7 @@ async def test_engine_streamed_chat(engine: Any) -> None:
 
 
 async def test_engine_non_streamed_chat_and_extras(engine: Any) -> None:
-    async with Client(engine.base_url, api_key=engine.api_key,
-                      timeouts=Timeouts(total=120)) as c:
+    async with Client(engine.base_url, api_key=engine.api_key, timeouts=Timeouts(total=120)) as c:
         done = await c.chat(MSG, max_tokens=8, stream=False, temperature=0)
         comp = await c.complete("The capital of France is", max_tokens=4, temperature=0)
         models = await c.models()
@@ -61,14 +62,21 @@ async def test_engine_closed_loop_streams_lose_no_request(engine: Any) -> None:
     # keep-alive); a request written into such a connection is lost. Four users in a
     # closed loop, no retries: every request must succeed at its first attempt,
     # without a resend, because the client keeps those connections out of the pool.
-    async with Client(engine.base_url, api_key=engine.api_key, retry=RetryPolicy.none(),
-                      timeouts=Timeouts(first_token=60, total=120)) as c:
+    async with Client(
+        engine.base_url,
+        api_key=engine.api_key,
+        retry=RetryPolicy.none(),
+        timeouts=Timeouts(first_token=60, total=120),
+    ) as c:
 
         async def user(u: int) -> list[RequestRecord]:
             out = []
             for i in range(6):
-                done = await c.chat([{"role": "user", "content": f"Say {u}-{i}."}],
-                                    model=engine.model_name, max_tokens=4)
+                done = await c.chat(
+                    [{"role": "user", "content": f"Say {u}-{i}."}],
+                    model=engine.model_name,
+                    max_tokens=4,
+                )
                 out.append(done.record)
             return out
 

@@ -29,9 +29,10 @@ async def served(
     cfg: FakeConfig | None = None, **client_kw: Any
 ) -> AsyncIterator[tuple[FakeOpenAI, Client]]:
     client_kw.setdefault("retry", RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05))
-    async with FakeOpenAI(cfg or FakeConfig(tokens=8)).running() as srv, Client(
-        srv.base_url, **client_kw
-    ) as c:
+    async with (
+        FakeOpenAI(cfg or FakeConfig(tokens=8)).running() as srv,
+        Client(srv.base_url, **client_kw) as c,
+    ):
         yield srv, c
 
 
@@ -57,8 +58,9 @@ async def test_429_retry_after_one_retry_after_at_least_1s() -> None:
 
 
 async def test_retry_after_ms_preferred() -> None:
-    async with served(FakeConfig(script=[{"status": 503, "retry_after": "30",
-                                          "retry_after_ms": 300}])) as (srv, c):
+    async with served(
+        FakeConfig(script=[{"status": 503, "retry_after": "30", "retry_after_ms": 300}])
+    ) as (srv, c):
         done = await c.chat(MSG, max_tokens=8)
     gap = srv.stats["arrivals"][1] - srv.stats["arrivals"][0]
     assert done.record.attempts == 2 and 0.3 <= gap < 5
@@ -172,8 +174,12 @@ async def test_retry_after_beyond_deadline_fails_fast() -> None:
 
 async def test_retry_budget_limits_a_storm() -> None:
     n = 40
-    policy = RetryPolicy(max_attempts=5, base_delay=0.001, max_delay=0.01,
-                         budget=RetryBudget(ratio=0.1, window=10.0, min_retries=3))
+    policy = RetryPolicy(
+        max_attempts=5,
+        base_delay=0.001,
+        max_delay=0.01,
+        budget=RetryBudget(ratio=0.1, window=10.0, min_retries=3),
+    )
     async with served(retry=policy) as (srv, c):
         results = await asyncio.gather(
             *(c.chat(MSG, max_tokens=2, headers={"X-Fake-Behavior": "503"}) for _ in range(n)),
@@ -240,7 +246,9 @@ async def test_error_event_mid_stream() -> None:
 
 async def test_400_bad_request_not_retried() -> None:
     async with served(FakeConfig(script=[{"status": 400, "message": "max_tokens too big"}])) as (
-            srv, c):
+        srv,
+        c,
+    ):
         err, _ = await fail(c)
     assert isinstance(err, E.BadRequest) and "max_tokens too big" in str(err)
     assert srv.stats["requests"] == 1

@@ -14,9 +14,26 @@ from hypothesis import strategies as st
 from infersight.client import Client, RetryPolicy, Timeouts
 from infersight.core.errors import InfersightError
 
-PIECES = [b"data: ", b"data:", b"\n", b"\r\n", b"\n\n", b"{", b"}", b"[DONE]", b'"choices"', b":",
-          b"[", b"]", b'{"choices":[{"delta":{"content":"x"}}]}', b"event: error\n", b"\xff\xfe",
-          b'{"error":{"code":503}}', b'{"choices":[{"finish_reason":"stop"}]}', b"id: 1\n"]
+PIECES = [
+    b"data: ",
+    b"data:",
+    b"\n",
+    b"\r\n",
+    b"\n\n",
+    b"{",
+    b"}",
+    b"[DONE]",
+    b'"choices"',
+    b":",
+    b"[",
+    b"]",
+    b'{"choices":[{"delta":{"content":"x"}}]}',
+    b"event: error\n",
+    b"\xff\xfe",
+    b'{"error":{"code":503}}',
+    b'{"choices":[{"finish_reason":"stop"}]}',
+    b"id: 1\n",
+]
 
 
 class Box:
@@ -49,8 +66,9 @@ def garbage_server() -> Iterator[tuple[asyncio.AbstractEventLoop, Client]]:
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        client = Client(f"http://127.0.0.1:{port}", retry=RetryPolicy.none(),
-                        timeouts=Timeouts(total=10.0))
+        client = Client(
+            f"http://127.0.0.1:{port}", retry=RetryPolicy.none(), timeouts=Timeouts(total=10.0)
+        )
         return runner, client
 
     runner, client = loop.run_until_complete(start())
@@ -60,7 +78,9 @@ def garbage_server() -> Iterator[tuple[asyncio.AbstractEventLoop, Client]]:
     loop.close()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.one_of(st.sampled_from(PIECES), st.binary(max_size=8)), max_size=25))
 def test_any_stream_gives_result_or_typed_error(
     garbage_server: tuple[asyncio.AbstractEventLoop, Client], pieces: list[bytes]
@@ -89,8 +109,9 @@ def test_garbage_after_done_in_the_same_read_does_not_fail_the_answer(
     """docs/design.md s.3: the answer is complete at [DONE]; what follows does not matter,
     whether it arrives in the same read as [DONE] or later."""
     loop, client = garbage_server
-    Box.body = (b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'
-                b"data: [DONE]\n\ndata: garbage{\n\n")
+    Box.body = (
+        b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\ndata: garbage{\n\n'
+    )
     Box.step = len(Box.body)  # one write
     body = {"messages": [{"role": "user", "content": "x"}], "stream": True}
 

@@ -43,8 +43,10 @@ async def sse(request: web.Request, body: bytes) -> web.StreamResponse:
 async def test_crlf_and_cr_line_endings() -> None:
     for eol in (b"\r\n", b"\r"):
         chunk = b'data: {"choices":[{"delta":{"content":"a"}}]}' + eol + eol
-        body = b": hello" + eol + eol + chunk * 3 + b'data: {"choices":[{"delta":{},' \
+        body = (
+            b": hello" + eol + eol + chunk * 3 + b'data: {"choices":[{"delta":{},'
             b'"finish_reason":"stop"}]}' + eol + eol + b"data: [DONE]" + eol + eol
+        )
 
         async def h(request: web.Request, body: bytes = body) -> web.StreamResponse:
             return await sse(request, body)
@@ -70,10 +72,12 @@ async def test_retry_after_http_date() -> None:
         calls.append(time.monotonic())
         if len(calls) == 1:
             when = email.utils.formatdate(time.time() + 2, usegmt=True)
-            return web.json_response({"error": {"message": "slow down"}}, status=429,
-                                     headers={"Retry-After": when})
-        return web.json_response({"choices": [{"message": {"content": "ok"},
-                                               "finish_reason": "stop"}]})
+            return web.json_response(
+                {"error": {"message": "slow down"}}, status=429, headers={"Retry-After": when}
+            )
+        return web.json_response(
+            {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
+        )
 
     async with serve(h) as url, Client(url) as c:
         done = await c.chat(MSG, stream=False)
@@ -83,8 +87,7 @@ async def test_retry_after_http_date() -> None:
 
 async def test_html_error_page_message() -> None:
     async def h(request: web.Request) -> web.Response:
-        return web.Response(status=502, text="<html>Bad Gateway</html>",
-                            content_type="text/html")
+        return web.Response(status=502, text="<html>Bad Gateway</html>", content_type="text/html")
 
     async with serve(h) as url, Client(url, retry=RetryPolicy.none()) as c:
         with pytest.raises(E.ServerError) as ei:
@@ -94,8 +97,9 @@ async def test_html_error_page_message() -> None:
 
 async def test_finish_reason_without_done_is_ok_and_empty_stream_truncated() -> None:
     async def h(request: web.Request) -> web.StreamResponse:
-        return await sse(request, b'data: {"choices":[{"delta":{"content":"x"},'
-                                  b'"finish_reason":"length"}]}\n\n')
+        return await sse(
+            request, b'data: {"choices":[{"delta":{"content":"x"},"finish_reason":"length"}]}\n\n'
+        )
 
     async with serve(h) as url, Client(url) as c:
         done = await c.chat(MSG)

@@ -34,15 +34,23 @@ async def test_each_engines_oom_answer_is_out_of_memory(engine: str) -> None:
 
 
 async def test_oom_then_room_succeeds_on_the_retry() -> None:
-    async with FakeOpenAI(FakeConfig(tokens=3, script=["oom:llamacpp"])).running() as srv, \
-            Client(srv.base_url, retry=FAST) as c:
+    async with (
+        FakeOpenAI(FakeConfig(tokens=3, script=["oom:llamacpp"])).running() as srv,
+        Client(srv.base_url, retry=FAST) as c,
+    ):
         done = await c.chat(MSG, max_tokens=3)
     assert done.record.ok and done.record.attempts == 2
 
 
 async def test_a_plain_400_is_still_a_bad_request() -> None:
-    body = {"error": {"message": "max_tokens must be at least 1", "type": "BadRequestError",
-                      "param": "max_tokens", "code": 400}}
+    body = {
+        "error": {
+            "message": "max_tokens must be at least 1",
+            "type": "BadRequestError",
+            "param": "max_tokens",
+            "code": 400,
+        }
+    }
     fake = FakeConfig(script=[{"status": 400, "body": body}])
     async with FakeOpenAI(fake).running() as srv, Client(srv.base_url, retry=FAST) as c:
         with pytest.raises(E.BadRequest) as ei:
@@ -51,21 +59,34 @@ async def test_a_plain_400_is_still_a_bad_request() -> None:
 
 
 async def test_oom_in_a_stream_error_event_is_out_of_memory() -> None:
-    fake = FakeConfig(tokens=8, script=[{"error_after": 2, "status": 500,
-                                         "message": "CUDA out of memory. Tried to allocate 20.00 MiB"}])
+    fake = FakeConfig(
+        tokens=8,
+        script=[
+            {
+                "error_after": 2,
+                "status": 500,
+                "message": "CUDA out of memory. Tried to allocate 20.00 MiB",
+            }
+        ],
+    )
     async with FakeOpenAI(fake).running() as srv, Client(srv.base_url, retry=FAST) as c:
         with pytest.raises(E.OutOfMemory):
             await c.chat(MSG, max_tokens=8)
 
 
-@pytest.mark.parametrize(("fault", "error"), [
-    ("hang", E.FirstTokenTimeout),  # no head: the first-token limit (0.5 s)
-    ("stall_body:20", E.IdleTimeout),  # head, half a body, then silence: the idle limit
-])
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ("hang", E.FirstTokenTimeout),  # no head: the first-token limit (0.5 s)
+        ("stall_body:20", E.IdleTimeout),  # head, half a body, then silence: the idle limit
+    ],
+)
 async def test_non_streamed_silence_hits_a_limit(fault: str, error: type[E.Timeout]) -> None:
     t = Timeouts(first_token=0.5, idle=0.5, total=30)
-    async with FakeOpenAI(FakeConfig(script=[fault])).running() as srv, \
-            Client(srv.base_url, timeouts=t, retry=RetryPolicy(max_attempts=1)) as c:
+    async with (
+        FakeOpenAI(FakeConfig(script=[fault])).running() as srv,
+        Client(srv.base_url, timeouts=t, retry=RetryPolicy(max_attempts=1)) as c,
+    ):
         t0 = time.monotonic()
         with pytest.raises(error) as ei:  # the limit's error, not the 30 s deadline's
             await c.chat(MSG, max_tokens=4, stream=False)

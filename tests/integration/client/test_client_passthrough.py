@@ -25,8 +25,12 @@ def sse(obj: object) -> bytes:
 
 
 def content(text: str) -> bytes:
-    return sse({"object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+    return sse(
+        {
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+        }
+    )
 
 
 _PER_REQUEST = re.compile(rb'"(id|created)":("[^"]*"|\d+)')
@@ -85,8 +89,11 @@ async def test_raw_chunks_whole_events_and_same_record(keepalive: bool) -> None:
 
 
 async def test_raw_chunks_drop_usage_only() -> None:
-    async with FakeOpenAI(FakeConfig(ttft=0.0, itl=0.0, tokens=4)).running() as srv, \
-            Client(srv.base_url) as c, c.stream("/v1/chat/completions", BODY) as r:
+    async with (
+        FakeOpenAI(FakeConfig(ttft=0.0, itl=0.0, tokens=4)).running() as srv,
+        Client(srv.base_url) as c,
+        c.stream("/v1/chat/completions", BODY) as r,
+    ):
         data = b"".join([p async for p in r.raw_chunks(drop_usage_only=True)])
     assert b'"usage"' not in data and data.endswith(b"data: [DONE]\n\n")
     assert data.count(b'"content":"tok "') == 4
@@ -98,23 +105,30 @@ async def test_raw_chunks_error_event_raises_after_good_bytes() -> None:
     async with FakeOpenAI(cfg).running() as srv, Client(srv.base_url) as c:
         got: list[bytes] = []
         with pytest.raises(E.ServerError) as ei:
-            async with c.stream("/v1/chat/completions", BODY,
-                                headers={"X-Fake-Behavior": "error:3"}) as r:
+            async with c.stream(
+                "/v1/chat/completions", BODY, headers={"X-Fake-Behavior": "error:3"}
+            ) as r:
                 async for p in r.raw_chunks():
                     got.append(p)
     data = b"".join(got)
     assert data.count(b'"content":"tok "') == 3 and b"error" not in data
     rec = ei.value.record
-    assert rec is not None and not rec.ok and rec.error == "ServerError" and len(rec.chunk_times) == 3
+    assert (
+        rec is not None and not rec.ok and rec.error == "ServerError" and len(rec.chunk_times) == 3
+    )
 
 
-GOOD_THEN_BAD = (content("") + content("a") + content("b") + content("c")
-                 + b'data: {"choices": [{"delta": {"content": "x"\n\n')
+GOOD_THEN_BAD = (
+    content("")
+    + content("a")
+    + content("b")
+    + content("c")
+    + b'data: {"choices": [{"delta": {"content": "x"\n\n'
+)
 
 
 async def test_good_events_before_malformed_are_kept_events() -> None:
-    async with one_write_server(GOOD_THEN_BAD) as url, \
-            Client(url, retry=RetryPolicy.none()) as c:
+    async with one_write_server(GOOD_THEN_BAD) as url, Client(url, retry=RetryPolicy.none()) as c:
         texts: list[str] = []
         with pytest.raises(E.MalformedStream) as ei:
             async with c.stream("/v1/chat/completions", BODY) as s:
@@ -138,16 +152,20 @@ async def test_good_events_before_malformed_are_kept_events() -> None:
 
 
 async def test_only_malformed_before_content_raises_before_enter() -> None:
-    async with one_write_server(content("") + b"data: {nope}\n\n") as url, \
-            Client(url, retry=RetryPolicy.none()) as c:
+    async with (
+        one_write_server(content("") + b"data: {nope}\n\n") as url,
+        Client(url, retry=RetryPolicy.none()) as c,
+    ):
         with pytest.raises(E.MalformedStream):
             async with c.stream("/v1/chat/completions", BODY):
                 pytest.fail("entered a stream that never had content")
 
 
 async def test_ids_sent_stamp_and_no_reference_cycles() -> None:
-    async with FakeOpenAI(FakeConfig(ttft=0.0, itl=0.0, tokens=3)).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(ttft=0.0, itl=0.0, tokens=3)).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         t0 = time.monotonic()
         first = await c.chat(MSG)
         rec = first.record

@@ -39,28 +39,37 @@ async def test_streamed_record_and_headers() -> None:
     # under 10x them (a client that adds seconds of its own is broken).
     assert rec.ttft is not None and 0.09 <= rec.ttft < 1.0, rec.ttft
     assert rec.tpot is not None and 0.01 <= rec.tpot < 0.2, rec.tpot
-    assert done.text == "tok " * 10 and done.usage == {"prompt_tokens": 3,
-                                                       "completion_tokens": 10, "total_tokens": 13}
+    assert done.text == "tok " * 10 and done.usage == {
+        "prompt_tokens": 3,
+        "completion_tokens": 10,
+        "total_tokens": 13,
+    }
     assert done.response is not None and done.response["model"] == "m1"
     assert done.response["choices"][0]["message"]["content"] == done.text
 
 
 async def test_usage_absent_is_estimated_and_mismatch_flagged() -> None:
-    async with FakeOpenAI(FakeConfig(tokens=6, include_usage="never")).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(tokens=6, include_usage="never")).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         rec = (await c.chat(MSG)).record
     assert rec.ok and rec.completion_tokens == 6 and rec.tokens_estimated
     assert rec.prompt_tokens is None
-    async with FakeOpenAI(FakeConfig(tokens=6, usage_offset=2)).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(tokens=6, usage_offset=2)).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         rec = (await c.chat(MSG)).record
     assert rec.ok and rec.completion_tokens == 8 and rec.usage_mismatch
     assert not rec.tokens_estimated
 
 
 async def test_non_streamed() -> None:
-    async with FakeOpenAI(FakeConfig(ttft=0.05, tokens=7)).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(ttft=0.05, tokens=7)).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         done = await c.chat(MSG, stream=False)
         comp = await c.complete(["a b", "c"], max_tokens=3, stream=False)
     rec = done.record
@@ -83,8 +92,10 @@ async def test_streamed_completions_and_keepalives() -> None:
 
 async def test_stream_context_enters_after_retries() -> None:
     cfg = FakeConfig(tokens=5, ttft=0.05, itl=0.1, script=["503"])
-    async with FakeOpenAI(cfg).running() as srv, Client(
-            srv.base_url, retry=RetryPolicy(base_delay=0.01)) as c:
+    async with (
+        FakeOpenAI(cfg).running() as srv,
+        Client(srv.base_url, retry=RetryPolicy(base_delay=0.01)) as c,
+    ):
         body = {"messages": MSG, "stream": True}
         async with c.stream("/v1/chat/completions", body) as s:
             assert s.status == 200 and s.record.attempts == 2
@@ -98,8 +109,10 @@ async def test_stream_context_enters_after_retries() -> None:
 
 
 async def test_stream_errors_raise_from_iteration_without_retry() -> None:
-    async with FakeOpenAI(FakeConfig(tokens=20, script=["cut:4"])).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(tokens=20, script=["cut:4"])).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         async with c.stream("/v1/chat/completions", {"messages": MSG, "stream": True}) as s:
             with pytest.raises(E.TruncatedStream):
                 async for _ in s.events():
@@ -109,8 +122,10 @@ async def test_stream_errors_raise_from_iteration_without_retry() -> None:
 
 
 async def test_stream_left_early_is_cancelled() -> None:
-    async with FakeOpenAI(FakeConfig(tokens=100, itl=0.01)).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(tokens=100, itl=0.01)).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         async with c.stream("/v1/chat/completions", {"messages": MSG, "stream": True}) as s:
             async for ev in s.events():
                 if ev.has_content:
@@ -135,8 +150,10 @@ async def test_connection_pool_limit() -> None:
 
 
 async def test_models_tokenize_embeddings_warmup() -> None:
-    async with FakeOpenAI(FakeConfig(model="fake-7b", ttft=0.05)).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(model="fake-7b", ttft=0.05)).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         assert await c.models() == ["fake-7b"]
         toks = await c.tokenize("a b c d")
         assert toks is not None and len(toks) == 4
@@ -149,8 +166,7 @@ async def test_models_tokenize_embeddings_warmup() -> None:
         assert 0.05 <= latency < 2.0
         with pytest.raises(E.BadRequest):
             await c.get_json("/nope")
-    async with FakeOpenAI(FakeConfig(tokenize=False)).running() as srv, \
-            Client(srv.base_url) as c:
+    async with FakeOpenAI(FakeConfig(tokenize=False)).running() as srv, Client(srv.base_url) as c:
         assert await c.tokenize("a b") is None
 
 
@@ -158,8 +174,10 @@ async def test_max_concurrency_gives_429() -> None:
     import asyncio
 
     cfg = FakeConfig(tokens=2, ttft=1.0, max_concurrency=2)
-    async with FakeOpenAI(cfg).running() as srv, Client(
-            srv.base_url, retry=RetryPolicy.none()) as c:
+    async with (
+        FakeOpenAI(cfg).running() as srv,
+        Client(srv.base_url, retry=RetryPolicy.none()) as c,
+    ):
         res = await asyncio.gather(*(c.chat(MSG) for _ in range(5)), return_exceptions=True)
     limited = [r for r in res if isinstance(r, E.RateLimited)]
     assert len(limited) == 3 and all(r.retry_after == 1.0 for r in limited)
@@ -187,7 +205,8 @@ async def test_official_openai_client_against_fake() -> None:
     async with FakeOpenAI(FakeConfig(tokens=5)).running() as srv:
         oc = openai.AsyncOpenAI(base_url=srv.base_url + "/v1", api_key="none", max_retries=0)
         stream = await oc.chat.completions.create(
-            model="fake", messages=MSG, stream=True, stream_options={"include_usage": True})
+            model="fake", messages=MSG, stream=True, stream_options={"include_usage": True}
+        )
         text, usage = "", None
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
@@ -228,8 +247,10 @@ async def test_leaving_after_done_is_ok() -> None:
 
 
 async def test_failed_record_attached_and_ordered() -> None:
-    async with FakeOpenAI(FakeConfig(tokens=10, itl=0.01, script=["cut:3"])).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(tokens=10, itl=0.01, script=["cut:3"])).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         with pytest.raises(E.TruncatedStream) as ei:
             await c.chat(MSG, request_id="r-9")
     rec = ei.value.record
@@ -243,8 +264,10 @@ async def test_failed_record_attached_and_ordered() -> None:
 async def test_server_holding_stream_after_done() -> None:
     # The server holds each stream open 30 s after [DONE]: waiting for it to close
     # would show as 30 s; not waiting, as milliseconds.
-    async with FakeOpenAI(FakeConfig(tokens=3, hold_after_done=30.0)).running() as srv, \
-            Client(srv.base_url) as c:
+    async with (
+        FakeOpenAI(FakeConfig(tokens=3, hold_after_done=30.0)).running() as srv,
+        Client(srv.base_url) as c,
+    ):
         t = time.monotonic()
         done = await c.chat(MSG)
         took = time.monotonic() - t

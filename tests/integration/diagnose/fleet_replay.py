@@ -67,12 +67,14 @@ def render_dcgm(text: str, t: float, gpus: list[Gpu]) -> str:
             name = ln.split()[2]
             proto = next(s for s in samples if _series_name(s) == name)
             for g in gpus:
-                line = (proto.replace('gpu="0"', f'gpu="{g.index}"')
-                        .replace("GPU-5c1f0a4e-8d2b-4f7e-9a61-0b3c2d4e5f60", g.uuid)
-                        .replace('Hostname="gpu-node-1"', f'Hostname="{g.host}"')
-                        .replace('pod="vllm-0"', f'pod="{g.pod}"')
-                        .replace('container="vllm"', f'container="{"server" if g.pod else ""}"')
-                        .replace('namespace="llm"', f'namespace="{g.namespace if g.pod else ""}"'))
+                line = (
+                    proto.replace('gpu="0"', f'gpu="{g.index}"')
+                    .replace("GPU-5c1f0a4e-8d2b-4f7e-9a61-0b3c2d4e5f60", g.uuid)
+                    .replace('Hostname="gpu-node-1"', f'Hostname="{g.host}"')
+                    .replace('pod="vllm-0"', f'pod="{g.pod}"')
+                    .replace('container="vllm"', f'container="{"server" if g.pod else ""}"')
+                    .replace('namespace="llm"', f'namespace="{g.namespace if g.pod else ""}"')
+                )
                 head = line.rsplit(" ", 1)[0]
                 if name == "DCGM_FI_DEV_GPU_UTIL":
                     line = f"{head} {g.util_pct(t):.0f}"

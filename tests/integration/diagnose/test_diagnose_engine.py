@@ -36,8 +36,16 @@ def _bench(**kw: Any) -> RunResult:
     from infersight.bench import BenchConfig
     from infersight.entrypoints.bench import bench_and_diagnose
 
-    cfg = BenchConfig(progress=False, diagnose=False, warmup="0", cooldown="0",
-                      input_tokens="fixed:24", sample_interval=0.25, grace=2.0, **kw)
+    cfg = BenchConfig(
+        progress=False,
+        diagnose=False,
+        warmup="0",
+        cooldown="0",
+        input_tokens="fixed:24",
+        sample_interval=0.25,
+        grace=2.0,
+        **kw,
+    )
     return bench_and_diagnose(cfg)
 
 
@@ -54,8 +62,14 @@ def test_under_loaded_one_client_sixteen_slots() -> None:
     # 32 tokens a request, so decoding (one sequence: bandwidth-bound, low MFU) is most
     # of the time. With 4 the prompt's prefill is 85% of each request, and on a 2-core
     # box one prefill uses half the CPU's measured FLOP/s: not under-loaded by the rule.
-    r = _bench(engine_parallel=16, engine_ctx=16 * 256, concurrency=[1], duration=4.0,
-               max_tokens=32, ignore_eos=True)
+    r = _bench(
+        engine_parallel=16,
+        engine_ctx=16 * 256,
+        concurrency=[1],
+        duration=4.0,
+        max_tokens=32,
+        ignore_eos=True,
+    )
     assert any(rec.ok for rec in r.records)
     v = one(diagnose(r), "under_loaded")
     assert v.engine == "embedded"
@@ -71,8 +85,7 @@ def test_under_loaded_one_client_sixteen_slots() -> None:
 
 
 def test_slot_bound_two_slots_thirty_two_clients() -> None:
-    r = _bench(engine_parallel=2, engine_ctx=2 * 256, concurrency=[32], duration=6.0,
-               max_tokens=4)
+    r = _bench(engine_parallel=2, engine_ctx=2 * 256, concurrency=[32], duration=6.0, max_tokens=4)
     v = one(diagnose(r), "slot_bound")
     assert v.engine == "embedded"
     assert v.evidence_value("slots (S)") == 2
@@ -91,26 +104,42 @@ def test_error_driven_api_key_mismatch(key_engine: Any) -> None:
     from infersight.telemetry import EngineScraper, HostSampler, Recorder
 
     async def main() -> RunResult:
-        rec = Recorder([HostSampler(processes={"engine": key_engine.pid}),
-                        EngineScraper(f"{key_engine.base_url}/metrics", api_key=KEY)],
-                       interval=0.25)
+        rec = Recorder(
+            [
+                HostSampler(processes={"engine": key_engine.pid}),
+                EngineScraper(f"{key_engine.base_url}/metrics", api_key=KEY),
+            ],
+            interval=0.25,
+        )
         records: list[RequestRecord] = []
-        body = {"model": key_engine.model_name, "max_tokens": 2, "stream": True,
-                "messages": [{"role": "user", "content": "Say hi."}]}
-        async with rec, \
-                Client(key_engine.base_url, api_key=KEY, retry=RetryPolicy(max_attempts=1)) as good, \
-                Client(key_engine.base_url, api_key="sk-stale-0000",
-                       retry=RetryPolicy(max_attempts=1)) as bad:
+        body = {
+            "model": key_engine.model_name,
+            "max_tokens": 2,
+            "stream": True,
+            "messages": [{"role": "user", "content": "Say hi."}],
+        }
+        async with (
+            rec,
+            Client(key_engine.base_url, api_key=KEY, retry=RetryPolicy(max_attempts=1)) as good,
+            Client(
+                key_engine.base_url, api_key="sk-stale-0000", retry=RetryPolicy(max_attempts=1)
+            ) as bad,
+        ):
+
             async def send(c: Client) -> None:
-                r = RequestRecord(request_id=uuid.uuid4().hex[:8], scheduled=time.monotonic(),
-                                  labels={"level": "mixed"})
+                r = RequestRecord(
+                    request_id=uuid.uuid4().hex[:8],
+                    scheduled=time.monotonic(),
+                    labels={"level": "mixed"},
+                )
                 with contextlib.suppress(InfersightError):
                     await c.request("/v1/chat/completions", body, record=r)
                 records.append(r)
 
             await asyncio.gather(*(send(good) for _ in range(4)), *(send(bad) for _ in range(6)))
-        result = RunResult(config={"engine": key_engine.settings, "levels": [{"name": "mixed"}]},
-                           records=records)
+        result = RunResult(
+            config={"engine": key_engine.settings, "levels": [{"name": "mixed"}]}, records=records
+        )
         rec.write_to(result)
         return result
 
@@ -140,10 +169,19 @@ def test_client_limited_starved_load_generator(key_engine: Any, monkeypatch: Any
 
         task = asyncio.create_task(hog())
         try:
-            cfg = BenchConfig(url=key_engine.base_url, api_key_env="DIAG_TEST_KEY",
-                              rate=[10.0], requests=8, max_tokens=2, progress=False,
-                              diagnose=False, warmup="0", cooldown="0",
-                              input_tokens="fixed:16", sample_interval=0.25)
+            cfg = BenchConfig(
+                url=key_engine.base_url,
+                api_key_env="DIAG_TEST_KEY",
+                rate=[10.0],
+                requests=8,
+                max_tokens=2,
+                progress=False,
+                diagnose=False,
+                warmup="0",
+                cooldown="0",
+                input_tokens="fixed:16",
+                sample_interval=0.25,
+            )
             return await run_async(cfg)
         finally:
             stop.set()
@@ -159,8 +197,9 @@ def test_client_limited_starved_load_generator(key_engine: Any, monkeypatch: Any
 def test_diagnose_live_url_window(key_engine: Any) -> None:
     from infersight.telemetry import sample_url
 
-    result = sample_url(key_engine.base_url, 3.0, api_key=KEY, probe=True, interval=0.5,
-                        max_tokens=4)
+    result = sample_url(
+        key_engine.base_url, 3.0, api_key=KEY, probe=True, interval=0.5, max_tokens=4
+    )
     names = {s.name for s in result.samples}
     assert {"engine.requests_running", "engine.slots", "host.cpu_percent"} <= names
     assert result.config["engine"]["engine"] == "llamacpp"
@@ -179,8 +218,9 @@ def test_the_demo_sweeps_fix_agrees_with_its_own_curve() -> None:
     run's one fix never contradicts its curve (docs/design.md section 5)."""
     from infersight.diagnose import embed_diagnosis
 
-    r = _bench(engine_parallel=8, engine_ctx=8 * 256, concurrency=[1, 4, 16], requests=16,
-               max_tokens=10)
+    r = _bench(
+        engine_parallel=8, engine_ctx=8 * 256, concurrency=[1, 4, 16], requests=16, max_tokens=10
+    )
     embed_diagnosis(r)
     curve, rec = r.capacity_curve, r.recommendation
     assert curve is not None and rec is not None

@@ -34,9 +34,18 @@ def vllm_4_slots() -> Iterator[Any]:
 
 
 def _bench(url: str, **kw: Any) -> RunResult:
-    cfg = BenchConfig(url=url, scrape=[url + "/metrics"], sample_interval=0.25,
-                      concurrency=[32], duration=4.0, max_tokens=5, input_tokens="fixed:16",
-                      progress=False, diagnose=True, **kw)
+    cfg = BenchConfig(
+        url=url,
+        scrape=[url + "/metrics"],
+        sample_interval=0.25,
+        concurrency=[32],
+        duration=4.0,
+        max_tokens=5,
+        input_tokens="fixed:16",
+        progress=False,
+        diagnose=True,
+        **kw,
+    )
     return bench_and_diagnose(cfg)
 
 
@@ -56,8 +65,10 @@ def test_vllm_shaped_server_is_slot_bound(vllm_4_slots: Any) -> None:
     assert "slot_bound" in _ids(result), [v.summary for v in result.diagnosis]
     assert "capacity" not in _ids(result)
     v = next(v for v in result.diagnosis if v.id == "slot_bound")
-    m = re.fullmatch(r"R stays at 4 with (\d+) waiting: the slot limit is 4",
-                     str(_ev(v, "slot limit (inferred)")))
+    m = re.fullmatch(
+        r"R stays at 4 with (\d+) waiting: the slot limit is 4",
+        str(_ev(v, "slot limit (inferred)")),
+    )
     assert m and int(m.group(1)) >= 16, _ev(v, "slot limit (inferred)")
     # the slots the model found agree with R's plateau; one level gives no number
     assert result.server_model is not None and result.server_model.slots.value == SLOTS

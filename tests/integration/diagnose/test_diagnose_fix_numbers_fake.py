@@ -27,9 +27,17 @@ def _server(**kw: Any) -> Iterator[Any]:
 
 
 def _bench(url: str, scrape: bool = True, **kw: Any) -> RunResult:
-    cfg = BenchConfig(url=url, scrape=[url + "/metrics"] if scrape else [], no_scrape=not scrape,
-                      sample_interval=0.25, max_tokens=5, input_tokens="fixed:16",
-                      progress=False, diagnose=True, **kw)
+    cfg = BenchConfig(
+        url=url,
+        scrape=[url + "/metrics"] if scrape else [],
+        no_scrape=not scrape,
+        sample_interval=0.25,
+        max_tokens=5,
+        input_tokens="fixed:16",
+        progress=False,
+        diagnose=True,
+        **kw,
+    )
     result = bench_and_diagnose(cfg)
     assert result.capacity_curve is not None and result.recommendation is not None, result.notes
     return result

@@ -30,9 +30,17 @@ def _bench(concurrency: int, **kw: Any) -> RunResult:
     cfg = FakeConfig(ttft=0.1, itl=0.01, tokens=10, metrics_dialect="llamacpp", **kw)
     with FakeOpenAI.subprocess(cfg) as srv:
         url = srv.base_url
-        bench = BenchConfig(url=url, scrape=[url + "/metrics"], sample_interval=0.2,
-                            concurrency=[concurrency], duration=4.0, max_tokens=10,
-                            input_tokens="fixed:16", progress=False, diagnose=True)
+        bench = BenchConfig(
+            url=url,
+            scrape=[url + "/metrics"],
+            sample_interval=0.2,
+            concurrency=[concurrency],
+            duration=4.0,
+            max_tokens=10,
+            input_tokens="fixed:16",
+            progress=False,
+            diagnose=True,
+        )
         return bench_and_diagnose(bench)
 
 
@@ -60,6 +68,7 @@ def test_a_backlog_the_engine_does_not_list_is_slot_bound() -> None:
     assert v.evidence_value("waiting") >= 10.0, v.summary
     assert v.evidence_value("slots (S)") == 4
     assert "before the engine's scheduler" in next(
-        e.source for e in v.evidence if e.key == "waiting")
+        e.source for e in v.evidence if e.key == "waiting"
+    )
     # one level: the knob, and why no number
     assert v.fixes[0].startswith("raise --parallel above 4"), v.fixes

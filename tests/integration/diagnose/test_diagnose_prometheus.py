@@ -67,27 +67,55 @@ class LoopThread:
 
 def _vllm(running: Any, waiting: Any, kv: Any, preempt: float = 0.0) -> Any:
     text = (FIX / "vllm_v1_0_10.txt").read_text()
-    values = {"vllm:num_requests_running": running, "vllm:num_requests_waiting": waiting,
-              "vllm:kv_cache_usage_perc": kv, "vllm:gpu_cache_usage_perc": kv,
-              "vllm:num_preemptions_total": lambda t: preempt * t}
+    values = {
+        "vllm:num_requests_running": running,
+        "vllm:num_requests_waiting": waiting,
+        "vllm:kv_cache_usage_perc": kv,
+        "vllm:gpu_cache_usage_perc": kv,
+        "vllm:num_preemptions_total": lambda t: preempt * t,
+    }
     return lambda t: render(text, t, values, growth=0.05)
 
 
 def _sglang() -> Any:
     text = (FIX / "sglang_0_5.txt").read_text()
-    values = {"sglang:num_running_reqs": lambda t: 20 + int(t) % 3,
-              "sglang:num_queue_reqs": lambda t: 0.0, "sglang:token_usage": lambda t: 0.3}
+    values = {
+        "sglang:num_running_reqs": lambda t: 20 + int(t) % 3,
+        "sglang:num_queue_reqs": lambda t: 0.0,
+        "sglang:token_usage": lambda t: 0.3,
+    }
     return lambda t: render(text, t, values, growth=0.05)
 
 
 GPUS = [
-    Gpu("GPU-0a11c0de-0000-4000-8000-000000000000", "gpu-node-1", "vllm-0", lambda t: 93 + int(t) % 2,
-        lambda t: 0.72),
-    Gpu("GPU-0a11c0de-0000-4000-8000-000000000001", "gpu-node-2", "vllm-1", lambda t: 10 + int(t) % 3,
-        lambda t: 0.05),
-    Gpu("GPU-0a11c0de-0000-4000-8000-000000000002", "gpu-node-3", "vllm-2", lambda t: 96, lambda t: 0.81),
-    Gpu("GPU-0a11c0de-0000-4000-8000-000000000003", "gpu-node-4", "sglang-0", lambda t: 100,
-        lambda t: 0.30),
+    Gpu(
+        "GPU-0a11c0de-0000-4000-8000-000000000000",
+        "gpu-node-1",
+        "vllm-0",
+        lambda t: 93 + int(t) % 2,
+        lambda t: 0.72,
+    ),
+    Gpu(
+        "GPU-0a11c0de-0000-4000-8000-000000000001",
+        "gpu-node-2",
+        "vllm-1",
+        lambda t: 10 + int(t) % 3,
+        lambda t: 0.05,
+    ),
+    Gpu(
+        "GPU-0a11c0de-0000-4000-8000-000000000002",
+        "gpu-node-3",
+        "vllm-2",
+        lambda t: 96,
+        lambda t: 0.81,
+    ),
+    Gpu(
+        "GPU-0a11c0de-0000-4000-8000-000000000003",
+        "gpu-node-4",
+        "sglang-0",
+        lambda t: 100,
+        lambda t: 0.30,
+    ),
     Gpu("GPU-0a11c0de-0000-4000-8000-000000000009", "gpu-node-9", "", lambda t: 0, lambda t: 0.0),
 ]
 
@@ -99,13 +127,19 @@ def _scrape_configs(ports: dict[str, str], engine: str, exporter: str, sidecar: 
         out += f"  - job_name: {job}\n    static_configs:\n"
         for i, pod in enumerate(pods):
             node = f"gpu-node-{i + 1 if job == 'vllm' else 4}"
-            out += (f"      - targets: ['{ports[pod]}']\n        labels: {{namespace: llm, pod: {pod}, "
-                    f"node: {node}}}\n")
-    out += (f"  - job_name: dcgm-exporter\n    honor_labels: true\n    static_configs:\n"
-            f"      - targets: ['{ports['dcgm']}']\n")
+            out += (
+                f"      - targets: ['{ports[pod]}']\n        labels: {{namespace: llm, pod: {pod}, "
+                f"node: {node}}}\n"
+            )
+    out += (
+        f"  - job_name: dcgm-exporter\n    honor_labels: true\n    static_configs:\n"
+        f"      - targets: ['{ports['dcgm']}']\n"
+    )
     out += f"  - job_name: engine\n    static_configs:\n      - targets: ['{engine}']\n"
     out += f"  - job_name: infersight\n    static_configs:\n      - targets: ['{exporter}']\n"
-    out += f"  - job_name: infersight-sidecar\n    static_configs:\n      - targets: ['{sidecar}']\n"
+    out += (
+        f"  - job_name: infersight-sidecar\n    static_configs:\n      - targets: ['{sidecar}']\n"
+    )
     return out
 
 
@@ -132,8 +166,14 @@ def fleet(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
     servers = {
         "vllm-0": Replay(_vllm(lambda t: 8.0, lambda t: 10 + t / 4 + int(t) % 3, lambda t: 0.45)),
         "vllm-1": Replay(_vllm(lambda t: 1.0 + int(t) % 2, lambda t: 0.0, lambda t: 0.04)),
-        "vllm-2": Replay(_vllm(lambda t: 5.0 + int(t) % 2, lambda t: 4.0 + int(t) % 3,
-                               lambda t: 0.95 + 0.01 * (int(t) % 3), preempt=0.5)),
+        "vllm-2": Replay(
+            _vllm(
+                lambda t: 5.0 + int(t) % 2,
+                lambda t: 4.0 + int(t) % 3,
+                lambda t: 0.95 + 0.01 * (int(t) % 3),
+                preempt=0.5,
+            )
+        ),
         "sglang-0": Replay(_sglang()),
         # read only through an infersight exporter beside it (a sidecar): its TTFT
         # reaches Prometheus as the exporter's histogram
@@ -141,8 +181,13 @@ def fleet(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         "dcgm": Replay(lambda t: render_dcgm((FIX / "dcgm_exporter_4.txt").read_text(), t, GPUS)),
     }
     ports = {k: lt.run(s.start()) for k, s in servers.items()}
-    rec = Recorder([HostSampler({"engine": engine.pid}, per_cpu=False),
-                    EngineScraper(engine.base_url, api_key=engine.api_key)], interval=0.5)
+    rec = Recorder(
+        [
+            HostSampler({"engine": engine.pid}, per_cpu=False),
+            EngineScraper(engine.base_url, api_key=engine.api_key),
+        ],
+        interval=0.5,
+    )
     exporter = ExporterServer(rec, port=0)
     lt.run(exporter.start())
     # as `infersight exporter` builds it: the engine's histogram buckets are kept
@@ -157,8 +202,16 @@ def fleet(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
     try:
         t_up = lt.run(_wait_up(url, http, n=8), timeout=120)
         time.sleep(max(0.0, t_up + SPAN + 2 - time.time()))
-        yield {"url": url, "http": http, "dir": d, "start": t_up + 1, "end": t_up + 1 + SPAN,
-               "engine": eng, "sidecar": side, "loop": lt}
+        yield {
+            "url": url,
+            "http": http,
+            "dir": d,
+            "start": t_up + 1,
+            "end": t_up + 1 + SPAN,
+            "engine": eng,
+            "sidecar": side,
+            "loop": lt,
+        }
     finally:
         proc.terminate()
         try:
@@ -173,14 +226,28 @@ def fleet(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         lt.close()
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def _cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=full_env)
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env=full_env
+    )
 
 
 def _range(f: dict[str, Any]) -> list[str]:
-    return ["--prometheus", f["url"], "--start", f"{f['start']:.0f}", "--end", f"{f['end']:.0f}",
-            "--step", "1s", "--window", str(WINDOW)]
+    return [
+        "--prometheus",
+        f["url"],
+        "--start",
+        f"{f['start']:.0f}",
+        "--end",
+        f"{f['end']:.0f}",
+        "--step",
+        "1s",
+        "--window",
+        str(WINDOW),
+    ]
 
 
 def test_diagnose_names_each_replica_and_the_imbalance(fleet: dict[str, Any]) -> None:
@@ -188,9 +255,14 @@ def test_diagnose_names_each_replica_and_the_imbalance(fleet: dict[str, Any]) ->
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     main = {rd["replica"]["id"]: rd["main"] for rd in doc["replicas"]}
-    assert main == {"llm/vllm-0": "slot_bound", "llm/vllm-1": "under_loaded",
-                    "llm/vllm-2": "kv_bound", "llm/sglang-0": "busy_illusion",
-                    fleet["engine"]: "under_loaded", fleet["sidecar"]: "healthy"}, r.stdout[:3000]
+    assert main == {
+        "llm/vllm-0": "slot_bound",
+        "llm/vllm-1": "under_loaded",
+        "llm/vllm-2": "kv_bound",
+        "llm/sglang-0": "busy_illusion",
+        fleet["engine"]: "under_loaded",
+        fleet["sidecar"]: "healthy",
+    }, r.stdout[:3000]
     by_id = {rd["replica"]["id"]: rd for rd in doc["replicas"]}
     slot = next(v for v in by_id["llm/vllm-0"]["verdicts"] if v["id"] == "slot_bound")
     assert "R stays at 8" in slot["summary"]  # vLLM exports no slot limit: R's plateau shows it
@@ -216,8 +288,10 @@ def test_diagnose_names_each_replica_and_the_imbalance(fleet: dict[str, Any]) ->
     # the fleet summary names the imbalance
     assert [v["id"] for v in doc["balance"]] == ["load_imbalance"]
     head = " ".join(doc["headline"])
-    assert (f"1 of 3 replicas of {LLAMA} under-loaded while 2 are queueing (1 KV-bound, "
-            "1 slot-bound): the router is unbalanced") in head
+    assert (
+        f"1 of 3 replicas of {LLAMA} under-loaded while 2 are queueing (1 KV-bound, "
+        "1 slot-bound): the router is unbalanced"
+    ) in head
     groups = {g["verdict"]: g["replicas"] for g in doc["groups"]}
     assert groups["slot_bound"] == ["llm/vllm-0"] and groups["busy_illusion"] == ["llm/sglang-0"]
     worst = doc["worst"][0]  # vllm-0's queue grows: its last window is the worst
@@ -225,7 +299,9 @@ def test_diagnose_names_each_replica_and_the_imbalance(fleet: dict[str, Any]) ->
 
 
 def test_console_output_and_one_line_errors(fleet: dict[str, Any]) -> None:
-    r = _cli("diagnose", *_range(fleet), "--http-config", str(fleet["http"]), env={"COLUMNS": "160"})
+    r = _cli(
+        "diagnose", *_range(fleet), "--http-config", str(fleet["http"]), env={"COLUMNS": "160"}
+    )
     assert r.returncode == 0, r.stderr
     assert "the router is unbalanced" in r.stdout and "Queueing: slot-bound" in r.stdout
     assert "Traceback" not in r.stdout + r.stderr
@@ -237,7 +313,11 @@ def test_console_output_and_one_line_errors(fleet: dict[str, Any]) -> None:
     # no client certificate: the TLS handshake fails, said in one line
     nocert = write_http_config(fleet["dir"], cert=False)
     r = _cli("diagnose", *_range(fleet), "--http-config", str(nocert))
-    assert r.returncode == 2 and r.stderr.startswith("error: Prometheus at ") and "Traceback" not in r.stderr
+    assert (
+        r.returncode == 2
+        and r.stderr.startswith("error: Prometheus at ")
+        and "Traceback" not in r.stderr
+    )
     # no CA: the server's certificate is not trusted
     r = _cli("diagnose", *_range(fleet))
     assert r.returncode == 2 and "certificate" in r.stderr.lower(), r.stderr
@@ -246,16 +326,35 @@ def test_console_output_and_one_line_errors(fleet: dict[str, Any]) -> None:
 def test_selector_and_pages(fleet: dict[str, Any]) -> None:
     from infersight.entrypoints.fleet import FleetQuery, diagnose_prometheus
 
-    q = FleetQuery(url=fleet["url"], start=f"{fleet['start']:.0f}", end=f"{fleet['end']:.0f}",
-                   step="1s", window=WINDOW, http_config=fleet["http"], selector='{namespace="llm"}')
+    q = FleetQuery(
+        url=fleet["url"],
+        start=f"{fleet['start']:.0f}",
+        end=f"{fleet['end']:.0f}",
+        step="1s",
+        window=WINDOW,
+        http_config=fleet["http"],
+        selector='{namespace="llm"}',
+    )
     one = diagnose_prometheus(q, progress=False)
     q.page_points = 7  # fewer points than a window: 3 pages of one 10 s window each
     many = diagnose_prometheus(q, progress=False)
-    assert sorted(rd.replica.id for rd in one.replicas) == ["llm/sglang-0", "llm/vllm-0",
-                                                            "llm/vllm-1", "llm/vllm-2"]
+    assert sorted(rd.replica.id for rd in one.replicas) == [
+        "llm/sglang-0",
+        "llm/vllm-0",
+        "llm/vllm-1",
+        "llm/vllm-2",
+    ]
     assert one.stats["pages"] == 1 and many.stats["pages"] == 3
-    key = lambda rep: [(rd.replica.id, [(v.id, v.window.start, v.window.end)  # noqa: E731
-                                        for v in rd.verdicts]) for rd in rep.replicas]
+    key = lambda rep: [
+        (
+            rd.replica.id,
+            [
+                (v.id, v.window.start, v.window.end)  # noqa: E731
+                for v in rd.verdicts
+            ],
+        )
+        for rd in rep.replicas
+    ]
     assert key(one) == key(many)
     assert [v.summary for v in one.balance] == [v.summary for v in many.balance]
 
@@ -268,18 +367,23 @@ def test_bearer_token_through_a_proxy(fleet: dict[str, Any], tmp_path: Path) -> 
     auth = load_auth(fleet["http"])
 
     async def start() -> tuple[web.AppRunner, aiohttp.ClientSession, str]:
-        session = aiohttp.ClientSession(headers=auth.headers(),
-                                        connector=aiohttp.TCPConnector(ssl=auth.ssl_context()))
+        session = aiohttp.ClientSession(
+            headers=auth.headers(), connector=aiohttp.TCPConnector(ssl=auth.ssl_context())
+        )
 
         async def proxy(req: web.Request) -> web.Response:
             given = req.headers.get("Authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
                 return web.json_response({"status": "error", "error": "unauthorized"}, status=401)
-            async with session.request(req.method, fleet["url"] + req.path_qs,
-                                       data=await req.read(),
-                                       headers={"Content-Type": req.content_type}) as up:
-                return web.Response(body=await up.read(), status=up.status,
-                                    content_type="application/json")
+            async with session.request(
+                req.method,
+                fleet["url"] + req.path_qs,
+                data=await req.read(),
+                headers={"Content-Type": req.content_type},
+            ) as up:
+                return web.Response(
+                    body=await up.read(), status=up.status, content_type="application/json"
+                )
 
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", proxy)
@@ -291,8 +395,20 @@ def test_bearer_token_through_a_proxy(fleet: dict[str, Any], tmp_path: Path) -> 
     lt = fleet["loop"]
     runner, session, url = lt.run(start())
     try:
-        args = ["diagnose", "--prometheus", url, "--start", f"{fleet['start']:.0f}", "--end",
-                f"{fleet['end']:.0f}", "--step", "1s", "--selector", '{job="sglang"}', "--json"]
+        args = [
+            "diagnose",
+            "--prometheus",
+            url,
+            "--start",
+            f"{fleet['start']:.0f}",
+            "--end",
+            f"{fleet['end']:.0f}",
+            "--step",
+            "1s",
+            "--selector",
+            '{job="sglang"}',
+            "--json",
+        ]
         r = _cli(*args, env={"INFERSIGHT_PROMETHEUS_BEARER_TOKEN_FILE": str(tmp_path / "token")})
         assert r.returncode == 0, r.stderr
         assert [rd["main"] for rd in json.loads(r.stdout)["replicas"]] == ["busy_illusion"]

@@ -30,9 +30,18 @@ def test_bench_stores_peaks_and_diagnose_of_the_file_reuses_them(tmp_path: Path)
     from infersight.bench import BenchConfig
     from infersight.entrypoints.bench import bench_and_diagnose
 
-    cfg = BenchConfig(progress=False, diagnose=True, engine_parallel=2, engine_ctx=2 * 256,
-                      concurrency=[8], duration=4.0, max_tokens=4, input_tokens="fixed:24",
-                      sample_interval=0.25, grace=2.0)
+    cfg = BenchConfig(
+        progress=False,
+        diagnose=True,
+        engine_parallel=2,
+        engine_ctx=2 * 256,
+        concurrency=[8],
+        duration=4.0,
+        max_tokens=4,
+        input_tokens="fixed:24",
+        sample_interval=0.25,
+        grace=2.0,
+    )
     result = bench_and_diagnose(cfg)
     phys = result.environment.get("physics")
     assert isinstance(phys, dict), result.notes

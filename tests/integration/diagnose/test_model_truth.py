@@ -26,8 +26,9 @@ def _run(name: str, **load: Any) -> RunResult:
     sc = scenario(name)
     assert sc.server is not None
     with FakeOpenAI.subprocess(sc.server) as srv:
-        cfg = BenchConfig(url=srv.base_url, progress=False, diagnose=True,
-                          **{**sc.bench_load(quick=True), **load})
+        cfg = BenchConfig(
+            url=srv.base_url, progress=False, diagnose=True, **{**sc.bench_load(quick=True), **load}
+        )
         return bench_and_diagnose(cfg)
 
 
@@ -68,8 +69,13 @@ def test_mixed_prompt_lengths_are_prefill_not_a_slot_limit(tmp_path: Path) -> No
     assert m.c_first.value == pytest.approx(1e-4, rel=0.3)  # the server's 0.1 ms a token
     path = save_run_result(run, tmp_path / "run.json")
     exe = Path(sys.executable).parent / "infersight"
-    out = subprocess.run([str(exe), "predict", str(path), "--concurrency", "4", "--json"],
-                         capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [str(exe), "predict", str(path), "--concurrency", "4", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     c4 = run.aggregates["c=4"]["request_throughput"]

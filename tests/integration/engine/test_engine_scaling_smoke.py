@@ -44,16 +44,37 @@ async def test_level_counts_tokens_in_window_and_client_cpu(engine: Any) -> None
 
 def test_raw_and_busy_sides_print_ratios_per_level(capsys: pytest.CaptureFixture[str]) -> None:
     bench = _load()
-    code = bench.main(["--raw", "--busy", "--concurrency", "1", "--duration", "2",
-                       "--warmup", "0.5", "--rounds", "1", "--max-tokens", "8",
-                       "--parallel", "2"])
+    code = bench.main(
+        [
+            "--raw",
+            "--busy",
+            "--concurrency",
+            "1",
+            "--duration",
+            "2",
+            "--warmup",
+            "0.5",
+            "--rounds",
+            "1",
+            "--max-tokens",
+            "8",
+            "--parallel",
+            "2",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     # Both servers ran: the raw one with llama.cpp's own thread choice and wait policy.
     assert "== raw llama.cpp" in out and "omp_wait=unset (libgomp default)" in out
     assert re.search(r"threads=\d+", out.split("== raw llama.cpp")[1])
-    rows = {m.group(1).strip(): m for m in re.finditer(
-        r"^\s+1 (infersight|raw llama.cpp)\s+([\d.]+)\s+([\d.]*)\s+([\d.]+)\s+([\d.]+)", out, re.M)}
+    rows = {
+        m.group(1).strip(): m
+        for m in re.finditer(
+            r"^\s+1 (infersight|raw llama.cpp)\s+([\d.]+)\s+([\d.]*)\s+([\d.]+)\s+([\d.]+)",
+            out,
+            re.M,
+        )
+    }
     assert set(rows) == {"infersight", "raw llama.cpp"}, out
     # A loaded test machine may starve the raw side (its spinning threads collapse
     # there), so only ours must have made progress; the ratios are printed either way.
@@ -61,5 +82,8 @@ def test_raw_and_busy_sides_print_ratios_per_level(capsys: pytest.CaptureFixture
     assert re.search(r"infersight: infersight/raw c=1 (\d+\.\d\d|-)", out)
     assert re.search(r"infersight: busy/quiet c=1 \d+\.\d\d", out)
     # No server is left behind (a frozen one would linger stopped).
-    assert not [p for p in psutil.process_iter(["cmdline"])
-                if "--raw-server" in " ".join(p.info["cmdline"] or [])]
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "--raw-server" in " ".join(p.info["cmdline"] or [])
+    ]

@@ -103,14 +103,20 @@ def test_serve_prints_url_model_slots_threads_and_stops_on_sigint(served: Served
     assert re.search(r"slots\s+2 x 512 tokens", text)
     # The thread count and how waiting threads behave, and that the environment
     # overrides it (issue 13: the choice is shown at start-up).
-    assert re.search(r"threads\s+\d+ \(the physical cores\); waiting threads spin \d+ turns, "
-                     r"then sleep \(OMP_WAIT_POLICY / GOMP_SPINCOUNT change it\)", text), text
+    assert re.search(
+        r"threads\s+\d+ \(the physical cores\); waiting threads spin \d+ turns, "
+        r"then sleep \(OMP_WAIT_POLICY / GOMP_SPINCOUNT change it\)",
+        text,
+    ), text
     port = int(served.url.rsplit(":", 1)[1])
     assert port != 8000 and port > 0  # --port 0 picked a free port and printed it
-    body = json.dumps({
-        "model": "SmolLM2-135M-Instruct", "messages": [{"role": "user", "content": "hi"}],
-        "max_tokens": 3,
-    }).encode()
+    body = json.dumps(
+        {
+            "model": "SmolLM2-135M-Instruct",
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 3,
+        }
+    ).encode()
     req = urllib.request.Request(
         served.url + "/v1/chat/completions", body, {"Content-Type": "application/json"}
     )
@@ -252,11 +258,24 @@ def test_monitor_watches_the_llama_cpp_child_not_the_front(served: Served, tmp_p
     assert engine in _engine_children(served.proc.pid)
     assert "infersight.engine" in " ".join(psutil.Process(engine).cmdline())
     rec = tmp_path / "mon.jsonl"
-    cli = [*_cmd()[:-1], "monitor", served.url, "--duration", "2.5s", "--interval", "0.5s",
-           "--no-gpu", "--record", str(rec)]
+    cli = [
+        *_cmd()[:-1],
+        "monitor",
+        served.url,
+        "--duration",
+        "2.5s",
+        "--interval",
+        "0.5s",
+        "--no-gpu",
+        "--record",
+        str(rec),
+    ]
     res = subprocess.run(cli, capture_output=True, text=True, timeout=60, env=_env())
     assert res.returncode == 0, res.stderr
     samples, _ = read_samples(rec)
-    watched = {s.labels.get("pid") for s in samples
-               if s.name == "process.cpu_percent" and s.labels.get("name") == "engine"}
+    watched = {
+        s.labels.get("pid")
+        for s in samples
+        if s.name == "process.cpu_percent" and s.labels.get("name") == "engine"
+    }
     assert watched == {str(engine)}

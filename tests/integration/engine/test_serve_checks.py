@@ -48,8 +48,7 @@ def served() -> Iterator[Served]:
 
 def post(s: Served, body: Any, path: str = CHAT, **headers: str) -> RawAnswer:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    ans = exchange("127.0.0.1", s.port, [request_bytes("POST", path, data, headers)],
-                   timeout=60)
+    ans = exchange("127.0.0.1", s.port, [request_bytes("POST", path, data, headers)], timeout=60)
     assert ans.status is not None, "serve closed without an answer"
     return ans
 
@@ -76,11 +75,17 @@ def msg(content: str = "hi") -> list[dict[str, str]]:
         ({"model": 7, "messages": msg(), "max_tokens": 2}, 400, "model"),
         ({"model": "gpt-4o", "messages": msg(), "max_tokens": 2}, 404, "model"),
         ({"model": MODEL, "messages": [], "max_tokens": 2}, 400, "messages"),
-        ({"model": MODEL, "messages": msg(), "stream": True, "stream_options": []}, 400,
-         "stream_options"),
+        (
+            {"model": MODEL, "messages": msg(), "stream": True, "stream_options": []},
+            400,
+            "stream_options",
+        ),
         ({"model": MODEL, "messages": msg(), "max_tokens": -1}, 400, "max_tokens"),
-        ({"model": MODEL, "messages": [{"role": "user", "content": [{"type": "text"}]}]}, 400,
-         "messages"),
+        (
+            {"model": MODEL, "messages": [{"role": "user", "content": [{"type": "text"}]}]},
+            400,
+            "messages",
+        ),
         ({"model": MODEL, "messages": msg(), "tools": "x"}, 400, "tools"),
     ],
 )
@@ -123,8 +128,17 @@ def _call(**fields: Any) -> dict[str, Any]:
         {"model": MODEL, "messages": [{"role": "user", "content": "x", "reasoning_content": 5}]},
         {"model": MODEL, "messages": [{"role": "tool", "content": "x", "tool_call_id": 5}]},
         {"model": MODEL, "messages": [{"role": 5, "content": "hi"}]},
-        {"model": MODEL, "messages": [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "http://127.0.0.1/x.png"}}]}]},
+        {
+            "model": MODEL,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image_url", "image_url": {"url": "http://127.0.0.1/x.png"}}
+                    ],
+                }
+            ],
+        },
     ],
 )
 def test_bodies_llama_cpp_answered_500_get_a_400(served: Served, body: dict[str, Any]) -> None:
@@ -140,10 +154,15 @@ def test_the_openai_client_sees_typed_errors_and_normal_answers(served: Served) 
         client.chat.completions.create(model=MODEL, messages=[], max_tokens=2)
     out = client.chat.completions.create(model=MODEL, messages=msg("Say hi"), max_tokens=4)  # type: ignore[arg-type]
     assert out.usage is not None and out.usage.completion_tokens >= 1
-    chunks = list(client.chat.completions.create(
-        model=MODEL, messages=msg("Count"), max_tokens=6, stream=True,  # type: ignore[arg-type]
-        stream_options={"include_usage": True},
-    ))
+    chunks = list(
+        client.chat.completions.create(
+            model=MODEL,
+            messages=msg("Count"),
+            max_tokens=6,
+            stream=True,  # type: ignore[arg-type]
+            stream_options={"include_usage": True},
+        )
+    )
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens >= 1
     assert sum(1 for c in chunks if c.choices and c.choices[0].delta.content) >= 1
 
@@ -195,7 +214,7 @@ def test_a_20_mb_body_is_413_and_never_reaches_the_engine(served: Served) -> Non
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
         b"zz\r\nhello\r\n0\r\n\r\n",
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n",
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Length: 50\r\n\r\n{\"m",
+        b'POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Length: 50\r\n\r\n{"m',
         b"POST /v1/chat/co",
     ],
 )
@@ -249,8 +268,7 @@ def test_idle_keep_alive_connections_are_closed(served: Served) -> None:
 
 
 def test_connections_per_client_are_capped(served: Served) -> None:
-    held = [socket.create_connection(("127.0.0.1", served.port), timeout=30)
-            for _ in range(16)]
+    held = [socket.create_connection(("127.0.0.1", served.port), timeout=30) for _ in range(16)]
     try:
         with socket.create_connection(("127.0.0.1", served.port), timeout=30) as extra:
             buf, _ = _read_until_closed(extra)

@@ -26,7 +26,9 @@ pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 MODEL = "SmolLM2-135M-Instruct"
 FUZZ = settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
     database=None,
 )
 
@@ -34,8 +36,14 @@ FUZZ = settings(
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
     s = _start(
-        "--port", "0", "--parallel", "2", "--ctx", "1024",
-        INFERSIGHT_SERVE_HEADER_TIMEOUT_S="2", INFERSIGHT_SERVE_BODY_TIMEOUT_S="2",
+        "--port",
+        "0",
+        "--parallel",
+        "2",
+        "--ctx",
+        "1024",
+        INFERSIGHT_SERVE_HEADER_TIMEOUT_S="2",
+        INFERSIGHT_SERVE_BODY_TIMEOUT_S="2",
         INFERSIGHT_SERVE_MAX_BODY_BYTES="65536",
     )
     yield s
@@ -55,7 +63,10 @@ def send(served: Served, data: bytes, *, head: bool = False) -> RawAnswer:
 
 # -- bodies -----------------------------------------------------------------------------------
 json_scalar = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False),
     st.text(max_size=20),
 )
 json_value = st.recursive(
@@ -68,8 +79,12 @@ json_value = st.recursive(
 text = st.text(max_size=24)
 function = st.fixed_dictionaries(
     {"name": st.sampled_from(["get_weather", "f"]) | json_value},
-    optional={"parameters": st.just({"type": "object", "properties": {"x": {"type": "string"}}})
-              | json_value, "description": text | json_value, "arguments": text | json_value},
+    optional={
+        "parameters": st.just({"type": "object", "properties": {"x": {"type": "string"}}})
+        | json_value,
+        "description": text | json_value,
+        "arguments": text | json_value,
+    },
 )
 tool_call = st.fixed_dictionaries(
     {"type": st.just("function") | json_value, "function": function | json_value},
@@ -78,10 +93,15 @@ tool_call = st.fixed_dictionaries(
 message = st.fixed_dictionaries(
     {"role": st.sampled_from(["user", "system", "assistant", "tool", "developer"]) | json_value},
     optional={
-        "content": text | st.none()
-        | st.lists(st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url"])},
-                                          optional={"text": text | json_value,
-                                                    "image_url": json_value}), max_size=2)
+        "content": text
+        | st.none()
+        | st.lists(
+            st.fixed_dictionaries(
+                {"type": st.sampled_from(["text", "image_url"])},
+                optional={"text": text | json_value, "image_url": json_value},
+            ),
+            max_size=2,
+        )
         | json_value,
         "name": text | json_value,
         "tool_calls": st.lists(tool_call, max_size=2) | json_value,
@@ -95,7 +115,9 @@ schema = st.just({"type": "object", "properties": {"a": {"type": "integer"}}}) |
 FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "model": st.just(MODEL) | json_value,
     "messages": st.lists(message, max_size=3) | json_value,
-    "prompt": text | st.lists(st.integers(-5, 60000), max_size=4) | st.lists(text, max_size=2)
+    "prompt": text
+    | st.lists(st.integers(-5, 60000), max_size=4)
+    | st.lists(text, max_size=2)
     | json_value,
     "max_tokens": st.integers(-3, 3) | json_value,
     "max_completion_tokens": st.integers(-3, 3) | json_value,
@@ -111,18 +133,29 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "seed": st.integers(-5, 2**33) | json_value,
     "logprobs": st.booleans() | json_value,
     "top_logprobs": st.integers(-1, 30) | json_value,
-    "logit_bias": st.dictionaries(st.integers(-5, 60000).map(str) | text,
-                                  st.floats(-100, 100) | json_value, max_size=3) | json_value,
+    "logit_bias": st.dictionaries(
+        st.integers(-5, 60000).map(str) | text, st.floats(-100, 100) | json_value, max_size=3
+    )
+    | json_value,
     "response_format": st.fixed_dictionaries(
         {"type": st.sampled_from(["text", "json_object", "json_schema"]) | json_value},
-        optional={"json_schema": st.fixed_dictionaries({"name": text}, optional={"schema": schema})
-                  | json_value, "schema": schema},
-    ) | json_value,
-    "tools": st.lists(st.fixed_dictionaries({"type": st.just("function") | json_value,
-                                             "function": function | json_value}), max_size=2)
+        optional={
+            "json_schema": st.fixed_dictionaries({"name": text}, optional={"schema": schema})
+            | json_value,
+            "schema": schema,
+        },
+    )
+    | json_value,
+    "tools": st.lists(
+        st.fixed_dictionaries(
+            {"type": st.just("function") | json_value, "function": function | json_value}
+        ),
+        max_size=2,
+    )
     | json_value,
     "tool_choice": st.sampled_from(["auto", "none", "required"])
-    | st.fixed_dictionaries({"type": st.just("function"), "function": function}) | json_value,
+    | st.fixed_dictionaries({"type": st.just("function"), "function": function})
+    | json_value,
     "parallel_tool_calls": st.booleans() | json_value,
     "user": text | json_value,
     "echo": st.booleans() | json_value,
@@ -172,25 +205,42 @@ _VALID = json.dumps(
 token = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=12)
 header_line = st.one_of(
     st.tuples(token, st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30)),
-    st.tuples(st.just("Content-Length"),
-              st.sampled_from(["-5", "abc", "99999999999999999999", "10", "0", " 3", "1e3"])),
+    st.tuples(
+        st.just("Content-Length"),
+        st.sampled_from(["-5", "abc", "99999999999999999999", "10", "0", " 3", "1e3"]),
+    ),
     st.tuples(st.just("Transfer-Encoding"), st.sampled_from(["chunked", "gzip", "chunked, x"])),
     st.tuples(st.just("Expect"), st.sampled_from(["100-continue", "200-ok"])),
     st.tuples(st.just("Content-Encoding"), st.sampled_from(["gzip", "identity", "br"])),
     st.tuples(st.just("Connection"), st.sampled_from(["close", "keep-alive", "upgrade"])),
     st.tuples(st.just("Upgrade"), st.just("websocket")),
 )
+
+
 def _mostly(common: list[str], rare: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(common), st.sampled_from(common), st.sampled_from(common),
-                     rare)
+    return st.one_of(
+        st.sampled_from(common), st.sampled_from(common), st.sampled_from(common), rare
+    )
 
 
 request_line = st.tuples(
-    _mostly(["GET", "POST", "POST", "HEAD"], st.sampled_from(["PUT", "OPTIONS", "CONNECT"])
-            | token),
-    _mostly(["/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics",
-             "/tokenize", "/detokenize", "/slots", "/props"],
-            st.sampled_from(["*", "/x?y=1", "//", "http://h/v1/models", "/health?x=%zz"]) | token),
+    _mostly(
+        ["GET", "POST", "POST", "HEAD"], st.sampled_from(["PUT", "OPTIONS", "CONNECT"]) | token
+    ),
+    _mostly(
+        [
+            "/v1/chat/completions",
+            "/v1/completions",
+            "/v1/models",
+            "/health",
+            "/metrics",
+            "/tokenize",
+            "/detokenize",
+            "/slots",
+            "/props",
+        ],
+        st.sampled_from(["*", "/x?y=1", "//", "http://h/v1/models", "/health?x=%zz"]) | token,
+    ),
     _mostly(["HTTP/1.1", "HTTP/1.1", "HTTP/1.0"], st.sampled_from(["HTTP/2.0", "HTTP/1.x", ""])),
 )
 body_bytes = st.sampled_from(
@@ -199,19 +249,31 @@ body_bytes = st.sampled_from(
 chunked_body = st.lists(
     st.tuples(st.sampled_from(["%x", "zz", "-1", "%x;ext=1", "%X  "]), st.binary(max_size=16)),
     max_size=3,
-).map(lambda cs: b"".join(
-    (fmt % len(d) if "%" in fmt else fmt).encode() + b"\r\n" + d + b"\r\n" for fmt, d in cs
-) + b"0\r\n\r\n")
+).map(
+    lambda cs: (
+        b"".join(
+            (fmt % len(d) if "%" in fmt else fmt).encode() + b"\r\n" + d + b"\r\n" for fmt, d in cs
+        )
+        + b"0\r\n\r\n"
+    )
+)
 
 
 @FUZZ
 @given(
-    line=request_line, host=st.booleans() | st.just(True), headers=st.lists(header_line, max_size=2),
-    body=body_bytes | chunked_body, crlf=st.sampled_from(["\r\n"] * 5 + ["\n"]),
+    line=request_line,
+    host=st.booleans() | st.just(True),
+    headers=st.lists(header_line, max_size=2),
+    body=body_bytes | chunked_body,
+    crlf=st.sampled_from(["\r\n"] * 5 + ["\n"]),
 )
 def test_fuzzed_framing_never_gets_a_5xx(
-    served: Served, line: tuple[str, str, str], host: bool, headers: list[tuple[str, str]],
-    body: bytes, crlf: str,
+    served: Served,
+    line: tuple[str, str, str],
+    host: bool,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    crlf: str,
 ) -> None:
     method, target, version = line
     lines = [f"{method} {target} {version}".rstrip()]
@@ -236,8 +298,9 @@ def _short(raw: bytes) -> bool:
     return m is not None and int(m.group(1)) <= 3
 
 
-@settings(FUZZ, max_examples=40,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    FUZZ, max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 @given(raw=raw_requests(MODEL))
 def test_the_gateways_framing_fuzz_never_gets_a_5xx(served: Served, raw: bytes) -> None:
     """The framing cases the gateway's fuzz test sends (testing.http_fuzz), here too."""
@@ -250,7 +313,8 @@ def test_the_engine_is_healthy_after_the_fuzzing(served: Served) -> None:
     kids = psutil.Process(served.proc.pid).children(recursive=True)
     assert kids and all(k.is_running() for k in kids)
     assert urllib.request.urlopen(served.url + "/health", timeout=10).status == 200
-    req = urllib.request.Request(served.url + "/v1/chat/completions", _VALID,
-                                 {"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        served.url + "/v1/chat/completions", _VALID, {"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=60) as r:
         assert json.loads(r.read())["usage"]["completion_tokens"] >= 1

@@ -31,8 +31,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     keyfile = Path(tmp_path_factory.mktemp("key")) / "key"
     keyfile.write_text(KEY + "\n")
     # --gateway is kept for scripts written when the gateway was optional.
-    s = _start("--gateway", "--port", "0", "--parallel", "2", "--ctx", "1024",
-               "--api-key-file", str(keyfile))
+    s = _start(
+        "--gateway",
+        "--port",
+        "0",
+        "--parallel",
+        "2",
+        "--ctx",
+        "1024",
+        "--api-key-file",
+        str(keyfile),
+    )
     yield s
     s.stop()
 
@@ -51,10 +60,16 @@ def call(s: Served, path: str, body: Any = None, *, key: str | None = KEY) -> tu
 
 def test_every_endpoint_but_health_needs_the_key(served: Served) -> None:
     assert call(served, "/health", key=None)[0] == 200
-    for path, body in (("/v1/models", None), ("/metrics", None), ("/slots", None),
-                       ("/props", None), ("/tokenize", {"content": "hi"}),
-                       ("/detokenize", {"tokens": [1]}), ("/nope", None),
-                       ("/v1/chat/completions", {"model": MODEL, "messages": []})):
+    for path, body in (
+        ("/v1/models", None),
+        ("/metrics", None),
+        ("/slots", None),
+        ("/props", None),
+        ("/tokenize", {"content": "hi"}),
+        ("/detokenize", {"tokens": [1]}),
+        ("/nope", None),
+        ("/v1/chat/completions", {"model": MODEL, "messages": []}),
+    ):
         for key in (None, "wrong"):
             status, raw = call(served, path, body, key=key)
             assert status == 401, (path, status, raw)
@@ -78,8 +93,12 @@ def test_the_engines_own_endpoints_are_served_with_the_key(served: Served) -> No
 
 
 def test_bad_token_bodies_are_400_not_llama_cpps_500(served: Served) -> None:
-    for body, param in (({"tokens": [49152]}, "tokens"), ({"tokens": [10**9]}, "tokens"),
-                        ({"tokens": [-1]}, "tokens"), ({"tokens": "x"}, "tokens")):
+    for body, param in (
+        ({"tokens": [49152]}, "tokens"),
+        ({"tokens": [10**9]}, "tokens"),
+        ({"tokens": [-1]}, "tokens"),
+        ({"tokens": "x"}, "tokens"),
+    ):
         status, raw = call(served, "/detokenize", body)
         assert status == 400, (body, raw)
         assert json.loads(raw)["error"]["param"] == param
@@ -88,8 +107,9 @@ def test_bad_token_bodies_are_400_not_llama_cpps_500(served: Served) -> None:
 
 
 def test_100_continue_comes_only_after_the_key(served: Served) -> None:
-    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
-                       "max_tokens": 1}).encode()
+    body = json.dumps(
+        {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    ).encode()
     for key, want in ((None, 401), (KEY, 200)):
         headers = {"Expect": "100-continue", "Content-Length": str(len(body))}
         if key:
@@ -109,7 +129,9 @@ def test_100_continue_comes_only_after_the_key(served: Served) -> None:
 def test_answers_go_through_the_gateway_and_sigint_stops_it(served: Served) -> None:
     client = openai.OpenAI(base_url=served.url + "/v1", api_key=KEY, max_retries=0)
     out = client.chat.completions.with_raw_response.create(
-        model=MODEL, messages=[{"role": "user", "content": "Say hi"}], max_tokens=4,
+        model=MODEL,
+        messages=[{"role": "user", "content": "Say hi"}],
+        max_tokens=4,
     )
     # Only the gateway adds these headers: proof the answer went through it.
     assert out.headers.get("x-queue-delay") is not None

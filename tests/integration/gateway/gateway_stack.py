@@ -30,8 +30,9 @@ class Stack:
     def url(self) -> str:
         return self.gw.url
 
-    async def post(self, path: str, body: Any, headers: dict[str, str] | None = None
-                   ) -> tuple[int, CIMultiDict[str], bytes]:
+    async def post(
+        self, path: str, body: Any, headers: dict[str, str] | None = None
+    ) -> tuple[int, CIMultiDict[str], bytes]:
         async with self.session.post(self.url + path, json=body, headers=headers) as r:
             return r.status, CIMultiDict(r.headers), await r.read()
 
@@ -66,7 +67,8 @@ def stack_factory() -> StackFactory:
 
     @contextlib.asynccontextmanager
     async def factory(
-        fakes: list[FakeConfig | str], upstreams: list[dict[str, Any]] | None = None,
+        fakes: list[FakeConfig | str],
+        upstreams: list[dict[str, Any]] | None = None,
         **cfg: Any,
     ) -> AsyncIterator[Stack]:
         async with contextlib.AsyncExitStack() as stack:
@@ -79,8 +81,12 @@ def stack_factory() -> StackFactory:
                     srv = await stack.enter_async_context(FakeOpenAI(f).running())
                     servers.append(srv)
                     url = srv.base_url
-                up: dict[str, Any] = {"name": "abcdefgh"[i], "url": url, "models": ["fake"],
-                                      "max_attempts": 1}
+                up: dict[str, Any] = {
+                    "name": "abcdefgh"[i],
+                    "url": url,
+                    "models": ["fake"],
+                    "max_attempts": 1,
+                }
                 if upstreams and i < len(upstreams):
                     up.update(upstreams[i])
                 ups.append(up)
@@ -90,5 +96,3 @@ def stack_factory() -> StackFactory:
             yield Stack(gw, servers, session)
 
     return factory
-
-

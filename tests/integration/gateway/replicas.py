@@ -29,8 +29,12 @@ def _toml(v: Any) -> str:
 
 
 def write_config(
-    path: Path, *, redis_url: str, upstreams: list[dict[str, Any]],
-    keys: dict[str, dict[str, Any]], shared: dict[str, Any] | None = None,
+    path: Path,
+    *,
+    redis_url: str,
+    upstreams: list[dict[str, Any]],
+    keys: dict[str, dict[str, Any]],
+    shared: dict[str, Any] | None = None,
     prices: Path | None = None,
 ) -> Path:
     """A gateway TOML file: ``keys`` maps each key's secret to its name and limits."""
@@ -65,11 +69,14 @@ class Replicas:
         try:
             for log in self.logs:
                 with log.open("wb") as out:
-                    self.procs.append(subprocess.Popen(
-                        [*CLI, "gateway", "--config", str(self.config), "--port", "0"],
-                        stdout=out, stderr=subprocess.STDOUT,
-                        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                    ))
+                    self.procs.append(
+                        subprocess.Popen(
+                            [*CLI, "gateway", "--config", str(self.config), "--port", "0"],
+                            stdout=out,
+                            stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                        )
+                    )
             self.urls = [self._wait_listening(i) for i in range(len(self.procs))]
         except BaseException:
             self.close()

@@ -65,8 +65,9 @@ async def test_lines_are_buffered_and_written_at_once(
     ids = []
     async with make_stack([FakeConfig(tokens=4)]) as s:
         for i in range(30):
-            status, headers, _ = await s.post("/v1/chat/completions",
-                                              {**CHAT, "stream": i % 2 == 1})
+            status, headers, _ = await s.post(
+                "/v1/chat/completions", {**CHAT, "stream": i % 2 == 1}
+            )
             assert status == 200
             ids.append(headers["X-Request-Id"])
         status, headers, _ = await s.post("/v1/chat/completions", {"model": "fake"})

@@ -27,12 +27,14 @@ async def test_keys_and_per_key_rate_limit(
     async with make_stack([FakeConfig(tokens=1)], keys=keys) as s:
         status, headers, raw = await s.post("/v1/chat/completions", CHAT)
         assert status == 401 and orjson.loads(raw)["error"]["type"] == "authentication_error"
-        status, _, raw = await s.post("/v1/chat/completions", CHAT,
-                                      {"Authorization": "Bearer sk-wrong"})
+        status, _, raw = await s.post(
+            "/v1/chat/completions", CHAT, {"Authorization": "Bearer sk-wrong"}
+        )
         assert status == 401 and orjson.loads(raw)["error"]["code"] == "invalid_api_key"
         for _ in range(3):
-            status, _, _ = await s.post("/v1/chat/completions", CHAT,
-                                        {"Authorization": f"Bearer {GOOD}"})
+            status, _, _ = await s.post(
+                "/v1/chat/completions", CHAT, {"Authorization": f"Bearer {GOOD}"}
+            )
             assert status == 200
         auth = {"Authorization": f"Bearer {LIMITED}"}
         assert (await s.post("/v1/chat/completions", CHAT, auth))[0] == 200
@@ -45,10 +47,14 @@ async def test_keys_and_per_key_rate_limit(
         s.admin_key = GOOD
         assert await s.metric("infersight_gateway_rejections_total", reason="auth") == 2
         assert await s.metric("infersight_gateway_rejections_total", reason="rate_limited") == 1
-        assert await s.metric("infersight_gateway_tokens_total", key="team-a",
-                              kind="completion") == 3
-        metrics_text = (await (await s.session.get(
-            s.url + "/metrics", headers={"Authorization": f"Bearer {GOOD}"})).read()).decode()
+        assert (
+            await s.metric("infersight_gateway_tokens_total", key="team-a", kind="completion") == 3
+        )
+        metrics_text = (
+            await (
+                await s.session.get(s.url + "/metrics", headers={"Authorization": f"Bearer {GOOD}"})
+            ).read()
+        ).decode()
     logged = caplog.text
     assert '"key":"team-a"' in logged and '"request_id":' in logged
     for secret in (GOOD, LIMITED, "sk-wrong"):
@@ -74,7 +80,8 @@ async def test_cost_per_model_and_key(make_stack: StackFactory, tmp_path: Path) 
         assert status == status2 == 200
         expected = 2 * (usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0)
         assert await s.metric("infersight_gateway_cost_usd_total", model="fake") == pytest.approx(
-            expected)
+            expected
+        )
         async with s.session.get(s.url + "/stats") as r:
             stats = await r.json()
         assert stats["cost"]["by_model"]["fake"]["cost_usd"] == pytest.approx(expected)
@@ -89,18 +96,21 @@ async def test_cost_rule_sends_small_requests_to_the_cheaper_model(
         upstreams=[{"models": ["big"]}, {"models": ["small"]}],
         cost_rules=[{"model": "big", "cheaper": "small", "max_tokens": 100}],
     ) as s:
-        _, _, raw = await s.post("/v1/chat/completions", {**CHAT, "model": "big",
-                                                          "max_tokens": 10})
+        _, _, raw = await s.post("/v1/chat/completions", {**CHAT, "model": "big", "max_tokens": 10})
         assert orjson.loads(raw)["model"] == "small"
-        _, _, raw = await s.post("/v1/chat/completions", {**CHAT, "model": "big",
-                                                          "max_tokens": 1000})
+        _, _, raw = await s.post(
+            "/v1/chat/completions", {**CHAT, "model": "big", "max_tokens": 1000}
+        )
         assert orjson.loads(raw)["model"] == "big"
 
 
 async def test_models_is_the_union_and_replicas_share_load(make_stack: StackFactory) -> None:
     async with make_stack(
-        [FakeConfig(model="m1", ttft=0.05, tokens=1), FakeConfig(model="m1", ttft=0.05, tokens=1),
-         FakeConfig(model="m2")],
+        [
+            FakeConfig(model="m1", ttft=0.05, tokens=1),
+            FakeConfig(model="m1", ttft=0.05, tokens=1),
+            FakeConfig(model="m2"),
+        ],
         upstreams=[{"models": []}, {"models": ["m1"]}, {"models": []}],  # a, c discovered
     ) as s:
         async with s.session.get(s.url + "/v1/models") as r:
@@ -109,8 +119,9 @@ async def test_models_is_the_union_and_replicas_share_load(make_stack: StackFact
         assert ids == {"m1": ["a", "b"], "m2": ["c"]}
         import asyncio
 
-        res = await asyncio.gather(*(s.post("/v1/chat/completions", {**CHAT, "model": "m1"})
-                                     for _ in range(8)))
+        res = await asyncio.gather(
+            *(s.post("/v1/chat/completions", {**CHAT, "model": "m1"}) for _ in range(8))
+        )
         assert all(r[0] == 200 for r in res)
         a, b = s.fakes[0].stats["requests"], s.fakes[1].stats["requests"]
         assert a + b == 8 and min(a, b) >= 3  # least-outstanding spreads concurrent load

@@ -37,21 +37,27 @@ async def test_embeddings_are_batched_and_each_caller_gets_its_own(
             assert doc["usage"]["prompt_tokens"] >= 1
             assert float(headers["X-Queue-Delay"]) >= 0.0
         assert await s.metric("infersight_gateway_batch_size_count") == len(calls)
-        assert await s.metric("infersight_gateway_upstream_calls_total",
-                              endpoint="embeddings") == len(calls)
+        assert await s.metric(
+            "infersight_gateway_upstream_calls_total", endpoint="embeddings"
+        ) == len(calls)
 
 
 async def test_completions_prompt_lists_are_batched(make_stack: StackFactory) -> None:
     async with make_stack(
         [FakeConfig(tokens=2, ttft=0.02)],
-        batch={"endpoints": ["embeddings", "completions"], "max_batch_size": 16,
-               "max_wait_ms": 100},
+        batch={
+            "endpoints": ["embeddings", "completions"],
+            "max_batch_size": 16,
+            "max_wait_ms": 100,
+        },
     ) as s:
         prompts: list[str | list[str]] = [f"p{i}" for i in range(6)] + [["q1", "q2"]]
-        res = await asyncio.gather(*(
-            s.post("/v1/completions", {"model": "fake", "prompt": p, "max_tokens": 2})
-            for p in prompts
-        ))
+        res = await asyncio.gather(
+            *(
+                s.post("/v1/completions", {"model": "fake", "prompt": p, "max_tokens": 2})
+                for p in prompts
+            )
+        )
         assert s.fakes[0].stats["requests"] < len(prompts)
         for p, (status, _, raw) in zip(prompts, res, strict=True):
             assert status == 200, raw
@@ -68,8 +74,8 @@ async def test_a_rejected_batch_is_retried_per_caller(make_stack: StackFactory) 
         [FakeConfig(tokens=1, script=[400])],
         batch={"endpoints": ["completions"], "max_batch_size": 8, "max_wait_ms": 30},
     ) as s:
-        res = await asyncio.gather(*(
-            s.post("/v1/completions", {"model": "fake", "prompt": f"p{i}"}) for i in range(3)
-        ))
+        res = await asyncio.gather(
+            *(s.post("/v1/completions", {"model": "fake", "prompt": f"p{i}"}) for i in range(3))
+        )
         assert [r[0] for r in res] == [200, 200, 200]
         assert s.fakes[0].stats["requests"] == 4  # 1 merged + 3 alone

@@ -17,13 +17,20 @@ from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 
 def test_cli_serves_and_stops_on_ctrl_c() -> None:
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
-        proc, _, url = start_cli("--upstream", f"a={fake.base_url},models=fake,concurrency=4",
-                              "--port", "0", "--queue", "8")
+        proc, _, url = start_cli(
+            "--upstream",
+            f"a={fake.base_url},models=fake,concurrency=4",
+            "--port",
+            "0",
+            "--queue",
+            "8",
+        )
         try:
             req = urllib.request.Request(
                 url + "/v1/chat/completions",
-                data=orjson.dumps({"model": "fake", "messages": [{"role": "user",
-                                                                   "content": "hi"}]}),
+                data=orjson.dumps(
+                    {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
+                ),
                 headers={"Content-Type": "application/json", "X-Request-Id": "cli-1"},
             )
             with urllib.request.urlopen(req, timeout=10) as r:
@@ -39,8 +46,11 @@ def test_cli_serves_and_stops_on_ctrl_c() -> None:
 
 
 def test_cli_bad_flags_are_one_line_errors() -> None:
-    for args in (["--upstream", "nourl"], ["--upstream", "a=ftp://x"],
-                 ["--config", "/nonexistent.toml"]):
+    for args in (
+        ["--upstream", "nourl"],
+        ["--upstream", "a=ftp://x"],
+        ["--config", "/nonexistent.toml"],
+    ):
         # exits by itself (the 60 s timeout raises if it does not)
         r = subprocess.run([*CLI, "gateway", *args], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2, r.stderr
@@ -55,8 +65,12 @@ def test_cli_taken_port_is_one_line_and_exit_2() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         for args in (["--upstream", f"a={fake.base_url}"], []):  # an upstream; the engine
-            r = subprocess.run([*CLI, "gateway", "--port", str(port), *args],
-                               capture_output=True, text=True, timeout=120)
+            r = subprocess.run(
+                [*CLI, "gateway", "--port", str(port), *args],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert r.returncode == 2, r.stderr
             assert r.stderr.splitlines() == [
                 f"error: port {port} on 127.0.0.1 is already in use; choose another --port, "
@@ -72,21 +86,35 @@ def test_cli_client_key_from_env_or_file(tmp_path: Path) -> None:
     key_file = tmp_path / "key"
     key_file.write_text("sk-from-file-1\n")
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
-        for flag, value, key in (("--api-key-env", "C14C_GW_KEY", "sk-from-env-1"),
-                                 ("--api-key-file", str(key_file), "sk-from-file-1")):
+        for flag, value, key in (
+            ("--api-key-env", "C14C_GW_KEY", "sk-from-env-1"),
+            ("--api-key-file", str(key_file), "sk-from-file-1"),
+        ):
             os.environ["C14C_GW_KEY"] = "sk-from-env-1"
             try:
-                proc, _, url = start_cli("--upstream", f"a={fake.base_url},models=fake",
-                                         "--port", "0", "--no-access-log", flag, value)
+                proc, _, url = start_cli(
+                    "--upstream",
+                    f"a={fake.base_url},models=fake",
+                    "--port",
+                    "0",
+                    "--no-access-log",
+                    flag,
+                    value,
+                )
             finally:
                 del os.environ["C14C_GW_KEY"]
             try:
                 ok = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
-                r = ok.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])
+                r = ok.chat.completions.create(
+                    model="fake", messages=[{"role": "user", "content": "hi"}]
+                )
                 assert r.choices[0].message.content
                 with pytest.raises(openai.AuthenticationError):
-                    openai.OpenAI(base_url=f"{url}/v1", api_key="sk-wrong", max_retries=0
-                                  ).chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])
+                    openai.OpenAI(
+                        base_url=f"{url}/v1", api_key="sk-wrong", max_retries=0
+                    ).chat.completions.create(
+                        model="fake", messages=[{"role": "user", "content": "hi"}]
+                    )
             finally:
                 assert interrupt(proc, 30) == 0
                 err = proc.stderr.read()  # type: ignore[union-attr]
@@ -96,16 +124,22 @@ def test_cli_client_key_from_env_or_file(tmp_path: Path) -> None:
 def test_cli_hash_key() -> None:
     from infersight.gateway import hash_key
 
-    r = subprocess.run([*CLI, "gateway", "--hash-key"], input="sk-abc\n", capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [*CLI, "gateway", "--hash-key"],
+        input="sk-abc\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0 and r.stdout.strip() == hash_key("sk-abc")
 
 
 def test_cli_example_config_round_trips(tmp_path: Path) -> None:
     from infersight.gateway import load_config
 
-    r = subprocess.run([*CLI, "gateway", "--example-config"], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [*CLI, "gateway", "--example-config"], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0
     f = tmp_path / "gw.toml"
     f.write_text(r.stdout)
@@ -118,8 +152,9 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
     import openai
     import psutil
 
-    proc, first, url = start_cli("--port", "0", "--max-concurrency", "2", "--no-access-log",
-                                 wait=180)
+    proc, first, url = start_cli(
+        "--port", "0", "--max-concurrency", "2", "--no-access-log", wait=180
+    )
     try:
         assert first.startswith("infersight gateway: listening on ")
         up = proc.stderr.readline()  # type: ignore[union-attr]  # the banner's first fact
@@ -132,7 +167,8 @@ def test_cli_without_upstream_fronts_the_embedded_engine_and_stops_it() -> None:
         assert refused.value.code == 401
         client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
         out = client.chat.completions.create(
-            model="SmolLM2-135M-Instruct", messages=[{"role": "user", "content": "Say hi"}],
+            model="SmolLM2-135M-Instruct",
+            messages=[{"role": "user", "content": "Say hi"}],
             max_tokens=4,
         )
         assert out.usage is not None and out.usage.completion_tokens >= 1

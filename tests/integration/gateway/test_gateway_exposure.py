@@ -20,8 +20,9 @@ async def _get(s: object, path: str, headers: dict[str, str] | None = None) -> t
         return r.status, await r.read()
 
 
-@pytest.mark.parametrize("path", ["/stats", "/v1/models", "/metrics", "/no/such/path",
-                                  "/v1/chat/completions"])
+@pytest.mark.parametrize(
+    "path", ["/stats", "/v1/models", "/metrics", "/no/such/path", "/v1/chat/completions"]
+)
 async def test_everything_but_health_needs_the_key(make_stack: StackFactory, path: str) -> None:
     async with make_stack([FakeConfig()], keys=KEYS) as s:
         status, raw = await _get(s, path)
@@ -48,8 +49,10 @@ async def test_auth_refusals_are_counted_as_auth_errors(make_stack: StackFactory
         assert (await s.post("/v1/chat/completions", CHAT))[0] == 401
         assert (await _get(s, "/stats"))[0] == 401
         s.admin_key = KEY
-        assert await s.metric("infersight_gateway_requests_total", status="401",
-                              error="AuthError") == 2
+        assert (
+            await s.metric("infersight_gateway_requests_total", status="401", error="AuthError")
+            == 2
+        )
         assert await s.metric("infersight_gateway_requests_total", error="BadRequest") == 0
 
 

@@ -23,16 +23,21 @@ RETRIES = {"max_attempts": 3}
 async def test_a_retryable_failure_moves_to_the_free_upstream_at_once(
     make_stack: StackFactory, body: dict[str, object], fault: str
 ) -> None:
-    async with make_stack([FakeConfig(script=[fault]), FakeConfig(tokens=2)],
-                          upstreams=[RETRIES, RETRIES]) as s:
+    async with make_stack(
+        [FakeConfig(script=[fault]), FakeConfig(tokens=2)], upstreams=[RETRIES, RETRIES]
+    ) as s:
         status, _, raw = await s.post("/v1/chat/completions", body)
         assert status == 200, raw
         # a was tried once, never retried (no backoff): b took the request over.
         assert s.fakes[0].stats["requests"] == 1
         assert s.fakes[1].stats["requests"] == 1
         assert await s.metric("infersight_gateway_retries_total") == 0
-        assert await s.metric("infersight_gateway_failover_pairs_total",
-                              from_upstream="a", to_upstream="b") == 1
+        assert (
+            await s.metric(
+                "infersight_gateway_failover_pairs_total", from_upstream="a", to_upstream="b"
+            )
+            == 1
+        )
         assert await s.metric("infersight_gateway_failovers_total", upstream="a") == 1
 
 
@@ -51,8 +56,10 @@ async def test_retry_after_holds_its_upstream_while_the_other_is_retried(
     # a asks for 30 s; b fails once too. b is then the only one left, so it is retried
     # (after a backoff); a is not tried again by this request.
     async with make_stack(
-        [FakeConfig(script=[{"status": 503, "retry_after": "30"}]),
-         FakeConfig(script=[503], tokens=2)],
+        [
+            FakeConfig(script=[{"status": 503, "retry_after": "30"}]),
+            FakeConfig(script=[503], tokens=2),
+        ],
         upstreams=[RETRIES, RETRIES],
     ) as s:
         status, _, raw = await s.post("/v1/chat/completions", CHAT)
@@ -72,8 +79,7 @@ async def test_an_upstream_that_is_not_admitting_leaves_the_retry_to_the_other(
     # b's circuit is open: a is the only upstream admitting, so a's 503 is retried there.
     async with make_stack(
         [FakeConfig(tokens=2), FakeConfig(script=[503] * 5)],
-        upstreams=[RETRIES, {"max_attempts": 1, "breaker_failures": 1,
-                             "breaker_cooldown_s": 60}],
+        upstreams=[RETRIES, {"max_attempts": 1, "breaker_failures": 1, "breaker_cooldown_s": 60}],
     ) as s:
         for _ in range(4):  # b fails the first request it gets (over to a), then opens
             status, _, raw = await s.post("/v1/chat/completions", CHAT)

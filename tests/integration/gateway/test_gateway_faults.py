@@ -85,16 +85,20 @@ async def test_503_storm_fails_over_and_opens_the_circuit(make_stack: StackFacto
         # a got at most `breaker_failures` requests before its circuit opened
         assert s.fakes[0].stats["requests"] <= 3 + 1
         assert await s.metric("infersight_gateway_circuit_state", upstream="a") == 2
-        assert await s.metric("infersight_gateway_failovers_total", upstream="a",
-                              error="Overloaded") >= 3
+        assert (
+            await s.metric("infersight_gateway_failovers_total", upstream="a", error="Overloaded")
+            >= 3
+        )
 
 
 async def test_connection_refused_fails_over(make_stack: StackFactory) -> None:
     async with make_stack([closed_port_url(), FakeConfig(tokens=2)]) as s:
         status, _, body = await s.post("/v1/chat/completions", CHAT)
         assert status == 200, body
-        assert await s.metric("infersight_gateway_failovers_total", upstream="a",
-                              error="ConnectError") == 1
+        assert (
+            await s.metric("infersight_gateway_failovers_total", upstream="a", error="ConnectError")
+            == 1
+        )
 
 
 async def test_reset_before_headers_fails_over_without_a_retry(make_stack: StackFactory) -> None:
@@ -107,8 +111,10 @@ async def test_reset_before_headers_fails_over_without_a_retry(make_stack: Stack
         assert sse_events(body)[-1] == "[DONE]"
         assert s.fakes[0].stats["requests"] == 1  # b was free: failover first, no retry on a
         assert s.fakes[1].stats["requests"] == 1
-        assert await s.metric("infersight_gateway_failovers_total", upstream="a",
-                              error="ResetError") == 1
+        assert (
+            await s.metric("infersight_gateway_failovers_total", upstream="a", error="ResetError")
+            == 1
+        )
 
 
 async def test_first_token_never_comes_fails_over_within_ttft(make_stack: StackFactory) -> None:
@@ -122,8 +128,12 @@ async def test_first_token_never_comes_fails_over_within_ttft(make_stack: StackF
         events = sse_events(body)
         assert status == 200
         assert content(events) == "tok " * 4 and events[-1] == "[DONE]"
-        assert await s.metric("infersight_gateway_failovers_total", upstream="a",
-                              error="FirstTokenTimeout") == 1
+        assert (
+            await s.metric(
+                "infersight_gateway_failovers_total", upstream="a", error="FirstTokenTimeout"
+            )
+            == 1
+        )
         assert took >= 0.25, f"{took:.2f} s: failed over before a's 0.3 s first-token limit"
         # the upstreams' own records: b was asked once a's 0.3 s limit ran out, not
         # after a's 30 s first token
@@ -142,8 +152,12 @@ async def test_stream_cut_mid_answer_ends_with_error_event(make_stack: StackFact
         assert events[-1]["error"]["code"] == "truncated_stream"
         assert s.fakes[1].stats["requests"] == 0
         assert await s.metric("infersight_gateway_truncated_streams_total", upstream="a") == 1
-        assert await s.metric("infersight_gateway_requests_total", upstream="a",
-                              error="TruncatedStream") == 1
+        assert (
+            await s.metric(
+                "infersight_gateway_requests_total", upstream="a", error="TruncatedStream"
+            )
+            == 1
+        )
 
 
 async def test_reset_mid_stream_is_a_truncation(make_stack: StackFactory) -> None:
@@ -159,8 +173,12 @@ async def test_malformed_sse_before_content_fails_over(make_stack: StackFactory)
     async with make_stack([FakeConfig(script=["malformed:0"]), FakeConfig(tokens=3)]) as s:
         status, _, body = await s.post("/v1/chat/completions", STREAM)
         assert status == 200 and content(sse_events(body)) == "tok " * 3
-        assert await s.metric("infersight_gateway_failovers_total", upstream="a",
-                              error="MalformedStream") == 1
+        assert (
+            await s.metric(
+                "infersight_gateway_failovers_total", upstream="a", error="MalformedStream"
+            )
+            == 1
+        )
 
 
 async def test_malformed_sse_after_content_is_a_truncation(make_stack: StackFactory) -> None:
@@ -187,8 +205,9 @@ async def test_hanging_upstream_honours_the_deadline(make_stack: StackFactory) -
             assert err["type"] == "timeout" and err["code"] == "deadline_exceeded"
             assert headers["X-Request-Id"]
             # the hang lasts until the fake closes: the gateway hung up on it
-            await until(lambda n=n: fake.stats["client_gone"] == n,
-                        "the upstream to see the gateway leave")
+            await until(
+                lambda n=n: fake.stats["client_gone"] == n, "the upstream to see the gateway leave"
+            )
             assert took >= 0.35, f"{took:.2f} s: answered before the 0.4 s deadline"
             assert took < 2.0, f"{took:.1f} s: the 0.4 s deadline must end it (5x margin)"
 
@@ -216,8 +235,12 @@ async def test_circuit_opens_then_closes_through_half_open_probe(make_stack: Sta
         assert status == 200
         assert await s.metric("infersight_gateway_circuit_state", upstream="a") == 0
         for state in ("open", "half_open", "closed"):
-            assert await s.metric("infersight_gateway_circuit_transitions_total",
-                                  upstream="a", state=state) == 1
+            assert (
+                await s.metric(
+                    "infersight_gateway_circuit_transitions_total", upstream="a", state=state
+                )
+                == 1
+            )
         async with s.session.get(s.url + "/health") as r:
             assert r.status == 200
 
@@ -230,8 +253,9 @@ async def test_fallback_model_on_overload(make_stack: StackFactory) -> None:
     ) as s:
         status, _, raw = await s.post("/v1/chat/completions", {**CHAT, "model": "big"})
         assert status == 200 and orjson.loads(raw)["model"] == "small"
-        assert await s.metric("infersight_gateway_fallbacks_total", model="big",
-                              fallback="small") == 1
+        assert (
+            await s.metric("infersight_gateway_fallbacks_total", model="big", fallback="small") == 1
+        )
 
 
 async def test_first_byte_limit_lets_a_slow_non_streamed_answer_through(
@@ -239,8 +263,10 @@ async def test_first_byte_limit_lets_a_slow_non_streamed_answer_through(
 ) -> None:
     # Engines send a non-streamed answer's head once it is generated: its own
     # first-byte limit (here 5 s) lets a slow one through while streams keep the TTFT.
-    async with make_stack([FakeConfig(ttft=0.1, itl=0.05, tokens=8)],
-                          upstreams=[{"ttft_timeout_s": 0.2, "first_byte_timeout_s": 5}]) as s:
+    async with make_stack(
+        [FakeConfig(ttft=0.1, itl=0.05, tokens=8)],
+        upstreams=[{"ttft_timeout_s": 0.2, "first_byte_timeout_s": 5}],
+    ) as s:
         status, _, raw = await s.post("/v1/chat/completions", CHAT)  # ~0.45 s in all
         assert status == 200, raw
         status, _, _ = await s.post("/v1/chat/completions", STREAM)  # first token at 0.1 s

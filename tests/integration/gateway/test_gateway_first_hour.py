@@ -39,25 +39,38 @@ async def test_cost_on_the_answer_header_and_stream_usage(
         assert float(headers["X-Infersight-Cost-USD"]) == pytest.approx(dollars, rel=1e-8)
         # the official client, streaming with usage: the usage chunk carries the cost
         client = openai.AsyncOpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0)
-        chunks = [c async for c in await client.chat.completions.create(
-            model="fake", messages=CHAT["messages"], stream=True,
-            stream_options={"include_usage": True})]
+        chunks = [
+            c
+            async for c in await client.chat.completions.create(
+                model="fake",
+                messages=CHAT["messages"],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        ]
         last = chunks[-1]
         assert last.usage is not None and not last.choices
         assert last.usage.model_extra is not None
         cost = last.usage.model_extra["cost"]
-        assert cost == pytest.approx(_expected(last.usage.prompt_tokens,
-                                               last.usage.completion_tokens, prices))
+        assert cost == pytest.approx(
+            _expected(last.usage.prompt_tokens, last.usage.completion_tokens, prices)
+        )
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         assert text  # the content went through untouched
         # without include_usage there is no usage chunk and no cost, as before
-        plain = [c async for c in await client.chat.completions.create(
-            model="fake", messages=CHAT["messages"], stream=True)]
+        plain = [
+            c
+            async for c in await client.chat.completions.create(
+                model="fake", messages=CHAT["messages"], stream=True
+            )
+        ]
         assert all(c.usage is None for c in plain)
         # the access log's figure and the metric are the same dollars
         total = await s.metric("infersight_gateway_cost_usd_total", model="fake")
-        assert total == pytest.approx(dollars + cost + _expected(
-            usage["prompt_tokens"], usage["completion_tokens"], prices), rel=1e-6)
+        assert total == pytest.approx(
+            dollars + cost + _expected(usage["prompt_tokens"], usage["completion_tokens"], prices),
+            rel=1e-6,
+        )
         await client.close()
 
 
@@ -73,17 +86,22 @@ def test_stamp_usage_touches_only_the_usage_chunk() -> None:
     done = b"data: [DONE]\n\n"
     out = stamp_usage(content + usage + done, 0.25)
     assert out is not None and out.startswith(content) and out.endswith(done)
-    doc = orjson.loads(out[len(content):-len(done)].removeprefix(b"data: "))
+    doc = orjson.loads(out[len(content) : -len(done)].removeprefix(b"data: "))
     assert doc["usage"] == {"prompt_tokens": 3, "completion_tokens": 1, "cost": 0.25}
     assert stamp_usage(content + done, 0.25) is None  # no usage chunk: nothing to stamp
     assert stamp_usage(b"data: {not json\n\n", 0.25) is None
 
 
 async def test_a_near_miss_model_gets_did_you_mean(make_stack: StackFactory) -> None:
-    async with make_stack([FakeConfig(tokens=2)], upstreams=[
-            {"models": ["meta-llama/Llama-3.1-8B-Instruct", "qwen2.5-7b"]}]) as s:
-        for asked, meant in (("llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct"),
-                             ("Qwen2.5-7B", "qwen2.5-7b"), ("qwen2.5-7", "qwen2.5-7b")):
+    async with make_stack(
+        [FakeConfig(tokens=2)],
+        upstreams=[{"models": ["meta-llama/Llama-3.1-8B-Instruct", "qwen2.5-7b"]}],
+    ) as s:
+        for asked, meant in (
+            ("llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+            ("Qwen2.5-7B", "qwen2.5-7b"),
+            ("qwen2.5-7", "qwen2.5-7b"),
+        ):
             status, _, body = await s.post("/v1/chat/completions", {**CHAT, "model": asked})
             err = orjson.loads(body)["error"]
             assert status == 404 and err["code"] == "model_not_found", body
@@ -96,12 +114,20 @@ def test_banner_and_a_key_named_after_its_variable() -> None:
     os.environ["FIRST_HOUR_GW_KEY"] = "sk-first-hour-1"
     with FakeOpenAI.subprocess(FakeConfig(tokens=2)) as fake:
         try:
-            proc, first, url = start_cli("--upstream", f"a={fake.base_url},models=fake",
-                                         "--port", "0", "--api-key-env", "FIRST_HOUR_GW_KEY")
+            proc, first, url = start_cli(
+                "--upstream",
+                f"a={fake.base_url},models=fake",
+                "--port",
+                "0",
+                "--api-key-env",
+                "FIRST_HOUR_GW_KEY",
+            )
         finally:
             del os.environ["FIRST_HOUR_GW_KEY"]
         try:
-            assert first.startswith(f"infersight gateway: listening on {url}  (OpenAI API: {url}/v1)")
+            assert first.startswith(
+                f"infersight gateway: listening on {url}  (OpenAI API: {url}/v1)"
+            )
             banner = []
             while "Press Ctrl-C" not in (line := proc.stderr.readline()):  # type: ignore[union-attr]
                 banner.append(" ".join(line.split()))
@@ -113,8 +139,9 @@ def test_banner_and_a_key_named_after_its_variable() -> None:
             client.chat.completions.create(model="fake", messages=CHAT["messages"])
             import urllib.request
 
-            req = urllib.request.Request(url + "/metrics",
-                                         headers={"Authorization": "Bearer sk-first-hour-1"})
+            req = urllib.request.Request(
+                url + "/metrics", headers={"Authorization": "Bearer sk-first-hour-1"}
+            )
             with urllib.request.urlopen(req, timeout=10) as r:
                 text = r.read().decode()
             assert 'key="FIRST_HOUR_GW_KEY"' in text and 'key="cli"' not in text

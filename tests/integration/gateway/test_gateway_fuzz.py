@@ -25,8 +25,9 @@ from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 from support.http_fuzz import PATHS, check_answer, json_bodies, raw_requests
 from support.raw_http import exchange, request_bytes
 
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @dataclass
@@ -43,11 +44,20 @@ class Proc:
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[Proc]:
     with FakeOpenAI.subprocess(FakeConfig(tokens=3)) as fake:
-        env = {"INFERSIGHT_GATEWAY_CLIENT_HEADER_TIMEOUT_S": "1",
-               "INFERSIGHT_GATEWAY_CLIENT_BODY_TIMEOUT_S": "1"}
+        env = {
+            "INFERSIGHT_GATEWAY_CLIENT_HEADER_TIMEOUT_S": "1",
+            "INFERSIGHT_GATEWAY_CLIENT_BODY_TIMEOUT_S": "1",
+        }
         proc, _, url = start_cli(
-            "--upstream", f"up={fake.base_url},models=fake,max_tokens_cap=4", "--port", "0",
-            "--no-access-log", env=env, wait=60, stdout=subprocess.DEVNULL)
+            "--upstream",
+            f"up={fake.base_url},models=fake,max_tokens_cap=4",
+            "--port",
+            "0",
+            "--no-access-log",
+            env=env,
+            wait=60,
+            stdout=subprocess.DEVNULL,
+        )
         try:
             host, port = url.removeprefix("http://").rsplit(":", 1)
             yield Proc(proc, host, int(port))
@@ -66,9 +76,12 @@ def _healthy(g: Proc) -> None:
 @FUZZ
 @given(path=st.sampled_from(PATHS), body=json_bodies("fake"))
 def test_any_body_gets_a_clean_answer(gateway: Proc, path: str, body: bytes) -> None:
-    ans = exchange(gateway.host, gateway.port,
-                   [request_bytes("POST", path, body, {"Content-Type": "application/json"})],
-                   timeout=10)
+    ans = exchange(
+        gateway.host,
+        gateway.port,
+        [request_bytes("POST", path, body, {"Content-Type": "application/json"})],
+        timeout=10,
+    )
     check_answer(ans)
 
 
@@ -81,7 +94,15 @@ def test_any_framing_gets_a_clean_answer(gateway: Proc, raw: bytes) -> None:
 def test_the_gateway_is_healthy_after_the_fuzzing(gateway: Proc) -> None:
     # Runs after the two fuzz tests (file order): the same process is still serving.
     _healthy(gateway)
-    ans = exchange(gateway.host, gateway.port, [request_bytes(
-        "POST", "/v1/chat/completions",
-        orjson.dumps({"model": "fake", "messages": [{"role": "user", "content": "hi"}]}))])
+    ans = exchange(
+        gateway.host,
+        gateway.port,
+        [
+            request_bytes(
+                "POST",
+                "/v1/chat/completions",
+                orjson.dumps({"model": "fake", "messages": [{"role": "user", "content": "hi"}]}),
+            )
+        ],
+    )
     assert ans.status == 200 and ans.json()["usage"]["completion_tokens"] == 3

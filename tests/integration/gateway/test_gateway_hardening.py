@@ -28,8 +28,11 @@ async def test_non_streamed_silence_fails_over_within_the_limits(
     # A primary that accepts and never answers (or stalls in its body) and a healthy
     # fallback: the non-streamed request moves on after the 1 s limit, far before the
     # 30 s deadline, as a stream would.
-    async with make_stack([FakeConfig(script=[fault] * 4), FakeConfig(tokens=2)],
-                          upstreams=[FALLBACK, {}], default_deadline_s=30) as s:
+    async with make_stack(
+        [FakeConfig(script=[fault] * 4), FakeConfig(tokens=2)],
+        upstreams=[FALLBACK, {}],
+        default_deadline_s=30,
+    ) as s:
         status, _, raw = await s.post("/v1/chat/completions", CHAT)
         assert status == 200, raw
         # the upstreams' own records: b was asked once a's 1 s limit ran out, far
@@ -37,32 +40,59 @@ async def test_non_streamed_silence_fails_over_within_the_limits(
         gap = s.fakes[1].stats["arrivals"][0] - s.fakes[0].stats["arrivals"][0]
         assert gap < 5, f"{gap:.1f} s on a: its 1 s limit must move the request (5x margin)"
         kind = "FirstTokenTimeout" if fault == "hang" else "IdleTimeout"
-        assert await s.metric("infersight_gateway_upstream_errors_total", upstream="a",
-                              error=kind) >= 1
+        assert (
+            await s.metric("infersight_gateway_upstream_errors_total", upstream="a", error=kind)
+            >= 1
+        )
         assert await s.metric("infersight_gateway_failovers_total", upstream="a") == 1
 
 
 async def test_upstream_client_errors_pass_through_unchanged(make_stack: StackFactory) -> None:
     bodies = [
-        {"error": {"message": "This model's maximum context length is 4096 tokens.",
-                   "type": "invalid_request_error", "code": "context_length_exceeded",
-                   "param": "messages"}},
-        {"error": {"message": "Your request was rejected by the safety system.",
-                   "type": "invalid_request_error", "code": "content_policy_violation",
-                   "param": None}},
+        {
+            "error": {
+                "message": "This model's maximum context length is 4096 tokens.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+                "param": "messages",
+            }
+        },
+        {
+            "error": {
+                "message": "Your request was rejected by the safety system.",
+                "type": "invalid_request_error",
+                "code": "content_policy_violation",
+                "param": None,
+            }
+        },
     ]
     script = [{"status": 400, "body": b} for b in bodies]
-    script.append({"status": 422, "body": {"object": "error", "message": "bad top_k",
-                                           "type": "BadRequestError", "param": "top_k",
-                                           "code": 422}})
+    script.append(
+        {
+            "status": 422,
+            "body": {
+                "object": "error",
+                "message": "bad top_k",
+                "type": "BadRequestError",
+                "param": "top_k",
+                "code": 422,
+            },
+        }
+    )
     async with make_stack([FakeConfig(script=script)]) as s:
         for want in bodies:
             status, _, raw = await s.post("/v1/chat/completions", CHAT)
             assert status == 400 and orjson.loads(raw) == want
         status, _, raw = await s.post("/v1/chat/completions", CHAT)
         # vLLM/SGLang's flat shape: the same values in the OpenAI envelope
-        assert status == 422 and orjson.loads(raw) == {"error": {
-            "message": "bad top_k", "type": "BadRequestError", "param": "top_k", "code": 422}}
+        assert status == 422 and orjson.loads(raw) == {
+            "error": {
+                "message": "bad top_k",
+                "type": "BadRequestError",
+                "param": "top_k",
+                "code": 422,
+            }
+        }
 
 
 async def test_no_upstream_url_reaches_the_client(
@@ -70,8 +100,9 @@ async def test_no_upstream_url_reaches_the_client(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="infersight.gateway")
     dead = closed_port_url().replace("http://", "http://svc:s3cret@")
-    async with make_stack([dead, FakeConfig(script=[500, 500])],
-                          upstreams=[{}, {"name": "b"}]) as s:
+    async with make_stack(
+        [dead, FakeConfig(script=[500, 500])], upstreams=[{}, {"name": "b"}]
+    ) as s:
         status, _, raw = await s.post("/v1/chat/completions", CHAT)
         b_url = s.fakes[0].base_url
     assert status == 502
@@ -99,8 +130,11 @@ async def test_truncated_stream_counts_what_was_delivered(
         prompt = await s.metric("infersight_gateway_tokens_total", kind="prompt")
     assert completion == 40  # the 40 content chunks the client got
     assert prompt >= 90  # 400 characters of prompt were read upstream (~100 tokens)
-    (line,) = [orjson.loads(r.getMessage()) for r in caplog.records
-               if r.name == "infersight.gateway.access"]
+    (line,) = [
+        orjson.loads(r.getMessage())
+        for r in caplog.records
+        if r.name == "infersight.gateway.access"
+    ]
     assert line["truncated"] is True and line["usage_estimated"] is True
     assert line["completion_tokens"] == 40 and line["error"] == "TruncatedStream"
 
@@ -116,8 +150,10 @@ async def test_failover_is_counted_only_when_another_upstream_takes_over(
     async with make_stack([FakeConfig(script=[503]), FakeConfig(tokens=2)]) as s:
         status, _, raw = await s.post("/v1/chat/completions", CHAT)
         assert status == 200, raw
-        assert await s.metric("infersight_gateway_failovers_total", upstream="a",
-                              error="Overloaded") == 1
+        assert (
+            await s.metric("infersight_gateway_failovers_total", upstream="a", error="Overloaded")
+            == 1
+        )
 
 
 async def test_client_leaving_before_the_first_byte_frees_the_upstream_slot(
@@ -125,23 +161,27 @@ async def test_client_leaving_before_the_first_byte_frees_the_upstream_slot(
 ) -> None:
     # One slot upstream; a request that hangs there and whose client gives up must
     # not keep the slot until the upstream answers.
-    async with make_stack([FakeConfig(tokens=2, script=["hang"])],
-                          upstreams=[{"concurrency": 1, "queue": 4}]) as s:
+    async with make_stack(
+        [FakeConfig(tokens=2, script=["hang"])], upstreams=[{"concurrency": 1, "queue": 4}]
+    ) as s:
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.5):
                 await s.post("/v1/chat/completions", CHAT)
         up = s.gw.upstreams[0]
         await until(lambda: up.admission.inflight == 0, "the left request's slot to be freed")
         # the one slot is free: the next request is admitted, not queued behind the hang
-        async with aiohttp.ClientSession() as other, other.post(
-            s.url + "/v1/chat/completions", json=CHAT
-        ) as r:
+        async with (
+            aiohttp.ClientSession() as other,
+            other.post(s.url + "/v1/chat/completions", json=CHAT) as r,
+        ):
             assert r.status == 200
         assert up.admission.inflight == 0
         # The upstream saw its connection dropped (the request was cancelled there).
         assert s.fakes[0].stats["in_flight"] == 0 and s.fakes[0].stats["client_gone"] == 1
-        assert await s.metric("infersight_gateway_requests_total", status="499",
-                              error="Cancelled") == 1
+        assert (
+            await s.metric("infersight_gateway_requests_total", status="499", error="Cancelled")
+            == 1
+        )
 
 
 @pytest.mark.parametrize("fault", ["hang", "stall_body:60"])
@@ -151,11 +191,13 @@ async def test_silence_without_configured_limits_fails_over_within_the_deadline(
     # No first-byte or idle limit is configured: each attempt gets at most half the
     # time left to the deadline (3 s here), so a primary that goes silent, at its start
     # or in the middle of its body, leaves room for the fallback to answer in time.
-    async with make_stack([FakeConfig(script=[fault] * 4), FakeConfig(tokens=2)],
-                          upstreams=[{"max_attempts": 1}, {}]) as s:
+    async with make_stack(
+        [FakeConfig(script=[fault] * 4), FakeConfig(tokens=2)], upstreams=[{"max_attempts": 1}, {}]
+    ) as s:
         t0 = time.monotonic()
-        status, _, raw = await s.post("/v1/chat/completions", CHAT,
-                                      headers={"X-Infersight-Deadline-Ms": "3000"})
+        status, _, raw = await s.post(
+            "/v1/chat/completions", CHAT, headers={"X-Infersight-Deadline-Ms": "3000"}
+        )
         took = time.monotonic() - t0
         assert status == 200, raw  # answered: not a 504 past the 3 s deadline
         assert took > 1.0, f"{took:.2f} s: a was left before its half of the deadline"

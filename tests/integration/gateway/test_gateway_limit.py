@@ -23,8 +23,9 @@ KEY = "sk-gw-limit-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
-async def _put(s: Any, path: str, body: bytes, headers: dict[str, str] | None = None
-               ) -> tuple[int, Any]:
+async def _put(
+    s: Any, path: str, body: bytes, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
     async with s.session.put(s.url + path, data=body, headers=headers) as r:
         return r.status, orjson.loads(await r.read())
 
@@ -43,8 +44,13 @@ async def test_the_limit_endpoint_is_checked_and_key_protected(make_stack: Stack
         assert status == 401 and err["error"]["type"] == "authentication_error"
         status, err = await _put(s, "/upstreams/zz/limit", b'{"concurrency": 3}', AUTH)
         assert status == 404 and "no upstream named 'zz'" in err["error"]["message"]
-        for bad in (b"{}", b'{"concurrency": 0}', b'{"concurrency": "3"}', b"nope",
-                    b'{"concurrency": true}'):
+        for bad in (
+            b"{}",
+            b'{"concurrency": 0}',
+            b'{"concurrency": "3"}',
+            b"nope",
+            b'{"concurrency": true}',
+        ):
             status, err = await _put(s, path, bad, AUTH)
             assert status == 400 and err["error"]["param"] == "concurrency", bad
         status, state = await _put(s, path, b'{"concurrency": 3}', AUTH)
@@ -76,10 +82,17 @@ async def test_tune_searches_a_gateway_limit_without_a_restart(
     # Past 2 generations at once the upstream's steps slow down: more than 2 buys nothing.
     fake = FakeConfig(ttft=0.02, itl=0.005, tokens=8, compute_knee=2)
     async with make_stack([fake], upstreams=[{"concurrency": 8}]) as s:
-        cfg = TuneConfig.build(url=s.url, upstream="a", search="grid", values=[1, 2, 4],
-                               out=str(tmp_path / "t"), progress=False)
-        bench = BenchConfig.build(max_tokens=8, input_tokens="fixed:8", requests=24,
-                                  no_scrape=True, progress=False)
+        cfg = TuneConfig.build(
+            url=s.url,
+            upstream="a",
+            search="grid",
+            values=[1, 2, 4],
+            out=str(tmp_path / "t"),
+            progress=False,
+        )
+        bench = BenchConfig.build(
+            max_tokens=8, input_tokens="fixed:8", requests=24, no_scrape=True, progress=False
+        )
         out = io.StringIO()
         result = await asyncio.to_thread(run_tune, cfg, bench, console=Console(file=out, width=160))
         assert result.target["kind"] == "gateway" and result.baseline == {"slots": 8}

@@ -54,16 +54,24 @@ def _dead_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
-def test_the_file_becomes_upstreams_keys_and_fallbacks(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_file_becomes_upstreams_keys_and_fallbacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     f = tmp_path / "litellm.yaml"
-    f.write_text(LITELLM.format(a="http://10.0.0.5:8000", dead="http://10.0.0.6:8000",
-                                c="http://10.0.0.7:8000"))
+    f.write_text(
+        LITELLM.format(
+            a="http://10.0.0.5:8000", dead="http://10.0.0.6:8000", c="http://10.0.0.7:8000"
+        )
+    )
     monkeypatch.setenv("C14C_MASTER_KEY", "sk-master-1")
     cfg = load_config(f)
     a, dead, c = cfg.upstreams
-    assert (a.name, a.url, a.models, a.model_map) == ("my-llama", "http://10.0.0.5:8000",
-                                                      ["my-llama"], {"my-llama": "fake"})
+    assert (a.name, a.url, a.models, a.model_map) == (
+        "my-llama",
+        "http://10.0.0.5:8000",
+        ["my-llama"],
+        {"my-llama": "fake"},
+    )
     assert a.api_key_env == "C14C_UPSTREAM_KEY" and a.requests_per_minute == 2
     assert dead.name == "dead-replica" and c.models == ["backup"]
     assert {u.max_attempts for u in cfg.upstreams} == {1}
@@ -73,28 +81,41 @@ def test_the_file_becomes_upstreams_keys_and_fallbacks(tmp_path: Path,
 
 
 def test_official_client_through_a_litellm_config(tmp_path: Path) -> None:
-    with (FakeOpenAI.subprocess(FakeConfig(tokens=3, api_key="up-key-123")) as a,
-          FakeOpenAI.subprocess(FakeConfig(tokens=3)) as c):
+    with (
+        FakeOpenAI.subprocess(FakeConfig(tokens=3, api_key="up-key-123")) as a,
+        FakeOpenAI.subprocess(FakeConfig(tokens=3)) as c,
+    ):
         f = tmp_path / "litellm.yaml"
         f.write_text(LITELLM.format(a=a.base_url, dead=_dead_url(), c=c.base_url))
         env = {"C14C_UPSTREAM_KEY": "up-key-123", "C14C_MASTER_KEY": "sk-master-1"}
-        proc, _, url = start_cli("--config", str(f), "--port", "0", "--no-access-log", wait=60,
-                                 env=env)
+        proc, _, url = start_cli(
+            "--config", str(f), "--port", "0", "--no-access-log", wait=60, env=env
+        )
         try:
             client = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-master-1", max_retries=0)
-            answers = [client.chat.completions.create(
-                model="my-llama", messages=[{"role": "user", "content": f"hi {i}"}], max_tokens=3,
-            ) for i in range(5)]
+            answers = [
+                client.chat.completions.create(
+                    model="my-llama",
+                    messages=[{"role": "user", "content": f"hi {i}"}],
+                    max_tokens=3,
+                )
+                for i in range(5)
+            ]
             assert all(r.choices[0].message.content for r in answers)
-            chunks = list(client.chat.completions.create(
-                model="my-llama", messages=[{"role": "user", "content": "s"}], stream=True))
+            chunks = list(
+                client.chat.completions.create(
+                    model="my-llama", messages=[{"role": "user", "content": "s"}], stream=True
+                )
+            )
             assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
             models = {m.id for m in client.models.list()}
             assert {"my-llama", "backup"} <= models
             with pytest.raises(openai.AuthenticationError):
-                openai.OpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0
-                              ).chat.completions.create(model="my-llama",
-                                                        messages=[{"role": "user", "content": "x"}])
+                openai.OpenAI(
+                    base_url=f"{url}/v1", api_key="wrong", max_retries=0
+                ).chat.completions.create(
+                    model="my-llama", messages=[{"role": "user", "content": "x"}]
+                )
         finally:
             proc.terminate()
             proc.wait(30)
@@ -116,14 +137,19 @@ def test_unsupported_keys_are_one_error_naming_each(tmp_path: Path) -> None:
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: gateway config ")
-    for key in ("model_list[0].litellm_params.temperature", "litellm_settings.drop_params",
-                "router_settings.routing_strategy"):
+    for key in (
+        "model_list[0].litellm_params.temperature",
+        "litellm_settings.drop_params",
+        "router_settings.routing_strategy",
+    ):
         assert key in lines[0]
     f.write_text("model_list:\n  - model_name: m\n    litellm_params:\n      model: azure/gpt-4o\n")
     r = subprocess.run([*CLI, "--config", str(f)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "provider 'azure' is not supported" in r.stderr
-    f.write_text("model_list:\n  - model_name: m\n    litellm_params:\n      model: openai/m\n"
-                 "      api_key: sk-literal-key-123\n")
+    f.write_text(
+        "model_list:\n  - model_name: m\n    litellm_params:\n      model: openai/m\n"
+        "      api_key: sk-literal-key-123\n"
+    )
     r = subprocess.run([*CLI, "--config", str(f)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "os.environ/NAME" in r.stderr
     assert "sk-literal-key-123" not in r.stderr

@@ -23,16 +23,21 @@ async def test_metrics_pass_promtool(make_stack: StackFactory) -> None:
             text = await r.read()
     assert b"infersight_gateway_ttft_seconds_bucket" in text
     proc = await asyncio.create_subprocess_exec(
-        "promtool", "check", "metrics", stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        "promtool",
+        "check",
+        "metrics",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
     )
     out, _ = await asyncio.wait_for(proc.communicate(text), 30)
     assert proc.returncode == 0, out
 
 
 @pytest.mark.needs("prometheus")
-async def test_real_prometheus_scrapes_the_gateway(make_stack: StackFactory,
-                                                   tmp_path: Path) -> None:
+async def test_real_prometheus_scrapes_the_gateway(
+    make_stack: StackFactory, tmp_path: Path
+) -> None:
     import socket
 
     with socket.socket() as sock:
@@ -48,9 +53,12 @@ async def test_real_prometheus_scrapes_the_gateway(make_stack: StackFactory,
             f"    static_configs:\n      - targets: ['{target}']\n"
         )
         proc = await asyncio.create_subprocess_exec(
-            "prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'data'}",
+            "prometheus",
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
             f"--web.listen-address=127.0.0.1:{prom_port}",
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
         )
         try:
             value = None
@@ -91,22 +99,32 @@ async def test_a_healthy_gateway_shows_zero_errors_and_cost_and_names_unpriced_m
     # exist at 0 (a panel then shows 0, not "No data").
     prices = tmp_path / "prices.toml"
     prices.write_text('[models."fake"]\ninput = 1.0\noutput = 2.0\n')
-    async with make_stack([FakeConfig(tokens=2), FakeConfig(tokens=2)],
-                          upstreams=[{}, {"models": ["free"]}], prices_file=str(prices)) as s:
+    async with make_stack(
+        [FakeConfig(tokens=2), FakeConfig(tokens=2)],
+        upstreams=[{}, {"models": ["free"]}],
+        prices_file=str(prices),
+    ) as s:
         async with s.session.get(s.url + "/metrics") as r:
             text = await r.text()
         families = {f.name: f for f in text_string_to_metric_families(text)}
-        errors = {x.labels["error"]: x.value for x in families["infersight_gateway_errors"].samples
-                  if x.name.endswith("_total")}
+        errors = {
+            x.labels["error"]: x.value
+            for x in families["infersight_gateway_errors"].samples
+            if x.name.endswith("_total")
+        }
         assert {"ResetError", "DeadlineExceeded", "Overloaded", "InvalidRequest"} <= set(errors)
         assert set(errors.values()) == {0.0}
         rejections = {x.labels["reason"] for x in families["infersight_gateway_rejections"].samples}
         assert {"queue_full", "auth", "malformed", "head_timeout"} <= rejections
-        cost = {x.labels["model"]: x.value for x in families["infersight_gateway_cost_usd"].samples
-                if x.name.endswith("_total")}
+        cost = {
+            x.labels["model"]: x.value
+            for x in families["infersight_gateway_cost_usd"].samples
+            if x.name.endswith("_total")
+        }
         assert cost == {"fake": 0.0}  # priced: from 0; "free" has no price, so no cost series
-        priced = {x.labels["model"]: x.value
-                  for x in families["infersight_gateway_model_priced"].samples}
+        priced = {
+            x.labels["model"]: x.value for x in families["infersight_gateway_model_priced"].samples
+        }
         assert priced == {"fake": 1.0, "free": 0.0}
         status, _, _ = await s.post("/v1/chat/completions", CHAT)
         assert status == 200

@@ -16,14 +16,22 @@ from infersight.testing.fake_openai import FakeConfig
 
 @pytest.mark.parametrize("engine", sorted(OOM_ANSWERS))
 async def test_oom_fails_over_and_is_counted(make_stack: StackFactory, engine: str) -> None:
-    async with make_stack([FakeConfig(script=[f"oom:{engine}"] * 2), FakeConfig(tokens=2)],
-                          upstreams=[{"max_attempts": 1}, {}]) as s:
+    async with make_stack(
+        [FakeConfig(script=[f"oom:{engine}"] * 2), FakeConfig(tokens=2)],
+        upstreams=[{"max_attempts": 1}, {}],
+    ) as s:
         status, _, raw = await s.post("/v1/chat/completions", CHAT)
         assert status == 200, raw  # vLLM's OOM is a 400 and TGI's a 424: not passed through
-        assert await s.metric("infersight_gateway_upstream_errors_total", upstream="a",
-                              error="OutOfMemory") == 1
-        assert await s.metric("infersight_gateway_failovers_total", upstream="a",
-                              error="OutOfMemory") == 1
+        assert (
+            await s.metric(
+                "infersight_gateway_upstream_errors_total", upstream="a", error="OutOfMemory"
+            )
+            == 1
+        )
+        assert (
+            await s.metric("infersight_gateway_failovers_total", upstream="a", error="OutOfMemory")
+            == 1
+        )
 
 
 async def test_oom_everywhere_is_a_503_with_retry_after(make_stack: StackFactory) -> None:
@@ -32,14 +40,14 @@ async def test_oom_everywhere_is_a_503_with_retry_after(make_stack: StackFactory
     err = orjson.loads(raw)["error"]
     assert status == 503 and headers["Retry-After"] == "1"
     assert err["code"] == "out_of_memory" and err["message"].startswith(
-        "upstream a ran out of memory (HTTP 400): CUDA out of memory")
+        "upstream a ran out of memory (HTTP 400): CUDA out of memory"
+    )
     assert "https://" not in err["message"]  # even the server's own text loses its URLs
 
 
 async def test_oom_shrinks_the_adaptive_limit_like_a_503(make_stack: StackFactory) -> None:
     up: dict[str, Any] = {"limiter": "aimd", "concurrency": 20, "max_attempts": 1}
-    async with make_stack([FakeConfig(script=["oom:llamacpp"] * 5, tokens=1)],
-                          upstreams=[up]) as s:
+    async with make_stack([FakeConfig(script=["oom:llamacpp"] * 5, tokens=1)], upstreams=[up]) as s:
         before = s.gw.upstreams[0].admission.limit
         for _ in range(5):
             await s.post("/v1/chat/completions", CHAT)

@@ -28,15 +28,19 @@ async def test_surplus_gets_503_with_retry_after_and_everything_is_counted(
             assert int(headers["Retry-After"]) >= 1
             assert orjson.loads(raw)["error"]["code"] == "queue_full"
         delays = sorted(float(h["X-Queue-Delay"]) for _, h, _ in ok)
-        assert delays[:limit] == [0.0] * limit   # served at once
+        assert delays[:limit] == [0.0] * limit  # served at once
         assert all(d >= 200.0 for d in delays[limit:])  # queued behind a 0.3 s answer
         assert all("X-Queue-Delay" in h and "X-Request-Id" in h for _, h, _ in results)
         # every request is accounted for in the metrics
         assert await s.metric("infersight_gateway_requests_total") == clients
         assert await s.metric("infersight_gateway_requests_total", status="200") == len(ok)
         assert await s.metric("infersight_gateway_requests_total", status="503") == len(shed)
-        assert await s.metric("infersight_gateway_rejections_total", reason="queue_full") == len(shed)
-        assert await s.metric("infersight_gateway_queue_delay_seconds_count", upstream="a") == len(ok)
+        assert await s.metric("infersight_gateway_rejections_total", reason="queue_full") == len(
+            shed
+        )
+        assert await s.metric("infersight_gateway_queue_delay_seconds_count", upstream="a") == len(
+            ok
+        )
         assert s.fakes[0].stats["max_in_flight"] <= limit
         assert await s.metric("infersight_gateway_queue_depth", upstream="a") == 0
         assert await s.metric("infersight_gateway_in_flight", upstream="a") == 0

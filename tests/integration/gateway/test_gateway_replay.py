@@ -25,11 +25,15 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 def _through_gateway(upstream: str, log: Path, cfg: dict[str, Any]) -> Any:
     with log.open("w") as out:
-        proc, _, url = start_cli("--upstream", f"fake={upstream},models=fake,concurrency=32",
-                                 "--port", "0", stdout=out)  # type: ignore[arg-type]
+        proc, _, url = start_cli(
+            "--upstream", f"fake={upstream},models=fake,concurrency=32", "--port", "0", stdout=out
+        )  # type: ignore[arg-type]
         try:
-            return run(BenchConfig.build(url=url, model="fake", ignore_eos=True,
-                                         progress=False, diagnose=False, **cfg))
+            return run(
+                BenchConfig.build(
+                    url=url, model="fake", ignore_eos=True, progress=False, diagnose=False, **cfg
+                )
+            )
         finally:
             assert interrupt(proc, 20) == 0  # the buffered lines are written on the way out
 
@@ -37,14 +41,31 @@ def _through_gateway(upstream: str, log: Path, cfg: dict[str, Any]) -> Any:
 def test_access_log_round_trip(tmp_path: Path) -> None:
     log1, log2 = tmp_path / "original.jsonl", tmp_path / "replayed.jsonl"
     with FakeOpenAI.subprocess(FakeConfig(ttft=0.003, itl=0.001, tokens=64)) as fake:
-        _through_gateway(fake.base_url, log1, {
-            "rate": [25.0], "arrival": "poisson", "requests": 30,
-            "input_tokens": "lognormal:60:30", "output_tokens": "uniform:2:12",
-            "shared_prefix": 20, "seed": 3})
+        _through_gateway(
+            fake.base_url,
+            log1,
+            {
+                "rate": [25.0],
+                "arrival": "poisson",
+                "requests": 30,
+                "input_tokens": "lognormal:60:30",
+                "output_tokens": "uniform:2:12",
+                "shared_prefix": 20,
+                "seed": 3,
+            },
+        )
         conv = tmp_path / "conversations.jsonl"
-        _through_gateway(fake.base_url, conv, {
-            "sessions": 3, "concurrency": [3], "turns": "fixed:3", "input_tokens": "fixed:8",
-            "max_tokens": 4})
+        _through_gateway(
+            fake.base_url,
+            conv,
+            {
+                "sessions": 3,
+                "concurrency": [3],
+                "turns": "fixed:3",
+                "input_tokens": "fixed:8",
+                "max_tokens": 4,
+            },
+        )
         with log1.open("a") as f:  # one day's log: both runs
             f.write(conv.read_text())
         original = _lines(log1)
@@ -61,19 +82,20 @@ def test_access_log_round_trip(tmp_path: Path) -> None:
     first = [ln for ln in original if "session" not in ln]
     firsts = sorted(ln["arrival_ts"] for ln in first)
     plain = sorted(r.scheduled for r in recs if "session" not in r.labels)
-    assert [t - plain[0] for t in plain] == pytest.approx([t - firsts[0] for t in firsts],
-                                                          abs=1e-6)
+    assert [t - plain[0] for t in plain] == pytest.approx([t - firsts[0] for t in firsts], abs=1e-6)
     assert result.config["workload"]["sessions"] == 3
     # The second log holds the same requests: lengths request for request.
-    replayed = sorted(_lines(log2), key=lambda ln: ln["arrival_ts"])[-len(original):]
+    replayed = sorted(_lines(log2), key=lambda ln: ln["arrival_ts"])[-len(original) :]
 
     def lengths(lines: list[dict[str, Any]]) -> list[tuple[int, int]]:
         return sorted((ln["prompt_tokens"], ln["completion_tokens"]) for ln in lines)
 
     assert lengths(replayed) == lengths(original)
     # A conversation's later turns grew by the answers the replay received.
-    turns = sorted((r for r in recs if r.labels.get("turn")),
-                   key=lambda r: (r.labels["session"], int(r.labels["turn"])))
+    turns = sorted(
+        (r for r in recs if r.labels.get("turn")),
+        key=lambda r: (r.labels["session"], int(r.labels["turn"])),
+    )
     assert [r.labels["turn"] for r in turns] == ["1", "2", "3"] * 3
     agg = result.aggregates["trace x1"]
     assert agg["replay"]["prompt_tokens_error"]["exact"] == len(original)

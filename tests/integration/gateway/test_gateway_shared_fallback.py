@@ -33,8 +33,10 @@ from infersight.testing.redis_server import RedisServer
 
 KEY, FREE = "sk-shared-limited-0123", "sk-shared-free-4567"
 AUTH, AUTH_FREE = {"Authorization": f"Bearer {KEY}"}, {"Authorization": f"Bearer {FREE}"}
-KEYS = [{"name": "lim", "sha256": hash_key(KEY), "requests_per_minute": 2},
-        {"name": "free", "sha256": hash_key(FREE)}]
+KEYS = [
+    {"name": "lim", "sha256": hash_key(KEY), "requests_per_minute": 2},
+    {"name": "free", "sha256": hash_key(FREE)},
+]
 needs_redis = pytest.mark.needs("redis-server")
 
 
@@ -70,7 +72,8 @@ async def _shared_stats(s: Stack) -> dict[str, object]:
 
 
 async def test_unreachable_redis_local_mode_serves_on_own_limits(
-        make_stack: StackFactory, closed_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    make_stack: StackFactory, closed_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="infersight.gateway")
     shared = {"redis_url": closed_url, "retry_s": 30}
     async with make_stack([FakeConfig(tokens=1)], keys=KEYS, shared=shared) as s:
@@ -85,14 +88,21 @@ async def test_unreachable_redis_local_mode_serves_on_own_limits(
         assert await s.metric("infersight_gateway_shared_up") == 0
         assert await s.metric("infersight_gateway_shared_fallbacks_total", decision="local") == 3
         stats = await _shared_stats(s)
-        assert "Connect" in str(stats["error"]) and str(stats["url"]).startswith("redis://127.0.0.1:")
+        assert "Connect" in str(stats["error"]) and str(stats["url"]).startswith(
+            "redis://127.0.0.1:"
+        )
         text = orjson.dumps(stats).decode() + caplog.text
-    assert "hunter2-secret" not in text and "redis://127.0.0.1:" in text and "@" not in str(stats["url"])
+    assert (
+        "hunter2-secret" not in text
+        and "redis://127.0.0.1:" in text
+        and "@" not in str(stats["url"])
+    )
     assert "unreachable at start" in caplog.text
 
 
 async def test_unreachable_redis_reject_mode_refuses_limited_keys_only(
-        make_stack: StackFactory, closed_url: str) -> None:
+    make_stack: StackFactory, closed_url: str
+) -> None:
     shared = {"redis_url": closed_url, "on_redis_error": "reject", "retry_s": 30}
     async with make_stack([FakeConfig(tokens=1)], keys=KEYS, shared=shared) as s:
         s.admin_key = FREE  # /metrics and /stats need a key when keys are set
@@ -109,7 +119,8 @@ async def test_unreachable_redis_reject_mode_refuses_limited_keys_only(
 
 @needs_redis
 async def test_hung_redis_costs_a_request_at_most_the_timeout(
-        make_stack: StackFactory, redis: RedisServer) -> None:
+    make_stack: StackFactory, redis: RedisServer
+) -> None:
     shared = {"redis_url": redis.url, "timeout_ms": 300, "retry_s": 30}
     async with make_stack([FakeConfig(tokens=1)], keys=KEYS, shared=shared) as s:
         s.admin_key = FREE  # /metrics and /stats need a key when keys are set
@@ -134,12 +145,14 @@ async def test_hung_redis_costs_a_request_at_most_the_timeout(
 
 @needs_redis
 async def test_spend_during_an_outage_is_added_when_redis_is_back(
-        make_stack: StackFactory, redis: RedisServer, tmp_path: Path) -> None:
+    make_stack: StackFactory, redis: RedisServer, tmp_path: Path
+) -> None:
     prices = tmp_path / "prices.toml"
     prices.write_text('[models."fake"]\ninput = 1000.0\noutput = 1000.0\n')
     shared = {"redis_url": redis.url, "retry_s": 0.2, "prefix": "t"}
-    async with make_stack([FakeConfig(tokens=3)], keys=KEYS, shared=shared,
-                          prices_file=str(prices)) as s:
+    async with make_stack(
+        [FakeConfig(tokens=3)], keys=KEYS, shared=shared, prices_file=str(prices)
+    ) as s:
         s.admin_key = FREE  # /metrics and /stats need a key when keys are set
         redis.stop()
         assert (await s.post("/v1/chat/completions", CHAT, AUTH_FREE))[0] == 200
@@ -192,8 +205,9 @@ async def test_lua_limits_admit_exactly_the_limit_under_concurrency(redis: Redis
     waits = [v.wait for v in verdicts if v is not None and v.refused == "requests"]
     assert waits and all(0 < w <= 1.2 for w in waits)  # 50/min: one more every 1.2 s
     for reg in regs:  # one round trip per admission, each timed
-        calls = reg.get_sample_value("infersight_gateway_shared_call_seconds_count",
-                                     {"op": "admit"})
+        calls = reg.get_sample_value(
+            "infersight_gateway_shared_call_seconds_count", {"op": "admit"}
+        )
         assert calls == 150, calls
 
 
@@ -204,20 +218,25 @@ async def test_charges_of_several_keys_go_in_one_pipeline_that_reloads_scripts(
     cfg = SharedConfig(redis_url=redis.url, timeout_ms=5000)
     reg = CollectorRegistry()
     link = RedisLink(cfg, SharedMetrics(reg))
-    keys = [KeyConfig(name=f"pipe{i}", sha256="0" * 64, tokens_per_minute=1e6)
-            for i in range(5)]
+    keys = [KeyConfig(name=f"pipe{i}", sha256="0" * 64, tokens_per_minute=1e6) for i in range(5)]
     spent: dict[str, float] = {}
     try:
         assert await link.connect()
         limits = SharedLimits(link, cfg)
         await link.client.script_flush()  # a Redis that forgot the scripts
         for i, k in enumerate(keys):
-            limits.charge(k, 10 * (i + 1), 0.5 * (i + 1),
-                          lambda total, name=k.name: spent.__setitem__(name, total))
+            limits.charge(
+                k,
+                10 * (i + 1),
+                0.5 * (i + 1),
+                lambda total, name=k.name: spent.__setitem__(name, total),
+            )
         await limits.close()  # writes what is owed
         assert spent == {f"pipe{i}": 0.5 * (i + 1) for i in range(5)}
-        assert reg.get_sample_value("infersight_gateway_shared_call_seconds_count",
-                                    {"op": "charge"}) == 1
+        assert (
+            reg.get_sample_value("infersight_gateway_shared_call_seconds_count", {"op": "charge"})
+            == 1
+        )
         assert link.up
     finally:
         await link.close()
@@ -233,12 +252,17 @@ def test_missing_redis_client_is_one_line(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_cli_without_redis_client_says_how_to_install(tmp_path: Path) -> None:
     cfg = tmp_path / "gw.toml"
-    cfg.write_text('[[upstreams]]\nname = "a"\nurl = "http://127.0.0.1:9"\nmodels = ["m"]\n'
-                   '[shared]\nredis_url = "redis://:pw-not-shown@127.0.0.1:9/0"\n')
-    code = ("import sys; sys.modules['redis'] = None; "
-            "from infersight.cli import main; main()")
-    r = subprocess.run([sys.executable, "-c", code, "gateway", "-c", str(cfg), "--port", "0"],
-                       capture_output=True, text=True, timeout=60)
+    cfg.write_text(
+        '[[upstreams]]\nname = "a"\nurl = "http://127.0.0.1:9"\nmodels = ["m"]\n'
+        '[shared]\nredis_url = "redis://:pw-not-shown@127.0.0.1:9/0"\n'
+    )
+    code = "import sys; sys.modules['redis'] = None; from infersight.cli import main; main()"
+    r = subprocess.run(
+        [sys.executable, "-c", code, "gateway", "-c", str(cfg), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr
     assert "pip install 'infersight[redis]'" in r.stderr and "pw-not-shown" not in r.stderr
@@ -280,15 +304,20 @@ async def test_one_connection_serves_many_calls_and_an_error_reply_goes_local(
         echo = link.client.register_script("return ARGV[1] .. KEYS[1]")
         fails = link.client.register_script("return redis.error_reply('no')")
         await link.client.script_flush()
-        replies = await asyncio.gather(*(
-            link.call("echo", lambda r, i=i: echo(keys=[f"k{i}"], args=[f"v{i}"], client=r))
-            for i in range(200)))
+        replies = await asyncio.gather(
+            *(
+                link.call("echo", lambda r, i=i: echo(keys=[f"k{i}"], args=[f"v{i}"], client=r))
+                for i in range(200)
+            )
+        )
         assert replies == [f"v{i}k{i}" for i in range(200)]
         assert await link.call("fails", lambda r: fails(keys=["k"], args=[], client=r)) is None
         assert not link.up
         assert await link.connect()
-        assert await link.call("echo", lambda r: echo(keys=["after"], args=["ok-"], client=r)
-                               ) == "ok-after"
+        assert (
+            await link.call("echo", lambda r: echo(keys=["after"], args=["ok-"], client=r))
+            == "ok-after"
+        )
     finally:
         await link.close()
 

@@ -53,7 +53,8 @@ async def _burst(urls: list[str], key: str, n: int, model: str = "fake") -> Coun
     async def one(i: int) -> int:
         try:
             await clients[i % len(clients)].chat.completions.create(
-                model=model, messages=MSG, max_tokens=4)  # type: ignore[arg-type]
+                model=model, messages=MSG, max_tokens=4
+            )  # type: ignore[arg-type]
         except openai.APIStatusError as e:
             return e.status_code
         return 200
@@ -65,24 +66,37 @@ async def _burst(urls: list[str], key: str, n: int, model: str = "fake") -> Coun
             await c.close()
 
 
-def _fleet(tmp_path: Path, redis: RedisServer, upstreams: list[dict[str, Any]],
-           keys: dict[str, dict[str, Any]], **shared: Any) -> Replicas:
+def _fleet(
+    tmp_path: Path,
+    redis: RedisServer,
+    upstreams: list[dict[str, Any]],
+    keys: dict[str, dict[str, Any]],
+    **shared: Any,
+) -> Replicas:
     prices = tmp_path / "prices.toml"
     prices.write_text(PRICES)
     # A generous Redis timeout: on a loaded 2-core machine a slow answer must not look
     # like an outage (outages here are real: redis-server stopped).
     shared = {"timeout_ms": 3000, **shared}
-    cfg = write_config(tmp_path / "gw.toml", redis_url=redis.url, upstreams=upstreams,
-                       keys=keys, prices=prices, shared=shared)
+    cfg = write_config(
+        tmp_path / "gw.toml",
+        redis_url=redis.url,
+        upstreams=upstreams,
+        keys=keys,
+        prices=prices,
+        shared=shared,
+    )
     return Replicas(cfg, 3, tmp_path)
 
 
-def test_request_limit_holds_across_three_replicas(tmp_path: Path, redis: RedisServer,
-                                                  fake: FakeProcess) -> None:
+def test_request_limit_holds_across_three_replicas(
+    tmp_path: Path, redis: RedisServer, fake: FakeProcess
+) -> None:
     n = 12
     up = {"name": "a", "url": fake.base_url, "models": ["fake"], "concurrency": 64}
-    with _fleet(tmp_path, redis, [up], {"sk-lim": {"name": "lim", "requests_per_minute": n}}
-                ) as fleet:
+    with _fleet(
+        tmp_path, redis, [up], {"sk-lim": {"name": "lim", "requests_per_minute": n}}
+    ) as fleet:
         t0 = time.monotonic()
         got = asyncio.run(_burst(fleet.urls, "sk-lim", 60))
         elapsed = time.monotonic() - t0
@@ -92,14 +106,16 @@ def test_request_limit_holds_across_three_replicas(tmp_path: Path, redis: RedisS
         # Each replica answered its 20, and alone would have let n of them through:
         # 3n in all without sharing.
         answered = [fleet.metric(i, "infersight_gateway_requests_total") for i in range(3)]
-        served = [fleet.metric(i, "infersight_gateway_requests_total", status="200")
-                  for i in range(3)]
+        served = [
+            fleet.metric(i, "infersight_gateway_requests_total", status="200") for i in range(3)
+        ]
         assert answered == [20, 20, 20] and sum(served) == got[200], (answered, served)
         assert all(fleet.metric(i, "infersight_gateway_shared_up") == 1 for i in range(3))
 
 
-def test_token_limit_budget_and_spend_are_the_fleets(tmp_path: Path, redis: RedisServer,
-                                                    fake: FakeProcess) -> None:
+def test_token_limit_budget_and_spend_are_the_fleets(
+    tmp_path: Path, redis: RedisServer, fake: FakeProcess
+) -> None:
     up = {"name": "a", "url": fake.base_url, "models": ["fake"]}
     keys = {
         "sk-tok": {"name": "tok", "tokens_per_minute": 5},  # one answer (>5 tokens) uses it up
@@ -112,15 +128,23 @@ def test_token_limit_budget_and_spend_are_the_fleets(tmp_path: Path, redis: Redi
         store = redis_py.Redis.from_url(redis.url, decode_responses=True)
 
         def charged() -> bool:  # what Redis holds once every charge is written
-            spend = {k: float(store.get(f"infersight:gateway:{{key:{k}}}:spend") or 0)
-                     for k in ("tok", "bud", "spender")}
+            spend = {
+                k: float(store.get(f"infersight:gateway:{{key:{k}}}:spend") or 0)
+                for k in ("tok", "bud", "spender")
+            }
             tokens = store.hget("infersight:gateway:{key:tok}:tpm", "l")
-            return tokens is not None and float(tokens) < 1 and spend["bud"] > 0.000001 and \
-                spend["spender"] == pytest.approx(sum(ledgers()), rel=1e-6)
+            return (
+                tokens is not None
+                and float(tokens) < 1
+                and spend["bud"] > 0.000001
+                and spend["spender"] == pytest.approx(sum(ledgers()), rel=1e-6)
+            )
 
         def ledgers() -> list[float]:
-            return [fleet.get(i, "/stats")["cost"]["by_key"].get("spender", {})
-                    .get("cost_usd", 0.0) for i in range(2)]
+            return [
+                fleet.get(i, "/stats")["cost"]["by_key"].get("spender", {}).get("cost_usd", 0.0)
+                for i in range(2)
+            ]
 
         assert asyncio.run(_burst([a], "sk-tok", 1)) == {200: 1}
         assert asyncio.run(_burst([a], "sk-bud", 1)) == {200: 1}
@@ -132,8 +156,7 @@ def test_token_limit_budget_and_spend_are_the_fleets(tmp_path: Path, redis: Redi
         async def refused(url: str, key: str) -> openai.APIStatusError:
             async with _client(url, key) as client:
                 with pytest.raises(openai.RateLimitError) as ei:
-                    await client.chat.completions.create(
-                        model="fake", messages=MSG, max_tokens=4)  # type: ignore[arg-type]
+                    await client.chat.completions.create(model="fake", messages=MSG, max_tokens=4)  # type: ignore[arg-type]
             return ei.value
 
         for url in (b, c):  # neither served these keys: they know from Redis
@@ -147,18 +170,26 @@ def test_token_limit_budget_and_spend_are_the_fleets(tmp_path: Path, redis: Redi
         keys_c = fleet.get(2, "/stats")["keys"]
         assert keys_c["spender"]["spent_usd"] == pytest.approx(sum(per_replica), rel=1e-6)
         assert keys_c["bud"]["budget_usd"] == 0.000001
-        assert fleet.metric(2, "infersight_gateway_key_spend_usd", key="spender") == \
-            pytest.approx(sum(per_replica), rel=1e-6)
+        assert fleet.metric(2, "infersight_gateway_key_spend_usd", key="spender") == pytest.approx(
+            sum(per_replica), rel=1e-6
+        )
 
 
 def test_breaker_opened_by_one_replica_is_honoured_by_the_others(
-        tmp_path: Path, redis: RedisServer, fake: FakeProcess) -> None:
+    tmp_path: Path, redis: RedisServer, fake: FakeProcess
+) -> None:
     with RedisServer() as closed:  # a port nothing listens on once it is stopped
         closed.stop()
         dead_url = f"http://127.0.0.1:{closed.port}"
     ups = [
-        {"name": "dead", "url": dead_url, "models": ["m"], "max_attempts": 1,
-         "breaker_failures": 2, "breaker_cooldown_s": 60},
+        {
+            "name": "dead",
+            "url": dead_url,
+            "models": ["m"],
+            "max_attempts": 1,
+            "breaker_failures": 2,
+            "breaker_cooldown_s": 60,
+        },
         {"name": "good", "url": fake.base_url, "models": ["fake"]},
     ]
     with _fleet(tmp_path, redis, ups, {}) as fleet:
@@ -179,20 +210,24 @@ def test_breaker_opened_by_one_replica_is_honoured_by_the_others(
         got = asyncio.run(_burst(fleet.urls[1:], "unused", 4, model="m"))
         assert got == {503: 4}, got
         for i in (1, 2):
-            assert fleet.metric(i, "infersight_gateway_upstream_calls_total",
-                                upstream="dead") == 0
-            assert fleet.metric(i, "infersight_gateway_shared_remote_opens_total",
-                                upstream="dead") == 1
+            assert fleet.metric(i, "infersight_gateway_upstream_calls_total", upstream="dead") == 0
+            assert (
+                fleet.metric(i, "infersight_gateway_shared_remote_opens_total", upstream="dead")
+                == 1
+            )
             assert "circuit opened by replica" in fleet.log(i)
         assert asyncio.run(_burst(fleet.urls, "unused", 3)) == {200: 3}  # others unaffected
 
 
 def test_redis_stopped_mid_run_gives_no_5xx_and_sharing_resumes(
-        tmp_path: Path, redis: RedisServer, fake: FakeProcess) -> None:
+    tmp_path: Path, redis: RedisServer, fake: FakeProcess
+) -> None:
     n = 9
     up = {"name": "a", "url": fake.base_url, "models": ["fake"], "concurrency": 64}
-    keys = {"sk-load": {"name": "load", "requests_per_minute": 1_000_000},
-            "sk-after": {"name": "after", "requests_per_minute": n}}
+    keys = {
+        "sk-load": {"name": "load", "requests_per_minute": 1_000_000},
+        "sk-after": {"name": "after", "requests_per_minute": n},
+    }
     with _fleet(tmp_path, redis, [up], keys, retry_s=0.5) as fleet:
 
         def state(i: int) -> str:
@@ -207,7 +242,8 @@ def test_redis_stopped_mid_run_gives_no_5xx_and_sharing_resumes(
                 while not stop.is_set() and sum(out.values()) < 3000:
                     try:
                         await clients[w % 3].chat.completions.create(
-                            model="fake", messages=MSG, max_tokens=4)  # type: ignore[arg-type]
+                            model="fake", messages=MSG, max_tokens=4
+                        )  # type: ignore[arg-type]
                         out[200] += 1
                     except openai.APIStatusError as e:
                         out[e.status_code] += 1
@@ -227,12 +263,14 @@ def test_redis_stopped_mid_run_gives_no_5xx_and_sharing_resumes(
                 redis.stop()
                 for i in range(3):
                     await asyncio.to_thread(
-                        fleet.wait_for, f"replica {i} down", lambda i=i: state(i) == "down")
+                        fleet.wait_for, f"replica {i} down", lambda i=i: state(i) == "down"
+                    )
                 await asyncio.sleep(0.5)
                 redis.start()
                 for i in range(3):
                     await asyncio.to_thread(
-                        fleet.wait_for, f"replica {i} back", lambda i=i: state(i) == "up")
+                        fleet.wait_for, f"replica {i} back", lambda i=i: state(i) == "up"
+                    )
                 await asyncio.sleep(0.3)
             finally:
                 stop.set()
@@ -245,8 +283,13 @@ def test_redis_stopped_mid_run_gives_no_5xx_and_sharing_resumes(
             assert "reachable again" in fleet.log(i)
             assert fleet.metric(i, "infersight_gateway_shared_rejoins_total") == 1
             assert fleet.metric(i, "infersight_gateway_shared_up") == 1
-        assert sum(fleet.metric(i, "infersight_gateway_shared_fallbacks_total",
-                                decision="local") for i in range(3)) >= 1
+        assert (
+            sum(
+                fleet.metric(i, "infersight_gateway_shared_fallbacks_total", decision="local")
+                for i in range(3)
+            )
+            >= 1
+        )
         # Sharing resumed: the fresh key's limit holds across the three again.
         t0 = time.monotonic()
         got = asyncio.run(_burst(fleet.urls, "sk-after", 40))

@@ -19,8 +19,11 @@ from infersight.testing.fake_openai import FakeConfig
 from support.raw_http import RawAnswer, exchange, request_bytes
 
 PATH = "/v1/chat/completions"
-TIMEOUTS: dict[str, Any] = {"client_header_timeout_s": 1.0, "client_body_timeout_s": 1.0,
-                            "keepalive_timeout_s": 1.0}
+TIMEOUTS: dict[str, Any] = {
+    "client_header_timeout_s": 1.0,
+    "client_body_timeout_s": 1.0,
+    "keepalive_timeout_s": 1.0,
+}
 BODY = orjson.dumps(CHAT)
 
 
@@ -101,21 +104,25 @@ async def test_connections_per_client_address_are_capped(make_stack: StackFactor
                 sock.close()
         await asyncio.sleep(0.2)
         assert (await _send(port, [request_bytes("POST", PATH, BODY)])).status == 200
-        assert await s.metric("infersight_gateway_rejections_total",
-                              reason="connection_limit") == 1
+        assert await s.metric("infersight_gateway_rejections_total", reason="connection_limit") == 1
 
 
 FRAMING = {
     "garbage request line": [b"GARBAGE\r\n\r\n"],
-    "negative content-length": [b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\n"
-                                b"Content-Length: -5\r\n\r\n"],
-    "oversize header": [b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nX-Big: "
-                        + b"a" * 20000 + b"\r\n\r\n"],
-    "bad chunk size": [b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\n"
-                       b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"],
-    "secret in an oversize header": [b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"
-                                     b"Authorization: Bearer sk-very-secret-" + b"k" * 9000
-                                     + b"\r\n\r\n"],
+    "negative content-length": [
+        b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"
+    ],
+    "oversize header": [
+        b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n"
+    ],
+    "bad chunk size": [
+        b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"
+    ],
+    "secret in an oversize header": [
+        b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"
+        b"Authorization: Bearer sk-very-secret-" + b"k" * 9000 + b"\r\n\r\n"
+    ],
 }
 
 
@@ -140,7 +147,10 @@ async def test_a_chunk_size_broken_mid_body_ends_at_the_body_timeout(
     # without failing its read; the stalled body is then cut at the body timeout.
     parts: list[bytes | float] = [
         b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
-        b"\r\n\r\n2\r\n{\"\r\n", 0.3, b"zz\r\n}\r\n0\r\n\r\n"]
+        b'\r\n\r\n2\r\n{"\r\n',
+        0.3,
+        b"zz\r\n}\r\n0\r\n\r\n",
+    ]
     async with make_stack([FakeConfig(tokens=2)], **TIMEOUTS) as s:
         a = await _send(s.gw.port or 0, parts)
         assert _json_error(a, 408)["code"] == "request_timeout" and a.closed

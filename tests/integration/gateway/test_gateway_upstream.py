@@ -16,8 +16,9 @@ async def test_upstream_key_comes_from_the_named_env_var(
 ) -> None:
     secret = "sk-upstream-secret-4242424242"
     monkeypatch.setenv("GW_TEST_UPSTREAM_KEY", secret)
-    async with make_stack([FakeConfig(api_key=secret, tokens=1)],
-                          upstreams=[{"api_key_env": "GW_TEST_UPSTREAM_KEY"}]) as s:
+    async with make_stack(
+        [FakeConfig(api_key=secret, tokens=1)], upstreams=[{"api_key_env": "GW_TEST_UPSTREAM_KEY"}]
+    ) as s:
         status, _, _ = await s.post("/v1/chat/completions", CHAT)
         assert status == 200 and s.fakes[0].stats["auth_failures"] == 0
     monkeypatch.setenv("GW_TEST_UPSTREAM_KEY", "changeme")  # a placeholder is refused
@@ -35,8 +36,9 @@ async def test_upstream_rejecting_the_gateway_key_is_a_502(make_stack: StackFact
 
 async def test_client_leaving_mid_stream_frees_the_upstream(make_stack: StackFactory) -> None:
     async with make_stack([FakeConfig(tokens=200, itl=0.02)]) as s:
-        async with s.session.post(s.url + "/v1/chat/completions",
-                                  json={**CHAT, "stream": True}) as r:
+        async with s.session.post(
+            s.url + "/v1/chat/completions", json={**CHAT, "stream": True}
+        ) as r:
             assert r.status == 200
             await r.content.readany()
             r.close()  # hang up after the first bytes

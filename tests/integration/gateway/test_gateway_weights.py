@@ -28,8 +28,9 @@ async def _send(s: Stack, n: int, concurrency: int = 8) -> list[int]:
 async def test_a_failing_replica_loses_its_share_and_nothing_is_lost(
     make_stack: StackFactory,
 ) -> None:
-    async with make_stack([FakeConfig(tokens=2), FakeConfig(tokens=2)],
-                          upstreams=[RETRIES, RETRIES]) as s:
+    async with make_stack(
+        [FakeConfig(tokens=2), FakeConfig(tokens=2)], upstreams=[RETRIES, RETRIES]
+    ) as s:
         a, b = s.fakes
         assert await _send(s, 100) == [200] * 100
         assert 20 <= a.stats["requests"] <= 80  # healthy: shared
@@ -45,6 +46,10 @@ async def test_a_failing_replica_loses_its_share_and_nothing_is_lost(
         # every 503 a gave was taken over by b, and counted once
         met = a.stats["statuses"].get("503", 0)
         assert met > 0 and b.stats["statuses"].get("503", 0) == 0
-        assert await s.metric("infersight_gateway_failover_pairs_total",
-                              from_upstream="a", to_upstream="b") == met
+        assert (
+            await s.metric(
+                "infersight_gateway_failover_pairs_total", from_upstream="a", to_upstream="b"
+            )
+            == met
+        )
         assert await s.metric("infersight_gateway_circuit_state", upstream="a") == 0

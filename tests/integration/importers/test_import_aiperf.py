@@ -23,8 +23,15 @@ pytestmark = [pytest.mark.needs("aiperf"), pytest.mark.slow, pytest.mark.timeout
 
 REQUESTS = 24
 #: Verdicts the rules give from request records alone (no engine telemetry here).
-FROM_REQUESTS = {"slot_bound", "capacity", "healthy", "client_limited", "overloaded",
-                 "compute_bound", "error_driven"}
+FROM_REQUESTS = {
+    "slot_bound",
+    "capacity",
+    "healthy",
+    "client_limited",
+    "overloaded",
+    "compute_bound",
+    "error_driven",
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +62,8 @@ def test_aiperf_records_map_to_ours(exports: Path) -> None:
     theirs = json.loads((exports / "profile_export_aiperf.json").read_text())
     # Same requests, same definition: TTFT from the send agrees with AIPerf's own.
     assert agg["ttft_from_sent"]["p50"] == pytest.approx(
-        theirs["time_to_first_token"]["p50"] / 1000, rel=0.02)
+        theirs["time_to_first_token"]["p50"] / 1000, rel=0.02
+    )
     assert 0.009 < agg["tpot"]["p50"] < 0.02
     # 8 streams on 4 slots: half of them wait about a whole request (0.2 s).
     assert agg["ttft_from_sent"]["p50"] > 0.15
@@ -77,9 +85,22 @@ def test_aiperf_aggregates_only_say_what_is_missing(exports: Path, tmp_path: Pat
     assert [x["id"] for x in json.loads(res.stdout)["verdicts"]] == ["undecided"]
     # report shows both and compares them: the records against the aggregates
     out = tmp_path / "r.html"
-    res = CliRunner().invoke(app, ["report", str(exports / "profile_export.jsonl"),
-                                   str(summary), "-l", "records", "-l", "summary",
-                                   "-o", str(out), "-m", str(tmp_path / "r.md")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "report",
+            str(exports / "profile_export.jsonl"),
+            str(summary),
+            "-l",
+            "records",
+            "-l",
+            "summary",
+            "-o",
+            str(out),
+            "-m",
+            str(tmp_path / "r.md"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     md = (tmp_path / "r.md").read_text()
     assert "records" in md and "summary" in md

@@ -31,11 +31,20 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, R
     tmp = tmp_path_factory.mktemp("guidellm")
     cfg = FakeConfig(ttft=0.05, itl=0.01, tokens=16, slots=4, metrics_dialect="vllm")
     with FakeOpenAI.subprocess(cfg) as srv:
-        out = run_guidellm(srv.base_url, tmp / "benchmarks.json", streams=LEVELS,
-                           requests=REQUESTS, tokens=16)
-        ours = bench_and_diagnose(BenchConfig(
-            url=srv.base_url, concurrency=LEVELS, requests=REQUESTS, max_tokens=16,
-            input_tokens="fixed:16", progress=False, diagnose=True))
+        out = run_guidellm(
+            srv.base_url, tmp / "benchmarks.json", streams=LEVELS, requests=REQUESTS, tokens=16
+        )
+        ours = bench_and_diagnose(
+            BenchConfig(
+                url=srv.base_url,
+                concurrency=LEVELS,
+                requests=REQUESTS,
+                max_tokens=16,
+                input_tokens="fixed:16",
+                progress=False,
+                diagnose=True,
+            )
+        )
     yield out, ours
 
 
@@ -67,7 +76,8 @@ def test_guidellm_levels_and_timings_map_to_ours(measured: tuple[Path, RunResult
 
 
 def test_guidellm_and_infersight_reach_the_same_verdict_and_fix(
-        measured: tuple[Path, RunResult]) -> None:
+    measured: tuple[Path, RunResult],
+) -> None:
     """Same verdict, knob and direction, the same fitted model, fix numbers within 1."""
     path, ours = measured
     theirs, mine = advice(import_file(path)), advice(ours)

@@ -45,9 +45,9 @@ def test_inference_perf_requests_map_to_stages(reports: Path) -> None:
         lat = stage["successes"]["latency"]
         # The same requests under the same definitions as inference-perf's own summary.
         assert agg["ttft_from_sent"]["p50"] == pytest.approx(
-            lat["time_to_first_token"]["median"], rel=0.02)
-        assert agg["tpot"]["p50"] == pytest.approx(lat["time_per_output_token"]["median"],
-                                                   rel=0.02)
+            lat["time_to_first_token"]["median"], rel=0.02
+        )
+        assert agg["tpot"]["p50"] == pytest.approx(lat["time_per_output_token"]["median"], rel=0.02)
         assert agg["tool_metrics"]["inference_perf.schedule_delay"]["ours"] == "schedule_lag"
     # 8 streams on 4 slots: the wait shows in TTFT.
     assert run.aggregates["c=8"]["ttft"]["p50"] > run.aggregates["c=1"]["ttft"]["p50"] + 0.05
@@ -58,8 +58,9 @@ def test_inference_perf_requests_map_to_stages(reports: Path) -> None:
 
 
 def test_inference_perf_summary_alone_is_undecided(reports: Path) -> None:
-    res = CliRunner().invoke(app, ["diagnose", str(reports / "stage_2_lifecycle_metrics.json"),
-                                   "--json"])
+    res = CliRunner().invoke(
+        app, ["diagnose", str(reports / "stage_2_lifecycle_metrics.json"), "--json"]
+    )
     assert res.exit_code == 0, res.output
     [v] = json.loads(res.stdout)["verdicts"]
     assert v["id"] == "undecided" and v["level"] == "c=8"

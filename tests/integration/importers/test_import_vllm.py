@@ -33,8 +33,12 @@ LEVELS = [1, 4, 8]
 
 def _ms(values: list[float], name: str) -> dict[str, float]:
     a = np.asarray(values) * 1000
-    return {f"mean_{name}_ms": float(a.mean()), f"median_{name}_ms": float(np.median(a)),
-            f"std_{name}_ms": float(a.std()), f"p99_{name}_ms": float(np.percentile(a, 99))}
+    return {
+        f"mean_{name}_ms": float(a.mean()),
+        f"median_{name}_ms": float(np.median(a)),
+        f"std_{name}_ms": float(a.std()),
+        f"p99_{name}_ms": float(np.percentile(a, 99)),
+    }
 
 
 def vllm_run(records: list[RequestRecord], conc: int, detailed: bool) -> dict[str, Any]:
@@ -49,23 +53,44 @@ def vllm_run(records: list[RequestRecord], conc: int, detailed: bool) -> dict[st
     out = [r.output_tokens for r in ok]
     tpot = [(lt - tt) / (n - 1) for lt, tt, n in zip(lat, ttfts, out, strict=True)]
     doc: dict[str, Any] = {
-        "date": "20261204-050000", "endpoint_type": "openai", "backend": "openai",
-        "label": None, "model_id": "fake", "tokenizer_id": "fake", "num_prompts": len(records),
-        "request_rate": "inf", "burstiness": 1.0, "max_concurrency": conc,
-        "duration": duration, "completed": len(ok), "failed": len(records) - len(ok),
+        "date": "20261204-050000",
+        "endpoint_type": "openai",
+        "backend": "openai",
+        "label": None,
+        "model_id": "fake",
+        "tokenizer_id": "fake",
+        "num_prompts": len(records),
+        "request_rate": "inf",
+        "burstiness": 1.0,
+        "max_concurrency": conc,
+        "duration": duration,
+        "completed": len(ok),
+        "failed": len(records) - len(ok),
         "total_input_tokens": sum(r.prompt_tokens or 0 for r in ok),
-        "total_output_tokens": sum(out), "request_throughput": len(ok) / duration,
-        "request_goodput": None, "output_throughput": sum(out) / duration,
+        "total_output_tokens": sum(out),
+        "request_throughput": len(ok) / duration,
+        "request_goodput": None,
+        "output_throughput": sum(out) / duration,
         "total_token_throughput": sum(out) / duration,
-        **_ms(ttfts, "ttft"), **_ms(tpot, "tpot"), **_ms([g for x in itls for g in x], "itl"),
+        **_ms(ttfts, "ttft"),
+        **_ms(tpot, "tpot"),
+        **_ms([g for x in itls for g in x], "itl"),
         **_ms(lat, "e2el"),
     }
     if detailed:
-        doc.update({
-            "input_lens": [r.prompt_tokens for r in ok], "output_lens": out, "ttfts": ttfts,
-            "itls": itls, "latencies": lat, "start_times": [r.sent for r in ok],
-            "queue_times": [(r.sent or 0.0) - r.scheduled for r in ok],
-            "generated_texts": ["tok " * n for n in out], "errors": [""] * len(ok)})
+        doc.update(
+            {
+                "input_lens": [r.prompt_tokens for r in ok],
+                "output_lens": out,
+                "ttfts": ttfts,
+                "itls": itls,
+                "latencies": lat,
+                "start_times": [r.sent for r in ok],
+                "queue_times": [(r.sent or 0.0) - r.scheduled for r in ok],
+                "generated_texts": ["tok " * n for n in out],
+                "errors": [""] * len(ok),
+            }
+        )
     return doc
 
 
@@ -73,14 +98,26 @@ def vllm_run(records: list[RequestRecord], conc: int, detailed: bool) -> dict[st
 def ours() -> RunResult:
     cfg = FakeConfig(ttft=0.05, itl=0.01, tokens=16, slots=4, metrics_dialect="vllm")
     with FakeOpenAI.subprocess(cfg) as srv:
-        return bench_and_diagnose(BenchConfig(
-            url=srv.base_url, concurrency=LEVELS, requests=24, max_tokens=16,
-            input_tokens="fixed:16", progress=False, diagnose=True))
+        return bench_and_diagnose(
+            BenchConfig(
+                url=srv.base_url,
+                concurrency=LEVELS,
+                requests=24,
+                max_tokens=16,
+                input_tokens="fixed:16",
+                progress=False,
+                diagnose=True,
+            )
+        )
 
 
 def _write(ours: RunResult, path: Path, detailed: bool) -> Path:
-    lines = [json.dumps(vllm_run([r for r in ours.records if r.labels["level"] == f"c={c}"], c,
-                                 detailed)) for c in LEVELS]
+    lines = [
+        json.dumps(
+            vllm_run([r for r in ours.records if r.labels["level"] == f"c={c}"], c, detailed)
+        )
+        for c in LEVELS
+    ]
     path.write_text("\n".join(lines) + "\n")  # --append-result: one run a line
     return path
 
@@ -92,14 +129,16 @@ def test_vllm_detailed_results_get_our_verdict_and_fix(ours: RunResult, tmp_path
     assert [lv["name"] for lv in run.config["levels"]] == ["c=1", "c=4", "c=8"]
     for c in LEVELS:
         assert run.aggregates[f"c={c}"]["tpot"]["p50"] == pytest.approx(
-            ours.aggregates[f"c={c}"]["tpot"]["p50"], rel=1e-6)
+            ours.aggregates[f"c={c}"]["tpot"]["p50"], rel=1e-6
+        )
     theirs, mine = advice(run), advice(ours)
     assert disagreements(theirs, mine) == [], (theirs.text, mine.text)
     assert theirs.verdict == "slot_bound" and theirs.model_slots == 4
 
 
 def test_vllm_aggregates_only_name_the_flag_that_keeps_requests(
-        ours: RunResult, tmp_path: Path) -> None:
+    ours: RunResult, tmp_path: Path
+) -> None:
     path = _write(ours, tmp_path / "vllm.json", detailed=False)
     res = CliRunner().invoke(app, ["diagnose", str(path), "--json"])
     assert res.exit_code == 0, res.output

@@ -48,22 +48,43 @@ def _run() -> RunResult:
     run = make_run(600, levels=(1, 4, 16), seed=7, run_id="evidence", model="SmolLM2-135M-Instruct")
     embed_diagnosis(run)
     # A verdict with what made tables overflow: a long note, a long source, code in a fix.
-    run.diagnosis.append(Verdict(
-        id="host_starved", title="Host/CPU-starved", window=VerdictWindow(start=5000.0, end=5010.0),
-        summary="The engine's threads get 48% of their cores; see `--threads`.",
-        evidence=[
-            Evidence(key="host_cpu", name="host CPU", value=98.96, unit="%",
-                     source="host.cpu_percent{cpu=all}"),
-            Evidence(key="itl_floor", name="ITL floor", value=0.00416, unit="s",
-                     source="roofline: SmolLM2-135M-Instruct.Q4_1 on host CPU (2 cores): 23.5 "
-                            "GiB, 24 GB/s, 0.2 TFLOP/s bf16 (measured)"),
-            Evidence(key="note", name="note", unit="", source="diagnose",
-                     value="CPU peaks measured now on the machine reading this run (it stored "
-                           "none): measured: numpy 64 MiB copy 23.8 GB/s, float32 matmul 104 "
-                           "GFLOP/s per core x 2 cores (best of repeats and of earlier runs)"),
-        ],
-        confidence=0.7, fixes=["lower the engine's `-t` to the cores it can really have"],
-        engine="embedded"))
+    run.diagnosis.append(
+        Verdict(
+            id="host_starved",
+            title="Host/CPU-starved",
+            window=VerdictWindow(start=5000.0, end=5010.0),
+            summary="The engine's threads get 48% of their cores; see `--threads`.",
+            evidence=[
+                Evidence(
+                    key="host_cpu",
+                    name="host CPU",
+                    value=98.96,
+                    unit="%",
+                    source="host.cpu_percent{cpu=all}",
+                ),
+                Evidence(
+                    key="itl_floor",
+                    name="ITL floor",
+                    value=0.00416,
+                    unit="s",
+                    source="roofline: SmolLM2-135M-Instruct.Q4_1 on host CPU (2 cores): 23.5 "
+                    "GiB, 24 GB/s, 0.2 TFLOP/s bf16 (measured)",
+                ),
+                Evidence(
+                    key="note",
+                    name="note",
+                    unit="",
+                    source="diagnose",
+                    value="CPU peaks measured now on the machine reading this run (it stored "
+                    "none): measured: numpy 64 MiB copy 23.8 GB/s, float32 matmul 104 "
+                    "GFLOP/s per core x 2 cores (best of repeats and of earlier runs)",
+                ),
+            ],
+            confidence=0.7,
+            fixes=["lower the engine's `-t` to the cores it can really have"],
+            engine="embedded",
+        )
+    )
     return run
 
 
@@ -90,7 +111,8 @@ async def test_every_evidence_value_is_on_screen(tmp_path: Path, width: int) -> 
         assert any(t.endswith(", left axis") for t in info["legends"])
         await page.evaluate("window.scrollTo(0, 0)")
         top = await page.evaluate(
-            "document.getElementById('run-0-verdicts').getBoundingClientRect().top + scrollY")
+            "document.getElementById('run-0-verdicts').getBoundingClientRect().top + scrollY"
+        )
         height = await page.evaluate("document.documentElement.scrollHeight")
         shot = tmp_path / f"report-verdicts-{width}px.png"
         shot.write_bytes(await page.screenshot(clip_height=min(int(top) + 2400, int(height))))

@@ -51,10 +51,14 @@ async def test_answer_first_and_contents_in_view(tmp_path: Path) -> None:
         later = json.loads(await page.evaluate(_GEOMETRY))
         assert later["scrollY"] > 2 * first["inner"]
         assert later["answer"]["bottom"] < 0  # the answer scrolled away...
-        assert later["toc"]["top"] >= 0 and later["toc"]["bottom"] <= later["inner"]  # ...the TOC did not
+        assert (
+            later["toc"]["top"] >= 0 and later["toc"]["bottom"] <= later["inner"]
+        )  # ...the TOC did not
         # a contents link scrolls to its section
         await page.evaluate("document.querySelector('nav.toc a[href=\"#run-0-cost\"]').click()")
-        top = await page.evaluate("document.getElementById('run-0-cost').getBoundingClientRect().top")
+        top = await page.evaluate(
+            "document.getElementById('run-0-cost').getBoundingClientRect().top"
+        )
         assert abs(top) < 5
         assert page.errors() == []
         assert page.requested_urls() == [html_path.as_uri()]  # nothing fetched

@@ -42,8 +42,13 @@ def servers() -> Iterator[tuple[Any, Any]]:
 
 def _run(url: str, **kw: Any) -> RunResult:
     cfg: dict[str, Any] = {
-        "url": url, "max_tokens": TOKENS, "input_tokens": "fixed:8", "progress": False,
-        "rate": [20.0], "duration": 4.5, "no_scrape": True,
+        "url": url,
+        "max_tokens": TOKENS,
+        "input_tokens": "fixed:8",
+        "progress": False,
+        "rate": [20.0],
+        "duration": 4.5,
+        "no_scrape": True,
     }
     return run(BenchConfig(**{**cfg, **kw}))
 
@@ -62,8 +67,11 @@ def _calls(a: RunResult, b: RunResult) -> dict[str, Any]:
 def _clean(run: RunResult) -> bool:
     """The load generator kept its schedule (no other process stalled this one)."""
     agg = next(iter(run.aggregates.values()))
-    return bool(agg["schedule_lag"]["p99"] < 0.02 and agg["ttft"]["p99"] < 2 * TTFT
-                and all(c["ok"] for c in agg["validity"]))
+    return bool(
+        agg["schedule_lag"]["p99"] < 0.02
+        and agg["ttft"]["p99"] < 2 * TTFT
+        and all(c["ok"] for c in agg["validity"])
+    )
 
 
 def test_two_runs_of_one_scenario_are_no_significant_difference(
@@ -102,9 +110,11 @@ def test_repeats_are_compared_run_against_run(servers: Any) -> None:
     ttft = _calls(a, b)["TTFT p50"]
     assert ttft.basis == "runs"
     clean = all(
-        agg["schedule_lag"]["p99"] < 0.02 and agg["ttft"]["p99"] < 2.4 * TTFT
+        agg["schedule_lag"]["p99"] < 0.02
+        and agg["ttft"]["p99"] < 2.4 * TTFT
         and all(c["ok"] for c in agg["validity"])  # a run flagged invalid is not compared
-        for run in (a, b) for agg in run.aggregates.values()
+        for run in (a, b)
+        for agg in run.aggregates.values()
     )
     if clean:
         assert ttft.units == (3, 3) and ttft.call == WORSE

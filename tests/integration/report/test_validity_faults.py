@@ -32,8 +32,13 @@ _FAULTS = ("tokens", "e2e", "tokens_per_chunk", "stationarity")
 def _bench(cfg: FakeConfig, **kw: Any) -> RunResult:
     with FakeOpenAI.subprocess(cfg) as server:
         base: dict[str, Any] = {
-            "url": server.base_url, "max_tokens": TOKENS, "input_tokens": "fixed:8",
-            "progress": False, "rate": [20.0], "duration": 3.0, "no_scrape": True,
+            "url": server.base_url,
+            "max_tokens": TOKENS,
+            "input_tokens": "fixed:8",
+            "progress": False,
+            "rate": [20.0],
+            "duration": 3.0,
+            "no_scrape": True,
         }
         return run(BenchConfig(**{**base, **kw}))
 

@@ -26,8 +26,10 @@ def prometheus_factory(tmp_path: Path) -> Iterator[Any]:
         jobs = ""
         for job, url in targets.items():
             hostport, path = url.split("//", 1)[1].split("/", 1)
-            jobs += (f"  - job_name: {job}\n    metrics_path: /{path}\n"
-                     f"    static_configs:\n      - targets: ['{hostport}']\n")
+            jobs += (
+                f"  - job_name: {job}\n    metrics_path: /{path}\n"
+                f"    static_configs:\n      - targets: ['{hostport}']\n"
+            )
         cfg = tmp_path / "prometheus.yml"
         cfg.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -35,11 +37,19 @@ def prometheus_factory(tmp_path: Path) -> Iterator[Any]:
             f"scrape_configs:\n{jobs}"
         )
         log = (tmp_path / "prometheus.log").open("wb")
-        procs.append(subprocess.Popen(
-            [exe, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT,
-        ))
+        procs.append(
+            subprocess.Popen(
+                [
+                    exe,
+                    f"--config.file={cfg}",
+                    f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                    "--log.level=warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
         return Prometheus(f"http://127.0.0.1:{port}")
 
     yield start

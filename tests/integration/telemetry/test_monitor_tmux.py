@@ -25,8 +25,9 @@ CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 
 def _tmux(*args: str) -> str:
     tmux = real_part_path("tmux") or "tmux"
-    return subprocess.run([tmux, *args], capture_output=True, text=True, check=True,
-                          timeout=20).stdout
+    return subprocess.run(
+        [tmux, *args], capture_output=True, text=True, check=True, timeout=20
+    ).stdout
 
 
 @contextmanager
@@ -36,14 +37,27 @@ def _monitor(url: str, cols: int, lines: int) -> Iterator[str]:
     name = f"infersight-test-{uuid.uuid4().hex[:8]}"
     cmd = " ".join(shlex.quote(a) for a in [*CLI, "monitor", url, "--interval", "0.25"])
     sock = ["-L", name]
-    _tmux(*sock, "new-session", "-d", "-s", name, "-x", str(cols), "-y", str(lines),
-          # rich reads COLUMNS/LINES before the terminal: the window's size must win
-          f"env -u COLUMNS -u LINES TERM=xterm-256color {cmd}")
+    _tmux(
+        *sock,
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-x",
+        str(cols),
+        "-y",
+        str(lines),
+        # rich reads COLUMNS/LINES before the terminal: the window's size must win
+        f"env -u COLUMNS -u LINES TERM=xterm-256color {cmd}",
+    )
     try:
         yield name
     finally:
-        subprocess.run([real_part_path("tmux") or "tmux", *sock, "kill-server"],
-                       capture_output=True, timeout=20)
+        subprocess.run(
+            [real_part_path("tmux") or "tmux", *sock, "kill-server"],
+            capture_output=True,
+            timeout=20,
+        )
 
 
 def _screen(name: str) -> list[str]:
@@ -70,15 +84,36 @@ def test_history_and_processes_after_a_short_load() -> None:
     with FakeOpenAI.subprocess(cfg) as srv, _monitor(srv.base_url, 120, 45) as name:
         _wait_for(name, lambda s: any("History (last" in ln for ln in s))
         load = subprocess.run(
-            [*CLI, "bench", "--url", srv.base_url, "--concurrency", "4", "--requests", "24",
-             "--max-tokens", "16", "--input-tokens", "8", "--no-progress", "--no-diagnose"],
-            capture_output=True, text=True, timeout=90, env={**os.environ, "INFERSIGHT_DEBUG": ""},
+            [
+                *CLI,
+                "bench",
+                "--url",
+                srv.base_url,
+                "--concurrency",
+                "4",
+                "--requests",
+                "24",
+                "--max-tokens",
+                "16",
+                "--input-tokens",
+                "8",
+                "--no-progress",
+                "--no-diagnose",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            env={**os.environ, "INFERSIGHT_DEBUG": ""},
         )
         assert load.returncode == 0, load.stderr
 
         def shows_the_load(s: list[str]) -> bool:
-            return ("█" in _row(s, "running R") and "█" in _row(s, "waiting Q")
-                    and "█" in _row(s, "generated tok/s") and "█" in _row(s, "TTFT p50"))
+            return (
+                "█" in _row(s, "running R")
+                and "█" in _row(s, "waiting Q")
+                and "█" in _row(s, "generated tok/s")
+                and "█" in _row(s, "TTFT p50")
+            )
 
         screen = _wait_for(name, shows_the_load)
     text = "\n".join(screen)
@@ -90,14 +125,20 @@ def test_history_and_processes_after_a_short_load() -> None:
     assert "pid" in screen[procs + 1] and "RSS" in screen[procs + 1]
     assert str(srv.pid) in screen[procs + 2] and "MiB" in screen[procs + 2]
     # the whole frame is on screen: top and bottom borders
-    assert screen[0].startswith("╭─ infersight monitor") and any(ln.startswith("╰") for ln in screen)
+    assert screen[0].startswith("╭─ infersight monitor") and any(
+        ln.startswith("╰") for ln in screen
+    )
 
 
 def test_a_short_terminal_keeps_the_engine_history_and_processes() -> None:
     cfg = FakeConfig(tokens=4, slots=2, metrics_dialect="vllm")
     with FakeOpenAI.subprocess(cfg) as srv, _monitor(srv.base_url, 100, 24) as name:
-        screen = _wait_for(name, lambda s: any("Server processes" in ln for ln in s)
-                           and any(ln.startswith("╰") for ln in s))
+        screen = _wait_for(
+            name,
+            lambda s: (
+                any("Server processes" in ln for ln in s) and any(ln.startswith("╰") for ln in s)
+            ),
+        )
     assert len(screen) <= 24 and screen[0].startswith("╭─ infersight monitor")
     text = "\n".join(screen)
     assert "History (last" in text and "Engine: vLLM" in text

@@ -50,12 +50,23 @@ MAX_REQUESTS, MAX_SECONDS = 5000, 300.0
 
 
 def _expr(expr: str, *, instance: str = ".*", source: str = ".*") -> str:
-    return (expr.replace("$__rate_interval", RATE).replace("$instance", instance)
-            .replace("$source", source))
+    return (
+        expr.replace("$__rate_interval", RATE)
+        .replace("$instance", instance)
+        .replace("$source", source)
+    )
 
 
-async def _load(url: str, model: str, stop: asyncio.Event, *, key: str | None,
-                fail_every: int = 0, concurrency: int = 3, stream: bool = False) -> None:
+async def _load(
+    url: str,
+    model: str,
+    stop: asyncio.Event,
+    *,
+    key: str | None,
+    fail_every: int = 0,
+    concurrency: int = 3,
+    stream: bool = False,
+) -> None:
     """Chat requests until ``stop`` (bounded); every ``fail_every``-th one fails."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     deadline = time.monotonic() + MAX_SECONDS
@@ -65,16 +76,22 @@ async def _load(url: str, model: str, stop: asyncio.Event, *, key: str | None,
         nonlocal sent
         while not stop.is_set() and sent < MAX_REQUESTS and time.monotonic() < deadline:
             sent += 1
-            body = {"model": model, "max_tokens": 8, "temperature": 0, "stream": stream,
-                    "messages": [{"role": "user", "content": f"Count to {sent} ({w})."}]}
+            body = {
+                "model": model,
+                "max_tokens": 8,
+                "temperature": 0,
+                "stream": stream,
+                "messages": [{"role": "user", "content": f"Count to {sent} ({w})."}],
+            }
             extra = {}
             if fail_every and sent % fail_every == 0:
                 # a fake engine answers 503; the gateway refuses the unknown model
                 extra = {"X-Fake-Behavior": "503"}
                 body["model"] = "no-such-model"
             try:
-                async with session.post(f"{url}/v1/chat/completions", json=body,
-                                        headers=extra) as r:
+                async with session.post(
+                    f"{url}/v1/chat/completions", json=body, headers=extra
+                ) as r:
                     await r.read()
             except (aiohttp.ClientError, TimeoutError):
                 await asyncio.sleep(0.2)
@@ -90,38 +107,60 @@ async def _fakes() -> AsyncIterator[dict[str, str]]:
     async with contextlib.AsyncExitStack() as stack:
         out = {}
         for d in DIALECTS:
-            cfg = FakeConfig(metrics_dialect=d, slots=2, ttft=0.05, itl=0.01, tokens=8,
-                             kv_usage=0.4)
+            cfg = FakeConfig(
+                metrics_dialect=d, slots=2, ttft=0.05, itl=0.01, tokens=8, kv_usage=0.4
+            )
             out[d] = (await stack.enter_async_context(FakeOpenAI(cfg).running())).base_url
         up = await stack.enter_async_context(
             FakeOpenAI(FakeConfig(ttft=0.05, itl=0.01, tokens=8)).running()
         )
-        gw_cfg = load_config(None, port=0, upstreams=[
-            # a model of the price table, so the cost panel has dollars to show, and one
-            # it does not price, which the cost panel names as such
-            {"name": "fake", "url": up.base_url, "models": [GATEWAY_MODEL, "unpriced-model"],
-             "concurrency": 2},
-        ])
+        gw_cfg = load_config(
+            None,
+            port=0,
+            upstreams=[
+                # a model of the price table, so the cost panel has dollars to show, and one
+                # it does not price, which the cost panel names as such
+                {
+                    "name": "fake",
+                    "url": up.base_url,
+                    "models": [GATEWAY_MODEL, "unpriced-model"],
+                    "concurrency": 2,
+                },
+            ],
+        )
         out["gateway"] = (await stack.enter_async_context(Gateway(gw_cfg).running())).url
         yield out
 
 
 def _cli_exporter(urls: list[str], port: int, key: str | None, pid: int) -> subprocess.Popen[str]:
     env = {**os.environ, "INFERSIGHT_TEST_ENGINE_KEY": key or ""}
-    args = ["exporter", *urls, "--port", str(port), "--interval", "0.5", "--no-gpu",
-            "--process", f"engine={pid}"]
+    args = [
+        "exporter",
+        *urls,
+        "--port",
+        str(port),
+        "--interval",
+        "0.5",
+        "--no-gpu",
+        "--process",
+        f"engine={pid}",
+    ]
     if key:
         args += ["--api-key-env", "INFERSIGHT_TEST_ENGINE_KEY"]
     return subprocess.Popen([*CLI, *args], env=env, stderr=subprocess.PIPE, text=True)
 
 
 def _engine_targets(panel: dict[str, Any]) -> list[str]:
-    return [t["expr"] for t in panel.get("targets", [])
-            if any(n.startswith("engine.") for n in sample_names(t["expr"]))]
+    return [
+        t["expr"]
+        for t in panel.get("targets", [])
+        if any(n.startswith("engine.") for n in sample_names(t["expr"]))
+    ]
 
 
-async def _check_engine_panels(prom: Prometheus, s: aiohttp.ClientSession,
-                               sources: dict[str, tuple[str, str]]) -> dict[str, list[str]]:
+async def _check_engine_panels(
+    prom: Prometheus, s: aiohttp.ClientSession, sources: dict[str, tuple[str, str]]
+) -> dict[str, list[str]]:
     """For each source: the panels with data (asserting the derived table)."""
     filled: dict[str, list[str]] = {}
     panels = [p for p in dashboard_panels() if _engine_targets(p)]
@@ -151,7 +190,9 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
 ) -> None:
     stop = asyncio.Event()
     cli_port = free_port()
-    gpu_tel = build_recorder(interval=0.5, gpu_backend=ReplayBackend(DATA / "nvml_replay_h100_a100.json"))
+    gpu_tel = build_recorder(
+        interval=0.5, gpu_backend=ReplayBackend(DATA / "nvml_replay_h100_a100.json")
+    )
     gpu_exporter = ExporterServer(gpu_tel.recorder, port=0, gpus=gpu_tel.gpus)
     await gpu_exporter.start()
     proc: subprocess.Popen[str] | None = None
@@ -159,21 +200,36 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
         async with _fakes() as fakes:
             urls = fakes | {"embedded": engine.base_url}
             proc = _cli_exporter(list(urls.values()), cli_port, engine.api_key, engine.pid)
-            loads = [asyncio.create_task(_load(url, GATEWAY_MODEL, stop, key=None, stream=d == "gateway",
-                                               fail_every=4 if d in ("tgi", "gateway") else 0))
-                     for d, url in fakes.items()]
-            loads.append(asyncio.create_task(
-                _load(engine.base_url, engine.model_name, stop, key=engine.api_key, concurrency=2)
-            ))
-            prom = prometheus_factory({
-                # neither job is called "infersight": InfersightExporterDown must stay quiet
-                "gpu-telemetry": gpu_exporter.url + "/metrics",
-                "cpu-host": f"http://127.0.0.1:{cli_port}/metrics",
-                "llm-gateway": fakes["gateway"] + "/metrics",
-            })
+            loads = [
+                asyncio.create_task(
+                    _load(
+                        url,
+                        GATEWAY_MODEL,
+                        stop,
+                        key=None,
+                        stream=d == "gateway",
+                        fail_every=4 if d in ("tgi", "gateway") else 0,
+                    )
+                )
+                for d, url in fakes.items()
+            ]
+            loads.append(
+                asyncio.create_task(
+                    _load(
+                        engine.base_url, engine.model_name, stop, key=engine.api_key, concurrency=2
+                    )
+                )
+            )
+            prom = prometheus_factory(
+                {
+                    # neither job is called "infersight": InfersightExporterDown must stay quiet
+                    "gpu-telemetry": gpu_exporter.url + "/metrics",
+                    "cpu-host": f"http://127.0.0.1:{cli_port}/metrics",
+                    "llm-gateway": fakes["gateway"] + "/metrics",
+                }
+            )
             kind = {"embedded": "llamacpp", "gateway": "infersight"}
-            sources = {name: (kind.get(name, name), f"{url}/metrics")
-                       for name, url in urls.items()}
+            sources = {name: (kind.get(name, name), f"{url}/metrics") for name, url in urls.items()}
             async with aiohttp.ClientSession() as s:
                 for _, source in sources.values():
                     await prom.query(s, f'infersight_engine_up{{source="{source}"}} == 1')
@@ -183,8 +239,12 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
                 # scrapes it directly), but the engine ones nothing here exports (the
                 # table above) and the GPU ones on the CPU host; the variables'
                 # label_values() is Grafana's, served by the labels API
-                no_signal = {e for p in dashboard_panels() for e in _engine_targets(p)
-                             if not panel_engines({"targets": [{"expr": e}]})}
+                no_signal = {
+                    e
+                    for p in dashboard_panels()
+                    for e in _engine_targets(p)
+                    if not panel_engines({"targets": [{"expr": e}]})
+                }
                 for e in dashboard_expressions():
                     m = re.fullmatch(r"label_values\((.+), *(\w+)\)", e)
                     if m is None:
@@ -194,8 +254,9 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
                             await prom.query(s, _expr(e), timeout=30)
                         continue
                     params = {"match[]": _expr(m.group(1))}
-                    async with s.get(f"{prom.url}/api/v1/label/{m.group(2)}/values",
-                                     params=params) as r:
+                    async with s.get(
+                        f"{prom.url}/api/v1/label/{m.group(2)}/values", params=params
+                    ) as r:
                         values = (await r.json())["data"]
                     want = {"instance": f"127.0.0.1:{cli_port}", "source": sources["tgi"][1]}
                     assert want[m.group(2)] in values, (e, values)
@@ -222,13 +283,17 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
     assert len(engine_specs()) >= 5
 
 
-async def _check_gpu_and_host(prom: Prometheus, s: aiohttp.ClientSession,
-                              gpu_exporter: ExporterServer, cli_port: int) -> None:
+async def _check_gpu_and_host(
+    prom: Prometheus, s: aiohttp.ClientSession, gpu_exporter: ExporterServer, cli_port: int
+) -> None:
     gpu_inst = f"127.0.0.1:{gpu_exporter.port}"
     cpu_inst = f"127.0.0.1:{cli_port}"
     panels = dashboard_panels()
-    gpu_panels = [p for p in panels if any(n.startswith("gpu.") for t in p.get("targets", [])
-                                           for n in sample_names(t["expr"]))]
+    gpu_panels = [
+        p
+        for p in panels
+        if any(n.startswith("gpu.") for t in p.get("targets", []) for n in sample_names(t["expr"]))
+    ]
     assert len(gpu_panels) == 6
     for p in gpu_panels:
         for t in p["targets"]:

@@ -75,14 +75,21 @@ async def test_live_llamacpp_metrics_normalised(engine: Any) -> None:
 
 async def test_recorder_with_engine_pid(engine: Any) -> None:
     rec = Recorder(
-        [HostSampler({"engine": engine.pid}, per_cpu=False),
-         EngineScraper(engine.base_url, api_key=engine.api_key)],
+        [
+            HostSampler({"engine": engine.pid}, per_cpu=False),
+            EngineScraper(engine.base_url, api_key=engine.api_key),
+        ],
         interval=0.2,
     )
     async with rec:
         await asyncio.sleep(0.5)
     names = {s.name for s in rec.samples()}
-    assert {"process.cpu_percent", "process.rss_bytes", "engine.requests_running",
-            "engine.up", "host.cpu_percent"} <= names
+    assert {
+        "process.cpu_percent",
+        "process.rss_bytes",
+        "engine.requests_running",
+        "engine.up",
+        "host.cpu_percent",
+    } <= names
     rss = [s.value for s in rec.samples() if s.name == "process.rss_bytes"]
     assert all(v is not None and v > 50e6 for v in rss)  # the model is loaded in there

@@ -14,8 +14,14 @@ async def test_a_live_server_sampled_with_probes_through_its_key() -> None:
     fake = FakeOpenAI(FakeConfig(tokens=4, metrics_dialect="vllm", api_key="live-key-1"))
     async with fake.running() as srv:
         # The OpenAI base URL (with /v1) names the same server as its root.
-        result = await sample_url_async(srv.base_url + "/v1/", 1.5, api_key="live-key-1",
-                                        probe=True, interval=0.25, max_tokens=4)
+        result = await sample_url_async(
+            srv.base_url + "/v1/",
+            1.5,
+            api_key="live-key-1",
+            probe=True,
+            interval=0.25,
+            max_tokens=4,
+        )
     assert result.kind == "monitor"
     assert result.config["engine"] == {"url": srv.base_url, "engine": "vllm"}
     assert result.config["probe"] is True and result.config["seconds"] == 1.5

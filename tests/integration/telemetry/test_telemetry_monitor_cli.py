@@ -27,8 +27,9 @@ CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 def _spawn_in_pty(args: list[str]) -> tuple[subprocess.Popen[bytes], int]:
     master, slave = pty.openpty()
     env = {**os.environ, "COLUMNS": "120", "LINES": "40", "TERM": "xterm"}
-    proc = subprocess.Popen([*CLI, *args], stdin=slave, stdout=slave, stderr=slave, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, *args], stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+    )
     os.close(slave)
     return proc, master
 
@@ -63,9 +64,17 @@ def _drain_and_wait(proc: subprocess.Popen[bytes], master: int, timeout: float) 
 @pytest.mark.parametrize("how", ["q", "ctrl-c"])
 def test_monitor_live_view_quits_cleanly(engine: Any, tmp_path: Path, how: str) -> None:
     rec = tmp_path / "session.jsonl"
-    proc, master = _spawn_in_pty([
-        "monitor", engine.base_url, "--interval", "0.2", "--record", str(rec), "--no-gpu",
-    ])
+    proc, master = _spawn_in_pty(
+        [
+            "monitor",
+            engine.base_url,
+            "--interval",
+            "0.2",
+            "--record",
+            str(rec),
+            "--no-gpu",
+        ]
+    )
     try:
         out = _read_until(master, b"llama.cpp", timeout=60)
         assert b"llama.cpp" in out, out[-2000:]
@@ -89,8 +98,9 @@ def test_monitor_live_view_quits_cleanly(engine: Any, tmp_path: Path, how: str) 
     names = {s.name for s in samples}
     assert {"engine.requests_running", "engine.slots", "host.cpu_percent"} <= names
     # the monitor found the engine process by its listening port
-    assert any(s.name == "process.cpu_percent" and s.labels.get("name") == "engine"
-               for s in samples)
+    assert any(
+        s.name == "process.cpu_percent" and s.labels.get("name") == "engine" for s in samples
+    )
 
 
 @pytest.mark.engine
@@ -138,8 +148,16 @@ def test_exporter_command_serves_and_stops(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = ["exporter", "--port", str(port), "--no-gpu", "--process", f"me={os.getpid()}",
-            "--interval", "0.2"]
+    args = [
+        "exporter",
+        "--port",
+        str(port),
+        "--no-gpu",
+        "--process",
+        f"me={os.getpid()}",
+        "--interval",
+        "0.2",
+    ]
     proc = subprocess.Popen([*CLI, *args], stderr=subprocess.PIPE, text=True)
     try:
         body = ""
@@ -192,14 +210,19 @@ def test_monitor_sigterm_restores_the_terminal() -> None:
 
 def test_monitor_without_a_terminal_prints_a_frame_per_interval() -> None:
     url = _free_url()
-    r = subprocess.run([*CLI, "monitor", url, "--no-gpu", "--interval", "500ms", "--duration", "3s"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [*CLI, "monitor", url, "--no-gpu", "--interval", "500ms", "--duration", "3s"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     frames = re.findall(r"infersight monitor\s+every 0\.5 s\s+(\d\d:\d\d:\d\d)", r.stdout)
     assert len(frames) >= 3, r.stdout[-3000:]  # 6 rounds in 3 s; a loaded box may lose some
     assert frames == sorted(frames) and len(set(frames)) >= 2  # one after the other, stamped
     assert "q or Ctrl-C" not in r.stdout  # nothing to press in a pipe
-    once = subprocess.run([*CLI, "monitor", url, "--no-gpu", "--once"],
-                          capture_output=True, text=True, timeout=60)
+    once = subprocess.run(
+        [*CLI, "monitor", url, "--no-gpu", "--once"], capture_output=True, text=True, timeout=60
+    )
     assert once.returncode == 0 and once.stdout.count("infersight monitor") == 1
     assert "q or Ctrl-C" not in once.stdout and "Engine:" in once.stdout

@@ -67,7 +67,10 @@ def test_promtool_test_rules_fire_on_synthetic_series(tmp_path: Path) -> None:
         # the job name hard-coded again: an exporter scraped as "gpu-telemetry" is missed
         "InfersightExporterDown": ("up == 0\n", 'up{job="infersight"} == 0\n'),
         # scope dropped: a vLLM with a queue-time histogram would fire it too
-        "EngineRequestsQueuedContinuously": ("unless on (instance, source)", "or on (instance, source)"),
+        "EngineRequestsQueuedContinuously": (
+            "unless on (instance, source)",
+            "or on (instance, source)",
+        ),
     }
     for alert, (old, new) in mutations.items():
         assert old in rules, alert
@@ -136,10 +139,12 @@ async def exporter(engine: Any, fixture_engines: dict[str, str]) -> AsyncIterato
 async def test_real_prometheus_scrapes_exporter_and_engine(
     exporter: ExporterServer, engine: Any, prometheus_factory: Any
 ) -> None:
-    prom = prometheus_factory({
-        "infersight": exporter.url + "/metrics",
-        "engine": engine.base_url + "/metrics",
-    })
+    prom = prometheus_factory(
+        {
+            "infersight": exporter.url + "/metrics",
+            "engine": engine.base_url + "/metrics",
+        }
+    )
     _query = prom.query
     async with aiohttp.ClientSession() as s:
         up = await _query(s, 'up{job="infersight"}')
@@ -192,8 +197,19 @@ async def test_dashboard_and_alerts_name_only_exported_metrics(exporter: Exporte
     assert used - allowed == set(), f"not exported by anything: {sorted(used - allowed)}"
     # and the panels the issue asks for are there
     titles = " | ".join(p["title"] for p in doc["panels"])
-    for want in ("SM activity", "memory", "power", "Queue depth", "Queue delay", "TTFT",
-                 "ITL", "throughput", "KV", "Errors", "Cost"):
+    for want in (
+        "SM activity",
+        "memory",
+        "power",
+        "Queue depth",
+        "Queue delay",
+        "TTFT",
+        "ITL",
+        "throughput",
+        "KV",
+        "Errors",
+        "Cost",
+    ):
         assert want.lower() in titles.lower(), want
 
 

@@ -60,7 +60,9 @@ async def test_slots_queue_fifo_and_vllm_metrics() -> None:
     series, hists = parse_metrics(text)
     names = {s.name for s in series}
     assert {"vllm:num_preemptions_total", "vllm:generation_tokens_total"} <= names
-    success = {s.labels["finished_reason"]: s.value for s in series if s.family == "vllm:request_success"}
+    success = {
+        s.labels["finished_reason"]: s.value for s in series if s.family == "vllm:request_success"
+    }
     assert success["length"] == 6
     queue = next(h for h in hists if h.family == "vllm:request_queue_time_seconds")
     assert queue.count == 6
@@ -94,8 +96,19 @@ def _get(url: str | urllib.request.Request) -> Any:
 
 
 def test_cli_slots_and_llamacpp_dialect() -> None:
-    cmd = [sys.executable, "-m", "infersight.testing.fake_openai", "--port", "0",
-           "--slots", "3", "--metrics-dialect", "llamacpp", "--ttft", "0.01"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "infersight.testing.fake_openai",
+        "--port",
+        "0",
+        "--slots",
+        "3",
+        "--metrics-dialect",
+        "llamacpp",
+        "--ttft",
+        "0.01",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -116,6 +129,8 @@ def test_cli_slots_and_llamacpp_dialect() -> None:
         proc.wait(10)
     bad = subprocess.run(
         [sys.executable, "-m", "infersight.testing.fake_openai", "--metrics-dialect", "triton"],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert bad.returncode != 0 and "invalid choice" in bad.stderr

@@ -24,8 +24,12 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _body(words: int, max_tokens: int = 1) -> dict[str, Any]:
-    return {"model": "fake", "prompt": " ".join(["w"] * words), "max_tokens": max_tokens,
-            "stream": True}
+    return {
+        "model": "fake",
+        "prompt": " ".join(["w"] * words),
+        "max_tokens": max_tokens,
+        "stream": True,
+    }
 
 
 async def _first_token(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> float:
@@ -68,20 +72,21 @@ async def test_prefill_is_paced_by_the_compute_knee() -> None:
     # knee 1: with two running, each first step (prefill included) takes twice as long
     cfg = FakeConfig(ttft=0.0, prefill_per_token=0.002, compute_knee=1, tokens=1)
     async with FakeOpenAI(cfg).running() as srv, aiohttp.ClientSession() as session:
-        both = await asyncio.gather(*(_first_token(session, srv.base_url, _body(500))
-                                      for _ in range(2)))
+        both = await asyncio.gather(
+            *(_first_token(session, srv.base_url, _body(500)) for _ in range(2))
+        )
     # the second starts while the first still prefills (1 s alone), at half speed
     assert max(both) >= 2 * 500 * 0.002 * 0.95
 
 
 async def test_kv_capacity_admits_only_what_fits_while_slots_are_free() -> None:
     # each request reserves 20 prompt + 10 answer tokens: 3 of them fit in 100
-    cfg = FakeConfig(ttft=0.3, itl=0.001, tokens=10, slots=8, kv_capacity=100,
-                     metrics_dialect="vllm")
+    cfg = FakeConfig(
+        ttft=0.3, itl=0.001, tokens=10, slots=8, kv_capacity=100, metrics_dialect="vllm"
+    )
     srv = FakeOpenAI(cfg)
     async with srv.running(), aiohttp.ClientSession() as session:
-        tasks = [asyncio.create_task(_send(session, srv.base_url, _body(20, 10)))
-                 for _ in range(7)]
+        tasks = [asyncio.create_task(_send(session, srv.base_url, _body(20, 10))) for _ in range(7)]
         await _until(lambda: srv.pool.running + srv.pool.waiting == 7)
         async with session.get(srv.base_url + "/metrics") as r:
             series, _ = parse_metrics(await r.text())
@@ -135,9 +140,23 @@ async def test_error_rate_answers_a_seeded_share_at_once() -> None:
 
 
 def test_cli_flags_for_prefill_kv_and_errors() -> None:
-    cmd = [sys.executable, "-m", "infersight.testing.fake_openai", "--port", "0",
-           "--kv-capacity", "64", "--error-rate", "1", "--error-status", "500",
-           "--prefill-per-token", "0.001", "--error-seed", "3"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "infersight.testing.fake_openai",
+        "--port",
+        "0",
+        "--kv-capacity",
+        "64",
+        "--error-rate",
+        "1",
+        "--error-status",
+        "500",
+        "--prefill-per-token",
+        "0.001",
+        "--error-seed",
+        "3",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -156,6 +175,8 @@ def test_cli_flags_for_prefill_kv_and_errors() -> None:
         proc.wait(10)
     bad = subprocess.run(
         [sys.executable, "-m", "infersight.testing.fake_openai", "--error-rate", "2"],
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert bad.returncode != 0 and "--error-rate" in bad.stderr

@@ -20,8 +20,15 @@ pytestmark = [pytest.mark.engine, pytest.mark.timeout(240)]
 
 def test_a_short_tune_of_the_embedded_engine(tmp_path: Path) -> None:
     out = tmp_path / "tune"
-    cfg = TuneConfig.build(slots=2, ctx=512, knob="slots", search="grid", values=[1, 2, 4],
-                           out=str(out), progress=False)
+    cfg = TuneConfig.build(
+        slots=2,
+        ctx=512,
+        knob="slots",
+        search="grid",
+        values=[1, 2, 4],
+        out=str(out),
+        progress=False,
+    )
     bench = BenchConfig.build(max_tokens=8, input_tokens="fixed:16", duration=2.0, progress=False)
     text = io.StringIO()
     result = run_tune(cfg, bench, console=Console(file=text, width=160))

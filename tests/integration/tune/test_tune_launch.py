@@ -63,8 +63,13 @@ def test_a_launched_server_serves_the_trial_and_its_group_is_stopped(tmp_path: P
     ("template", "error", "reason", "words"),
     [
         ("echo starting {port}; exit 3", LaunchError, "exited", "status 3"),
-        ("echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2;"
-         " exit 1 # {port}", OutOfMemory, None, "CUDA out of memory"),
+        (
+            "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2;"
+            " exit 1 # {port}",
+            OutOfMemory,
+            None,
+            "CUDA out of memory",
+        ),
         ("sleep 30 # {port}", LaunchError, "start_timeout", "within 1 s"),
     ],
     ids=["exits-at-once", "oom-at-start", "never-healthy"],
@@ -73,7 +78,10 @@ def test_a_bad_launch_raises_its_typed_error(
     tmp_path: Path, template: str, error: type[Exception], reason: str | None, words: str
 ) -> None:
     t0 = time.monotonic()
-    with pytest.raises(error) as got, launched(template, {}, log=tmp_path / "s.log", start_timeout=1):
+    with (
+        pytest.raises(error) as got,
+        launched(template, {}, log=tmp_path / "s.log", start_timeout=1),
+    ):
         pass
     assert words in str(got.value)
     if reason is not None:
@@ -86,15 +94,19 @@ def test_a_bad_launch_raises_its_typed_error(
 
 def test_a_launch_that_finds_its_port_taken(tmp_path: Path, taken_port: int) -> None:
     template = FAKE.replace("{port}", str(taken_port)) + " # {port}"
-    with pytest.raises(LaunchError) as got, launched(template, {}, log=tmp_path / "s.log",
-                                                      start_timeout=30):
+    with (
+        pytest.raises(LaunchError) as got,
+        launched(template, {}, log=tmp_path / "s.log", start_timeout=30),
+    ):
         pass
     assert got.value.reason == "port_taken" and "taken" in str(got.value)
 
 
 def test_templates_are_checked_before_anything_runs() -> None:
     assert template_knobs("x --max-num-seqs {max_num_seqs} --port {port} -t {threads}") == {
-        "slots", "threads"}
+        "slots",
+        "threads",
+    }
     with pytest.raises(ConfigError, match=r"needs \{port\}"):
         template_knobs("vllm serve M --max-num-seqs {max_num_seqs}")
     with pytest.raises(ConfigError, match=r"unknown placeholder \{gpus\}"):
@@ -110,8 +122,15 @@ def test_tune_over_launches_records_each_failure_as_a_trial(tmp_path: Path) -> N
         "exit 1; fi; if [ {slots} -eq 3 ]; then exec sleep 30; fi; "
         f"exec {FAKE} --slots {{slots}} --ttft 0.02 --itl 0.005 --tokens 8 --compute-knee 2"
     )
-    cfg = TuneConfig.build(launch=template, slots=2, search="grid", values=[1, 2, 3, 4, 8],
-                           start_timeout=2.0, out=str(tmp_path / "t"), progress=False)
+    cfg = TuneConfig.build(
+        launch=template,
+        slots=2,
+        search="grid",
+        values=[1, 2, 3, 4, 8],
+        start_timeout=2.0,
+        out=str(tmp_path / "t"),
+        progress=False,
+    )
     bench = BenchConfig.build(max_tokens=8, input_tokens="fixed:8", duration=1.0, progress=False)
     result = run_tune(cfg, bench)
     by = {t.setting["slots"]: t for t in result.trials if t.role == "grid"}
@@ -131,21 +150,40 @@ def test_tune_over_launches_records_each_failure_as_a_trial(tmp_path: Path) -> N
 
 def test_the_cli_says_one_line_for_a_bad_template_and_a_failed_baseline(tmp_path: Path) -> None:
     for args, line in (
-        (["--launch", "x {slots}", "--slots", "2"],
-         "error: --launch needs {port}: each trial gets a free port of its own"),
-        (["--launch", "x {port} {slots}"],
-         "error: --launch has a slots placeholder: give its current value with --slots N "
-         "(the current --max-num-seqs or --parallel)"),
-        (["--launch", "x {port}"],
-         "error: the --launch template has no slot placeholder to size each trial's load "
-         "by: give --concurrency or --rate"),
+        (
+            ["--launch", "x {slots}", "--slots", "2"],
+            "error: --launch needs {port}: each trial gets a free port of its own",
+        ),
+        (
+            ["--launch", "x {port} {slots}"],
+            "error: --launch has a slots placeholder: give its current value with --slots N "
+            "(the current --max-num-seqs or --parallel)",
+        ),
+        (
+            ["--launch", "x {port}"],
+            "error: the --launch template has no slot placeholder to size each trial's load "
+            "by: give --concurrency or --rate",
+        ),
     ):
         bad = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [line], bad.stderr
     dead = subprocess.run(
-        [*CLI, "--launch", "exit 7 # {port} {slots}", "--slots", "2",
-         "--out", str(tmp_path / "d"), "--no-progress", "--requests", "4"],
-        capture_output=True, text=True, timeout=60)
+        [
+            *CLI,
+            "--launch",
+            "exit 7 # {port} {slots}",
+            "--slots",
+            "2",
+            "--out",
+            str(tmp_path / "d"),
+            "--no-progress",
+            "--requests",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert dead.returncode == 1, dead.stderr
     assert "Traceback" not in dead.stderr + dead.stdout
     assert "did not run" in dead.stdout and "status 7" in dead.stdout
@@ -155,9 +193,24 @@ def test_the_cli_says_one_line_for_a_bad_template_and_a_failed_baseline(tmp_path
 def test_ctrl_c_keeps_the_trials_done(tmp_path: Path) -> None:
     out = tmp_path / "c"
     proc = subprocess.Popen(
-        [*CLI, "--launch", f"{FAKE} --slots {{slots}} --ttft 0.02 --tokens 8", "--slots", "2",
-         "--duration", "1s", "--max-tokens", "8", "--out", str(out), "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            *CLI,
+            "--launch",
+            f"{FAKE} --slots {{slots}} --ttft 0.02 --tokens 8",
+            "--slots",
+            "2",
+            "--duration",
+            "1s",
+            "--max-tokens",
+            "8",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 90
     while not (out / "tune.json").exists() and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -21,17 +21,30 @@ pytestmark = pytest.mark.timeout(300)
 KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 # Past the knee every step slows by running / KNEE: goodput is flat from the knee until
 # TPOT breaks the SLO (2.5 x ITL, at 2.5 x KNEE slots); the cheapest best is the knee.
-TEMPLATE = (f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
-            f"--slots {{max_num_seqs}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
-            f"--tokens {TOKENS} --metrics-dialect vllm")
+TEMPLATE = (
+    f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
+    f"--slots {{max_num_seqs}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
+    f"--tokens {TOKENS} --metrics-dialect vllm"
+)
 
 
 def test_the_model_finds_the_knee_of_a_launched_server_and_confirms_it(tmp_path: Path) -> None:
     values = list(range(1, 17))
-    cfg = TuneConfig.build(launch=TEMPLATE, slots=2, values=values, start_timeout=30.0,
-                           out=str(tmp_path / "t"), progress=False)
-    bench = BenchConfig.build(max_tokens=TOKENS, input_tokens="fixed:16", duration=3.0,
-                              slo=f"tpot_p99<{2.5 * ITL * 1000:g}ms", progress=False)
+    cfg = TuneConfig.build(
+        launch=TEMPLATE,
+        slots=2,
+        values=values,
+        start_timeout=30.0,
+        out=str(tmp_path / "t"),
+        progress=False,
+    )
+    bench = BenchConfig.build(
+        max_tokens=TOKENS,
+        input_tokens="fixed:16",
+        duration=3.0,
+        slo=f"tpot_p99<{2.5 * ITL * 1000:g}ms",
+        progress=False,
+    )
     text = io.StringIO()
     result = run_tune(cfg, bench, console=Console(file=text, width=200))
     if result.stopped == "too noisy":  # another process disturbed the A/A pair
@@ -42,7 +55,9 @@ def test_the_model_finds_the_knee_of_a_launched_server_and_confirms_it(tmp_path:
     # The knee, or just past it: per-request overheads can make the knee itself slower
     # than its neighbours by as much as the least noise floor tune allows.
     assert result.chosen is not None and KNEE <= result.chosen["slots"] <= KNEE + 2, (
-        result.summary, [(t.setting, t.objective, t.predicted) for t in result.trials])
+        result.summary,
+        [(t.setting, t.objective, t.predicted) for t in result.trials],
+    )
     # The confirmation run met the objective; the answer is its, not any trial's.
     conf = result.trial(result.confirmed_by)
     assert conf is not None and conf.role == "rerun" and conf.confirmed and conf.slo_met

@@ -28,9 +28,11 @@ KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 # cheapest best is the knee, as serial tune finds it (test_tune_model.py does). The SLO
 # is on the median: the two local "nodes" share this machine's cores, and a p99 there
 # catches the other node's trial (benchmarks/tune_ray.py shows it).
-TEMPLATE = (f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
-            f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
-            f"--tokens {TOKENS} --metrics-dialect vllm")
+TEMPLATE = (
+    f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
+    f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
+    f"--tokens {TOKENS} --metrics-dialect vllm"
+)
 VALUES = "1,2,3,4,5,6,7,8"
 SLO = f"tpot_p50<{1.4 * ITL * 1000:g}ms"
 
@@ -52,10 +54,32 @@ def _tune(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def tune_args(out: Path, *extra: str) -> list[str]:
-    return ["--launch", TEMPLATE, "--slots", "2", "--knob", "slots", "--values", VALUES,
-            "--search", "grid", "--duration", "2s", "--max-tokens", str(TOKENS),
-            "--input-tokens", "fixed:16", "--slo", SLO, "--start-timeout", "60s", "--no-progress",
-            "--out", str(out), *extra]
+    return [
+        "--launch",
+        TEMPLATE,
+        "--slots",
+        "2",
+        "--knob",
+        "slots",
+        "--values",
+        VALUES,
+        "--search",
+        "grid",
+        "--duration",
+        "2s",
+        "--max-tokens",
+        str(TOKENS),
+        "--input-tokens",
+        "fixed:16",
+        "--slo",
+        SLO,
+        "--start-timeout",
+        "60s",
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 @needs_ray
@@ -74,14 +98,20 @@ def test_tune_runs_its_trials_on_both_nodes_and_finds_the_knee(
     assert len(per_node) == 2 and all(n["trials"] == per_node[i] for i, n in nodes.items())
     # In parallel: trials on the two nodes overlapped in time.
     a, b = (([t for t in result.trials if t.node == i]) for i in nodes)
-    assert any(x.started < y.started + y.wall_s and y.started < x.started + x.wall_s
-               for x in a for y in b)
+    assert any(
+        x.started < y.started + y.wall_s and y.started < x.started + x.wall_s for x in a for y in b
+    )
     # Each node measured its own A/A floor, from a pair of baseline runs on itself.
     for node_id, n in nodes.items():
         assert n["comparable"] == "cpu=1,gpu=0"
         assert n["noise_basis"] and "trials" in n["noise_basis"]
-        pair = [t for t in result.trials if t.node == node_id and t.setting == result.baseline
-                and t.role in ("baseline", "a/a", "node baseline", "node a/a")]
+        pair = [
+            t
+            for t in result.trials
+            if t.node == node_id
+            and t.setting == result.baseline
+            and t.role in ("baseline", "a/a", "node baseline", "node a/a")
+        ]
         assert len(pair) == 2, [(t.index, t.role, t.node) for t in result.trials]
     # Every value of the grid measured once; each trial's RunResult says where it ran.
     grid = sorted(t.setting["slots"] for t in result.trials if t.role == "grid")
@@ -102,7 +132,9 @@ def test_tune_runs_its_trials_on_both_nodes_and_finds_the_knee(
     # The same choice as serial tune makes: the knee (or just past it, within the noise).
     assert result.stopped == "done", result.summary
     assert result.chosen is not None and KNEE <= result.chosen["slots"] <= KNEE + 1, (
-        result.summary, [(t.setting, t.objective, t.node) for t in result.trials])
+        result.summary,
+        [(t.setting, t.objective, t.node) for t in result.trials],
+    )
     assert result.confirmed_by is not None
 
 

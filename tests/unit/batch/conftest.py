@@ -110,7 +110,9 @@ def simulate(
             row, started = data
             inflight -= 1
             res.rejected += 1
-            ctrl.on_error(now, started=started, kind="RateLimited", congestion=True, retry_after=retry_after)
+            ctrl.on_error(
+                now, started=started, kind="RateLimited", congestion=True, retry_after=retry_after
+            )
             heapq.heappush(retry, (now + retry_after, row))
         fill()
     res.end = now

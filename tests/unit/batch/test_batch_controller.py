@@ -25,7 +25,11 @@ def test_settles_just_below_a_concurrency_rate_limit(sim: Sim, threshold: int) -
     assert cuts and all("Retry-After" in d.reason for d in cuts)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     threshold=st.integers(min_value=2, max_value=24),
     service=st.floats(min_value=0.05, max_value=2.0),
@@ -114,7 +118,9 @@ events = st.lists(
     latency_limit=st.one_of(st.none(), st.floats(0.1, 5.0)),
 )
 def test_invariants_under_any_event_sequence(
-    evs: list[tuple[str, float, float, float | None]], minimum: int, span: int,
+    evs: list[tuple[str, float, float, float | None]],
+    minimum: int,
+    span: int,
     latency_limit: float | None,
 ) -> None:
     maximum = minimum + span
@@ -127,7 +133,9 @@ def test_invariants_under_any_event_sequence(
         if kind == "ok":
             ctrl.on_success(now, started=now - lat, latency=lat)
         else:
-            ctrl.on_error(now, started=now - lat, kind=kind, congestion=kind == "429", retry_after=ra)
+            ctrl.on_error(
+                now, started=now - lat, kind=kind, congestion=kind == "429", retry_after=ra
+            )
             if kind == "429" and ra:
                 assert ctrl.pause_until >= now + min(ra, ctrl.max_pause) - 1e-9
         assert ctrl.pause_until >= before_pause
@@ -141,8 +149,11 @@ def test_invariants_under_any_event_sequence(
     assert minimum <= ctrl.settled(now + 1.0) <= maximum
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     alpha=st.floats(min_value=0.0, max_value=0.7),
     slots=st.sampled_from([2, 4, 8, 16]),
@@ -170,13 +181,18 @@ def test_never_far_from_the_best_fixed_level(
     assert rows / res.end >= 0.75 * best
 
 
-@pytest.mark.parametrize(("alpha", "slots", "jitter"), [(0.3, 16, 0.1), (0.5, 8, 0.2), (0.7, 8, 0.3)])
+@pytest.mark.parametrize(
+    ("alpha", "slots", "jitter"), [(0.3, 16, 0.1), (0.5, 8, 0.2), (0.7, 8, 0.3)]
+)
 def test_within_10_percent_of_the_best_fixed_level(
     sim: Sim, alpha: float, slots: int, jitter: float
 ) -> None:
     rows = 150 * slots
     kw = {"slots": slots, "service": 1.0, "seed": 11, "alpha": alpha, "jitter": jitter}
-    fixed = {c: rows / sim(FixedConcurrency(c, now=0.0), rows=rows, **kw).end for c in (1, 2, 4, 8, 16, 32)}
+    fixed = {
+        c: rows / sim(FixedConcurrency(c, now=0.0), rows=rows, **kw).end
+        for c in (1, 2, 4, 8, 16, 32)
+    }
     ctrl = AdaptiveConcurrency(now=0.0)
     res = sim(ctrl, rows=rows, **kw)
     assert rows / res.end >= 0.9 * max(fixed.values())

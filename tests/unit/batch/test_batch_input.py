@@ -37,8 +37,14 @@ def test_plain_forms_get_line_number_ids_and_defaults() -> None:
     d = RowDefaults(model="dflt", max_tokens=9)
     s = parse_line(b'"tell me a joke"\n', 3, d)
     assert s is not None and s.custom_id == "line-3"
-    assert s.body == {"messages": [{"role": "user", "content": "tell me a joke"}], "model": "dflt", "max_tokens": 9}
-    msgs = parse_line(b'[{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]', 4, d)
+    assert s.body == {
+        "messages": [{"role": "user", "content": "tell me a joke"}],
+        "model": "dflt",
+        "max_tokens": 9,
+    }
+    msgs = parse_line(
+        b'[{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]', 4, d
+    )
     assert msgs is not None and len(msgs.body["messages"]) == 2 and msgs.custom_id == "line-4"
     raw = parse_line(b"just some text, not JSON\n", 5, d)
     assert raw is not None and raw.body["messages"][0]["content"] == "just some text, not JSON"
@@ -52,21 +58,42 @@ def test_plain_forms_get_line_number_ids_and_defaults() -> None:
     [
         (b'{"custom_id": "x", "method": "POST", "url": "/v1/chat/completions"}', "'body'"),
         (b'{"custom_id": "", "url": "/v1/chat/completions", "body": {}}', "custom_id"),
-        (b'{"custom_id": "x", "method": "GET", "url": "/v1/chat/completions", "body": {}}', "method"),
+        (
+            b'{"custom_id": "x", "method": "GET", "url": "/v1/chat/completions", "body": {}}',
+            "method",
+        ),
         (b'{"custom_id": "x", "url": "/v1/images", "body": {}}', "url"),
-        (b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": []}}', "messages"),
-        (b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"content": "a"}]}}', "role"),
-        (b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"stream": true, "messages": [{"role": "user", "content": "a"}]}}', "stream"),
-        (b'{"custom_id": "x", "url": "/v1/completions", "body": {"prompt": "a", "max_tokens": 0}}', "max_tokens"),
-        (b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "a"}], "max_tokens": -5}}', "max_tokens"),
-        (b'{"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": -1}', "max_completion_tokens"),
+        (
+            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": []}}',
+            "messages",
+        ),
+        (
+            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"content": "a"}]}}',
+            "role",
+        ),
+        (
+            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"stream": true, "messages": [{"role": "user", "content": "a"}]}}',
+            "stream",
+        ),
+        (
+            b'{"custom_id": "x", "url": "/v1/completions", "body": {"prompt": "a", "max_tokens": 0}}',
+            "max_tokens",
+        ),
+        (
+            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "a"}], "max_tokens": -5}}',
+            "max_tokens",
+        ),
+        (
+            b'{"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": -1}',
+            "max_completion_tokens",
+        ),
         (b'{"messages": [{"role": "user", "content": "a"}], "max_tokens": "12"}', "max_tokens"),
         (b'{"custom_id": "x", "url": "/v1/embeddings", "body": {}}', "input"),
         (b'{"custom_id": "x", "url": "/v1/chat', "does not parse"),
         (b"\xff\xfe", "UTF-8"),
         (b"42", "expected"),
         (b'{"foo": 1}', "neither"),
-        (b'[1, 2]', "messages"),
+        (b"[1, 2]", "messages"),
     ],
 )
 def test_bad_lines_say_why(line: bytes, reason: str) -> None:
@@ -96,13 +123,16 @@ def test_missing_input_is_a_config_error(tmp_path: Path) -> None:
 
 ids = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-    min_size=1, max_size=40,
+    min_size=1,
+    max_size=40,
 ).filter(lambda s: s.strip() != "")
 
 
 @settings(max_examples=100, deadline=None)
 @given(rows=st.lists(st.tuples(ids, st.text(max_size=200)), max_size=30))
-def test_round_trip_any_ids_and_prompts(rows: list[tuple[str, str]], tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_round_trip_any_ids_and_prompts(
+    rows: list[tuple[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Every distinct id comes back once, in order; later repeats are bad lines."""
     p = tmp_path_factory.mktemp("rt") / "in.jsonl"
     p.write_text("\n".join(openai_line(c, t) for c, t in rows) + "\n", encoding="utf-8")
@@ -120,11 +150,19 @@ def test_round_trip_any_ids_and_prompts(rows: list[tuple[str, str]], tmp_path_fa
 
 
 @settings(max_examples=150, deadline=None)
-@given(raw=st.one_of(st.binary(max_size=200), st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
-    max_leaves=10,
-).map(lambda v: json.dumps(v).encode())))
+@given(
+    raw=st.one_of(
+        st.binary(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda children: (
+                st.lists(children, max_size=4)
+                | st.dictionaries(st.text(max_size=10), children, max_size=4)
+            ),
+            max_leaves=10,
+        ).map(lambda v: json.dumps(v).encode()),
+    )
+)
 def test_parse_line_only_raises_config_error(raw: bytes) -> None:
     with contextlib.suppress(ConfigError):
         parse_line(raw, 1)
@@ -145,7 +183,10 @@ def test_bad_lines_get_ids_that_no_valid_row_holds(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "body",
     [
-        {"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {}}]},
+        {
+            "messages": [{"role": "user", "content": "a"}],
+            "tools": [{"type": "function", "function": {}}],
+        },
         {"messages": [{"role": "user", "content": [{"type": "text"}]}]},
         {"messages": [{"role": "user", "content": "a", "name": 5}]},
         {"messages": [{"role": "user", "content": "a"}], "stream_options": []},

@@ -15,13 +15,22 @@ from infersight.core.errors import ConfigError
 
 
 def ok_line(cid: str, prompt: int = 3, completion: int = 5, model: str = "m") -> bytes:
-    body = {"model": model, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+    body = {
+        "model": model,
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion},
+    }
     return result_line(cid, status=200, body=body, request_id="r-" + cid)
 
 
 def failed_line(cid: str) -> bytes:
-    return result_line(cid, status=429, body={"error": {"message": "slow down"}},
-                       error_code="RateLimited", error_message="HTTP 429")
+    return result_line(
+        cid,
+        status=429,
+        body={"error": {"message": "slow down"}},
+        error_code="RateLimited",
+        error_message="HTTP 429",
+    )
 
 
 def test_result_line_is_openai_batch_output() -> None:
@@ -29,8 +38,13 @@ def test_result_line_is_openai_batch_output() -> None:
     assert set(doc) == {"id", "custom_id", "response", "error"}
     assert doc["id"].startswith("batch_req_") and doc["custom_id"] == "a" and doc["error"] is None
     assert doc["response"]["status_code"] == 200 and doc["response"]["request_id"] == "r-a"
-    err = json.loads(result_line("b", status=None, body=None, error_code="ConnectError", error_message="refused"))
-    assert err["response"] is None and err["error"] == {"code": "ConnectError", "message": "refused"}
+    err = json.loads(
+        result_line("b", status=None, body=None, error_code="ConnectError", error_message="refused")
+    )
+    assert err["response"] is None and err["error"] == {
+        "code": "ConnectError",
+        "message": "refused",
+    }
 
 
 async def test_writer_appends_whole_lines_with_fsync(tmp_path: Path) -> None:
@@ -81,10 +95,13 @@ def test_last_line_wins_and_compaction_keeps_one_line_per_id(tmp_path: Path) -> 
 
 
 @settings(max_examples=60, deadline=None)
-@given(ops=st.lists(st.tuples(st.sampled_from("abcdefg"), st.booleans()), max_size=40),
-       cut=st.integers(min_value=0, max_value=200))
-def test_compaction_equals_last_wins_reader(ops: list[tuple[str, bool]], cut: int,
-                                            tmp_path_factory: pytest.TempPathFactory) -> None:
+@given(
+    ops=st.lists(st.tuples(st.sampled_from("abcdefg"), st.booleans()), max_size=40),
+    cut=st.integers(min_value=0, max_value=200),
+)
+def test_compaction_equals_last_wins_reader(
+    ops: list[tuple[str, bool]], cut: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     p = tmp_path_factory.mktemp("c") / "out.jsonl"
     data = b"".join(ok_line(c) if ok else failed_line(c) for c, ok in ops)
     torn = ok_line("z")[: cut % 60] if cut % 3 == 0 else b""

@@ -66,9 +66,15 @@ def test_proven_drift_only_when_the_intervals_part() -> None:
 
 def test_shift_moves_every_timestamp_and_keeps_durations() -> None:
     rec = RequestRecord(
-        request_id="r-0", scheduled=100.0, sent=100.001, headers=100.01,
-        chunk_times=[100.05, 100.06, 100.07], chunk_tokens=[1, 1, 1], end=100.08,
-        ok=True, completion_tokens=3,
+        request_id="r-0",
+        scheduled=100.0,
+        sent=100.001,
+        headers=100.01,
+        chunk_times=[100.05, 100.06, 100.07],
+        chunk_tokens=[1, 1, 1],
+        end=100.08,
+        ok=True,
+        completion_tokens=3,
     )
     before = (rec.ttft, rec.tpot, rec.e2e, rec.schedule_lag)
     shift_record(rec, 1234.5)
@@ -107,8 +113,14 @@ def test_closed_loop_indices_are_dealt_once_in_proportion_to_users(
 def _rec(i: int, worker: str, lag: float) -> RequestRecord:
     t = i * 0.1
     return RequestRecord(
-        request_id=f"r-{i}", scheduled=t, sent=t + lag, chunk_times=[t + 0.05, t + 0.06],
-        chunk_tokens=[1, 1], end=t + 0.07, ok=True, completion_tokens=2,
+        request_id=f"r-{i}",
+        scheduled=t,
+        sent=t + lag,
+        chunk_times=[t + 0.05, t + 0.06],
+        chunk_tokens=[1, 1],
+        end=t + 0.07,
+        ok=True,
+        completion_tokens=2,
         labels={"worker": worker},
     )
 

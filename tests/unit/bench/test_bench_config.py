@@ -56,8 +56,13 @@ def test_parse_levels() -> None:
 
 @pytest.mark.parametrize(
     ("text", "mean"),
-    [("fixed:64", 64), ("64", 64), ("uniform:10:30", 20), ("normal:100:10", 100),
-     ("lognormal:200:50", 200)],
+    [
+        ("fixed:64", 64),
+        ("64", 64),
+        ("uniform:10:30", 20),
+        ("normal:100:10", 100),
+        ("lognormal:200:50", 200),
+    ],
 )
 def test_distributions_have_their_mean(text: str, mean: float) -> None:
     d = Distribution.parse(text, "--input-tokens")

@@ -44,9 +44,16 @@ def test_waits_end_at_or_after_the_instant_and_cost_no_cpu() -> None:
 class _Instant:
     """A sender that answers at once, recording when each request was sent."""
 
-    async def request(self, path: str, body: dict[str, Any], *, scheduled: float | None = None,
-                      deadline: float | None = None, request_id: str | None = None,
-                      record: RequestRecord | None = None) -> Any:
+    async def request(
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        scheduled: float | None = None,
+        deadline: float | None = None,
+        request_id: str | None = None,
+        record: RequestRecord | None = None,
+    ) -> Any:
         assert record is not None
         record.sent = time.monotonic()
         record.end, record.ok = record.sent, True
@@ -54,8 +61,12 @@ class _Instant:
 
 
 def test_open_loop_at_1000_per_second_sends_on_time_without_polling() -> None:
-    plan = LevelPlan(name="r", path="/v1/chat/completions", bodies=[{}],
-                     slots=[(i, i * 0.001) for i in range(400)])
+    plan = LevelPlan(
+        name="r",
+        path="/v1/chat/completions",
+        bodies=[{}],
+        slots=[(i, i * 0.001) for i in range(400)],
+    )
 
     async def go() -> Any:
         return await run_level(_Instant(), plan, t0=time.monotonic() + 0.02, stop=lambda: False)

@@ -134,7 +134,10 @@ def test_find_max_fails_a_level_that_answers_with_errors() -> None:
     SLO: its percentiles cover only the requests that succeeded."""
     from infersight.bench.planner import level_passed
 
-    good = {"slo": {"met": True}, "sustainability": {"judged": True, "sustainable": True},
-            "success_rate": 0.995}
+    good = {
+        "slo": {"met": True},
+        "sustainability": {"judged": True, "sustainable": True},
+        "success_rate": 0.995,
+    }
     assert level_passed(good)
     assert not level_passed({**good, "success_rate": 0.9})

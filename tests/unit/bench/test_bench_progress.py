@@ -15,8 +15,14 @@ from infersight.core.records import RequestRecord
 def _done(tokens: int = 16) -> RequestRecord:
     now = time.monotonic()
     return RequestRecord(
-        "r", now - 0.1, sent=now - 0.1, chunk_times=[now - 0.05] * tokens,
-        chunk_tokens=[1] * tokens, end=now, ok=True, completion_tokens=tokens,
+        "r",
+        now - 0.1,
+        sent=now - 0.1,
+        chunk_times=[now - 0.05] * tokens,
+        chunk_tokens=[1] * tokens,
+        end=now,
+        ok=True,
+        completion_tokens=tokens,
     )
 
 
@@ -59,8 +65,16 @@ def test_errors_are_counted_but_not_in_rates() -> None:
 def test_worker_snapshots_add_to_the_rates() -> None:
     stats = LiveStats()
     stats.start -= 10.0
-    stats.merge_snapshot({"done": 3, "errors": 0, "in_flight": 2, "tokens": 48,
-                          "ttfts": [0.02, 0.03, 0.04], "recent": [16, 16, 16]})
+    stats.merge_snapshot(
+        {
+            "done": 3,
+            "errors": 0,
+            "in_flight": 2,
+            "tokens": 48,
+            "ttfts": [0.02, 0.03, 0.04],
+            "recent": [16, 16, 16],
+        }
+    )
     rps, tps = stats.rates(span=1.0)
     assert (stats.done, stats.in_flight, stats.tokens) == (3, 2, 48)
     assert rps == pytest.approx(3.0) and tps == pytest.approx(48.0)

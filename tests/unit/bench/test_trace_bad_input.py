@@ -18,24 +18,30 @@ GOOD = {"timestamp": 0, "input_length": 10, "output_length": 5}
 
 def _jsonl(tmp_path: Path, rows: list[object], name: str = "t.jsonl") -> str:
     p = tmp_path / name
-    p.write_text("".join((r if isinstance(r, str) else orjson.dumps(r).decode()) + "\n"
-                         for r in rows))
+    p.write_text(
+        "".join((r if isinstance(r, str) else orjson.dumps(r).decode()) + "\n" for r in rows)
+    )
     return str(p)
 
 
-@pytest.mark.parametrize(("row", "why"), [
-    ({"timestamp": -5, "input_length": 10, "output_length": 5}, "timestamp is negative"),
-    ({"timestamp": 10, "output_length": 5}, "input_length is missing"),
-    ({"timestamp": 10, "input_length": 10}, "output_length is missing"),
-    ({"timestamp": 10, "input_length": 0, "output_length": 5}, "input_length is 0"),
-    ({"timestamp": 10, "input_length": 2.5, "output_length": 5}, "input_length is 2.5"),
-    ({"timestamp": "soon", "input_length": 10, "output_length": 5}, "not a number"),
-    ({"timestamp": 10, "input_length": 10, "output_length": 5, "hash_ids": "x"},
-     "hash_ids must be a list"),
-    ({"input_length": 10, "output_length": 5}, "timestamp is missing"),
-    ('{"timestamp": 10, "input_len', "invalid JSON"),
-    ("[1, 2]", "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("row", "why"),
+    [
+        ({"timestamp": -5, "input_length": 10, "output_length": 5}, "timestamp is negative"),
+        ({"timestamp": 10, "output_length": 5}, "input_length is missing"),
+        ({"timestamp": 10, "input_length": 10}, "output_length is missing"),
+        ({"timestamp": 10, "input_length": 0, "output_length": 5}, "input_length is 0"),
+        ({"timestamp": 10, "input_length": 2.5, "output_length": 5}, "input_length is 2.5"),
+        ({"timestamp": "soon", "input_length": 10, "output_length": 5}, "not a number"),
+        (
+            {"timestamp": 10, "input_length": 10, "output_length": 5, "hash_ids": "x"},
+            "hash_ids must be a list",
+        ),
+        ({"input_length": 10, "output_length": 5}, "timestamp is missing"),
+        ('{"timestamp": 10, "input_len', "invalid JSON"),
+        ("[1, 2]", "not a JSON object"),
+    ],
+)
 def test_mooncake_bad_line_is_named_or_skipped(tmp_path: Path, row: object, why: str) -> None:
     path = _jsonl(tmp_path, [GOOD, {**GOOD, "timestamp": 5}, row, {**GOOD, "timestamp": 20}])
     with pytest.raises(ConfigError) as e:
@@ -62,17 +68,25 @@ def test_time_going_back_is_named_in_an_ordered_format(tmp_path: Path) -> None:
 
 def test_many_bad_lines_show_three_and_count_the_rest(tmp_path: Path) -> None:
     rows: list[object] = [GOOD] + ["garbage"] * 10
-    with pytest.raises(ConfigError, match=r"10 unusable lines: line 2: .*line 4: [^;]*\(and 7 more\)"):
+    with pytest.raises(
+        ConfigError, match=r"10 unusable lines: line 2: .*line 4: [^;]*\(and 7 more\)"
+    ):
         check_trace(_jsonl(tmp_path, rows))
 
 
-@pytest.mark.parametrize(("text", "why"), [
-    ("timestamp,input_tokens,output_tokens\n0,10,5\n-1,10,5\n", "line 3: timestamp is negative"),
-    ("timestamp,input_tokens,output_tokens\n0,10,5\n1,,5\n", "line 3: input_tokens is missing"),
-    ("0,10,5\n1,ten,5\n", "line 2: input_tokens is 'ten', not a number"),
-    ("0,10,5\n2,10,5\n1,10,5\n", "line 3: time 1 s is before the previous request's 2 s"),
-    ("timestamp,prompt\n0,10\n", "line 1: a CSV header needs timestamp, input_tokens and"),
-])
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (
+            "timestamp,input_tokens,output_tokens\n0,10,5\n-1,10,5\n",
+            "line 3: timestamp is negative",
+        ),
+        ("timestamp,input_tokens,output_tokens\n0,10,5\n1,,5\n", "line 3: input_tokens is missing"),
+        ("0,10,5\n1,ten,5\n", "line 2: input_tokens is 'ten', not a number"),
+        ("0,10,5\n2,10,5\n1,10,5\n", "line 3: time 1 s is before the previous request's 2 s"),
+        ("timestamp,prompt\n0,10\n", "line 1: a CSV header needs timestamp, input_tokens and"),
+    ],
+)
 def test_plain_csv_bad_lines(tmp_path: Path, text: str, why: str) -> None:
     p = tmp_path / "t.csv"
     p.write_text(text)
@@ -83,12 +97,15 @@ def test_plain_csv_bad_lines(tmp_path: Path, text: str, why: str) -> None:
 
 def test_burstgpt_needs_its_header_and_counts_failed_rows(tmp_path: Path) -> None:
     p = tmp_path / "b.csv"
-    p.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-                 "1,ChatGPT,10,0,10,Conversation log\n2,ChatGPT,10,0,10,Conversation log\n")
+    p.write_text(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "1,ChatGPT,10,0,10,Conversation log\n2,ChatGPT,10,0,10,Conversation log\n"
+    )
     with pytest.raises(ConfigError) as e:
         check_trace(str(p))
-    assert str(e.value) == (f"--trace {p}: no request to replay (2 failed in the original "
-                            "(0 response tokens))")
+    assert str(e.value) == (
+        f"--trace {p}: no request to replay (2 failed in the original (0 response tokens))"
+    )
 
 
 def test_empty_and_unreadable_traces(tmp_path: Path) -> None:
@@ -111,9 +128,17 @@ def test_empty_and_unreadable_traces(tmp_path: Path) -> None:
 
 def test_access_log_out_of_the_gateway_s_order_is_named(tmp_path: Path) -> None:
     def line(arrival: float, lat: float) -> dict[str, object]:
-        return {"v": 1, "ts": arrival + lat, "arrival_ts": arrival, "request_id": "r",
-                "endpoint": "chat", "status": 200, "latency_ms": lat * 1000,
-                "prompt_tokens": 5, "completion_tokens": 2}
+        return {
+            "v": 1,
+            "ts": arrival + lat,
+            "arrival_ts": arrival,
+            "request_id": "r",
+            "endpoint": "chat",
+            "status": 200,
+            "latency_ms": lat * 1000,
+            "prompt_tokens": 5,
+            "completion_tokens": 2,
+        }
 
     # two logs pasted one after the other: the second goes back in time
     path = _jsonl(tmp_path, [line(100, 0.1), line(101, 0.1), line(50, 0.1), line(102, 0.1)])
@@ -121,10 +146,16 @@ def test_access_log_out_of_the_gateway_s_order_is_named(tmp_path: Path) -> None:
         check_trace(path)
 
 
-@pytest.mark.parametrize(("text", "want"), [
-    ("10m-20m", (600.0, 1200.0)), ("90s-", (90.0, None)), ("-5m", (0.0, 300.0)),
-    ("0-1.5", (0.0, 1.5)), (None, (0.0, None)),
-])
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("10m-20m", (600.0, 1200.0)),
+        ("90s-", (90.0, None)),
+        ("-5m", (0.0, 300.0)),
+        ("0-1.5", (0.0, 1.5)),
+        (None, (0.0, None)),
+    ],
+)
 def test_window_syntax(text: str | None, want: tuple[float, float | None]) -> None:
     assert parse_window(text) == want
 
@@ -146,8 +177,9 @@ def test_a_window_that_selects_nothing_is_one_line(tmp_path: Path) -> None:
     path = _jsonl(tmp_path, [{**GOOD, "timestamp": t} for t in (0, 1000, 2000)])
     with pytest.raises(ConfigError) as e:
         _cfg(trace=path, trace_window="10s-20s")
-    assert str(e.value) == ("--window 10s-20s: selects no request; the trace's 3 requests "
-                            "span 0s-2s from its first")
+    assert str(e.value) == (
+        "--window 10s-20s: selects no request; the trace's 3 requests span 0s-2s from its first"
+    )
     assert _cfg(trace=path, trace_window="1s-").trace == path
 
 
@@ -175,5 +207,7 @@ def test_options_that_do_not_go_with_a_trace(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="line 2: invalid JSON"):
         _cfg(trace=bad)
     assert _cfg(trace=bad, on_bad_line="skip").levels()[0].name == "trace x1"
-    assert [lv.name for lv in _cfg(trace=path, speedup=[1.0, 2.5]).levels()] == \
-        ["trace x1", "trace x2.5"]
+    assert [lv.name for lv in _cfg(trace=path, speedup=[1.0, 2.5]).levels()] == [
+        "trace x1",
+        "trace x2.5",
+    ]

@@ -24,9 +24,14 @@ _NAMES = itertools.count()
 
 #: (gap ms, input tokens, output tokens, hash ids)
 rows = st.lists(
-    st.tuples(st.integers(0, 5000), st.integers(1, 5000), st.integers(1, 2000),
-              st.lists(st.integers(0, 50), max_size=6)),
-    min_size=1, max_size=30,
+    st.tuples(
+        st.integers(0, 5000),
+        st.integers(1, 5000),
+        st.integers(1, 2000),
+        st.lists(st.integers(0, 50), max_size=6),
+    ),
+    min_size=1,
+    max_size=30,
 )
 
 
@@ -49,8 +54,11 @@ def _mooncake(data: list[tuple[int, int, int, list[int]]]) -> tuple[str, list[fl
     for gap, n_in, n_out, hashes in data:
         t += gap
         times.append(t / 1000.0)
-        lines.append(orjson.dumps({"timestamp": t, "input_length": n_in, "output_length": n_out,
-                                   "hash_ids": hashes}).decode())
+        lines.append(
+            orjson.dumps(
+                {"timestamp": t, "input_length": n_in, "output_length": n_out, "hash_ids": hashes}
+            ).decode()
+        )
     return "\n".join(lines) + "\n", times
 
 
@@ -81,8 +89,11 @@ def test_plain_csv_with_or_without_header_and_sessions(
     for i, (gap, n_in, n_out, _) in enumerate(data):
         t += gap
         times.append(t / 1000.0)
-        cells = [str(n_in), f"{t / 1000.0!r}", str(n_out)] if header else \
-            [f"{t / 1000.0!r}", str(n_in), str(n_out)]
+        cells = (
+            [str(n_in), f"{t / 1000.0!r}", str(n_out)]
+            if header
+            else [f"{t / 1000.0!r}", str(n_in), str(n_out)]
+        )
         if header and sessions:
             cells.append(f"conv-{i % 3}")
         lines.append(",".join(cells))
@@ -91,8 +102,9 @@ def test_plain_csv_with_or_without_header_and_sessions(
     got = _feed(path, "csv")
     assert [e.t for _, _, e in got] == times
     assert [(e.input_tokens, e.output_tokens) for _, _, e in got] == [(a, b) for _, a, b, _ in data]
-    want_sessions = [f"conv-{i % 3}" for i in range(len(data))] if header and sessions else \
-        [None] * len(data)
+    want_sessions = (
+        [f"conv-{i % 3}" for i in range(len(data))] if header and sessions else [None] * len(data)
+    )
     assert [e.session for _, _, e in got] == want_sessions
 
 
@@ -101,8 +113,9 @@ def test_plain_csv_with_or_without_header_and_sessions(
 def test_burstgpt_rows_and_failed_rows(data: list[Any], failed: list[bool]) -> None:
     with (_DIR / "bgpt.tmp").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens",
-                    "Log Type"])
+        w.writerow(
+            ["Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"]
+        )
         t, want = 0, []
         for (gap, n_in, n_out, _), bad in zip(data, failed, strict=False):
             t += gap
@@ -122,16 +135,37 @@ def test_burstgpt_rows_and_failed_rows(data: list[Any], failed: list[bool]) -> N
     assert [(e.t, e.input_tokens, e.output_tokens) for _, _, e in got] == want
 
 
-def _access_line(arrival: float, latency_ms: float, n_in: int, n_out: int, i: int) -> dict[str, Any]:
-    return {"v": 1, "ts": arrival + latency_ms / 1000.0, "arrival_ts": arrival,
-            "request_id": f"r{i}", "endpoint": "chat", "status": 200, "latency_ms": latency_ms,
-            "model": "m", "stream": True, "key": None, "error": None, "prompt_tokens": n_in,
-            "completion_tokens": n_out, "session": f"s-{i % 2}",
-            "prefix": [["system", "aaaa", 40], ["user", f"{i:04x}", 10]]}
+def _access_line(
+    arrival: float, latency_ms: float, n_in: int, n_out: int, i: int
+) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "ts": arrival + latency_ms / 1000.0,
+        "arrival_ts": arrival,
+        "request_id": f"r{i}",
+        "endpoint": "chat",
+        "status": 200,
+        "latency_ms": latency_ms,
+        "model": "m",
+        "stream": True,
+        "key": None,
+        "error": None,
+        "prompt_tokens": n_in,
+        "completion_tokens": n_out,
+        "session": f"s-{i % 2}",
+        "prefix": [["system", "aaaa", 40], ["user", f"{i:04x}", 10]],
+    }
 
 
-@given(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 20_000), st.integers(1, 3000),
-                          st.integers(1, 500)), min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3000), st.integers(1, 20_000), st.integers(1, 3000), st.integers(1, 500)
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
 @settings(max_examples=80, deadline=None)
 def test_access_log_written_at_the_end_is_replayed_in_arrival_order(data: list[Any]) -> None:
     """Lines come in end order (as the gateway writes them); replay wants arrivals."""
@@ -145,8 +179,9 @@ def test_access_log_written_at_the_end_is_replayed_in_arrival_order(data: list[A
     got = _feed(path, "gateway")
     want = sorted(lines, key=lambda d: (d["arrival_ts"], written.index(d)))
     assert [e.t for _, _, e in got] == [d["arrival_ts"] for d in want]
-    assert [(e.input_tokens, e.output_tokens) for _, _, e in got] == \
-        [(d["prompt_tokens"], d["completion_tokens"]) for d in want]
+    assert [(e.input_tokens, e.output_tokens) for _, _, e in got] == [
+        (d["prompt_tokens"], d["completion_tokens"]) for d in want
+    ]
     first = int(want[0]["request_id"][1:])
     assert got[0][2].prefix == (("system", "aaaa", 40), ("user", f"{first:04x}", 10))
     assert {e.session for _, _, e in got} <= {"s-0", "s-1"}
@@ -156,8 +191,16 @@ def test_access_log_lines_that_are_not_requests_are_passed_over(tmp_path: Path) 
     ok = _access_line(100.0, 50.0, 10, 5, 0)
     lines = [
         {**ok, "endpoint": "embeddings"},
-        {"v": 1, "ts": 100.2, "arrival_ts": 100.1, "request_id": "x", "endpoint": "admin",
-         "status": 401, "latency_ms": 0.1, "error": "AuthError"},
+        {
+            "v": 1,
+            "ts": 100.2,
+            "arrival_ts": 100.1,
+            "request_id": "x",
+            "endpoint": "admin",
+            "status": 401,
+            "latency_ms": 0.1,
+            "error": "AuthError",
+        },
         {**ok, "status": 503, "error": "Overloaded", "prompt_tokens": 0, "completion_tokens": 0},
         ok,
     ]
@@ -172,16 +215,19 @@ def test_access_log_lines_that_are_not_requests_are_passed_over(tmp_path: Path) 
     assert check_trace(str(path2)).times[0] == pytest.approx(100.0)
 
 
-@pytest.mark.parametrize(("first", "fmt"), [
-    (b'{"timestamp": 0, "input_length": 5, "output_length": 1}', "mooncake"),
-    (b'{"hash_ids": [1], "input_length": 5}', "mooncake"),
-    (b'{"v": 1, "ts": 1.0, "latency_ms": 2, "request_id": "a"}', "gateway"),
-    (b"Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type", "burstgpt"),
-    (b"timestamp,input_tokens,output_tokens", "csv"),
-    (b"0.5,12,30", "csv"),
-    (b'{"something": "else"}', None),
-    (b"[1, 2]", None),
-    (b"no commas here", None),
-])
+@pytest.mark.parametrize(
+    ("first", "fmt"),
+    [
+        (b'{"timestamp": 0, "input_length": 5, "output_length": 1}', "mooncake"),
+        (b'{"hash_ids": [1], "input_length": 5}', "mooncake"),
+        (b'{"v": 1, "ts": 1.0, "latency_ms": 2, "request_id": "a"}', "gateway"),
+        (b"Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type", "burstgpt"),
+        (b"timestamp,input_tokens,output_tokens", "csv"),
+        (b"0.5,12,30", "csv"),
+        (b'{"something": "else"}', None),
+        (b"[1, 2]", None),
+        (b"no commas here", None),
+    ],
+)
 def test_format_detection(first: bytes, fmt: str | None) -> None:
     assert detect_format(first) == fmt

@@ -22,7 +22,28 @@ from infersight.bench.replay.text import TextBuilder, allot
 from infersight.bench.replay.think import ThinkTime
 from infersight.bench.replay_plan import survey
 
-WORDS = tuple(["the", "of", "and", "to", "in", "is", "was", "for", "on", "are", "as", "with", "his", "they", "at", "be", "this", "from"])
+WORDS = tuple(
+    [
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "was",
+        "for",
+        "on",
+        "are",
+        "as",
+        "with",
+        "his",
+        "they",
+        "at",
+        "be",
+        "this",
+        "from",
+    ]
+)
 SHAPE = RequestShape(WORDS, 0, "m", "chat", True, False)
 
 
@@ -41,8 +62,9 @@ def test_allot_splits_exactly_and_in_proportion(total: int, weights: list[int]) 
             assert abs(o - total * w / wsum) < 1
 
 
-@given(st.lists(st.integers(0, 20), min_size=1, max_size=5), st.integers(1, 3000),
-       st.integers(1, 3000))
+@given(
+    st.lists(st.integers(0, 20), min_size=1, max_size=5), st.integers(1, 3000), st.integers(1, 3000)
+)
 @settings(max_examples=100, deadline=None)
 def test_shared_hash_ids_give_the_same_leading_text(ids: list[int], n1: int, n2: int) -> None:
     tb = TextBuilder(WORDS, seed=3, block_tokens=64)
@@ -52,10 +74,14 @@ def test_shared_hash_ids_give_the_same_leading_text(ids: list[int], n1: int, n2:
     shared_blocks_tokens = min(n1, n2, 64 * len(ids))
     assert a.split()[:shared_blocks_tokens] == b.split()[:shared_blocks_tokens]
     # a fresh builder (another worker) makes the same text
-    assert TextBuilder(WORDS, seed=3, block_tokens=64).mooncake(
-        TraceEntry(1, 0.0, n1, 1, hash_ids=tuple(ids)), own_key=1) == a
+    assert (
+        TextBuilder(WORDS, seed=3, block_tokens=64).mooncake(
+            TraceEntry(1, 0.0, n1, 1, hash_ids=tuple(ids)), own_key=1
+        )
+        == a
+    )
     if n1 > 64 * len(ids) and n2 > 64 * len(ids):  # tails are each request's own
-        assert a.split()[64 * len(ids):][:50] != b.split()[64 * len(ids):][:50]
+        assert a.split()[64 * len(ids) :][:50] != b.split()[64 * len(ids) :][:50]
 
 
 def test_unshared_prompts_differ_from_the_first_word() -> None:
@@ -69,8 +95,13 @@ def test_access_log_messages_keep_their_text_wherever_they_recur() -> None:
     tb = TextBuilder(WORDS, seed=0)
     sys_msg = ("system", "aa11", 400)
     e1 = TraceEntry(1, 0.0, 150, 5, prefix=(sys_msg, ("user", "bb22", 100)))
-    e2 = TraceEntry(2, 1.0, 400, 5, prefix=(sys_msg, ("user", "bb22", 100),
-                                            ("assistant", "cc33", 300), ("user", "dd44", 200)))
+    e2 = TraceEntry(
+        2,
+        1.0,
+        400,
+        5,
+        prefix=(sys_msg, ("user", "bb22", 100), ("assistant", "cc33", 300), ("user", "dd44", 200)),
+    )
     c1 = tb.counts(e1, 150)
     c2 = tb.counts(e2, 400)
     assert sum(c1) == 150 and sum(c2) == 400
@@ -82,9 +113,15 @@ def test_access_log_messages_keep_their_text_wherever_they_recur() -> None:
 def _mooncake_file(tmp_path: Path, n: int = 40) -> TraceFeed:
     rows = []
     for i in range(n):
-        rows.append({"timestamp": i * 7 + (i % 3), "input_length": 256 + 10 * (i % 5),
-                     "output_length": 3 + i % 4, "hash_ids": [1, 2] if i % 4 else [1000 + i],
-                     **({"session_id": f"c{i % 6}"} if i >= n else {})})
+        rows.append(
+            {
+                "timestamp": i * 7 + (i % 3),
+                "input_length": 256 + 10 * (i % 5),
+                "output_length": 3 + i % 4,
+                "hash_ids": [1, 2] if i % 4 else [1000 + i],
+                **({"session_id": f"c{i % 6}"} if i >= n else {}),
+            }
+        )
     p = tmp_path / "m.jsonl"
     p.write_text("".join(orjson.dumps(r).decode() + "\n" for r in rows))
     s = check_trace(str(p))
@@ -149,8 +186,9 @@ def test_conversation_turns_carry_their_history_and_think_time(tmp_path: Path) -
 
 
 def test_synthetic_conversations() -> None:
-    feed = SessionFeed(3, "fixed:3", "uniform:1s:2s", "fixed:10", None, 4, 20, SHAPE,
-                       starts=(0.0, 0.5, 1.0))
+    feed = SessionFeed(
+        3, "fixed:3", "uniform:1s:2s", "fixed:10", None, 4, 20, SHAPE, starts=(0.0, 0.5, 1.0)
+    )
     convs = list(feed.conversations())
     assert len(convs) == 3 and all(len(c) == 3 for c in convs)
     first = convs[1][0]
@@ -167,15 +205,34 @@ def test_synthetic_conversations() -> None:
 
 def test_access_log_conversations_think_as_long_as_the_log_shows(tmp_path: Path) -> None:
     def line(arrival: float, lat: float, n_in: int, prefix: list[list[object]]) -> bytes:
-        return orjson.dumps({"v": 1, "ts": arrival + lat, "arrival_ts": arrival,
-                             "request_id": "r", "endpoint": "chat", "status": 200,
-                             "latency_ms": lat * 1000, "prompt_tokens": n_in,
-                             "completion_tokens": 4, "session": "s-1", "prefix": prefix})
+        return orjson.dumps(
+            {
+                "v": 1,
+                "ts": arrival + lat,
+                "arrival_ts": arrival,
+                "request_id": "r",
+                "endpoint": "chat",
+                "status": 200,
+                "latency_ms": lat * 1000,
+                "prompt_tokens": n_in,
+                "completion_tokens": 4,
+                "session": "s-1",
+                "prefix": prefix,
+            }
+        )
 
     p = tmp_path / "a.jsonl"
-    p.write_bytes(line(10.0, 0.5, 30, [["system", "aa", 50], ["user", "bb", 10]]) + b"\n"
-                  + line(14.5, 0.5, 50, [["system", "aa", 50], ["user", "bb", 10],
-                                         ["assistant", "cc", 16], ["user", "dd", 40]]) + b"\n")
+    p.write_bytes(
+        line(10.0, 0.5, 30, [["system", "aa", 50], ["user", "bb", 10]])
+        + b"\n"
+        + line(
+            14.5,
+            0.5,
+            50,
+            [["system", "aa", 50], ["user", "bb", 10], ["assistant", "cc", 16], ["user", "dd", 40]],
+        )
+        + b"\n"
+    )
     s = check_trace(str(p))
     feed = TraceFeed(str(p), "gateway", s.max_latency, s.origin, None, 2.0, SHAPE, sessions=True)
     one, two = list(feed.items())
@@ -188,9 +245,22 @@ def test_access_log_conversations_think_as_long_as_the_log_shows(tmp_path: Path)
 def test_an_access_log_without_fingerprints_still_takes_the_template_off(tmp_path: Path) -> None:
     """``access_log_fingerprints = false``: no prefix; the counts include a template."""
     p = tmp_path / "a.jsonl"
-    p.write_bytes(orjson.dumps({"v": 1, "ts": 1.5, "arrival_ts": 1.0, "request_id": "r",
-                                "endpoint": "chat", "status": 200, "latency_ms": 500.0,
-                                "prompt_tokens": 40, "completion_tokens": 3}) + b"\n")
+    p.write_bytes(
+        orjson.dumps(
+            {
+                "v": 1,
+                "ts": 1.5,
+                "arrival_ts": 1.0,
+                "request_id": "r",
+                "endpoint": "chat",
+                "status": 200,
+                "latency_ms": 500.0,
+                "prompt_tokens": 40,
+                "completion_tokens": 3,
+            }
+        )
+        + b"\n"
+    )
     s = check_trace(str(p))
     shape = RequestShape(WORDS, 0, "m", "chat", True, False, Overhead(6, 4, True))
     (item,) = TraceFeed(str(p), "gateway", s.max_latency, s.origin, None, 1.0, shape).items()
@@ -202,8 +272,9 @@ def test_turns_without_a_think_time_in_the_trace_take_think_time(tmp_path: Path)
     p = tmp_path / "c.csv"
     p.write_text("timestamp,input_tokens,output_tokens,session_id\n0,10,2,a\n1,20,2,a\n")
     s = check_trace(str(p))
-    feed = TraceFeed(str(p), "csv", 0.0, s.origin, None, 1.0, SHAPE, sessions=True,
-                     think="uniform:2s:3s")
+    feed = TraceFeed(
+        str(p), "csv", 0.0, s.origin, None, 1.0, SHAPE, sessions=True, think="uniform:2s:3s"
+    )
     one, two = feed.items()
     assert one.think is None and 2.0 <= (two.think or 0) <= 3.0
     assert [x.think for x in feed.items()] == [one.think, two.think]  # the same each time

@@ -45,15 +45,22 @@ def rendered(width: int) -> dict[str, str]:
     env = {**os.environ, "COLUMNS": str(width), "LINES": "50", "TERM": "xterm-256color"}
     out = subprocess.run(
         [sys.executable, "-c", _DRIVER, *names],
-        env=env, capture_output=True, text=True, timeout=120, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     ).stdout
     parts = out.split(SEP + "\n")
     return {"": parts[0], **{c: parts[i + 1] for i, c in enumerate(COMMANDS)}}
 
 
 def options(cmd: str) -> list[Any]:
-    return [p for p in COMMANDS[cmd].params if getattr(p, "param_type_name", "") == "option"
-            and not p.hidden]
+    return [
+        p
+        for p in COMMANDS[cmd].params
+        if getattr(p, "param_type_name", "") == "option" and not p.hidden
+    ]
 
 
 def flat(text: str) -> str:

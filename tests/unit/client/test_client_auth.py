@@ -10,9 +10,24 @@ from infersight.client import is_placeholder, resolve_api_key
 from infersight.client.errors_map import auth_hint, scrub, status_error
 from infersight.core.errors import AuthError, ConfigError
 
-PLACEHOLDERS = ["", "  ", "YOUR_API_KEY", "your-openai-key-here", "YOUR_OPENAI_API_KEY",
-                "sk-xxxx", "sk-xxxxxxxxxxxxxxxx", "sk-...", "changeme", "CHANGE_ME", "<api-key>",
-                "xxx", "xxxxxxxx", "${OPENAI_API_KEY}", "placeholder", "api_key"]
+PLACEHOLDERS = [
+    "",
+    "  ",
+    "YOUR_API_KEY",
+    "your-openai-key-here",
+    "YOUR_OPENAI_API_KEY",
+    "sk-xxxx",
+    "sk-xxxxxxxxxxxxxxxx",
+    "sk-...",
+    "changeme",
+    "CHANGE_ME",
+    "<api-key>",
+    "xxx",
+    "xxxxxxxx",
+    "${OPENAI_API_KEY}",
+    "placeholder",
+    "api_key",
+]
 REAL = ["sk-proj-4f9Qz81LmX0aB7", "hf_AbCdEf123456", "s3cret-key-123", "EMPTY", "token-abc123"]
 
 
@@ -32,7 +47,9 @@ def test_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("value", ["YOUR_API_KEY", "sk-xxxx", ""])
-def test_env_placeholder_refused_naming_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+def test_env_placeholder_refused_naming_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
     monkeypatch.setenv("MY_KEY", value)
     with pytest.raises(ConfigError) as ei:
         resolve_api_key(env="MY_KEY")
@@ -69,8 +86,15 @@ def test_precedence_and_required(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 def test_401_message_explains_and_scrubs_key() -> None:
     key = "s3cret-key-123"
     body = b'{"error": {"message": "Incorrect API key provided: s3cret-key-123"}}'
-    err = status_error(401, body, {}, url="http://x/v1/chat/completions", request_id="r",
-                       key=key, key_source="$MY_KEY")
+    err = status_error(
+        401,
+        body,
+        {},
+        url="http://x/v1/chat/completions",
+        request_id="r",
+        key=key,
+        key_source="$MY_KEY",
+    )
     assert isinstance(err, AuthError) and not err.retryable
     assert key not in str(err) and key not in err.body
     assert "rejected" in str(err) and "$MY_KEY" in str(err)

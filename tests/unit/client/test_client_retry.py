@@ -72,8 +72,9 @@ def test_extract_message_shapes() -> None:
 def test_error_event_mapping() -> None:
     assert isinstance(error_from_event({"message": "m", "code": 429}, 200, None), E.RateLimited)
     assert isinstance(error_from_event({"message": "m", "code": "503"}, 200, None), E.Overloaded)
-    assert isinstance(error_from_event({"message": "m", "type": "TruncatedStream"}, 200, None),
-                      E.TruncatedStream)
+    assert isinstance(
+        error_from_event({"message": "m", "type": "TruncatedStream"}, 200, None), E.TruncatedStream
+    )
     gw = {"message": "upstream broke", "type": "api_error", "code": "truncated_stream"}
     assert isinstance(error_from_event(gw, 200, None), E.TruncatedStream)
     assert isinstance(error_from_event({"code": "idle_timeout"}, 200, None), E.IdleTimeout)
@@ -87,11 +88,25 @@ def test_retryable_classes_follow_design() -> None:
     assert E.ConnectError().retryable and E.ConnectTimeout().retryable
     assert E.ResetError(before_content=True).retryable
     assert not E.ResetError(before_content=False).retryable
-    for status, ok in [(408, True), (429, True), (502, True), (503, True), (504, True),
-                       (500, False), (400, False), (401, False), (403, False)]:
+    for status, ok in [
+        (408, True),
+        (429, True),
+        (502, True),
+        (503, True),
+        (504, True),
+        (500, False),
+        (400, False),
+        (401, False),
+        (403, False),
+    ]:
         assert E.error_from_status(status, "m").retryable is ok
-    for cls in (E.FirstTokenTimeout, E.IdleTimeout, E.DeadlineExceeded, E.TruncatedStream,
-                E.MalformedStream):
+    for cls in (
+        E.FirstTokenTimeout,
+        E.IdleTimeout,
+        E.DeadlineExceeded,
+        E.TruncatedStream,
+        E.MalformedStream,
+    ):
         assert not cls().retryable
 
 

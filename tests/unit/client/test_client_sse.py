@@ -24,21 +24,40 @@ def parse_all(chunks: list[bytes]) -> list[SSEEvent]:
 
 
 def key(ev: SSEEvent) -> tuple[object, ...]:
-    return (ev.data, ev.event, ev.id, ev.retry, ev.done, ev.json, ev.has_content,
-            ev.n_tokens, ev.text, ev.finish_reason, ev.usage, ev.error)
+    return (
+        ev.data,
+        ev.event,
+        ev.id,
+        ev.retry,
+        ev.done,
+        ev.json,
+        ev.has_content,
+        ev.n_tokens,
+        ev.text,
+        ev.finish_reason,
+        ev.usage,
+        ev.error,
+    )
 
 
 def chunk(text: str, finish: str | None = None) -> dict[str, object]:
-    return {"id": "c1", "object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}],
+    }
 
 
 def test_chat_stream_facts() -> None:
     body = (
         b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
-        + b"data: " + orjson.dumps(chunk("Hel")) + b"\n\n"
+        + b"data: "
+        + orjson.dumps(chunk("Hel"))
+        + b"\n\n"
         + b": keep-alive\n\n"
-        + b"data: " + orjson.dumps(chunk("lo")) + b"\n\n"
+        + b"data: "
+        + orjson.dumps(chunk("lo"))
+        + b"\n\n"
         + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
         + b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n'
         + b"data: [DONE]\n\n"
@@ -55,28 +74,47 @@ def test_chat_stream_facts() -> None:
 
 def test_fields_multiline_and_line_endings() -> None:
     for eol in (b"\n", b"\r\n", b"\r"):
-        body = (b"event: update" + eol + b"id: 7" + eol + b"retry: 1500" + eol
-                + b'data: {"a":' + eol + b'data: 1}' + eol + b":comment" + eol + eol)
+        body = (
+            b"event: update"
+            + eol
+            + b"id: 7"
+            + eol
+            + b"retry: 1500"
+            + eol
+            + b'data: {"a":'
+            + eol
+            + b"data: 1}"
+            + eol
+            + b":comment"
+            + eol
+            + eol
+        )
         (ev,) = parse_all([body])
         assert ev.event == "update" and ev.id == "7" and ev.retry == 1500
         assert ev.data == b'{"a":\n1}' and ev.json == {"a": 1}
 
 
 def test_completions_text_tool_calls_and_logprob_tokens() -> None:
-    evs = parse_all([
-        b'data: {"choices":[{"index":0,"text":"ab","finish_reason":null}]}\n\n',
-        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}\n\n',
-        b'data: {"choices":[{"delta":{"content":"xy"},"logprobs":{"content":[{},{},{}]}}]}\n\n',
-        b'data: {"choices":[{"delta":{"reasoning_content":"hmm"}}]}\n\n',
-    ])
+    evs = parse_all(
+        [
+            b'data: {"choices":[{"index":0,"text":"ab","finish_reason":null}]}\n\n',
+            b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}\n\n',
+            b'data: {"choices":[{"delta":{"content":"xy"},"logprobs":{"content":[{},{},{}]}}]}\n\n',
+            b'data: {"choices":[{"delta":{"reasoning_content":"hmm"}}]}\n\n',
+        ]
+    )
     assert [e.has_content for e in evs] == [True, True, True, True]
     assert evs[0].text == "ab" and evs[1].tool_calls and evs[2].n_tokens == 3
     assert evs[3].text == "" and evs[3].n_tokens == 1
 
 
 def test_error_events() -> None:
-    evs = parse_all([b'data: {"error":{"message":"boom","code":503}}\n\n',
-                     b"event: error\ndata: upstream died\n\n"])
+    evs = parse_all(
+        [
+            b'data: {"error":{"message":"boom","code":503}}\n\n',
+            b"event: error\ndata: upstream died\n\n",
+        ]
+    )
     assert evs[0].error == {"message": "boom", "code": 503}
     assert evs[1].error == {"message": "upstream died"}
 
@@ -90,9 +128,15 @@ def test_close_keeps_valid_tail_drops_cut_tail() -> None:
     assert p.close() == []  # a cut stream, not a malformed one
 
 
-@pytest.mark.parametrize("bad", [
-    b"data: {not json}\n\n", b"data: [1, 2]\n\n", b"data: \xff\xfe\n\n", b"event: \xff\ndata: {}\n\n",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"data: {not json}\n\n",
+        b"data: [1, 2]\n\n",
+        b"data: \xff\xfe\n\n",
+        b"event: \xff\ndata: {}\n\n",
+    ],
+)
 def test_garbage_is_malformed(bad: bytes) -> None:
     with pytest.raises(MalformedStream):
         parse_all([bad])
@@ -105,7 +149,9 @@ events = st.one_of(
     texts.map(lambda t: orjson.dumps(chunk(t))),
     st.just(b'{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}'),
     st.just(b"[DONE]"),
-    st.dictionaries(st.text(max_size=5), st.integers(-(2**40), 2**40), max_size=3).map(orjson.dumps),
+    st.dictionaries(st.text(max_size=5), st.integers(-(2**40), 2**40), max_size=3).map(
+        orjson.dumps
+    ),
 )
 
 
@@ -158,9 +204,28 @@ def test_garbage_only_raises_malformed(blob: bytes, sizes: list[int]) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([b"data: ", b"data:", b"\n", b"\r", b"{", b"}", b"[DONE]", b'"x"',
-                                 b":", b"event: error", b"\xff", b"id: \x00", b"retry: 9"]),
-                max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"data: ",
+                b"data:",
+                b"\n",
+                b"\r",
+                b"{",
+                b"}",
+                b"[DONE]",
+                b'"x"',
+                b":",
+                b"event: error",
+                b"\xff",
+                b"id: \x00",
+                b"retry: 9",
+            ]
+        ),
+        max_size=30,
+    )
+)
 def test_sse_shaped_garbage_only_raises_malformed(pieces: list[bytes]) -> None:
     with contextlib.suppress(MalformedStream):
         parse_all(pieces)

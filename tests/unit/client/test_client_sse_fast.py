@@ -14,8 +14,24 @@ from infersight.core.errors import MalformedStream
 
 
 def facts(evs: list[SSEEvent]) -> list[tuple[object, ...]]:
-    return [(e.data, e.raw, e.event, e.id, e.retry, e.done, e.json, e.has_content, e.n_tokens,
-             e.text, e.finish_reason, e.usage, e.error) for e in evs]
+    return [
+        (
+            e.data,
+            e.raw,
+            e.event,
+            e.id,
+            e.retry,
+            e.done,
+            e.json,
+            e.has_content,
+            e.n_tokens,
+            e.text,
+            e.finish_reason,
+            e.usage,
+            e.error,
+        )
+        for e in evs
+    ]
 
 
 def feed_all(chunks: list[bytes]) -> list[SSEEvent]:

@@ -9,16 +9,19 @@ from hypothesis import strategies as st
 from infersight.core.access_log_format import prompt_fingerprint, session_label
 
 messages = st.lists(
-    st.fixed_dictionaries({"role": st.sampled_from(["system", "user", "assistant"]),
-                           "content": st.text(max_size=40)}),
-    min_size=1, max_size=6,
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["system", "user", "assistant"]), "content": st.text(max_size=40)}
+    ),
+    min_size=1,
+    max_size=6,
 )
 
 
 @given(messages, messages)
 @settings(max_examples=200, deadline=None)
-def test_equal_leading_messages_give_equal_leading_entries(a: list[dict[str, str]],
-                                                           b: list[dict[str, str]]) -> None:
+def test_equal_leading_messages_give_equal_leading_entries(
+    a: list[dict[str, str]], b: list[dict[str, str]]
+) -> None:
     fa = prompt_fingerprint("chat", {"messages": a})
     fb = prompt_fingerprint("chat", {"messages": b})
     assert [e[2] for e in fa] == [len(m["content"]) for m in a]
@@ -32,11 +35,16 @@ def test_equal_leading_messages_give_equal_leading_entries(a: list[dict[str, str
 
 def test_the_log_carries_no_prompt_text_and_no_raw_session_id() -> None:
     secret = "my system prompt with a password hunter2"
-    fp = prompt_fingerprint("chat", {"messages": [
-        {"role": "system", "content": secret},
-        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
-    ]})
+    fp = prompt_fingerprint(
+        "chat",
+        {
+            "messages": [
+                {"role": "system", "content": secret},
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+            ]
+        },
+    )
     assert [e[0] for e in fp] == ["system", "user", "assistant"]
     assert "hunter2" not in repr(fp) and fp[1][2] == 2
     assert prompt_fingerprint("completions", {"prompt": secret})[0][2] == len(secret)

@@ -14,8 +14,19 @@ from infersight.core.errors import ConfigError
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("500ms", 0.5), ("2s", 2.0), ("1.5m", 90.0), ("1h", 3600.0), ("250us", 250e-6),
-     ("0.25", 0.25), ("10", 10.0), (" 2 S ", 2.0), ("3min", 180.0), (7, 7.0), (0.5, 0.5)],
+    [
+        ("500ms", 0.5),
+        ("2s", 2.0),
+        ("1.5m", 90.0),
+        ("1h", 3600.0),
+        ("250us", 250e-6),
+        ("0.25", 0.25),
+        ("10", 10.0),
+        (" 2 S ", 2.0),
+        ("3min", 180.0),
+        (7, 7.0),
+        (0.5, 0.5),
+    ],
 )
 def test_units_and_bare_seconds(text: str | float, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
@@ -48,8 +59,14 @@ def test_format_reads_back(seconds: float) -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("1h30m", 5400.0), ("2d", 172800.0), ("1w", 604800.0), ("2d12h", 216000.0),
-     ("1m30s", 90.0), ("1s500ms", 1.5)],
+    [
+        ("1h30m", 5400.0),
+        ("2d", 172800.0),
+        ("1w", 604800.0),
+        ("2d12h", 216000.0),
+        ("1m30s", 90.0),
+        ("1s500ms", 1.5),
+    ],
 )
 def test_compound_forms_as_prometheus_writes_them(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
@@ -66,7 +83,16 @@ def test_elapsed_reads_like_a_clock_and_words_count() -> None:
     from infersight.core.wording import counted
 
     assert [format_elapsed(s) for s in (0.4, 45, 725, 11_220, -3)] == [
-        "0s", "45s", "12m05s", "3h07m", "0s"]
+        "0s",
+        "45s",
+        "12m05s",
+        "3h07m",
+        "0s",
+    ]
     assert [counted(n, "change") for n in (0, 1, 3, 1200)] == [
-        "0 changes", "1 change", "3 changes", "1,200 changes"]
+        "0 changes",
+        "1 change",
+        "3 changes",
+        "1,200 changes",
+    ]
     assert counted(2, "replica") == "2 replicas" and counted(2, "batch", "batches") == "2 batches"

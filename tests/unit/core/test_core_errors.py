@@ -80,7 +80,10 @@ def test_config_error_names_a_flag_an_env_var_or_a_key() -> None:
     assert isinstance(flag, E.ConfigError)
     assert str(flag) == "--max-tokens: Input should be greater than or equal to 1"
     env = config_error(e, names="env", env_prefix="INFERSIGHT_BENCH_")
-    assert str(env) == "INFERSIGHT_BENCH_MAX_TOKENS: Input should be greater than or equal to 1 (got 0)"
+    assert (
+        str(env)
+        == "INFERSIGHT_BENCH_MAX_TOKENS: Input should be greater than or equal to 1 (got 0)"
+    )
     key = config_error(_report(mode="c"), where="gateway config gw.toml")
     assert str(key).startswith("gateway config gw.toml: mode: Input should be 'a' or 'b'")
 
@@ -112,8 +115,15 @@ def test_file_error_is_one_line_naming_the_file(tmp_path: object) -> None:
     from pathlib import Path
 
     p = Path(str(tmp_path))
-    missing = E.file_error(p / "a.toml", FileNotFoundError(2, "No such file or directory"), "price table")
+    missing = E.file_error(
+        p / "a.toml", FileNotFoundError(2, "No such file or directory"), "price table"
+    )
     assert str(missing) == f"price table {p / 'a.toml'}: cannot read (no such file)"
-    assert str(E.file_error(p, IsADirectoryError(21, "Is a directory"))) == f"{p}: cannot read (it is a directory)"
+    assert (
+        str(E.file_error(p, IsADirectoryError(21, "Is a directory")))
+        == f"{p}: cannot read (it is a directory)"
+    )
     denied = E.file_error(p / "b", PermissionError(13, "Permission denied"))
-    assert isinstance(denied, E.ConfigError) and str(denied).endswith("cannot read (Permission denied)")
+    assert isinstance(denied, E.ConfigError) and str(denied).endswith(
+        "cannot read (Permission denied)"
+    )

@@ -14,11 +14,13 @@ from infersight.core.pricing import Price, PriceTable
 
 
 def test_lookup_exact_then_case_insensitive_then_pattern_in_order() -> None:
-    t = PriceTable({
-        "gpt-4o-mini*": Price(0.15, 0.60),
-        "gpt-4o*": Price(2.5, 10.0),
-        "Exact-Model": Price(1.0, 2.0),
-    })
+    t = PriceTable(
+        {
+            "gpt-4o-mini*": Price(0.15, 0.60),
+            "gpt-4o*": Price(2.5, 10.0),
+            "Exact-Model": Price(1.0, 2.0),
+        }
+    )
     assert t.price("Exact-Model") == Price(1.0, 2.0)
     assert t.price("exact-model") == Price(1.0, 2.0)
     assert t.price("gpt-4o-mini-2024-07-18") == Price(0.15, 0.60)  # first matching pattern
@@ -85,4 +87,6 @@ def test_flat_price_cost_is_linear_per_million(
     cost = t.cost(model or None, p, c)
     assert cost is not None and cost >= 0
     assert math.isclose(cost, (p * pin + c * pout) / 1e6, rel_tol=1e-12, abs_tol=1e-12)
-    assert math.isclose(t.cost(model or None, 2 * p, 2 * c) or 0.0, 2 * cost, rel_tol=1e-9, abs_tol=1e-12)
+    assert math.isclose(
+        t.cost(model or None, 2 * p, 2 * c) or 0.0, 2 * cost, rel_tol=1e-9, abs_tol=1e-12
+    )

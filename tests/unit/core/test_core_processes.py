@@ -53,8 +53,9 @@ def _gone(pid: int) -> bool:
 def test_a_group_stops_with_the_server_its_shell_started() -> None:
     # A shell (the group leader) runs a server that ignores SIGTERM: both end.
     script = f'{sys.executable} -c "{_IGNORES_TERM}" & echo $!; wait'
-    proc = subprocess.Popen(["/bin/sh", "-c", script], stdout=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", script], stdout=subprocess.PIPE, start_new_session=True
+    )
     assert proc.stdout is not None
     child = int(proc.stdout.readline())
     assert proc.stdout.readline() == b"ready\n"
@@ -69,8 +70,9 @@ def test_a_group_stops_with_the_server_its_shell_started() -> None:
 
 def test_a_group_whose_leader_already_exited_is_still_stopped() -> None:
     script = f'{sys.executable} -c "import time; time.sleep(60)" & echo $!'
-    proc = subprocess.Popen(["/bin/sh", "-c", script], stdout=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", script], stdout=subprocess.PIPE, start_new_session=True
+    )
     assert proc.stdout is not None
     child = int(proc.stdout.readline())
     proc.wait(10)  # the shell is gone; its server is not

@@ -56,8 +56,11 @@ def records(draw: st.DrawFn) -> RequestRecord:
 
 
 samples = st.builds(
-    Sample, t=times, name=st.text(min_size=1, max_size=20),
-    value=st.none() | st.floats(allow_nan=False, allow_infinity=False), labels=labels,
+    Sample,
+    t=times,
+    name=st.text(min_size=1, max_size=20),
+    value=st.none() | st.floats(allow_nan=False, allow_infinity=False),
+    labels=labels,
 )
 
 
@@ -66,7 +69,9 @@ samples = st.builds(
 def test_record_dict_round_trip(rec: RequestRecord) -> None:
     back = RequestRecord.from_dict(orjson.loads(orjson.dumps(rec.to_dict())))
     assert back == rec
-    assert back.ttft == rec.ttft and back.tpot == rec.tpot and back.output_tokens == rec.output_tokens
+    assert (
+        back.ttft == rec.ttft and back.tpot == rec.tpot and back.output_tokens == rec.output_tokens
+    )
 
 
 def test_record_from_a_newer_version_ignores_unknown_fields() -> None:
@@ -78,14 +83,23 @@ def test_record_from_a_newer_version_ignores_unknown_fields() -> None:
 @given(
     recs=st.lists(records(), max_size=5),
     samps=st.lists(samples, max_size=5),
-    config=st.dictionaries(st.text(max_size=8), st.integers(-(2**63), 2**63 - 1) | text, max_size=4),
+    config=st.dictionaries(
+        st.text(max_size=8), st.integers(-(2**63), 2**63 - 1) | text, max_size=4
+    ),
     notes=st.lists(text, max_size=3),
 )
 def test_run_result_round_trip(
     recs: list[RequestRecord], samps: list[Sample], config: dict[str, object], notes: list[str]
 ) -> None:
-    run = RunResult(run_id="rt", records=recs, samples=samps, config=config, notes=notes,
-                    client_limited=bool(recs), client_limited_reasons=["lag"] if recs else [])
+    run = RunResult(
+        run_id="rt",
+        records=recs,
+        samples=samps,
+        config=config,
+        notes=notes,
+        client_limited=bool(recs),
+        client_limited_reasons=["lag"] if recs else [],
+    )
     back = RunResult.from_json_bytes(run.to_json_bytes())
     assert back.records == recs and back.samples == samps
     assert back.config == config and back.notes == notes and back.run_id == "rt"
@@ -139,8 +153,16 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
 
 
 def test_derived_metrics_follow_design_section_2() -> None:
-    r = RequestRecord("a", scheduled=10.0, sent=10.5, chunk_times=[11.0, 11.5, 12.0],
-                      chunk_tokens=[1, 2, 1], end=12.25, completion_tokens=5, ok=True)
+    r = RequestRecord(
+        "a",
+        scheduled=10.0,
+        sent=10.5,
+        chunk_times=[11.0, 11.5, 12.0],
+        chunk_tokens=[1, 2, 1],
+        end=12.25,
+        completion_tokens=5,
+        ok=True,
+    )
     assert r.schedule_lag == 0.5 and r.ttft == 1.0 and r.ttft_from_sent == 0.5
     assert r.e2e == 2.25 and r.e2e_from_sent == 1.75
     assert math.isclose(r.tpot or 0, 1.0 / 4) and math.isclose(r.itl_mean or 0, 0.5)

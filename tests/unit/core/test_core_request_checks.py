@@ -15,16 +15,26 @@ from infersight.core.request_checks import check_messages, check_options
 
 #: For each option, values that are valid and values that are not.
 GOOD: dict[str, list[Any]] = {
-    "max_tokens": [0, 1, 4096, None], "max_completion_tokens": [7, None],
-    "n": [1, 128], "temperature": [0, 0.7, 2], "top_p": [1.0],
-    "presence_penalty": [-1.5], "frequency_penalty": [0],
-    "stop": ["\n", ["a", "b"], []], "stream_options": [{}, {"include_usage": True}],
+    "max_tokens": [0, 1, 4096, None],
+    "max_completion_tokens": [7, None],
+    "n": [1, 128],
+    "temperature": [0, 0.7, 2],
+    "top_p": [1.0],
+    "presence_penalty": [-1.5],
+    "frequency_penalty": [0],
+    "stop": ["\n", ["a", "b"], []],
+    "stream_options": [{}, {"include_usage": True}],
 }
 BAD: dict[str, list[Any]] = {
-    "max_tokens": [-1, 1.5, "5", True], "max_completion_tokens": [-3],
-    "n": [0, 129, 2.0], "temperature": [math.nan, math.inf, "0.5", False], "top_p": ["x"],
-    "presence_penalty": [[1]], "frequency_penalty": [{}],
-    "stop": [3, ["a", 1]], "stream_options": [[], {"include_usage": "yes"}],
+    "max_tokens": [-1, 1.5, "5", True],
+    "max_completion_tokens": [-3],
+    "n": [0, 129, 2.0],
+    "temperature": [math.nan, math.inf, "0.5", False],
+    "top_p": ["x"],
+    "presence_penalty": [[1]],
+    "frequency_penalty": [{}],
+    "stop": [3, ["a", 1]],
+    "stream_options": [[], {"include_usage": "yes"}],
 }
 OTHER = {"model": "m", "messages": [], "user": 3, "seed": "anything", "logit_bias": {}}
 
@@ -32,8 +42,7 @@ OTHER = {"model": "m", "messages": [], "user": 3, "seed": "anything", "logit_bia
 @st.composite
 def bodies(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
     """A body with some options, and the first invalid one in the body's order (or None)."""
-    names = draw(st.lists(st.sampled_from(sorted(GOOD) + sorted(OTHER)), unique=True,
-                          max_size=8))
+    names = draw(st.lists(st.sampled_from(sorted(GOOD) + sorted(OTHER)), unique=True, max_size=8))
     body: dict[str, Any] = {}
     first_bad = None
     for name in names:
@@ -61,25 +70,34 @@ def test_options_are_refused_exactly_when_one_is_invalid(
         assert e.value.param == first_bad
 
 
-@pytest.mark.parametrize("msg", [
-    {"role": "user", "content": 5},            # two fields, but the text is not text
-    {"role": 1, "content": "x"},               # two fields, but the role is a number
-    {"role": "user", "content": "x", "name": 3},
-    {"content": "x", "name": "n"},             # two fields, no role
-    {"role": "user", "content": [{"type": "text", "text": 1}]},
-    ["role", "content"],
-])
+@pytest.mark.parametrize(
+    "msg",
+    [
+        {"role": "user", "content": 5},  # two fields, but the text is not text
+        {"role": 1, "content": "x"},  # two fields, but the role is a number
+        {"role": "user", "content": "x", "name": 3},
+        {"content": "x", "name": "n"},  # two fields, no role
+        {"role": "user", "content": [{"type": "text", "text": 1}]},
+        ["role", "content"],
+    ],
+)
 def test_messages_off_the_plain_path_get_the_full_rules(msg: Any) -> None:
     with pytest.raises(InvalidRequest):
         check_messages([{"role": "system", "content": "ok"}, msg])
 
 
 def test_plain_and_rich_valid_messages_pass() -> None:
-    check_messages([
-        {"role": "system", "content": "be brief"},
-        {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": "u"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "1", "type": "function",
-                         "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "content": "42", "tool_call_id": "1"},
-    ])
+    check_messages(
+        [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": "u"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "content": "42", "tool_call_id": "1"},
+        ]
+    )

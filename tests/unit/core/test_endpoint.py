@@ -35,8 +35,13 @@ _path = st.lists(st.from_regex(r"[a-z0-9]{1,4}", fullmatch=True), max_size=3).ma
 )
 
 
-@given(scheme=st.sampled_from(["http://", "https://"]), host=_host, path=_path,
-       v1=st.booleans(), slash=st.booleans())
+@given(
+    scheme=st.sampled_from(["http://", "https://"]),
+    host=_host,
+    path=_path,
+    v1=st.booleans(),
+    slash=st.booleans(),
+)
 def test_server_root_properties(scheme: str, host: str, path: str, v1: bool, slash: bool) -> None:
     url = scheme + host + path + ("/v1" if v1 else "") + ("/" if slash else "")
     # One trailing /v1 goes (the one pasted, else one the path ends with); the scheme,
@@ -73,10 +78,16 @@ def test_shown_url_drops_credentials(url: str, shown: str) -> None:
 
 
 @given(
-    user=st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="/?#@"),
-                 min_size=1, max_size=12),
-    secret=st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="/?#@"),
-                   min_size=6, max_size=24),
+    user=st.text(
+        st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="/?#@"),
+        min_size=1,
+        max_size=12,
+    ),
+    secret=st.text(
+        st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="/?#@"),
+        min_size=6,
+        max_size=24,
+    ),
     path=st.sampled_from(["", "/v1", "/a/b"]),
 )
 def test_shown_url_never_shows_userinfo_or_query(user: str, secret: str, path: str) -> None:

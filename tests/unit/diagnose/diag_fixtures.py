@@ -73,7 +73,8 @@ def build_run(sc: Scenario) -> RunResult:
             if sc.error_every and n % sc.error_every == 0:
                 r.end = r.sent + 0.01
                 r.status = {"RateLimited": 429, "Overloaded": 503, "AuthError": 401}.get(
-                    sc.error_kind or "", 500)
+                    sc.error_kind or "", 500
+                )
                 r.error = sc.error_kind
                 r.error_message = f"HTTP {r.status}"
                 r.labels["upstream"] = "vllm-a"
@@ -113,12 +114,17 @@ def build_run(sc: Scenario) -> RunResult:
             Sample(ts, "process.cpu_percent", 12.0, {"name": "loadgen", "pid": "77"}),
         ]
         if sc.sm is not None:
-            samples.append(Sample(ts, "gpu.sm_activity", min(1.0, sc.sm * (1 + jitter)), {"gpu": "0"}))
+            samples.append(
+                Sample(ts, "gpu.sm_activity", min(1.0, sc.sm * (1 + jitter)), {"gpu": "0"})
+            )
     return RunResult(
         kind="bench",
         config={
             "levels": [{"name": f"c={conc}", "concurrency": conc}],
-            "engine": {"url": "http://10.0.0.5:8000", "engine": "vllm" if sc.engine_metrics else "unknown"},
+            "engine": {
+                "url": "http://10.0.0.5:8000",
+                "engine": "vllm" if sc.engine_metrics else "unknown",
+            },
             "physics": {"model": LLAMA3_8B},
         },
         environment={"gpus": [{"name": "NVIDIA H100 80GB HBM3", "index": 0}]},

@@ -18,8 +18,16 @@ from support.sim_runs import sweep_run
 
 
 def _pt(level: str, x: float, thr: float, tpot: float, ttft: float) -> CurvePoint:
-    return CurvePoint(level=level, inflight=x, client_inflight=x, throughput=thr,
-                      tpot_p50=tpot, ttft_p50=ttft, time_in_engine=x / thr, steady=True)
+    return CurvePoint(
+        level=level,
+        inflight=x,
+        client_inflight=x,
+        throughput=thr,
+        tpot_p50=tpot,
+        ttft_p50=ttft,
+        time_in_engine=x / thr,
+        steady=True,
+    )
 
 
 @given(st.floats(0.5, 64), st.floats(0.1, 100), st.floats(1.05, 16), st.floats(0.2, 5))
@@ -31,24 +39,46 @@ def test_growth_per_doubling_compounds(x0: float, y0: float, ratio: float, g: fl
 
 
 def test_compute_knee_where_throughput_flattens_and_tpot_grows() -> None:
-    curve = CapacityCurve(points=[_pt("c=1", 1, 4, 0.025, 0.06), _pt("c=2", 2, 8, 0.025, 0.06),
-                                  _pt("c=4", 4, 16, 0.026, 0.06), _pt("c=8", 8, 16.5, 0.05, 0.12),
-                                  _pt("c=16", 16, 16.9, 0.10, 0.24)])
+    curve = CapacityCurve(
+        points=[
+            _pt("c=1", 1, 4, 0.025, 0.06),
+            _pt("c=2", 2, 8, 0.025, 0.06),
+            _pt("c=4", 4, 16, 0.026, 0.06),
+            _pt("c=8", 8, 16.5, 0.05, 0.12),
+            _pt("c=16", 16, 16.9, 0.10, 0.24),
+        ]
+    )
     find_knee(curve)
-    assert (curve.plateau, curve.knee, curve.knee_level, curve.knee_reached) == ("compute", 4, "c=4", True)
+    assert (curve.plateau, curve.knee, curve.knee_level, curve.knee_reached) == (
+        "compute",
+        4,
+        "c=4",
+        True,
+    )
 
 
 def test_admission_when_tpot_stays_flat_and_ttft_grows() -> None:
-    curve = CapacityCurve(points=[_pt("c=1", 1, 4.1, 0.0102, 0.051), _pt("c=4", 4, 16.4, 0.0102, 0.052),
-                                  _pt("c=8", 8, 16.4, 0.0102, 0.30), _pt("c=16", 16, 16.4, 0.0102, 0.78)])
+    curve = CapacityCurve(
+        points=[
+            _pt("c=1", 1, 4.1, 0.0102, 0.051),
+            _pt("c=4", 4, 16.4, 0.0102, 0.052),
+            _pt("c=8", 8, 16.4, 0.0102, 0.30),
+            _pt("c=16", 16, 16.4, 0.0102, 0.78),
+        ]
+    )
     find_knee(curve)
     assert curve.plateau == "admission" and not curve.knee_reached and curve.knee is None
     assert curve.plateau_level == "c=4" and round(curve.plateau_at or 0) == 4
 
 
 def test_no_knee_while_throughput_still_grows() -> None:
-    curve = CapacityCurve(points=[_pt("c=1", 1, 4, 0.02, 0.05), _pt("c=4", 4, 15, 0.022, 0.05),
-                                  _pt("c=16", 16, 40, 0.04, 0.08)])
+    curve = CapacityCurve(
+        points=[
+            _pt("c=1", 1, 4, 0.02, 0.05),
+            _pt("c=4", 4, 15, 0.022, 0.05),
+            _pt("c=16", 16, 40, 0.04, 0.08),
+        ]
+    )
     find_knee(curve)
     assert not curve.knee_reached and curve.above == 16 and curve.plateau is None
     assert any(n.startswith("knee not reached (above 16 in flight)") for n in curve.notes)
@@ -56,24 +86,37 @@ def test_no_knee_while_throughput_still_grows() -> None:
 
 def test_the_demo_table_has_its_knee_at_c4() -> None:
     """The issue's demo: +7% from c=4 to c=16 while TPOT rose 63%."""
-    curve = CapacityCurve(points=[_pt("c=1", 1, 0.8, 0.0118, 0.2), _pt("c=4", 4, 1.91, 0.0289, 0.5),
-                                  _pt("c=16", 8, 2.05, 0.0472, 3.0)])
+    curve = CapacityCurve(
+        points=[
+            _pt("c=1", 1, 0.8, 0.0118, 0.2),
+            _pt("c=4", 4, 1.91, 0.0289, 0.5),
+            _pt("c=16", 8, 2.05, 0.0472, 3.0),
+        ]
+    )
     curve.points[2].client_inflight = 16  # 8 slots: 8 run, 8 wait
     find_knee(curve)
     assert curve.plateau == "compute" and curve.knee_level == "c=4"
 
 
 def _agg(tok: float, ttft99: float, *, steady: bool = True, ok: bool = True) -> dict[str, Any]:
-    return {"requests": {"ok": 30 if ok else 0}, "output_token_throughput": tok,
-            "request_throughput": tok / 48, "ttft": {"p99": ttft99},
-            "window": {"steady": steady}, "sustainability": {"judged": False},
-            "client_limited": {"flag": False}}
+    return {
+        "requests": {"ok": 30 if ok else 0},
+        "output_token_throughput": tok,
+        "request_throughput": tok / 48,
+        "ttft": {"p99": ttft99},
+        "window": {"steady": steady},
+        "sustainability": {"judged": False},
+        "client_limited": {"flag": False},
+    }
 
 
 def test_best_operating_point_is_the_knee_not_the_unsteady_top() -> None:
     # the issue's demo: c=16 95.3 tok/s, TTFT p99 5.84 s, no steady state; c=4 90.4, 1.08 s
-    levels = [("c=1", _agg(40, 0.3)), ("c=4", _agg(90.4, 1.08)),
-              ("c=16", _agg(95.3, 5.84, steady=False))]
+    levels = [
+        ("c=1", _agg(40, 0.3)),
+        ("c=4", _agg(90.4, 1.08)),
+        ("c=16", _agg(95.3, 5.84, steady=False)),
+    ]
     assert best_level(levels, knee_level="c=4") == "c=4"
     # without a measured knee: the most throughput, as 5.1% is more than 5%
     assert best_level(levels) == "c=16"
@@ -105,7 +148,9 @@ def test_curve_points_follow_the_engines_running_count() -> None:
     assert d.curve is not None
     assert {p.inflight_source for p in d.curve.points} == {"engine"}
     top = d.curve.points[-1]
-    assert top.inflight == pytest.approx(4, abs=0.1) and top.client_inflight == pytest.approx(16, abs=0.2)
+    assert top.inflight == pytest.approx(4, abs=0.1) and top.client_inflight == pytest.approx(
+        16, abs=0.2
+    )
     assert d.curve.plateau == "admission"
 
 
@@ -123,9 +168,17 @@ def test_work_that_grows_in_the_engine_without_throughput_is_compute() -> None:
     """The demo on a busy box: TPOT flat from c=4 to c=16, but the engine ran 8 instead
     of 4 for the same throughput: each request's time in it doubled, so compute, not an
     admission limit (which would have capped R)."""
-    curve = _engine_curve(_pt("c=1", 1, 0.43, 0.037, 0.54), _pt("c=4", 4, 0.64, 0.115, 1.3),
-                          _pt("c=16", 8, 0.65, 0.111, 20.2), top_clients=16)
+    curve = _engine_curve(
+        _pt("c=1", 1, 0.43, 0.037, 0.54),
+        _pt("c=4", 4, 0.64, 0.115, 1.3),
+        _pt("c=16", 8, 0.65, 0.111, 20.2),
+        top_clients=16,
+    )
     assert curve.plateau == "compute" and curve.knee_level == "c=4"
-    capped = _engine_curve(_pt("c=1", 1, 4.1, 0.01, 0.05), _pt("c=4", 4, 16.4, 0.01, 0.05),
-                           _pt("c=16", 4, 16.4, 0.01, 0.78), top_clients=16)
+    capped = _engine_curve(
+        _pt("c=1", 1, 4.1, 0.01, 0.05),
+        _pt("c=4", 4, 16.4, 0.01, 0.05),
+        _pt("c=16", 4, 16.4, 0.01, 0.78),
+        top_clients=16,
+    )
     assert capped.plateau == "admission"

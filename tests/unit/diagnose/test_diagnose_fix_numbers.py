@@ -32,7 +32,11 @@ def test_one_overloaded_level_names_the_slot_limit_but_gives_no_number() -> None
     assert slot.evidence_value("recommended_slots") is None
     assert slot.fixes[0].startswith("raise --max-num-seqs above 4, then bench again")
     rec = d.recommendation
-    assert rec is not None and (rec.verdict, rec.knob, rec.direction) == ("slot_bound", "slots", "up")
+    assert rec is not None and (rec.verdict, rec.knob, rec.direction) == (
+        "slot_bound",
+        "slots",
+        "up",
+    )
     assert rec.target is None and rec.predicted == {}
     assert "fewer than two usable levels" in rec.text
 
@@ -45,7 +49,11 @@ def test_a_compute_knee_of_two_with_free_slots_never_raises_the_slots() -> None:
     assert d.advice is not None and d.advice.limiter == "compute"
     m = d.advice.model
     # the decode step: 3/4 of 0.24 s over 7 steps, x running / 2 past the knee
-    assert m is not None and m.k.value == 2 and m.b.value == pytest.approx(0.24 * 0.75 / 7 / 2, rel=0.05)
+    assert (
+        m is not None
+        and m.k.value == 2
+        and m.b.value == pytest.approx(0.24 * 0.75 / 7 / 2, rel=0.05)
+    )
     rec = d.recommendation
     assert rec is not None and rec.verdict == "compute_bound" and rec.basis == "model"
     # 8 clients, each replica unqueued near its single-sequence step: 4 replicas of 2
@@ -76,7 +84,11 @@ def test_an_admission_limit_in_a_closed_loop_raises_within_twice_the_measured_ra
     d = diagnose_run(sweep_run(slots=4, metrics=True))
     rec = d.recommendation
     assert rec is not None and (rec.verdict, rec.knob, rec.current, rec.target) == (
-        "slot_bound", "slots", 4, 8)
+        "slot_bound",
+        "slots",
+        4,
+        8,
+    )
     assert d.advice is not None and d.advice.check is not None and d.advice.check.trusted
     assert rec.predicted["throughput"] == pytest.approx(8 / 0.24, rel=0.05)
     # 16 clients on 8 slots still queue, half as long as on 4
@@ -106,8 +118,11 @@ def _gpu_samples(run: RunResult, util: float) -> RunResult:
     t0 = min(r.scheduled for r in run.records)
     t1 = max(r.end or 0.0 for r in run.records)
     n = int((t1 - t0) / 0.25)
-    run.samples += [Sample(t0 + i * 0.25, name, util, {"gpu": "0"})
-                    for i in range(n) for name in ("gpu.utilization", "gpu.sm_activity")]
+    run.samples += [
+        Sample(t0 + i * 0.25, name, util, {"gpu": "0"})
+        for i in range(n)
+        for name in ("gpu.utilization", "gpu.sm_activity")
+    ]
     return run
 
 
@@ -135,9 +150,13 @@ def test_a_marginal_client_flag_is_shown_and_never_the_headline() -> None:
         recs.append(r)
     agg = aggregate(recs, target_rate=4.0)
     assert agg["client_limited"]["flag"] and agg["client_limited"]["marginal"]
-    run = RunResult(records=recs, aggregates={"c=1": agg}, client_limited=True,
-                    client_limited_reasons=agg["client_limited"]["reasons"],
-                    config={"levels": [{"name": "c=1", "rate": 4.0}]})
+    run = RunResult(
+        records=recs,
+        aggregates={"c=1": agg},
+        client_limited=True,
+        client_limited_reasons=agg["client_limited"]["reasons"],
+        config={"levels": [{"name": "c=1", "rate": 4.0}]},
+    )
     embed_diagnosis(run)
     v = next(v for v in run.diagnosis if v.id == "client_limited")
     assert v.marginal and v.title.endswith("(marginal)")
@@ -171,7 +190,9 @@ def test_roofline_statements_are_checked_against_the_run() -> None:
     d = diagnose_run(_two_levels(0.006, 0.011))
     v = next(v for v in d.verdicts if v.id == "bandwidth_bound_decode" and v.level == "c=64")
     assert "almost no ITL cost" not in v.summary
-    assert "Batching is not free here: the run measured ITL p50 6 ms at 1 in flight (c=1)" in v.summary
+    assert (
+        "Batching is not free here: the run measured ITL p50 6 ms at 1 in flight (c=1)" in v.summary
+    )
     calm = diagnose_run(_two_levels(0.0105, 0.011))
     v = next(v for v in calm.verdicts if v.id == "bandwidth_bound_decode" and v.level == "c=64")
     assert "at little ITL cost" in v.summary or "almost no ITL cost" in v.summary
@@ -180,8 +201,13 @@ def test_roofline_statements_are_checked_against_the_run() -> None:
 def _embedded(levels: tuple[int, ...], knee: int | None) -> RunResult:
     from infersight.core.model_file import default_model_path
 
-    eng = {"engine": "llama.cpp", "model_path": str(default_model_path()), "parallel": 16,
-           "ctx_per_slot": 512, "threads": 2}
+    eng = {
+        "engine": "llama.cpp",
+        "model_path": str(default_model_path()),
+        "parallel": 16,
+        "ctx_per_slot": 512,
+        "threads": 2,
+    }
     return sweep_run(slots=16, knee=knee, levels=levels, config={"engine": eng})
 
 

@@ -22,8 +22,16 @@ def _series(name: str, v: np.ndarray, **labels: str) -> SeriesArrays:
     return SeriesArrays(name, {"engine": "vllm", **labels}, t, np.asarray(v, dtype=float))
 
 
-def _replica(running: float, waiting: float, kv: float, util: float, sm: float,
-             preempt_rate: float = 0.0, jitter: float = 0.0, seed: int = 0) -> list[SeriesArrays]:
+def _replica(
+    running: float,
+    waiting: float,
+    kv: float,
+    util: float,
+    sm: float,
+    preempt_rate: float = 0.0,
+    jitter: float = 0.0,
+    seed: int = 0,
+) -> list[SeriesArrays]:
     rng = np.random.default_rng(seed)
     r = np.full(N, running) + (rng.integers(0, 2, N) * jitter if jitter else 0.0)
     q = np.full(N, waiting) + (rng.integers(0, 3, N) if waiting else 0.0)
@@ -55,24 +63,35 @@ def _pages(series: dict[str, list[SeriesArrays]], per_page: int) -> list[FleetPa
     pages = []
     for k in range(0, N, per_page):
         a, b = T0 + k * STEP, T0 + min(N, k + per_page) * STEP
-        sub = {rid: [SeriesArrays(s.name, s.labels, s.t[(s.t >= a) & (s.t < b)],
-                                  s.v[(s.t >= a) & (s.t < b)]) for s in ss]
-               for rid, ss in series.items()}
+        sub = {
+            rid: [
+                SeriesArrays(
+                    s.name, s.labels, s.t[(s.t >= a) & (s.t < b)], s.v[(s.t >= a) & (s.t < b)]
+                )
+                for s in ss
+            ]
+            for rid, ss in series.items()
+        }
         pages.append(FleetPage(start=a, end=b, series=sub))
     return pages
 
 
 def _run(per_page: int = N) -> object:
     replicas, series = _fleet()
-    return diagnose_fleet(replicas, _pages(series, per_page), start=T0, end=T0 + N * STEP,
-                          step=STEP, window=60.0)
+    return diagnose_fleet(
+        replicas, _pages(series, per_page), start=T0, end=T0 + N * STEP, step=STEP, window=60.0
+    )
 
 
 def test_each_replica_gets_the_rule_verdict() -> None:
     rep = _run()
     main = {rd.replica.id: rd.main for rd in rep.replicas}  # type: ignore[attr-defined]
-    assert main == {"llm/slots": "slot_bound", "llm/idle": "under_loaded",
-                    "llm/kvfull": "kv_bound", "llm/illusion": "busy_illusion"}
+    assert main == {
+        "llm/slots": "slot_bound",
+        "llm/idle": "under_loaded",
+        "llm/kvfull": "kv_bound",
+        "llm/illusion": "busy_illusion",
+    }
     slots = next(rd for rd in rep.replicas if rd.replica.id == "llm/slots")  # type: ignore[attr-defined]
     v = slots.verdicts[0]
     assert v.window.start == T0 and v.window.end == T0 + N * STEP  # 6 windows merged into one
@@ -97,8 +116,10 @@ def test_load_imbalance_is_named_in_the_summary() -> None:
     assert "llm/idle" in b.summary and "llm/slots" in b.summary
     assert b.window.end - b.window.start == pytest.approx(N * STEP)
     head = " ".join(rep.headline)  # type: ignore[attr-defined]
-    assert (f"2 of 4 replicas of {MODEL} with room while 2 are queueing (1 KV-bound, 1 "
-            "slot-bound): the router is unbalanced") in head
+    assert (
+        f"2 of 4 replicas of {MODEL} with room while 2 are queueing (1 KV-bound, 1 "
+        "slot-bound): the router is unbalanced"
+    ) in head
     groups = {g.verdict: g.replicas for g in rep.groups}  # type: ignore[attr-defined]
     assert groups["slot_bound"] == ["llm/slots"] and groups["under_loaded"] == ["llm/idle"]
     assert rep.worst[0].replica == "llm/slots"  # type: ignore[attr-defined]  # 12+ waiting
@@ -107,8 +128,17 @@ def test_load_imbalance_is_named_in_the_summary() -> None:
 def test_pages_do_not_change_the_answer() -> None:
     one = _run(N)
     many = _run(12)  # one window per page
-    strip = lambda r: [(rd.replica.id, rd.main, [(v.id, v.window.start, v.window.end)  # noqa: E731
-                                                  for v in rd.verdicts]) for rd in r.replicas]
+    strip = lambda r: [
+        (
+            rd.replica.id,
+            rd.main,
+            [
+                (v.id, v.window.start, v.window.end)  # noqa: E731
+                for v in rd.verdicts
+            ],
+        )
+        for rd in r.replicas
+    ]
     assert strip(one) == strip(many)
     assert [v.summary for v in one.balance] == [v.summary for v in many.balance]  # type: ignore[attr-defined]
 
@@ -116,8 +146,14 @@ def test_pages_do_not_change_the_answer() -> None:
 def _subset(*rids: str) -> object:
     replicas, series = _fleet()
     keep = {k: series[k] for k in rids}
-    return diagnose_fleet({k: replicas[k] for k in keep}, _pages(keep, N), start=T0,
-                          end=T0 + N * STEP, step=STEP, window=60.0)
+    return diagnose_fleet(
+        {k: replicas[k] for k in keep},
+        _pages(keep, N),
+        start=T0,
+        end=T0 + N * STEP,
+        step=STEP,
+        window=60.0,
+    )
 
 
 def test_two_queueing_replicas_are_not_an_imbalance() -> None:
@@ -129,8 +165,9 @@ def test_two_queueing_replicas_are_not_an_imbalance() -> None:
 def test_the_issue_sentence_for_idle_and_slot_bound_peers() -> None:
     rep = _subset("llm/slots", "llm/idle")
     head = rep.headline  # type: ignore[attr-defined]
-    assert head[1] == (f"1 of 2 replicas of {MODEL} under-loaded while 1 is slot-bound: the "
-                       "router is unbalanced")
+    assert head[1] == (
+        f"1 of 2 replicas of {MODEL} under-loaded while 1 is slot-bound: the router is unbalanced"
+    )
 
 
 def test_classify_reads_the_window_verdicts() -> None:
@@ -142,15 +179,23 @@ def test_classify_reads_the_window_verdicts() -> None:
         diag.add_page(p)
     diag.finish()
     kinds = {rid: {classify(r) for r in rows} for rid, rows in diag.rows.items()}
-    assert kinds == {"llm/slots": {"queued"}, "llm/kvfull": {"queued"}, "llm/idle": {"idle"},
-                     "llm/illusion": {"idle"}}
+    assert kinds == {
+        "llm/slots": {"queued"},
+        "llm/kvfull": {"queued"},
+        "llm/idle": {"idle"},
+        "llm/illusion": {"idle"},
+    }
 
 
 def test_utilisation_spread_without_queues_is_an_imbalance() -> None:
-    series = {"llm/hot": _replica(6, 0, 0.3, 0.97, 0.92), "llm/cold": _replica(6, 0, 0.3, 0.35, 0.2)}
+    series = {
+        "llm/hot": _replica(6, 0, 0.3, 0.97, 0.92),
+        "llm/cold": _replica(6, 0, 0.3, 0.35, 0.2),
+    }
     replicas = {rid: ReplicaInfo(id=rid, engine="vllm", model=MODEL) for rid in series}
-    rep = diagnose_fleet(replicas, _pages(series, N), start=T0, end=T0 + N * STEP, step=STEP,
-                         window=60.0)
+    rep = diagnose_fleet(
+        replicas, _pages(series, N), start=T0, end=T0 + N * STEP, step=STEP, window=60.0
+    )
     assert [v.id for v in rep.balance] == ["load_imbalance"]
     summary = rep.balance[0].summary
     assert summary.startswith("Device busy ranges from 20% (llm/cold) to 92% (llm/hot)")
@@ -158,6 +203,12 @@ def test_utilisation_spread_without_queues_is_an_imbalance() -> None:
     assert spread.value == pytest.approx(0.72)
     # equal load is no imbalance
     even = {"llm/a": _replica(6, 0, 0.3, 0.9, 0.8), "llm/b": _replica(6, 0, 0.3, 0.85, 0.7, seed=5)}
-    rep = diagnose_fleet({r: ReplicaInfo(id=r, engine="vllm", model=MODEL) for r in even},
-                         _pages(even, N), start=T0, end=T0 + N * STEP, step=STEP, window=60.0)
+    rep = diagnose_fleet(
+        {r: ReplicaInfo(id=r, engine="vllm", model=MODEL) for r in even},
+        _pages(even, N),
+        start=T0,
+        end=T0 + N * STEP,
+        step=STEP,
+        window=60.0,
+    )
     assert rep.balance == []

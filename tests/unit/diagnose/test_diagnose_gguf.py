@@ -60,11 +60,11 @@ class Writer:
 
 
 def typed_value() -> st.SearchStrategy[tuple[int, Any]]:
-    scalar = st.sampled_from(sorted(SCALARS)).flatmap(
-        lambda t: SCALARS[t][1].map(lambda v: (t, v)))
+    scalar = st.sampled_from(sorted(SCALARS)).flatmap(lambda t: SCALARS[t][1].map(lambda v: (t, v)))
     string = st.text(max_size=20).map(lambda v: (8, v))
     arr_scalar = st.sampled_from(sorted(SCALARS)).flatmap(
-        lambda t: st.lists(SCALARS[t][1], max_size=6).map(lambda xs: (9, (t, xs))))
+        lambda t: st.lists(SCALARS[t][1], max_size=6).map(lambda xs: (9, (t, xs)))
+    )
     arr_str = st.lists(st.text(max_size=8), max_size=5).map(lambda xs: (9, (8, xs)))
     return st.one_of(scalar, string, arr_scalar, arr_str)
 
@@ -93,8 +93,9 @@ def _norm(vtype: int, val: Any) -> Any:
     meta=st.dictionaries(st.text(min_size=1, max_size=16), typed_value(), max_size=8),
     tensors=st.lists(tensor, max_size=5),
 )
-def test_roundtrip_generated_headers(version: int, endian: str, meta: dict[str, Any],
-                                     tensors: list[Any]) -> None:
+def test_roundtrip_generated_headers(
+    version: int, endian: str, meta: dict[str, Any], tensors: list[Any]
+) -> None:
     w = Writer(version, endian)
     w.buf.write(b"GGUF")
     w.u("I", version)
@@ -116,7 +117,8 @@ def test_roundtrip_generated_headers(version: int, endian: str, meta: dict[str, 
     assert g.version == version
     assert g.metadata == {k: _norm(vt, v) for k, (vt, v) in meta.items()}
     assert [(t.name, list(t.shape), t.type_id, t.offset) for t in g.tensors] == [
-        (n, d, ty, o) for n, d, ty, o in tensors]
+        (n, d, ty, o) for n, d, ty, o in tensors
+    ]
     for t in g.tensors:
         _, block, size = GGML_TYPES[t.type_id]
         assert t.n_bytes == -(-t.n_elements // block) * size

@@ -41,8 +41,9 @@ def test_nvml_names(nvml_name: str, key: str) -> None:
     assert dev is not None and dev.key == key, (nvml_name, dev and dev.key)
 
 
-@pytest.mark.parametrize("name", ["NVIDIA A100-SXM4-24GB", "Tesla V100-SXM2-8GB",
-                                  "NVIDIA H100 64GB", "NVIDIA RTX A6000"])
+@pytest.mark.parametrize(
+    "name", ["NVIDIA A100-SXM4-24GB", "Tesla V100-SXM2-8GB", "NVIDIA H100 64GB", "NVIDIA RTX A6000"]
+)
 def test_never_a_bigger_card(name: str) -> None:
     dev = find_gpu(name)
     stated = 24 if "24GB" in name else 8 if "8GB" in name else 64 if "64GB" in name else None

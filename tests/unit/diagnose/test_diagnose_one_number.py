@@ -25,25 +25,51 @@ from infersight.report import render_markdown
 
 #: A fixed small CPU (not this host's): 2 cores, 12 GB/s, 50 GFLOP/s per core; decode of
 #: the embedded model turns compute-bound near 6 sequences on it.
-CPU = Device(key="cpu", name="test CPU (2 cores)", memory_bytes=16 * GIB, bandwidth=12e9,
-             flops={"bf16": 1e11, "fp16": 1e11, "fp32": 1e11}, source="fixed for the test",
-             kind="cpu", cores=2, measured=True)
+CPU = Device(
+    key="cpu",
+    name="test CPU (2 cores)",
+    memory_bytes=16 * GIB,
+    bandwidth=12e9,
+    flops={"bf16": 1e11, "fp16": 1e11, "fp32": 1e11},
+    source="fixed for the test",
+    kind="cpu",
+    cores=2,
+    measured=True,
+)
 
 
 def embedded_run(slots: int = 8, clients: int = 16, ctx_per_slot: int = 2048) -> RunResult:
     """The demo's shape: the embedded engine with ``slots`` slots under ``clients``."""
-    run = make_run(running=slots, waiting=clients - slots, concurrency=clients, prompt=64,
-                   output=48, itl=0.05, ttft=0.3, util=0.5, sm=None)
+    run = make_run(
+        running=slots,
+        waiting=clients - slots,
+        concurrency=clients,
+        prompt=64,
+        output=48,
+        itl=0.05,
+        ttft=0.3,
+        util=0.5,
+        sm=None,
+    )
     lab = {"engine": "llamacpp", "source": "http://127.0.0.1:1/metrics"}
     run.samples = [s for s in run.samples if not s.name.startswith(("engine.", "gpu."))]
     for i in range(31):
-        run.samples += [Sample(1000.0 + i, "engine.requests_running", float(slots), lab),
-                        Sample(1000.0 + i, "engine.requests_waiting", float(clients - slots), lab),
-                        Sample(1000.0 + i, "engine.slots", float(slots), lab)]
+        run.samples += [
+            Sample(1000.0 + i, "engine.requests_running", float(slots), lab),
+            Sample(1000.0 + i, "engine.requests_waiting", float(clients - slots), lab),
+            Sample(1000.0 + i, "engine.slots", float(slots), lab),
+        ]
     run.environment = {}
-    run.config = {"levels": [{"name": f"c={clients}", "concurrency": clients}],
-                  "engine": {"engine": "llama.cpp", "model_path": str(default_model_path()),
-                             "parallel": slots, "ctx_per_slot": ctx_per_slot, "threads": 2}}
+    run.config = {
+        "levels": [{"name": f"c={clients}", "concurrency": clients}],
+        "engine": {
+            "engine": "llama.cpp",
+            "model_path": str(default_model_path()),
+            "parallel": slots,
+            "ctx_per_slot": ctx_per_slot,
+            "threads": 2,
+        },
+    }
     return run
 
 
@@ -75,14 +101,22 @@ def test_memory_is_the_last_cap_on_the_models_number() -> None:
     assert h100 is not None
     m = ServerModel(slots=Param(value=32), measured={"n": 64.0})
     check = SelfCheck(method="leave-one-level-out", mape={"throughput": 0.05}, trusted=True)
-    fix = Fix(knob="slots", from_value=32, to_value=60, predicted=Prediction(throughput=50.0),
-              error=0.05)
+    fix = Fix(
+        knob="slots", from_value=32, to_value=60, predicted=Prediction(throughput=50.0), error=0.05
+    )
     roomy = plan_capacity(shape, h100, ctx=1256).max_sequences
-    n = model_numbers(m, check, fix, closed_loop=True,
-                      physics=PhysicsBounds(memory=roomy, memory_why="plan"))
+    n = model_numbers(
+        m, check, fix, closed_loop=True, physics=PhysicsBounds(memory=roomy, memory_why="plan")
+    )
     assert n is not None and n.slots == 60 and n.bound == "model"
-    small = Device(key="gpu", name="small GPU", memory_bytes=20 * GIB, bandwidth=1e12,
-                   flops={"bf16": 1e14}, source="fixed for the test")
+    small = Device(
+        key="gpu",
+        name="small GPU",
+        memory_bytes=20 * GIB,
+        bandwidth=1e12,
+        flops={"bf16": 1e14},
+        source="fixed for the test",
+    )
     fits = plan_capacity(shape, small, ctx=1256).max_sequences
     assert 0 < fits < 60
     n = model_numbers(m, check, fix, closed_loop=True, physics=PhysicsBounds(memory=fits))
@@ -95,6 +129,7 @@ def test_memory_is_the_last_cap_on_the_models_number() -> None:
     n = model_numbers(m, SelfCheck(method="none", why_not="one level"), far, closed_loop=True)
     assert n is not None and n.slots is None and n.no_number == "one level"
 
+
 def test_stored_peaks_and_floors_are_reused(tmp_path: Path) -> None:
     run = embedded_run()
     first = diagnose(run, gpu=CPU, store_physics=True)
@@ -104,14 +139,16 @@ def test_stored_peaks_and_floors_are_reused(tmp_path: Path) -> None:
     assert phys["floors"]["c=16"]["itl_floor_s"] == itl_floor
     # the physics of this fixed CPU, not of the machine running the test
     batch = round(phys["floors"]["c=16"]["batch"])
-    expect = decode_floor(load_shape("embedded"), CPU, batch=batch,
-                          context=phys["floors"]["c=16"]["context_tokens"]).itl_s
+    expect = decode_floor(
+        load_shape("embedded"), CPU, batch=batch, context=phys["floors"]["c=16"]["context_tokens"]
+    ).itl_s
     assert itl_floor == pytest.approx(expect)
     loaded = load_run_result(save_run_result(run, tmp_path / "run.json"))
     again = one(diagnose(loaded), "slot_bound")  # no --gpu: a reader on any machine
     assert again.evidence_value("ITL floor") == itl_floor
     assert again.evidence_value("recommended slots") == one(first, "slot_bound").evidence_value(
-        "recommended slots")
+        "recommended slots"
+    )
     src = next(e.source for e in again.evidence if e.name == "ITL floor")
     assert src.endswith("(stored in the run)")
     notes = [str(e.value) for e in again.evidence if e.name == "note"]
@@ -122,12 +159,15 @@ def test_stored_peaks_and_floors_are_reused(tmp_path: Path) -> None:
 def test_without_stored_peaks_a_reader_measures_and_says_so() -> None:
     v = one(diagnose(embedded_run()), "slot_bound")
     notes = [str(e.value) for e in v.evidence if e.name == "note"]
-    assert any(n.startswith("CPU peaks measured now on the machine reading this run") for n in notes)
+    assert any(
+        n.startswith("CPU peaks measured now on the machine reading this run") for n in notes
+    )
 
 
 def test_verdicts_quote_the_aggregates_numbers() -> None:
-    run = make_run(running=4, concurrency=4, prompt=8000, output=4, ttft=0.8, itl=0.02,
-                   util=0.97, sm=0.9)
+    run = make_run(
+        running=4, concurrency=4, prompt=8000, output=4, ttft=0.8, itl=0.02, util=0.97, sm=0.9
+    )
     level = next(iter({r.labels["level"] for r in run.records}))
     # the aggregates tables' numbers (their own request set and window)
     run.aggregates[level] = {
@@ -139,12 +179,16 @@ def test_verdicts_quote_the_aggregates_numbers() -> None:
     v = one(diagnose(run), "compute_bound_prefill")
     assert v.evidence_value("TTFT p50 (from actual send)") == 0.777
     src = next(e.source for e in v.evidence if e.name == "TTFT p50 (from actual send)")
-    assert src == (f"bench aggregates[{level}].ttft_from_sent.p50 (from actual send; 37 "
-                   "samples, window auto (closed loop))")
+    assert src == (
+        f"bench aggregates[{level}].ttft_from_sent.p50 (from actual send; 37 "
+        "samples, window auto (closed loop))"
+    )
     assert v.evidence_value("ITL p50") == 0.0201
     assert v.evidence_value("TTFT share of e2e") == pytest.approx(0.777 / 0.84)
     run.diagnosis = diagnose(run)
     md = render_markdown(run)
-    assert "| level | ITL p50 (pooled) | ITL floor | ITL / floor | TTFT p50 (from actual send) |" in md
+    assert (
+        "| level | ITL p50 (pooled) | ITL floor | ITL / floor | TTFT p50 (from actual send) |" in md
+    )
     row = next(ln for ln in md.splitlines() if ln.startswith(f"| {level} | 20.1 ms | "))
     assert "| 777 ms |" in row  # the floors table quotes the aggregates, not its own set

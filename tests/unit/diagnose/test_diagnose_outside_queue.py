@@ -33,8 +33,9 @@ class Req:
     end: float
 
 
-def simulate(users: int, slots: int, front: list[float], service: float,
-             duration: float) -> list[Req]:
+def simulate(
+    users: int, slots: int, front: list[float], service: float, duration: float
+) -> list[Req]:
     """A closed loop of ``users`` against a FIFO engine with ``slots`` slots. Request k
     of a user spends ``front[k % len(front)]`` in the engine's HTTP front (reading and
     tokenizing, counted by no engine metric), then waits for a slot, then runs
@@ -56,8 +57,16 @@ def simulate(users: int, slots: int, front: list[float], service: float,
     return out
 
 
-def build(reqs: list[Req], scrapes: list[float], *, slots: int, users: int,
-          hide_waiting: bool = False, prefill: float = 0.03, engine: str = "llamacpp") -> RunResult:
+def build(
+    reqs: list[Req],
+    scrapes: list[float],
+    *,
+    slots: int,
+    users: int,
+    hide_waiting: bool = False,
+    prefill: float = 0.03,
+    engine: str = "llamacpp",
+) -> RunResult:
     """A RunResult: the simulated requests as records and one engine scrape at each of
     ``scrapes``, shaped like llama.cpp's (running, deferred, /props slots) or vLLM's
     (running, waiting, KV usage, no slot limit)."""
@@ -78,11 +87,16 @@ def build(reqs: list[Req], scrapes: list[float], *, slots: int, users: int,
     for t in scrapes:
         running = sum(q.start <= t < q.end for q in reqs)
         waiting = 0 if hide_waiting else sum(q.arrival <= t < q.start for q in reqs)
-        samples += [Sample(t, "engine.requests_running", float(running), lab),
-                    Sample(t, "engine.requests_waiting", float(waiting), lab),
-                    Sample(t, "engine.scrape_duration_seconds", 0.002, lab)]
-        samples.append(Sample(t, "engine.slots", float(slots), lab) if engine == "llamacpp"
-                       else Sample(t, "engine.kv_cache_usage", 0.1, lab))
+        samples += [
+            Sample(t, "engine.requests_running", float(running), lab),
+            Sample(t, "engine.requests_waiting", float(waiting), lab),
+            Sample(t, "engine.scrape_duration_seconds", 0.002, lab),
+        ]
+        samples.append(
+            Sample(t, "engine.slots", float(slots), lab)
+            if engine == "llamacpp"
+            else Sample(t, "engine.kv_cache_usage", 0.1, lab)
+        )
     run.records, run.samples = records, samples
     run.config["engine"] = {"url": "http://127.0.0.1:8080", "engine": engine}
     return run
@@ -115,8 +129,9 @@ def test_requests_younger_than_the_fastest_first_token_are_not_counted() -> None
     # 4 waiting at all of them. No request answered its first token in under 0.18 s,
     # so none of them can be told from one the engine is still reading.
     reqs = simulate(users=4, slots=8, front=[0.15], service=0.85, duration=4.0)
-    s = signals(build(reqs, [T0 + 0.05, T0 + 1.05, T0 + 2.05, T0 + 3.05], slots=8, users=4),
-                T0, T0 + 3.9)
+    s = signals(
+        build(reqs, [T0 + 0.05, T0 + 1.05, T0 + 2.05, T0 + 3.05], slots=8, users=4), T0, T0 + 3.9
+    )
     assert s.R == 0.0 and s.Q == 0.0 and s.queued_outside is None
 
 
@@ -156,23 +171,31 @@ def test_a_hidden_backlog_shows_the_slot_limit_of_an_engine_that_exports_none() 
     # while the client has 12 in flight, so R's plateau with the outside queue names
     # the limit, scrape by scrape.
     reqs = simulate(users=12, slots=4, front=[0.02], service=0.5, duration=20.0)
-    run = build(reqs, [T0 + 0.37 + i for i in range(19)], slots=4, users=12,
-                hide_waiting=True, engine="vllm")
+    run = build(
+        reqs,
+        [T0 + 0.37 + i for i in range(19)],
+        slots=4,
+        users=12,
+        hide_waiting=True,
+        engine="vllm",
+    )
     s = signals(run, T0 + 2, T0 + 18)
     assert s.plateau is not None and s.plateau.slots == 4 and 7.0 <= s.plateau.waiting <= 8.0
     v = one(diagnose(run), "slot_bound")
     assert "the slot limit is 4" in str(v.evidence_value("slot limit (inferred)"))
 
 
-def _brute(sent: list[float], end: list[float | None], settle: float, t: float,
-           dt: float) -> int:
-    return sum(s <= t - settle and (e is None or e >= t + dt) for s, e in zip(sent, end, strict=True))
+def _brute(sent: list[float], end: list[float | None], settle: float, t: float, dt: float) -> int:
+    return sum(
+        s <= t - settle and (e is None or e >= t + dt) for s, e in zip(sent, end, strict=True)
+    )
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    spans=st.lists(st.tuples(st.floats(0, 50), st.one_of(st.none(), st.floats(0, 10))),
-                   max_size=40),
+    spans=st.lists(
+        st.tuples(st.floats(0, 50), st.one_of(st.none(), st.floats(0, 10))), max_size=40
+    ),
     settle=st.floats(0, 3),
     probes=st.lists(st.tuples(st.floats(-5, 65), st.floats(0, 2)), min_size=1, max_size=20),
 )
@@ -184,8 +207,13 @@ def test_inflight_counts_match_a_direct_count(
     nan = float("nan")
     probe = InFlight(
         sent=np.sort(np.array(sent, dtype=float)),
-        end_by_sent=np.array([np.inf if e is None else e for _, e in sorted(
-            zip(sent, end, strict=True), key=lambda p: p[0])], dtype=float),
+        end_by_sent=np.array(
+            [
+                np.inf if e is None else e
+                for _, e in sorted(zip(sent, end, strict=True), key=lambda p: p[0])
+            ],
+            dtype=float,
+        ),
         ends=np.sort(np.array([np.inf if e is None else e for e in end], dtype=float)),
         settle=settle,
     )
@@ -194,10 +222,13 @@ def test_inflight_counts_match_a_direct_count(
     assert got.tolist() == want
     # build() from record columns gives the same structure (unsent requests left out)
     cols = np.array([[*sent, nan], [nan if e is None else e for e in end] + [nan]])
-    built = InFlight.build(cols[0], cols[1], np.full(len(sent) + 1, nan), np.zeros(len(sent) + 1, bool))
+    built = InFlight.build(
+        cols[0], cols[1], np.full(len(sent) + 1, nan), np.zeros(len(sent) + 1, bool)
+    )
     assert built.settle == 0.0
     assert built.count(np.array([t for t, _ in probes]), np.zeros(len(probes))).tolist() == [
-        _brute(sent, end, 0.0, t, 0.0) for t, _ in probes]
+        _brute(sent, end, 0.0, t, 0.0) for t, _ in probes
+    ]
 
 
 def test_settle_is_the_fastest_first_token_of_answered_requests() -> None:

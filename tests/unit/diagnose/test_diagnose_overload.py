@@ -15,8 +15,9 @@ def _run(rate: float) -> RunResult:
     for r in sim.records:
         r.labels["level"] = "r"
     agg = aggregate(sim.records, window=Window("auto"), target_rate=rate)
-    return RunResult(records=sim.records, aggregates={"r": agg},
-                     config={"levels": [{"name": "r", "rate": rate}]})
+    return RunResult(
+        records=sim.records, aggregates={"r": agg}, config={"levels": [{"name": "r", "rate": rate}]}
+    )
 
 
 def test_an_unsustainable_level_is_overloaded_with_its_capacity() -> None:

@@ -27,36 +27,81 @@ GIB = 1024**3
 
 # Public configs (values copied from the models' config.json on the HF hub).
 MISTRAL_7B_V01 = {
-    "architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 4096,
-    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
-    "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 32768,
-    "sliding_window": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "architectures": ["MistralForCausalLM"],
+    "model_type": "mistral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+    "max_position_embeddings": 32768,
+    "sliding_window": 4096,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
 }
 QWEN2_7B = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
-    "intermediate_size": 18944, "num_attention_heads": 28, "num_hidden_layers": 28,
-    "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 131072,
-    "sliding_window": 131072, "use_sliding_window": False, "max_window_layers": 28,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "vocab_size": 152064,
+    "max_position_embeddings": 131072,
+    "sliding_window": 131072,
+    "use_sliding_window": False,
+    "max_window_layers": 28,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
 }
 MIXTRAL_8X7B = {
-    "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,
-    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
-    "num_key_value_heads": 8, "vocab_size": 32000, "num_local_experts": 8,
-    "num_experts_per_tok": 2, "sliding_window": None, "torch_dtype": "bfloat16",
+    "architectures": ["MixtralForCausalLM"],
+    "model_type": "mixtral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "sliding_window": None,
+    "torch_dtype": "bfloat16",
 }
 DEEPSEEK_V2_LITE = {
-    "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
-    "hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408,
-    "num_attention_heads": 16, "num_hidden_layers": 27, "num_key_value_heads": 16,
-    "vocab_size": 102400, "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 128,
-    "qk_rope_head_dim": 64, "v_head_dim": 128, "n_routed_experts": 64, "n_shared_experts": 2,
-    "num_experts_per_tok": 6, "first_k_dense_replace": 1, "torch_dtype": "bfloat16",
+    "architectures": ["DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v2",
+    "hidden_size": 2048,
+    "intermediate_size": 10944,
+    "moe_intermediate_size": 1408,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 27,
+    "num_key_value_heads": 16,
+    "vocab_size": 102400,
+    "kv_lora_rank": 512,
+    "q_lora_rank": None,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "n_routed_experts": 64,
+    "n_shared_experts": 2,
+    "num_experts_per_tok": 6,
+    "first_k_dense_replace": 1,
+    "torch_dtype": "bfloat16",
 }
 GEMMA2_9B = {
-    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 3584,
-    "intermediate_size": 14336, "num_attention_heads": 16, "num_hidden_layers": 42,
-    "num_key_value_heads": 8, "head_dim": 256, "vocab_size": 256000, "sliding_window": 4096,
+    "architectures": ["Gemma2ForCausalLM"],
+    "model_type": "gemma2",
+    "hidden_size": 3584,
+    "intermediate_size": 14336,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 42,
+    "num_key_value_heads": 8,
+    "head_dim": 256,
+    "vocab_size": 256000,
+    "sliding_window": 4096,
     "torch_dtype": "float32",
 }
 
@@ -66,8 +111,11 @@ def test_llama3_8b_kv_and_params() -> None:
     assert s.kv_bytes_per_token() == 2 * 32 * 8 * 128 * 2 == 128 * 1024
     assert s.kv_bytes_for_context(8192) == 8192 * 128 * 1024  # 1 GiB per 8k sequence
     # embeddings 2 x 128256 x 4096, per layer attn 2x4096^2 + 2x4096x1024, MLP 3x4096x14336
-    hand = 2 * 128256 * 4096 + 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
-                                      + 2 * 4096) + 4096
+    hand = (
+        2 * 128256 * 4096
+        + 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096)
+        + 4096
+    )
     assert s.n_params == hand
     assert 8.02e9 < s.n_params < 8.04e9
     assert s.weights_bytes() == hand * 2
@@ -167,8 +215,19 @@ def test_prefill_floor_by_hand() -> None:
 
 def test_peak_table_has_sources_and_sane_values() -> None:
     table = gpu_table()
-    for key in ("h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "l4", "l40s",
-                "a10g", "t4", "rtx-4090", "mi300x"):
+    for key in (
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "a100-40gb",
+        "a100-80gb",
+        "l4",
+        "l40s",
+        "a10g",
+        "t4",
+        "rtx-4090",
+        "mi300x",
+    ):
         d = table[key]
         assert d.source and ("http" in d.source)
         assert 10 * GIB < d.memory_bytes < 260 * GIB
@@ -188,7 +247,9 @@ def test_plan_llama_h100_memory_and_seqs() -> None:
     usable = h100.memory_bytes * 0.9
     assert plan.weights_bytes == s.n_params * 2
     assert plan.kv_bytes_per_sequence == 8192 * 131072  # 1 GiB
-    assert plan.kv_budget_bytes == pytest.approx(usable - plan.weights_bytes - plan.activations_bytes)
+    assert plan.kv_budget_bytes == pytest.approx(
+        usable - plan.weights_bytes - plan.activations_bytes
+    )
     assert plan.max_sequences == int(plan.kv_budget_bytes // (8192 * 131072))
     assert 45 <= plan.max_sequences <= 60
     assert f"--max-num-seqs {plan.max_sequences}" in plan.settings["vllm"]
@@ -210,11 +271,20 @@ def test_plan_does_not_fit_suggests_more_gpus() -> None:
 
 def test_plan_embedded_on_measured_cpu() -> None:
     s = load_shape("embedded")
-    cpu = Device(key="cpu", name="test cpu", memory_bytes=8 * GIB, bandwidth=10e9,
-                 flops={"bf16": 100e9}, source="fixed for the test", kind="cpu", cores=2)
+    cpu = Device(
+        key="cpu",
+        name="test cpu",
+        memory_bytes=8 * GIB,
+        bandwidth=10e9,
+        flops={"bf16": 100e9},
+        source="fixed for the test",
+        kind="cpu",
+        cores=2,
+    )
     plan = plan_capacity(s, cpu, ctx=2048, concurrency=16, tokens=64)
     assert plan.kv_bytes_per_sequence == 2048 * 23040
     assert plan.estimate["itl_floor_s"] == pytest.approx(
-        decode_floor(s, cpu, batch=16, context=(2048 - 64) + 32).itl_s)
+        decode_floor(s, cpu, batch=16, context=(2048 - 64) + 32).itl_s
+    )
     assert plan.settings["llama.cpp"][0].startswith("--parallel ")
     assert cpu.with_cores(1).peak_flops() == pytest.approx(50e9)

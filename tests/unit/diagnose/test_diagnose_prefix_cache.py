@@ -15,8 +15,15 @@ from infersight.stats.aggregate import aggregate
 from infersight.stats.prefix_cache import add_engine_cache, engine_cache
 
 
-def _run(*, shared: float | None, hits_per_s: float | None, sources: int = 1,
-         cached: int | None = None, engine: str = "vllm", **kw: Any) -> RunResult:
+def _run(
+    *,
+    shared: float | None,
+    hits_per_s: float | None,
+    sources: int = 1,
+    cached: int | None = None,
+    engine: str = "vllm",
+    **kw: Any,
+) -> RunResult:
     """A steady vLLM-shaped run whose prompts repeat ``shared`` of their tokens; the
     engine counts 1000 prompt tokens a second per source, ``hits_per_s`` of them hits."""
     result = make_run(**kw)
@@ -28,13 +35,17 @@ def _run(*, shared: float | None, hits_per_s: float | None, sources: int = 1,
             t = 1000.0 + i
             result.samples.append(Sample(t, "engine.prefix_cache_queries_total", 1000.0 * i, src))
             if hits_per_s is not None:
-                result.samples.append(Sample(t, "engine.prefix_cache_hits_total",
-                                             hits_per_s * i, src))
+                result.samples.append(
+                    Sample(t, "engine.prefix_cache_hits_total", hits_per_s * i, src)
+                )
     name = result.config["levels"][0]["name"]
     result.aggregates[name] = aggregate([r for r in result.records], target_concurrency=64)
     if shared is not None:
-        result.aggregates[name]["prefix_sharing"] = {"intended": shared, "sent": shared,
-                                                     "sent_basis": "test"}
+        result.aggregates[name]["prefix_sharing"] = {
+            "intended": shared,
+            "sent": shared,
+            "sent_basis": "test",
+        }
     result.config["engine"]["engine"] = engine
     add_engine_cache(result)
     return result
@@ -52,8 +63,7 @@ def test_shared_prefixes_and_a_cold_cache_name_the_cache_and_its_setting() -> No
     assert any("--enable-prefix-caching" in f for f in v.fixes)
 
 
-@pytest.mark.parametrize(("shared", "hits"), [(0.8, 700.0), (0.1, 0.0), (None, 0.0),
-                                              (0.8, None)])
+@pytest.mark.parametrize(("shared", "hits"), [(0.8, 700.0), (0.1, 0.0), (None, 0.0), (0.8, None)])
 def test_no_verdict_when_the_cache_hits_nothing_is_shared_or_nothing_is_known(
     shared: float | None, hits: float | None
 ) -> None:
@@ -72,8 +82,10 @@ def test_replicas_behind_one_router_are_the_cause_named() -> None:
 
 
 def test_a_full_kv_cache_evicts_prefixes() -> None:
-    v = one(diagnose(_run(shared=0.9, hits_per_s=200.0, kv=0.95, running=64, waiting=0)),
-            "prefix_cache_miss")
+    v = one(
+        diagnose(_run(shared=0.9, hits_per_s=200.0, kv=0.95, running=64, waiting=0)),
+        "prefix_cache_miss",
+    )
     assert "full, so cached prefixes are evicted" in v.summary
     assert any("--gpu-memory-utilization" in f for f in v.fixes)
 
@@ -90,16 +102,21 @@ def test_the_answers_cached_tokens_serve_when_the_engine_has_no_counter() -> Non
 
 def test_engine_cache_counts_increases_over_the_level() -> None:
     src = {"engine": "sglang", "source": "s"}
-    samples = [Sample(float(t), "engine.prefix_cache_queries_total", 100.0 * t, src)
-               for t in range(10)]
+    samples = [
+        Sample(float(t), "engine.prefix_cache_queries_total", 100.0 * t, src) for t in range(10)
+    ]
     # SGLang's hits counter only appears with the first hit: absent before t=5
-    samples += [Sample(float(t), "engine.prefix_cache_hits_total", 30.0 * (t - 4), src)
-                for t in range(5, 10)]
+    samples += [
+        Sample(float(t), "engine.prefix_cache_hits_total", 30.0 * (t - 4), src)
+        for t in range(5, 10)
+    ]
     got = engine_cache(samples, 2.0, 6.0)
     assert got is not None
     assert got["queries"] == pytest.approx(600.0)  # t=2 -> t=8 (read 2 s after the end)
     assert got["hits"] == pytest.approx(120.0)  # from 0 (born at t=5) to 120 at t=8
     assert engine_cache([Sample(3.0, "engine.prefix_cache_hit_ratio", 0.4, src)], 2.0, 6.0) == {
-        "hit_rate": 0.4, "sources": 1,
-        "source": "engine /metrics (engine.prefix_cache_hit_ratio, mean over the level)"}
+        "hit_rate": 0.4,
+        "sources": 1,
+        "source": "engine /metrics (engine.prefix_cache_hit_ratio, mean over the level)",
+    }
     assert engine_cache([], 0.0, 1.0) is None

@@ -14,9 +14,17 @@ from infersight.core.records import RequestRecord, RunResult, Sample
 from infersight.diagnose import VERDICT_IDS, diagnose
 from infersight.diagnose.physics import hardware
 
-NAMES = ["engine.requests_running", "engine.requests_waiting", "engine.kv_cache_usage",
-         "engine.preemptions_total", "engine.slots", "gpu.utilization", "gpu.sm_activity",
-         "process.cpu_percent", "host.cpu_percent"]
+NAMES = [
+    "engine.requests_running",
+    "engine.requests_waiting",
+    "engine.kv_cache_usage",
+    "engine.preemptions_total",
+    "engine.slots",
+    "gpu.utilization",
+    "gpu.sm_activity",
+    "process.cpu_percent",
+    "host.cpu_percent",
+]
 
 
 @st.composite
@@ -49,19 +57,34 @@ samples = st.builds(
     t=st.floats(0, 110),
     name=st.sampled_from(NAMES),
     value=st.one_of(st.none(), st.floats(-1, 300), st.just(float("nan"))),
-    labels=st.sampled_from([{}, {"engine": "vllm"}, {"name": "engine"}, {"gpu": "0"},
-                            {"cpu": "all"}, {"engine": "llamacpp", "stat": "p50"}]),
+    labels=st.sampled_from(
+        [
+            {},
+            {"engine": "vllm"},
+            {"name": "engine"},
+            {"gpu": "0"},
+            {"cpu": "all"},
+            {"engine": "llamacpp", "stat": "p50"},
+        ]
+    ),
 )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(recs=st.lists(records(), max_size=30), smp=st.lists(samples, max_size=60),
-       window=st.one_of(st.none(), st.floats(0.5, 50)))
-def test_diagnose_total_on_random_runs(recs: list[RequestRecord], smp: list[Sample],
-                                       window: float | None) -> None:
-    run = RunResult(records=recs, samples=smp,
-                    config={"engine": {"engine": "vllm", "url": "u"}},
-                    environment={"gpus": [{"name": "NVIDIA L4"}]})
+@given(
+    recs=st.lists(records(), max_size=30),
+    smp=st.lists(samples, max_size=60),
+    window=st.one_of(st.none(), st.floats(0.5, 50)),
+)
+def test_diagnose_total_on_random_runs(
+    recs: list[RequestRecord], smp: list[Sample], window: float | None
+) -> None:
+    run = RunResult(
+        records=recs,
+        samples=smp,
+        config={"engine": {"engine": "vllm", "url": "u"}},
+        environment={"gpus": [{"name": "NVIDIA L4"}]},
+    )
     vs = diagnose(run, window_seconds=window)
     if recs or any(s.value is not None and math.isfinite(s.value) for s in smp):
         assert vs  # every window gets at least one verdict ("healthy" if nothing else)
@@ -80,7 +103,7 @@ def test_cpu_microbenchmark_keeps_best(tmp_path: Path, monkeypatch: pytest.Monke
         assert d.kind == "cpu" and d.measured and d.cores >= 1
         assert 1e8 < d.bandwidth < 1e12 and 1e8 < d.peak_flops() < 1e14
         cache = json.loads((tmp_path / "infersight" / "cpu_peaks.json").read_text())
-        (host, best), = cache.items()
+        ((host, best),) = cache.items()
         best["flops_per_core"] *= 1000  # a better earlier run is kept, never lowered
         (tmp_path / "infersight" / "cpu_peaks.json").write_text(json.dumps({host: best}))
         hardware.measure_cpu.cache_clear()

@@ -16,8 +16,9 @@ from infersight.diagnose.physics import (
 
 
 def test_kv_bound() -> None:
-    vs = diagnose(make_run(running=180, waiting=40, kv=0.97, preempt_per_s=2.0, util=0.98,
-                           sm=0.8, itl=0.03))
+    vs = diagnose(
+        make_run(running=180, waiting=40, kv=0.97, preempt_per_s=2.0, util=0.98, sm=0.8, itl=0.03)
+    )
     v = one(vs, "kv_bound")
     assert "slot_bound" not in ids(vs) and "capacity" not in ids(vs)
     assert v.evidence_value("KV cache usage") == pytest.approx(0.97, abs=0.02)
@@ -41,8 +42,10 @@ def test_slot_bound_from_one_level_names_the_limit_and_gives_no_number() -> None
     assert v.evidence_value("running (R)") == pytest.approx(32, rel=0.05)
     # one level: nothing to check the model on, so no number beyond what it measured
     assert v.evidence_value("recommended slots") is None
-    assert "raise --max-num-seqs above 32 (no number beyond the measured range: fewer " \
-           "than two usable levels" in v.summary
+    assert (
+        "raise --max-num-seqs above 32 (no number beyond the measured range: fewer "
+        "than two usable levels" in v.summary
+    )
     assert v.fixes[0].startswith("raise --max-num-seqs above 32, then bench again")
 
 
@@ -51,7 +54,9 @@ def test_capacity() -> None:
     v = one(vs, "capacity")
     assert v.title == "Queueing: capacity" and v.confidence >= 0.75
     assert v.evidence_value("device busy") == pytest.approx(0.85, abs=0.03)
-    assert any("replicas" in f for f in v.fixes) and any("--data-parallel-size" in f for f in v.fixes)
+    assert any("replicas" in f for f in v.fixes) and any(
+        "--data-parallel-size" in f for f in v.fixes
+    )
 
 
 def test_bandwidth_bound_decode_states_floor_ratio() -> None:
@@ -66,8 +71,9 @@ def test_bandwidth_bound_decode_states_floor_ratio() -> None:
 
 
 def test_compute_bound_prefill() -> None:
-    run = make_run(running=4, concurrency=4, prompt=8000, output=4, ttft=0.8, itl=0.02,
-                   util=0.97, sm=0.9)
+    run = make_run(
+        running=4, concurrency=4, prompt=8000, output=4, ttft=0.8, itl=0.02, util=0.97, sm=0.9
+    )
     v = one(diagnose(run), "compute_bound_prefill")
     assert v.evidence_value("prompt tokens (mean)") == 8000
     assert v.evidence_value("TTFT share of e2e") > 0.9
@@ -96,8 +102,9 @@ def test_under_loaded() -> None:
 
 
 def test_error_driven_names_kind_and_source() -> None:
-    v = one(diagnose(make_run(running=16, error_kind="RateLimited", error_every=10)),
-            "error_driven")
+    v = one(
+        diagnose(make_run(running=16, error_kind="RateLimited", error_every=10)), "error_driven"
+    )
     assert v.evidence_value("error rate") == pytest.approx(0.1, abs=0.02)
     assert v.evidence_value("errors: RateLimited") > 0
     assert v.evidence_value("from: vllm-a") == v.evidence_value("failed requests")
@@ -132,8 +139,16 @@ def test_window_seconds_splits_and_merges() -> None:
 
 def test_phases_detected_per_window() -> None:
     a = make_run(running=4, concurrency=4, util=0.2, sm=0.1, duration=20)
-    b = make_run(running=180, waiting=40, kv=0.97, preempt_per_s=2.0, util=0.98, sm=0.8,
-                 itl=0.03, duration=20)
+    b = make_run(
+        running=180,
+        waiting=40,
+        kv=0.97,
+        preempt_per_s=2.0,
+        util=0.98,
+        sm=0.8,
+        itl=0.03,
+        duration=20,
+    )
     shift = 25.0
     for r in b.records:
         r.scheduled += shift
@@ -151,16 +166,18 @@ def test_phases_detected_per_window() -> None:
 
 def test_client_limited_flag_from_aggregates() -> None:
     run = make_run(running=16)
-    run.aggregates = {"c=16": {"client_limited": {"flag": True, "reasons": [
-        "schedule lag p99 12.0 ms > 5 ms"]}}}
+    run.aggregates = {
+        "c=16": {"client_limited": {"flag": True, "reasons": ["schedule lag p99 12.0 ms > 5 ms"]}}
+    }
     v = one(diagnose(run), "client_limited")
     assert v.evidence_value("reason") == "schedule lag p99 12.0 ms > 5 ms"
 
 
 def test_samples_only_monitor_recording() -> None:
     run = make_run(running=32, waiting=50, slots=32, util=0.9)
-    monitor = RunResult(kind="monitor", config={"engine": {"url": "", "engine": "vllm"}},
-                        samples=run.samples)
+    monitor = RunResult(
+        kind="monitor", config={"engine": {"url": "", "engine": "vllm"}}, samples=run.samples
+    )
     vs = diagnose(monitor, gpu="h100")
     assert "slot_bound" in ids(vs)
 
@@ -178,8 +195,12 @@ def test_verdicts_serialise_per_contract() -> None:
 def test_engine_specific_fix_names() -> None:
     for engine, flag in (("sglang", "--max-running-requests"), ("tgi", "--max-batch-size")):
         run = make_run(running=32, waiting=50, slots=32)
-        run.samples = [Sample(s.t, s.name, s.value, {**s.labels, "engine": engine})
-                       if s.name.startswith("engine.") else s for s in run.samples]
+        run.samples = [
+            Sample(s.t, s.name, s.value, {**s.labels, "engine": engine})
+            if s.name.startswith("engine.")
+            else s
+            for s in run.samples
+        ]
         v = one(diagnose(run), "slot_bound")
         assert v.engine == engine and flag in v.fixes[0]
 
@@ -199,14 +220,21 @@ def _with_oom(run: RunResult, every: int, message: str) -> RunResult:
 def test_memory_pressure_names_the_capacity_plans_fix() -> None:
     # One OOM in 50 is under the error-driven threshold's radar for other rules, but an
     # engine that ran out of memory is a finding on its own.
-    run = _with_oom(make_run(running=200, slots=256, kv=0.95, util=0.9),
-                    50, "HTTP 400: CUDA out of memory. Tried to allocate 2.00 GiB")
+    run = _with_oom(
+        make_run(running=200, slots=256, kv=0.95, util=0.9),
+        50,
+        "HTTP 400: CUDA out of memory. Tried to allocate 2.00 GiB",
+    )
     vs = diagnose(run, gpu="h100")
     v = one(vs, "memory_pressure")
-    assert ids(vs).index("memory_pressure") < ids(vs).index("error_driven") \
-        if "error_driven" in ids(vs) else True
+    assert (
+        ids(vs).index("memory_pressure") < ids(vs).index("error_driven")
+        if "error_driven" in ids(vs)
+        else True
+    )
     assert v.evidence_value("out-of-memory errors") == sum(
-        1 for r in run.records if r.error == "OutOfMemory")
+        1 for r in run.records if r.error == "OutOfMemory"
+    )
     shape, h100 = shape_from_hf_config(LLAMA3_8B), find_gpu("h100")
     assert h100 is not None
     target = v.evidence_value("recommended slots")

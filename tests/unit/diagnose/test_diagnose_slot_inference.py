@@ -20,23 +20,33 @@ from infersight.diagnose import diagnose
 runner = CliRunner()
 
 
-def engine_run(*, running: float | Sequence[float], waiting: float, kv: float | None,
-               engine: str = "vllm", slots: float | None = None, preempt_per_s: float = 0.0,
-               clients: int | None = None) -> RunResult:
+def engine_run(
+    *,
+    running: float | Sequence[float],
+    waiting: float,
+    kv: float | None,
+    engine: str = "vllm",
+    slots: float | None = None,
+    preempt_per_s: float = 0.0,
+    clients: int | None = None,
+) -> RunResult:
     """Records of a closed loop plus one engine scrape a second, shaped like ``engine``'s
     /metrics after normalisation: vLLM exports running, waiting and KV usage but no slot
     limit; llama.cpp exports running, deferred and /props slots but no KV usage."""
     r0 = running if isinstance(running, int | float) else max(running)
-    run = make_run(running=r0, waiting=waiting, concurrency=clients or round(r0 + waiting),
-                   util=0.5, sm=0.3)
+    run = make_run(
+        running=r0, waiting=waiting, concurrency=clients or round(r0 + waiting), util=0.5, sm=0.3
+    )
     t_base, n = 1000.0, 31
     rs = [float(running)] * n if isinstance(running, int | float) else list(running)
     lab = {"engine": engine, "source": "http://10.0.0.5:8000/metrics"}
     samples = [s for s in run.samples if not s.name.startswith("engine.")]
     for i in range(n):
         t = t_base + i
-        samples += [Sample(t, "engine.requests_running", rs[i % len(rs)], lab),
-                    Sample(t, "engine.requests_waiting", float(waiting), lab)]
+        samples += [
+            Sample(t, "engine.requests_running", rs[i % len(rs)], lab),
+            Sample(t, "engine.requests_waiting", float(waiting), lab),
+        ]
         if kv is not None:
             samples.append(Sample(t, "engine.kv_cache_usage", kv, lab))
         if slots is not None:
@@ -88,8 +98,12 @@ def test_llamacpp_without_kv_usage_is_never_kv_bound() -> None:
     assert "KV usage unknown" in v.summary
     assert v.fixes[0].startswith("raise --parallel above 4")
     # even with preemptions, an engine without KV usage is not called KV-bound
-    run.samples += [Sample(1000.0 + i, "engine.preemptions_total", 3.0 * i,
-                           {"engine": "llamacpp", "source": "x"}) for i in range(31)]
+    run.samples += [
+        Sample(
+            1000.0 + i, "engine.preemptions_total", 3.0 * i, {"engine": "llamacpp", "source": "x"}
+        )
+        for i in range(31)
+    ]
     assert "kv_bound" not in ids(diagnose(run))
 
 
@@ -127,4 +141,6 @@ def test_cli_engine_slots_on_a_file(tmp_path: Path) -> None:
     assert "slot_bound" not in [v["id"] for v in doc]
     assert any(e["name"] == "slots (S)" and e["value"] == 256 for e in doc[0]["evidence"])
     bad = runner.invoke(app, ["diagnose", str(path), "--engine-slots", "0"])
-    assert isinstance(bad.exception, ConfigError) and "--engine-slots must be >= 1" in str(bad.exception)
+    assert isinstance(bad.exception, ConfigError) and "--engine-slots must be >= 1" in str(
+        bad.exception
+    )

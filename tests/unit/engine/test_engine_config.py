@@ -71,7 +71,10 @@ def test_wait_policy_defaults_to_a_bounded_spin(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     cfg = resolve_config()
     assert (cfg.omp_wait_policy, cfg.omp_spin_count, cfg.omp_wait_source) == (
-        "AUTO", SPIN_COUNT, "default")
+        "AUTO",
+        SPIN_COUNT,
+        "default",
+    )
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")  # the caller's environment wins
     cfg = resolve_config()
     assert (cfg.omp_wait_policy, cfg.omp_spin_count) == ("ACTIVE", None)

@@ -49,10 +49,19 @@ def test_bench_batch_and_gateway_need_a_url(tmp_path: Path) -> None:
 def test_gateway_flags_apply_to_every_upstream(tmp_path: Path) -> None:
     conf = tmp_path / "gw.toml"
     conf.write_text('[[upstreams]]\nname = "a"\nurl = "http://127.0.0.1:1/v1"\n')
-    cfg = gateway_config(conf, ["b=http://127.0.0.1:2"], port=0, concurrency=3, queue=5,
-                         adaptive=True, ttft_timeout=1.5, no_access_log=True)
+    cfg = gateway_config(
+        conf,
+        ["b=http://127.0.0.1:2"],
+        port=0,
+        concurrency=3,
+        queue=5,
+        adaptive=True,
+        ttft_timeout=1.5,
+        no_access_log=True,
+    )
     assert [(u.name, u.url) for u in cfg.upstreams] == [
-        ("a", "http://127.0.0.1:1"), ("b", "http://127.0.0.1:2")
+        ("a", "http://127.0.0.1:1"),
+        ("b", "http://127.0.0.1:2"),
     ]
     for u in cfg.upstreams:
         assert (u.concurrency, u.queue, u.limiter, u.ttft_timeout_s) == (3, 5, "gradient", 1.5)
@@ -65,8 +74,10 @@ def test_without_upstreams_the_flags_size_the_embedded_engine() -> None:
     cfg = gateway_config(None, concurrency=3, queue=5, adaptive=True)
     assert cfg.upstreams == []
     assert (cfg.engine_parallel, cfg.engine_queue, cfg.engine_limiter) == (3, 5, "gradient")
-    up = engine_upstream(Endpoint("http://127.0.0.1:7", started_by="gateway", slots=3,
-                                  model="m"), limiter=cfg.engine_limiter)
+    up = engine_upstream(
+        Endpoint("http://127.0.0.1:7", started_by="gateway", slots=3, model="m"),
+        limiter=cfg.engine_limiter,
+    )
     # The engine's slots are the limit (a deeper one would queue out of the gateway's
     # sight); the queue defaults to 8 per slot.
     assert (up.concurrency, up.max_concurrency, up.queue, up.limiter) == (3, 12, 24, "gradient")
@@ -76,8 +87,9 @@ def test_without_upstreams_the_flags_size_the_embedded_engine() -> None:
 def test_the_engine_upstream_carries_the_engines_key_without_showing_it() -> None:
     key = internal_key()
     assert len(key) >= 40 and key != internal_key()  # random, made per start
-    up = engine_upstream(Endpoint("http://127.0.0.1:7", api_key=key, started_by="serve",
-                                  slots=2, model="m"))
+    up = engine_upstream(
+        Endpoint("http://127.0.0.1:7", api_key=key, started_by="serve", slots=2, model="m")
+    )
     assert up.api_key is not None and up.api_key.get_secret_value() == key
     assert key not in repr(up) and key not in str(up.model_dump())
     assert engine_upstream(Endpoint("http://127.0.0.1:7", slots=1)).api_key is None
@@ -92,7 +104,10 @@ def test_serve_takes_the_key_from_a_variable_a_file_or_the_default(
     monkeypatch.setenv("INFERSIGHT_API_KEY", "sk-default-1")
     f = tmp_path / "key"
     f.write_text("sk-serve-file-1\n")
-    assert resolve_key(str(f), api_key_env="C14C_SERVE_KEY") == ("sk-serve-env-1", "$C14C_SERVE_KEY")
+    assert resolve_key(str(f), api_key_env="C14C_SERVE_KEY") == (
+        "sk-serve-env-1",
+        "$C14C_SERVE_KEY",
+    )
     assert resolve_key(str(f)) == ("sk-serve-file-1", f"file {f}")
     assert resolve_key(None) == ("sk-default-1", "$INFERSIGHT_API_KEY")
     with pytest.raises(ConfigError, match="C14C_UNSET"):

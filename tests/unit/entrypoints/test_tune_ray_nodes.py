@@ -10,13 +10,19 @@ from infersight.tune import TuneConfig
 
 
 def test_nodes_are_comparable_by_cpus_gpu_count_and_model() -> None:
-    h100 = {"CPU": 64.0, "GPU": 8.0, "accelerator_type:H100": 1.0, "memory": 1e12,
-            "node:10.0.0.1": 1.0}
+    h100 = {
+        "CPU": 64.0,
+        "GPU": 8.0,
+        "accelerator_type:H100": 1.0,
+        "memory": 1e12,
+        "node:10.0.0.1": 1.0,
+    }
     assert comparable_key(h100) == "cpu=64,gpu=8xH100"
     # The node's own address and memory do not count; the GPU model does.
     assert comparable_key({**h100, "memory": 5e11, "node:10.0.0.2": 1.0}) == comparable_key(h100)
     a100 = {k: v for k, v in h100.items() if k != "accelerator_type:H100"} | {
-        "accelerator_type:A100": 1.0}
+        "accelerator_type:A100": 1.0
+    }
     assert comparable_key(a100) != comparable_key(h100)
     assert comparable_key({"CPU": 1.0}) == "cpu=1,gpu=0"
     assert comparable_key({"CPU": 64.0, "GPU": 4.0}) == "cpu=64,gpu=4"

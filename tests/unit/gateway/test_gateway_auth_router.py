@@ -17,8 +17,9 @@ from infersight.gateway.router import Router
 
 async def test_keystore() -> None:
     t = [0.0]
-    ks = KeyStore([KeyConfig(name="a", sha256=hash_key("k1"), requests_per_minute=60)],
-                  clock=lambda: t[0])
+    ks = KeyStore(
+        [KeyConfig(name="a", sha256=hash_key("k1"), requests_per_minute=60)], clock=lambda: t[0]
+    )
     assert ks.authenticate("Bearer k1") == "a"
     for bad in (None, "", "Bearer", "Basic k1", "Bearer k2"):
         with pytest.raises(AuthError) as ei:
@@ -35,8 +36,12 @@ async def test_keystore() -> None:
 
 
 async def test_keystore_budget_refuses_once_spent() -> None:
-    ks = KeyStore([KeyConfig(name="b", sha256=hash_key("k"), max_cost_usd=0.01),
-                   KeyConfig(name="free", sha256=hash_key("f"))])
+    ks = KeyStore(
+        [
+            KeyConfig(name="b", sha256=hash_key("k"), max_cost_usd=0.01),
+            KeyConfig(name="free", sha256=hash_key("f")),
+        ]
+    )
     await ks.admit("b")
     ks.charge_tokens("b", 100, 0.006)
     await ks.admit("b")  # $0.006 of $0.01: still within
@@ -91,8 +96,11 @@ class U:
 
 def test_router_order() -> None:
     a, b, c, d = U("a", ["big"], 0.5), U("b", ["big"], 0.1), U("c", ["small"]), U("d", ["alt"])
-    r = Router([a, b, c, d], fallbacks={"big": ["alt"], "alt": ["big"]},
-               cost_rules=[CostRule(model="big", cheaper="small", max_tokens=100)])
+    r = Router(
+        [a, b, c, d],
+        fallbacks={"big": ["alt"], "alt": ["big"]},
+        cost_rules=[CostRule(model="big", cheaper="small", max_tokens=100)],
+    )
     names = [(x.upstream.name, x.model, x.fallback) for x in r.candidates("big", 500)]
     assert names == [("b", "big", False), ("a", "big", False), ("d", "alt", True)]
     assert r.candidates("big", 50)[0].upstream.name == "c"
@@ -103,8 +111,11 @@ def test_router_order() -> None:
 
 
 def test_router_chain_is_computed_once_and_stays_bounded() -> None:
-    r = Router([U("a", ["big"])], fallbacks={"big": ["alt", "big"], "alt": ["x"]},
-               cost_rules=[CostRule(model="big", cheaper="small", max_tokens=100)])
+    r = Router(
+        [U("a", ["big"])],
+        fallbacks={"big": ["alt", "big"], "alt": ["x"]},
+        cost_rules=[CostRule(model="big", cheaper="small", max_tokens=100)],
+    )
     first = r.chain("big", 500)
     assert first == ["big", "alt", "x"] and r.chain("big", 50) == ["small", "big", "alt", "x"]
     first.append("mutated")  # callers get their own list: the cache is not theirs
@@ -116,17 +127,21 @@ def test_router_chain_is_computed_once_and_stays_bounded() -> None:
 
 
 def test_validate_and_estimate() -> None:
-    body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "x" * 40}],
-                            "max_tokens": 5}
+    body: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "x" * 40}],
+        "max_tokens": 5,
+    }
     assert validate("chat", body) == ("m", False)
     assert estimate_tokens("chat", body) == 15
     assert validate("embeddings", {"model": "m", "input": [[1, 2], [3]]}) == ("m", False)
-    for endpoint, bad in [("chat", {"model": "m", "messages": []}),
-                          ("completions", {"model": "m", "prompt": [1.5]}),
-                          ("embeddings", {"model": "m", "input": "x", "stream": True}),
-                          ("chat", {"model": "m", "messages": [{"role": "u"}], "n": 0}),
-                          ("chat", {"model": "m", "messages": [{"role": "u"}],
-                                    "temperature": "hot"})]:
+    for endpoint, bad in [
+        ("chat", {"model": "m", "messages": []}),
+        ("completions", {"model": "m", "prompt": [1.5]}),
+        ("embeddings", {"model": "m", "input": "x", "stream": True}),
+        ("chat", {"model": "m", "messages": [{"role": "u"}], "n": 0}),
+        ("chat", {"model": "m", "messages": [{"role": "u"}], "temperature": "hot"}),
+    ]:
         with pytest.raises(BadRequest):
             validate(endpoint, bad)
 

@@ -11,8 +11,9 @@ from infersight.gateway.breaker import BreakerState, CircuitBreaker
 def test_full_cycle() -> None:
     t = [0.0]
     changes: list[BreakerState] = []
-    b = CircuitBreaker(failures=3, cooldown=5.0, probes=1, clock=lambda: t[0],
-                       on_change=changes.append)
+    b = CircuitBreaker(
+        failures=3, cooldown=5.0, probes=1, clock=lambda: t[0], on_change=changes.append
+    )
     for _ in range(2):
         assert b.allow()
         b.record_failure()
@@ -22,16 +23,21 @@ def test_full_cycle() -> None:
     assert b.seconds_until_probe() == 5.0
     t[0] = 5.0
     assert b.state is BreakerState.HALF_OPEN
-    assert b.allow()            # the one probe
-    assert not b.allow()        # no second probe while it is out
-    b.record_failure()          # probe failed: open again
+    assert b.allow()  # the one probe
+    assert not b.allow()  # no second probe while it is out
+    b.record_failure()  # probe failed: open again
     assert b.state is BreakerState.OPEN
     t[0] = 10.0
     assert b.allow()
     b.record_success()
     assert b.state is BreakerState.CLOSED and b.allow()
-    assert changes == [BreakerState.OPEN, BreakerState.HALF_OPEN, BreakerState.OPEN,
-                       BreakerState.HALF_OPEN, BreakerState.CLOSED]
+    assert changes == [
+        BreakerState.OPEN,
+        BreakerState.HALF_OPEN,
+        BreakerState.OPEN,
+        BreakerState.HALF_OPEN,
+        BreakerState.CLOSED,
+    ]
 
 
 def test_success_resets_the_failure_count() -> None:

@@ -40,20 +40,25 @@ def test_toml_file_env_and_flags_layer(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_yaml_file(tmp_path: Path) -> None:
     f = tmp_path / "gw.yaml"
-    f.write_text("upstreams:\n  - name: b\n    url: https://api.example.com\n"
-                 "    api_key_env: EXAMPLE_KEY\n    concurrency: 4\n")
+    f.write_text(
+        "upstreams:\n  - name: b\n    url: https://api.example.com\n"
+        "    api_key_env: EXAMPLE_KEY\n    concurrency: 4\n"
+    )
     cfg = load_config(f)
     assert cfg.upstreams[0].concurrency == 4 and cfg.upstreams[0].api_key_env == "EXAMPLE_KEY"
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("upstreams = [{name = 'a', url = 'ftp://x'}]", "http"),
-    ("upstreams = [{name = 'a', url = 'http://x', concurrency = 0}]", "concurrency"),
-    ("unknown_field = 1", "unknown_field"),
-    ("[[keys]]\nname='k'\nsha256='abc'", "sha256"),
-    ("upstreams = [{name='a', url='http://x'}, {name='a', url='http://y'}]", "unique"),
-    ("= broken", "invalid syntax"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("upstreams = [{name = 'a', url = 'ftp://x'}]", "http"),
+        ("upstreams = [{name = 'a', url = 'http://x', concurrency = 0}]", "concurrency"),
+        ("unknown_field = 1", "unknown_field"),
+        ("[[keys]]\nname='k'\nsha256='abc'", "sha256"),
+        ("upstreams = [{name='a', url='http://x'}, {name='a', url='http://y'}]", "unique"),
+        ("= broken", "invalid syntax"),
+    ],
+)
 def test_bad_files_give_one_clear_line(tmp_path: Path, text: str, needle: str) -> None:
     f = tmp_path / "gw.toml"
     f.write_text(text)
@@ -69,11 +74,19 @@ def test_missing_file() -> None:
 
 
 def test_upstream_flag() -> None:
-    d = parse_upstream_flag("fast=http://h:1/v1,models=a|b,concurrency=8,queue=4,"
-                            "limiter=gradient,key_env=K,ttft=2.5")
-    assert d == {"name": "fast", "url": "http://h:1/v1", "models": ["a", "b"],
-                 "concurrency": "8", "queue": "4", "limiter": "gradient", "api_key_env": "K",
-                 "ttft_timeout_s": 2.5}
+    d = parse_upstream_flag(
+        "fast=http://h:1/v1,models=a|b,concurrency=8,queue=4,limiter=gradient,key_env=K,ttft=2.5"
+    )
+    assert d == {
+        "name": "fast",
+        "url": "http://h:1/v1",
+        "models": ["a", "b"],
+        "concurrency": "8",
+        "queue": "4",
+        "limiter": "gradient",
+        "api_key_env": "K",
+        "ttft_timeout_s": 2.5,
+    }
     # a duration with its unit, and a key from a file
     d2 = parse_upstream_flag("b=http://h:2,ttft=500ms,key_file=/run/secrets/b")
     assert d2["ttft_timeout_s"] == 0.5 and d2["api_key_file"] == "/run/secrets/b"

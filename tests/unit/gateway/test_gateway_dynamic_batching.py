@@ -29,9 +29,7 @@ class Recorder:
 async def test_flush_at_size() -> None:
     rec = Recorder()
     b: DynamicBatcher[str, str] = DynamicBatcher(rec, max_batch_size=4, max_wait=10.0)
-    out = await asyncio.wait_for(
-        asyncio.gather(*(b.submit("k", f"x{i}") for i in range(8))), 2.0
-    )
+    out = await asyncio.wait_for(asyncio.gather(*(b.submit("k", f"x{i}") for i in range(8))), 2.0)
     assert out == [f"k:x{i}" for i in range(8)]
     assert [len(c) for c in rec.calls] == [4, 4]
 
@@ -50,11 +48,14 @@ async def test_flush_at_age() -> None:
 
 async def test_keys_and_length_classes_never_mix() -> None:
     rec = Recorder()
-    b: DynamicBatcher[str, str] = DynamicBatcher(rec, max_batch_size=100, max_wait=0.01,
-                                                  length_ratio=4.0)
+    b: DynamicBatcher[str, str] = DynamicBatcher(
+        rec, max_batch_size=100, max_wait=0.01, length_ratio=4.0
+    )
     await asyncio.gather(
-        b.submit("m1", "s1", length=10), b.submit("m1", "s2", length=12),
-        b.submit("m2", "o1", length=10), b.submit("m1", "long", length=1000),
+        b.submit("m1", "s1", length=10),
+        b.submit("m1", "s2", length=12),
+        b.submit("m2", "o1", length=10),
+        b.submit("m1", "long", length=1000),
     )
     assert sorted(map(sorted, rec.calls)) == [["long"], ["o1"], ["s1", "s2"]]
 
@@ -62,8 +63,9 @@ async def test_keys_and_length_classes_never_mix() -> None:
 async def test_each_caller_gets_its_own_error() -> None:
     rec = Recorder(fail_item="bad")
     b: DynamicBatcher[str, str] = DynamicBatcher(rec, max_batch_size=3, max_wait=1.0)
-    res = await asyncio.gather(b.submit("k", "a"), b.submit("k", "bad"), b.submit("k", "c"),
-                               return_exceptions=True)
+    res = await asyncio.gather(
+        b.submit("k", "a"), b.submit("k", "bad"), b.submit("k", "c"), return_exceptions=True
+    )
     assert res[0] == "k:a" and res[2] == "k:c" and isinstance(res[1], ValueError)
 
 
@@ -77,17 +79,27 @@ async def test_batch_failure_reaches_every_caller() -> None:
 async def test_units_count_towards_size() -> None:
     rec = Recorder()
     b: DynamicBatcher[str, str] = DynamicBatcher(rec, max_batch_size=5, max_wait=10.0)
-    await asyncio.wait_for(asyncio.gather(b.submit("k", "a", units=3), b.submit("k", "b", units=3),
-                                          b.submit("k", "c", units=2)), 2.0)
+    await asyncio.wait_for(
+        asyncio.gather(
+            b.submit("k", "a", units=3), b.submit("k", "b", units=3), b.submit("k", "c", units=2)
+        ),
+        2.0,
+    )
     assert rec.calls == [["a"], ["b", "c"]]
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("ab"), st.integers(1, 3), st.integers(1, 500)),
-                min_size=1, max_size=30),
-       st.integers(1, 8))
-def test_every_item_answered_once_batches_bounded(items: list[tuple[str, int, int]],
-                                                  size: int) -> None:
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("ab"), st.integers(1, 3), st.integers(1, 500)),
+        min_size=1,
+        max_size=30,
+    ),
+    st.integers(1, 8),
+)
+def test_every_item_answered_once_batches_bounded(
+    items: list[tuple[str, int, int]], size: int
+) -> None:
     async def run() -> None:
         seen: list[list[int]] = []
 
@@ -96,12 +108,15 @@ def test_every_item_answered_once_batches_bounded(items: list[tuple[str, int, in
             return [i * 10 for i in batch]
 
         b: DynamicBatcher[int, int] = DynamicBatcher(runner, max_batch_size=size, max_wait=0.001)
-        res = await asyncio.gather(*(b.submit(k, i, units=min(u, size), length=ln)
-                                     for i, (k, u, ln) in enumerate(items)))
+        res = await asyncio.gather(
+            *(b.submit(k, i, units=min(u, size), length=ln) for i, (k, u, ln) in enumerate(items))
+        )
         assert res == [i * 10 for i in range(len(items))]
         assert sorted(x for bt in seen for x in bt) == list(range(len(items)))
         for bt in seen:
-            assert sum(min(items[i][1], size) for i in bt) <= max(size, max(min(items[i][1], size) for i in bt))
+            assert sum(min(items[i][1], size) for i in bt) <= max(
+                size, max(min(items[i][1], size) for i in bt)
+            )
 
     asyncio.run(run())
 

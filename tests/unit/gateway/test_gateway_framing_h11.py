@@ -34,12 +34,20 @@ async def test_the_server_is_at_least_as_strict_as_h11(port: int, name: str) -> 
     if name.startswith("ok:"):
         assert got.bodies == want and not got.refused, (got, ref)  # as lenient where right
     if got.refused:
-        assert all(400 <= s < 500 for s in got.statuses[len(got.bodies):]), got
+        assert all(400 <= s < 500 for s in got.statuses[len(got.bodies) :]), got
 
 
 def test_the_corpus_covers_what_the_issue_names() -> None:
     names = " ".join(CASES).lower()
-    for want in ("cl.te", "te.cl", "cl duplicated", "cl signed", "bare lf in a chunk",
-                 "obs-fold", "http/0.9", "invalid trailer"):
+    for want in (
+        "cl.te",
+        "te.cl",
+        "cl duplicated",
+        "cl signed",
+        "bare lf in a chunk",
+        "obs-fold",
+        "http/0.9",
+        "invalid trailer",
+    ):
         assert want in names, want
     assert sum(h11_reading(raw).refused for raw in CASES.values()) >= 15

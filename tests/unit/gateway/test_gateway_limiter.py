@@ -45,10 +45,14 @@ def test_drops_shrink_the_limit() -> None:
         assert lim.limit < 50
 
 
-@given(st.sampled_from(["static", "aimd", "gradient"]), st.integers(1, 50),
-       st.lists(st.tuples(st.floats(0.0, 10.0), st.integers(0, 100), st.booleans()), max_size=200))
-def test_limit_always_within_bounds(kind: str, start: int,
-                                    samples: list[tuple[float, int, bool]]) -> None:
+@given(
+    st.sampled_from(["static", "aimd", "gradient"]),
+    st.integers(1, 50),
+    st.lists(st.tuples(st.floats(0.0, 10.0), st.integers(0, 100), st.booleans()), max_size=200),
+)
+def test_limit_always_within_bounds(
+    kind: str, start: int, samples: list[tuple[float, int, bool]]
+) -> None:
     lim = make_limiter(kind, start, 2, 64)
     for lat, inflight, dropped in samples:
         lim.on_sample(lat, inflight, dropped)

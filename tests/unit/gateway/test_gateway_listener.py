@@ -70,8 +70,11 @@ async def test_a_pipelined_head_waits_for_the_running_request() -> None:
     # A request that runs longer than the head timeout, with part of the next head
     # sent behind it: the running request is not cut (its answer arrives whole).
     async with served(ClientLimits(head_timeout_s=0.3)) as (port, seen):
-        parts: list[bytes | float] = [request_bytes("GET", "/slow?s=1.0"), 0.1,
-                                      request_bytes("GET", "/slow")[:12]]
+        parts: list[bytes | float] = [
+            request_bytes("GET", "/slow?s=1.0"),
+            0.1,
+            request_bytes("GET", "/slow")[:12],
+        ]
         a = await asyncio.to_thread(exchange, "127.0.0.1", port, parts)
     assert a.status == 200 and a.json() == {"ok": True}
     # the handler ran its whole second, past the 0.3 s head limit, and was not cancelled
@@ -115,8 +118,10 @@ def _read_all(port: int) -> bytes:
 
 async def test_one_address_over_its_cap_gets_a_429_at_once() -> None:
     events: list[str] = []
-    async with served(ClientLimits(max_connections_per_client=2, on_event=events.append)
-                      ) as (port, _):
+    async with served(ClientLimits(max_connections_per_client=2, on_event=events.append)) as (
+        port,
+        _,
+    ):
         held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
         got = await asyncio.to_thread(_read_all, port)  # sends nothing, reads to the close
         assert got.startswith(b"HTTP/1.1 429 ") and b'"too_many_connections"' in got

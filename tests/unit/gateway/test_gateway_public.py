@@ -23,16 +23,24 @@ def _upstream_error(status: int, body: object) -> E.StatusError:
 
 
 def test_an_upstream_4xx_body_passes_through_as_written() -> None:
-    err = {"message": "too long", "type": "invalid_request_error",
-           "code": "context_length_exceeded", "param": "messages", "extra": 1}
+    err = {
+        "message": "too long",
+        "type": "invalid_request_error",
+        "code": "context_length_exceeded",
+        "param": "messages",
+        "extra": 1,
+    }
     e = _upstream_error(400, {"error": err})
     assert passthrough(e) == (400, {"error": err})
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ({"detail": "field required"}, "field required"),
-    (b"plain text refusal", "plain text refusal"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"detail": "field required"}, "field required"),
+        (b"plain text refusal", "plain text refusal"),
+    ],
+)
 def test_other_4xx_shapes_get_the_openai_envelope(body: object, message: str) -> None:
     status, doc = passthrough(_upstream_error(422, body)) or (0, {})
     assert status == 422 and doc["error"]["message"] == message
@@ -70,12 +78,18 @@ def test_failure_log_is_throttled_and_has_no_credentials(caplog: pytest.LogCaptu
     assert all("10.0.0.5:8000" in x and "s3cret" not in x for x in lines)
 
 
-@pytest.mark.parametrize(("body", "sent"), [
-    ({"max_tokens": 500}, {"max_tokens": 64}),
-    ({"max_tokens": 10}, {"max_tokens": 10}),
-    ({}, {"max_tokens": 64}),
-    ({"max_completion_tokens": 900}, {"max_completion_tokens": 64}),
-    ({"max_tokens": 900, "max_completion_tokens": 20}, {"max_tokens": 64, "max_completion_tokens": 20}),
-])
+@pytest.mark.parametrize(
+    ("body", "sent"),
+    [
+        ({"max_tokens": 500}, {"max_tokens": 64}),
+        ({"max_tokens": 10}, {"max_tokens": 10}),
+        ({}, {"max_tokens": 64}),
+        ({"max_completion_tokens": 900}, {"max_completion_tokens": 64}),
+        (
+            {"max_tokens": 900, "max_completion_tokens": 20},
+            {"max_tokens": 64, "max_completion_tokens": 20},
+        ),
+    ],
+)
 def test_max_tokens_cap(body: dict[str, int], sent: dict[str, int]) -> None:
     assert _clamp_max_tokens({"model": "m", **body}, 64) == {"model": "m", **sent}

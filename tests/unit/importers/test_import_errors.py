@@ -53,10 +53,13 @@ def _one_line(msg: str, source: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(frac=st.floats(0.0, 0.999))
-def test_truncated_files_fail_in_one_line_naming_the_format(fmt: str, frac: float,
-                                                            tmp_path: Path) -> None:
+def test_truncated_files_fail_in_one_line_naming_the_format(
+    fmt: str, frac: float, tmp_path: Path
+) -> None:
     data, label = SAMPLES[fmt]
     cut = data[: int(len(data) * frac)]
     p = tmp_path / "cut.json"
@@ -81,12 +84,23 @@ def _leaves(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
-_ODD = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
-                 st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5),
-                 st.lists(st.integers(-5, 5), max_size=3), st.just({}), st.just([]))
-_DOCS = {"guidellm": guidellm(2), "inference-perf-requests": inference_perf_requests(2),
-         "vllm": vllm(2), "aiperf-summary": json.loads(SAMPLES["aiperf-summary"][0]),
-         "inference-perf-summary": json.loads(SAMPLES["inference-perf-summary"][0])}
+_ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+    st.lists(st.integers(-5, 5), max_size=3),
+    st.just({}),
+    st.just([]),
+)
+_DOCS = {
+    "guidellm": guidellm(2),
+    "inference-perf-requests": inference_perf_requests(2),
+    "vllm": vllm(2),
+    "aiperf-summary": json.loads(SAMPLES["aiperf-summary"][0]),
+    "inference-perf-summary": json.loads(SAMPLES["inference-perf-summary"][0]),
+}
 
 
 @pytest.mark.parametrize("fmt", sorted(_DOCS))
@@ -122,17 +136,29 @@ def test_aiperf_records_a_bad_line_is_named(tmp_path: Path) -> None:
     assert "AIPerf per-request export (JSON Lines)" in msg and "line 2" in msg
 
 
-@pytest.mark.parametrize("fmt, edit, words", [
-    ("guidellm", lambda d: d["benchmarks"][0]["config"].pop("strategy"),
-     "benchmarks[0].config has no 'strategy'"),
-    ("guidellm", lambda d: d["benchmarks"][0]["config"]["strategy"].update(type_="sweepy"),
-     "strategy 'sweepy' is not one GuideLLM writes"),
-    ("guidellm", lambda d: d.update(benchmarks=[]), "holds no load level"),
-    ("vllm", lambda d: d["itls"].pop(), "itls has 2 entries for 3 requests"),
-    ("vllm", lambda d: d["start_times"].__setitem__(0, "soon"), "start_times[0] is 'soon'"),
-    ("inference-perf-requests", lambda d: d[0].update(start_time="x"),
-     "request 0.start_time is str, not int or float"),
-])
+@pytest.mark.parametrize(
+    "fmt, edit, words",
+    [
+        (
+            "guidellm",
+            lambda d: d["benchmarks"][0]["config"].pop("strategy"),
+            "benchmarks[0].config has no 'strategy'",
+        ),
+        (
+            "guidellm",
+            lambda d: d["benchmarks"][0]["config"]["strategy"].update(type_="sweepy"),
+            "strategy 'sweepy' is not one GuideLLM writes",
+        ),
+        ("guidellm", lambda d: d.update(benchmarks=[]), "holds no load level"),
+        ("vllm", lambda d: d["itls"].pop(), "itls has 2 entries for 3 requests"),
+        ("vllm", lambda d: d["start_times"].__setitem__(0, "soon"), "start_times[0] is 'soon'"),
+        (
+            "inference-perf-requests",
+            lambda d: d[0].update(start_time="x"),
+            "request 0.start_time is str, not int or float",
+        ),
+    ],
+)
 def test_broken_structures_say_what_is_wrong(fmt: str, edit: Any, words: str) -> None:
     doc = json.loads(SAMPLES[fmt][0])
     edit(doc)
@@ -147,12 +173,17 @@ def test_cli_diagnose_truncated_file_is_one_line_and_exit_2(tmp_path: Path) -> N
     data, label = SAMPLES["guidellm"]
     p = tmp_path / "benchmarks.json"
     p.write_bytes(data[: len(data) // 2])
-    proc = subprocess.run([sys.executable, "-c", "from infersight.cli import main; main()",
-                           "diagnose", str(p)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from infersight.cli import main; main()", "diagnose", str(p)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.startswith(f"error: {p}: read as {label} (from its content): "
-                                  "not valid JSON"), proc.stderr
+    assert proc.stderr.startswith(
+        f"error: {p}: read as {label} (from its content): not valid JSON"
+    ), proc.stderr
     assert "(truncated?)" in proc.stderr
 
 

@@ -16,16 +16,21 @@ runner = CliRunner()
 
 
 def _files(tmp_path: Path) -> list[str]:
-    before = save_run_result(make_run(800, levels=(1, 8), seed=7, run_id="before"),
-                             tmp_path / "a.json")
-    after = save_run_result(make_run(800, levels=(1, 8), seed=7, base_itl=0.004, run_id="after"),
-                            tmp_path / "b.json")
+    before = save_run_result(
+        make_run(800, levels=(1, 8), seed=7, run_id="before"), tmp_path / "a.json"
+    )
+    after = save_run_result(
+        make_run(800, levels=(1, 8), seed=7, base_itl=0.004, run_id="after"), tmp_path / "b.json"
+    )
     return [str(before), str(after)]
 
 
 def test_the_console_names_each_call(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["report", *_files(tmp_path), "-o", str(tmp_path / "r.html"),
-                              "--threshold", "3%"], terminal_width=160)
+    res = runner.invoke(
+        app,
+        ["report", *_files(tmp_path), "-o", str(tmp_path / "r.html"), "--threshold", "3%"],
+        terminal_width=160,
+    )
     assert res.exit_code == 0, res.output
     assert "after against before · level c=8" in res.output
     assert "better" in res.output and "inconclusive: run more" in res.output

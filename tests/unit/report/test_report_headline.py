@@ -18,8 +18,15 @@ from infersight.testing.synthetic_runs import make_run
 SRC = Path(__file__).resolve().parents[3] / "src" / "infersight"
 
 
-def _agg(tok_s: float, ttft99: float, itl99: float, *, sustainable: bool = True,
-         flagged: bool = False, slo: dict[str, float] | None = None) -> dict[str, Any]:
+def _agg(
+    tok_s: float,
+    ttft99: float,
+    itl99: float,
+    *,
+    sustainable: bool = True,
+    flagged: bool = False,
+    slo: dict[str, float] | None = None,
+) -> dict[str, Any]:
     checks = {}
     for key, limit in (slo or {}).items():
         value = ttft99 if key.startswith("ttft") else itl99
@@ -28,7 +35,9 @@ def _agg(tok_s: float, ttft99: float, itl99: float, *, sustainable: bool = True,
         "requests": {"ok": 50, "total": 50},
         "request_throughput": tok_s / 40,
         "output_token_throughput": tok_s,
-        "ttft": {"p99": ttft99}, "itl": {"p99": itl99}, "e2e": {"p99": ttft99 + 1},
+        "ttft": {"p99": ttft99},
+        "itl": {"p99": itl99},
+        "e2e": {"p99": ttft99 + 1},
         "sustainability": {"judged": True, "sustainable": sustainable},
         "client_limited": {"flag": flagged},
         "slo": {"met": all(c["met"] for c in checks.values()), "checks": checks} if slo else None,
@@ -36,9 +45,15 @@ def _agg(tok_s: float, ttft99: float, itl99: float, *, sustainable: bool = True,
 
 
 def _verdict(vid: str, level: str, fixes: list[str] | None = None) -> Verdict:
-    return Verdict(id=vid, title=vid.replace("_", " "), summary=f"{vid} at {level}",
-                   window=VerdictWindow(start=0, end=10), confidence=0.8, level=level,
-                   fixes=fixes or [f"fix {vid}"])
+    return Verdict(
+        id=vid,
+        title=vid.replace("_", " "),
+        summary=f"{vid} at {level}",
+        window=VerdictWindow(start=0, end=10),
+        confidence=0.8,
+        level=level,
+        fixes=fixes or [f"fix {vid}"],
+    )
 
 
 def test_best_point_per_goal_skips_unsustainable_and_client_limited_levels() -> None:
@@ -70,12 +85,17 @@ def test_best_point_per_goal_skips_unsustainable_and_client_limited_levels() -> 
 
 
 def test_the_main_verdict_and_its_one_fix() -> None:
-    vs = [_verdict("under_loaded", "c=1"), _verdict("healthy", "c=4"),
-          _verdict("slot_bound", "c=16", ["raise --parallel to 16", "add a replica"]),
-          _verdict("bandwidth_bound_decode", "c=16")]
+    vs = [
+        _verdict("under_loaded", "c=1"),
+        _verdict("healthy", "c=4"),
+        _verdict("slot_bound", "c=16", ["raise --parallel to 16", "add a replica"]),
+        _verdict("bandwidth_bound_decode", "c=16"),
+    ]
     order = ["c=1", "c=4", "c=16"]
     assert main_verdict(vs, order) is vs[2]  # the limit found at the most load
-    head = build_headline(RunResult(kind="bench", diagnosis=vs), [(n, _agg(1, 1, 1)) for n in order])
+    head = build_headline(
+        RunResult(kind="bench", diagnosis=vs), [(n, _agg(1, 1, 1)) for n in order]
+    )
     assert head.verdict is vs[2] and head.fix == "raise --parallel to 16"
     # a verdict that puts the measurement in doubt comes first, wherever it is
     doubt = [*vs, _verdict("client_limited", "c=4")]
@@ -113,10 +133,12 @@ def test_markdown_starts_with_the_answer_says_no_price_and_has_no_entities() -> 
 
 def test_utilisation_keeps_percent_of_a_core_off_the_device_axis() -> None:
     run = make_run(300, levels=(1, 16), seed=5)  # process CPU at 200% of a core
-    run.samples = [dataclasses.replace(s, value=200.0) if s.name == "process.cpu_percent" else s
-                   for s in run.samples]
+    run.samples = [
+        dataclasses.replace(s, value=200.0) if s.name == "process.cpu_percent" else s
+        for s in run.samples
+    ]
     html = render_html(run)
-    svg = html[html.index("Utilisation over time"):]
+    svg = html[html.index("Utilisation over time") :]
     svg = svg[: svg.index("</svg>")]
     assert "process CPU, % of one core" in svg  # its own axis, on the right
     left_ticks = [float(t) for t in re.findall(r'text-anchor="end" class="tk">([\d.]+)%<', svg)]
@@ -128,12 +150,21 @@ def test_no_output_cites_the_design_notes() -> None:
     found = []
     for path in SRC.rglob("*.py"):
         tree = ast.parse(path.read_text())
-        docs = {id(n.body[0].value) for n in ast.walk(tree)
-                if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-                and n.body and isinstance(n.body[0], ast.Expr)}
-        found += [f"{path.name}:{n.lineno}" for n in ast.walk(tree)
-                  if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                  and id(n) not in docs and "docs/design.md" in n.value]
+        docs = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+        }
+        found += [
+            f"{path.name}:{n.lineno}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and id(n) not in docs
+            and "docs/design.md" in n.value
+        ]
     assert found == []
     run = make_run(300, levels=(1, 4), seed=6, client_limited=True)
     embed_diagnosis(run)
@@ -163,8 +194,12 @@ def test_every_verdict_line_names_its_level_and_window() -> None:
 
     run = make_run(600, levels=(1, 4, 16), seed=7)
     embed_diagnosis(run)
-    run.aggregates = {f"c={c}": aggregate([r for r in run.records if r.labels["level"] == f"c={c}"],
-                                          target_concurrency=c) for c in (1, 4, 16)}
+    run.aggregates = {
+        f"c={c}": aggregate(
+            [r for r in run.records if r.labels["level"] == f"c={c}"], target_concurrency=c
+        )
+        for c in (1, 4, 16)
+    }
     con = Console(record=True, width=200)
     render_console(run, con)
     text = con.export_text()

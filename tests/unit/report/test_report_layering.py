@@ -29,7 +29,9 @@ def test_rendering_a_stored_run_imports_no_diagnose_module(tmp_path: Path) -> No
     path = save_run_result(make_run(300, levels=(1, 4)), tmp_path / "run.json")
     p = subprocess.run(
         [sys.executable, "-c", CHECK, str(path), str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"

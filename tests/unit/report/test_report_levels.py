@@ -24,8 +24,9 @@ def _run() -> RunResult:
         r.request_id, r.labels["level"] = f"c=8-{r.request_id}", "c=8"
     aggs["c=8"] = aggregate(small, window=Window("auto"), target_concurrency=8)
     levels.append({"name": "c=8", "concurrency": 8})
-    return RunResult(records=records + small, aggregates=aggs,
-                     config={"levels": levels, "model": "m"})
+    return RunResult(
+        records=records + small, aggregates=aggs, config={"levels": levels, "model": "m"}
+    )
 
 
 def test_html_and_markdown_mark_unsustainable_levels_and_windows() -> None:

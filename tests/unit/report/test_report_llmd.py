@@ -25,9 +25,16 @@ def _lengths_match(rep: dict) -> bool:
     """The format's one rule a JSON Schema cannot state: the host's accelerators and
     types, the platform's engines and the resources' accelerators are parallel lists."""
     sc, m = rep["scenario"], rep["metrics"]
-    lens = [len(x) for x in (sc.get("host", {}).get("accelerator"), sc.get("host", {}).get("type"),
-                             sc.get("platform", {}).get("engine"),
-                             m.get("resources", {}).get("accelerator")) if x is not None]
+    lens = [
+        len(x)
+        for x in (
+            sc.get("host", {}).get("accelerator"),
+            sc.get("host", {}).get("type"),
+            sc.get("platform", {}).get("engine"),
+            m.get("resources", {}).get("accelerator"),
+        )
+        if x is not None
+    ]
     return len(set(lens)) <= 1
 
 
@@ -38,9 +45,18 @@ def test_the_schema_itself_is_valid_and_refuses_what_the_format_refuses() -> Non
     for broken in (
         {**good, "version": "0.2"},
         {k: v for k, v in good.items() if k != "metrics"},
-        {**good, "metrics": {**good["metrics"], "latency": {
-            "time_to_first_token": {**good["metrics"]["latency"]["time_to_first_token"],
-                                    "units": "ms/token"}}}},
+        {
+            **good,
+            "metrics": {
+                **good["metrics"],
+                "latency": {
+                    "time_to_first_token": {
+                        **good["metrics"]["latency"]["time_to_first_token"],
+                        "units": "ms/token",
+                    }
+                },
+            },
+        },
         {**good, "scenario": {**good["scenario"], "bogus": 1}},
     ):
         assert not VALIDATOR.is_valid(broken)
@@ -64,7 +80,8 @@ def test_every_level_gives_one_valid_report_in_the_formats_units(gpu: bool) -> N
         thr = rep["metrics"]["throughput"]
         assert thr["requests_per_sec"] == pytest.approx(agg["request_throughput"])
         assert thr["total_tokens_per_sec"] == pytest.approx(
-            thr["input_tokens_per_sec"] + thr["output_tokens_per_sec"])
+            thr["input_tokens_per_sec"] + thr["output_tokens_per_sec"]
+        )
         assert rep["metrics"]["requests"]["total"] == agg["requests"]["total"]
         load = rep["scenario"]["load"]
         assert load["name"] == "infersight"
@@ -77,10 +94,21 @@ def test_a_level_without_an_answer_has_no_report_and_files_are_written(tmp_path:
     run = make_run(300, levels=(1, 4), seed=2)
     assert len(llmd_reports(run)) == 2
     # Every request of c=1 failed: no TTFT, so no report for it.
-    failed = [r if r.labels.get("level") != "c=1" else
-              RequestRecord(**{**r.to_dict(), "ok": False, "chunk_times": [], "chunk_tokens": [],
-                               "error": "Overloaded", "status": 503})
-              for r in run.records]
+    failed = [
+        r
+        if r.labels.get("level") != "c=1"
+        else RequestRecord(
+            **{
+                **r.to_dict(),
+                "ok": False,
+                "chunk_times": [],
+                "chunk_tokens": [],
+                "error": "Overloaded",
+                "status": 503,
+            }
+        )
+        for r in run.records
+    ]
     broken = run.model_copy(update={"records": failed, "aggregates": {}})
     assert [r["metadata"]["infersight"]["level"] for r in llmd_reports(broken)] == ["c=4"]
     paths = write_llmd(run, tmp_path / "llm-d")

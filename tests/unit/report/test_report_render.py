@@ -161,9 +161,19 @@ def test_a_run_without_verdicts_says_how_to_diagnose_it(tmp_path: Path) -> None:
     for flag, diagnosed in (("--diagnose", True), ("--no-diagnose", False)):
         out = tmp_path / f"r{flag}.html"
         proc = subprocess.run(
-            [sys.executable, "-c", "from infersight.cli import main; main()",
-             "report", str(f), "--out", str(out), flag],
-            capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-c",
+                "from infersight.cli import main; main()",
+                "report",
+                str(f),
+                "--out",
+                str(out),
+                flag,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert proc.returncode == 0, proc.stderr
         html = out.read_text()
@@ -270,7 +280,9 @@ def test_cost_from_bench_fields_and_from_flat_prices() -> None:
 
     unpriced = make_run(200, levels=(1,), model="unknown-model-xyz")
     assert build_view(unpriced).levels[0].cost is None
-    assert "no price for unknown-model-xyz: give one with <code>--price-in</code>" in render_html(unpriced)
+    assert "no price for unknown-model-xyz: give one with <code>--price-in</code>" in render_html(
+        unpriced
+    )
 
 
 def test_observed_latency_against_the_physics_floors() -> None:

@@ -14,7 +14,8 @@ _times = st.lists(st.tuples(st.floats(0, 10), st.floats(0.001, 3)), min_size=1, 
 @settings(max_examples=60, deadline=None)
 @given(_times, st.integers(1, 8))
 def test_replayed_admission_never_runs_more_than_the_slots_and_stays_fifo(
-        reqs: list[tuple[float, float]], slots: int) -> None:
+    reqs: list[tuple[float, float]], slots: int
+) -> None:
     arrival = np.array([a for a, _ in reqs])
     service = np.array([s for _, s in reqs])
     # ends as a FIFO server of `slots` would produce them

@@ -93,8 +93,18 @@ def test_mixed_prompt_lengths_are_prefill_not_queueing() -> None:
     first tokens are their prefill (c_first per token), not a queue."""
     rng = np.random.default_rng(0)
     prompt = rng.integers(16, 1024, 400).astype(float)
-    eng = Engine(slots=8.0, kv=None, kv_reserve=True, a=0.005, b=0.0, k=0.0, c=0.0,
-                 e=0.03, kappa=1.0, c_first=2e-4)
+    eng = Engine(
+        slots=8.0,
+        kv=None,
+        kv_reserve=True,
+        a=0.005,
+        b=0.0,
+        k=0.0,
+        c=0.0,
+        e=0.03,
+        kappa=1.0,
+        c_first=2e-4,
+    )
     d = run_data(_simulated_run(eng, prompt, (1, 2, 4, 8)))
     m = fit_model(d)
     assert m.slots.value is None  # 8 clients never waited

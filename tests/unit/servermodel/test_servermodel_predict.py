@@ -21,7 +21,8 @@ def test_more_slots_predict_more_throughput_with_the_models_error() -> None:
     wider = forecast(run, slots=8)
     assert base.setting["concurrency"] == 16 and base.basis == "model"
     assert (wider.prediction.throughput or 0) == pytest.approx(
-        2 * (base.prediction.throughput or 0), rel=0.05)
+        2 * (base.prediction.throughput or 0), rel=0.05
+    )
     assert all(e is not None and e < 0.15 for e in wider.error.values())
     far = forecast(run, slots=64, concurrency=64)
     assert far.basis == "estimate" and any("beyond 2x" in n for n in far.notes)
@@ -35,11 +36,14 @@ def test_replicas_split_the_load_and_max_tokens_caps_the_answers() -> None:
     assert (short.prediction.e2e_p50 or 1) < (forecast(run).prediction.e2e_p50 or 0)
 
 
-@pytest.mark.parametrize(("kw", "text"), [
-    ({"slots": 0}, "--slots must be a positive number"),
-    ({"rate": -1.0}, "--rate must be a positive number"),
-    ({"rate": 2.0, "concurrency": 4}, "not both"),
-])
+@pytest.mark.parametrize(
+    ("kw", "text"),
+    [
+        ({"slots": 0}, "--slots must be a positive number"),
+        ({"rate": -1.0}, "--rate must be a positive number"),
+        ({"rate": 2.0, "concurrency": 4}, "not both"),
+    ],
+)
 def test_bad_knobs_are_one_clear_error(kw: dict[str, float], text: str) -> None:
     with pytest.raises(ConfigError, match=text):
         forecast(sweep_run(slots=4), **kw)  # type: ignore[arg-type]
@@ -48,8 +52,9 @@ def test_bad_knobs_are_one_clear_error(kw: dict[str, float], text: str) -> None:
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The installed ``infersight`` command, as a user runs it."""
     exe = Path(sys.executable).parent / "infersight"
-    return subprocess.run([str(exe), "predict", *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [str(exe), "predict", *args], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_the_command_prints_json_and_fails_in_one_line(tmp_path: Path) -> None:
@@ -61,9 +66,11 @@ def test_the_command_prints_json_and_fails_in_one_line(tmp_path: Path) -> None:
     assert set(doc["error"]) == {"throughput", "ttft_p50", "tpot_p50"}
     foreign = tmp_path / "other.json"
     foreign.write_text('{"benchmarks": []}')
-    for args, text in (([str(tmp_path / "missing.json")], "cannot read"),
-                       ([str(foreign)], "not an infersight RunResult"),
-                       ([str(path), "--replicas", "0"], "--replicas must be a positive")):
+    for args, text in (
+        ([str(tmp_path / "missing.json")], "cannot read"),
+        ([str(foreign)], "not an infersight RunResult"),
+        ([str(path), "--replicas", "0"], "--replicas must be a positive"),
+    ):
         bad = _cli(*args)
         assert bad.returncode != 0 and "Traceback" not in bad.stderr
         assert bad.stderr.count("\n") == 1 and text in bad.stderr, bad.stderr

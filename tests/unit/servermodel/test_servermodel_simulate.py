@@ -10,8 +10,9 @@ from infersight.servermodel.simulate import Engine, Load, simulate
 
 
 def _engine(**kw: float | None) -> Engine:
-    base: dict[str, float | None] = dict(slots=4.0, kv=None, a=0.01, b=0.0, k=0.0, c=0.0,
-                                         e=0.02, kappa=1.0, c_first=0.0)
+    base: dict[str, float | None] = dict(
+        slots=4.0, kv=None, a=0.01, b=0.0, k=0.0, c=0.0, e=0.02, kappa=1.0, c_first=0.0
+    )
     base.update(kw)
     return Engine(kv_reserve=True, **base)  # type: ignore[arg-type]
 

@@ -13,10 +13,26 @@ from infersight.core.records import RequestRecord
 from infersight.stats.aggregate import Window, aggregate
 
 KEYS = {
-    "window", "requests", "success_rate", "request_throughput", "output_token_throughput",
-    "goodput", "ttft", "ttft_from_sent", "e2e", "e2e_from_sent", "tpot", "itl",
-    "itl_per_request", "schedule_lag", "queue_delay", "errors_by_type", "tokens", "target",
-    "achieved_rate", "client_limited",
+    "window",
+    "requests",
+    "success_rate",
+    "request_throughput",
+    "output_token_throughput",
+    "goodput",
+    "ttft",
+    "ttft_from_sent",
+    "e2e",
+    "e2e_from_sent",
+    "tpot",
+    "itl",
+    "itl_per_request",
+    "schedule_lag",
+    "queue_delay",
+    "errors_by_type",
+    "tokens",
+    "target",
+    "achieved_rate",
+    "client_limited",
 }
 
 
@@ -56,7 +72,12 @@ def test_output_keys_and_definitions() -> None:
     a = aggregate(recs)
     assert set(a) >= KEYS
     assert a["requests"] == {
-        "total": 20, "ok": 20, "errors": 0, "cancelled": 0, "in_window": 20, "in_window_ok": 20,
+        "total": 20,
+        "ok": 20,
+        "errors": 0,
+        "cancelled": 0,
+        "in_window": 20,
+        "in_window_ok": 20,
         "completions_in_span": 20,
     }
     assert a["ttft"]["p50"] == pytest.approx(0.051)  # from the intended send time

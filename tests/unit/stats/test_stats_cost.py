@@ -11,9 +11,17 @@ from infersight.stats.cost import level_cost, price_run, run_price
 def _records(n: int = 10) -> list[RequestRecord]:
     return [
         RequestRecord(
-            f"c=2-{i}", i * 0.5, sent=i * 0.5, chunk_times=[i * 0.5 + 0.05, i * 0.5 + 0.06],
-            chunk_tokens=[1, 1], end=i * 0.5 + 0.06, status=200, ok=True, prompt_tokens=100,
-            completion_tokens=2, labels={"level": "c=2"},
+            f"c=2-{i}",
+            i * 0.5,
+            sent=i * 0.5,
+            chunk_times=[i * 0.5 + 0.05, i * 0.5 + 0.06],
+            chunk_tokens=[1, 1],
+            end=i * 0.5 + 0.06,
+            status=200,
+            ok=True,
+            prompt_tokens=100,
+            completion_tokens=2,
+            labels={"level": "c=2"},
         )
         for i in range(n)
     ]
@@ -45,10 +53,27 @@ def test_price_run_stores_the_run_and_level_cost() -> None:
 
 def test_only_completed_or_usage_reporting_requests_are_billed() -> None:
     recs = _records(2)
-    cut = RequestRecord("cut", 2.0, sent=2.0, chunk_times=[2.1, 2.2], chunk_tokens=[1, 1],
-                        end=2.2, status=200, ok=False, error="TruncatedStream")
-    usage = RequestRecord("usage", 3.0, sent=3.0, status=200, ok=False, error="X",
-                          prompt_tokens=50, completion_tokens=0)
+    cut = RequestRecord(
+        "cut",
+        2.0,
+        sent=2.0,
+        chunk_times=[2.1, 2.2],
+        chunk_tokens=[1, 1],
+        end=2.2,
+        status=200,
+        ok=False,
+        error="TruncatedStream",
+    )
+    usage = RequestRecord(
+        "usage",
+        3.0,
+        sent=3.0,
+        status=200,
+        ok=False,
+        error="X",
+        prompt_tokens=50,
+        completion_tokens=0,
+    )
     cost = level_cost([*recs, cut, usage], aggregate(recs), Price(1.0, 1.0))
     assert cost["usd"] == (2 * 102 + 50) / 1e6
     assert cost["usd_per_million_output_tokens"] == cost["usd"] / 4 * 1e6

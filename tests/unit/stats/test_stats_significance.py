@@ -123,7 +123,13 @@ def test_mean_interval_and_noise_floor() -> None:
 
 
 def _open_loop(
-    rate: float, seconds: float, ttft: float, *, seed: int, itl: float = 0.01, tokens: int = 8,
+    rate: float,
+    seconds: float,
+    ttft: float,
+    *,
+    seed: int,
+    itl: float = 0.01,
+    tokens: int = 8,
     jitter: float = 0.1,
 ) -> list[RequestRecord]:
     """Constant-rate sends; latency varies by ``jitter`` (lognormal sigma)."""
@@ -135,11 +141,21 @@ def _open_loop(
         first = t + ttft * float(rng.lognormal(0.0, jitter))
         chunks = [first + k * itl * float(rng.lognormal(0.0, jitter)) for k in range(tokens)]
         chunks = list(np.maximum.accumulate(chunks))
-        out.append(RequestRecord(
-            f"r{seed}-{i}", scheduled=t, sent=t, headers=first, chunk_times=chunks,
-            chunk_tokens=[1] * tokens, end=chunks[-1] + 1e-4, status=200, ok=True,
-            completion_tokens=tokens, labels={"level": "r"},
-        ))
+        out.append(
+            RequestRecord(
+                f"r{seed}-{i}",
+                scheduled=t,
+                sent=t,
+                headers=first,
+                chunk_times=chunks,
+                chunk_tokens=[1] * tokens,
+                end=chunks[-1] + 1e-4,
+                status=200,
+                ok=True,
+                completion_tokens=tokens,
+                labels={"level": "r"},
+            )
+        )
     return out
 
 
@@ -174,8 +190,13 @@ def test_a_known_20_percent_difference_is_called() -> None:
 
 def test_unsustainable_latency_is_not_compared() -> None:
     recs = _open_loop(20.0, 12.0, 0.1, seed=3)
-    a = LevelData(recs, {**aggregate(recs, window=Window("auto"), target_rate=20.0),
-                         "sustainability": {"judged": True, "sustainable": False}})
+    a = LevelData(
+        recs,
+        {
+            **aggregate(recs, window=Window("auto"), target_rate=20.0),
+            "sustainability": {"judged": True, "sustainable": False},
+        },
+    )
     calls = {c.metric: c for c in compare([a], [_level(recs, 20.0)])}
     assert calls["ttft_p50"].call == NOT_COMPARED
     assert calls["throughput"].call == SAME
@@ -185,7 +206,9 @@ def test_an_unsustainable_run_is_left_out_of_a_repeat() -> None:
     a = [_level(_open_loop(20.0, 6.0, 0.1, seed=s), 20.0) for s in (1, 2, 3)]
     b = [_level(_open_loop(20.0, 6.0, 0.13, seed=s), 20.0) for s in (4, 5, 6)]
     bad = b[2]
-    b[2] = LevelData(bad.records, {**bad.agg, "sustainability": {"judged": True, "sustainable": False}})
+    b[2] = LevelData(
+        bad.records, {**bad.agg, "sustainability": {"judged": True, "sustainable": False}}
+    )
     ttft = {c.metric: c for c in compare(a, b)}["ttft_p50"]
     assert ttft.units == (3, 2) and ttft.call == WORSE and "left out" in ttft.note
     b[1] = LevelData(b[1].records, b[2].agg)
@@ -207,8 +230,18 @@ def test_fluid_slices_smooth_a_closed_loop_that_finishes_together() -> None:
     for k in range(40):
         for j in range(4):
             t = 100.0 + 0.5 * k
-            recs.append(RequestRecord(f"{k}-{j}", scheduled=t, sent=t, chunk_times=[t + 0.1],
-                                      chunk_tokens=[1], end=t + 0.5, ok=True, completion_tokens=1))
+            recs.append(
+                RequestRecord(
+                    f"{k}-{j}",
+                    scheduled=t,
+                    sent=t,
+                    chunk_times=[t + 0.1],
+                    chunk_tokens=[1],
+                    end=t + 0.5,
+                    ok=True,
+                    completion_tokens=1,
+                )
+            )
     lv = LevelData(recs, {"window": {"start": 100.0, "end": 119.5}})
     vals = slice_values(lv, metric_named("throughput"))
     assert vals.size == 10 and np.allclose(vals, 8.0, rtol=0.03)
@@ -224,12 +257,16 @@ def test_goodput_slices_count_only_requests_within_the_slo() -> None:
 
 def test_repeat_groups() -> None:
     levels = [
-        {"name": "c=1#1", "repeat_of": "c=1"}, {"name": "c=4#1", "repeat_of": "c=4"},
-        {"name": "c=1#2", "repeat_of": "c=1"}, {"name": "c=4#2", "repeat_of": "c=4"},
+        {"name": "c=1#1", "repeat_of": "c=1"},
+        {"name": "c=4#1", "repeat_of": "c=4"},
+        {"name": "c=1#2", "repeat_of": "c=1"},
+        {"name": "c=4#2", "repeat_of": "c=4"},
         {"name": "r=2"},
     ]
     assert repeat_groups(levels) == {
-        "c=1": ["c=1#1", "c=1#2"], "c=4": ["c=4#1", "c=4#2"], "r=2": ["r=2"]
+        "c=1": ["c=1#1", "c=1#2"],
+        "c=4": ["c=4#1", "c=4#2"],
+        "r=2": ["r=2"],
     }
 
 

@@ -21,21 +21,41 @@ from infersight.stats.validity import (
 )
 
 
-def _rec(i: int, *, ttft: float = 0.05, itl: float = 0.01, chunks: int = 8, per: int = 1,
-         usage: int | None = None, gap: float = 0.1, lag: float = 0.0) -> RequestRecord:
+def _rec(
+    i: int,
+    *,
+    ttft: float = 0.05,
+    itl: float = 0.01,
+    chunks: int = 8,
+    per: int = 1,
+    usage: int | None = None,
+    gap: float = 0.1,
+    lag: float = 0.0,
+) -> RequestRecord:
     t0 = i * gap
     times = [t0 + ttft + k * itl for k in range(chunks)]
     return RequestRecord(
-        request_id=str(i), scheduled=t0, sent=t0 + lag * i, chunk_times=times,
-        chunk_tokens=[1] * chunks, end=times[-1] + 1e-4, ok=True,
+        request_id=str(i),
+        scheduled=t0,
+        sent=t0 + lag * i,
+        chunk_times=times,
+        chunk_tokens=[1] * chunks,
+        end=times[-1] + 1e-4,
+        ok=True,
         completion_tokens=chunks * per if usage is None else usage,
     )
 
 
 def test_clean_records_pass_every_check() -> None:
     recs = [_rec(i) for i in range(50)]
-    for c in (check_tokens(recs), check_e2e(recs), check_chunks(recs), check_errors(recs),
-              check_rate(recs, True), check_trend(recs)):
+    for c in (
+        check_tokens(recs),
+        check_e2e(recs),
+        check_chunks(recs),
+        check_errors(recs),
+        check_rate(recs, True),
+        check_trend(recs),
+    ):
         assert c["ok"] and c["invalidates"] == [], c
 
 
@@ -49,8 +69,10 @@ def test_each_fault_fails_its_check_and_names_what_it_invalidates() -> None:
     assert not check_rate(slow, True)["ok"] and check_rate(slow, False)["ok"]
     drift = [_rec(i, ttft=0.05 * (1 + i / 25)) for i in range(50)]
     assert not check_trend(drift)["ok"]
-    failed = [*_rec_list(97), *[RequestRecord(request_id=f"e{i}", scheduled=0.0, error="X")
-                                for i in range(3)]]
+    failed = [
+        *_rec_list(97),
+        *[RequestRecord(request_id=f"e{i}", scheduled=0.0, error="X") for i in range(3)],
+    ]
     assert not check_errors(failed)["ok"] and check_errors(failed)["invalidates"] == ["goodput"]
 
 
@@ -59,8 +81,9 @@ def _rec_list(n: int) -> list[RequestRecord]:
 
 
 def test_invalid_metrics_and_lines_come_from_failed_checks_only() -> None:
-    agg = {"validity": [check_chunks([_rec(i, per=2) for i in range(9)]),
-                        check_tokens(_rec_list(9))]}
+    agg = {
+        "validity": [check_chunks([_rec(i, per=2) for i in range(9)]), check_tokens(_rec_list(9))]
+    }
     assert set(invalid_metrics(agg)) == {"itl"}
     (line,) = validity_lines("c=1", agg)
     assert line.startswith("c=1 invalid tokens_per_chunk") and "itl" in line

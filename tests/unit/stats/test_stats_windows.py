@@ -54,17 +54,22 @@ def test_small_closed_loop_counts_every_request() -> None:
 
 
 # A server: slots, service time (s), Poisson or even arrivals, and a seed.
-servers = st.tuples(
-    st.integers(1, 8), st.floats(0.05, 0.5), st.booleans(), st.integers(0, 2**16)
-)
+servers = st.tuples(st.integers(1, 8), st.floats(0.05, 0.5), st.booleans(), st.integers(0, 2**16))
 
 
 def _level(server: tuple[int, float, bool, int], load: float, duration: float) -> tuple[Any, ...]:
     """Offer ``load`` times the server's capacity for ``duration`` s; aggregate it."""
     slots, service, poisson, seed = server
     cap = slots / service
-    sim = simulate(slots=slots, service=service, rate=load * cap, duration=duration,
-                   poisson=poisson, jitter=0.2, seed=seed)
+    sim = simulate(
+        slots=slots,
+        service=service,
+        rate=load * cap,
+        duration=duration,
+        poisson=poisson,
+        jitter=0.2,
+        seed=seed,
+    )
     agg = aggregate(sim.records, window=Window("auto"), target_rate=load * cap)
     return sim, agg["sustainability"], agg, cap
 

@@ -48,11 +48,18 @@ def test_history_keeps_its_span() -> None:
 
 
 def _round(t: float, **values: float) -> list[Sample]:
-    names = {"R": "engine.requests_running", "Q": "engine.requests_waiting",
-             "S": "engine.slots", "host": "host.cpu_percent", "gpu": "gpu.utilization"}
+    names = {
+        "R": "engine.requests_running",
+        "Q": "engine.requests_waiting",
+        "S": "engine.slots",
+        "host": "host.cpu_percent",
+        "gpu": "gpu.utilization",
+    }
     out = []
     for k, v in values.items():
-        labels = {"engine": "vllm"} if k in "RQS" else {"cpu": "all"} if k == "host" else {"gpu": "0"}
+        labels = (
+            {"engine": "vllm"} if k in "RQS" else {"cpu": "all"} if k == "host" else {"gpu": "0"}
+        )
         out.append(Sample(t, names[k], v, labels))
     return out
 
@@ -62,17 +69,30 @@ def test_state_records_rqs_and_busy_from_the_gpu_else_the_host() -> None:
     st_.update(_round(1.0, R=2, Q=0, S=8, host=40.0))
     st_.update(_round(2.0, R=8, Q=3, S=8, host=90.0))
     h = st_.history
-    assert h.values("running") == [2, 8] and h.values("waiting") == [0, 3] and h.values("slots") == [8, 8]
+    assert (
+        h.values("running") == [2, 8]
+        and h.values("waiting") == [0, 3]
+        and h.values("slots") == [8, 8]
+    )
     assert h.values("busy") == [0.4, 0.9] and st_.busy_label == "host CPU"
     st_.update(_round(3.0, R=8, Q=3, S=8, host=90.0, gpu=0.5))
     assert h.values("busy")[-1] == 0.5 and st_.busy_label == "GPU busy"
 
 
 def test_the_process_tree_lists_a_server_and_its_child() -> None:
-    parent = subprocess.Popen([sys.executable, "-c", (
-        "import subprocess, sys, time; "
-        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
-        "print(c.pid, flush=True); time.sleep(30)")], stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import subprocess, sys, time; "
+                "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
+                "print(c.pid, flush=True); time.sleep(30)"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     child = 0
     try:
         assert parent.stdout is not None

@@ -35,17 +35,23 @@ def test_the_embedded_engine_fills_the_panels_llamacpp_has_signals_for() -> None
     """llama.cpp's signals reach the queue, ITL, throughput and speed panels; what it
     lacks (KV in current builds, latency histograms, request counters) stays out."""
     filled = {p["title"] for p in dashboard_panels() if "llamacpp" in panel_engines(p)}
-    for title in ("Queue depth: waiting, running, slot limit", "ITL and time per output token",
-                  "Token throughput", "Prefill and decode speed per sequence"):
+    for title in (
+        "Queue depth: waiting, running, slot limit",
+        "ITL and time per output token",
+        "Token throughput",
+        "Prefill and decode speed per sequence",
+    ):
         assert title in filled
     assert "engine.kv_cache_usage" not in engine_signals("llamacpp")
     assert "KV-cache usage" not in filled
 
 
 def test_gpu_panels_say_no_gpu() -> None:
-    gpu = [p for p in dashboard_panels()
-           if any(n.startswith("gpu.") for t in p.get("targets", [])
-                  for n in sample_names(t["expr"]))]
+    gpu = [
+        p
+        for p in dashboard_panels()
+        if any(n.startswith("gpu.") for t in p.get("targets", []) for n in sample_names(t["expr"]))
+    ]
     assert len(gpu) == 6
     for p in gpu:
         assert p["fieldConfig"]["defaults"]["noValue"] == "no GPU", p["title"]
@@ -80,4 +86,4 @@ def test_every_alert_has_a_firing_promtool_case() -> None:
         if case.get("exp_alerts")
     }
     assert rules - fired == set()
-    assert "job=\"infersight\"" not in alert_rules()
+    assert 'job="infersight"' not in alert_rules()

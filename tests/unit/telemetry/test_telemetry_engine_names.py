@@ -95,8 +95,12 @@ def test_each_map_records_the_source_commit_it_follows(engine: str) -> None:
 
 @pytest.mark.parametrize(
     ("engine", "flag"),
-    [("vllm", "--max-num-seqs"), ("sglang", "--max-running-requests"),
-     ("tgi", "--max-batch-size"), ("llamacpp", "--parallel")],
+    [
+        ("vllm", "--max-num-seqs"),
+        ("sglang", "--max-running-requests"),
+        ("tgi", "--max-batch-size"),
+        ("llamacpp", "--parallel"),
+    ],
 )
 def test_slot_settings_are_flags(engine: str, flag: str) -> None:
     assert engine_specs()[engine].slot_setting == flag

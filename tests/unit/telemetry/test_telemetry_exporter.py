@@ -106,7 +106,8 @@ def test_histograms_stay_histograms_and_quantiles_add_up_across_instances() -> N
     other = "\n".join(
         f"{line.rsplit(' ', 1)[0]} {float(line.rsplit(' ', 1)[1]) + 500}"
         if line.startswith((f"{TTFT}_bucket", f"{TTFT}_count"))
-        and 'le="0.1"' not in line and 'le="0.02"' not in line
+        and 'le="0.1"' not in line
+        and 'le="0.02"' not in line
         else line
         for line in text.splitlines()
     )
@@ -183,8 +184,7 @@ def test_docs_gateway_table_matches_the_gateway_registry() -> None:
     gm = GatewayMetrics()
     SharedMetrics(gm.registry)  # a replica sharing state through Redis adds these
     real = {
-        f.name + ("_total" if f.type == "counter" else ""): f.type
-        for f in gm.registry.collect()
+        f.name + ("_total" if f.type == "counter" else ""): f.type for f in gm.registry.collect()
     }
     assert rows == real
 

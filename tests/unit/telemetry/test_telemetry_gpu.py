@@ -67,10 +67,18 @@ async def test_not_available_fields_read_as_none() -> None:
     assert len(hidden) == 1 and hidden[0].value is None
     # every contract field is present for every GPU, available or not
     names = {
-        "gpu.utilization", "gpu.sm_activity", "gpu.memory_used_bytes",
-        "gpu.memory_total_bytes", "gpu.power_watts", "gpu.power_limit_watts",
-        "gpu.sm_clock_mhz", "gpu.mem_clock_mhz", "gpu.temperature_c",
-        "gpu.pcie_rx_bytes_per_s", "gpu.pcie_tx_bytes_per_s", "gpu.throttle_reasons",
+        "gpu.utilization",
+        "gpu.sm_activity",
+        "gpu.memory_used_bytes",
+        "gpu.memory_total_bytes",
+        "gpu.power_watts",
+        "gpu.power_limit_watts",
+        "gpu.sm_clock_mhz",
+        "gpu.mem_clock_mhz",
+        "gpu.temperature_c",
+        "gpu.pcie_rx_bytes_per_s",
+        "gpu.pcie_tx_bytes_per_s",
+        "gpu.throttle_reasons",
     }
     assert names <= set(_by(a100_1, "0")) and names <= set(_by(a100_1, "1"))
     await g.close()

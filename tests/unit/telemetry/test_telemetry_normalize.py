@@ -198,8 +198,10 @@ def test_gateway_metrics_from_the_real_gateway_registry() -> None:
 
 def test_the_engine_behind_the_gateway_is_detected_before_the_gateway() -> None:
     # `infersight serve`: the gateway's /metrics carries the engine's llamacpp:* too.
-    gateway = {f"infersight_gateway_{n}" for n in ("requests_total", "in_flight", "queue_depth",
-                                                   "ttft_seconds", "cost_usd_total")}
+    gateway = {
+        f"infersight_gateway_{n}"
+        for n in ("requests_total", "in_flight", "queue_depth", "ttft_seconds", "cost_usd_total")
+    }
     assert detect_engine(gateway) == "infersight"
     assert detect_engine(gateway | {"llamacpp:requests_processing"}) == "llamacpp"
     assert detect_engine(set()) is None

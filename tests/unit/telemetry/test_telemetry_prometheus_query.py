@@ -44,8 +44,10 @@ def test_duration_parts_add_up_and_format_round_trips(parts: dict[str, int]) -> 
     assert parse_duration(promql_duration(seconds)) == seconds
 
 
-@pytest.mark.parametrize("text, seconds", [("15s", 15), ("1h30m", 5400), ("500ms", 0.5),
-                                           ("2w", 1209600), ("90", 90), ("0.5", 0.5)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("15s", 15), ("1h30m", 5400), ("500ms", 0.5), ("2w", 1209600), ("90", 90), ("0.5", 0.5)],
+)
 def test_duration_examples(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
@@ -74,9 +76,13 @@ def test_times_as_prometheus_users_write_them() -> None:
 def test_range_is_aligned_and_checked() -> None:
     now = 1_714_575_607.0
     assert resolve_range(since="1h", start=None, end=None, step=15, now=now) == (
-        1_714_572_000.0, 1_714_575_600.0)
+        1_714_572_000.0,
+        1_714_575_600.0,
+    )
     assert resolve_range(since=None, start="now-10m", end="now-5m", step=60, now=now) == (
-        1_714_575_000.0, 1_714_575_300.0)  # down to whole minutes
+        1_714_575_000.0,
+        1_714_575_300.0,
+    )  # down to whole minutes
     with pytest.raises(ConfigError, match="not both"):
         resolve_range(since="1h", start="now-1h", end=None, step=15, now=now)
     with pytest.raises(ConfigError, match="shorter than one --step"):
@@ -95,14 +101,24 @@ def test_selector_forms() -> None:
 
 
 # -- the PromQL of each signal ---------------------------------------------------------
-VLLM_NAMES = {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-              "vllm:num_preemptions_total", "vllm:request_success_total",
-              "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
-              "vllm:e2e_request_latency_seconds_bucket", "vllm:generation_tokens_total"}
+VLLM_NAMES = {
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+    "vllm:num_preemptions_total",
+    "vllm:request_success_total",
+    "vllm:time_to_first_token_seconds_bucket",
+    "vllm:inter_token_latency_seconds_bucket",
+    "vllm:e2e_request_latency_seconds_bucket",
+    "vllm:generation_tokens_total",
+}
 
 
 def test_vllm_signals_aggregate_per_replica_and_compute_in_promql() -> None:
-    sig = {(s.name, s.stat): s for s in engine_signals(engine_specs()["vllm"], VLLM_NAMES, 'namespace="llm"')}
+    sig = {
+        (s.name, s.stat): s
+        for s in engine_signals(engine_specs()["vllm"], VLLM_NAMES, 'namespace="llm"')
+    }
     run = sig[("engine.requests_running", "")].promql
     assert run.startswith("sum by (namespace, pod, job, instance, model_name")
     assert run.endswith('(vllm:num_requests_running{namespace="llm"})')
@@ -116,19 +132,33 @@ def test_vllm_signals_aggregate_per_replica_and_compute_in_promql() -> None:
     assert sig[("engine.ttft_seconds", "p99")].per_window and pre.per_window
     assert not sig[("engine.requests_running", "")].per_window  # R's plateau needs each step
     # throughput and medians only when the roofline floors can use them
-    assert ("engine.generation_tokens_total", "") not in sig and ("engine.itl_seconds", "p50") not in sig
+    assert ("engine.generation_tokens_total", "") not in sig and (
+        "engine.itl_seconds",
+        "p50",
+    ) not in sig
     phys = {(s.name, s.stat) for s in engine_signals(engine_specs()["vllm"], VLLM_NAMES, "", True)}
-    assert {("engine.generation_tokens_total", ""), ("engine.itl_seconds", "p50"),
-            ("engine.ttft_seconds", "p50"), ("engine.e2e_seconds", "p50")} <= phys
+    assert {
+        ("engine.generation_tokens_total", ""),
+        ("engine.itl_seconds", "p50"),
+        ("engine.ttft_seconds", "p50"),
+        ("engine.e2e_seconds", "p50"),
+    } <= phys
 
 
 def test_gateway_label_matchers_and_tgi_histogram_parts() -> None:
-    gw = engine_signals(engine_specs()["infersight"], {"infersight_gateway_in_flight",
-                                                       "infersight_gateway_requests_total"}, "")
+    gw = engine_signals(
+        engine_specs()["infersight"],
+        {"infersight_gateway_in_flight", "infersight_gateway_requests_total"},
+        "",
+    )
     total = next(s for s in gw if s.name == "engine.requests_total")
     assert "rate(infersight_gateway_requests_total[{win}])" in total.promql
-    tgi = engine_signals(engine_specs()["tgi"], {"tgi_batch_current_size",
-                                                 "tgi_request_generated_tokens_sum"}, "", True)
+    tgi = engine_signals(
+        engine_specs()["tgi"],
+        {"tgi_batch_current_size", "tgi_request_generated_tokens_sum"},
+        "",
+        True,
+    )
     gen = next(s for s in tgi if s.name == "engine.generation_tokens_total")
     assert gen.counter and "rate(tgi_request_generated_tokens_sum[{win}])" in gen.promql
 
@@ -137,9 +167,15 @@ def test_dcgm_and_exporter_signals() -> None:
     names = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_FB_USED"}
     sig = {s.name: s for s in dcgm_signals(dcgm_spec(), names, "")}
     assert set(sig) == {"gpu.utilization", "gpu.sm_activity"}  # what the rules read
-    assert sig["gpu.utilization"].promql.endswith("(avg_over_time(DCGM_FI_DEV_GPU_UTIL[{win}]))) * 0.01")
-    exp = {"infersight_engine_requests_running", "infersight_engine_ttft_seconds_bucket",
-           "infersight_gpu_utilization", "infersight_process_cpu_percent"}
+    assert sig["gpu.utilization"].promql.endswith(
+        "(avg_over_time(DCGM_FI_DEV_GPU_UTIL[{win}]))) * 0.01"
+    )
+    exp = {
+        "infersight_engine_requests_running",
+        "infersight_engine_ttft_seconds_bucket",
+        "infersight_gpu_utilization",
+        "infersight_process_cpu_percent",
+    }
     es = {(s.name, s.stat): s for s in exporter_signals(exp, "")}
     assert "histogram_quantile(0.99" in es[("engine.ttft_seconds", "p99")].promql
     assert es[("process.cpu_percent", "")].labels == (("name", "engine"),)
@@ -148,10 +184,14 @@ def test_dcgm_and_exporter_signals() -> None:
 
 
 # -- counters from rate() -----------------------------------------------------------
-@given(st.lists(st.floats(0, 1000), min_size=1, max_size=40), st.sampled_from([1.0, 15.0]),
-       st.integers(2, 60))
-def test_counter_rebuilt_from_window_rates_gives_back_each_rate(rates: list[float], step: float,
-                                                                 steps: int) -> None:
+@given(
+    st.lists(st.floats(0, 1000), min_size=1, max_size=40),
+    st.sampled_from([1.0, 15.0]),
+    st.integers(2, 60),
+)
+def test_counter_rebuilt_from_window_rates_gives_back_each_rate(
+    rates: list[float], step: float, steps: int
+) -> None:
     window = steps * step
     t = 1000.0 + window * np.arange(1, len(rates) + 1) - step  # each window's last step
     tt, cum = window_counter(t, np.asarray(rates), window - step)
@@ -173,8 +213,10 @@ def test_http_config_file_as_prometheus_writes_it(tmp_path: Path) -> None:
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "pw").write_text("s3cret-pw\n")
     cfg = tmp_path / "http.yml"
-    cfg.write_text("basic_auth:\n  username: sre\n  password_file: secrets/pw\n"
-                   "tls_config:\n  ca_file: ca.pem\n  insecure_skip_verify: true\n")
+    cfg.write_text(
+        "basic_auth:\n  username: sre\n  password_file: secrets/pw\n"
+        "tls_config:\n  ca_file: ca.pem\n  insecure_skip_verify: true\n"
+    )
     auth = load_auth(cfg)
     assert auth.headers() == {"Authorization": "Basic c3JlOnMzY3JldC1wdw=="}  # sre:s3cret-pw
     assert auth.ca_file == tmp_path / "ca.pem" and auth.insecure_skip_verify
@@ -184,12 +226,18 @@ def test_http_config_file_as_prometheus_writes_it(tmp_path: Path) -> None:
     assert load_auth(cfg).headers() == {"Authorization": "Bearer tok-123"}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("oauth2:\n  client_id: x\n", "oauth2 not supported"),
-    ("authorization:\n  type: Digest\n  credentials: x\n", "Bearer only"),
-    ("basic_auth:\n  username: sre\n  password_file: missing\n", r"cannot read \(no such file\)"),
-    ("- a\n", "expected a mapping"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("oauth2:\n  client_id: x\n", "oauth2 not supported"),
+        ("authorization:\n  type: Digest\n  credentials: x\n", "Bearer only"),
+        (
+            "basic_auth:\n  username: sre\n  password_file: missing\n",
+            r"cannot read \(no such file\)",
+        ),
+        ("- a\n", "expected a mapping"),
+    ],
+)
 def test_bad_http_config_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     cfg = tmp_path / "http.yml"
     cfg.write_text(text)

@@ -142,8 +142,12 @@ async def test_host_sampler_sees_a_busy_child_process() -> None:
     assert len(cores) == os.cpu_count()
     assert all(s.value is not None and 0.0 <= s.value <= 100.0 for s in cores)
     names = {s.name for s in out}
-    assert {"host.memory_used_bytes", "host.memory_total_bytes", "host.net_rx_bytes_total",
-            "host.net_tx_bytes_total"} <= names
+    assert {
+        "host.memory_used_bytes",
+        "host.memory_total_bytes",
+        "host.net_rx_bytes_total",
+        "host.net_tx_bytes_total",
+    } <= names
     # the process has gone: its figures read as not available, no exception
     out2 = await hs.sample()
     assert {s.value for s in out2 if s.labels.get("name") == "busy"} == {None}
@@ -164,8 +168,12 @@ async def test_recorder_interval_ring_buffer_file_and_reader(
 ) -> None:
     url, m = metrics_server
     path = tmp_path / "rec" / "samples.jsonl"
-    rec = Recorder([HostSampler(per_cpu=False), EngineScraper(url), _Boom()], interval=0.1,
-                   capacity=50, record=path)
+    rec = Recorder(
+        [HostSampler(per_cpu=False), EngineScraper(url), _Boom()],
+        interval=0.1,
+        capacity=50,
+        record=path,
+    )
     seen: list[int] = []
     rec.add_listener(lambda r: seen.append(len(r)))
     t0 = time.monotonic()

@@ -47,7 +47,9 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture
 def front() -> Iterator[tuple[int, int, int, int]]:
-    proc = subprocess.Popen([sys.executable, "-c", _FRONT, _ENGINE], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FRONT, _ENGINE], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         port, child, engine_port = (int(x) for x in proc.stdout.readline().split())

@@ -19,8 +19,11 @@ def _replay(name: str) -> ReplayBackend:
 
 
 async def test_host_processes_and_gpus_in_one_recorder() -> None:
-    tel = build_recorder(interval=0.5, processes={"me": os.getpid()},
-                         gpu_backend=_replay("nvml_replay_h100_a100.json"))
+    tel = build_recorder(
+        interval=0.5,
+        processes={"me": os.getpid()},
+        gpu_backend=_replay("nvml_replay_h100_a100.json"),
+    )
     assert [s.name for s in tel.recorder.samplers] == ["host", "gpu"]
     assert tel.gpu_reason is None and tel.gpu_note is None
     assert [g["name"] for g in tel.gpus] == ["NVIDIA H100 80GB HBM3", "NVIDIA A100-PCIE-40GB"]
@@ -50,8 +53,13 @@ async def test_no_gpu_is_a_reason_not_a_log_line(caplog: pytest.LogCaptureFixtur
 
 async def test_scrapers_from_urls_or_ready_made() -> None:
     ready = EngineScraper("http://127.0.0.1:9/metrics", engine="vllm")
-    tel = build_recorder(gpu=False, scrape=["http://127.0.0.1:8/v1", ready],
-                         api_key="k-123", slots=4, scrape_timeout=0.5)
+    tel = build_recorder(
+        gpu=False,
+        scrape=["http://127.0.0.1:8/v1", ready],
+        api_key="k-123",
+        slots=4,
+        scrape_timeout=0.5,
+    )
     assert tel.gpu is None and tel.gpu_reason is None
     built, given = tel.scrapers
     assert given is ready and tel.recorder.samplers == [tel.recorder.samplers[0], built, ready]

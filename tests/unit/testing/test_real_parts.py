@@ -32,10 +32,12 @@ def test_a_missing_real_part_is_skipped_and_listed_locally(
     pytester.makepyfile(TESTS)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines([
-        "*tests skipped because real parts are missing*",
-        "infersight-no-such-program: 1 test(s), e.g. *test_needs_a_missing_program",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*tests skipped because real parts are missing*",
+            "infersight-no-such-program: 1 test(s), e.g. *test_needs_a_missing_program",
+        ]
+    )
 
 
 def test_a_missing_real_part_fails_when_required(

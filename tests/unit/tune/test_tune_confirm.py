@@ -21,8 +21,14 @@ TIGHT = {"tpot_p99": 0.012}
 class Regressing(Server):
     """Its reruns of ``bad`` settings decode three times slower: the SLO is missed."""
 
-    def __init__(self, bad: set[int] | None, *, knee: int = 6, rec: Recommendation | None = RAISE,
-                 slo: Mapping[str, float] = SLO) -> None:
+    def __init__(
+        self,
+        bad: set[int] | None,
+        *,
+        knee: int = 6,
+        rec: Recommendation | None = RAISE,
+        slo: Mapping[str, float] = SLO,
+    ) -> None:
         super().__init__(knee=knee, rec=rec, slo=slo)
         self.bad = bad
 
@@ -30,8 +36,9 @@ class Regressing(Server):
         run = super().__call__(setting, name, role)
         s = setting["slots"]
         if role == "rerun" and (self.bad is None or s in self.bad):
-            run.result = server_run(s, itl=0.03, seed=len(self.calls), slo=self.slo,
-                                    recommendation=self.rec)
+            run.result = server_run(
+                s, itl=0.03, seed=len(self.calls), slo=self.slo, recommendation=self.rec
+            )
         return run
 
 
@@ -46,16 +53,23 @@ def confirmed(result: TuneResult) -> None:
 def test_a_refuted_choice_gives_way_to_the_next_best() -> None:
     result = TuneSession(opts(slo=SLO), Regressing({6})).run()
     refuted = [t for t in result.trials if t.confirmed is False]
-    assert [t.setting for t in refuted] == [{"slots": 6}] and refuted[0].role_text().startswith("refutes")
+    assert [t.setting for t in refuted] == [{"slots": 6}] and refuted[0].role_text().startswith(
+        "refutes"
+    )
     assert result.chosen is not None and result.chosen != {"slots": 6}
     confirmed(result)
-    assert any("slots 6" in n and "was refuted: its confirmation run missed the SLO" in n
-               for n in result.notes)
+    assert any(
+        "slots 6" in n and "was refuted: its confirmation run missed the SLO" in n
+        for n in result.notes
+    )
 
 
 def test_when_every_rerun_is_refuted_the_baseline_its_a_a_run_confirmed_stays() -> None:
     result = TuneSession(opts(slo=SLO), Regressing(None)).run()
-    assert result.chosen == {"slots": 2} and len([t for t in result.trials if t.confirmed is False]) >= 1
+    assert (
+        result.chosen == {"slots": 2}
+        and len([t for t in result.trials if t.confirmed is False]) >= 1
+    )
     assert result.trial(result.confirmed_by).role == "a/a"  # type: ignore[union-attr]
     confirmed(result)
     assert result.summary.startswith("keep slots 2") and "(the A/A run, trial 2)" in result.summary
@@ -65,8 +79,9 @@ def test_when_every_rerun_is_refuted_the_baseline_its_a_a_run_confirmed_stays() 
 def test_a_baseline_with_no_goodput_is_said_in_words() -> None:
     # 16 slots past a knee of 4: every step is 4 times slower, no request meets the SLO.
     server = Server(knee=4, rec=None, slo=TIGHT)
-    result = TuneSession(opts(baseline={"slots": 16}, slo=TIGHT, values=list(range(1, 33))),
-                         server).run()
+    result = TuneSession(
+        opts(baseline={"slots": 16}, slo=TIGHT, values=list(range(1, 33))), server
+    ).run()
     base = result.trial(1)
     assert base is not None and base.objective == 0 and base.slo_met is False
     assert result.chosen == {"slots": 4}
@@ -77,24 +92,32 @@ def test_a_baseline_with_no_goodput_is_said_in_words() -> None:
 
 def test_a_baseline_that_misses_the_slo_takes_its_noise_floor_from_throughput() -> None:
     # A few lucky requests give the baseline a little goodput, different in each run.
-    result = TuneSession(opts(baseline={"slots": 16}, slo=SLO, values=[1, 2, 4, 8, 16]),
-                         Server(knee=4, rec=None, slo=SLO)).run()
+    result = TuneSession(
+        opts(baseline={"slots": 16}, slo=SLO, values=[1, 2, 4, 8, 16]),
+        Server(knee=4, rec=None, slo=SLO),
+    ).run()
     assert result.stopped == "done" and result.noise_floor is not None
     assert "on throughput" in result.noise_basis
     # The model said 4 slots fell a little short of 8; within its error, 4 was tried.
     assert result.chosen == {"slots": 4}
     confirmed(result)
-    assert "where the baseline missed the SLO" in result.summary and "[unbounded]" not in result.summary
+    assert (
+        "where the baseline missed the SLO" in result.summary
+        and "[unbounded]" not in result.summary
+    )
 
 
 def test_no_confirmed_setting_is_no_choice_and_the_slo_not_met() -> None:
     server = Regressing(None, knee=4, rec=None, slo=TIGHT)
-    result = TuneSession(opts(baseline={"slots": 16}, slo=TIGHT, values=[1, 2, 4, 8, 16]),
-                         server).run()
+    result = TuneSession(
+        opts(baseline={"slots": 16}, slo=TIGHT, values=[1, 2, 4, 8, 16]), server
+    ).run()
     assert result.chosen is None and result.confirmed_by is None and result.slo_met is False
     refuted = {t.setting["slots"] for t in result.trials if t.confirmed is False}
     assert refuted and not result.before_after
-    assert "in its confirmation run" in result.summary and "met it once, not again" in result.summary
+    assert (
+        "in its confirmation run" in result.summary and "met it once, not again" in result.summary
+    )
 
 
 def test_a_measured_slo_of_any_trial_is_not_the_answer() -> None:

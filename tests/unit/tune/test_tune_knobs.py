@@ -14,14 +14,25 @@ ALL = {"slots": (1, 64), "threads": (1, 8), "ctx": (128, 32768)}
 BASE = {"slots": 8, "threads": 2, "ctx": 2048}
 
 
-def rec(knob: str | None, direction: str = "up", target: int | None = None, verdict: str = "slot_bound") -> Recommendation:
-    return Recommendation(verdict=verdict, knob=knob, direction=direction, current=8,
-                          target=target, text=f"{verdict}: change {knob}")
+def rec(
+    knob: str | None, direction: str = "up", target: int | None = None, verdict: str = "slot_bound"
+) -> Recommendation:
+    return Recommendation(
+        verdict=verdict,
+        knob=knob,
+        direction=direction,
+        current=8,
+        target=target,
+        text=f"{verdict}: change {knob}",
+    )
 
 
 def plan(
-    r: Recommendation | None, knobs: dict[str, tuple[int, int]] = ALL,
-    curve: CapacityCurve | None = None, knob: str | None = None, values: list[int] | None = None,
+    r: Recommendation | None,
+    knobs: dict[str, tuple[int, int]] = ALL,
+    curve: CapacityCurve | None = None,
+    knob: str | None = None,
+    values: list[int] | None = None,
 ) -> SearchPlan:
     got = plan_search(r, curve, BASE, knobs, knob=knob, values=values)
     assert isinstance(got, SearchPlan), got
@@ -88,10 +99,15 @@ def test_a_target_outside_the_range_is_capped_and_said() -> None:
     assert p.target == 64 and "capped" in p.reason and p.values[-1] == 64
 
 
-@given(st.integers(1, 4096), st.one_of(st.none(), st.integers(1, 4096)),
-       st.sampled_from(["slots", "threads"]))
+@given(
+    st.integers(1, 4096),
+    st.one_of(st.none(), st.integers(1, 4096)),
+    st.sampled_from(["slots", "threads"]),
+)
 def test_ladders_are_short_sorted_and_hold_the_current_value_and_the_target(
-    current: int, target: int | None, knob: str,
+    current: int,
+    target: int | None,
+    knob: str,
 ) -> None:
     vals = ladder(knob, current, target, (1, 4096))
     assert vals == sorted(set(vals)) and vals[0] >= 1 and vals[-1] <= 4096

@@ -32,20 +32,27 @@ class Batches:
         return out
 
 
-NODES = [{"node_id": "n1", "comparable": "cpu=8,gpu=0"}, {"node_id": "n2", "comparable": "cpu=8,gpu=0"}]
+NODES = [
+    {"node_id": "n1", "comparable": "cpu=8,gpu=0"},
+    {"node_id": "n2", "comparable": "cpu=8,gpu=0"},
+]
 
 
 def test_the_grid_in_rounds_over_two_nodes_agrees_with_the_serial_grid() -> None:
     values = [1, 2, 4, 6, 8, 12]
     batches = Batches(Server(), ["n1", "n2"])
-    result = ParallelTuneSession(opts(search="grid", values=values), batches, ["n1", "n2"],
-                                 nodes=NODES).run()
+    result = ParallelTuneSession(
+        opts(search="grid", values=values), batches, ["n1", "n2"], nodes=NODES
+    ).run()
     serial = TuneSession(opts(search="grid", values=values), Server()).run()
     assert result.chosen == serial.chosen == {"slots": 6}
     # Round 1: the baseline on slot 0, node n2's A/A pair pinned to it.
     first = batches.batches[0]
     assert [(s.role, s.slot) for s in first] == [
-        ("baseline", 0), ("node baseline", 1), ("node a/a", 1)]
+        ("baseline", 0),
+        ("node baseline", 1),
+        ("node a/a", 1),
+    ]
     # Round 2: slot 0's A/A run, and the other values, on whichever slot is free.
     second = batches.batches[1]
     assert (second[0].role, second[0].slot) == ("a/a", 0)
@@ -63,10 +70,10 @@ def test_the_grid_in_rounds_over_two_nodes_agrees_with_the_serial_grid() -> None
 
 
 def test_the_guided_search_falls_back_to_the_grid_and_says_so() -> None:
-    result = ParallelTuneSession(opts(values=[1, 2, 4, 6, 8]), Batches(Server(), ["n1"]),
-                                 ["n1"], nodes=NODES[:1]).run()
-    assert any("with --ray the guided search measures the grid's values" in n
-               for n in result.notes)
+    result = ParallelTuneSession(
+        opts(values=[1, 2, 4, 6, 8]), Batches(Server(), ["n1"]), ["n1"], nodes=NODES[:1]
+    ).run()
+    assert any("with --ray the guided search measures the grid's values" in n for n in result.notes)
     assert sorted({t.setting["slots"] for t in result.trials}) == [1, 2, 4, 6, 8]
     assert result.chosen == {"slots": 6}
 

@@ -16,8 +16,10 @@ SLO = {"tpot_p99": 0.025}
 
 
 def guesses(*values: float | None, met: Sequence[bool] | None = None) -> list[Guess | None]:
-    return [None if v is None else Guess(v, None if met is None else met[i])
-            for i, v in enumerate(values)]
+    return [
+        None if v is None else Guess(v, None if met is None else met[i])
+        for i, v in enumerate(values)
+    ]
 
 
 def test_the_predicted_best_is_tried_first_and_the_cheapest_within_the_floor() -> None:
@@ -83,16 +85,21 @@ def test_model_search_refits_before_each_trial_and_hands_over_without_a_model() 
         tried.append((i, g.value if g else None, why))
         measured[i] = Outcome(truth[i])
 
-    why = model_search(VALUES, lambda: measured, predict, measure, slo=False, delta=0.03,
-                       floor=0.03)
+    why = model_search(
+        VALUES, lambda: measured, predict, measure, slo=False, delta=0.03, floor=0.03
+    )
     assert why is not None and "was measured" in why
     # Each optimistic guess is measured in turn, the cheapest first, until the measured
     # best (8) is the predicted best and nothing untried is predicted above it.
     assert [t[0] for t in tried] == [3, 4, 5, 2]
     assert fits == list(range(1, len(tried) + 2))  # one fit per trial, and one to stop
     assert all(v is not None and v > 0 for _, v, _ in tried)
-    assert model_search(VALUES, lambda: measured, lambda: None, measure, slo=False,
-                        delta=0.03, floor=0.03) is None
+    assert (
+        model_search(
+            VALUES, lambda: measured, lambda: None, measure, slo=False, delta=0.03, floor=0.03
+        )
+        is None
+    )
 
 
 def test_a_trial_is_predicted_as_it_is_measured() -> None:
@@ -108,7 +115,9 @@ def test_the_trial_model_predicts_the_slo_where_the_simulated_server_breaks_it()
     model = TrialModel(SLO, per_slot=True)
     assert model.guess(4) is None and model.guesses(VALUES) is None  # nothing to fit yet
     for seed, slots in enumerate((2, 16, 8), start=1):
-        run = server_run(slots, seed=seed, slo=SLO, clients=[slots, 4 * slots] if seed == 1 else None)
+        run = server_run(
+            slots, seed=seed, slo=SLO, clients=[slots, 4 * slots] if seed == 1 else None
+        )
         model.add(f"t{seed}", run, slots, [f"c={slots}"])
     at6, at16 = model.guess(6), model.guess(16)
     assert at6 is not None and at6.slo_met and at6.value is not None

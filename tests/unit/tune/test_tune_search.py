@@ -13,7 +13,9 @@ from infersight.tune.search import StopSearch, choose, grid, guided, planned_tri
 DELTA = 0.05
 
 
-def shape(n: int, knee: int, drop: int, slope: float, fail: int | None) -> Callable[[int], float | None]:
+def shape(
+    n: int, knee: int, drop: int, slope: float, fail: int | None
+) -> Callable[[int], float | None]:
     """Throughput against a knob: rises to the knee, flat, then falls past ``drop``
     (an SLO that breaks); settings from ``fail`` on do not start (None)."""
 
@@ -119,7 +121,9 @@ def test_a_stopped_search_keeps_what_it_measured() -> None:
     assert g.seen == [0, 1]
 
 
-@pytest.mark.parametrize(("n", "search", "want"), [(32, "grid", 34), (5, "grid", 7), (1, "guided", 3)])
+@pytest.mark.parametrize(
+    ("n", "search", "want"), [(32, "grid", 34), (5, "grid", 7), (1, "guided", 3)]
+)
 def test_planned_trials(n: int, search: str, want: int) -> None:
     assert planned_trials(n, search) == want
     assert planned_trials(32, "guided") <= 34 // 3 + 2

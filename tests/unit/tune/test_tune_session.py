@@ -14,16 +14,28 @@ from infersight.core.errors import LaunchError, OutOfMemory
 from infersight.stats.significance import BETTER
 from infersight.tune import TrialRun, TuneOptions, TuneSession
 
-RAISE = Recommendation(verdict="slot_bound", knob="slots", direction="up", current=2, target=8,
-                       text="raise --parallel 2 -> 8")
+RAISE = Recommendation(
+    verdict="slot_bound",
+    knob="slots",
+    direction="up",
+    current=2,
+    target=8,
+    text="raise --parallel 2 -> 8",
+)
 
 
 class Server:
     """``run_trial`` for the session: a synthetic run per setting, or a failure."""
 
-    def __init__(self, *, knee: int = 6, fail_from: int | None = None,
-                 interrupt_at: int | None = None, rec: Recommendation | None = RAISE,
-                 slo: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        knee: int = 6,
+        fail_from: int | None = None,
+        interrupt_at: int | None = None,
+        rec: Recommendation | None = RAISE,
+        slo: Mapping[str, float] | None = None,
+    ) -> None:
         self.knee, self.fail_from, self.interrupt_at = knee, fail_from, interrupt_at
         self.rec, self.slo = rec, slo
         self.calls: list[dict[str, int]] = []
@@ -34,15 +46,27 @@ class Server:
             raise KeyboardInterrupt
         slots = setting["slots"]
         if self.fail_from is not None and slots >= self.fail_from:
-            err = OutOfMemory("CUDA out of memory") if slots % 2 else LaunchError(
-                "the server exited with status 1 before it was healthy", exit_code=1)
+            err = (
+                OutOfMemory("CUDA out of memory")
+                if slots % 2
+                else LaunchError(
+                    "the server exited with status 1 before it was healthy", exit_code=1
+                )
+            )
             return TrialRun(error=err, wall=1.0)
         # As the entrypoint runs them: the baseline also with 4x its slots in flight.
         clients = [slots, 4 * slots] if role in ("baseline", "a/a") else [slots]
-        run = server_run(slots, knee=self.knee, seed=len(self.calls), slo=self.slo,
-                         recommendation=self.rec, clients=clients)
-        return TrialRun(result=run, path=f"trials/{name}/result.json", wall=1.0,
-                        levels=[f"c={slots}"])
+        run = server_run(
+            slots,
+            knee=self.knee,
+            seed=len(self.calls),
+            slo=self.slo,
+            recommendation=self.rec,
+            clients=clients,
+        )
+        return TrialRun(
+            result=run, path=f"trials/{name}/result.json", wall=1.0, levels=[f"c={slots}"]
+        )
 
 
 def opts(**kw: Any) -> TuneOptions:
@@ -64,13 +88,17 @@ def test_the_model_proposes_the_trials_and_finds_the_knee() -> None:
     assert last.role == "rerun" and last.setting == {"slots": 6} and last.confirms is not None
     assert last.confirmed and result.confirmed_by == last.index == result.chosen_trial
     assert result.verdict == BETTER and result.stopped == "done" and not result.partial
-    assert "slots 2 -> slots 6" in result.summary and "confirmed by a run of its own" in result.summary
-    assert any("the model's search stopped: the predicted best (6) was measured" in n
-               for n in result.notes)
+    assert (
+        "slots 2 -> slots 6" in result.summary and "confirmed by a run of its own" in result.summary
+    )
+    assert any(
+        "the model's search stopped: the predicted best (6) was measured" in n for n in result.notes
+    )
     # One model, refitted on every trial that answered, each at its own slot limit.
     assert result.model is not None
     assert {lv.split("/")[0] for lv in result.model.levels} == {
-        f"{t.index:02d}-slots{t.setting['slots']}" for t in result.trials}
+        f"{t.index:02d}-slots{t.setting['slots']}" for t in result.trials
+    }
     # Refitted on the trials so far, it predicted the rerun of the knee within 5%.
     assert last.predicted is not None and last.objective is not None
     assert abs(last.predicted / last.objective - 1) < 0.05
@@ -150,9 +178,18 @@ def test_a_trial_whose_requests_all_failed_is_a_failed_trial_with_their_error() 
         def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
             if setting["slots"] < 4:
                 return super().__call__(setting, name, role)
-            recs = [RequestRecord(f"r{i}", scheduled=100.0 + i, sent=100.0 + i, end=100.1 + i,
-                                  status=503, error="Overloaded", labels={"level": "c=4"})
-                    for i in range(10)]
+            recs = [
+                RequestRecord(
+                    f"r{i}",
+                    scheduled=100.0 + i,
+                    sent=100.0 + i,
+                    end=100.1 + i,
+                    status=503,
+                    error="Overloaded",
+                    labels={"level": "c=4"},
+                )
+                for i in range(10)
+            ]
             run = RunResult(records=recs, aggregates={"c=4": aggregate(recs)})
             return TrialRun(result=run, path=f"trials/{name}/result.json", wall=1.0)
 
@@ -167,7 +204,9 @@ def test_a_baseline_too_noisy_to_tell_settings_apart_recommends_nothing() -> Non
         def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
             run = super().__call__(setting, name, role)
             if role == "a/a":  # the same setting, 40% slower the second time
-                run.result = server_run(setting["slots"], ttft=0.07, itl=0.014, recommendation=RAISE)
+                run.result = server_run(
+                    setting["slots"], ttft=0.07, itl=0.014, recommendation=RAISE
+                )
             return run
 
     result = TuneSession(opts(), Drifting()).run()

@@ -41,16 +41,27 @@ def server_run(
     """One trial at ``slots``: a level per entry of ``clients`` (default: ``slots``),
     one after another, starting at ``1000 * seed`` seconds (trials never overlap)."""
     rng = np.random.default_rng(seed + 1000 * slots)
-    eng = Engine(slots=float(slots), kv=None, kv_reserve=True, a=itl, b=itl / knee, k=float(knee),
-                 c=0.0, e=0.0, kappa=ttft / itl, c_first=0.0)
+    eng = Engine(
+        slots=float(slots),
+        kv=None,
+        kv_reserve=True,
+        a=itl,
+        b=itl / knee,
+        k=float(knee),
+        c=0.0,
+        e=0.0,
+        kappa=ttft / itl,
+        c_first=0.0,
+    )
     spread = max(1, round(jitter * TOKENS))
     output = rng.integers(TOKENS - spread, TOKENS + spread + 1, 400).astype(float)
     prompt = np.full(output.size, 16.0)
     t0 = 100.0 + 1000.0 * seed
     records, aggs, levels = [], {}, []
     for c in clients or [slots]:
-        sim = simulate(eng, Load(prompt=prompt, output=output, clients=c, count=10**6,
-                                 duration=seconds))
+        sim = simulate(
+            eng, Load(prompt=prompt, output=output, clients=c, count=10**6, duration=seconds)
+        )
         name = f"c={c}"
         recs = records_of(sim, name)
         for r in recs:
@@ -59,8 +70,11 @@ def server_run(
             r.chunk_times = [x + t0 for x in r.chunk_times]
             r.end = None if r.end is None else r.end + t0
         t0 = max(r.end or 0.0 for r in recs) + 1.0
-        aggs[name] = aggregate(recs, window=Window("auto"), target_concurrency=c, slo=dict(slo or {}))
+        aggs[name] = aggregate(
+            recs, window=Window("auto"), target_concurrency=c, slo=dict(slo or {})
+        )
         levels.append({"name": name, "concurrency": c})
         records += recs
-    return RunResult(records=records, aggregates=aggs, recommendation=recommendation,
-                     config={"levels": levels})
+    return RunResult(
+        records=records, aggregates=aggs, recommendation=recommendation, config={"levels": levels}
+    )

@@ -178,8 +178,13 @@ async def _run_share(w: LoadWorker) -> tuple[LevelOutcome, list[Sample]]:
         reporter = asyncio.ensure_future(report())
         try:
             outcome = await run_level(
-                client, plan, t0=t0, stop=w._stop.is_set, hard_stop=w._hard.is_set,
-                next_index=w._take, live=stats,
+                client,
+                plan,
+                t0=t0,
+                stop=w._stop.is_set,
+                hard_stop=w._hard.is_set,
+                next_index=w._take,
+                live=stats,
             )
         finally:
             reporter.cancel()

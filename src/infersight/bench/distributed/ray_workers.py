@@ -110,7 +110,10 @@ class RayWorkers:
         try:
             self._joined = join_cluster(self.address)
             self._placed = await place_workers(
-                self.spec, self.n, strategy=self.strategy, cpus=self.cpus,
+                self.spec,
+                self.n,
+                strategy=self.strategy,
+                cpus=self.cpus,
                 sample_interval=self.sample_interval,
             )
             self._actors, self._where = self._placed.actors, self._placed.where
@@ -154,10 +157,12 @@ class RayWorkers:
         shares = split_plan(plan, self.n)
         actors = self._actors[: len(shares)]
         first_users = _first_users(shares)
-        await asyncio.gather(*(
-            resolve(a.prepare.remote(s, f, plan.concurrency or 0))
-            for a, s, f in zip(actors, shares, first_users, strict=True)
-        ))
+        await asyncio.gather(
+            *(
+                resolve(a.prepare.remote(s, f, plan.concurrency or 0))
+                for a, s, f in zip(actors, shares, first_users, strict=True)
+            )
+        )
         runs: dict[asyncio.Future[Any], int] = {
             asyncio.ensure_future(resolve(a.run.remote())): i for i, a in enumerate(actors)
         }
@@ -245,7 +250,9 @@ class RayWorkers:
             parts.append(outcome)
             drift = max((proven_drift(est, e) for e in remeasured[i]), default=0.0)
             clock = {
-                "level": level, **est.as_dict(), "drift_s": drift,
+                "level": level,
+                **est.as_dict(),
+                "drift_s": drift,
                 "remeasured": [e.as_dict() for e in remeasured[i]],
             }
             self._clocks[i].append(clock)
@@ -255,15 +262,25 @@ class RayWorkers:
                     f"{drift * 1e3:.1f} ms from the driver's; its records are placed to "
                     f"± {(est.uncertainty + drift) * 1e3:.1f} ms on the driver's time axis"
                 )
-            workers.append({
-                **where, "offset_s": est.offset, "uncertainty_s": est.uncertainty,
-                "drift_s": drift, "cpu_percent": outcome.cpu_percent,
-                "cpu_seconds": outcome.cpu_seconds, "requests": len(outcome.records),
-            })
+            workers.append(
+                {
+                    **where,
+                    "offset_s": est.offset,
+                    "uncertainty_s": est.uncertainty,
+                    "drift_s": drift,
+                    "cpu_percent": outcome.cpu_percent,
+                    "cpu_seconds": outcome.cpu_seconds,
+                    "requests": len(outcome.records),
+                }
+            )
         merged = merge_outcomes(parts, wall)
         return RayLevelOutcome(
-            merged.records, merged.cpu_percent, merged.wall, merged.cpu_seconds,
-            workers=workers, samples=samples,
+            merged.records,
+            merged.cpu_percent,
+            merged.wall,
+            merged.cpu_seconds,
+            workers=workers,
+            samples=samples,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -310,8 +327,12 @@ async def ray_pool(cfg: BenchConfig, spec: ClientSpec) -> AsyncIterator[RayWorke
         yield None
         return
     async with RayWorkers(
-        spec, address=cfg.ray, workers=cfg.workers, strategy=cfg.ray_strategy,
-        cpus=cfg.ray_cpus, sample_interval=cfg.sample_interval,
+        spec,
+        address=cfg.ray,
+        workers=cfg.workers,
+        strategy=cfg.ray_strategy,
+        cpus=cfg.ray_cpus,
+        sample_interval=cfg.sample_interval,
         clock_interval=cfg.ray_clock_interval,
     ) as pool:
         yield pool

@@ -43,8 +43,13 @@ def _worker_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     outcome = run_coroutine(_worker_async(index, spec, plan, t0, counter, stop_ev, hard_ev, out))
     out.put(
-        ("done", index, [r.to_dict() for r in outcome.records], outcome.cpu_percent,
-         outcome.cpu_seconds)
+        (
+            "done",
+            index,
+            [r.to_dict() for r in outcome.records],
+            outcome.cpu_percent,
+            outcome.cpu_seconds,
+        )
     )
 
 
@@ -81,8 +86,13 @@ async def _worker_async(
         reporter = asyncio.ensure_future(report())
         try:
             return await run_level(
-                client, plan, t0=t0.value, stop=stop_ev.is_set, hard_stop=hard_ev.is_set,
-                next_index=take, live=stats,
+                client,
+                plan,
+                t0=t0.value,
+                stop=stop_ev.is_set,
+                hard_stop=hard_ev.is_set,
+                next_index=take,
+                live=stats,
             )
         finally:
             reporter.cancel()
@@ -107,8 +117,11 @@ def split_plan(plan: LevelPlan, n: int) -> list[LevelPlan]:
             share.feed = feeds[w]
         share.labels = {**plan.labels, "worker": str(w)}
         plans.append(share)
-    return [p for p in plans
-            if p.slots or (p.concurrency or 0) > 0 or (p.feed is not None and p.concurrency is None)]
+    return [
+        p
+        for p in plans
+        if p.slots or (p.concurrency or 0) > 0 or (p.feed is not None and p.concurrency is None)
+    ]
 
 
 async def run_level_in_workers(

@@ -67,10 +67,15 @@ class TraceSummary:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "source": self.path, "format": self.fmt, "requests": self.requests,
-            "span_s": round(self.span(), 3), "bad_lines": self.bad,
-            "bad_examples": list(self.bad_shown), "passed_over": dict(self.passed_over),
-            "sessions": self.sessions, "input_tokens_mean": round(self.input_mean, 1),
+            "source": self.path,
+            "format": self.fmt,
+            "requests": self.requests,
+            "span_s": round(self.span(), 3),
+            "bad_lines": self.bad,
+            "bad_examples": list(self.bad_shown),
+            "passed_over": dict(self.passed_over),
+            "sessions": self.sessions,
+            "input_tokens_mean": round(self.input_mean, 1),
             "output_tokens_mean": round(self.output_mean, 1),
         }
 
@@ -101,8 +106,10 @@ def sniff_format(p: Path) -> str:
         raise ConfigError(f"--trace {p}: the file is empty: no request to replay")
     fmt = detect_format(first)
     if fmt is None:
-        raise ConfigError(f"--trace {p}: cannot tell its format from the first line; "
-                          f"give --trace-format ({', '.join(FORMATS)})")
+        raise ConfigError(
+            f"--trace {p}: cannot tell its format from the first line; "
+            f"give --trace-format ({', '.join(FORMATS)})"
+        )
     return fmt
 
 

@@ -41,7 +41,10 @@ One = Callable[..., Any]
 
 
 async def dispatch_feed(
-    plan: LevelPlan, t0: float, stop: Callable[[], bool], one: One,
+    plan: LevelPlan,
+    t0: float,
+    stop: Callable[[], bool],
+    one: One,
     tasks: set[asyncio.Task[Any]],
 ) -> None:
     """Send ``plan.feed``'s requests at ``t0 + offset``; conversations turn by turn."""
@@ -89,7 +92,10 @@ async def dispatch_feed(
 
 
 async def dispatch_conversations(
-    plan: LevelPlan, t0: float, stop: Callable[[], bool], one: One,
+    plan: LevelPlan,
+    t0: float,
+    stop: Callable[[], bool],
+    one: One,
     tasks: set[asyncio.Task[Any]],
 ) -> None:
     """Closed loop: ``plan.concurrency`` users, each holding one conversation at a time
@@ -157,8 +163,9 @@ class Conversations:
                 return
             await self._send(conv, item, time.monotonic(), None)
 
-    async def _send(self, conv: _Conversation, item: FeedItem, release: float,
-                    prev: asyncio.Task[Any] | None) -> None:
+    async def _send(
+        self, conv: _Conversation, item: FeedItem, release: float, prev: asyncio.Task[Any] | None
+    ) -> None:
         if prev is not None:
             await asyncio.wait([prev])
         at = release

@@ -66,9 +66,13 @@ class RequestShape:
 
     def body(self, messages: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
         """The request body for ``messages`` (bench's own body builder)."""
-        return build_bodies([Prompt(messages=messages, max_tokens=max_tokens)],
-                            model=self.model, endpoint=self.endpoint, stream=self.stream,
-                            ignore_eos=self.ignore_eos)[0]
+        return build_bodies(
+            [Prompt(messages=messages, max_tokens=max_tokens)],
+            model=self.model,
+            endpoint=self.endpoint,
+            stream=self.stream,
+            ignore_eos=self.ignore_eos,
+        )[0]
 
 
 def split_feed(feed: Any, n: int) -> list[Any]:
@@ -170,8 +174,9 @@ class TraceFeed:
             out["in"] = str(prompt_tokens)
         return out
 
-    def _request(self, text: TextBuilder, index: int, offset: float, e: TraceEntry,
-                 counts: list[int] | None) -> FeedItem:
+    def _request(
+        self, text: TextBuilder, index: int, offset: float, e: TraceEntry, counts: list[int] | None
+    ) -> FeedItem:
         if counts is not None:
             messages = text.messages(e, counts, _own_key(self.shape.seed, index))
             sent, tokens = e.input_tokens, sum(counts)
@@ -182,9 +187,15 @@ class TraceFeed:
         body = self.shape.body(messages, e.output_tokens)
         return FeedItem(index, offset, self._labels(e, sent), body=body, tokens=tokens)
 
-    def _turn(self, text: TextBuilder, index: int, offset: float, e: TraceEntry,
-              convs: OrderedDict[str, tuple[int, int, int, float | None]],
-              mine: bool) -> FeedItem | None:
+    def _turn(
+        self,
+        text: TextBuilder,
+        index: int,
+        offset: float,
+        e: TraceEntry,
+        convs: OrderedDict[str, tuple[int, int, int, float | None]],
+        mine: bool,
+    ) -> FeedItem | None:
         """A conversation turn: the messages it adds to the history. Later turns add
         what the trace's prompt grew by beyond the previous turn and its answer, after
         the think time the trace gives (its ``delay``, or for the access log the time
@@ -205,10 +216,16 @@ class TraceFeed:
                 msgs = [{"role": "user", "content": text.mooncake(e, key)}]
         else:
             # the access log counts the template: two more messages' worth of it
-            grew = e.input_tokens - prev[0] - prev[1] - (
-                self.shape.overhead.per_message * 2 if self.fmt == "gateway" else 0)
+            grew = (
+                e.input_tokens
+                - prev[0]
+                - prev[1]
+                - (self.shape.overhead.per_message * 2 if self.fmt == "gateway" else 0)
+            )
             msgs = [{"role": "user", "content": text.words(key, max(1, grew), shared=False)}]
-        sent = e.input_tokens + (0 if self.fmt == "gateway" else self.shape.overhead.of(2 * turn - 1))
+        sent = e.input_tokens + (
+            0 if self.fmt == "gateway" else self.shape.overhead.of(2 * turn - 1)
+        )
         labels = {**self._labels(e, sent), "session": e.session, "turn": str(turn)}
         history = 0 if prev is None else min(e.input_tokens, prev[0] + prev[1])
         think = e.think
@@ -219,9 +236,17 @@ class TraceFeed:
         elif prev is not None:
             rng = np.random.default_rng((self.shape.seed, 0x7417, index))
             think = ThinkTime.parse(self.think).sample(rng)
-        return FeedItem(index, offset, labels, session=e.session, turn=turn, new_messages=msgs,
-                        max_tokens=e.output_tokens, think=think if prev is not None else None,
-                        shared=history)
+        return FeedItem(
+            index,
+            offset,
+            labels,
+            session=e.session,
+            turn=turn,
+            new_messages=msgs,
+            max_tokens=e.output_tokens,
+            think=think if prev is not None else None,
+            shared=history,
+        )
 
     def _shared(self, e: TraceEntry, seen: set[int | str]) -> int:
         """Intended prompt tokens this request shares with earlier ones: its leading

@@ -135,22 +135,37 @@ def parse_mooncake(raw: bytes, line: int) -> TraceEntry:
     text = o.get("text_input")
     if text is not None and not (isinstance(text, str) and text):
         raise BadLine("text_input must be a non-empty string")
-    n_in = _tokens(o.get("input_length"), "input_length") if text is None else max(1, len(text) // 4)
+    n_in = (
+        _tokens(o.get("input_length"), "input_length") if text is None else max(1, len(text) // 4)
+    )
     hashes = o.get("hash_ids") or []
     if not isinstance(hashes, list) or not all(
         isinstance(h, int) and not isinstance(h, bool) for h in hashes
     ):
         raise BadLine("hash_ids must be a list of integers")
-    return TraceEntry(line, t, n_in, _tokens(o.get("output_length"), "output_length"),
-                      hash_ids=tuple(hashes), session=session, think=think, text=text)
+    return TraceEntry(
+        line,
+        t,
+        n_in,
+        _tokens(o.get("output_length"), "output_length"),
+        hash_ids=tuple(hashes),
+        session=session,
+        think=think,
+        text=text,
+    )
 
 
 def _prefix(v: Any) -> tuple[tuple[str, str, int], ...]:
     if v is None:
         return ()
     ok = isinstance(v, list) and all(
-        isinstance(p, list) and len(p) == 3 and isinstance(p[0], str)
-        and isinstance(p[1], str) and isinstance(p[2], int) and p[2] >= 0 for p in v
+        isinstance(p, list)
+        and len(p) == 3
+        and isinstance(p[0], str)
+        and isinstance(p[1], str)
+        and isinstance(p[2], int)
+        and p[2] >= 0
+        for p in v
     )
     if not ok:
         raise BadLine("prefix must be a list of [role, hash, chars]")
@@ -165,7 +180,11 @@ def parse_gateway(raw: bytes, line: int) -> TraceEntry:
     if endpoint not in ("chat", "completions"):
         raise PassOver(f"not a generation request (endpoint {endpoint!r})")
     status = o.get("status")
-    if not isinstance(status, int) or not 200 <= status < 300 or o.get("error") not in (None, "none"):
+    if (
+        not isinstance(status, int)
+        or not 200 <= status < 300
+        or o.get("error") not in (None, "none")
+    ):
         raise PassOver("failed in the original (no token counts to replay)")
     latency = _num(o.get("latency_ms"), "latency_ms") / 1000.0
     if "arrival_ts" in o:
@@ -179,9 +198,15 @@ def parse_gateway(raw: bytes, line: int) -> TraceEntry:
         raise PassOver("answered with no completion tokens")
     stream = o.get("stream")
     return TraceEntry(
-        line, t, _tokens(o.get("prompt_tokens"), "prompt_tokens"), n_out,
-        prefix=_prefix(o.get("prefix")), session=_session(o.get("session")), end=end,
-        stream=stream if isinstance(stream, bool) else None, endpoint=str(endpoint),
+        line,
+        t,
+        _tokens(o.get("prompt_tokens"), "prompt_tokens"),
+        n_out,
+        prefix=_prefix(o.get("prefix")),
+        session=_session(o.get("session")),
+        end=end,
+        stream=stream if isinstance(stream, bool) else None,
+        endpoint=str(endpoint),
     )
 
 
@@ -197,8 +222,7 @@ def csv_columns(header: Sequence[str]) -> dict[str, int] | None:
     aliases = {
         "t": ("timestamp", "time", "ts", "arrival", "arrival_time"),
         "in": ("input_tokens", "input_length", "prompt_tokens", "input", "request_tokens"),
-        "out": ("output_tokens", "output_length", "completion_tokens", "output",
-                "response_tokens"),
+        "out": ("output_tokens", "output_length", "completion_tokens", "output", "response_tokens"),
         "session": ("session_id", "session", "conversation_id"),
     }
     cols = {k: next((names.index(a) for a in al if a in names), -1) for k, al in aliases.items()}
@@ -238,8 +262,11 @@ def parse_burstgpt(row: Sequence[str], line: int, cols: dict[str, int]) -> Trace
 
 def burstgpt_columns(header: Sequence[str]) -> dict[str, int]:
     names = [h.strip() for h in header]
-    return {"t": names.index("Timestamp"), "in": names.index("Request tokens"),
-            "out": names.index("Response tokens")}
+    return {
+        "t": names.index("Timestamp"),
+        "in": names.index("Request tokens"),
+        "out": names.index("Response tokens"),
+    }
 
 
 def detect_format(first: bytes) -> str | None:

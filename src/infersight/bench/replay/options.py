@@ -67,8 +67,18 @@ def trace_times(cfg: ReplaySettings, speedup: float) -> np.ndarray:
 def check_replay(cfg: ReplaySettings) -> None:
     """Raise one ConfigError line for a trace or conversation setting that cannot run."""
     if cfg.trace:
-        clash = cfg.given("concurrency", "rate", "sweep", "find_max", "dataset", "sessions",
-                       "shared_prefix", "input_tokens", "output_tokens", "max_tokens")
+        clash = cfg.given(
+            "concurrency",
+            "rate",
+            "sweep",
+            "find_max",
+            "dataset",
+            "sessions",
+            "shared_prefix",
+            "input_tokens",
+            "output_tokens",
+            "max_tokens",
+        )
         if clash:
             raise ConfigError(
                 f"--trace sends each request at the trace's own time and length: drop "
@@ -85,13 +95,17 @@ def check_replay(cfg: ReplaySettings) -> None:
     if cfg.sessions:
         clash = cfg.given("dataset", "sweep", "find_max", "requests")
         if clash:
-            raise ConfigError(f"--sessions N runs N conversations at --concurrency or --rate: "
-                              f"drop {', '.join(clash)}")
+            raise ConfigError(
+                f"--sessions N runs N conversations at --concurrency or --rate: "
+                f"drop {', '.join(clash)}"
+            )
         Distribution.parse(cfg.turns, "--turns")
         ThinkTime.parse(cfg.think_time)
     elif cfg.given("turns") or (not cfg.trace and cfg.given("think_time")):
         alone = cfg.given("turns", "think_time")
-        raise ConfigError(f"{', '.join(alone)} only apply with --sessions N"
-                          + ("" if cfg.trace else " (--think-time also with --trace)"))
+        raise ConfigError(
+            f"{', '.join(alone)} only apply with --sessions N"
+            + ("" if cfg.trace else " (--think-time also with --trace)")
+        )
     if cfg.trace:
         ThinkTime.parse(cfg.think_time)  # for turns whose trace gives no think time

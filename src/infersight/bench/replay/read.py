@@ -84,7 +84,9 @@ def _csv_lines(path: Path, fmt: str) -> Iterator[TraceEntry | Problem]:
                 parse = parse_burstgpt if fmt == "burstgpt" else parse_csv_row
                 yield parse(row, lineno, cols)
             except (BadLine, ValueError) as e:
-                yield Problem(lineno, str(e) if isinstance(e, BadLine) else "not the BurstGPT header")
+                yield Problem(
+                    lineno, str(e) if isinstance(e, BadLine) else "not the BurstGPT header"
+                )
             except PassOver as e:
                 yield Problem(lineno, str(e), bad=False)
 
@@ -100,8 +102,11 @@ def read_trace(path: str | Path, fmt: str) -> Iterator[TraceEntry | Problem]:
     for item in lines:
         if isinstance(item, TraceEntry) and item.t is not None:
             if last is not None and item.t < last:
-                yield Problem(item.line, f"time {item.t:.6g} s is before the previous "
-                              f"request's {last:.6g} s (this format requires time order)")
+                yield Problem(
+                    item.line,
+                    f"time {item.t:.6g} s is before the previous "
+                    f"request's {last:.6g} s (this format requires time order)",
+                )
                 continue
             last = item.t
         yield item
@@ -128,9 +133,12 @@ def in_arrival_order(
             continue
         assert item.t is not None and item.end is not None
         if last_end is not None and item.end < last_end - END_ORDER_SLACK_S:
-            yield Problem(item.line, "ends before an earlier line's request: the log is "
-                          "not in the order one gateway writes it (give one gateway's log, "
-                          "or sort the lines by arrival_ts)")
+            yield Problem(
+                item.line,
+                "ends before an earlier line's request: the log is "
+                "not in the order one gateway writes it (give one gateway's log, "
+                "or sort the lines by arrival_ts)",
+            )
             continue
         last_end = item.end if last_end is None else max(last_end, item.end)
         heapq.heappush(held, (item.t, item.line, item))

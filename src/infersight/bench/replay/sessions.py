@@ -64,7 +64,11 @@ class SessionFeed:
         turns = Distribution.parse(self.turns, "--turns")
         think = ThinkTime.parse(self.think)
         n_in = Distribution.parse(self.input_tokens, "--input-tokens")
-        n_out = Distribution.parse(self.output_tokens, "--output-tokens") if self.output_tokens else None
+        n_out = (
+            Distribution.parse(self.output_tokens, "--output-tokens")
+            if self.output_tokens
+            else None
+        )
         for s in range(self.share, self.sessions, self.shares):
             rng = np.random.default_rng((seed, 0x5E55, s))
             k = min(TURN_STRIDE - 1, turns.sample(1, rng)[0])
@@ -74,21 +78,36 @@ class SessionFeed:
             items = []
             history = self.shared_prefix
             for t in range(k):
-                msgs = [{"role": "user",
-                         "content": text.words(_key(seed, s, t), lens[t], shared=False)}]
+                msgs = [
+                    {"role": "user", "content": text.words(_key(seed, s, t), lens[t], shared=False)}
+                ]
                 if t == 0 and self.shared_prefix:
-                    msgs.insert(0, {"role": "system",
-                                    "content": text.words(_SYSTEM_KEY, self.shared_prefix)})
+                    msgs.insert(
+                        0,
+                        {"role": "system", "content": text.words(_SYSTEM_KEY, self.shared_prefix)},
+                    )
                 n_msgs = 2 * t + 1 + (1 if self.shared_prefix else 0)
-                labels = {"in": str(history + lens[t] + self.shape.overhead.of(n_msgs)),
-                          "out": str(outs[t]), "session": f"{self.tag}s{s}", "turn": str(t + 1)}
-                items.append(FeedItem(
-                    s * TURN_STRIDE + t, start, labels, session=f"{self.tag}s{s}", turn=t + 1,
-                    new_messages=msgs, max_tokens=outs[t],
-                    think=None if t == 0 else think.sample(rng),
-                    # what the conversation's previous turn sent and received
-                    shared=history if t > 0 else 0, tokens=history + lens[t],
-                ))
+                labels = {
+                    "in": str(history + lens[t] + self.shape.overhead.of(n_msgs)),
+                    "out": str(outs[t]),
+                    "session": f"{self.tag}s{s}",
+                    "turn": str(t + 1),
+                }
+                items.append(
+                    FeedItem(
+                        s * TURN_STRIDE + t,
+                        start,
+                        labels,
+                        session=f"{self.tag}s{s}",
+                        turn=t + 1,
+                        new_messages=msgs,
+                        max_tokens=outs[t],
+                        think=None if t == 0 else think.sample(rng),
+                        # what the conversation's previous turn sent and received
+                        shared=history if t > 0 else 0,
+                        tokens=history + lens[t],
+                    )
+                )
                 history += lens[t] + outs[t]
             yield items
 
@@ -103,11 +122,17 @@ def _key(seed: int, session: int, turn: int) -> int:
     return (3 << 60) | ((seed & 0xFFFF) << 40) | (session << 10) | turn
 
 
-def session_starts(rate: float, n: int, arrival: str, burstiness: float, seed: int) -> tuple[float, ...]:
+def session_starts(
+    rate: float, n: int, arrival: str, burstiness: float, seed: int
+) -> tuple[float, ...]:
     """Open-loop conversation starts (the bench's arrival processes)."""
     from infersight.bench.schedule import open_loop_schedule
 
     if math.isinf(rate):
         return tuple([0.0] * n)
-    return tuple(float(x) for x in open_loop_schedule(rate, arrival=arrival, burstiness=burstiness,
-                                                      requests=n, seed=seed))
+    return tuple(
+        float(x)
+        for x in open_loop_schedule(
+            rate, arrival=arrival, burstiness=burstiness, requests=n, seed=seed
+        )
+    )

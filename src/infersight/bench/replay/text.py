@@ -66,11 +66,13 @@ def allot(total: int, weights: Sequence[int]) -> list[int]:
 class TextBuilder:
     """Deterministic text from keys; see the module docstring."""
 
-    def __init__(self, words: Sequence[str], seed: int,
-                 block_tokens: int = DEFAULT_BLOCK_TOKENS) -> None:
+    def __init__(
+        self, words: Sequence[str], seed: int, block_tokens: int = DEFAULT_BLOCK_TOKENS
+    ) -> None:
         self._words = np.asarray(list(words), dtype=object)
-        self._lens = np.fromiter((len(w) + 1 for w in self._words), dtype=np.int64,
-                                 count=len(self._words))
+        self._lens = np.fromiter(
+            (len(w) + 1 for w in self._words), dtype=np.int64, count=len(self._words)
+        )
         self._seed = int(seed) & 0xFFFFFFFF
         self.block_tokens = block_tokens
         self._chunks: OrderedDict[tuple[int, int], tuple[str, np.ndarray]] = OrderedDict()
@@ -147,8 +149,10 @@ class TextBuilder:
         """Chat messages for an access-log line with the token counts of :meth:`counts`."""
         prefix = e.prefix or (("user", "", 1),)
         return [
-            {"role": _role(role),
-             "content": self.words(int(h, 16) if h else own_key, max(1, n), shared=bool(h))}
+            {
+                "role": _role(role),
+                "content": self.words(int(h, 16) if h else own_key, max(1, n), shared=bool(h)),
+            }
             for (role, h, _), n in zip(prefix, counts, strict=True)
         ]
 
@@ -160,8 +164,9 @@ _MASK = 0xFFFFFFFFFFFFFFFF
 def _word_indices(seed: int, key: int, index: int, n_words: int) -> np.ndarray:
     """``_CHUNK`` word indices, a pure function of (seed, key, index): SplitMix64 over
     a counter (one vectorised pass; a seeded generator per chunk costs 4x more)."""
-    base = (seed * 0x9E3779B97F4A7C15 + (key & _MASK) * 0xD1B54A32D192ED03
-            + index * 0x8CB92BA72F3D8DD7) & _MASK
+    base = (
+        seed * 0x9E3779B97F4A7C15 + (key & _MASK) * 0xD1B54A32D192ED03 + index * 0x8CB92BA72F3D8DD7
+    ) & _MASK
     with np.errstate(over="ignore"):
         x = np.uint64(base) + _STEPS * np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)

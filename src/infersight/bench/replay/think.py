@@ -48,5 +48,7 @@ class ThinkTime:
 
 
 def _think_syntax(text: str) -> str:
-    return (f"--think-time {text!r}: use a duration (2s), uniform:A:B or exponential:MEAN, "
-            "e.g. uniform:1s:5s")
+    return (
+        f"--think-time {text!r}: use a duration (2s), uniform:A:B or exponential:MEAN, "
+        "e.g. uniform:1s:5s"
+    )

@@ -32,6 +32,7 @@ DEFAULT_OUTPUT_TOKENS = 256
 #: llama.cpp's limit on sequences decoded together (its LLAMA_MAX_SEQ).
 LLAMA_MAX_SEQ = 256
 
+
 def load_shape(spec: str | Path) -> ModelShape:
     """A model shape from ``embedded``, a ``.gguf`` file, a ``config.json`` or a folder.
 
@@ -122,8 +123,13 @@ def plan_capacity(
     cpu = device.kind == "cpu"
     n_dev = device.count
     kv_b, kv_name = _kv_elem(kv_dtype, cpu)
-    adv = recommend_slots(shape, device, ctx=ctx, kv_bytes_per_element=kv_b,
-                          weight_bytes_per_param=weight_bytes_per_param)
+    adv = recommend_slots(
+        shape,
+        device,
+        ctx=ctx,
+        kv_bytes_per_element=kv_b,
+        weight_bytes_per_param=weight_bytes_per_param,
+    )
     b = adv.budget
     fits = b.kv_budget > 0 and b.max_seqs >= 1
     notes: list[str] = list(shape.notes)
@@ -140,51 +146,83 @@ def plan_capacity(
     else:
         notes.append(f"slots: {adv.target}, {adv.why()}")
         if concurrency and concurrency > adv.target:
-            notes.append(f"--concurrency {concurrency} exceeds the {adv.target} slots one "
-                         f"server runs well: the rest queue, or add replicas")
+            notes.append(
+                f"--concurrency {concurrency} exceeds the {adv.target} slots one "
+                f"server runs well: the rest queue, or add replicas"
+            )
     plan = CapacityPlan(
-        model=shape.name, device=device.name, devices=n_dev, ctx=ctx,
-        weights_bytes=b.weights, kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,
-        kv_bytes_per_sequence=b.per_seq, activations_bytes=b.activations,
-        headroom_bytes=b.headroom, kv_budget_bytes=max(0.0, b.kv_budget),
-        memory_bytes=device.memory_bytes, max_sequences=b.max_seqs, fits=fits,
-        kv_dtype=kv_name, compute_knee=adv.knee, recommended_slots=adv.target,
+        model=shape.name,
+        device=device.name,
+        devices=n_dev,
+        ctx=ctx,
+        weights_bytes=b.weights,
+        kv_bytes_per_token=shape.kv_bytes_per_token(kv_b) / n_dev,
+        kv_bytes_per_sequence=b.per_seq,
+        activations_bytes=b.activations,
+        headroom_bytes=b.headroom,
+        kv_budget_bytes=max(0.0, b.kv_budget),
+        memory_bytes=device.memory_bytes,
+        max_sequences=b.max_seqs,
+        fits=fits,
+        kv_dtype=kv_name,
+        compute_knee=adv.knee,
+        recommended_slots=adv.target,
         settings=_settings(device, ctx=ctx, advice=adv, kv_name=kv_name, threads=threads),
         notes=notes,
     )
     if fits and not cpu and adv.target > LLAMA_MAX_SEQ:
-        notes.append(f"llama.cpp runs at most {LLAMA_MAX_SEQ} sequences at once: its line "
-                     f"says --parallel {LLAMA_MAX_SEQ}, the others {adv.target}")
+        notes.append(
+            f"llama.cpp runs at most {LLAMA_MAX_SEQ} sequences at once: its line "
+            f"says --parallel {LLAMA_MAX_SEQ}, the others {adv.target}"
+        )
     if concurrency or tokens or prompt_tokens:
         out = tokens or DEFAULT_OUTPUT_TOKENS
         if prompt_tokens is not None and prompt_tokens + out > ctx:
-            raise ConfigError(f"--prompt-tokens {prompt_tokens} + {out} output tokens exceed "
-                              f"--ctx {ctx}")
-        plan.estimate = _estimate(shape, device, plan, concurrency or 1, out, kv_b,
-                                  weight_bytes_per_param, prompt_tokens)
+            raise ConfigError(
+                f"--prompt-tokens {prompt_tokens} + {out} output tokens exceed --ctx {ctx}"
+            )
+        plan.estimate = _estimate(
+            shape, device, plan, concurrency or 1, out, kv_b, weight_bytes_per_param, prompt_tokens
+        )
     return plan
 
 
-def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str,
-              threads: int | None = None) -> dict[str, list[str]]:
+def _settings(
+    device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str, threads: int | None = None
+) -> dict[str, list[str]]:
     n = device.count
     seqs = advice.target  # one number for every engine: the sequences run at once
     if device.kind == "cpu":
-        cache = [] if kv_name == "f16" else [f"--cache-type-k {kv_name}", f"--cache-type-v {kv_name}"]
+        cache = (
+            [] if kv_name == "f16" else [f"--cache-type-k {kv_name}", f"--cache-type-v {kv_name}"]
+        )
         t = threads or device.cores or 1
         return {
             "llama.cpp": [f"--parallel {seqs}", f"--ctx-size {ctx * seqs}", f"-t {t}", *cache],
             "infersight serve": [f"--parallel {seqs}", f"--ctx {ctx * seqs}"],
         }
     util = GPU_UTILISATION
-    vllm = [f"--max-model-len {ctx}", f"--gpu-memory-utilization {util:.2f}",
-            f"--max-num-seqs {seqs}"]
-    sglang = [f"--context-length {ctx}", f"--mem-fraction-static {util - 0.02:.2f}",
-              f"--max-running-requests {seqs}"]
-    tgi = [f"--max-total-tokens {ctx}", f"--max-input-tokens {max(1, ctx - 1)}",
-           f"--max-batch-total-tokens {seqs * ctx}", f"--max-concurrent-requests {seqs}"]
-    lcpp = [f"--parallel {min(seqs, LLAMA_MAX_SEQ)}", f"--ctx-size {ctx * min(seqs, LLAMA_MAX_SEQ)}",
-            "-ngl 999"]
+    vllm = [
+        f"--max-model-len {ctx}",
+        f"--gpu-memory-utilization {util:.2f}",
+        f"--max-num-seqs {seqs}",
+    ]
+    sglang = [
+        f"--context-length {ctx}",
+        f"--mem-fraction-static {util - 0.02:.2f}",
+        f"--max-running-requests {seqs}",
+    ]
+    tgi = [
+        f"--max-total-tokens {ctx}",
+        f"--max-input-tokens {max(1, ctx - 1)}",
+        f"--max-batch-total-tokens {seqs * ctx}",
+        f"--max-concurrent-requests {seqs}",
+    ]
+    lcpp = [
+        f"--parallel {min(seqs, LLAMA_MAX_SEQ)}",
+        f"--ctx-size {ctx * min(seqs, LLAMA_MAX_SEQ)}",
+        "-ngl 999",
+    ]
     if n > 1:
         vllm.append(f"--tensor-parallel-size {n}")
         sglang.append(f"--tp {n}")
@@ -199,14 +237,28 @@ def _settings(device: Device, *, ctx: int, advice: SlotAdvice, kv_name: str,
     return {"vllm": vllm, "sglang": sglang, "tgi": tgi, "llama.cpp": lcpp}
 
 
-def _estimate(shape: ModelShape, device: Device, plan: CapacityPlan, concurrency: int, tokens: int,
-              kv_b: float, wbpp: float | None, prompt_tokens: int | None) -> dict[str, Any]:
+def _estimate(
+    shape: ModelShape,
+    device: Device,
+    plan: CapacityPlan,
+    concurrency: int,
+    tokens: int,
+    kv_b: float,
+    wbpp: float | None,
+    prompt_tokens: int | None,
+) -> dict[str, Any]:
     batch = max(1, min(concurrency, plan.max_sequences or 1))
     # Without a prompt length, the worst case the context allows: prompts that fill it.
     prompt = prompt_tokens if prompt_tokens is not None else max(1, plan.ctx - tokens)
     ctx_avg = prompt + tokens / 2
-    d = decode_floor(shape, device, batch=batch, context=ctx_avg, kv_bytes_per_element=kv_b,
-                     weight_bytes_per_param=wbpp)
+    d = decode_floor(
+        shape,
+        device,
+        batch=batch,
+        context=ctx_avg,
+        kv_bytes_per_element=kv_b,
+        weight_bytes_per_param=wbpp,
+    )
     p = prefill_floor(shape, device, tokens=prompt, weight_bytes_per_param=wbpp)
     e2e = p.ttft_s + tokens * d.itl_s
     return {

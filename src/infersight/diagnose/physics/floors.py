@@ -103,7 +103,10 @@ def prefill_floor(
 ) -> PrefillFloor:
     """Prefill floors for one prompt of ``tokens`` tokens."""
     n = max(1, int(tokens))
-    flops = 2.0 * shape.n_active_params * n + 2.0 * shape.n_layers * shape.n_heads * shape.head_dim * n * n
+    flops = (
+        2.0 * shape.n_active_params * n
+        + 2.0 * shape.n_layers * shape.n_heads * shape.head_dim * n * n
+    )
     peak = device.peak_flops(dtype)
     bw = device.total_bandwidth
     return PrefillFloor(
@@ -129,9 +132,15 @@ def compute_knee(
     lo, hi = 1, limit
 
     def compute_bound(b: int) -> bool:
-        f = decode_floor(shape, device, batch=b, context=context,
-                         weight_bytes_per_param=weight_bytes_per_param,
-                         kv_bytes_per_element=kv_bytes_per_element, dtype=dtype)
+        f = decode_floor(
+            shape,
+            device,
+            batch=b,
+            context=context,
+            weight_bytes_per_param=weight_bytes_per_param,
+            kv_bytes_per_element=kv_bytes_per_element,
+            dtype=dtype,
+        )
         return f.compute_s >= f.bandwidth_s
 
     if not compute_bound(hi):

@@ -118,6 +118,7 @@ class GGUFTensor:
         _, block, size = GGML_TYPES.get(self.type_id, ("?", 1, 0))
         return -(-self.n_elements // block) * size
 
+
 @dataclass(slots=True)
 class GGUFFile:
     """The parsed header: version, metadata and tensor table."""

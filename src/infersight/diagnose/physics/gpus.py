@@ -59,9 +59,15 @@ def _entries() -> tuple[_Entry, ...]:
     out = []
     for key, e in doc.get("gpu", {}).items():
         names = [key, e["name"], *e.get("aliases", [])]
-        out.append(_Entry(key=key, family=str(e.get("family", "")), form=str(e.get("form", "")),
-                          marketed_gb=float(e.get("memory_marketed_gb", 0.0)),
-                          aliases=tuple(_norm(str(n)) for n in names)))
+        out.append(
+            _Entry(
+                key=key,
+                family=str(e.get("family", "")),
+                form=str(e.get("form", "")),
+                marketed_gb=float(e.get("memory_marketed_gb", 0.0)),
+                aliases=tuple(_norm(str(n)) for n in names),
+            )
+        )
     return tuple(out)
 
 
@@ -94,8 +100,9 @@ def find_gpu(name: str) -> Device | None:
     tokens = n.split()
     cands = [e for e in entries if e.family and e.family in tokens]
     if not cands:  # no family token: an alias inside a longer name
-        cands = [e for e in entries
-                 if any(a and re.search(rf"\b{re.escape(a)}\b", n) for a in e.aliases)]
+        cands = [
+            e for e in entries if any(a and re.search(rf"\b{re.escape(a)}\b", n) for a in e.aliases)
+        ]
     m = _MEM_RE.search(n)
     if m and cands:
         gb = float(m.group(1))
@@ -107,8 +114,9 @@ def find_gpu(name: str) -> Device | None:
 
     def score(e: _Entry) -> tuple[int, int, float]:
         f = 2 if form and e.form == form else (1 if not form and e.form in ("", "sxm") else 0)
-        contained = max((len(a) for a in e.aliases
-                         if a and re.search(rf"\b{re.escape(a)}\b", n)), default=0)
+        contained = max(
+            (len(a) for a in e.aliases if a and re.search(rf"\b{re.escape(a)}\b", n)), default=0
+        )
         return f, contained, -e.marketed_gb  # the smaller card when nothing else decides
 
     return table[max(cands, key=score).key]
@@ -119,8 +127,10 @@ def with_nvml_memory(device: Device, memory_bytes: float | None) -> Device:
     if not memory_bytes or memory_bytes <= 0 or device.kind != "gpu":
         return device
     return dataclasses.replace(
-        device, memory_bytes=float(memory_bytes),
-        source=f"{device.source}; memory {memory_bytes / GIB:.1f} GiB from NVML memory.total")
+        device,
+        memory_bytes=float(memory_bytes),
+        source=f"{device.source}; memory {memory_bytes / GIB:.1f} GiB from NVML memory.total",
+    )
 
 
 def close_gpu_names(name: str, n: int = 5) -> list[str]:

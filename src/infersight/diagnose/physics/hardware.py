@@ -49,8 +49,9 @@ class Device:
     def calibrated_to(self, flops: float, source: str) -> Device:
         """The same device with its FLOP/s calibrated from a run."""
         each = flops / self.count
-        return dataclasses.replace(self, flops={"bf16": each, "fp16": each, "fp32": each},
-                                   source=source, calibrated=True)
+        return dataclasses.replace(
+            self, flops={"bf16": each, "fp16": each, "fp32": each}, source=source, calibrated=True
+        )
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense FLOP/s for ``dtype``; falls back to fp16, then bf16, then the best known."""
@@ -76,8 +77,11 @@ class Device:
             return self
         f = cores / self.cores
         return dataclasses.replace(
-            self, name=f"{self.name.split(' (')[0]} ({cores} of {self.cores} cores)",
-            flops={k: v * f for k, v in self.flops.items()}, cores=cores)
+            self,
+            name=f"{self.name.split(' (')[0]} ({cores} of {self.cores} cores)",
+            flops={k: v * f for k, v in self.flops.items()},
+            cores=cores,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (stored in a RunResult so readers reuse the same peaks)."""
@@ -95,9 +99,11 @@ class Device:
 
     def describe(self) -> str:
         n = f"{self.count}x " if self.count > 1 else ""
-        return (f"{n}{self.name}: {self.memory_bytes / GIB:.1f} GiB, "
-                f"{self.bandwidth / 1e9:.0f} GB/s, {self.peak_flops('bf16') / self.count / 1e12:.1f} "
-                f"TFLOP/s bf16{self._origin()}")
+        return (
+            f"{n}{self.name}: {self.memory_bytes / GIB:.1f} GiB, "
+            f"{self.bandwidth / 1e9:.0f} GB/s, {self.peak_flops('bf16') / self.count / 1e12:.1f} "
+            f"TFLOP/s bf16{self._origin()}"
+        )
 
     def _origin(self) -> str:
         if self.calibrated:
@@ -140,10 +146,20 @@ def _cache_path() -> Path:
 def _run_bench(seconds: float) -> dict[str, float]:
     # One BLAS thread in a child process: a per-core peak is robust on a shared host
     # (a multi-threaded BLAS stalls whenever one of its threads is descheduled).
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", _BENCH_CODE, str(seconds)], env=env,
-                         capture_output=True, text=True, timeout=30 + 4 * seconds, check=True)
+    env = {
+        **os.environ,
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _BENCH_CODE, str(seconds)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30 + 4 * seconds,
+        check=True,
+    )
     doc = json.loads(out.stdout.strip().splitlines()[-1])
     return {"bandwidth": float(doc["bandwidth"]), "flops_per_core": float(doc["flops_per_core"])}
 
@@ -189,9 +205,11 @@ def measure_cpu(seconds: float = 1.0) -> Device:
         memory_bytes=mem,
         bandwidth=best["bandwidth"],
         flops={"bf16": fl, "fp16": fl, "fp32": fl},
-        source=(f"measured: numpy 64 MiB copy {best['bandwidth'] / 1e9:.1f} GB/s, float32 "
-                f"matmul {best['flops_per_core'] / 1e9:.0f} GFLOP/s per core x {cores} cores "
-                "(best of repeats and of earlier runs on this host)"),
+        source=(
+            f"measured: numpy 64 MiB copy {best['bandwidth'] / 1e9:.1f} GB/s, float32 "
+            f"matmul {best['flops_per_core'] / 1e9:.0f} GFLOP/s per core x {cores} cores "
+            "(best of repeats and of earlier runs on this host)"
+        ),
         kind="cpu",
         cores=cores,
         measured=True,

@@ -16,6 +16,7 @@ __all__ = ["shape_from_gguf", "shape_from_hf_config"]
 
 # -- HF config.json ---------------------------------------------------------------
 
+
 def _get(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
     for k in keys:
         if cfg.get(k) is not None:
@@ -99,7 +100,9 @@ def _hf_shape(cfg: dict[str, Any], name: str) -> ModelShape:
         n_heads=heads,
         n_kv_heads=int(_get(cfg, "num_key_value_heads", "num_kv_heads", default=heads)),
         head_dim=int(_get(cfg, "head_dim", default=hidden // heads)),
-        intermediate_size=int(_get(cfg, "intermediate_size", "ffn_dim", "n_inner", default=4 * hidden)),
+        intermediate_size=int(
+            _get(cfg, "intermediate_size", "ffn_dim", "n_inner", default=4 * hidden)
+        ),
         vocab_size=int(_get(cfg, "vocab_size", default=32000)),
         max_context=_get(cfg, "max_position_embeddings", "n_positions", "seq_length"),
         tie_embeddings=bool(cfg.get("tie_word_embeddings", mtype.startswith("gemma"))),
@@ -159,6 +162,7 @@ def _hf_sliding(cfg: dict[str, Any], mtype: str, layers: int) -> tuple[int | Non
 
 # -- GGUF -------------------------------------------------------------------------
 
+
 def shape_from_gguf(path: str | Path) -> ModelShape:
     """Build a :class:`ModelShape` from a GGUF file's metadata and tensor table.
 
@@ -190,7 +194,11 @@ def _shape_from_gguf(path: str, size: int, mtime: int) -> ModelShape:
             raise ConfigError(f"{path}: GGUF lacks {arch}.{key}")
         return int(v[0] if isinstance(v, list) else v)
 
-    hidden, layers, heads = need("embedding_length"), need("block_count"), need("attention.head_count")
+    hidden, layers, heads = (
+        need("embedding_length"),
+        need("block_count"),
+        need("attention.head_count"),
+    )
     kv_raw = g.arch_value("attention.head_count_kv", heads)
     # Some architectures store per-layer head counts; the cache follows the largest.
     kv_heads = int(max(kv_raw) if isinstance(kv_raw, list) else kv_raw)

@@ -21,12 +21,30 @@ __all__ = ["DTYPE_BYTES", "ModelShape", "dtype_bytes"]
 
 #: Bytes per element of the cache/weight dtypes infersight knows by name.
 DTYPE_BYTES: dict[str, float] = {
-    "float32": 4.0, "fp32": 4.0, "f32": 4.0,
-    "bfloat16": 2.0, "bf16": 2.0, "float16": 2.0, "fp16": 2.0, "f16": 2.0, "half": 2.0,
+    "float32": 4.0,
+    "fp32": 4.0,
+    "f32": 4.0,
+    "bfloat16": 2.0,
+    "bf16": 2.0,
+    "float16": 2.0,
+    "fp16": 2.0,
+    "f16": 2.0,
+    "half": 2.0,
     "auto": 2.0,
-    "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "float8": 1.0, "int8": 1.0,
-    "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32, "q5_0": 22 / 32, "q5_1": 24 / 32,
-    "iq4_nl": 18 / 32, "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5 + 1 / 16,
+    "fp8": 1.0,
+    "fp8_e4m3": 1.0,
+    "fp8_e5m2": 1.0,
+    "float8": 1.0,
+    "int8": 1.0,
+    "q8_0": 34 / 32,
+    "q4_0": 18 / 32,
+    "q4_1": 20 / 32,
+    "q5_0": 22 / 32,
+    "q5_1": 24 / 32,
+    "iq4_nl": 18 / 32,
+    "int4": 0.5,
+    "fp4": 0.5,
+    "nvfp4": 0.5 + 1 / 16,
 }
 
 
@@ -108,7 +126,11 @@ class ModelShape:
         h, nh = self.hidden_size, self.n_heads
         if self.is_mla:
             qk = self.qk_nope_head_dim + self.qk_rope_head_dim
-            q = h * self.q_lora_rank + self.q_lora_rank * nh * qk if self.q_lora_rank else h * nh * qk
+            q = (
+                h * self.q_lora_rank + self.q_lora_rank * nh * qk
+                if self.q_lora_rank
+                else h * nh * qk
+            )
             kv_a = h * (self.kv_lora_rank + self.qk_rope_head_dim)
             kv_b = self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim)
             return q + kv_a + kv_b + nh * self.v_head_dim * h

@@ -57,11 +57,21 @@ def _activations(shape: ModelShape, seqs: int, cpu: bool) -> float:
     # hidden-size buffers for every batched token, plus fp32 logits of every sequence.
     tokens = 512 if cpu else BATCHED_TOKENS
     per_token = (2 * shape.intermediate_size + 4 * shape.hidden_size) * (4 if cpu else 2)
-    return tokens * per_token + max(1, seqs) * shape.vocab_size * 4 + (0 if cpu else GPU_RUNTIME_OVERHEAD)
+    return (
+        tokens * per_token
+        + max(1, seqs) * shape.vocab_size * 4
+        + (0 if cpu else GPU_RUNTIME_OVERHEAD)
+    )
 
 
-def memory_budget(shape: ModelShape, device: Device, *, ctx: int, kv_bytes_per_element: float,
-                  weight_bytes_per_param: float | None = None) -> MemoryBudget:
+def memory_budget(
+    shape: ModelShape,
+    device: Device,
+    *,
+    ctx: int,
+    kv_bytes_per_element: float,
+    weight_bytes_per_param: float | None = None,
+) -> MemoryBudget:
     """Weights, activations and the KV budget per device; how many sequences fit."""
     cpu = device.kind == "cpu"
     n_dev = device.count
@@ -73,8 +83,15 @@ def memory_budget(shape: ModelShape, device: Device, *, ctx: int, kv_bytes_per_e
     act = _activations(shape, min(guess, 256) or 1, cpu) / n_dev
     kv_budget = usable - weights - act
     max_seqs = max(0, int(kv_budget // per_seq)) if per_seq > 0 else 0
-    return MemoryBudget(usable=usable, headroom=device.memory_bytes - usable, weights=weights,
-                        activations=act, per_seq=per_seq, kv_budget=kv_budget, max_seqs=max_seqs)
+    return MemoryBudget(
+        usable=usable,
+        headroom=device.memory_bytes - usable,
+        weights=weights,
+        activations=act,
+        per_seq=per_seq,
+        kv_budget=kv_budget,
+        max_seqs=max_seqs,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,25 +112,44 @@ class SlotAdvice:
         """One clause for a verdict or a plan: what bounds the number."""
         kv = self.target * self.budget.per_seq / GIB
         free = max(0.0, self.budget.kv_budget) / GIB
-        fits = (f"{self.target} x {self.ctx}-token sequences = {kv:.2f} GiB of KV, "
-                f"{free:.1f} GiB free")
+        fits = (
+            f"{self.target} x {self.ctx}-token sequences = {kv:.2f} GiB of KV, {free:.1f} GiB free"
+        )
         if self.limited_by == "memory":
             return f"all the memory holds ({fits})"
         if self.limited_by == "compute knee":
-            return (f"twice the {self.knee} sequences where decode turns compute-bound on this "
-                    f"device; slots beyond that add latency, not throughput ({fits})")
+            return (
+                f"twice the {self.knee} sequences where decode turns compute-bound on this "
+                f"device; slots beyond that add latency, not throughput ({fits})"
+            )
         return f"which fits in memory ({fits})"
 
 
-def recommend_slots(shape: ModelShape, device: Device, *, ctx: int,
-                    kv_bytes_per_element: float | None = None,
-                    weight_bytes_per_param: float | None = None) -> SlotAdvice:
+def recommend_slots(
+    shape: ModelShape,
+    device: Device,
+    *,
+    ctx: int,
+    kv_bytes_per_element: float | None = None,
+    weight_bytes_per_param: float | None = None,
+) -> SlotAdvice:
     """The slot / sequence limit for ``shape`` on ``device`` at ``ctx`` tokens per sequence."""
     kv_b = kv_bytes_per_element if kv_bytes_per_element is not None else shape.kv_bytes_per_element
-    b = memory_budget(shape, device, ctx=ctx, kv_bytes_per_element=kv_b,
-                      weight_bytes_per_param=weight_bytes_per_param)
-    knee = compute_knee(shape, device, context=ctx / 2, kv_bytes_per_element=kv_b,
-                        weight_bytes_per_param=weight_bytes_per_param, limit=KNEE_NEVER)
+    b = memory_budget(
+        shape,
+        device,
+        ctx=ctx,
+        kv_bytes_per_element=kv_b,
+        weight_bytes_per_param=weight_bytes_per_param,
+    )
+    knee = compute_knee(
+        shape,
+        device,
+        context=ctx / 2,
+        kv_bytes_per_element=kv_b,
+        weight_bytes_per_param=weight_bytes_per_param,
+        limit=KNEE_NEVER,
+    )
     mem_max = max(1, b.max_seqs)
     limits = [(mem_max, "memory")]
     if device.kind == "cpu":
@@ -123,5 +159,6 @@ def recommend_slots(shape: ModelShape, device: Device, *, ctx: int,
     else:
         limits.append((GPU_MAX_SEQS, "cap"))
     target, bound = min(limits, key=lambda x: x[0])
-    return SlotAdvice(target=target, mem_max=b.max_seqs, knee=knee, ctx=ctx,
-                      budget=b, limited_by=bound)
+    return SlotAdvice(
+        target=target, mem_max=b.max_seqs, knee=knee, ctx=ctx, budget=b, limited_by=bound
+    )

@@ -110,8 +110,12 @@ class SharedBreakers:
             br = self._breakers[name]
             if br.open_for(pttl / 1000.0):
                 self.link.metrics.remote_opens.labels(name).inc()
-                log.warning("upstream %s: circuit opened by replica %s for %.1fs",
-                            name, owner, pttl / 1000.0)
+                log.warning(
+                    "upstream %s: circuit opened by replica %s for %.1fs",
+                    name,
+                    owner,
+                    pttl / 1000.0,
+                )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

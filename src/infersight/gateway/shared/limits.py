@@ -99,8 +99,12 @@ class SharedLimits:
         """The script's KEYS and ARGV for ``key`` (built once per key: the hot path)."""
         call = self._calls.get(key.name)
         if call is None or call[0] is not key:
-            args = [_arg(key.requests_per_minute), _arg(key.tokens_per_minute),
-                    _arg(key.max_cost_usd), _arg(self.period)]
+            args = [
+                _arg(key.requests_per_minute),
+                _arg(key.tokens_per_minute),
+                _arg(key.max_cost_usd),
+                _arg(self.period),
+            ]
             call = self._calls[key.name] = (key, list(self._keys(key.name)), args)
         return call[1], call[2]
 
@@ -145,8 +149,12 @@ class SharedLimits:
             pipe = r.pipeline(transaction=False)
             for o in owed:
                 _, tpm_key, spend_key = self._keys(o.key.name)
-                args = [_arg(o.key.tokens_per_minute), str(max(0, o.tokens)),
-                        f"{o.dollars:.12f}", _arg(self.period)]
+                args = [
+                    _arg(o.key.tokens_per_minute),
+                    str(max(0, o.tokens)),
+                    f"{o.dollars:.12f}",
+                    _arg(self.period),
+                ]
                 await self._charge(keys=[tpm_key, spend_key], args=args, client=pipe)
             replies: list[str] = await pipe.execute()
             return replies

@@ -123,7 +123,10 @@ class RedisLink:
         self.metrics.up.set(0)
         log.warning(
             "shared state: redis at %s unreachable during %s (%s); %s until it is back",
-            self.url, op, self.error, self._fallback_text(),
+            self.url,
+            op,
+            self.error,
+            self._fallback_text(),
         )
 
     def _fallback_text(self) -> str:
@@ -152,7 +155,9 @@ class RedisLink:
                 self._start_warned = True
                 log.warning(
                     "shared state: redis at %s unreachable at start (%s); %s until it answers",
-                    self.url, self.error, self._fallback_text(),
+                    self.url,
+                    self.error,
+                    self._fallback_text(),
                 )
             return False
         self.metrics.latency.labels("ping").observe(self._clock() - t0)
@@ -163,8 +168,11 @@ class RedisLink:
         self.metrics.up.set(1)
         if rejoined:
             self.metrics.rejoins.inc()
-            log.warning("shared state: redis at %s reachable again; limits, spend and "
-                        "breakers shared across replicas", self.url)
+            log.warning(
+                "shared state: redis at %s reachable again; limits, spend and "
+                "breakers shared across replicas",
+                self.url,
+            )
         return True
 
     async def close(self) -> None:

@@ -22,24 +22,33 @@ class SharedMetrics:
             registry=r,
         )
         self.errors = Counter(
-            p + "errors_total", "Redis calls that failed or ran past timeout_ms.", ["op"],
+            p + "errors_total",
+            "Redis calls that failed or ran past timeout_ms.",
+            ["op"],
             registry=r,
         )
         self.fallbacks = Counter(
             p + "fallbacks_total",
             "Requests decided without Redis: local (own limits) or reject (429).",
-            ["decision"], registry=r,
+            ["decision"],
+            registry=r,
         )
         self.latency = Histogram(
-            p + "call_seconds", "Round trip of one Redis call, as this replica saw it.",
-            ["op"], buckets=_BUCKETS, registry=r,
+            p + "call_seconds",
+            "Round trip of one Redis call, as this replica saw it.",
+            ["op"],
+            buckets=_BUCKETS,
+            registry=r,
         )
         self.remote_opens = Counter(
             p + "remote_opens_total",
-            "Circuit-breaker opens learnt from another replica.", ["upstream"], registry=r,
+            "Circuit-breaker opens learnt from another replica.",
+            ["upstream"],
+            registry=r,
         )
         self.rejoins = Counter(
-            p + "rejoins_total", "Times Redis became reachable again after an outage.",
+            p + "rejoins_total",
+            "Times Redis became reachable again after an outage.",
             registry=r,
         )
         self.up.set(0)

@@ -29,7 +29,9 @@ end
 #: KEYS rpm, tpm, spend; ARGV rpm, tpm, budget, period ('' = no such limit).
 #: Returns {decision, wait seconds, spent dollars}; takes one request when 'ok'. The
 #: spend is read only for a key with a budget ('' otherwise).
-ADMIT = LEVEL + """
+ADMIT = (
+    LEVEL
+    + """
 local spent = ''
 local budget = tonumber(ARGV[3])
 if budget ~= nil then
@@ -57,9 +59,12 @@ if rpm ~= nil then
 end
 return {'ok', '0', spent}
 """
+)
 
 #: KEYS tpm, spend; ARGV tpm, tokens, dollars, period. Returns the total spent.
-CHARGE = LEVEL + """
+CHARGE = (
+    LEVEL
+    + """
 local tpm, n = tonumber(ARGV[1]), tonumber(ARGV[2])
 if tpm ~= nil and n > 0 then
   store(KEYS[1], tpm, level(KEYS[1], tpm) - n)
@@ -69,3 +74,4 @@ if tonumber(ARGV[3]) > 0 then
 end
 return redis.call('GET', KEYS[2]) or '0'
 """
+)

@@ -105,7 +105,9 @@ class SharedState:
     def stats(self) -> dict[str, Any]:
         """The ``shared`` part of ``/stats``: the health plus where and why."""
         return {
-            **self.health(), "url": self.link.url, "error": self.link.error,
+            **self.health(),
+            "url": self.link.url,
+            "error": self.link.error,
             "replica": self.replica,
         }
 
@@ -118,5 +120,4 @@ class SharedState:
             if self.cfg.on_redis_error == "local"
             else "requests of keys with limits are refused"
         )
-        return [f"shared state: redis unreachable for {time.time() - self.link.since:.0f}s; "
-                f"{what}"]
+        return [f"shared state: redis unreachable for {time.time() - self.link.since:.0f}s; {what}"]
