@@ -230,7 +230,8 @@ def _tokenizer_home() -> Path:
         "from transformers import PreTrainedTokenizerFast\n"
         "t = Tokenizer(models.WordLevel(vocab={'[UNK]': 0, 'w': 1}, unk_token='[UNK]'))\n"
         "t.pre_tokenizer = pre_tokenizers.Whitespace()\n"
-        f"PreTrainedTokenizerFast(tokenizer_object=t, unk_token='[UNK]').save_pretrained({str(snap)!r})\n"
+        "PreTrainedTokenizerFast(tokenizer_object=t, "
+        f"unk_token='[UNK]').save_pretrained({str(snap)!r})\n"
     )
     subprocess.run([str(AIPERF / "bin" / "python"), "-c", code], check=True, capture_output=True)
     return home

@@ -74,7 +74,8 @@ async def run(
     t = time.monotonic()
     s = await run_batch_async(cfg)
     print(
-        f"  {name:<14} c={concurrency or 'adaptive':<8} {s.done:>4} rows {s.rows_per_s:7.3f} rows/s "
+        f"  {name:<14} c={concurrency or 'adaptive':<8} {s.done:>4} rows "
+        f"{s.rows_per_s:7.3f} rows/s "
         f"({time.monotonic() - t:5.1f} s, settled {s.concurrency_settled})",
         flush=True,
     )
@@ -124,7 +125,8 @@ async def main_async(args: argparse.Namespace, url: str) -> None:
     ref = full_best.rows_per_s
     print()
     print(
-        f"{'run':<28} {'conc.':>9} {'rows':>5} {'rows/s':>8} {'out tok/s':>10} {'x seq':>6} {'vs best':>8}"
+        f"{'run':<28} {'conc.':>9} {'rows':>5} {'rows/s':>8} {'out tok/s':>10} {'x seq':>6} "
+        f"{'vs best':>8}"
     )
     for name, c, s in results:
         conc = f"{s.concurrency_settled:g}*" if c is None and s.concurrency_settled else str(c)
@@ -142,7 +144,8 @@ async def main_async(args: argparse.Namespace, url: str) -> None:
         f"{adaptive.rows_per_s / best.rows_per_s:.0%}"
     )
     print(
-        f"adaptive vs sequential: {adaptive.rows_per_s / seq.rows_per_s:.2f}x (aim >= 1.7x: {'met' if ok_seq else 'NOT met'})"
+        f"adaptive vs sequential: {adaptive.rows_per_s / seq.rows_per_s:.2f}x (aim >= 1.7x: "
+        f"{'met' if ok_seq else 'NOT met'})"
     )
     print("adaptive decisions:")
     for dec in adaptive.decisions:

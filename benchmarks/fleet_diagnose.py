@@ -321,7 +321,8 @@ def main() -> None:
         )
     con.print(tab)
     con.print(
-        f"peak RSS {whole['hours']:g} h / {quarter['hours']:g} h: {whole['rss'] / quarter['rss']:.2f}"
+        f"peak RSS {whole['hours']:g} h / {quarter['hours']:g} h: "
+        f"{whole['rss'] / quarter['rss']:.2f}"
         f" (points read: {whole['points'] / max(1, quarter['points']):.1f}x); "
         f"{whole['hours']:g} h diagnosed in {whole['wall']:.1f} s "
         f"({'under' if whole['wall'] < 60 else 'OVER'} 60 s)"

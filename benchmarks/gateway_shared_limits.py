@@ -195,7 +195,8 @@ def table(title: str, res: dict[str, list[float]], cpu: dict[str, float], cpu_of
         )
     added = pct(res["redis"], 50) - pct(res["local"], 50)
     print(
-        f"  added by Redis: p50 {added:.3f} ms ({pct(res['redis'], 50) / pct(res['local'], 50):.2f}x"
+        f"  added by Redis: p50 {added:.3f} ms "
+        f"({pct(res['redis'], 50) / pct(res['local'], 50):.2f}x"
         f" local), CPU {(cpu['redis'] - cpu['local']) * 1e6:.1f} µs per request"
     )
     for name in (n for n in res if n.startswith("redis@")):

@@ -5,8 +5,9 @@ Each scenario's fake server runs in its own process on 127.0.0.1; bench offers i
 scenario's load; the RunResult is saved as ``DIR/NAME.json`` and every scenario's true
 limits (slots, KV capacity, compute knee, step times, error rate, capacity, expected
 limiter) go to ``DIR/truth.json``. The ``engine_parallel_P`` scenarios run the embedded
-engine (llama.cpp on this machine's CPU) at ``--parallel P``: only its slots are known. A table per level follows: throughput, TTFT p50,
-TPOT p50 and mean requests in flight (the client's, and the engine's running count).
+engine (llama.cpp on this machine's CPU) at ``--parallel P``: only its slots are known.
+A table per level follows: throughput, TTFT p50, TPOT p50 and mean requests in flight
+(the client's, and the engine's running count).
 
     .venv/bin/python benchmarks/model_truth.py --save /tmp/truth [--only NAME,...] [--quick]
 """

@@ -108,7 +108,10 @@ def _nvidia_smi(n: int) -> list[float] | None:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
-    q = "utilization.gpu,memory.used,memory.total,power.draw,power.limit,clocks.sm,clocks.mem,temperature.gpu"
+    q = (
+        "utilization.gpu,memory.used,memory.total,power.draw,power.limit,"
+        "clocks.sm,clocks.mem,temperature.gpu"
+    )
     wall = []
     for _ in range(n):
         t0 = time.perf_counter()

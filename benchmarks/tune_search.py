@@ -168,7 +168,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="keep the trials in this folder")
     args = ap.parse_args()
     print(
-        f"load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        "load average (1, 5, 15 min) at the start: "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     con = Console()
     if not con.is_terminal:

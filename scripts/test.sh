@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --system --tools
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
+echo "== ruff format"; .venv/bin/ruff format --check src tests benchmarks
 echo "== mypy";  .venv/bin/mypy
 echo "== pytest"
 # Tests that need prometheus, promtool, chromium... fail here when one is missing

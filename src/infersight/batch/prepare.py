@@ -106,7 +106,8 @@ def _plan_output(
     plan.foreign = len(set(state.done) - scan.ids - scan.bad_ids)
     if plan.foreign:
         plan.notes.append(
-            f"{out} holds {plan.foreign} rows whose custom_id is not in {inp} (was the input edited?)"
+            f"{out} holds {plan.foreign} rows whose custom_id is not in {inp} "
+            "(was the input edited?)"
         )
     if cfg.retry_failed:
         plan.todo = state.failed_ids & scan.ids

@@ -142,7 +142,8 @@ class RowRunner:
             self.stopped = "budget"
             self.progress.note(
                 f"--max-cost: stopping new rows at ${self.meter.total:.4f} spent + "
-                f"${self.meter.inflight_estimate:.4f} in flight (next row ~${self.meter.estimate(row):.4f})"
+                f"${self.meter.inflight_estimate:.4f} in flight (next row "
+                f"~${self.meter.estimate(row):.4f})"
             )
             return None
         return row, 1

@@ -82,7 +82,10 @@ def concurrency_text(s: BatchSummary) -> str:
     start = s.concurrency_start if s.concurrency_start is not None else s.concurrency_final
     if not s.concurrency_changes:
         return f"stayed at {start} (no change was needed)"
-    text = f"started at {start}, settled at {settled:g} after {counted(s.concurrency_changes, 'change')}"
+    text = (
+        f"started at {start}, settled at {settled:g} after "
+        f"{counted(s.concurrency_changes, 'change')}"
+    )
     extra = []
     if s.concurrency_max is not None and s.concurrency_max > max(settled or 0, start or 0):
         extra.append(f"peak {s.concurrency_max}")
@@ -129,7 +132,8 @@ def render_summary(s: BatchSummary) -> Any:
     t.add_row("cost", cost)
     t.add_row(
         "throughput",
-        f"{s.rows_per_s:.2f} rows/s, {s.output_tokens_per_s:.1f} output tokens/s over {s.elapsed_s:.1f} s",
+        f"{s.rows_per_s:.2f} rows/s, {s.output_tokens_per_s:.1f} output tokens/s over "
+        f"{s.elapsed_s:.1f} s",
     )
     if s.concurrency_settled is not None:
         t.add_row("concurrency", concurrency_text(s))

@@ -102,7 +102,10 @@ def register(app: typer.Typer) -> None:
         warmup: str = typer.Option(
             "auto",
             metavar="CUT",
-            help="Cut from the start of the window: 'auto', a duration ('10s') or a request count ('20').",
+            help=(
+                "Cut from the start of the window: 'auto', a duration ('10s') or a request count "
+                "('20')."
+            ),
         ),
         cooldown: str = typer.Option(
             "auto", metavar="CUT", help="Cut from the end of the window, like --warmup."
@@ -113,7 +116,10 @@ def register(app: typer.Typer) -> None:
         ray: str = typer.Option(
             None,
             metavar="ADDRESS",
-            help="Run the workers on a Ray cluster: 'auto' (this host's) or HOST:PORT (needs infersight[ray]).",
+            help=(
+                "Run the workers on a Ray cluster: 'auto' (this host's) or HOST:PORT (needs "
+                "infersight[ray])."
+            ),
         ),
         ray_strategy: str = typer.Option(
             "spread",
@@ -123,7 +129,10 @@ def register(app: typer.Typer) -> None:
         ray_cpus: float = typer.Option(1.0, help="With --ray: CPUs each worker reserves."),
         max_concurrency: int = typer.Option(
             0,
-            help="At most this many requests in flight (0 = no cap); the excess waits in the client and counts in latency.",
+            help=(
+                "At most this many requests in flight (0 = no cap); the excess waits in the "
+                "client and counts in latency."
+            ),
         ),
         grace: float = duration_option(
             5.0, "--grace", help="How long Ctrl-C waits for requests in flight."
@@ -150,12 +159,18 @@ def register(app: typer.Typer) -> None:
         slo: str = typer.Option(
             None,
             metavar="GOALS",
-            help="Goals, e.g. 'ttft_p99<500ms,tpot_p99<50ms' (goodput counts the requests within them).",
+            help=(
+                "Goals, e.g. 'ttft_p99<500ms,tpot_p99<50ms' (goodput counts the requests within "
+                "them)."
+            ),
         ),
         goodput: list[str] = typer.Option(
             None,
             metavar="KEY:MS",
-            help="vllm bench serve's goals: ttft, tpot or e2el in ms, e.g. --goodput 'ttft:500 tpot:50' (the same as --slo 'ttft<500ms,tpot<50ms').",
+            help=(
+                "vllm bench serve's goals: ttft, tpot or e2el in ms, e.g. --goodput 'ttft:500 "
+                "tpot:50' (the same as --slo 'ttft<500ms,tpot<50ms')."
+            ),
         ),
         find_max: bool = typer.Option(
             False, "--find-max", help="Search the highest rate meeting --slo."
@@ -164,7 +179,10 @@ def register(app: typer.Typer) -> None:
         scrape: list[str] = typer.Option(
             None,
             metavar="URL",
-            help="Prometheus /metrics URL to sample every second (repeatable); by default the target's own /metrics when it answers.",
+            help=(
+                "Prometheus /metrics URL to sample every second (repeatable); by default the "
+                "target's own /metrics when it answers."
+            ),
         ),
         no_scrape: bool = typer.Option(
             False, "--no-scrape", help="Scrape no /metrics (not even the target's own)."
@@ -173,7 +191,8 @@ def register(app: typer.Typer) -> None:
             None, metavar="DIR", help="Directory for result.json, records.csv and schema.json."
         ),
         output_format: str = format_option(
-            "With llm-d, --out also gets llm-d/benchmark_report_LEVEL.json: llm-d-benchmark's report, one per level."
+            "With llm-d, --out also gets llm-d/benchmark_report_LEVEL.json: llm-d-benchmark's "
+            "report, one per level."
         ),
         price_in: float = typer.Option(None, help="$ per million input tokens."),
         price_out: float = typer.Option(None, help="$ per million output tokens."),
@@ -191,7 +210,10 @@ def register(app: typer.Typer) -> None:
         ),
         engine_slots: int = typer.Option(
             None,
-            help="The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; without it, the engine's own export, else inferred from its running count.",
+            help=(
+                "The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; without "
+                "it, the engine's own export, else inferred from its running count."
+            ),
         ),
         ctx: int = typer.Option(
             None, help="Embedded engine: total context in tokens (ignored with --url)."
@@ -218,7 +240,10 @@ def register(app: typer.Typer) -> None:
         trace: Path = typer.Option(
             None,
             metavar="FILE",
-            help="Replay a trace at its own times: the gateway's access log, Mooncake JSONL, BurstGPT CSV, or a CSV of timestamp,input_tokens,output_tokens (detected).",
+            help=(
+                "Replay a trace at its own times: the gateway's access log, Mooncake JSONL, "
+                "BurstGPT CSV, or a CSV of timestamp,input_tokens,output_tokens (detected)."
+            ),
         ),
         trace_format: str = typer.Option(
             None,
@@ -234,12 +259,17 @@ def register(app: typer.Typer) -> None:
         window: str = typer.Option(
             None,
             metavar="RANGE",
-            help="With --trace: START-END, the part to replay from its first request, e.g. 10m-20m, 90s- or -5m.",
+            help=(
+                "With --trace: START-END, the part to replay from its first request, e.g. "
+                "10m-20m, 90s- or -5m."
+            ),
         ),
         on_bad_line: str = typer.Option(
             "error",
             metavar="error|skip",
-            help="A trace line that cannot be used: refuse the run naming it, or skip and count it.",
+            help=(
+                "A trace line that cannot be used: refuse the run naming it, or skip and count it."
+            ),
         ),
         block_size: int = typer.Option(
             512, help="With --trace: tokens a Mooncake hash id stands for."
@@ -247,7 +277,10 @@ def register(app: typer.Typer) -> None:
         sessions: int = typer.Option(
             None,
             metavar="N",
-            help="Conversations per level, each turn sent with the whole history and the answers received (with --concurrency or --rate).",
+            help=(
+                "Conversations per level, each turn sent with the whole history and the answers "
+                "received (with --concurrency or --rate)."
+            ),
         ),
         turns: str = typer.Option(
             "fixed:4",
@@ -257,7 +290,9 @@ def register(app: typer.Typer) -> None:
         think_time: str = typer.Option(
             "0s",
             metavar="DIST",
-            help="With --sessions: the pause after each answer: 2s, uniform:1s:5s or exponential:3s.",
+            help=(
+                "With --sessions: the pause after each answer: 2s, uniform:1s:5s or exponential:3s."
+            ),
         ),
     ) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name

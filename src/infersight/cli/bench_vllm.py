@@ -71,14 +71,21 @@ VLLM_OPTIONS: dict[str, Any] = {
         "--backend",
         metavar="openai|openai-chat|vllm",
         help=_V
-        + "The OpenAI API: openai and vllm call /v1/completions, openai-chat /v1/chat/completions; without a load flag, every request is sent at once (vLLM's --request-rate inf).",
+        + (
+            "The OpenAI API: openai and vllm call /v1/completions, openai-chat "
+            "/v1/chat/completions; without a load flag, every request is sent at once (vLLM's "
+            "--request-rate inf)."
+        ),
     ),
     "request_rate": typer.Option(
         None,
         "--request-rate",
         metavar="LIST",
         help=_V
-        + "Open loop, Poisson arrivals (gamma with --burstiness): requests/s, or inf to send every request at once.",
+        + (
+            "Open loop, Poisson arrivals (gamma with --burstiness): requests/s, or inf to send "
+            "every request at once."
+        ),
     ),
     "save_result": typer.Option(
         False,
@@ -104,7 +111,10 @@ VLLM_OPTIONS: dict[str, Any] = {
         "--dataset-name",
         metavar="random|sharegpt",
         help=_V
-        + "random: synthetic prompts of --random-input-len tokens; sharegpt (or custom): the --dataset-path file.",
+        + (
+            "random: synthetic prompts of --random-input-len tokens; sharegpt (or custom): the "
+            "--dataset-path file."
+        ),
     ),
     "dataset_path": typer.Option(
         None, "--dataset-path", metavar="FILE", help=_V + "The dataset file: the same as --dataset."

@@ -84,7 +84,9 @@ def diagnose_cmd(
         None,
         "--window",
         help="Window length.",
-        show_default="one window per load level; with --prometheus a sixtieth of the range, at most 15m",
+        show_default=(
+            "one window per load level; with --prometheus a sixtieth of the range, at most 15m"
+        ),
     ),
     model: str = typer.Option(
         None,
@@ -97,11 +99,14 @@ def diagnose_cmd(
     engine_slots: int = typer.Option(
         None,
         help="The engine's slot limit (vLLM --max-num-seqs, ...), when it exports none.",
-        show_default="the run's --engine-slots, else inferred from R's plateau or the capacity curve",
+        show_default=(
+            "the run's --engine-slots, else inferred from R's plateau or the capacity curve"
+        ),
     ),
     as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
     output_format: str = format_option(
-        "With llm-d, print llm-d-benchmark's benchmark report of each level (a JSON array, the verdicts in each report's metadata) instead."
+        "With llm-d, print llm-d-benchmark's benchmark report of each level (a JSON array, the "
+        "verdicts in each report's metadata) instead."
     ),
     interval: float = duration_option(1.0, "--interval", help="With --url: time between samples."),
     prometheus: str = P.PROMETHEUS,

@@ -57,7 +57,12 @@ def register(app: typer.Typer) -> None:
             "--upstream",
             "-u",
             metavar="SPEC",
-            help="An upstream: NAME=URL, then optional ,key=value settings: models=a|b, concurrency=N, queue=N, limiter=static|aimd|gradient, key_env=VAR, key_file=PATH, ttft=DURATION. Repeatable; with none, the embedded engine is started.",
+            help=(
+                "An upstream: NAME=URL, then optional ,key=value settings: models=a|b, "
+                "concurrency=N, queue=N, limiter=static|aimd|gradient, key_env=VAR, "
+                "key_file=PATH, ttft=DURATION. Repeatable; with none, the embedded engine is "
+                "started."
+            ),
             show_default=False,
         ),
         host: str | None = typer.Option(
@@ -69,7 +74,10 @@ def register(app: typer.Typer) -> None:
         max_concurrency: int | None = typer.Option(
             None,
             "--max-concurrency",
-            help="At most this many requests in flight per upstream (the start value when adaptive); with no upstream, also the embedded engine's slots.",
+            help=(
+                "At most this many requests in flight per upstream (the start value when "
+                "adaptive); with no upstream, also the embedded engine's slots."
+            ),
         ),
         queue: int | None = typer.Option(
             None, "--queue", help="Requests that may wait per upstream once it is at its limit."
@@ -92,7 +100,8 @@ def register(app: typer.Typer) -> None:
             None, "--prices", metavar="FILE", help="Price table TOML override."
         ),
         api_key_env: str | None = api_key_env_option(
-            "Environment variable holding the API key clients must send (adds it to the config's keys)."
+            "Environment variable holding the API key clients must send (adds it to the config's "
+            "keys)."
         ),
         api_key_file: Path | None = api_key_file_option(
             "File holding the API key clients must send (its first line)."

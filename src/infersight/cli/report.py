@@ -42,7 +42,11 @@ def register(app: typer.Typer) -> None:
         results: list[Path] = typer.Argument(
             None,
             metavar="RESULT",
-            help="RunResult JSON files, or GuideLLM, AIPerf, vllm bench serve or inference-perf results (told by their content); with several, the first is the baseline of the comparison.",
+            help=(
+                "RunResult JSON files, or GuideLLM, AIPerf, vllm bench serve or inference-perf "
+                "results (told by their content); with several, the first is the baseline of the "
+                "comparison."
+            ),
             show_default=False,
         ),
         out: Path = out_option(Path("report.html"), help="HTML file to write."),
@@ -69,7 +73,10 @@ def register(app: typer.Typer) -> None:
         threshold: str = typer.Option(
             "5%",
             metavar="PCT",
-            help="Comparison: a change whose 95% interval stays within this is no significant difference; give the spread an A/A pair of runs measured.",
+            help=(
+                "Comparison: a change whose 95% interval stays within this is no significant "
+                "difference; give the spread an A/A pair of runs measured."
+            ),
         ),
         prometheus: str = P.PROMETHEUS,
         since: str = P.SINCE,

@@ -62,7 +62,10 @@ def serve(
     threads: int | None = typer.Option(
         None,
         "--threads",
-        help="CPU threads for llama.cpp's compute (decode and prompt); waiting threads spin briefly, then sleep (see above).",
+        help=(
+            "CPU threads for llama.cpp's compute (decode and prompt); waiting threads spin "
+            "briefly, then sleep (see above)."
+        ),
         show_default="the physical cores this process may use",
     ),
     host: str | None = typer.Option(

@@ -53,7 +53,10 @@ def register(app: typer.Typer) -> None:
         launch: str = typer.Option(
             None,
             metavar="TEMPLATE",
-            help="Command that starts the server for a trial, with {port} and the knobs' placeholders.",
+            help=(
+                "Command that starts the server for a trial, with {port} and the knobs' "
+                "placeholders."
+            ),
         ),
         url: str = typer.Option(
             None, metavar="URL", help="A running gateway's root URL: tune its --upstream's limit."
@@ -94,7 +97,10 @@ def register(app: typer.Typer) -> None:
         start_timeout: float = duration_option(
             120.0,
             "--start-timeout",
-            help="With --launch: how long a server may take to become healthy; past it the trial fails.",
+            help=(
+                "With --launch: how long a server may take to become healthy; past it the trial "
+                "fails."
+            ),
         ),
         search: str = typer.Option(
             "guided",
@@ -122,7 +128,10 @@ def register(app: typer.Typer) -> None:
             None,
             "--ray",
             metavar="ADDRESS",
-            help="Trials in parallel on a Ray cluster (auto, or HOST:PORT): one per node, its --launch server and load generator both on that node. Needs the ray extra.",
+            help=(
+                "Trials in parallel on a Ray cluster (auto, or HOST:PORT): one per node, its "
+                "--launch server and load generator both on that node. Needs the ray extra."
+            ),
         ),
         gpus_per_trial: int = typer.Option(
             None,
@@ -180,7 +189,8 @@ def register(app: typer.Typer) -> None:
             show_default="runs/tune-DATE-TIME",
         ),
         output_format: str = format_option(
-            "With llm-d, each trial's folder also gets llm-d/benchmark_report_LEVEL.json: llm-d-benchmark's report, one per level."
+            "With llm-d, each trial's folder also gets llm-d/benchmark_report_LEVEL.json: "
+            "llm-d-benchmark's report, one per level."
         ),
         progress: bool = typer.Option(
             True, "--progress/--no-progress", help="Live progress on the terminal."

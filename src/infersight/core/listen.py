@@ -18,7 +18,10 @@ def listen_error(host: str, port: int, e: OSError) -> ConfigError:
     """The one line for ``host:port`` that cannot be listened on: the port is taken,
     needs root, or the host is not this machine's."""
     if e.errno == errno.EADDRINUSE:
-        why = f"port {port} on {host} is already in use; choose another --port, or --port 0 for a free one"
+        why = (
+            f"port {port} on {host} is already in use; choose another --port, or --port 0 for a "
+            "free one"
+        )
     elif e.errno == errno.EACCES:
         why = f"no permission to listen on port {port} (ports below 1024 need root)"
     elif e.errno == errno.EADDRNOTAVAIL:

@@ -4,8 +4,9 @@ Used by the gateway (:func:`infersight.gateway.request_body.validate`, which add
 only a server decides: the model, ``stream``) and by ``batch`` for its input lines;
 and, for the embedded llama.cpp engine behind the gateway (``infersight serve``), the
 checks where llama.cpp is narrower than the API (:func:`check_llama_chat`) and the
-bodies of its own endpoints (:func:`check_llama_tokens`). The checks follow the OpenAI API's types, and are exactly as strict as
-the shapes engines index into without looking: llama.cpp, for one, answers 500 to a
+bodies of its own endpoints (:func:`check_llama_tokens`). The checks follow the OpenAI
+API's types, and are exactly as strict as the shapes engines index into without
+looking: llama.cpp, for one, answers 500 to a
 tool without a name, a message whose ``name`` is a number, or a tool call without
 ``function`` (found by fuzzing ``infersight serve``). Hand-written rather than pydantic:
 it runs on every request on the proxy's hot path.

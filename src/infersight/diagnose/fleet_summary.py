@@ -87,7 +87,8 @@ def summarize(report: FleetReport, records: Mapping[str, list[WindowRow]]) -> No
     n = sum(len(m) for m in models.values())
     silent = sum(1 for rd in report.replicas if not rd.verdicts)
     head = [
-        f"{n} replica{'s' if n != 1 else ''} of {len(models)} model{'s' if len(models) != 1 else ''}"
+        f"{n} replica{'s' if n != 1 else ''} of {len(models)} "
+        f"model{'s' if len(models) != 1 else ''}"
         + (f" ({silent} without data in the range)" if silent else "")
         + ":"
     ]

@@ -25,7 +25,8 @@ def print_plan(plan: CapacityPlan, *, console: Console | None = None) -> None:
     con = console or Console()
     dev = f"{plan.devices}x {plan.device}" if plan.devices > 1 else plan.device
     con.print(
-        f"[bold]{escape(plan.model)}[/bold] on [bold]{escape(dev)}[/bold] at {plan.ctx:,} tokens of context"
+        f"[bold]{escape(plan.model)}[/bold] on [bold]{escape(dev)}[/bold] at {plan.ctx:,} tokens "
+        "of context"
     )
     mem = Table(title="memory per device", box=None, show_header=False)
     mem.add_column("part")

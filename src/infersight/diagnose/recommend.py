@@ -181,7 +181,10 @@ def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Re
         text = f"{v.title}{_where(v)}: raise {flag} {step}{reps}."
         knob, direction, target = "slots", "up", fix.slots
     elif fix.slots < current:  # the model or memory puts the limit below the one set
-        text = f"{v.title}{_where(v)}: lower {flag} {current} \u2192 {fix.slots}{reps} ({fix.short()})."
+        text = (
+            f"{v.title}{_where(v)}: lower {flag} {current} \u2192 {fix.slots}{reps} "
+            f"({fix.short()})."
+        )
         knob, direction, target = "slots", "down", fix.slots
     elif fix.no_number or (fix.replicas or 1) > 1:
         many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"

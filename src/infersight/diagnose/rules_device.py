@@ -231,13 +231,15 @@ def bandwidth_decode(ri: RuleInput) -> Verdict | None:
         ri,
         "bandwidth_bound_decode",
         "Memory-bandwidth-bound decode",
-        f"Decode runs at {fmt(s.itl_ratio)}x the memory-bandwidth floor (ITL {fmt((w.itl_p50 or 0) * 1000)} ms "
+        f"Decode runs at {fmt(s.itl_ratio)}x the memory-bandwidth floor (ITL "
+        f"{fmt((w.itl_p50 or 0) * 1000)} ms "
         f"vs {fmt(s.itl_floor_bw * 1000, 2)} ms): each step streams the weights and KV. {batching}",
         ev,
         0.7,
         [
             (
-                f"batch more sequences per step ({slot_flag(ri.ctx.engine)}, more client concurrency)",
+                f"batch more sequences per step ({slot_flag(ri.ctx.engine)}, more client "
+                "concurrency)",
                 action("slots", "up"),
             )
             if measured is None

@@ -109,8 +109,8 @@ async def _run(
             window=window,
             engine_slots=engine_slots,
             model=model,
-            gpu=gpu,
-        )  # type: ignore[arg-type]
+            gpu=gpu,  # type: ignore[arg-type]
+        )
         bar = Progress(
             TextColumn("[bold]reading Prometheus[/bold]"),
             BarColumn(),

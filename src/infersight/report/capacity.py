@@ -48,7 +48,8 @@ def advice_lines(rec: Recommendation) -> list[tuple[str, str]]:
     out = [("fix", rec.text)]
     p = rec.predicted
     parts = [
-        f"{name} about {fmt_value(v, unit) if unit else format(v, '.3g')}{' req/s' if not unit else ''}"
+        f"{name} about "
+        f"{fmt_value(v, unit) if unit else format(v, '.3g')}{' req/s' if not unit else ''}"
         for name, key, unit in (
             ("throughput", "throughput", ""),
             ("TTFT p50", "ttft_p50", "s"),

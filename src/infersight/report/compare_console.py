@@ -33,7 +33,8 @@ def render_comparison(
     threshold: float = DEFAULT_DELTA,
 ) -> None:
     """One table per level and run after the baseline (the first result): each
-    metric's B/A, its interval (95%, wider with several runs) and the call (docs/design.md section 2)."""
+    metric's B/A, its interval (95%, wider with several runs) and the call
+    (docs/design.md section 2)."""
     from rich import box
     from rich.table import Table
 
@@ -76,6 +77,7 @@ def render_comparison(
     for line in unmatched_levels(views):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     console.print(
-        f"[dim]calls: B/A's interval ({escape(confidence_text(len(views) - 1))}) within ±{threshold * 100:.3g}% is no significant "
+        f"[dim]calls: B/A's interval ({escape(confidence_text(len(views) - 1))}) within "
+        f"±{threshold * 100:.3g}% is no significant "
         "difference, wholly beyond it better or worse, otherwise inconclusive[/]"
     )

@@ -37,7 +37,8 @@ def _bar(v: Verdict, x0: float, scale: float, y: int) -> str:
     colour = COLOURS.get(v.id, "#888888")
     return (
         f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{_ROW - 6}" fill="{colour}">'
-        f"<title>{escape(v.title)}: {escape(span_text(v.window.start, v.window.end))}</title></rect>"
+        f"<title>{escape(v.title)}: "
+        f"{escape(span_text(v.window.start, v.window.end))}</title></rect>"
     )
 
 
@@ -62,7 +63,8 @@ def timeline_svg(report: FleetReport) -> str:
         y = 10 + i * _ROW
         label = name if len(name) <= 28 else name[:27] + "…"
         parts.append(
-            f'<text class="tk" x="{_LEFT - 6}" y="{y + 15}" text-anchor="end">{escape(label)}</text>'
+            f'<text class="tk" x="{_LEFT - 6}" y="{y + 15}" '
+            f'text-anchor="end">{escape(label)}</text>'
         )
         parts.extend(_bar(v, report.start, scale, y) for v in verdicts)
     y_axis = 10 + len(rows) * _ROW + 14
@@ -165,7 +167,8 @@ def render_fleet_html(report: FleetReport) -> str:
     )
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
     body = (
-        f'<h1>{escape(title)}</h1>{facts}<div class="banner warn">{head or "No replica data."}</div>'
+        f"<h1>{escape(title)}</h1>{facts}"
+        f'<div class="banner warn">{head or "No replica data."}</div>'
         f"<h2>Verdict timeline</h2>{timeline_svg(report)}"
         f"<h2>Replicas</h2>{_replicas_table(report)}"
         f"<h2>Worst windows</h2>{_worst_table(report)}"

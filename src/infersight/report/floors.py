@@ -75,7 +75,8 @@ def floors_html(view: RunView) -> str:
         f"<tr><td>{escape(r['level'])}</td><td class=num>{_s(r.get('itl'))}</td>"
         f"<td class=num>{_s(r.get('itl_floor'))}</td><td class=num>{_x(r.get('itl_ratio'))}</td>"
         f"<td class=num>{_s(r.get('ttft'))}</td><td class=num>{_s(r.get('ttft_floor'))}</td>"
-        f"<td class=num>{_x(r.get('ttft_ratio'))}</td><td class=muted>{escape(r['source'])}</td></tr>"
+        f"<td class=num>{_x(r.get('ttft_ratio'))}</td>"
+        f"<td class=muted>{escape(r['source'])}</td></tr>"
         for r in rows
     )
     head = "".join(f"<th>{escape(h)}</th>" for h in (*HEAD, "source"))

@@ -32,7 +32,8 @@ text-decoration:none;display:block;padding:1px 0}nav.toc a:hover{text-decoration
 .answer{background:#fff;border:2px solid #0072B2;border-radius:6px;padding:4px 10px}
 .answer table{border:0;margin:0;background:none;font-size:14px}.answer th,.answer td{border:0;
 padding:4px 8px}.answer th{background:none;white-space:nowrap;color:#0072B2}
-h1{font-size:24px;margin:28px 0 6px}h2{font-size:19px;margin:26px 0 8px;border-bottom:1px solid #dde1e7;
+h1{font-size:24px;margin:28px 0 6px}h2{font-size:19px;margin:26px 0 8px;\
+border-bottom:1px solid #dde1e7;
 padding-bottom:4px}h3{font-size:15px;margin:14px 0 6px}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:13px}
 th,td{border:1px solid #dde1e7;padding:3px 8px;text-align:left;vertical-align:top}
@@ -46,15 +47,19 @@ border:2px solid #d68910}
 .verdict{background:#fff;border-left:5px solid #0072B2;padding:8px 14px;margin:10px 0;
 border-radius:4px}.verdict.bad{border-left-color:#c0392b}.verdict.ok{border-left-color:#009E73}
 .verdict h3{margin:4px 0}.verdict table.ev{margin:4px 0}
-.facts{display:flex;flex-wrap:wrap;gap:10px 28px;background:#fff;padding:10px 14px;border-radius:6px}
+.facts{display:flex;flex-wrap:wrap;gap:10px 28px;background:#fff;padding:10px 14px;\
+border-radius:6px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.charts svg{background:#fff;border:1px solid #dde1e7;
 border-radius:4px}
 svg .pt{font-size:13px;font-weight:600;fill:#1d2330}svg .tk{font-size:10px;fill:#4a5160}
 svg .al{font-size:11px;fill:#4a5160}svg .lg{font-size:11px;fill:#1d2330}svg .bl{font-size:10px;
 fill:#667085}svg .grid{stroke:#e6e9ee;stroke-width:1}
 td.better{background:#dff3e8;color:#146c43}td.worse{background:#fde8e6;color:#a12a1e}
-td.same{color:#667085}td.unsure{background:#fff4d6;color:#8a5a00}pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
-h2.inline{display:inline-block;border:0;margin:18px 0 6px}summary{cursor:pointer}.wide{overflow-x:auto;max-width:100%}dl.defs dt{font-weight:600;margin-top:6px}dl.defs dd{margin-left:18px}
+td.same{color:#667085}td.unsure{background:#fff4d6;color:#8a5a00}\
+pre{background:#fff;padding:10px;overflow:auto;font-size:12px}
+h2.inline{display:inline-block;border:0;margin:18px 0 6px}summary{cursor:pointer}\
+.wide{overflow-x:auto;max-width:100%}dl.defs dt{font-weight:600;margin-top:6px}\
+dl.defs dd{margin-left:18px}
 code{font:12px monospace;background:#eef1f5;border-radius:3px;padding:0 3px}
 table.ev{width:100%;table-layout:fixed}table.ev col.c-name{width:28%}table.ev col.c-val{width:20%}
 table.ev col.c-src{width:52%}table.ev td{overflow-wrap:anywhere}table.ev td.num{white-space:normal}

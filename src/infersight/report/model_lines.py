@@ -51,7 +51,8 @@ def check_text(sc: SelfCheck) -> str:
 
 
 def fix_text(fix: Fix, limiter: str | None) -> str:
-    """ "limiter slots; slots 4 → 8: throughput 21.7 req/s, TTFT p50 31 ms (estimate, error 33%)"."""
+    """ "limiter slots; slots 4 → 8: throughput 21.7 req/s, TTFT p50 31 ms (estimate,
+    error 33%)"."""
     p = fix.predicted
     figs = ", ".join(
         f"{name} {fmt_value(v, unit) if unit else format(v, '.3g') + ' req/s'}"

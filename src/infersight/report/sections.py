@@ -60,7 +60,8 @@ def banner(view: RunView, *, named: bool = False) -> str:
     head = client_headline(r)
     if head is not None and r.environment.get("cpu_contention"):
         out.append(
-            f'<div class="banner bad"><b>{who}{escape(head[0].capitalize())}:</b> {escape(head[1])}</div>'
+            f'<div class="banner bad"><b>{who}{escape(head[0].capitalize())}:</b> '
+            f"{escape(head[1])}</div>"
         )
     elif r.client_limited:
         reasons = "; ".join(r.client_limited_reasons) or "see the schedule lag table"
@@ -160,7 +161,8 @@ def _cost_table(view: RunView) -> str:
     if not rows or not view.priced:
         return f'<p class="muted">{inline_html(no_price_text(view))}</p>'
     return (
-        f'<p class="muted">{escape(view.price_note)}; $/day projects the measured rate over 24 h.</p>'
+        f'<p class="muted">{escape(view.price_note)}; '
+        "$/day projects the measured rate over 24 h.</p>"
         "<table><tr><th>level</th><th>$ per run</th><th>$ per Mtok output</th>"
         "<th>$ per day</th></tr>" + "".join(rows) + "</table>"
     )
@@ -170,7 +172,8 @@ def _kv_table(d: dict[str, Any]) -> str:
     if not d:
         return '<p class="muted">not recorded</p>'
     rows = "".join(
-        f"<tr><td>{escape(str(k))}</td><td>{escape(v if isinstance(v, str) else json.dumps(v, default=str))}</td></tr>"
+        f"<tr><td>{escape(str(k))}</td>"
+        f"<td>{escape(v if isinstance(v, str) else json.dumps(v, default=str))}</td></tr>"
         for k, v in redact(d).items()
     )
     return f"<table class=kv>{rows}</table>"

@@ -34,7 +34,8 @@ def draw_series(
                 anchor = ' text-anchor="end"' if near_right else ""
                 lx = px - 5 if near_right else px + 5
                 out.append(
-                    f'<text x="{lx:.1f}" y="{py - 6:.1f}"{anchor} class="tk">{escape(labels[i])}</text>'
+                    f'<text x="{lx:.1f}" y="{py - 6:.1f}"{anchor} '
+                    f'class="tk">{escape(labels[i])}</text>'
                 )
         return out
     if s.kind == "bars":
@@ -91,7 +92,8 @@ def legend(
         ly = y + 14 * row
         out.append(
             f'<line x1="{cx:.0f}" x2="{cx + 16:.0f}" y1="{ly - 4}" y2="{ly - 4}" '
-            f'stroke="{escape(s.color)}" stroke-width="{6 if s.kind == "bars" else 2.5}"{_dash(s)}/>'
+            f'stroke="{escape(s.color)}" '
+            f'stroke-width="{6 if s.kind == "bars" else 2.5}"{_dash(s)}/>'
             f'<text x="{cx + 20:.0f}" y="{ly}" class="lg">{escape(label)}</text>'
         )
         cx += w

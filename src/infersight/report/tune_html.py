@@ -146,7 +146,8 @@ def _trials(t: TuneResult) -> str:
             f"<tr><td class=num>{tr.index}</td><td>{escape(tr.role_text())}</td>"
             f"<td>{escape(_setting(tr.setting, t.knob))}{chosen}</td><td>{status}{detail}</td>"
             f"<td class=num>{fmt_cell(tr.objective)}</td><td class=num>{ci}</td>"
-            f"<td class=num>{escape(tr.predicted_text())}</td>{_call_cell(tr.vs_baseline)}<td class=num>{fmt_cell(tr.ttft_p99, 's')}</td>"
+            f"<td class=num>{escape(tr.predicted_text())}</td>{_call_cell(tr.vs_baseline)}"
+            f"<td class=num>{fmt_cell(tr.ttft_p99, 's')}</td>"
             f"<td class=num>{fmt_cell(tr.tpot_p99, 's')}</td><td>{slo}</td>"
             f"<td>{escape(tr.advice or tr.verdict or '-')}</td><td>{link}</td></tr>"
         )

@@ -133,7 +133,10 @@ class Window:
         start, end, method = bounds
         members = tuple(r for r in recs if start <= r.scheduled <= end)
         if len(members) < MIN_REQUESTS or end - start < MIN_SECONDS:
-            why = f"the {method} window holds {len(members)} requests over {max(0.0, end - start):.1f} s"
+            why = (
+                f"the {method} window holds {len(members)} requests over "
+                f"{max(0.0, end - start):.1f} s"
+            )
             return _fallback(everything, why)
         return LevelWindow(start, end, method, members, True, None)
 

@@ -65,7 +65,10 @@ def _trials_table(result: TuneResult) -> object:
         call = (
             ""
             if vs is None
-            else f"{escape(vs.interval_text())} [{_STYLE.get(vs.call, 'yellow')}]{escape(vs.call)}[/]"
+            else (
+                f"{escape(vs.interval_text())} "
+                f"[{_STYLE.get(vs.call, 'yellow')}]{escape(vs.call)}[/]"
+            )
         )
         table.add_row(
             str(t.index),

@@ -57,7 +57,8 @@ def template_knobs(template: str) -> set[str]:
     unknown = sorted(f for f in fields if f not in PLACEHOLDERS)
     if unknown:
         raise ConfigError(
-            f"--launch: unknown placeholder {{{unknown[0]}}}; use {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
+            f"--launch: unknown placeholder {{{unknown[0]}}}; use "
+            f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
         )
     if "port" not in fields:
         raise ConfigError("--launch needs {port}: each trial gets a free port of its own")

@@ -3,8 +3,9 @@ plan, the search (the model's proposals over slots), the choice confirmed by a r
 its own, and the before/after with its call.
 
 The session never starts a server or a benchmark itself: it is given ``run_trial``
-(setting, name, role), which measures one setting and returns its RunResult (or the typed error that stopped
-it). So the same session drives the embedded engine, a launched server and the
+(setting, name, role), which measures one setting and returns its RunResult (or the
+typed error that stopped it). So the same session drives the embedded engine, a
+launched server and the
 gateway's limits, and the tests drive it with fakes.
 """
 

@@ -345,16 +345,13 @@ def test_selector_and_pages(fleet: dict[str, Any]) -> None:
         "llm/vllm-2",
     ]
     assert one.stats["pages"] == 1 and many.stats["pages"] == 3
-    key = lambda rep: [
-        (
-            rd.replica.id,
-            [
-                (v.id, v.window.start, v.window.end)  # noqa: E731
-                for v in rd.verdicts
-            ],
-        )
-        for rd in rep.replicas
-    ]
+
+    def key(rep):
+        return [
+            (rd.replica.id, [(v.id, v.window.start, v.window.end) for v in rd.verdicts])
+            for rd in rep.replicas
+        ]
+
     assert key(one) == key(many)
     assert [v.summary for v in one.balance] == [v.summary for v in many.balance]
 

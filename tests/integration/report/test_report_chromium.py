@@ -31,7 +31,8 @@ async def test_report_renders_offline_with_plots_in_chromium(tmp_path: Path) -> 
     n_svg = html.count('<svg class="plot"')
     control = (
         "<!DOCTYPE html><html><head><title>control</title></head><body>"
-        '<img src="/pixel.png"><script>console.error("boom"); undefined_fn();</script></body></html>'
+        '<img src="/pixel.png">'
+        '<script>console.error("boom"); undefined_fn();</script></body></html>'
     )
     async with (
         serve({"/report.html": html, "/control.html": control}) as (base, hits),

@@ -68,19 +68,23 @@ def test_plain_forms_get_line_number_ids_and_defaults() -> None:
             "messages",
         ),
         (
-            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"content": "a"}]}}',
+            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"content": '
+            b'"a"}]}}',
             "role",
         ),
         (
-            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"stream": true, "messages": [{"role": "user", "content": "a"}]}}',
+            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"stream": true, '
+            b'"messages": [{"role": "user", "content": "a"}]}}',
             "stream",
         ),
         (
-            b'{"custom_id": "x", "url": "/v1/completions", "body": {"prompt": "a", "max_tokens": 0}}',
+            b'{"custom_id": "x", "url": "/v1/completions", "body": {"prompt": "a", "max_tokens": '
+            b"0}}",
             "max_tokens",
         ),
         (
-            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": "a"}], "max_tokens": -5}}',
+            b'{"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": [{"role": '
+            b'"user", "content": "a"}], "max_tokens": -5}}',
             "max_tokens",
         ),
         (

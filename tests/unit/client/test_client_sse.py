@@ -98,7 +98,8 @@ def test_completions_text_tool_calls_and_logprob_tokens() -> None:
     evs = parse_all(
         [
             b'data: {"choices":[{"index":0,"text":"ab","finish_reason":null}]}\n\n',
-            b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}\n\n',
+            b"data: "
+            b'{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}\n\n',
             b'data: {"choices":[{"delta":{"content":"xy"},"logprobs":{"content":[{},{},{}]}}]}\n\n',
             b'data: {"choices":[{"delta":{"reasoning_content":"hmm"}}]}\n\n',
         ]

@@ -128,17 +128,13 @@ def test_load_imbalance_is_named_in_the_summary() -> None:
 def test_pages_do_not_change_the_answer() -> None:
     one = _run(N)
     many = _run(12)  # one window per page
-    strip = lambda r: [
-        (
-            rd.replica.id,
-            rd.main,
-            [
-                (v.id, v.window.start, v.window.end)  # noqa: E731
-                for v in rd.verdicts
-            ],
-        )
-        for rd in r.replicas
-    ]
+
+    def strip(r):
+        return [
+            (rd.replica.id, rd.main, [(v.id, v.window.start, v.window.end) for v in rd.verdicts])
+            for rd in r.replicas
+        ]
+
     assert strip(one) == strip(many)
     assert [v.summary for v in one.balance] == [v.summary for v in many.balance]  # type: ignore[attr-defined]
 

@@ -17,7 +17,8 @@ __all__ = ["ReplaySettings", "check_replay", "trace_summary", "trace_times"]
 
 
 class ReplaySettings(Protocol):
-    """What the checks read of the bench configuration (:class:`~infersight.bench.config.BenchConfig`)."""
+    """What the checks read of the bench configuration
+    (:class:`~infersight.bench.config.BenchConfig`)."""
 
     @property
     def trace(self) -> str | None: ...
