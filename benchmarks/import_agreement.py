@@ -5,8 +5,8 @@ slot limit or compute knee) is measured twice at the same concurrencies and requ
 counts: by GuideLLM (its own venv, ``scripts/setup.sh --tools``), whose benchmarks JSON
 infersight imports, and by ``infersight bench``. Both are diagnosed; the table shows
 each one's verdict, the knob and number of its fix, and the figures the fix rests on,
-side by side, and whether they agree (tests/support/agreement.py: the same verdict, knob,
-direction and fitted model, fix numbers within one).
+side by side, and whether they agree (infersight.testing.agreement: the same verdict,
+knob, direction and fitted model, fix numbers within one).
 
     .venv/bin/python benchmarks/import_agreement.py          # about two minutes
     .venv/bin/python benchmarks/import_agreement.py --requests 48
@@ -30,13 +30,9 @@ from infersight.core.records import RunResult
 from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import import_file
+from infersight.testing.agreement import Advice, advice, disagreements
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-
-# The tool runs and the comparison are the importer tests' own (tests/support).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from realparts import real_part_path
-from support.agreement import Advice, advice, disagreements
-from support.tool_runs import run_guidellm
+from infersight.testing.tool_runs import run_guidellm, tool_path
 
 
 @dataclass
@@ -74,7 +70,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=32, help="requests per level")
     args = ap.parse_args()
-    if real_part_path("guidellm") is None:
+    if tool_path("guidellm") is None:
         print("guidellm is not installed: run scripts/setup.sh --tools", file=sys.stderr)
         return 2
     table = Table(title=f"GuideLLM vs infersight bench, {args.requests} requests a level")
@@ -122,7 +118,7 @@ def main() -> int:
                 t_o = time.perf_counter() - t
             theirs = import_file(out)
             levels = ",".join(map(str, sc.levels))
-            a_g, a_o = advice(theirs), advice(ours)
+            a_g, a_o = advice(diagnose_run(theirs)), advice(diagnose_run(ours))
             differ = disagreements(a_g, a_o)
             table.add_row(
                 sc.name,

@@ -17,7 +17,7 @@ from infersight.cli._app import app
 from infersight.diagnose import diagnose_run
 from infersight.importers import detect, import_file, missing_evidence
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from support.tool_runs import run_aiperf
+from infersight.testing.tool_runs import run_aiperf
 
 pytestmark = [pytest.mark.needs("aiperf"), pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -12,11 +12,12 @@ import pytest
 
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
+from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import detect, import_file
+from infersight.testing.agreement import advice, disagreements
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from support.agreement import advice, disagreements
-from support.tool_runs import run_guidellm
+from infersight.testing.tool_runs import run_guidellm
 
 pytestmark = [pytest.mark.needs("guidellm"), pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -80,7 +81,7 @@ def test_guidellm_and_infersight_reach_the_same_verdict_and_fix(
 ) -> None:
     """Same verdict, knob and direction, the same fitted model, fix numbers within 1."""
     path, ours = measured
-    theirs, mine = advice(import_file(path)), advice(ours)
+    theirs, mine = advice(diagnose_run(import_file(path))), advice(diagnose_run(ours))
     assert disagreements(theirs, mine) == [], (theirs.text, mine.text)
     assert theirs.verdict == "slot_bound" and theirs.limiter == "slots"
     assert theirs.model_slots == 4 and theirs.number is not None and theirs.number > 4

@@ -21,10 +21,11 @@ from typer.testing import CliRunner
 from infersight.bench import BenchConfig
 from infersight.cli._app import app
 from infersight.core.records import RequestRecord, RunResult
+from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import detect, import_file
+from infersight.testing.agreement import advice, disagreements
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from support.agreement import advice, disagreements
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -131,7 +132,7 @@ def test_vllm_detailed_results_get_our_verdict_and_fix(ours: RunResult, tmp_path
         assert run.aggregates[f"c={c}"]["tpot"]["p50"] == pytest.approx(
             ours.aggregates[f"c={c}"]["tpot"]["p50"], rel=1e-6
         )
-    theirs, mine = advice(run), advice(ours)
+    theirs, mine = advice(diagnose_run(run)), advice(diagnose_run(ours))
     assert disagreements(theirs, mine) == [], (theirs.text, mine.text)
     assert theirs.verdict == "slot_bound" and theirs.model_slots == 4
 

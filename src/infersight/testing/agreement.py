@@ -3,6 +3,16 @@ benchmarks/import_agreement.py compare another tool's run, read by infersight, w
 infersight's own bench of the same server: the same verdict, knob and direction, the
 same fitted model (its slot limit and binding constraint), and fix numbers within one.
 
+    from infersight.diagnose import diagnose_run
+    from infersight.testing.agreement import advice, disagreements
+
+    theirs, ours = advice(diagnose_run(imported)), advice(diagnose_run(benched))
+    assert disagreements(theirs, ours) == [], (theirs.text, ours.text)
+
+Diagnose the runs now (``diagnose_run``), not from their stored diagnosis, so both sides
+are judged by today's rules. This module takes the diagnosis rather than the run: the
+test-support package imports only ``infersight.core`` (tests/unit/test_layering.py).
+
 The fix's number is the recommendation's target where the model's self-check allows
 one, else the fitted model's own number (``Recommendation.fix.to_value``, shown as an
 estimate): three levels rarely let a leave-one-level-out check trust a number past the
@@ -11,15 +21,35 @@ measured range, but the model still names one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from infersight.core.records import RunResult
-from infersight.diagnose import diagnose_run
+from infersight.core.curve import Recommendation
+from infersight.core.server_model import ServerModel
 
-__all__ = ["Advice", "advice", "disagreements"]
+__all__ = ["Advice", "Diagnosed", "advice", "disagreements"]
+
+
+class _Fitted(Protocol):
+    """The fitted model beside a diagnosis (``infersight.diagnose``'s ``ModelAdvice``)."""
+
+    @property
+    def model(self) -> ServerModel | None: ...
+
+
+class Diagnosed(Protocol):
+    """What ``infersight.diagnose.diagnose_run`` returns, as far as ``advice`` reads it."""
+
+    @property
+    def recommendation(self) -> Recommendation | None: ...
+
+    @property
+    def advice(self) -> _Fitted | None: ...
 
 
 @dataclass(frozen=True)
 class Advice:
+    """One run's advice, in the fields two measurements must agree on."""
+
     verdict: str | None
     knob: str | None
     direction: str | None
@@ -30,9 +60,8 @@ class Advice:
     text: str
 
 
-def advice(run: RunResult) -> Advice:
-    """The run's advice as diagnose gives it now (its stored diagnosis is not used)."""
-    found = diagnose_run(run)
+def advice(found: Diagnosed) -> Advice:
+    """A run's advice, from its diagnosis (``diagnose_run(run)``)."""
     rec = found.recommendation
     model = found.advice.model if found.advice is not None else None
     slots = model.slots.value if model is not None and model.slots is not None else None

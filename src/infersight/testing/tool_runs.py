@@ -1,6 +1,12 @@
 """Run GuideLLM, AIPerf and inference-perf (each from its own venv under .tool-venvs/,
 ``scripts/setup.sh --tools``) against a server on 127.0.0.1, offline, bounded in
-requests and time; the importer tests read the files they write.
+requests and time; the importer tests and benchmarks/import_agreement.py read the files
+they write.
+
+    from infersight.testing.tool_runs import run_guidellm, tool_path
+
+    if tool_path("guidellm") is not None:
+        out = run_guidellm(url, tmp / "benchmarks.json", streams=[1, 4], requests=24, tokens=16)
 
 Nothing may be downloaded while a test runs, so each tool gets a word-level tokenizer
 built here by its own ``transformers`` (one token per whitespace-separated word): a
@@ -12,12 +18,21 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-from realparts import real_part_path
-
-__all__ = ["run_aiperf", "run_guidellm", "run_inference_perf", "tool_python", "word_tokenizer"]
+__all__ = [
+    "OFFLINE",
+    "run_aiperf",
+    "run_guidellm",
+    "run_inference_perf",
+    "tool_path",
+    "tool_python",
+    "tool_venvs",
+    "word_tokenizer",
+]
 
 #: Offline for every Hugging Face library the tools load.
 OFFLINE = {
@@ -40,11 +55,36 @@ PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]").save_pretrained(
 """
 
 
+def tool_venvs() -> Path:
+    """The tools' own venvs (``NAME/bin/NAME``): ``$INFERSIGHT_TOOL_VENVS``, else
+    ``.tool-venvs`` beside the venv of the Python that runs (the checkout's ``.venv``,
+    as ``scripts/setup.sh`` lays them out)."""
+    found = os.environ.get("INFERSIGHT_TOOL_VENVS")
+    return Path(found) if found else Path(sys.prefix).parent / ".tool-venvs"
+
+
+def tool_path(tool: str) -> str | None:
+    """Where a tool's command is installed (PATH, this Python's own bin, then its venv
+    under ``tool_venvs()``), or None."""
+    found = shutil.which(tool)
+    if found:
+        return found
+    for d in (Path(sys.executable).parent, tool_venvs() / tool / "bin"):
+        p = d / tool
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    return None
+
+
+def _tool_exe(tool: str) -> str:
+    exe = tool_path(tool)
+    assert exe is not None, f"{tool} is not installed (scripts/setup.sh --tools)"
+    return exe
+
+
 def tool_python(tool: str) -> Path:
     """The Python of the venv the tool's command lives in."""
-    exe = real_part_path(tool)
-    assert exe is not None, f"{tool} is not installed (scripts/setup.sh --tools)"
-    return Path(exe).parent / "python"
+    return Path(_tool_exe(tool)).parent / "python"
 
 
 def word_tokenizer(tool: str, where: Path) -> Path:
@@ -77,8 +117,7 @@ def run_guidellm(
 ) -> Path:
     """GuideLLM's concurrent profile at each stream count, ``requests`` each; its JSON."""
     tok = word_tokenizer("guidellm", out.parent / "guidellm-tok")
-    exe = real_part_path("guidellm")
-    assert exe is not None
+    exe = _tool_exe("guidellm")
     _run(
         [
             exe,
@@ -119,8 +158,7 @@ def run_aiperf(
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     (repo / "refs" / "main").write_text(rev)
     word_tokenizer("aiperf", repo / "snapshots" / rev)
-    exe = real_part_path("aiperf")
-    assert exe is not None
+    exe = _tool_exe("aiperf")
     _run(
         [
             exe,
@@ -178,7 +216,6 @@ def run_inference_perf(
     }
     cfg = out.parent / "inference-perf.json"  # YAML's superset: JSON is read as is
     cfg.write_text(json.dumps(config))
-    exe = real_part_path("inference-perf")
-    assert exe is not None
+    exe = _tool_exe("inference-perf")
     _run([exe, "--config_file", str(cfg)], out.parent, {}, timeout)
     return out
