@@ -168,7 +168,7 @@ def agrees_with_table(r: Recommendation, c: CapacityCurve | None) -> list[str]:
 
 
 def demo(path: Path, con: Console) -> bool:
-    from infersight.report.capacity import advice_lines, print_curve
+    from infersight.report.capacity_curve import advice_lines, print_curve
 
     run = load_run_result(path)
     found = diagnose_run(run)

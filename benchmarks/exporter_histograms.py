@@ -22,7 +22,7 @@ import time
 
 from infersight.core.records import Sample
 from infersight.telemetry import render
-from infersight.telemetry.engines import Normalizer
+from infersight.telemetry.engine_metrics import Normalizer
 from infersight.testing.fake_config import FakeConfig
 from infersight.testing.fake_dialects import DIALECTS
 from infersight.testing.fake_metrics import EngineMetrics

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 if TYPE_CHECKING:
-    from infersight.entrypoints.fleet import FleetQuery
+    from infersight.entrypoints.prometheus import FleetQuery
 
 __all__ = ["END", "HTTP_CONFIG", "PROMETHEUS", "SELECTOR", "SINCE", "START", "STEP", "fleet_query"]
 
@@ -71,7 +71,7 @@ def fleet_query(
     http_config: Path | None,
     window: float | None,
 ) -> FleetQuery:
-    from infersight.entrypoints.fleet import FleetQuery
+    from infersight.entrypoints.prometheus import FleetQuery
 
     return FleetQuery(
         url=url,

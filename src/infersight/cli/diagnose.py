@@ -127,7 +127,7 @@ def diagnose_cmd(
     if prometheus and output_format == "llm-d":
         raise _err("--format llm-d describes runs: give result files or --url, not --prometheus")
     if prometheus:
-        from infersight.entrypoints.fleet import diagnose_prometheus, print_fleet
+        from infersight.entrypoints.prometheus import diagnose_prometheus, print_fleet
 
         if files or url:
             raise _err("give result files, --url or --prometheus, one of them")

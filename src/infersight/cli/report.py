@@ -12,7 +12,7 @@ from infersight.cli._conventions import command_help, duration_option, out_optio
 
 if TYPE_CHECKING:
     from infersight.core.records import RunResult
-    from infersight.entrypoints.fleet import FleetQuery
+    from infersight.entrypoints.prometheus import FleetQuery
 
 
 _HELP = command_help(
@@ -174,7 +174,7 @@ def _threshold(text: str) -> float:
 
 def _fleet_report(q: FleetQuery, out: Path, *, has_files: bool) -> None:
     from infersight.core.errors import ConfigError
-    from infersight.entrypoints.fleet import diagnose_prometheus, write_fleet_html
+    from infersight.entrypoints.prometheus import diagnose_prometheus, write_fleet_html
 
     if has_files:
         raise ConfigError("give RunResult files or --prometheus, not both")

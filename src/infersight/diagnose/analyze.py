@@ -15,7 +15,7 @@ from infersight.core.records import RunResult
 from infersight.core.verdicts import VERDICT_IDS, Evidence, Verdict, VerdictWindow
 from infersight.diagnose.calibrate import calibrate_cpu, physics_bounds, sequence_context
 from infersight.diagnose.context import RunContext, resolve_context, stored_physics
-from infersight.diagnose.curve import build_curve, level_aggregates
+from infersight.diagnose.curve_builder import build_curve, level_aggregates
 from infersight.diagnose.model_advice import ModelAdvice, model_advice, with_model
 from infersight.diagnose.model_numbers import FixNumbers, model_numbers
 from infersight.diagnose.physics.hardware import Device

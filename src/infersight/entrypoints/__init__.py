@@ -30,17 +30,17 @@ if TYPE_CHECKING:
         new_engine,
         running_engine,
     )
-    from infersight.entrypoints.fleet import (
-        FleetQuery,
-        diagnose_prometheus,
-        print_fleet,
-        write_fleet_html,
-    )
     from infersight.entrypoints.gateway import (
         engine_upstream,
         fronting_engine,
         gateway_config,
         run_gateway,
+    )
+    from infersight.entrypoints.prometheus import (
+        FleetQuery,
+        diagnose_prometheus,
+        print_fleet,
+        write_fleet_html,
     )
     from infersight.entrypoints.results import load_result, load_results
     from infersight.entrypoints.serve import ServeSettings, serve_engine
@@ -67,10 +67,10 @@ _WHERE = {
     "serve_engine": "serve",
     "load_result": "results",
     "load_results": "results",
-    "FleetQuery": "fleet",
-    "diagnose_prometheus": "fleet",
-    "print_fleet": "fleet",
-    "write_fleet_html": "fleet",
+    "FleetQuery": "prometheus",
+    "diagnose_prometheus": "prometheus",
+    "print_fleet": "prometheus",
+    "write_fleet_html": "prometheus",
 }
 
 __all__ = [

@@ -155,12 +155,12 @@ class KeyStore:
         if k is None or not k.limited:
             return
         if self._shared is not None:
-            verdict = await self._shared.admit(k.cfg)
-            if verdict is not None:
-                if verdict.spent is not None:
-                    k.spent = verdict.spent
-                if verdict.refused is not None:
-                    raise _refusal(k, verdict.refused, verdict.wait)
+            admission = await self._shared.admit(k.cfg)
+            if admission is not None:
+                if admission.spent is not None:
+                    k.spent = admission.spent
+                if admission.refused is not None:
+                    raise _refusal(k, admission.refused, admission.wait)
                 if k.requests is not None:
                     k.requests.charge(1.0)  # keep the local view warm for an outage
                 return

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from infersight.monitor.history_view import history_table, process_table
 from infersight.monitor.state import LATENCIES, MonitorState
-from infersight.telemetry.engines import engine_specs
+from infersight.telemetry.engine_metrics import engine_specs
 from infersight.telemetry.gpu import throttle_reason_names
 
 __all__ = ["ViewInfo", "render"]

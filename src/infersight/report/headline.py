@@ -15,7 +15,7 @@ from infersight.core.durations import format_duration
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
-from infersight.report.capacity import advice_lines
+from infersight.report.capacity_curve import advice_lines
 from infersight.report.model_lines import model_lines
 from infersight.report.svg_axes import fmt_value
 from infersight.stats.aggregate import parse_slo_key

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from infersight.core.records import RunResult
-from infersight.report.capacity import curve_markdown
+from infersight.report.capacity_curve import curve_markdown
 from infersight.report.compare import (
     CompareRow,
     _get,
@@ -16,7 +16,7 @@ from infersight.report.compare import (
     unmatched_levels,
 )
 from infersight.report.compare_html import OVERVIEW_METRICS, call_text, threshold_text
-from infersight.report.floors import floors_markdown
+from infersight.report.floors_table import floors_markdown
 from infersight.report.headline_html import run_headline
 from infersight.report.levels import level_notes_md
 from infersight.report.md_text import md_cell

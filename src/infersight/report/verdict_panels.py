@@ -12,7 +12,7 @@ from rich.table import Table
 
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
-from infersight.report.capacity import advice_lines, print_curve
+from infersight.report.capacity_curve import advice_lines, print_curve
 from infersight.report.model_lines import model_lines
 from infersight.stats.aggregate import client_headline
 

@@ -49,7 +49,7 @@ Sample names (value None = not available):
 """
 
 from infersight.telemetry.base import Sampler
-from infersight.telemetry.engines import Normalizer, detect_engine, engine_specs
+from infersight.telemetry.engine_metrics import Normalizer, detect_engine, engine_specs
 from infersight.telemetry.exporter import TelemetryCollector, exported_name, render
 from infersight.telemetry.exporter_server import ExporterServer, run_exporter
 from infersight.telemetry.gpu import GpuSampler, throttle_reason_names

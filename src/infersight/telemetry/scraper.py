@@ -21,7 +21,7 @@ from infersight.client import map_transport_error
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, MalformedStream
 from infersight.core.records import Sample
-from infersight.telemetry.engines import Normalizer, engine_specs
+from infersight.telemetry.engine_metrics import Normalizer, engine_specs
 
 __all__ = ["EngineScraper", "metrics_url"]
 

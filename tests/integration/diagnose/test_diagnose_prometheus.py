@@ -324,7 +324,7 @@ def test_console_output_and_one_line_errors(fleet: dict[str, Any]) -> None:
 
 
 def test_selector_and_pages(fleet: dict[str, Any]) -> None:
-    from infersight.entrypoints.fleet import FleetQuery, diagnose_prometheus
+    from infersight.entrypoints.prometheus import FleetQuery, diagnose_prometheus
 
     q = FleetQuery(
         url=fleet["url"],

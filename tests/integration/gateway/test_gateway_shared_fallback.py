@@ -194,15 +194,15 @@ async def test_lua_limits_admit_exactly_the_limit_under_concurrency(redis: Redis
         await links[0].client.script_flush()
         limits = [SharedLimits(link, cfg) for link in links]
         t0 = time.monotonic()
-        verdicts = await asyncio.gather(*(limits[i % 2].admit(key) for i in range(300)))
+        admissions = await asyncio.gather(*(limits[i % 2].admit(key) for i in range(300)))
         elapsed = time.monotonic() - t0
     finally:
         for link in links:
             await link.close()
-    assert all(v is not None for v in verdicts)
-    ok = sum(1 for v in verdicts if v is not None and v.refused is None)
+    assert all(v is not None for v in admissions)
+    ok = sum(1 for v in admissions if v is not None and v.refused is None)
     assert 50 <= ok <= 50 + int(elapsed * 50 / 60.0) + 1, (ok, elapsed)
-    waits = [v.wait for v in verdicts if v is not None and v.refused == "requests"]
+    waits = [v.wait for v in admissions if v is not None and v.refused == "requests"]
     assert waits and all(0 < w <= 1.2 for w in waits)  # 50/min: one more every 1.2 s
     for reg in regs:  # one round trip per admission, each timed
         calls = reg.get_sample_value(

@@ -22,7 +22,7 @@ from infersight.telemetry import (
     histogram_quantile,
     render,
 )
-from infersight.telemetry.engines import Normalizer
+from infersight.telemetry.engine_metrics import Normalizer
 from infersight.telemetry.exporter_docs import BEGIN, END, reference_markdown
 from infersight.telemetry.exporter_names import EXPORTED, EXPORTER_OWN
 from infersight.telemetry.promtext import merge_buckets, parse_metrics

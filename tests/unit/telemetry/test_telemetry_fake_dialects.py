@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from infersight.core.engines import engine_specs
-from infersight.telemetry.engines import Normalizer, detect_engine
+from infersight.telemetry.engine_metrics import Normalizer, detect_engine
 from infersight.telemetry.promtext import parse_metrics
 from infersight.testing.fake_config import FakeConfig
 from infersight.testing.fake_dialects import DIALECTS

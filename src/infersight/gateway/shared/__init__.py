@@ -12,18 +12,18 @@ Needs the ``redis`` client: ``pip install 'infersight[redis]'``.
 
 from infersight.gateway.shared.breakers import SharedBreakers
 from infersight.gateway.shared.config import SharedConfig
-from infersight.gateway.shared.limits import SharedLimits, Verdict
+from infersight.gateway.shared.limits import Admission, SharedLimits
 from infersight.gateway.shared.link import RedisLink, redis_client
 from infersight.gateway.shared.metrics import SharedMetrics
 from infersight.gateway.shared.state import SharedState
 
 __all__ = [
+    "Admission",
     "RedisLink",
     "SharedBreakers",
     "SharedConfig",
     "SharedLimits",
     "SharedMetrics",
     "SharedState",
-    "Verdict",
     "redis_client",
 ]

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from infersight.gateway.config import KeyConfig
 
-__all__ = ["SharedLimits", "Verdict"]
+__all__ = ["Admission", "SharedLimits"]
 
 log = logging.getLogger("infersight.gateway")
 
@@ -56,7 +56,7 @@ class _Owed:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Admission:
     """What Redis decided for one request of a key."""
 
     #: None: admitted (one request taken); else the limit that refused it.
@@ -108,7 +108,7 @@ class SharedLimits:
             call = self._calls[key.name] = (key, list(self._keys(key.name)), args)
         return call[1], call[2]
 
-    async def admit(self, key: KeyConfig) -> Verdict | None:
+    async def admit(self, key: KeyConfig) -> Admission | None:
         """Take one request from ``key``'s shared buckets; None when Redis is unreachable."""
         keys, args = self._admit_call(key)
         reply = await self.link.call("admit", lambda r: self._admit(keys=keys, args=args, client=r))
@@ -118,7 +118,7 @@ class SharedLimits:
         decision, wait, spent = reply[:3]
         refused = None if decision == "ok" else cast(Refusal, decision)
         total = self._total(key.name, spent) if spent != "" else None
-        return Verdict(refused, float(wait), total)
+        return Admission(refused, float(wait), total)
 
     def charge(
         self, key: KeyConfig, tokens: int, dollars: float, on_spent: Callable[[float], None]
