@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_settings import SettingsConfigDict
 
 from infersight.bench.level_spec import LevelSpec, rate_name
-from infersight.bench.replay.options import check_replay
+from infersight.bench.replay.check import check_replay
 from infersight.core.durations import parse_duration
 from infersight.core.errors import ConfigError
 from infersight.core.settings import BaseConfig, config_error
@@ -84,7 +84,7 @@ class BenchConfig(BaseConfig):
     shared_prefix: int = Field(0, ge=0)
     ignore_eos: bool = False
     seed: int = 0
-    # Trace replay and conversations (bench --trace, --sessions: bench/replay/options.py)
+    # Trace replay and conversations (bench --trace, --sessions: bench/replay/check.py)
     #: A trace to replay at its own times: the gateway's access log, Mooncake JSONL,
     #: BurstGPT CSV or a plain timestamp,input_tokens,output_tokens CSV.
     trace: str | None = None

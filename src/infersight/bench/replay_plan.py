@@ -1,4 +1,4 @@
-"""A trace replay's or a conversation run's levels: preparation, plans and survey.
+"""A trace replay's or a conversation run's levels: preparation, plans, survey and run.
 
 Before the first level (after the checking pass, so nothing is sent for a bad trace):
 the words prompts are made of are checked against the target's tokenizer, and the
@@ -13,20 +13,32 @@ counted with ``/tokenize`` to confirm their lengths.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from infersight.bench.config import BenchConfig
-from infersight.bench.level_plan import LevelPlan
+from infersight.bench.level_plan import LevelOutcome, LevelPlan
 from infersight.bench.level_spec import LevelSpec
-from infersight.bench.replay.check import parse_window
+from infersight.bench.progress import LiveDisplay, LiveStats
+from infersight.bench.replay.check import parse_window, trace_summary
 from infersight.bench.replay.feed import SHARING_COUNTED, Overhead, RequestShape, TraceFeed
-from infersight.bench.replay.options import trace_summary, trace_times
 from infersight.bench.replay.sessions import SessionFeed, session_starts
+from infersight.bench.target import Target
 from infersight.bench.workload import SyntheticPrompts, Tokenize
 from infersight.core import errors as E
 
-__all__ = ["ReplayPrep", "level_plan", "prepare_replay", "survey"]
+__all__ = [
+    "LEAD_S",
+    "ReplayPrep",
+    "level_plan",
+    "prepare_replay",
+    "run_replay_level",
+    "survey",
+    "trace_times",
+]
 
 #: Requests built before a level to measure the sharing of the text sent.
 SURVEY = SHARING_COUNTED
@@ -34,6 +46,11 @@ SURVEY = SHARING_COUNTED
 VERIFY = 8
 #: Characters per chunk when comparing sent texts.
 _CHUNK = 32
+#: A single process starts a replay this long after it is planned, so the requests due
+#: first are built before they are due.
+LEAD_S = 0.25
+
+Execute = Callable[[LevelPlan, LiveStats, float], Awaitable[LevelOutcome]]
 
 
 @dataclass(slots=True)
@@ -120,6 +137,39 @@ async def prepare_replay(
             "words that are usually one token each"
         )
     return prep
+
+
+async def run_replay_level(
+    cfg: BenchConfig,
+    level: LevelSpec,
+    prep: ReplayPrep,
+    target: Target,
+    tokenize: Tokenize | None,
+    execute: Execute,
+    display: LiveDisplay,
+) -> tuple[LevelOutcome, dict[str, Any]]:
+    """Run the level; return its outcome and what its aggregate needs besides the
+    records: the rate its schedule offered and the survey of what it sent."""
+    plan, total, rate = level_plan(cfg, level, prep, model=target.model, path=target.path)
+    info = await survey(plan, tokenize)
+    live = LiveStats(total=total, duration=cfg.duration)
+    display.show(level.name, live)
+    outcome = await execute(plan, live, LEAD_S)
+    return outcome, {"rate": rate, "survey": info}
+
+
+def trace_times(cfg: BenchConfig, speedup: float) -> np.ndarray:
+    """The send offsets of one level (seconds from its first send), as the feed will
+    produce them: the window, then ``--requests`` and ``--duration``."""
+    s = trace_summary(cfg)
+    i, j = s.select(parse_window(cfg.trace_window))
+    t = s.times[i:j]
+    off = (t - t[0]) / speedup if t.size else t
+    if cfg.duration is not None:
+        off = off[off < cfg.duration]
+    if cfg.requests is not None:
+        off = off[: cfg.requests]
+    return off
 
 
 def level_plan(

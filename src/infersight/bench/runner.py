@@ -30,15 +30,12 @@ from infersight.bench.level_plan import LevelOutcome, LevelPlan
 from infersight.bench.level_spec import LevelSpec
 from infersight.bench.planner import LevelPlanner
 from infersight.bench.progress import LiveDisplay, LiveStats
-from infersight.bench.replay_level import (
-    replay_aggregate,
-    run_replay_level,
-    shared_prefix_sharing,
-)
-from infersight.bench.replay_plan import prepare_replay
+from infersight.bench.replay_level import replay_aggregate, shared_prefix_sharing
+from infersight.bench.replay_plan import prepare_replay, run_replay_level
 from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.bench.schedule import open_loop_schedule
-from infersight.bench.target import Target, open_target
+from infersight.bench.target import Target
+from infersight.bench.target_check import open_target
 from infersight.bench.telemetry import BenchTelemetry
 from infersight.bench.workload import build_bodies
 from infersight.core.endpoint import Endpoint

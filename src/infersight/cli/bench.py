@@ -236,7 +236,7 @@ def register(app: typer.Typer) -> None:
         random_range_ratio: float = VLLM_OPTIONS["random_range_ratio"],
         percentile_metrics: str = VLLM_OPTIONS["percentile_metrics"],
         metric_percentiles: str = VLLM_OPTIONS["metric_percentiles"],
-        # -- trace replay and conversations (bench/replay/options.py) --
+        # -- trace replay and conversations (bench/replay/check.py) --
         trace: Path = typer.Option(
             None,
             metavar="FILE",

@@ -75,17 +75,21 @@ def join_cluster(address: str) -> bool:
 
 
 async def place_workers(
-    spec: ClientSpec, n: int, *, strategy: str, cpus: float, sample_interval: float
+    worker: type,
+    spec: ClientSpec,
+    n: int,
+    *,
+    strategy: str,
+    cpus: float,
+    sample_interval: float,
 ) -> Placement:
-    """Start ``n`` workers (``spread``: Ray's SPREAD; ``strict-spread``: one per node)
-    and learn where each runs."""
+    """Start ``n`` actors of the ``worker`` class (``spread``: Ray's SPREAD;
+    ``strict-spread``: one per node) and learn where each runs."""
     import ray
-
-    from infersight.bench.distributed.ray_actor import LoadWorker
 
     await _wait_for_cpus(n * cpus, n, cpus)
     placed = Placement()
-    remote_cls = ray.remote(max_concurrency=4)(LoadWorker)
+    remote_cls = ray.remote(max_concurrency=4)(worker)
     try:
         strategies = _strategies(placed, n, strategy, cpus)
         placed.actors = [

@@ -34,6 +34,7 @@ from infersight.bench.clock import (
     shift_record,
     shift_sample,
 )
+from infersight.bench.distributed.ray_actor import LoadWorker
 from infersight.bench.distributed.ray_place import (
     START_TIMEOUT,
     Placement,
@@ -110,6 +111,7 @@ class RayWorkers:
         try:
             self._joined = join_cluster(self.address)
             self._placed = await place_workers(
+                LoadWorker,
                 self.spec,
                 self.n,
                 strategy=self.strategy,
