@@ -196,7 +196,7 @@ class TuneSession(TrialBook):
         return self._trial(winner.trial.setting, "rerun", guess=self._guess(i), confirms=winner)
 
     def _choose_and_confirm(self) -> None:
-        """The cheapest setting as good as the best (SLO met first), confirmed by a run
+        """The cheapest setting within 5% of the best (SLO met first), confirmed by a run
         of its own; a refuted choice gives way to the next best. A stopped run keeps
         its unconfirmed choice (and says so)."""
         plan = self.plan
