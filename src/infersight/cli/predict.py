@@ -15,7 +15,8 @@ _HELP = command_help(
     "The run's fitted model (slots, KV, a FIFO queue and the engine's step time) is read "
     "from the RunResult, or fitted to it. Every figure "
     "comes with the error the model measured on the run itself (leaving one level out), "
-    "and a setting beyond twice the measured range is marked an estimate.",
+    "and a setting that runs more sequences than the run had is marked an estimate, "
+    "with its low end: the figures if compute saturated at the measured top.",
     examples=[
         "infersight predict runs/a/result.json --slots 32",
         "infersight predict runs/a/result.json --rate 20 --replicas 3 --json",

@@ -172,6 +172,10 @@ class Fix(BaseModel):
     goal: str = ""
     #: What the prediction rests on, for people.
     rests_on: str = ""
+    #: Where the fix runs more sequences than the run had: its predicted effect if the
+    #: step time grew in proportion to the running count past the measured top (the
+    #: low end of what the run supports); None within the measured range.
+    if_saturated: Prediction | None = None
 
     def turns(self) -> str | None:
         """Which way it turns the knob: the stated direction, else from the numbers."""

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from infersight.core.server_model import Fix, SelfCheck, ServerModel
+from infersight.servermodel.bounds import saturated_text
 
 __all__ = ["FixNumbers", "PhysicsBounds", "model_numbers"]
 
@@ -109,6 +110,11 @@ def model_numbers(
         rests.append("memory not checked (the model or device is unknown)")
     if no_number:
         rests.append(f"no number beyond the measured range: {no_number}")
+    elif fix.if_saturated is not None:
+        rests.append(
+            f"{p.running or 0.0:.1f} running where the run had at most {measured_n:.0f}: "
+            f"if compute saturates at {measured_n:.0f}, {saturated_text(fix.if_saturated)}"
+        )
     thr = p.throughput or 0.0
     return FixNumbers(
         slots=slots,

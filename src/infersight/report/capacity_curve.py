@@ -60,7 +60,7 @@ def advice_lines(rec: Recommendation) -> list[tuple[str, str]]:
     ]
     if parts:
         how = (
-            " (an estimate: physics, not the run, set the number)"
+            " (an estimate: it goes beyond what the run measured; see what it rests on)"
             if rec.basis == "estimate"
             else ""
         )

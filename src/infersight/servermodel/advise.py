@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from infersight.core.server_model import Basis, Fix, Prediction, SelfCheck, ServerModel
+from infersight.servermodel.bounds import beyond_measured
 from infersight.servermodel.data import LevelData, RunData
 from infersight.servermodel.evaluate import engine_of, figures, predict_load
 from infersight.servermodel.fit import step_time
@@ -65,7 +66,7 @@ def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) 
     clients, or an open loop's own send times (a trace's bursts stay bursts), split
     evenly over ``replicas``."""
     prompt, output = _workload(d, lv)
-    slots, kv = knobs.get("slots"), knobs.get("kv")
+    slots, kv, sat = knobs.get("slots"), knobs.get("kv"), knobs.get("saturate")
     reps = int(knobs.get("replicas") or 1)
     if lv.closed:
         return predict_load(
@@ -79,12 +80,13 @@ def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) 
             replicas=reps,
             slo=d.slo or None,
             requests=REQUESTS,
+            saturate=sat,
         )
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
     fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
     sends = d.scheduled[idx] - float(d.scheduled[idx].min())
     mine = np.arange(idx.size) % reps == 0  # one replica's share, every reps-th request
-    eng = engine_of(m, slots=slots, kv=kv)
+    eng = engine_of(m, slots=slots, kv=kv, saturate=sat)
     load = Load(
         prompt=np.nan_to_num(d.prompt[idx][mine], nan=fill),
         output=np.maximum(d.output[idx][mine], 1.0),
@@ -130,10 +132,15 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
             f"{here.queued or 0.0:.0%} of requests waited for a slot ({waiting:.1f} on "
             f"average) with all {s:.0f} busy"
         )
-        more = min(RANGE * m.measured.get("n", s), 2 * s)
+        top = m.measured.get("n", s)
+        more = min(RANGE * top, 2 * s)
         if more <= s:
             return "slots", f"{waited}; the run's range shows nothing about more slots"
-        wider = _at(m, d, lv, slots=math.floor(more))
+        # where the run saw the step time grow, more slots are judged with it growing
+        # at least in proportion past the top it measured: a hinge's slope fitted over
+        # the last few running counts is no evidence that the growth slows there
+        seen = (m.b.value or 0.0) > 0 and (m.k.value or 0.0) < top
+        wider = _at(m, d, lv, slots=math.floor(more), saturate=top if seen else None)
         gain = (wider.throughput or 0.0) / max(here.throughput or 1e-9, 1e-9)
         # first tokens that come sooner only because the queue moved into the engine
         # are no gain: the slots bind when more of them buy throughput, or whole
@@ -158,6 +165,19 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
             f"{running:.1f} running while slots were free"
         )
     return "none", f"{running:.1f} running, {waiting:.1f} waiting: nothing binds"
+
+
+def _past_range(
+    fix: Fix, m: ServerModel, d: RunData, lv: LevelData, knobs: dict[str, float]
+) -> Fix:
+    """The fix as an estimate, with its low end, where it runs more sequences than the
+    run had (``bounds.beyond_measured``)."""
+    low, note = beyond_measured(m, fix.predicted, lambda n: _at(m, d, lv, **knobs, saturate=n))
+    if not note:
+        return fix
+    return fix.model_copy(
+        update={"basis": "estimate", "if_saturated": low, "rests_on": f"{fix.rests_on}; {note}"}
+    )
 
 
 def _goal(d: RunData, lv: LevelData, p: Prediction, best: float) -> bool:
@@ -199,20 +219,17 @@ def advise(d: RunData, m: ServerModel, sc: SelfCheck) -> tuple[str, str, Fix | N
     best = max([here.throughput or 0.0, *(p.throughput or 0.0 for _, _, p in cands)])
     for k, v, p in cands:
         if _goal(d, lv, p, best):
-            return (
-                lim,
-                why,
-                Fix(
-                    knob=k,
-                    from_value=s if k == "slots" else kv_now,
-                    to_value=v,
-                    predicted=p,
-                    basis=basis,
-                    error=error,
-                    goal=goal,
-                    rests_on=why,
-                ),
+            fix = Fix(
+                knob=k,
+                from_value=s if k == "slots" else kv_now,
+                to_value=v,
+                predicted=p,
+                basis=basis,
+                error=error,
+                goal=goal,
+                rests_on=why,
             )
+            return lim, why, _past_range(fix, m, d, lv, {k: v})
     # more of the limiting resource does not reach the goal in range: replicas. A
     # closed loop's clients are spread until each replica runs unqueued near its
     # single-sequence step time (more of them buy nothing).
@@ -225,20 +242,17 @@ def advise(d: RunData, m: ServerModel, sc: SelfCheck) -> tuple[str, str, Fix | N
             else _goal(d, lv, p, best)
         )
         if done:
-            return (
-                lim,
-                why,
-                Fix(
-                    knob="replicas",
-                    from_value=1,
-                    to_value=r,
-                    predicted=p,
-                    basis=basis,
-                    error=error,
-                    goal=goal,
-                    rests_on=why,
-                ),
+            fix = Fix(
+                knob="replicas",
+                from_value=1,
+                to_value=r,
+                predicted=p,
+                basis=basis,
+                error=error,
+                goal=goal,
+                rests_on=why,
             )
+            return lim, why, _past_range(fix, m, d, lv, {"replicas": r})
     return (
         lim,
         why,

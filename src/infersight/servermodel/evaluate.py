@@ -18,8 +18,15 @@ from infersight.stats.aggregate import aggregate
 __all__ = ["engine_of", "figures", "poisson_arrivals", "predict_load"]
 
 
-def engine_of(m: ServerModel, *, slots: float | None = None, kv: float | None = None) -> Engine:
-    """The simulation's engine from a fitted model (``slots``/``kv``: overridden)."""
+def engine_of(
+    m: ServerModel,
+    *,
+    slots: float | None = None,
+    kv: float | None = None,
+    saturate: float | None = None,
+) -> Engine:
+    """The simulation's engine from a fitted model (``slots``/``kv``: overridden;
+    ``saturate``: the step time grows in proportion to the running count past it)."""
 
     def v(p: object) -> float:
         val = getattr(p, "value", None)
@@ -38,6 +45,7 @@ def engine_of(m: ServerModel, *, slots: float | None = None, kv: float | None = 
         kappa=v(m.kappa),
         c_first=v(m.c_first),
         error_share=m.error_share,
+        saturate=saturate,
     )
 
 
@@ -145,10 +153,12 @@ def predict_load(
     requests: int = 1500,
     slo: dict[str, float] | None = None,
     seed: int = 0,
+    saturate: float | None = None,
 ) -> Prediction:
     """The model's figures at a load: ``rate`` req/s (Poisson) or ``concurrency``
-    clients, spread evenly over ``replicas`` (throughput and goodput are the fleet's)."""
-    eng = engine_of(m, slots=slots, kv=kv)
+    clients, spread evenly over ``replicas`` (throughput and goodput are the fleet's);
+    ``saturate``: see ``engine_of``."""
+    eng = engine_of(m, slots=slots, kv=kv, saturate=saturate)
     reps = max(1, replicas)
     if rate is not None:
         per = rate / reps

@@ -13,7 +13,7 @@ import numpy as np
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult
 from infersight.core.server_model import CHECKED_METRICS, Prediction, SelfCheck, ServerModel
-from infersight.servermodel.advise import RANGE
+from infersight.servermodel.bounds import beyond_measured
 from infersight.servermodel.data import RunData, run_data
 from infersight.servermodel.evaluate import predict_load
 from infersight.servermodel.fit import fit_model
@@ -31,6 +31,9 @@ class Forecast:
     error: dict[str, float | None]
     basis: str
     notes: list[str] = field(default_factory=list)
+    #: Past the most sequences the run had running: the same setting if the step time
+    #: grew in proportion to the running count from there (the low end of the range).
+    if_saturated: Prediction | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +42,7 @@ class Forecast:
             "error": self.error,
             "basis": self.basis,
             "notes": self.notes,
+            "if_saturated": None if self.if_saturated is None else self.if_saturated.model_dump(),
         }
 
 
@@ -99,22 +103,27 @@ def forecast(
     if rate is None and concurrency is None:
         rate, concurrency = (base.rate, None) if not base.closed else (None, base.concurrency)
     think = m.think.get(base.name, 0.0) if concurrency is not None else 0.0
-    p = predict_load(
-        m,
-        prompt,
-        output,
-        slots=slots,
-        rate=rate,
-        concurrency=concurrency,
-        think=think,
-        replicas=replicas or 1,
-        slo=d.slo or None,
-    )
+
+    def at(saturate: float | None = None) -> Prediction:
+        return predict_load(
+            m,
+            prompt,
+            output,
+            slots=slots,
+            rate=rate,
+            concurrency=concurrency,
+            think=think,
+            replicas=replicas or 1,
+            slo=d.slo or None,
+            saturate=saturate,
+        )
+
+    p = at()
     basis = "model" if sc.trusted else "estimate"
-    n = m.measured.get("n", 0.0)
-    if p.running is not None and n and p.running > RANGE * n:
+    low, note = beyond_measured(m, p, at)
+    if note:
         basis = "estimate"
-        notes.append(f"{p.running:.1f} running is beyond {RANGE:g}x the measured {n:.0f}")
+        notes.append(note)
     if not sc.trusted and sc.why_not:
         notes.append(f"not checked within 15%: {sc.why_not}")
     err = {k: sc.mape.get(k) for k in CHECKED_METRICS}
@@ -125,4 +134,6 @@ def forecast(
         "replicas": replicas or 1,
         "max_tokens": max_tokens,
     }
-    return Forecast(setting=setting, prediction=p, error=err, basis=basis, notes=notes)
+    return Forecast(
+        setting=setting, prediction=p, error=err, basis=basis, notes=notes, if_saturated=low
+    )

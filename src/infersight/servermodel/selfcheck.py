@@ -32,17 +32,22 @@ __all__ = ["predict_level", "self_check"]
 
 
 def predict_level(
-    m: ServerModel, d: RunData, lv: LevelData, slots: float | None = None
+    m: ServerModel,
+    d: RunData,
+    lv: LevelData,
+    slots: float | None = None,
+    saturate: float | None = None,
 ) -> dict[str, float | None]:
     """The model's figures for a level of a run, from that level's own load (its
-    clients and think time, or its send times), at ``slots`` (default: the model's)."""
+    clients and think time, or its send times), at ``slots`` (default: the model's);
+    ``saturate``: see ``engine_of``."""
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
     prompt = np.nan_to_num(
         d.prompt[idx], nan=float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
     )
     output = np.maximum(d.output[idx], 1.0)
     # merged trials: each level at its own limit, unless a limit is asked for
-    eng = engine_of(m, slots=slots if slots is not None else lv.slots)
+    eng = engine_of(m, slots=slots if slots is not None else lv.slots, saturate=saturate)
     if lv.closed:
         think = m.think.get(lv.name)
         if think is None:  # held out: its own turnaround, a property of the client
@@ -68,7 +73,7 @@ def predict_level(
         sent = np.where(np.isfinite(d.sent[idx]), d.sent[idx], d.scheduled[idx])
         load = Load(prompt=prompt, output=output, arrivals=sent - t0)
         p = figures(simulate(eng, load), rate=lv.rate, lag=sent - d.scheduled[idx])
-    return {k: getattr(p, k) for k in (*CHECKED_METRICS, "ttft_p99", "e2e_p50")}
+    return {k: getattr(p, k) for k in (*CHECKED_METRICS, "ttft_p99", "e2e_p50", "running")}
 
 
 def _check(lv: LevelData, pred: dict[str, float | None]) -> LevelCheck:

@@ -37,9 +37,17 @@ class Engine:
     kappa: float
     c_first: float
     error_share: float = 0.0
+    #: Past this many running sequences the step time grows at least in proportion
+    #: to the running count (None: as fitted). A run that never had more running
+    #: says nothing about the step time beyond it; this is the pessimistic reading.
+    saturate: float | None = None
 
     def step(self, n: int) -> float:
-        return self.a + self.b * max(0.0, n - self.k)
+        fitted = self.a + self.b * max(0.0, n - self.k)
+        if self.saturate is None or n <= self.saturate:
+            return fitted
+        top = self.a + self.b * max(0.0, self.saturate - self.k)
+        return max(fitted, top * n / self.saturate)
 
 
 @dataclass(frozen=True, slots=True)

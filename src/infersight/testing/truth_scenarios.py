@@ -301,6 +301,15 @@ SCENARIOS: tuple[Scenario, ...] = (
         trace=bursty_trace_rows(),
     ),
     *(_slots_n(n) for n in (2, 4, 8)),
+    Scenario(
+        "slots_8_flat",
+        "closed_slots' server with 8 slots: nothing new binds between 4 and 8 running",
+        _srv(slots=8),
+        {**_CLOSED, "concurrency": _SLOTS_SWEEP},
+        "slots",
+        {f"c={c}": "none" for c in _SLOTS_SWEEP if c <= 8},
+        quick={"duration": 2.5},
+    ),
     *(_engine(p) for p in (1, 2, 4, 8)),
 )
 

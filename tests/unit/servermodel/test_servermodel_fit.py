@@ -27,7 +27,13 @@ def test_four_slots_from_the_clients_records_alone() -> None:
     assert lim == "slots" and "slots would give" in why
     # within 2 x the 4 running it measured, never the 16 clients
     assert fix is not None and (fix.knob, fix.from_value, fix.to_value) == ("slots", 4, 8)
-    assert fix.basis == "model" and fix.error == sc.worst()
+    assert fix.error == sc.worst()
+    # 8 slots run 8 sequences where the run had 4: the step time past 4 was never
+    # seen, so the number is an estimate with its low end (compute saturating at 4)
+    assert fix.basis == "estimate" and "past the 4 the run had" in fix.rests_on
+    low = fix.if_saturated
+    assert low is not None and low.throughput is not None and fix.predicted.throughput
+    assert low.throughput < 0.8 * fix.predicted.throughput
 
 
 def test_a_compute_knee_is_the_hinge_of_the_step_time() -> None:
@@ -112,3 +118,17 @@ def test_mixed_prompt_lengths_are_prefill_not_queueing() -> None:
     sc = self_check(d, m)
     assert sc.trusted
     assert advise(d, m, sc)[0] == "none"
+
+
+@pytest.mark.parametrize("knee", [5, 6])
+def test_slots_full_past_a_compute_knee_are_compute_bound(knee: int) -> None:
+    # 8 slots, all busy, the step time growing from the knee: more slots would only
+    # run more sequences on saturated compute. The hinge's slope fitted over the last
+    # few running counts is shallower than the truth, so extrapolating it alone would
+    # promise more throughput from 16 slots.
+    d = run_data(sweep_run(slots=8, knee=knee))
+    m = fit_model(d)
+    assert m.slots.value == 8 and (m.b.value or 0) > 0
+    lim, why, fix = advise(d, m, self_check(d, m))
+    assert lim == "compute", why
+    assert fix is not None and fix.knob == "replicas"

@@ -24,8 +24,15 @@ def test_more_slots_predict_more_throughput_with_the_models_error() -> None:
         2 * (base.prediction.throughput or 0), rel=0.05
     )
     assert all(e is not None and e < 0.15 for e in wider.error.values())
-    far = forecast(run, slots=64, concurrency=64)
-    assert far.basis == "estimate" and any("beyond 2x" in n for n in far.notes)
+    # 8 running where the run had 4: an estimate, with the low end if compute
+    # saturated at 4 (then more slots buy little throughput)
+    assert wider.basis == "estimate" and any("past the 4 the run had" in n for n in wider.notes)
+    low = wider.if_saturated
+    assert low is not None and (low.throughput or 0) < 0.8 * (wider.prediction.throughput or 0)
+    assert wider.to_dict()["if_saturated"]["throughput"] == low.throughput
+    # fewer slots than the run had stay within what it measured
+    narrow = forecast(run, slots=2)
+    assert narrow.basis == "model" and narrow.if_saturated is None
 
 
 def test_replicas_split_the_load_and_max_tokens_caps_the_answers() -> None:
