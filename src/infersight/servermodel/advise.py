@@ -132,15 +132,15 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
             f"{here.queued or 0.0:.0%} of requests waited for a slot ({waiting:.1f} on "
             f"average) with all {s:.0f} busy"
         )
-        top = m.measured.get("n", s)
-        more = min(RANGE * top, 2 * s)
+        ran = m.measured.get("n", s)
+        more = min(RANGE * ran, 2 * s)
         if more <= s:
             return "slots", f"{waited}; the run's range shows nothing about more slots"
         # where the run saw the step time grow, more slots are judged with it growing
         # at least in proportion past the top it measured: a hinge's slope fitted over
         # the last few running counts is no evidence that the growth slows there
-        seen = (m.b.value or 0.0) > 0 and (m.k.value or 0.0) < top
-        wider = _at(m, d, lv, slots=math.floor(more), saturate=top if seen else None)
+        seen = (m.b.value or 0.0) > 0 and (m.k.value or 0.0) < ran
+        wider = _at(m, d, lv, slots=math.floor(more), saturate=ran if seen else None)
         gain = (wider.throughput or 0.0) / max(here.throughput or 1e-9, 1e-9)
         # first tokens that come sooner only because the queue moved into the engine
         # are no gain: the slots bind when more of them buy throughput, or whole
