@@ -5,6 +5,7 @@ from __future__ import annotations
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
 from infersight.diagnose.rules_cache import prefix_cache
+from infersight.diagnose.rules_client import client_limited, error_driven
 from infersight.diagnose.rules_curve import compute_bound
 from infersight.diagnose.rules_device import (
     bandwidth_decode,
@@ -12,14 +13,10 @@ from infersight.diagnose.rules_device import (
     compute_prefill,
     host_starved,
 )
-from infersight.diagnose.rules_load import (
-    client_limited,
-    error_driven,
-    queueing,
-    under_loaded,
-)
+from infersight.diagnose.rules_idle import under_loaded
 from infersight.diagnose.rules_memory import memory_pressure
 from infersight.diagnose.rules_overload import overloaded
+from infersight.diagnose.rules_queue import queueing
 
 __all__ = ["RULES", "RuleInput", "evaluate"]
 
