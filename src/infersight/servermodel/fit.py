@@ -21,126 +21,20 @@ Intervals are 95%, from the fit's Jacobian (step and first token), the profile o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import least_squares, lsq_linear, nnls
 
 from infersight.core.server_model import Param, ServerModel
-from infersight.servermodel.admission import reconstruct, running_at, violations
+from infersight.servermodel.admission import reconstruct, running_at
 from infersight.servermodel.data import RunData
 from infersight.servermodel.features import DecodeFeatures, decode_features, time_at_counts
+from infersight.servermodel.limits import Slots, find_slots, fit_kv, level_slots
 
 __all__ = ["MAX_FIT_REQUESTS", "fit_model"]
 
 #: Requests used by the step-time fit (a random subset beyond this: the fit's cost).
 MAX_FIT_REQUESTS = 3000
-#: Share of requests whose first token may precede their replayed admission (clock
-#: jitter between a server's slot release and the client seeing the answer end).
-VIOLATION_SHARE = 0.005
-
-
-@dataclass(slots=True)
-class _Slots:
-    value: float | None
-    low: float
-    high: float | None
-    source: str
-
-
-def _floor(first: np.ndarray, sent: np.ndarray) -> tuple[float, float]:
-    """The fastest first token from send (a request that did not wait), and how far
-    below it a replayed admission may put one before it counts as impossible (the
-    client sees an answer end a little after the server freed its slot)."""
-    f = (first - sent)[np.isfinite(first - sent)]
-    floor = float(f.min()) if f.size else 0.0
-    return floor, max(0.002, 0.5 * floor)
-
-
-def _explains_waits(
-    start: np.ndarray, arrival: np.ndarray, first: np.ndarray, prompt: np.ndarray, tol: float
-) -> bool:
-    """Whether a slot limit explains the requests it makes wait: their first tokens,
-    counted from the replayed admission, look like those of requests that did not
-    wait (for their prompt length), closer than counted from their send. A limit the
-    run never reached squeezes a few requests' first tokens instead."""
-    waited = start > arrival + tol
-    if not waited.any() or waited.all():
-        return bool(waited.any())
-    p = np.nan_to_num(prompt)
-    design = np.column_stack([np.ones(p.size), p])
-    coef, *_ = np.linalg.lstsq(design[~waited], (first - arrival)[~waited], rcond=None)
-    typical = design[waited] @ coef
-    with_limit = np.median(np.abs(first[waited] - start[waited] - typical))
-    without = np.median(np.abs(first[waited] - arrival[waited] - typical))
-    return bool(with_limit < without)
-
-
-def _find_slots(d: RunData, use: np.ndarray) -> _Slots:
-    arrival, end, first = d.sent[use], d.end[use], d.first[use]
-    inflight = running_at(arrival, end, np.sort(arrival))
-    top = int(inflight.max()) if inflight.size else 1
-    if d.stated_slots:
-        return _Slots(d.stated_slots, d.stated_slots, d.stated_slots, d.stated_source)
-    floor, tol = _floor(first, arrival)
-    allowed = max(1, int(VIOLATION_SHARE * use.size))
-
-    def consistent(s: int) -> bool:
-        return violations(reconstruct(arrival, end, s, first=first), first, tol - floor) <= allowed
-
-    # fewer slots only add impossible first tokens: bisect for the smallest consistent S
-    lo, hi = 1, top
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if consistent(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    if lo < top:
-        start = reconstruct(arrival, end, lo, first=first)
-        if _explains_waits(start, arrival, first, d.prompt[use], tol):
-            return _Slots(float(lo), float(lo), float(lo), "fitted")
-    return _Slots(None, float(top), None, "not reached")
-
-
-def _kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None, str]:
-    if d.kv_u.size < 3 or float(np.max(d.kv_u)) < 0.05:
-        return None, "reserve"
-    st, en = start, d.end[use]
-    p = np.nan_to_num(d.prompt[use])
-    out = d.output[use]
-    first, last = d.first[use], d.last[use]
-    caps: dict[str, np.ndarray] = {}
-    for mode in ("reserve", "grow"):
-        vals = []
-        for t, u in zip(d.kv_t, d.kv_u, strict=True):
-            if u < 0.05:
-                continue
-            on = (st <= t) & (t < en)
-            if mode == "reserve":
-                held = float(np.sum(p[on] + out[on]))
-            else:
-                frac = np.clip((t - first[on]) / np.maximum(last[on] - first[on], 1e-9), 0, 1)
-                held = float(np.sum(p[on] + out[on] * np.nan_to_num(frac)))
-            if held > 0:
-                vals.append(held / u)
-        caps[mode] = np.asarray(vals)
-    best = min(
-        caps, key=lambda m: (np.std(caps[m]) / np.mean(caps[m])) if caps[m].size > 2 else math.inf
-    )
-    v = caps[best]
-    if v.size < 3:
-        return None, "reserve"
-    lo, mid, hi = (float(x) for x in np.quantile(v, [0.1, 0.5, 0.9]))
-    return Param(value=mid, low=lo, high=hi, unit="tokens", source="engine KV usage"), best
-
-
-def _level_slots(d: RunData, idx: np.ndarray) -> np.ndarray | None:
-    """Each request's slot limit when its level states its own (merged trials)."""
-    if not d.levels or any(lv.slots is None for lv in d.levels):
-        return None
-    by_name = {lv.name: lv.slots for lv in d.levels}
-    return np.asarray([by_name.get(str(x)) or np.inf for x in d.level[idx]], dtype=float)
 
 
 def step_time(n: np.ndarray | float, a: float, b: float, k: float) -> np.ndarray:
@@ -299,16 +193,16 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         raise ValueError("fewer than 4 requests to fit")
     ok = d.ok[use] & np.isfinite(d.first[use]) & np.isfinite(d.end[use])
     errors = float(np.count_nonzero(~d.ok[use])) / use.size
-    slots = _find_slots(d, use[ok])
+    slots = find_slots(d, use[ok])
     okidx = use[ok]
-    per_level = _level_slots(d, okidx)
+    per_level = level_slots(d, okidx)
     start = reconstruct(
         d.sent[okidx],
         d.end[okidx],
         per_level if per_level is not None else slots.value,
         first=d.first[okidx],
     )
-    kv, kv_mode = _kv(d, okidx, start)
+    kv, kv_mode = fit_kv(d, okidx, start)
     notes: list[str] = []
     if kv is not None and slots.source == "fitted" and float(np.max(d.kv_u)) >= 0.9:
         # KV filled where the limit showed: the limit is KV's, the slots lie beyond it
@@ -316,7 +210,7 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
             f"the admission limit of about {slots.value:.0f} came with KV usage "
             f"≥ 90%: KV binds there, the slot limit is above it"
         )
-        slots = _Slots(None, slots.low, None, "not reached")
+        slots = Slots(None, slots.low, None, "not reached")
         need = np.nan_to_num(d.prompt[okidx]) + d.output[okidx]
         start = reconstruct(d.sent[okidx], d.end[okidx], None, need, kv.value, first=d.first[okidx])
     rng = np.random.default_rng(0)

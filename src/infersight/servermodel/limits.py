@@ -1,0 +1,130 @@
+"""The admission limits of the model (docs/design.md section 9, steps 1 and 2): the slot
+limit found from the client's records by FIFO replay, and the KV capacity from the
+engine's KV usage where it exports one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from infersight.core.server_model import Param
+from infersight.servermodel.admission import reconstruct, running_at, violations
+from infersight.servermodel.data import RunData
+
+__all__ = ["VIOLATION_SHARE", "Slots", "find_slots", "fit_kv", "level_slots"]
+
+#: Share of requests whose first token may precede their replayed admission (clock
+#: jitter between a server's slot release and the client seeing the answer end).
+VIOLATION_SHARE = 0.005
+
+
+@dataclass(slots=True)
+class Slots:
+    """The slot limit found (None: not reached), its range and where it came from."""
+
+    value: float | None
+    low: float
+    high: float | None
+    source: str
+
+
+def _floor(first: np.ndarray, sent: np.ndarray) -> tuple[float, float]:
+    """The fastest first token from send (a request that did not wait), and how far
+    below it a replayed admission may put one before it counts as impossible (the
+    client sees an answer end a little after the server freed its slot)."""
+    f = (first - sent)[np.isfinite(first - sent)]
+    floor = float(f.min()) if f.size else 0.0
+    return floor, max(0.002, 0.5 * floor)
+
+
+def _explains_waits(
+    start: np.ndarray, arrival: np.ndarray, first: np.ndarray, prompt: np.ndarray, tol: float
+) -> bool:
+    """Whether a slot limit explains the requests it makes wait: their first tokens,
+    counted from the replayed admission, look like those of requests that did not
+    wait (for their prompt length), closer than counted from their send. A limit the
+    run never reached squeezes a few requests' first tokens instead."""
+    waited = start > arrival + tol
+    if not waited.any() or waited.all():
+        return bool(waited.any())
+    p = np.nan_to_num(prompt)
+    design = np.column_stack([np.ones(p.size), p])
+    coef, *_ = np.linalg.lstsq(design[~waited], (first - arrival)[~waited], rcond=None)
+    typical = design[waited] @ coef
+    with_limit = np.median(np.abs(first[waited] - start[waited] - typical))
+    without = np.median(np.abs(first[waited] - arrival[waited] - typical))
+    return bool(with_limit < without)
+
+
+def find_slots(d: RunData, use: np.ndarray) -> Slots:
+    """Stated or exported slots as given; else the smallest S whose FIFO replay leaves
+    no request with its first token before its admission (section 9, step 1)."""
+    arrival, end, first = d.sent[use], d.end[use], d.first[use]
+    inflight = running_at(arrival, end, np.sort(arrival))
+    top = int(inflight.max()) if inflight.size else 1
+    if d.stated_slots:
+        return Slots(d.stated_slots, d.stated_slots, d.stated_slots, d.stated_source)
+    floor, tol = _floor(first, arrival)
+    allowed = max(1, int(VIOLATION_SHARE * use.size))
+
+    def consistent(s: int) -> bool:
+        return violations(reconstruct(arrival, end, s, first=first), first, tol - floor) <= allowed
+
+    # fewer slots only add impossible first tokens: bisect for the smallest consistent S
+    lo, hi = 1, top
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if consistent(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo < top:
+        start = reconstruct(arrival, end, lo, first=first)
+        if _explains_waits(start, arrival, first, d.prompt[use], tol):
+            return Slots(float(lo), float(lo), float(lo), "fitted")
+    return Slots(None, float(top), None, "not reached")
+
+
+def fit_kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None, str]:
+    """KV capacity in tokens from the engine's KV usage, and the way tokens are held
+    ("reserve" at admission or "grow" as computed: the steadier reading; step 2)."""
+    if d.kv_u.size < 3 or float(np.max(d.kv_u)) < 0.05:
+        return None, "reserve"
+    st, en = start, d.end[use]
+    p = np.nan_to_num(d.prompt[use])
+    out = d.output[use]
+    first, last = d.first[use], d.last[use]
+    caps: dict[str, np.ndarray] = {}
+    for mode in ("reserve", "grow"):
+        vals = []
+        for t, u in zip(d.kv_t, d.kv_u, strict=True):
+            if u < 0.05:
+                continue
+            on = (st <= t) & (t < en)
+            if mode == "reserve":
+                held = float(np.sum(p[on] + out[on]))
+            else:
+                frac = np.clip((t - first[on]) / np.maximum(last[on] - first[on], 1e-9), 0, 1)
+                held = float(np.sum(p[on] + out[on] * np.nan_to_num(frac)))
+            if held > 0:
+                vals.append(held / u)
+        caps[mode] = np.asarray(vals)
+    best = min(
+        caps, key=lambda m: (np.std(caps[m]) / np.mean(caps[m])) if caps[m].size > 2 else math.inf
+    )
+    v = caps[best]
+    if v.size < 3:
+        return None, "reserve"
+    lo, mid, hi = (float(x) for x in np.quantile(v, [0.1, 0.5, 0.9]))
+    return Param(value=mid, low=lo, high=hi, unit="tokens", source="engine KV usage"), best
+
+
+def level_slots(d: RunData, idx: np.ndarray) -> np.ndarray | None:
+    """Each request's slot limit when its level states its own (merged trials)."""
+    if not d.levels or any(lv.slots is None for lv in d.levels):
+        return None
+    by_name = {lv.name: lv.slots for lv in d.levels}
+    return np.asarray([by_name.get(str(x)) or np.inf for x in d.level[idx]], dtype=float)
