@@ -140,7 +140,7 @@ def run_tune(
     session: TuneSession
     if pool is not None:
         session = ParallelTuneSession(
-            opts, pool.run_batch, pool.slots, nodes=pool.nodes, watcher=watch
+            opts, pool.run_trials, pool.slots, nodes=pool.nodes, watcher=watch
         )
         session.result.notes.extend(pool.notes)
     else:

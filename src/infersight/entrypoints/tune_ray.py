@@ -22,7 +22,6 @@ import os
 import signal
 import tempfile
 import time
-from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,7 +36,7 @@ from infersight.bench.distributed.ray_place import (
 )
 from infersight.core.errors import ConfigError, InfersightError
 from infersight.core.records import RunResult
-from infersight.tune import TrialRun, TrialSpec, TuneConfig
+from infersight.tune import NextTrial, TrialDone, TrialRun, TrialSpec, TuneConfig
 
 
 class TrialSaver(Protocol):
@@ -116,7 +115,7 @@ class TrialWorker:
 
 
 class RayTrials:
-    """The worker slots on the cluster; ``run_batch`` runs trials on them."""
+    """The worker slots on the cluster; ``run_trials`` keeps them busy."""
 
     def __init__(
         self, cfg: TuneConfig, bench: BenchConfig, trials: TrialSaver, api_key: str | None
@@ -204,41 +203,37 @@ class RayTrials:
                 }
             )
 
-    def run_batch(self, specs: list[TrialSpec]) -> list[TrialRun]:
-        """Run the trials: a pinned one on its slot, the rest on the first free slot;
-        their runs in the order given."""
+    def run_trials(self, next_trial: NextTrial, done: TrialDone) -> None:
+        """Keep the slots busy: each free slot asks ``next_trial`` for its trial, and
+        each finished run goes to ``done`` at once (before the free slot asks again,
+        since what it gets may depend on that run); returns when nothing runs and no
+        free slot gets a trial."""
         import ray
 
-        pinned: dict[int, deque[int]] = {i: deque() for i in range(len(self.slots))}
-        shared: deque[int] = deque()
-        for k, s in enumerate(specs):
-            (pinned[s.slot] if s.slot is not None else shared).append(k)
-        out: list[TrialRun | None] = [None] * len(specs)
         idle = list(range(len(self.slots)))
-        busy: dict[Any, tuple[int, int, list[str] | None, float, float]] = {}
+        busy: dict[Any, tuple[int, TrialSpec, list[str] | None, float, float]] = {}
         try:
             while True:
                 for slot in list(idle):
-                    queue = pinned[slot] or shared
-                    if not queue:
+                    spec = next_trial(slot)
+                    if spec is None:
                         continue
-                    k = queue.popleft()
                     idle.remove(slot)
-                    bench, levels = self._bench(specs[k])
-                    ref = self.placed.actors[slot].run.remote(specs[k].setting, bench)
-                    busy[ref] = (slot, k, levels, time.monotonic(), time.time())
+                    bench, levels = self._bench(spec)
+                    ref = self.placed.actors[slot].run.remote(spec.setting, bench)
+                    busy[ref] = (slot, spec, levels, time.monotonic(), time.time())
                 if not busy:
                     break
-                done, _ = ray.wait(list(busy), num_returns=1)
-                slot, k, levels, t0, started = busy.pop(done[0])
+                ready, _ = ray.wait(list(busy), num_returns=1)
+                slot, spec, levels, t0, started = busy.pop(ready[0])
+                run = self._finish(spec, ready[0], slot, levels, t0)
+                run.started = started
                 idle.append(slot)
                 idle.sort()
-                out[k] = run = self._finish(specs[k], done[0], slot, levels, t0)
-                run.started = started
+                done(spec, run)
         except BaseException:
             self.stop()
             raise
-        return [r if r is not None else TrialRun(error=InfersightError("not run")) for r in out]
 
     def _bench(self, spec: TrialSpec) -> tuple[BenchConfig, list[str] | None]:
         from infersight.entrypoints.tune_trial import trial_bench

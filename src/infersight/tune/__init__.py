@@ -17,16 +17,18 @@ compared with the baseline.
 from infersight.tune.config import TuneConfig
 from infersight.tune.console import render_tune
 from infersight.tune.knobs import KNOBS, SearchPlan, ladder, plan_search
-from infersight.tune.parallel import ParallelTuneSession, RunBatch
+from infersight.tune.parallel import NextTrial, ParallelTuneSession, RunTrials, TrialDone
 from infersight.tune.progress import TuneProgress
 from infersight.tune.session import TuneSession
 from infersight.tune.trial import TrialRun, TrialSpec, TuneOptions, TuneWatcher
 
 __all__ = [
     "KNOBS",
+    "NextTrial",
     "ParallelTuneSession",
-    "RunBatch",
+    "RunTrials",
     "SearchPlan",
+    "TrialDone",
     "TrialRun",
     "TrialSpec",
     "TuneConfig",

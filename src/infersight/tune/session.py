@@ -195,6 +195,24 @@ class TuneSession(TrialBook):
         self._check_budget(1)
         return self._trial(winner.trial.setting, "rerun", guess=self._guess(i), confirms=winner)
 
+    def _pick(self, refuted: set[int]) -> int | None:
+        """The choice among the measured settings but ``refuted`` (None: none ran)."""
+        assert self.plan is not None
+
+        def met_value(i: int) -> float | None:
+            m = self._by_index[i]
+            ok = m.trial.status == "ok" and (not self.opts.slo or m.scored.slo_met)
+            return m.scored.value if ok else None
+
+        # Cheaper counts as good as the best within 5% (the knee of section 5), however
+        # quiet the run: a gain below that buys too little to be advice.
+        return choose(
+            [i for i in self._by_index if i not in refuted],
+            met_value,
+            floor=DEFAULT_DELTA,
+            prefer_low=self.plan.prefer_low,
+        )
+
     def _choose_and_confirm(self) -> None:
         """The cheapest setting within 5% of the best (SLO met first), confirmed by a run
         of its own; a refuted choice gives way to the next best. A stopped run keeps
@@ -203,21 +221,8 @@ class TuneSession(TrialBook):
         if plan is None or self.result.stopped == "too noisy":
             return
         refuted: set[int] = set()
-
-        def met_value(i: int) -> float | None:
-            m = self._by_index[i]
-            ok = m.trial.status == "ok" and (not self.opts.slo or m.scored.slo_met)
-            return m.scored.value if ok else None
-
         while True:
-            # Cheaper counts as good as the best within 5% (the knee of section 5), however
-            # quiet the run: a gain below that buys too little to be advice.
-            chosen = choose(
-                [i for i in self._by_index if i not in refuted],
-                met_value,
-                floor=DEFAULT_DELTA,
-                prefer_low=plan.prefer_low,
-            )
+            chosen = self._pick(refuted)
             self.result.chosen = self.result.chosen_trial = None
             if chosen is None:
                 return

@@ -37,8 +37,8 @@ class TrialRun:
 
 @dataclass(slots=True)
 class TrialSpec:
-    """One trial of a batch (``--ray``): its setting, name and role, and the worker
-    slot it must run on (None: the first free one)."""
+    """One trial for a worker slot (``--ray``): its setting, name and role, and the
+    slot that asked for it (None: the first free one)."""
 
     setting: dict[str, int]
     name: str
