@@ -16,7 +16,7 @@ compared with the baseline.
 
 from infersight.tune.config import TuneConfig
 from infersight.tune.console import render_tune
-from infersight.tune.knobs import KNOBS, SearchPlan, ladder, plan_search
+from infersight.tune.knobs import KNOBS, SearchSpace, ladder, search_space
 from infersight.tune.parallel import NextTrial, ParallelTuneSession, RunTrials, TrialDone
 from infersight.tune.progress import TuneProgress
 from infersight.tune.session import TuneSession
@@ -27,7 +27,7 @@ __all__ = [
     "NextTrial",
     "ParallelTuneSession",
     "RunTrials",
-    "SearchPlan",
+    "SearchSpace",
     "TrialDone",
     "TrialRun",
     "TrialSpec",
@@ -37,6 +37,6 @@ __all__ = [
     "TuneSession",
     "TuneWatcher",
     "ladder",
-    "plan_search",
     "render_tune",
+    "search_space",
 ]

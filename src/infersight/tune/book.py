@@ -20,7 +20,7 @@ from infersight.stats.significance import (
 )
 from infersight.stats.slices import LevelData
 from infersight.tune.confirm import confirms
-from infersight.tune.knobs import SearchPlan
+from infersight.tune.knobs import SearchSpace
 from infersight.tune.model import TrialModel
 from infersight.tune.objective import Scored, objective_metric, score
 from infersight.tune.propose import Guess, Outcome
@@ -56,7 +56,7 @@ class TrialBook:
             baseline=dict(opts.baseline),
             budget_s=opts.budget_s,
         )
-        self.plan: SearchPlan | None = None
+        self.space: SearchSpace | None = None
         self._by_index: dict[int, Measured] = {}
         self._cmp: dict[tuple[int, int], int] = {}
         self._baseline: Measured | None = None
@@ -168,13 +168,13 @@ class TrialBook:
 
     # -- the search's view of the settings ---------------------------------------------
     def _setting(self, i: int) -> dict[str, int]:
-        assert self.plan is not None
-        return {**self.opts.baseline, self.plan.knob: self.plan.values[i]}
+        assert self.space is not None
+        return {**self.opts.baseline, self.space.knob: self.space.values[i]}
 
     def _guess(self, i: int) -> Guess | None:
         """The model's objective at setting ``i`` (None where it is not used)."""
-        assert self.plan is not None
-        return self.model.guess(self.plan.values[i]) if self._uses_model else None
+        assert self.space is not None
+        return self.model.guess(self.space.values[i]) if self._uses_model else None
 
     def _measure(self, i: int, guess: Guess | None = None, proposed: str | None = None) -> Measured:
         if i not in self._by_index:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.errors import ConfigError
 
-__all__ = ["KNOBS", "SearchPlan", "ladder", "plan_search"]
+__all__ = ["KNOBS", "SearchSpace", "ladder", "search_space"]
 
 #: Every knob, with what it is to a user.
 KNOBS = {
@@ -31,7 +31,7 @@ MAX_VALUES = 32
 
 
 @dataclass(frozen=True, slots=True)
-class SearchPlan:
+class SearchSpace:
     """The search tune will run: the knob, its values and where to start."""
 
     knob: str
@@ -101,7 +101,7 @@ def _from_recommendation(
     return knob, direction, rec.target, said
 
 
-def plan_search(
+def search_space(
     rec: Recommendation | None,
     curve: CapacityCurve | None,
     baseline: Mapping[str, int],
@@ -109,8 +109,8 @@ def plan_search(
     *,
     knob: str | None = None,
     values: Sequence[int] | None = None,
-) -> SearchPlan | str:
-    """The plan, or the one sentence that says why there is nothing to search."""
+) -> SearchSpace | str:
+    """The search space, or the one sentence that says why there is nothing to search."""
     if not knobs:
         return "this target has no setting tune can change"
     got = _from_recommendation(rec, curve, knobs, baseline)
@@ -141,4 +141,4 @@ def plan_search(
         guide = _nearest(vals, current * 2)
     if guide == start:
         guide = start + 1 if start + 1 < len(vals) and direction != "down" else max(0, start - 1)
-    return SearchPlan(knob, direction, vals, start, guide, target, knob != "ctx", reason)
+    return SearchSpace(knob, direction, vals, start, guide, target, knob != "ctx", reason)

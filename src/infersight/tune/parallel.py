@@ -11,7 +11,7 @@ node waits for another's trial to end. A free slot gets, in this order:
 1. its own trials: on slot 0 the baseline, with the extra level its diagnosis needs,
    then that node's A/A run; on the first slot of every other node, from the start
    beside the baseline, the baseline twice: that node's A/A pair;
-2. once the baseline's diagnosis has planned the search, the plan's next value. The
+2. once the baseline's diagnosis has set out the search, its next value. The
    grid maps directly; the guided search falls back to the grid's values (the model's
    proposals and the bisection are sequential: each needs the trial before it);
 3. once no value is left to start and every node's floor is in, a rerun of the choice
@@ -88,12 +88,12 @@ class ParallelTuneSession(TuneSession):
         for s in first.values():
             if s != 0:
                 self._own[s].extend(("node baseline", "node a/a"))
-        self._todo: deque[int] = deque()  # the plan's values left to start
-        #: The running trials by name: (index, role, the plan's index, started).
+        self._todo: deque[int] = deque()  # the search space's values left to start
+        #: The running trials by name: (index, role, the search space's index, started).
         self._running: dict[str, tuple[int, str, int | None, float]] = {}
         self._pairs: dict[int, list[Measured]] = {}  # each node's A/A pair, by its slot
         self._measured: list[Measured] = []
-        self._reruns: dict[int, Measured] = {}  # by the plan's index
+        self._reruns: dict[int, Measured] = {}  # by the search space's index
         self._base: Measured | None = None
         self._floored = False  # every node's floor is in
         self._halt = False  # start nothing more
@@ -124,7 +124,7 @@ class ParallelTuneSession(TuneSession):
             return None
         if self._own[slot]:
             return self._start(self.opts.baseline, self._own[slot].popleft(), slot, None)
-        if self.plan is None:
+        if self.space is None:
             return None  # the baseline's diagnosis has not planned the search yet
         if self._todo:
             i = self._todo.popleft()
@@ -159,23 +159,23 @@ class ParallelTuneSession(TuneSession):
             self._by_index[i] = m
         elif role == "rerun" and i is not None:
             self._reruns[i] = m
-        # The floors once every node's pair is in (slot 0's A/A run is queued with the plan).
+        # The floors once every node's pair is in (slot 0's A/A run is queued with the values).
         pairs_left = any(self._own.values()) or any(
             r in PAIR_ROLES for _, r, _, _ in self._running.values()
         )
-        if self.plan is not None and not self._floored and not pairs_left:
+        if self.space is not None and not self._floored and not pairs_left:
             self._floors()
 
     def _planned(self, base: Measured) -> None:
-        """The search's plan from the baseline: slot 0's A/A run, then the values."""
+        """The search space from the baseline: slot 0's A/A run, then the values."""
         if base.trial.status != "ok":
             self.result.stopped, self._halt = "baseline failed", True
             return
-        plan = self._plan_from(base)
-        if plan is None:
+        space = self._space_from(base)
+        if space is None:
             self._halt = True
             return
-        self._base = self._by_index[plan.start] = base
+        self._base = self._by_index[space.start] = base
         self._own[0].append("a/a")
         if self.opts.search != "grid":
             self.result.notes.append(
@@ -183,7 +183,7 @@ class ParallelTuneSession(TuneSession):
                 "as there are workers (the model's proposals are sequential)"
             )
         self._todo = deque(
-            self._fit_budget([i for i in range(len(plan.values)) if i != plan.start])
+            self._fit_budget([i for i in range(len(space.values)) if i != space.start])
         )
         if self.watcher:
             own = sum(len(q) for q in self._own.values())
@@ -194,14 +194,14 @@ class ParallelTuneSession(TuneSession):
         trial so far called against it."""
         self._floored = True
         base = self._base
-        assert base is not None and self.plan is not None
+        assert base is not None and self.space is not None
         pairs = [(p[0], p[1]) for _, p in sorted(self._pairs.items()) if len(p) == 2]
         if not self._set_noise(self._node_floors(pairs)):
             self._todo.clear()  # too noisy to search: no value more is started
             return
         same = [m for pair in pairs for m in pair if m.trial.status == "ok"]
         pooled = Measured(base.trial, base.scored, [r for m in same for r in m.runs], base.result)
-        self._baseline = self._by_index[self.plan.start] = pooled
+        self._baseline = self._by_index[self.space.start] = pooled
         for m in self._measured:
             if m.runs and m is not base:
                 # The A/A run against its own pair's first run, as the serial session.
@@ -210,8 +210,8 @@ class ParallelTuneSession(TuneSession):
 
     def _held(self, i: int) -> bool | None:
         """Whether setting ``i``'s confirmation held (None: it has none yet)."""
-        assert self.plan is not None
-        again = self._aa if i == self.plan.start and self._aa_ok() else self._reruns.get(i)
+        assert self.space is not None
+        again = self._aa if i == self.space.start and self._aa_ok() else self._reruns.get(i)
         if again is None:
             return None
         return confirms(self._by_index[i].scored, again.scored, self.opts.slo, self.delta)[0]
@@ -229,8 +229,8 @@ class ParallelTuneSession(TuneSession):
 
     def _confirmation(self, i: int, winner: Measured) -> Measured | None:
         again = self._reruns.get(i)
-        assert self.plan is not None
-        if again is None or (i == self.plan.start and self._aa_ok()):
+        assert self.space is not None
+        if again is None or (i == self.space.start and self._aa_ok()):
             return super()._confirmation(i, winner)  # the A/A run, or a rerun now
         self._judge(winner, again.trial, again.scored)
         return again

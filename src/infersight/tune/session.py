@@ -1,5 +1,5 @@
 """One ``tune`` run (docs/design.md section 8): baseline, A/A pair, the diagnosis's
-plan, the search (the model's proposals over slots), the choice confirmed by a run of
+search space, the search (the model's proposals over slots), the choice confirmed by a run of
 its own, and the before/after with its call.
 
 The session never starts a server or a benchmark itself: it is given ``run_trial``
@@ -16,7 +16,7 @@ import math
 from infersight.core.tune_result import ModelPoint, TuneResult
 from infersight.stats.significance import DEFAULT_DELTA, compare
 from infersight.tune.book import TrialBook
-from infersight.tune.knobs import SearchPlan, plan_search
+from infersight.tune.knobs import SearchSpace, search_space
 from infersight.tune.objective import aa_floor
 from infersight.tune.propose import Guess, model_search
 from infersight.tune.search import StopSearch, choose, grid, guided, planned_trials
@@ -60,18 +60,18 @@ class TuneSession(TrialBook):
         pooled = Measured(base.trial, base.scored, base.runs + aa.runs, base.result)
         self._baseline = pooled
         aa.trial.vs_baseline = self._call(base.runs, aa.runs)
-        plan = self._plan_from(base)
-        if plan is None:
+        space = self._space_from(base)
+        if space is None:
             return
-        self._by_index[plan.start] = pooled
-        n = len(plan.values)
+        self._by_index[space.start] = pooled
+        n = len(space.values)
         if self.watcher:
             self.watcher.planned(len(self.result.trials) + planned_trials(n, self.opts.search) - 1)
         if self.opts.search == "grid":
-            grid(n, self._value, order=[plan.start])
+            grid(n, self._value, order=[space.start])
             return
         if self._uses_model:
-            why = self._model_search(plan)
+            why = self._model_search(space)
             if why is not None:
                 self.result.notes.append(f"the model's search stopped: {why}")
                 return
@@ -81,10 +81,10 @@ class TuneSession(TrialBook):
             )
         else:
             self.result.notes.append(
-                f"the model cannot vary {plan.knob}: the guided bisection "
+                f"the model cannot vary {space.knob}: the guided bisection "
                 "from the diagnosis searched it"
             )
-        guided(n, plan.start, plan.guide, self._value, self._compare, prefer_low=plan.prefer_low)
+        guided(n, space.start, space.guide, self._value, self._compare, prefer_low=space.prefer_low)
 
     def _set_noise(self, floor: tuple[float, str] | None) -> bool:
         """The noise floor from the A/A spread and its basis (None: the A/A run failed);
@@ -111,11 +111,11 @@ class TuneSession(TrialBook):
         self.result.noise_floor = self.delta if math.isfinite(spread) else None
         return True
 
-    def _plan_from(self, base: Measured) -> SearchPlan | None:
-        """The search's plan from the baseline's diagnosis (None: nothing to tune)."""
+    def _space_from(self, base: Measured) -> SearchSpace | None:
+        """The search space from the baseline's diagnosis (None: nothing to tune)."""
         assert base.result is not None
         rec, curve = base.result.recommendation, base.result.capacity_curve
-        plan = plan_search(
+        space = search_space(
             rec,
             curve,
             self.opts.baseline,
@@ -123,10 +123,10 @@ class TuneSession(TrialBook):
             knob=self.opts.knob,
             values=self.opts.values,
         )
-        if isinstance(plan, str) and (self.opts.search == "grid" or self.opts.values):
+        if isinstance(space, str) and (self.opts.search == "grid" or self.opts.values):
             # The user asked for these values: try them, whatever the diagnosis says.
-            self.result.notes.append(plan)
-            plan = plan_search(
+            self.result.notes.append(space)
+            space = search_space(
                 rec,
                 curve,
                 self.opts.baseline,
@@ -134,37 +134,37 @@ class TuneSession(TrialBook):
                 knob=next(iter(self.opts.knobs)),
                 values=self.opts.values,
             )
-        if isinstance(plan, str):
+        if isinstance(space, str):
             self.result.stopped = "nothing to tune"
-            self.result.notes.append(plan)
+            self.result.notes.append(space)
             return None
-        self._plan(plan)
-        self._uses_model = plan.knob == "slots"
-        return plan
+        self._set_space(space)
+        self._uses_model = space.knob == "slots"
+        return space
 
-    def _model_search(self, plan: SearchPlan) -> str | None:
+    def _model_search(self, space: SearchSpace) -> str | None:
         """The model's proposals (``tune.propose``); None when it cannot be fitted."""
 
         def measure(i: int, guess: Guess | None, why: str) -> None:
             if not any(t.proposed for t in self.result.trials):
-                self.result.guide["first"] = plan.values[i]
+                self.result.guide["first"] = space.values[i]
             self._measure(i, guess, why)
 
         return model_search(
-            plan.values,
+            space.values,
             lambda: {i: self._outcome(m) for i, m in self._by_index.items()},
-            lambda: self.model.guesses(plan.values),
+            lambda: self.model.guesses(space.values),
             measure,
             slo=bool(self.opts.slo),
             delta=self.delta,
             floor=DEFAULT_DELTA,
-            prefer_low=plan.prefer_low,
+            prefer_low=space.prefer_low,
         )
 
     def _model_curve(self) -> None:
         """The model fitted on every trial, and its objective at each value."""
         if (
-            self.plan is None
+            self.space is None
             or not self._uses_model
             or self.result.stopped == "interrupted"
             or self.model.model() is None
@@ -173,21 +173,25 @@ class TuneSession(TrialBook):
         self.result.model = self.model.model()
         self.result.model_curve = [
             ModelPoint(value=v, objective=g.value if g else None, slo_met=g.slo_met if g else None)
-            for v in self.plan.values
+            for v in self.space.values
             for g in [self.model.guess(v)]
         ]
 
-    def _plan(self, plan: SearchPlan) -> None:
-        self.plan = plan
+    def _set_space(self, space: SearchSpace) -> None:
+        self.space = space
         r = self.result
-        r.knob, r.direction, r.values = plan.knob, plan.direction, list(plan.values)
-        r.guide = {"reason": plan.reason, "target": plan.target, "first": plan.values[plan.guide]}
+        r.knob, r.direction, r.values = space.knob, space.direction, list(space.values)
+        r.guide = {
+            "reason": space.reason,
+            "target": space.target,
+            "first": space.values[space.guide],
+        }
 
     def _confirmation(self, i: int, winner: Measured) -> Measured | None:
         """The run that confirms setting ``i``: the A/A run for the baseline, else a rerun
         (None when the run stopped before it)."""
-        assert self.plan is not None
-        if i == self.plan.start and self._aa is not None and self._aa.trial.status == "ok":
+        assert self.space is not None
+        if i == self.space.start and self._aa is not None and self._aa.trial.status == "ok":
             self._judge(winner, self._aa.trial, self._aa.scored)
             return self._aa
         if self.result.stopped != "done":
@@ -197,7 +201,7 @@ class TuneSession(TrialBook):
 
     def _pick(self, refuted: set[int]) -> int | None:
         """The choice among the measured settings but ``refuted`` (None: none ran)."""
-        assert self.plan is not None
+        assert self.space is not None
 
         def met_value(i: int) -> float | None:
             m = self._by_index[i]
@@ -210,15 +214,15 @@ class TuneSession(TrialBook):
             [i for i in self._by_index if i not in refuted],
             met_value,
             floor=DEFAULT_DELTA,
-            prefer_low=self.plan.prefer_low,
+            prefer_low=self.space.prefer_low,
         )
 
     def _choose_and_confirm(self) -> None:
         """The cheapest setting within 5% of the best (SLO met first), confirmed by a run
         of its own; a refuted choice gives way to the next best. A stopped run keeps
         its unconfirmed choice (and says so)."""
-        plan = self.plan
-        if plan is None or self.result.stopped == "too noisy":
+        space = self.space
+        if space is None or self.result.stopped == "too noisy":
             return
         refuted: set[int] = set()
         while True:
@@ -242,7 +246,7 @@ class TuneSession(TrialBook):
                 return
             refuted.add(chosen)
             self.result.notes.append(
-                f"{setting_text(winner.trial.setting, plan.knob)} (trial {winner.trial.index}) "
+                f"{setting_text(winner.trial.setting, space.knob)} (trial {winner.trial.index}) "
                 f"was refuted: {self._judge(winner, again.trial, again.scored)} (trial "
                 f"{again.trial.index}); the next best was confirmed instead"
             )

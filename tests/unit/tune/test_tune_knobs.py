@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.errors import ConfigError
-from infersight.tune.knobs import SearchPlan, ladder, plan_search
+from infersight.tune.knobs import SearchSpace, ladder, search_space
 
 ALL = {"slots": (1, 64), "threads": (1, 8), "ctx": (128, 32768)}
 BASE = {"slots": 8, "threads": 2, "ctx": 2048}
@@ -27,47 +27,47 @@ def rec(
     )
 
 
-def plan(
+def space(
     r: Recommendation | None,
     knobs: dict[str, tuple[int, int]] = ALL,
     curve: CapacityCurve | None = None,
     knob: str | None = None,
     values: list[int] | None = None,
-) -> SearchPlan:
-    got = plan_search(r, curve, BASE, knobs, knob=knob, values=values)
-    assert isinstance(got, SearchPlan), got
+) -> SearchSpace:
+    got = search_space(r, curve, BASE, knobs, knob=knob, values=values)
+    assert isinstance(got, SearchSpace), got
     return got
 
 
 def test_slot_bound_searches_slots_toward_the_recommended_number() -> None:
-    p = plan(rec("slots", "up", 12))
+    p = space(rec("slots", "up", 12))
     assert (p.knob, p.direction, p.target) == ("slots", "up", 12)
     assert p.values[p.start] == 8 and p.values[p.guide] == 12 and p.prefer_low
     assert p.values == list(range(1, 25))  # up to twice the target
-    down = plan(rec("slots", "down", 3))
+    down = space(rec("slots", "down", 3))
     assert down.values[down.guide] == 3
 
 
 def test_no_recommendation_searches_slots_up_first_over_a_wide_range() -> None:
-    p = plan(None)
+    p = space(None)
     assert (p.knob, p.direction) == ("slots", "both") and p.values[p.guide] == 16
     assert max(p.values) == 32 and "no recommendation" in p.reason
 
 
 def test_compute_bound_tries_threads_else_fewer_slots_toward_the_knee() -> None:
     r = rec("replicas", "up", 3, verdict="compute_bound")
-    p = plan(r)
+    p = space(r)
     assert (p.knob, p.direction) == ("threads", "up") and "cannot add replicas" in p.reason
     curve = CapacityCurve(knee=4.0, knee_reached=True)
     slots_only = {"slots": (1, 64)}
-    p2 = plan(r, knobs=slots_only, curve=curve)
+    p2 = space(r, knobs=slots_only, curve=curve)
     assert (p2.knob, p2.direction, p2.values[p2.guide]) == ("slots", "down", 4)
-    at_knee = plan_search(r, CapacityCurve(knee=8.0, knee_reached=True), BASE, slots_only)
+    at_knee = search_space(r, CapacityCurve(knee=8.0, knee_reached=True), BASE, slots_only)
     assert isinstance(at_knee, str) and "replicas" in at_knee
 
 
 def test_kv_bound_shortens_the_context_and_prefers_more_of_it() -> None:
-    p = plan(rec("context", "down", verdict="kv_bound"))
+    p = space(rec("context", "down", verdict="kv_bound"))
     assert (p.knob, p.direction) == ("ctx", "down") and not p.prefer_low
     assert p.values[p.start] == 2048 and p.values[p.guide] == 1024
     assert p.values == [128, 256, 512, 1024, 2048]
@@ -75,27 +75,27 @@ def test_kv_bound_shortens_the_context_and_prefers_more_of_it() -> None:
 
 def test_nothing_to_tune_when_the_diagnosis_holds() -> None:
     for r in (rec(None, "hold", verdict="healthy"), rec("load", "up", verdict="under_loaded")):
-        got = plan_search(r, None, BASE, ALL)
+        got = search_space(r, None, BASE, ALL)
         assert isinstance(got, str) and got.startswith("nothing to tune")
-    assert plan_search(None, None, BASE, {}) == "this target has no setting tune can change"
+    assert search_space(None, None, BASE, {}) == "this target has no setting tune can change"
 
 
 def test_a_knob_the_target_lacks_falls_back_to_slots() -> None:
-    p = plan(rec("threads", "up", 4, verdict="host_starved"), knobs={"slots": (1, 64)})
+    p = space(rec("threads", "up", 4, verdict="host_starved"), knobs={"slots": (1, 64)})
     assert p.knob == "slots" and "no threads setting" in p.reason
 
 
 def test_the_users_knob_and_values_win() -> None:
-    p = plan(rec("slots", "up", 12), knob="threads", values=[1, 4])
+    p = space(rec("slots", "up", 12), knob="threads", values=[1, 4])
     assert (p.knob, p.values, p.direction) == ("threads", [1, 2, 4], "both")
-    same = plan(rec("slots", "up", 12), knob="slots", values=[4, 16])
+    same = space(rec("slots", "up", 12), knob="slots", values=[4, 16])
     assert same.values == [4, 8, 16] and same.values[same.guide] == 16  # target 12 not offered
     with pytest.raises(ConfigError, match="--knob threads: this target can change slots"):
-        plan_search(None, None, BASE, {"slots": (1, 64)}, knob="threads")
+        search_space(None, None, BASE, {"slots": (1, 64)}, knob="threads")
 
 
 def test_a_target_outside_the_range_is_capped_and_said() -> None:
-    p = plan(rec("slots", "up", 500))
+    p = space(rec("slots", "up", 500))
     assert p.target == 64 and "capped" in p.reason and p.values[-1] == 64
 
 

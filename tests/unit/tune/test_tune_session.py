@@ -1,5 +1,5 @@
 """The tune session on a server whose best setting is known (docs/design.md section 8):
-the A/A noise floor, the diagnosis's plan, the search, failures as trials, the budget,
+the A/A noise floor, the diagnosis's space, the search, failures as trials, the budget,
 Ctrl-C, and an SLO no setting meets."""
 
 from __future__ import annotations
