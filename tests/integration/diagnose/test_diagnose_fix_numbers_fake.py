@@ -91,6 +91,12 @@ def test_four_slots_closed_loop_is_an_admission_limit() -> None:
     assert rec.limiter == "slots"
     # never past twice the 4 running the run measured (the 16 clients are no demand)
     assert rec.fix is not None and rec.fix.to_value is not None and rec.fix.to_value <= 8
+    # more than the 4 running the run ever had: an estimate, with the figures if compute
+    # saturated at 4 (this server's does not, but the run cannot show that)
+    low = rec.fix.if_saturated
+    assert rec.fix.basis == "estimate" and low is not None
+    assert (low.throughput or 0) < (rec.fix.predicted.throughput or 0)
+    assert "if compute saturates at 4" in rec.fix.rests_on
 
 
 def test_random_503s_with_flat_latency_are_error_driven_not_overloaded() -> None:
