@@ -1,21 +1,24 @@
 """Do the gateway and batch need different adaptive-concurrency laws? Swap them and see.
 
-Each law runs in its own situation and in the other's, side by side in one run, on
-127.0.0.1 against the fake OpenAI server in its own process (``FakeOpenAI.subprocess``):
+The two laws they had (see ``_controller_swap.py``): ``batch`` (throughput-seeking, in
+measurement windows; now ``infersight.control``, shared by both) and ``gradient`` (the
+gateway's former per-sample latency-gradient law). Each runs in both situations, side
+by side in one run, on 127.0.0.1 against the fake OpenAI server in its own process
+(``FakeOpenAI.subprocess``):
 
 - **batch's situation**: a backlog of rows (``run_batch_async``, the batch's defaults)
   against an API that answers 429 with ``Retry-After: 1`` above 6 requests in flight
   (a hosted API's concurrency limit), then against an engine with 8 slots and a FIFO
   queue. Figures: rows/s and 429s per 100 attempts.
-- **gateway's situation**: ``infersight gateway --adaptive`` (gradient, starting at the
-  configured 32) in front of an engine with 8 slots (about 0.2 s per answer, 40/s at
+- **gateway's situation**: ``infersight gateway`` with an adaptive limit starting at the
+  configured 32, in front of an engine with 8 slots (about 0.2 s per answer, 40/s at
   most); interactive clients arrive at random (Poisson) at ``--rate`` per second, first
   each with a deadline (``X-Infersight-Deadline-Ms``), then with none. Figures: goodput
   (answers within the deadline per second), latency p50/p99 of the answers, 503/504
   answers, and the median limit the law held.
 
-Only the law is swapped (see ``_controller_swap.py``): the batch runner's Retry-After
-pause and the gateway's queue, deadline shedding and metrics stay as they are.
+Only the law is swapped: the batch runner's Retry-After pause and the gateway's queue,
+deadline shedding and metrics stay as they are.
 
     python benchmarks/adaptive_controllers.py            # about 3 minutes
     python benchmarks/adaptive_controllers.py --quick    # about 90 seconds
@@ -31,7 +34,7 @@ import logging
 import random
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,7 @@ import numpy as np
 
 import infersight.batch.api as batch_api
 import infersight.gateway.upstream as gw_upstream
-from _controller_swap import BatchLawForGateway, GradientForBatch
+from _controller_swap import GradientForBatch, GradientLimit
 from infersight.batch import BatchConfig, run_batch_async
 from infersight.gateway import Gateway, load_config
 from infersight.gateway.limiter import Limiter
@@ -79,7 +82,7 @@ async def batch_run(fake: FakeConfig, law: str, rows: int, tmp: Path) -> Row:
             line = {"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions"}
             f.write(json.dumps({**line, "body": body}) + "\n")
     cfg = BatchConfig(input=inp, output=out, quiet=True, fsync=False)
-    swap = gradient_controller if law == "gateway" else batch_api._controller
+    swap = gradient_controller if law == "gradient" else batch_api._controller
     with FakeOpenAI.subprocess(fake) as srv, patched(batch_api, "_controller", swap):
         s = await run_batch_async(cfg.model_copy(update={"url": srv.base_url}))
         stats = srv.stats()
@@ -113,12 +116,10 @@ async def one_request(
 async def gateway_run(
     fake: FakeConfig, law: str, rate: float, seconds: float, deadline_ms: int | None, seed: int
 ) -> Row:
-    make: Callable[..., Limiter] = (
-        BatchLawForGateway if law == "batch" else gw_upstream.make_limiter  # type: ignore[assignment]
-    )
+    stock = gw_upstream.make_limiter
 
     def limiter(kind: str, initial: int, lo: int = 1, hi: int = 1024) -> Limiter:
-        return make(initial, lo, hi) if law == "batch" else make(kind, initial, lo, hi)
+        return GradientLimit(initial, lo, hi) if law == "gradient" else stock(kind, initial, lo, hi)
 
     up = {"name": "a", "models": ["fake"], "limiter": "gradient", "concurrency": 32}
     out: list[tuple[int, float]] = []
@@ -163,7 +164,7 @@ def table(title: str, rows: list[Row]) -> None:
 def gap(rows: list[Row], key: str, higher_better: bool) -> str:
     own, other = rows[0][key], rows[1][key]
     worse = (own - other) / own if higher_better else (other - own) / max(own, 1e-9)
-    return f"{key}: the other law is {worse:+.0%} worse"
+    return f"{key}: gradient {worse:+.0%} worse"
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -172,12 +173,12 @@ async def main_async(args: argparse.Namespace) -> None:
     engine = FakeConfig(ttft=0.05, itl=0.01, tokens=16, slots=8)
     with tempfile.TemporaryDirectory(prefix="adaptive-bench-") as d:
         tmp = Path(d)
-        rate_limited = [await batch_run(limited, law, args.rows, tmp) for law in LAWS_BATCH]
-        slot_bound = [await batch_run(slotted, law, args.rows, tmp) for law in LAWS_BATCH]
+        rate_limited = [await batch_run(limited, law, args.rows, tmp) for law in LAWS]
+        slot_bound = [await batch_run(slotted, law, args.rows, tmp) for law in LAWS]
     gateway = {
         deadline: [
             await gateway_run(engine, law, args.rate, args.seconds, deadline, args.seed)
-            for law in LAWS_GATEWAY
+            for law in LAWS
         ]
         for deadline in (args.deadline_ms, None)
     }
@@ -193,11 +194,10 @@ async def main_async(args: argparse.Namespace) -> None:
             rows,
         )
         print("  " + gap(rows, "goodput/s", True) + "; " + gap(rows, "p99 ms", False))
-    print("\n(first row: the law each feature has; second: the other feature's law)")
+    print("\n(batch: the shared law both features run now; gradient: the gateway's former law)")
 
 
-LAWS_BATCH = ("batch", "gateway")
-LAWS_GATEWAY = ("gateway", "batch")
+LAWS = ("batch", "gradient")
 
 
 def main() -> None:
