@@ -13,15 +13,16 @@ by side in one run, on 127.0.0.1 against the fake OpenAI server in its own proce
 - **gateway's situation**: ``infersight gateway`` with an adaptive limit starting at the
   configured 32, in front of an engine with 8 slots (about 0.2 s per answer, 40/s at
   most); interactive clients arrive at random (Poisson) at ``--rate`` per second, first
-  each with a deadline (``X-Infersight-Deadline-Ms``), then with none. Figures: goodput
+  each with a deadline (``X-Infersight-Deadline-Ms``), then with none, then streamed
+  with a deadline (the gateway's limit then learns from the time to first content). Figures: goodput
   (answers within the deadline per second), latency p50/p99 of the answers, 503/504
   answers, and the median limit the law held.
 
 Only the law is swapped: the batch runner's Retry-After pause and the gateway's queue,
 deadline shedding and metrics stay as they are.
 
-    python benchmarks/adaptive_controllers.py            # about 3 minutes
-    python benchmarks/adaptive_controllers.py --quick    # about 90 seconds
+    python benchmarks/adaptive_controllers.py            # about 5 minutes
+    python benchmarks/adaptive_controllers.py --quick    # about 2 minutes
 """
 
 from __future__ import annotations
@@ -101,12 +102,14 @@ async def one_request(
     session: aiohttp.ClientSession,
     url: str,
     deadline_ms: int | None,
+    stream: bool,
     out: list[tuple[int, float]],
 ) -> None:
     t = time.monotonic()
     headers = {"X-Infersight-Deadline-Ms": str(deadline_ms)} if deadline_ms else {}
+    body = {**CHAT, "stream": stream}
     try:
-        async with session.post(url + "/v1/chat/completions", json=CHAT, headers=headers) as r:
+        async with session.post(url + "/v1/chat/completions", json=body, headers=headers) as r:
             await r.read()
             out.append((r.status, time.monotonic() - t))
     except aiohttp.ClientError:
@@ -114,7 +117,11 @@ async def one_request(
 
 
 async def gateway_run(
-    fake: FakeConfig, law: str, rate: float, seconds: float, deadline_ms: int | None, seed: int
+    fake: FakeConfig,
+    law: str,
+    args: argparse.Namespace,
+    deadline_ms: int | None,
+    stream: bool,
 ) -> Row:
     stock = gw_upstream.make_limiter
 
@@ -127,15 +134,16 @@ async def gateway_run(
     with FakeOpenAI.subprocess(fake) as srv, patched(gw_upstream, "make_limiter", limiter):
         cfg = load_config(None, port=0, upstreams=[{**up, "url": srv.base_url}])
         async with Gateway(cfg).running() as gw, aiohttp.ClientSession() as session:
-            rng = random.Random(seed)
+            rng = random.Random(args.seed)
             tasks: list[asyncio.Task[None]] = []
             t0 = time.monotonic()
             nxt = t0
-            while nxt < t0 + seconds:
+            while nxt < t0 + args.seconds:
                 await asyncio.sleep(max(0.0, nxt - time.monotonic()))
-                tasks.append(asyncio.create_task(one_request(session, gw.url, deadline_ms, out)))
+                call = one_request(session, gw.url, deadline_ms, stream, out)
+                tasks.append(asyncio.create_task(call))
                 limits.append(gw.upstreams[0].admission.limit)
-                nxt += rng.expovariate(rate)
+                nxt += rng.expovariate(args.rate)
             await asyncio.gather(*tasks)
             wall = time.monotonic() - t0
     ok = [lat for st, lat in out if st == 200]
@@ -176,19 +184,16 @@ async def main_async(args: argparse.Namespace) -> None:
         rate_limited = [await batch_run(limited, law, args.rows, tmp) for law in LAWS]
         slot_bound = [await batch_run(slotted, law, args.rows, tmp) for law in LAWS]
     gateway = {
-        deadline: [
-            await gateway_run(engine, law, args.rate, args.seconds, deadline, args.seed)
-            for law in LAWS
-        ]
-        for deadline in (args.deadline_ms, None)
+        (deadline, stream): [await gateway_run(engine, law, args, deadline, stream) for law in LAWS]
+        for deadline, stream in ((args.deadline_ms, False), (None, False), (args.deadline_ms, True))
     }
     table("batch's situation: rows against an API with a 429 limit at 6 in flight", rate_limited)
     print("  " + gap(rate_limited, "rows/s", True) + "; " + gap(rate_limited, "429 per 100", False))
     table("batch's situation: rows against an engine with 8 slots", slot_bound)
     print("  " + gap(slot_bound, "rows/s", True))
-    for deadline, rows in gateway.items():
+    for (deadline, stream), rows in gateway.items():
         table(
-            f"gateway's situation: {args.rate:g} req/s at random, "
+            f"gateway's situation: {args.rate:g} {'streamed ' if stream else ''}req/s at random, "
             f"{f'{deadline} ms deadline' if deadline else 'no deadline'}, "
             "engine with 8 slots (40 answers/s at most)",
             rows,
