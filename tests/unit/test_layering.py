@@ -1,6 +1,6 @@
 """Dependencies point one way: cli/entrypoints -> feature packages (bench, gateway, tune,
 batch, diagnose, report, monitor, importers) -> client / telemetry / engine / servermodel
-/ stats
+/ stats / control
 -> core.
 
 Every module's imports are read with ``ast`` (nothing is executed): ``import`` and
@@ -25,16 +25,18 @@ ROOT = Path(infersight.__file__).parent
 
 TOP = {"cli", "entrypoints"}
 FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor", "tune", "importers"}
-LOWER = {"client", "telemetry", "engine", "servermodel", "stats"}
+LOWER = {"client", "telemetry", "engine", "servermodel", "stats", "control"}
 #: What each lower package may import besides itself and core: telemetry's live
 #: sampling probes a server through the client; the server model is fitted from a
-#: run's aggregates (stats); stats is maths over core's records; nothing imports upward.
+#: run's aggregates (stats); stats is maths over core's records; control (the adaptive
+#: concurrency law the gateway and batch share) is pure; nothing imports upward.
 LOWER_MAY_IMPORT = {
     "client": set(),
     "telemetry": {"client"},
     "engine": set(),
     "servermodel": {"stats"},
     "stats": set(),
+    "control": set(),
 }
 #: Support packages: the fake servers for tests, and data files.
 SUPPORT = {"testing", "data"}

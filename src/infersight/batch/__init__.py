@@ -5,13 +5,13 @@ first, finds the concurrency the server takes (or uses a fixed one), streams res
 an fsync'ed OpenAI Batch output file that a rerun resumes, and stops within a budget.
 """
 
-from infersight.batch.adaptive import AdaptiveConcurrency
 from infersight.batch.api import run_batch, run_batch_async
 from infersight.batch.config import BatchConfig
-from infersight.batch.controller import ConcurrencyController, Decision, FixedConcurrency
 from infersight.batch.input import BadInput, BadLine, BatchRow, InputScan, parse_line, scan_input
 from infersight.batch.output import OutputWriter, compact_output, load_output, read_output
 from infersight.batch.summary import BatchSummary, render_summary
+from infersight.control.adaptive import AdaptiveConcurrency
+from infersight.control.controller import ConcurrencyController, Decision, FixedConcurrency
 
 __all__ = [
     "AdaptiveConcurrency",

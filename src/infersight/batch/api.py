@@ -13,15 +13,15 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from infersight.batch.adaptive import AdaptiveConcurrency
 from infersight.batch.config import BatchConfig
-from infersight.batch.controller import ConcurrencyController, FixedConcurrency
 from infersight.batch.input import BatchRow, RowDefaults, iter_rows
 from infersight.batch.output import OutputWriter, compact_output, load_output
 from infersight.batch.prepare import BatchPlan, make_meter, plan_batch, prior_cost
 from infersight.batch.progress import BatchProgress, make_progress
 from infersight.batch.runner import RowRunner
 from infersight.batch.summary import BatchSummary
+from infersight.control.adaptive import AdaptiveConcurrency
+from infersight.control.controller import ConcurrencyController, FixedConcurrency
 from infersight.core.endpoint import Endpoint, EndpointOpener
 from infersight.core.errors import AuthError, ConfigError, ConnectError, InfersightError, Timeout
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from infersight.batch.controller import Decision
+from infersight.control.controller import Decision
 from infersight.core.durations import format_elapsed
 from infersight.core.wording import counted
 

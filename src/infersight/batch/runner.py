@@ -24,11 +24,11 @@ from typing import Any
 from urllib.parse import quote
 
 from infersight.batch.budget import CostMeter
-from infersight.batch.controller import ConcurrencyController
 from infersight.batch.input import BatchRow
 from infersight.batch.output import OutputWriter, error_line, result_line
 from infersight.batch.progress import BatchProgress
 from infersight.client import RetryPolicy
+from infersight.control.controller import ConcurrencyController
 from infersight.core.errors import (
     AuthError,
     InfersightError,

@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
             None, "--queue", help="Requests that may wait per upstream once it is at its limit."
         ),
         adaptive: bool = typer.Option(
-            False, "--adaptive", help="Adaptive (gradient) concurrency limit for every upstream."
+            False, "--adaptive", help="Adaptive concurrency limit for every upstream."
         ),
         deadline: float | None = duration_option(
             None,

@@ -28,14 +28,14 @@ from infersight.gateway.config import (
     parse_upstream_flag,
 )
 from infersight.gateway.dynamic_batching import DynamicBatcher
-from infersight.gateway.limiter import AIMDLimit, GradientLimit, StaticLimit, make_limiter
+from infersight.gateway.limiter import AdaptiveLimit, StaticLimit, make_limiter
 from infersight.gateway.metrics import GatewayMetrics
 from infersight.gateway.router import Router
 from infersight.gateway.runner import serve
 from infersight.gateway.server import Gateway
 
 __all__ = [
-    "AIMDLimit",
+    "AdaptiveLimit",
     "AdmissionController",
     "BatchingConfig",
     "BreakerState",
@@ -45,7 +45,6 @@ __all__ = [
     "Gateway",
     "GatewayConfig",
     "GatewayMetrics",
-    "GradientLimit",
     "KeyConfig",
     "Router",
     "SharedConfig",

@@ -1,27 +1,23 @@
-"""Concurrency limits per upstream: static, AIMD, or gradient (latency-driven).
+"""Concurrency limits per upstream: static, or adaptive (the law batch uses too).
 
-The adaptive limiters look for the knee on their own: while latency stays near the
-no-load latency, more concurrency buys throughput, so the limit grows; once requests
-start queueing inside the upstream, latency rises and the limit shrinks back.
-
-- **AIMD**: +1 per window of ``limit`` successful samples whose latency is below
-  ``tolerance`` x the minimum seen; x``backoff`` on a drop (error, timeout, overload)
-  or on latency above that bound.
-- **Gradient** (after Netflix's concurrency-limits): ``new = limit x gradient + headroom``
-  with ``gradient = clamp(min_rtt / rtt_short, 0.5, 1)`` where ``rtt_short`` is a
-  short exponential average; the result is smoothed. A baseline learnt while the
-  upstream was already overloaded would hide the knee, so every ``probe_every``
-  samples (and every ``relearn_s``) the limiter forgets ``min_rtt`` and halves the
-  limit for a moment to measure the no-load latency again.
+The adaptive limit is :class:`infersight.control.AdaptiveConcurrency`, the one law
+shared with ``infersight batch``: it raises the limit while throughput rises, probes
+now and then, backs off on congestion (a 429, 503, timeout or out-of-memory answer)
+at most once per round trip and climbs back to just under the level that failed.
+The config's ``aimd`` and ``gradient`` both select it: they name the two laws the
+gateway had before, kept so that existing configs and ``--adaptive`` still work.
+``benchmarks/adaptive_controllers.py`` measured why one law serves both features
+(docs/design.md, section 4).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
-__all__ = ["AIMDLimit", "GradientLimit", "Limiter", "StaticLimit", "make_limiter"]
+from infersight.control import AdaptiveConcurrency
+
+__all__ = ["AdaptiveLimit", "Limiter", "StaticLimit", "make_limiter"]
 
 
 class Limiter:
@@ -30,25 +26,24 @@ class Limiter:
     def __init__(self, initial: int, min_limit: int = 1, max_limit: int = 1024) -> None:
         self.min_limit = max(1, min_limit)
         self.max_limit = max(self.min_limit, max_limit)
-        self._limit = float(min(max(initial, self.min_limit), self.max_limit))
+        self._limit = min(max(initial, self.min_limit), self.max_limit)
 
     @property
     def limit(self) -> int:
-        return max(self.min_limit, min(self.max_limit, int(self._limit)))
+        return self._limit
 
     def on_sample(self, latency: float, inflight: int, dropped: bool) -> None:
-        """Record one completed request (``dropped``: error/timeout/overload)."""
+        """Record one completed request (``dropped``: error/timeout/overload).
 
-    def _set(self, value: float) -> None:
-        self._limit = min(float(self.max_limit), max(float(self.min_limit), value))
+        ``inflight`` counts the requests in flight, this one included."""
 
 
 class StaticLimit(Limiter):
     """A fixed limit (the default)."""
 
 
-class AIMDLimit(Limiter):
-    """Additive increase, multiplicative decrease on drops or high latency."""
+class AdaptiveLimit(Limiter):
+    """The shared adaptive law, fed by the gateway's admission control."""
 
     def __init__(
         self,
@@ -56,94 +51,34 @@ class AIMDLimit(Limiter):
         min_limit: int = 1,
         max_limit: int = 1024,
         *,
-        backoff: float = 0.9,
-        tolerance: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(initial, min_limit, max_limit)
-        self.backoff = backoff
-        self.tolerance = tolerance
-        self._min_rtt = math.inf
-        self._credit = 0.0
-
-    def on_sample(self, latency: float, inflight: int, dropped: bool) -> None:
-        if not dropped and latency > 0:
-            self._min_rtt = min(self._min_rtt, latency)
-        too_slow = latency > self.tolerance * self._min_rtt
-        if dropped or too_slow:
-            self._set(self._limit * self.backoff)
-            self._credit = 0.0
-        elif inflight * 2 >= self.limit:
-            # Only grow when the limit is actually being used; otherwise a quiet
-            # period would inflate it without evidence that the upstream can take it.
-            self._credit += 1.0 / max(1.0, self._limit)
-            if self._credit >= 1.0:
-                self._credit = 0.0
-                self._set(self._limit + 1)
-
-
-class GradientLimit(Limiter):
-    """Gradient limiter: scales the limit by ``min_rtt / recent_rtt`` plus headroom."""
-
-    def __init__(
-        self,
-        initial: int,
-        min_limit: int = 1,
-        max_limit: int = 1024,
-        *,
-        smoothing: float = 0.2,
-        short_alpha: float = 0.1,
-        relearn_s: float = 60.0,
-        probe_every: int = 10_000,
-        clock: Callable[[], float] | None = None,
-    ) -> None:
-        super().__init__(initial, min_limit, max_limit)
-        self.smoothing = smoothing
-        self.short_alpha = short_alpha
-        self.relearn_s = relearn_s
-        self.probe_every = probe_every
-        self._samples = 0
-        self._clock: Callable[[], float] = clock or time.monotonic
-        self._min_rtt = math.inf
-        self._short: float | None = None
-        self._relearn_at = self._now() + relearn_s
-
-    def _now(self) -> float:
-        return self._clock()
-
-    def on_sample(self, latency: float, inflight: int, dropped: bool) -> None:
-        now = self._now()
-        self._samples += 1
-        if now >= self._relearn_at or self._samples >= self.probe_every:
-            # Re-learn the baseline at half the load: forget min_rtt and the average.
-            self._min_rtt = math.inf
-            self._short = None
-            self._samples = 0
-            self._relearn_at = now + self.relearn_s
-            self._set(self._limit / 2)
-            return
-        if dropped:
-            self._set(self._limit * 0.9)
-            return
-        if latency <= 0:
-            return
-        self._min_rtt = min(self._min_rtt, latency)
-        self._short = (
-            latency
-            if self._short is None
-            else self._short + self.short_alpha * (latency - self._short)
+        self._clock = clock
+        self.law = AdaptiveConcurrency(
+            now=clock(), initial=self._limit, minimum=self.min_limit, maximum=self.max_limit
         )
-        if inflight * 2 < self.limit:
-            return  # app-limited: latency says nothing about the upstream's knee
-        gradient = max(0.5, min(1.0, self._min_rtt / self._short))
-        headroom = math.sqrt(self._limit)
-        target = self._limit * gradient + headroom
-        self._set((1 - self.smoothing) * self._limit + self.smoothing * target)
+
+    @property
+    def limit(self) -> int:
+        return self.law.limit
+
+    def on_sample(self, latency: float, inflight: int, dropped: bool) -> None:
+        now = self._clock()
+        # Admission reports completions only, not sends: the law's in-flight count (and
+        # so its window's in-flight integral) is stepped here. That is close to exact
+        # while the limit binds, the only time the law learns anything.
+        self.law.inflight = inflight
+        started = now - latency
+        if dropped:
+            self.law.on_error(now, started=started, kind="Overloaded", congestion=True)
+        else:
+            self.law.on_success(now, started=started, latency=latency)
 
 
 def make_limiter(kind: str, initial: int, min_limit: int = 1, max_limit: int = 1024) -> Limiter:
-    """Build the limiter named in the config (``static``, ``aimd`` or ``gradient``)."""
-    if kind == "aimd":
-        return AIMDLimit(initial, min_limit, max_limit)
-    if kind == "gradient":
-        return GradientLimit(initial, min_limit, max_limit)
+    """Build the limiter named in the config: ``static``, else (``aimd``, ``gradient``)
+    the shared adaptive law."""
+    if kind in ("aimd", "gradient"):
+        return AdaptiveLimit(initial, min_limit, max_limit)
     return StaticLimit(initial, min_limit, max_limit)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infersight.batch.controller import ConcurrencyController
+from infersight.control.controller import ConcurrencyController
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""Concurrency control for a batch: how many requests may be in flight right now.
+"""Concurrency controllers: how many requests may be in flight to one server right now.
 
-Controllers are pure Python and know nothing about HTTP: the runner feeds them sends,
-completions and errors with timestamps and reads ``limit`` (the most requests in
-flight) and ``pause_until`` (no new sends before this monotonic time, from a server's
-Retry-After). That keeps them testable without a server: the unit tests drive them
-with a simulated server. :class:`FixedConcurrency` is ``--concurrency N``;
-:class:`~infersight.batch.adaptive.AdaptiveConcurrency` finds the level.
+Controllers are pure Python and know nothing about HTTP: a caller (the batch runner,
+the gateway's admission control) feeds them sends, completions and errors with
+timestamps and reads ``limit`` (the most requests in flight) and ``pause_until`` (no
+new sends before this monotonic time, from a server's Retry-After). That keeps them
+testable without a server: the unit tests drive them with a simulated server.
+:class:`FixedConcurrency` is batch's ``--concurrency N``;
+:class:`~infersight.control.adaptive.AdaptiveConcurrency` finds the level.
 """
 
 from __future__ import annotations

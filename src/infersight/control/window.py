@@ -1,4 +1,4 @@
-"""One measurement window of the adaptive limiter: the requests sent under one limit.
+"""One measurement window of the adaptive law: the requests sent under one limit.
 
 A window opens when the limit changes. Only requests sent after that (``epoch``)
 count, so a result says something about the current limit alone. Throughput comes

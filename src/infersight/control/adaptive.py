@@ -25,7 +25,7 @@ flight / mean latency of those requests). Then:
   is re-tested only by probes, whose spacing doubles after each failure, so the
   limiter settles just below the server's limit with few errors.
 
-Every change is logged as a :class:`~infersight.batch.controller.Decision` with the
+Every change is logged as a :class:`~infersight.control.controller.Decision` with the
 reason, for the progress display and the summary.
 """
 
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import math
 
-from infersight.batch.adaptive_window import LimitWindow
-from infersight.batch.controller import Decision, _Base
+from infersight.control.controller import Decision, _Base
+from infersight.control.window import LimitWindow
 from infersight.core.errors import ConfigError
 
 __all__ = ["AdaptiveConcurrency"]
