@@ -16,7 +16,7 @@ from typing import Any
 from infersight.batch.config import BatchConfig
 from infersight.batch.input import BatchRow, RowDefaults, iter_rows
 from infersight.batch.output import OutputWriter, compact_output, load_output
-from infersight.batch.prepare import BatchPlan, make_meter, plan_batch, prior_cost
+from infersight.batch.prepare import BatchJob, make_meter, prepare_job, prior_cost
 from infersight.batch.progress import BatchProgress, make_progress
 from infersight.batch.runner import RowRunner
 from infersight.batch.summary import BatchSummary
@@ -28,10 +28,10 @@ from infersight.core.errors import AuthError, ConfigError, ConnectError, Infersi
 __all__ = ["run_batch", "run_batch_async"]
 
 
-def _rows(plan: BatchPlan, model: str | None) -> Iterator[BatchRow]:
-    defaults = RowDefaults(model=plan.cfg.model or model, max_tokens=plan.cfg.max_tokens)
-    for row in iter_rows(plan.cfg.input, skip_lines=plan.scan.bad_line_numbers, defaults=defaults):
-        if row.custom_id in plan.todo:
+def _rows(job: BatchJob, model: str | None) -> Iterator[BatchRow]:
+    defaults = RowDefaults(model=job.cfg.model or model, max_tokens=job.cfg.max_tokens)
+    for row in iter_rows(job.cfg.input, skip_lines=job.scan.bad_line_numbers, defaults=defaults):
+        if row.custom_id in job.todo:
             yield row
 
 
@@ -77,9 +77,9 @@ async def _preflight(client: Any, url: str) -> str | None:
 
 
 def _summary(
-    plan: BatchPlan, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: Any
+    job: BatchJob, runner: RowRunner | None, meter: Any, ctrl: Any, **kw: Any
 ) -> BatchSummary:
-    cfg, scan = plan.cfg, plan.scan
+    cfg, scan = job.cfg, job.scan
     s = BatchSummary(
         input=str(cfg.input),
         output=str(cfg.output),
@@ -89,18 +89,18 @@ def _summary(
             {"line": b.line, "reason": b.reason, "custom_id": b.custom_id} for b in scan.bad
         ],
         skipped_bad=len(scan.bad),
-        already_done=len((set(plan.state.done) - plan.state.input_errors) & scan.ids)
-        - (len(plan.todo - plan.state.input_errors) if cfg.retry_failed else 0),
-        to_do=len(plan.todo),
-        repaired_bytes=plan.state.repaired_bytes,
-        compacted_lines=plan.compacted,
-        foreign_ids=plan.foreign,
-        notes=list(plan.notes),
+        already_done=len((set(job.state.done) - job.state.input_errors) & scan.ids)
+        - (len(job.todo - job.state.input_errors) if cfg.retry_failed else 0),
+        to_do=len(job.todo),
+        repaired_bytes=job.state.repaired_bytes,
+        compacted_lines=job.compacted,
+        foreign_ids=job.foreign,
+        notes=list(job.notes),
         concurrency_mode="fixed" if cfg.concurrency else "adaptive",
         **kw,
     )
     if runner is None:
-        s.cost_total = prior_cost(plan.state, plan.prices, plan.state.ok_ids)
+        s.cost_total = prior_cost(job.state, job.prices, job.state.ok_ids)
     else:
         elapsed = (runner.t_last or 0.0) - (runner.t_first or 0.0)
         s.done, s.failed, s.attempts, s.retries = (
@@ -167,25 +167,25 @@ async def run_batch_async(
     that finds everything done).
     """
     opener = _opener(cfg, endpoint)
-    plan = plan_batch(cfg)
+    job = prepare_job(cfg)
     try:
-        return await _run_plan(plan, progress, on_runner, opener)
+        return await _run_job(job, progress, on_runner, opener)
     finally:
-        if plan.lock is not None:
-            plan.lock.release()
+        if job.lock is not None:
+            job.lock.release()
 
 
-async def _run_plan(
-    plan: BatchPlan,
+async def _run_job(
+    job: BatchJob,
     progress: BatchProgress | None,
     on_runner: Callable[[RowRunner], None] | None,
     opener: EndpointOpener,
 ) -> BatchSummary:
     from infersight.client import Client, RetryPolicy, Timeouts
 
-    cfg = plan.cfg
-    if not plan.todo:
-        return _summary(plan, None, None, None, stopped="nothing-to-do")
+    cfg = job.cfg
+    if not job.todo:
+        return _summary(job, None, None, None, stopped="nothing-to-do")
     prog = progress or make_progress(quiet=True)
     api_key = _api_key(cfg)
     async with opener() as ep:
@@ -198,13 +198,13 @@ async def _run_plan(
         )
         async with client:
             model = cfg.model or await _preflight(client, url)
-            meter = make_meter(plan, model)
+            meter = make_meter(job, model)
             ctrl = _controller(cfg, time.monotonic())
             writer = OutputWriter(cfg.output, fsync=cfg.fsync)
             stream = cfg.ttft_slo is not None or cfg.tpot_slo is not None
             runner = RowRunner(
                 client,
-                _rows(plan, model),
+                _rows(job, model),
                 ctrl=ctrl,
                 meter=meter,
                 writer=writer,
@@ -217,15 +217,15 @@ async def _run_plan(
             )
             if on_runner is not None:
                 on_runner(runner)
-            prog.start(len(plan.todo))
+            prog.start(len(job.todo))
             try:
                 await runner.run()
             finally:
                 prog.stop()
                 writer.close()
                 if cfg.retry_failed:
-                    plan.compacted += await asyncio.to_thread(compact_output, cfg.output)
-        summary = _summary(plan, runner, meter, ctrl, url=url, model=model)
+                    job.compacted += await asyncio.to_thread(compact_output, cfg.output)
+        summary = _summary(job, runner, meter, ctrl, url=url, model=model)
         if runner.fatal is not None:
             raise ConfigError(
                 f"{url} rejected the API key (HTTP 401/403) mid-run: {summary.done} rows "

@@ -19,11 +19,11 @@ from infersight.batch.output import (
 from infersight.core.errors import ConfigError, DataError
 from infersight.core.pricing import PriceTable
 
-__all__ = ["BatchPlan", "make_meter", "plan_batch", "prior_cost"]
+__all__ = ["BatchJob", "make_meter", "prepare_job", "prior_cost"]
 
 
 @dataclass
-class BatchPlan:
+class BatchJob:
     """The validated input, what the output already holds, and the rows to run."""
 
     cfg: BatchConfig
@@ -61,11 +61,11 @@ def prior_cost(state: OutputState, prices: PriceTable, keep: set[str]) -> float 
     return total
 
 
-def plan_batch(cfg: BatchConfig, *, lock: bool = True) -> BatchPlan:
+def prepare_job(cfg: BatchConfig, *, lock: bool = True) -> BatchJob:
     """Validate input and output; raise ConfigError before anything is sent.
 
     With ``lock`` the output is locked for this process (release with
-    ``plan.lock.release()``) and a torn last line is repaired; a dry run reads only.
+    ``job.lock.release()``) and a torn last line is repaired; a dry run reads only.
     """
     inp, out = Path(cfg.input), Path(cfg.output)
     if inp.resolve() == out.resolve():
@@ -88,36 +88,36 @@ def plan_batch(cfg: BatchConfig, *, lock: bool = True) -> BatchPlan:
 
 def _plan_output(
     cfg: BatchConfig, scan: InputScan, prices: PriceTable, out_lock: OutputLock | None
-) -> BatchPlan:
+) -> BatchJob:
     inp, out = Path(cfg.input), Path(cfg.output)
     state = load_output(out, repair=out_lock is not None)
-    plan = BatchPlan(cfg, scan, state, prices, set(), lock=out_lock)
+    job = BatchJob(cfg, scan, state, prices, set(), lock=out_lock)
     if state.repaired_bytes:
-        plan.notes.append(
+        job.notes.append(
             f"{out}: cut a torn final line ({state.repaired_bytes} bytes) left by a crash; "
             "that row runs again"
         )
     if state.duplicates and out_lock is not None:
-        plan.compacted = compact_output(out)
+        job.compacted = compact_output(out)
         out_lock.relock()
-        plan.notes.append(f"{out}: compacted {plan.compacted} superseded lines (last wins)")
+        job.notes.append(f"{out}: compacted {job.compacted} superseded lines (last wins)")
     if out_lock is not None:
-        plan.bad_lines_written = _write_bad_lines(out, scan, state)
-    plan.foreign = len(set(state.done) - scan.ids - scan.bad_ids)
-    if plan.foreign:
-        plan.notes.append(
-            f"{out} holds {plan.foreign} rows whose custom_id is not in {inp} "
+        job.bad_lines_written = _write_bad_lines(out, scan, state)
+    job.foreign = len(set(state.done) - scan.ids - scan.bad_ids)
+    if job.foreign:
+        job.notes.append(
+            f"{out} holds {job.foreign} rows whose custom_id is not in {inp} "
             "(was the input edited?)"
         )
     if cfg.retry_failed:
-        plan.todo = state.failed_ids & scan.ids
+        job.todo = state.failed_ids & scan.ids
         left = scan.rows - len(set(state.done) & scan.ids)
         if left:
-            plan.notes.append(f"{left} rows never ran; rerun without --retry-failed to run them")
+            job.notes.append(f"{left} rows never ran; rerun without --retry-failed to run them")
     else:
         # A line that was invalid in an earlier run and has been fixed since runs now.
-        plan.todo = scan.ids - (set(state.done) - state.input_errors)
-    if cfg.max_cost is not None and plan.todo:
+        job.todo = scan.ids - (set(state.done) - state.input_errors)
+    if cfg.max_cost is not None and job.todo:
         unpriced = (
             sorted(m for m in scan.models if m is not None and prices.price(m) is None)
             if prices.price(None) is None
@@ -128,7 +128,7 @@ def _plan_output(
                 f"--max-cost needs a price for model {unpriced[0]!r}: "
                 "add it with --prices FILE or give --price-in/--price-out"
             )
-    return plan
+    return job
 
 
 def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
@@ -158,21 +158,21 @@ def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
     return len(lines)
 
 
-def make_meter(plan: BatchPlan, default_model: str | None) -> CostMeter:
+def make_meter(job: BatchJob, default_model: str | None) -> CostMeter:
     """The cost meter, counting the output's earlier rows in the budget."""
-    cfg = plan.cfg
+    cfg = job.cfg
     if (
         cfg.max_cost is not None
-        and plan.prices.price(default_model) is None
-        and (None in plan.scan.models)
+        and job.prices.price(default_model) is None
+        and (None in job.scan.models)
     ):
         raise ConfigError(
             f"--max-cost needs a price for model {default_model!r}: "
             "add it with --prices FILE or give --price-in/--price-out"
         )
-    keep = plan.state.ok_ids - plan.todo
-    prior = prior_cost(plan.state, plan.prices, keep)
+    keep = job.state.ok_ids - job.todo
+    prior = prior_cost(job.state, job.prices, keep)
     if prior is None:
-        plan.notes.append("some rows already in the output have no price; not counted in the cost")
+        job.notes.append("some rows already in the output have no price; not counted in the cost")
         prior = 0.0
-    return CostMeter(plan.prices, default_model, cfg.max_cost, prior_cost=prior)
+    return CostMeter(job.prices, default_model, cfg.max_cost, prior_cost=prior)

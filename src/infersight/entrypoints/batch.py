@@ -20,14 +20,14 @@ def _err(line: str) -> None:
 
 def dry_run_batch(cfg: BatchConfig) -> None:
     """Validate the input and say what a run would do; send nothing."""
-    from infersight.batch.prepare import plan_batch
+    from infersight.batch.prepare import prepare_job
 
-    plan = plan_batch(cfg, lock=False)
-    for b in plan.scan.bad:
+    job = prepare_job(cfg, lock=False)
+    for b in job.scan.bad:
         _err(f"{cfg.input}: {b}")
     print(
-        f"{plan.scan.rows} valid rows, {len(plan.scan.bad)} bad lines, "
-        f"{len(plan.state.done)} already in {cfg.output}, {len(plan.todo)} to run"
+        f"{job.scan.rows} valid rows, {len(job.scan.bad)} bad lines, "
+        f"{len(job.state.done)} already in {cfg.output}, {len(job.todo)} to run"
     )
 
 
