@@ -40,6 +40,11 @@ from infersight.bench.runtime import run_coroutine
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 from infersight.testing.realtime import realtime as sched_fifo
 
+try:  # the module whose run_level the profiler wraps (the runner's, before the split)
+    from infersight.bench import level_run as _hot
+except ImportError:  # an older infersight on PYTHONPATH
+    _hot = runner  # type: ignore[assignment]
+
 try:
     from infersight.bench.pacer import Pacer
 except ImportError:  # an older infersight on PYTHONPATH (before/after runs)
@@ -116,7 +121,7 @@ def _profiling_levels(prof: cProfile.Profile | None) -> Iterator[None]:
     if prof is None:
         yield
         return
-    real = runner.run_level
+    real = _hot.run_level
 
     async def profiled(*args: Any, **kwargs: Any) -> Any:
         prof.enable()
@@ -125,11 +130,11 @@ def _profiling_levels(prof: cProfile.Profile | None) -> Iterator[None]:
         finally:
             prof.disable()
 
-    runner.run_level = profiled  # type: ignore[assignment]
+    _hot.run_level = profiled  # type: ignore[assignment]
     try:
         yield
     finally:
-        runner.run_level = real  # type: ignore[assignment]
+        _hot.run_level = real  # type: ignore[assignment]
 
 
 def run_ours(

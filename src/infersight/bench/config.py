@@ -1,26 +1,35 @@
 """Bench configuration: one validated object for the CLI and for ``bench.run()``.
 
 Settings come from ``INFERSIGHT_BENCH_*`` environment variables, overridden by the
-keyword arguments (the CLI passes its flags). Parsers for the compact flag syntaxes
-(lists of levels, SLOs, length distributions) live here so that the CLI and the
-library agree on them.
+keyword arguments (the CLI passes its flags). The parsers of the compact flag syntaxes
+(:mod:`infersight.bench.flag_syntax`) are used by both, so the CLI and the library agree
+on them. The modules that run the benchmark receive the configuration's typed sections
+(:mod:`infersight.bench.sections`), not this object.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from infersight.bench.level_spec import LevelSpec, rate_name
-from infersight.bench.replay.check import check_replay
-from infersight.core.durations import parse_duration
+from infersight.bench.flag_syntax import parse_levels, parse_slo
+from infersight.bench.level_spec import LevelSpec
+from infersight.bench.replay.rules import check_replay
+from infersight.bench.sections import (
+    DistributionSection,
+    LoadSection,
+    OutputSection,
+    ReplaySection,
+    TargetSection,
+    TelemetrySection,
+    WorkloadSection,
+    fixed_levels,
+)
 from infersight.core.errors import ConfigError
 from infersight.core.settings import BaseConfig, config_error
-from infersight.stats.aggregate import SLO_METRICS, Window, parse_slo_key
+from infersight.stats.aggregate import Window
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
 
@@ -84,7 +93,7 @@ class BenchConfig(BaseConfig):
     shared_prefix: int = Field(0, ge=0)
     ignore_eos: bool = False
     seed: int = 0
-    # Trace replay and conversations (bench --trace, --sessions: bench/replay/check.py)
+    # Trace replay and conversations (bench --trace, --sessions: bench/replay/rules.py)
     #: A trace to replay at its own times: the gateway's access log, Mooncake JSONL,
     #: BurstGPT CSV or a plain timestamp,input_tokens,output_tokens CSV.
     trace: str | None = None
@@ -203,33 +212,51 @@ class BenchConfig(BaseConfig):
         ]
 
     def window(self) -> Window:
-        return Window.parse(self.warmup, self.cooldown)
+        return self.load.window()
 
     def levels(self) -> list[LevelSpec]:
-        """The fixed levels to run; sweeps and --find-max add theirs as they go. With
-        ``repeat`` N > 1, every level N times, interleaved: ``c=1#1, c=4#1, c=1#2, ...``,
-        so a drift of the server over time spreads over all levels alike."""
-        arrival = "gamma" if self.arrival == "gamma" or self.burstiness != 1.0 else self.arrival
-        if self.trace:
-            return [LevelSpec(f"trace x{s:g}", speedup=s) for s in self.speedup or [1.0]]
-        if self.rate:
-            base = [LevelSpec(rate_name(r), rate=r, arrival=arrival) for r in self.rate]
-        elif self.sweep or self.find_max:
-            return []
-        else:
-            base = [LevelSpec(f"c={c}", concurrency=c) for c in (self.concurrency or [1])]
-        if self.repeat == 1:
-            return base
-        return [
-            dataclasses.replace(lv, name=f"{lv.name}#{k}", repeat_of=lv.name)
-            for k in range(1, self.repeat + 1)
-            for lv in base
-        ]
+        """The fixed levels to run (:func:`~infersight.bench.sections.fixed_levels`)."""
+        return fixed_levels(self.load, self.replay)
 
     def effective_requests(self) -> int | None:
-        if self.requests is None and self.duration is None:
-            return 64
-        return self.requests
+        return self.load.effective_requests()
+
+    # The sections, copied at each call: each module receives the one(s) it reads
+    # (docs/design.md section 1); the runner splits the configuration once per run.
+    @property
+    def target(self) -> TargetSection:
+        """The server under test and how requests reach it."""
+        return TargetSection.of(self)
+
+    @property
+    def load(self) -> LoadSection:
+        """Levels, arrivals, counts, window and goals."""
+        return LoadSection.of(self)
+
+    @property
+    def workload(self) -> WorkloadSection:
+        """What the requests contain."""
+        return WorkloadSection.of(self)
+
+    @property
+    def replay(self) -> ReplaySection:
+        """``--trace`` and ``--sessions`` and their options."""
+        return ReplaySection.of(self)
+
+    @property
+    def distribution(self) -> DistributionSection:
+        """``--workers`` and ``--ray``."""
+        return DistributionSection.of(self)
+
+    @property
+    def output(self) -> OutputSection:
+        """Files, console lines, prices, diagnosis and progress."""
+        return OutputSection.of(self)
+
+    @property
+    def telemetry(self) -> TelemetrySection:
+        """What is sampled besides the requests."""
+        return TelemetrySection.of(self)
 
     @classmethod
     def build(cls, **kwargs: Any) -> BenchConfig:
@@ -238,53 +265,3 @@ class BenchConfig(BaseConfig):
             return cls(**{k: v for k, v in kwargs.items() if v is not None})
         except ValidationError as e:
             raise config_error(e, names="flag") from None
-
-
-def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[Any]:
-    """``"1,2,4"`` -> ``[1, 2, 4]``; one clear error otherwise."""
-    try:
-        values = [kind(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise ConfigError(f"{flag} {text!r}: expected a comma-separated list of numbers") from None
-    if not values:
-        raise ConfigError(f"{flag}: give at least one value")
-    return values
-
-
-_SLO_RE = re.compile(r"^\s*([a-z0-9_.]+)\s*(<=|<)\s*(\S+)\s*$")
-
-
-def parse_slo(text: str) -> dict[str, float]:
-    """``"ttft_p99<500ms,tpot_p99<50ms"`` -> ``{"ttft_p99": 0.5, "tpot_p99": 0.05}``.
-
-    Limits are durations with a unit (us, ms, s, m): a bare number would be seconds in
-    every other flag but milliseconds in vLLM's ``--goodput``, so it is refused here.
-    A metric without a statistic (``e2e<2s``) applies to every request (``e2e_max``).
-    """
-    out: dict[str, float] = {}
-    for part in (p for p in text.split(",") if p.strip()):
-        m = _SLO_RE.match(part.lower())
-        if not m:
-            raise ConfigError(
-                f"--slo {part.strip()!r}: expected e.g. 'ttft_p99<500ms' or 'tpot_p50<30ms'"
-            )
-        key, _, value = m.groups()
-        try:
-            metric, stat = parse_slo_key(key)
-        except ConfigError:
-            raise ConfigError(
-                f"--slo {key!r}: metric must be one of {', '.join(SLO_METRICS)} with an "
-                f"optional _p50/_p90/_p95/_p99/_p99.9/_mean/_max"
-            ) from None
-        key = f"{metric}_{stat}"
-        if re.fullmatch(r"[\d.]+", value):
-            raise ConfigError(
-                f"--slo {part.strip()!r}: give the limit a unit, e.g. {value}ms or {value}s"
-            )
-        limit = parse_duration(value, f"--slo {part.strip()!r}:")
-        if limit <= 0:
-            raise ConfigError(f"--slo {part.strip()!r}: the limit must be positive")
-        out[key] = limit
-    if not out:
-        raise ConfigError("--slo: give at least one goal, e.g. 'ttft_p99<500ms'")
-    return out

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infersight.bench.config import BenchConfig
 from infersight.bench.level_spec import LevelSpec, rate_name
+from infersight.bench.sections import LoadSection
 
 __all__ = ["LevelPlanner", "level_passed", "unsustainable"]
 
@@ -47,11 +47,13 @@ def level_passed(agg: dict[str, Any]) -> bool:
 class LevelPlanner:
     """Hands out levels one at a time, deciding adaptive ones from earlier aggregates."""
 
-    def __init__(self, cfg: BenchConfig) -> None:
-        self.cfg = cfg
-        self._fixed = cfg.levels()
+    def __init__(self, load: LoadSection, fixed: list[LevelSpec]) -> None:
+        """``fixed``: the configuration's fixed levels
+        (:func:`~infersight.bench.sections.fixed_levels`), run first and in order."""
+        self.load = load
+        self._fixed = list(fixed)
         self._done: list[tuple[LevelSpec, dict[str, Any]]] = []
-        self._arrival = "gamma" if cfg.burstiness != 1.0 else cfg.arrival
+        self._arrival = load.open_arrival
         self._lo: float = 0.0
         self._hi: float | None = None
         self._best: float | None = None
@@ -59,9 +61,9 @@ class LevelPlanner:
 
     @property
     def mode(self) -> str:
-        if self.cfg.find_max:
+        if self.load.find_max:
             return "find-max"
-        return "sweep-auto" if self.cfg.sweep else "fixed"
+        return "sweep-auto" if self.load.sweep else "fixed"
 
     def record(self, spec: LevelSpec, agg: dict[str, Any]) -> None:
         self._done.append((spec, agg))
@@ -82,12 +84,12 @@ class LevelPlanner:
         base = self._done[0][1].get("request_throughput") or 0.0
         top = self._done[1][1].get("request_throughput") or 0.0
         k = n - 2
-        if k >= self.cfg.sweep_levels or top <= 0:
+        if k >= self.load.sweep_levels or top <= 0:
             return None
         if k > 0 and unsustainable(self._done[-1][1]):
             return None  # every higher rate is unsustainable too
         lo, hi = min(base, top), max(base, top)
-        rate = lo + (hi - lo) * (k + 1) / (self.cfg.sweep_levels + 1)
+        rate = lo + (hi - lo) * (k + 1) / (self.load.sweep_levels + 1)
         if rate <= 0:
             return None
         return LevelSpec(self._unique(rate_name(rate)), rate=rate, arrival=self._arrival)
@@ -112,7 +114,7 @@ class LevelPlanner:
                 self._best = max(self._best or 0.0, spec.rate)
             else:
                 self._hi = spec.rate
-        if self._steps >= self.cfg.find_max_steps or self._hi is None:
+        if self._steps >= self.load.find_max_steps or self._hi is None:
             return None
         self._steps += 1
         rate = (self._lo + self._hi) / 2
@@ -146,7 +148,7 @@ class LevelPlanner:
                 }
             )
         return {
-            "slo": dict(self.cfg.slo),
+            "slo": dict(self.load.slo),
             "max_rate": self._best,
             "capacity": curve[0]["request_throughput"] if curve else None,
             "curve": curve,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersight.bench.config import BenchConfig
+from infersight.bench.sections import TargetSection, TelemetrySection
 from infersight.bench.target import Target
 from infersight.core import errors as E
 from infersight.core.endpoint import Endpoint
@@ -22,7 +22,7 @@ __all__ = ["open_target"]
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
 
-def _given_key(cfg: BenchConfig) -> tuple[str | None, str | None]:
+def _given_key(cfg: TargetSection) -> tuple[str | None, str | None]:
     """(key, where it came from) from --api-key-env / --api-key-file."""
     from infersight.client import resolve_api_key
 
@@ -35,8 +35,11 @@ def _given_key(cfg: BenchConfig) -> tuple[str | None, str | None]:
     return key, source
 
 
-async def open_target(cfg: BenchConfig, endpoint: Endpoint) -> Target:
-    """Check the server at ``endpoint`` (one-line errors) and describe it."""
+async def open_target(
+    cfg: TargetSection, telemetry: TelemetrySection, endpoint: Endpoint
+) -> Target:
+    """Check the server at ``endpoint`` (one-line errors) and describe it; whether its
+    ``/metrics`` is scraped follows ``telemetry``."""
     from infersight.client import Client, RetryPolicy, Timeouts
 
     url = endpoint.url
@@ -57,16 +60,22 @@ async def open_target(cfg: BenchConfig, endpoint: Endpoint) -> Target:
         retry=RetryPolicy.none(),
     )
     async with client:
-        await _check(cfg, target, client, endpoint)
+        await _check(cfg, telemetry, target, client, endpoint)
     if endpoint.started:
         target.engine_pid = endpoint.pid
-        if not cfg.no_scrape:
+        if not telemetry.no_scrape:
             target.metrics_url = f"{url}/metrics"
         target.slots = endpoint.slots
     return target
 
 
-async def _check(cfg: BenchConfig, target: Target, client: Any, endpoint: Endpoint) -> None:
+async def _check(
+    cfg: TargetSection,
+    telemetry: TelemetrySection,
+    target: Target,
+    client: Any,
+    endpoint: Endpoint,
+) -> None:
     url = target.base_url
     try:
         models = await client.models()
@@ -106,11 +115,11 @@ async def _check(cfg: BenchConfig, target: Target, client: Any, endpoint: Endpoi
         ) from None
     except E.TransportError as e:
         raise E.ConfigError(f"test request to {url}{target.path} failed: {e}") from None
-    if not target.started and not cfg.no_scrape:
-        await _find_metrics(cfg, target, client)
+    if not target.started and not telemetry.no_scrape:
+        await _find_metrics(telemetry, target, client)
 
 
-async def _find_metrics(cfg: BenchConfig, target: Target, client: Any) -> None:
+async def _find_metrics(cfg: TelemetrySection, target: Target, client: Any) -> None:
     """Detect the engine from the target's /metrics and scrape it during the run."""
     from infersight.telemetry import detect_engine, metrics_url, parse_metrics
 

@@ -11,7 +11,7 @@ import logging
 import os
 from typing import Any
 
-from infersight.bench.config import BenchConfig
+from infersight.bench.sections import TelemetrySection
 from infersight.bench.target import Target
 from infersight.core.records import Sample
 
@@ -32,8 +32,9 @@ def _local_server(url: str) -> int | None:
 class BenchTelemetry:
     """Starts a :class:`~infersight.telemetry.Recorder` for the run; never fatal."""
 
-    def __init__(self, cfg: BenchConfig, target: Target) -> None:
+    def __init__(self, cfg: TelemetrySection, target: Target, *, workers: int = 1) -> None:
         self.cfg = cfg
+        self.workers = workers
         self.target = target
         self._rec: Any = None
         self.notes: list[str] = []
@@ -58,7 +59,7 @@ class BenchTelemetry:
         tel = build_recorder(
             interval=self.cfg.sample_interval,
             processes=procs,
-            children=self.cfg.workers > 1,
+            children=self.workers > 1,
             scrape=urls,
             api_key=self.target.api_key,
             slots=self.target.slots,

@@ -31,34 +31,38 @@ def run_bench(cfg: BenchConfig, *, console: Console | None = None, llmd: bool = 
 
     con = console or _console()
     result = bench_and_diagnose(cfg, console=con)
+    output = cfg.output
     render_console(result, con)
-    if cfg.percentile_metrics:
-        render_percentiles(result, cfg.percentile_metrics, cfg.metric_percentiles, con)
-    if cfg.out:
-        paths = write_outputs(result, cfg.out, json_name=cfg.result_filename)
+    if output.percentile_metrics:
+        render_percentiles(result, output.percentile_metrics, output.metric_percentiles, con)
+    if output.out:
+        paths = write_outputs(result, output.out, json_name=output.result_filename)
         con.print(f"wrote {paths['json']} and {paths['csv']}")
         if llmd:
             from pathlib import Path
 
             from infersight.report.llmd import write_llmd
 
-            written = write_llmd(result, Path(cfg.out) / "llm-d")
-            con.print(f"wrote {len(written)} llm-d benchmark reports in {Path(cfg.out) / 'llm-d'}")
+            written = write_llmd(result, Path(output.out) / "llm-d")
+            con.print(
+                f"wrote {len(written)} llm-d benchmark reports in {Path(output.out) / 'llm-d'}"
+            )
     return result
 
 
 def bench_and_diagnose(cfg: BenchConfig, *, console: Console | None = None) -> RunResult:
     """Benchmark ``cfg.url`` (or the embedded engine, started for the run and stopped
     after it) and, when ``cfg.diagnose``, store the diagnosis in the result."""
-    opts = EngineOptions(parallel=cfg.engine_parallel, ctx=cfg.engine_ctx)
+    target = cfg.target
+    opts = EngineOptions(parallel=target.engine_parallel, ctx=target.engine_ctx)
 
     def say_starting() -> None:
         if console is not None:
             console.print("[dim]starting the embedded engine...[/]")
 
-    with endpoint(cfg.url, opts, command="bench", on_start=say_starting) as ep:
+    with endpoint(target.url, opts, command="bench", on_start=say_starting) as ep:
         result = bench_on(cfg, ep)
-    if cfg.diagnose:
+    if cfg.output.diagnose:
         from infersight.diagnose import embed_diagnosis
 
         # store_physics: the peaks and floors measured here travel with the file
@@ -72,4 +76,4 @@ def bench_on(cfg: BenchConfig, ep: Endpoint) -> RunResult:
     from infersight.bench.runner import run_async
     from infersight.bench.runtime import run_coroutine
 
-    return run_coroutine(run_async(cfg, endpoint=ep, display=LiveDisplay(cfg.progress)))
+    return run_coroutine(run_async(cfg, endpoint=ep, display=LiveDisplay(cfg.output.progress)))

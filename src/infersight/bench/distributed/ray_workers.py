@@ -23,18 +23,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from infersight.bench.clock import (
-    ClockProbe,
-    OffsetEstimate,
-    estimate_offset,
-    proven_drift,
-    shift_record,
-    shift_sample,
-)
+from infersight.bench.clock import ClockProbe, OffsetEstimate, estimate_offset
 from infersight.bench.distributed.ray_actor import LoadWorker
+from infersight.bench.distributed.ray_merge import RayLevelOutcome, on_driver_clock
 from infersight.bench.distributed.ray_place import (
     START_TIMEOUT,
     Placement,
@@ -48,34 +41,14 @@ from infersight.bench.distributed.workers import merge_outcomes, split_plan
 from infersight.bench.level_plan import LevelOutcome, LevelPlan
 from infersight.bench.progress import LiveStats
 from infersight.bench.runtime import ClientSpec
+from infersight.bench.sections import DistributionSection
 from infersight.core.errors import InfersightError
 from infersight.core.records import Sample
-
-if TYPE_CHECKING:
-    from infersight.bench.config import BenchConfig
 
 __all__ = ["RayLevelOutcome", "RayWorkers", "ray_pool"]
 
 #: Clock probes per measurement (the one with the shortest round trip counts).
 PROBES = 8
-#: A proven clock drift above this is noted (cross-host timing is good to about it).
-DRIFT_NOTE_S = 0.001
-
-
-@dataclass(slots=True)
-class RayLevelOutcome(LevelOutcome):
-    """A level's merged outcome plus, per worker, where it ran, its clock and its
-    load (for the per-worker client-limited flag), and the workers' samples."""
-
-    workers: list[dict[str, Any]] = field(default_factory=list)
-    samples: list[Sample] = field(default_factory=list)
-
-    def loads(self) -> dict[str, dict[str, Any]]:
-        """``aggregate(workers=...)``: each worker's host and CPU, by worker label."""
-        return {
-            str(w["worker"]): {"host": w["host"], "cpu_percent": w["cpu_percent"]}
-            for w in self.workers
-        }
 
 
 class RayWorkers:
@@ -240,41 +213,9 @@ class RayWorkers:
         remeasured: list[list[OffsetEstimate]],
         wall: float,
     ) -> RayLevelOutcome:
-        parts: list[LevelOutcome] = []
-        workers: list[dict[str, Any]] = []
-        samples: list[Sample] = []
-        for i, (outcome, own) in sorted(results.items()):
-            est, where = start[i], self._where[i]
-            for rec in outcome.records:
-                shift_record(rec, est.offset)
-            labels = {"host": str(where["host"]), "worker": str(i)}
-            samples += [shift_sample(s, est.offset, labels) for s in own]
-            parts.append(outcome)
-            drift = max((proven_drift(est, e) for e in remeasured[i]), default=0.0)
-            clock = {
-                "level": level,
-                **est.as_dict(),
-                "drift_s": drift,
-                "remeasured": [e.as_dict() for e in remeasured[i]],
-            }
-            self._clocks[i].append(clock)
-            if drift > DRIFT_NOTE_S:
-                self.notes.append(
-                    f"level {level}: worker {i}'s clock ({where['host']}) drifted at least "
-                    f"{drift * 1e3:.1f} ms from the driver's; its records are placed to "
-                    f"± {(est.uncertainty + drift) * 1e3:.1f} ms on the driver's time axis"
-                )
-            workers.append(
-                {
-                    **where,
-                    "offset_s": est.offset,
-                    "uncertainty_s": est.uncertainty,
-                    "drift_s": drift,
-                    "cpu_percent": outcome.cpu_percent,
-                    "cpu_seconds": outcome.cpu_seconds,
-                    "requests": len(outcome.records),
-                }
-            )
+        parts, workers, samples = on_driver_clock(
+            level, results, start, remeasured, self._where, self._clocks, self.notes
+        )
         merged = merge_outcomes(parts, wall)
         return RayLevelOutcome(
             merged.records,
@@ -323,8 +264,11 @@ async def _tell(actors: list[Any], *, hard: bool) -> None:
 
 
 @contextlib.asynccontextmanager
-async def ray_pool(cfg: BenchConfig, spec: ClientSpec) -> AsyncIterator[RayWorkers | None]:
-    """The run's Ray workers when ``cfg.ray`` names a cluster, else None."""
+async def ray_pool(
+    cfg: DistributionSection, spec: ClientSpec, *, sample_interval: float = 1.0
+) -> AsyncIterator[RayWorkers | None]:
+    """The run's Ray workers when ``cfg.ray`` names a cluster, else None; each samples
+    its host every ``sample_interval`` seconds (``--sample-interval``)."""
     if cfg.ray is None:
         yield None
         return
@@ -334,7 +278,7 @@ async def ray_pool(cfg: BenchConfig, spec: ClientSpec) -> AsyncIterator[RayWorke
         workers=cfg.workers,
         strategy=cfg.ray_strategy,
         cpus=cfg.ray_cpus,
-        sample_interval=cfg.sample_interval,
+        sample_interval=sample_interval,
         clock_interval=cfg.ray_clock_interval,
     ) as pool:
         yield pool

@@ -1,20 +1,22 @@
 """Trace replay and conversations for ``bench --trace`` and ``bench --sessions``.
 
-- ``formats``, ``read``, ``check``: the trace formats, reading a trace as a stream, and
-  the checks of the ``--trace`` and ``--sessions`` options, with the checking pass over
-  the trace, run once before anything is sent;
+- ``formats``, ``read``, ``check``, ``rules``: the trace formats, reading a trace as a
+  stream, the checking pass over the trace and the rules of the ``--trace`` and
+  ``--sessions`` options, run once before anything is sent;
 - ``text``, ``feed``: prompt text rebuilt so shared prefixes are shared again, and the
   streamed schedule of one level;
 - ``sessions``, ``think``: synthetic conversations and the pause between turns;
-- ``dispatch``: sending a streamed schedule, conversation turns after their answers.
+- ``dispatch``: sending a streamed schedule, conversation turns after their answers;
+- ``survey``: the sharing and lengths of what a level will send, measured before it.
 
 Planning and running a replay level (``bench.replay_plan``) and its aggregate
 (``bench.replay_level``) stay with the other levels in :mod:`infersight.bench`.
 """
 
-from infersight.bench.replay.check import ReplaySettings, TraceSummary, check_replay, check_trace
+from infersight.bench.replay.check import TraceSummary, check_trace
 from infersight.bench.replay.dispatch import dispatch_conversations, dispatch_feed
 from infersight.bench.replay.feed import TraceFeed
+from infersight.bench.replay.rules import ReplaySettings, check_replay
 from infersight.bench.replay.sessions import SessionFeed
 from infersight.bench.replay.think import ThinkTime
 

@@ -1,5 +1,5 @@
-"""The checks of ``--trace`` and ``--sessions`` and their options, run when the
-configuration is built (docs/design.md section 3), and the checking pass over a trace.
+"""The checking pass over a trace (the rules of ``--trace`` and ``--sessions`` that use
+it are :mod:`infersight.bench.replay.rules`, docs/design.md section 3).
 
 :func:`check_trace` reads every line once, before anything is sent, streaming the file
 (one line in memory at a time; the arrival times are kept as 8-byte floats for the
@@ -15,22 +15,20 @@ import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from infersight.bench.replay.formats import FORMATS, TraceEntry, detect_format
 from infersight.bench.replay.read import Problem, in_arrival_order, read_trace
-from infersight.bench.replay.think import ThinkTime
-from infersight.bench.workload import Distribution
+from infersight.bench.sections import ReplaySection
 from infersight.core.durations import format_duration, parse_duration
 from infersight.core.errors import ConfigError, file_error
 
 __all__ = [
-    "ReplaySettings",
     "TraceSummary",
-    "check_replay",
     "check_trace",
+    "check_window",
     "parse_window",
     "sniff_format",
     "trace_summary",
@@ -226,79 +224,7 @@ def check_window(s: TraceSummary, window: tuple[float, float | None], text: str 
     )
 
 
-class ReplaySettings(Protocol):
-    """What the checks read of the bench configuration
-    (:class:`~infersight.bench.config.BenchConfig`)."""
-
-    @property
-    def trace(self) -> str | None: ...
-    @property
-    def trace_format(self) -> str | None: ...
-    @property
-    def on_bad_line(self) -> str: ...
-    @property
-    def trace_window(self) -> str | None: ...
-    @property
-    def speedup(self) -> list[float]: ...
-    @property
-    def sessions(self) -> int | None: ...
-    @property
-    def turns(self) -> str: ...
-    @property
-    def think_time(self) -> str: ...
-
-    def given(self, *names: str) -> list[str]:
-        """The flags of ``names`` the user set to something other than the default."""
-
-
-def trace_summary(cfg: ReplaySettings) -> TraceSummary:
-    """The checked trace of ``cfg`` (the checking pass runs once per file)."""
-    assert cfg.trace is not None
-    return check_trace(cfg.trace, cfg.trace_format, cfg.on_bad_line)
-
-
-def check_replay(cfg: ReplaySettings) -> None:
-    """Raise one ConfigError line for a trace or conversation setting that cannot run."""
-    if cfg.trace:
-        clash = cfg.given(
-            "concurrency",
-            "rate",
-            "sweep",
-            "find_max",
-            "dataset",
-            "sessions",
-            "shared_prefix",
-            "input_tokens",
-            "output_tokens",
-            "max_tokens",
-        )
-        if clash:
-            raise ConfigError(
-                f"--trace sends each request at the trace's own time and length: drop "
-                f"{', '.join(clash)} (scale the times with --speedup, cut with --window)"
-            )
-        if any(not x > 0 for x in cfg.speedup):
-            raise ConfigError("--speedup values must be > 0")
-        summary = trace_summary(cfg)
-        check_window(summary, parse_window(cfg.trace_window), cfg.trace_window)
-    else:
-        alone = cfg.given("trace_format", "speedup", "trace_window", "on_bad_line", "block_size")
-        if alone:
-            raise ConfigError(f"{', '.join(alone)} only apply with --trace FILE")
-    if cfg.sessions:
-        clash = cfg.given("dataset", "sweep", "find_max", "requests")
-        if clash:
-            raise ConfigError(
-                f"--sessions N runs N conversations at --concurrency or --rate: "
-                f"drop {', '.join(clash)}"
-            )
-        Distribution.parse(cfg.turns, "--turns")
-        ThinkTime.parse(cfg.think_time)
-    elif cfg.given("turns") or (not cfg.trace and cfg.given("think_time")):
-        alone = cfg.given("turns", "think_time")
-        raise ConfigError(
-            f"{', '.join(alone)} only apply with --sessions N"
-            + ("" if cfg.trace else " (--think-time also with --trace)")
-        )
-    if cfg.trace:
-        ThinkTime.parse(cfg.think_time)  # for turns whose trace gives no think time
+def trace_summary(replay: ReplaySection) -> TraceSummary:
+    """The checked trace of ``replay`` (the checking pass runs once per file)."""
+    assert replay.trace is not None
+    return check_trace(replay.trace, replay.trace_format, replay.on_bad_line)
