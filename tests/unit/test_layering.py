@@ -248,12 +248,12 @@ def test_no_import_cycle_between_modules() -> None:
 
 #: The deepest chain of imports inside ``bench``, in modules. Today's deepest are the
 #: distributed package -> ray_workers -> ray_actor -> executor -> replay.dispatch ->
-#: level_plan; runner -> level_run -> distributed.workers -> executor -> replay.dispatch
-#: -> level_plan; and runner -> config -> replay.rules -> replay.check -> replay.read ->
+#: level_work; runner -> level_run -> distributed.workers -> executor -> replay.dispatch
+#: -> level_work; and runner -> config -> replay.rules -> replay.check -> replay.read ->
 #: replay.formats: BenchConfig checks a trace when it is built. The modules that run the
 #: benchmark take the configuration's sections (``bench.sections``, a near leaf), not
 #: BenchConfig, so only the runner sits above those checks; the types handed around
-#: (Target, LevelPlan) are leaf modules, so that what takes them is one step above.
+#: (Target, LevelWork) are leaf modules, so that what takes them is one step above.
 BENCH_DEPTH = 6
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import psutil
 
-from infersight.bench.level_plan import LevelOutcome, LevelPlan, RequestSender, spawn
+from infersight.bench.level_work import LevelOutcome, LevelWork, RequestSender, spawn
 from infersight.bench.pacer import Pacer
 from infersight.bench.progress import LiveStats
 from infersight.bench.replay.dispatch import dispatch_conversations, dispatch_feed
@@ -38,7 +38,7 @@ __all__ = ["run_level"]
 
 async def run_level(
     client: RequestSender,
-    plan: LevelPlan,
+    work: LevelWork,
     *,
     t0: float,
     stop: Callable[[], bool],
@@ -46,7 +46,7 @@ async def run_level(
     next_index: Callable[[], int | None] | None = None,
     live: LiveStats | None = None,
 ) -> LevelOutcome:
-    """Run the plan from monotonic time ``t0``; return every record and our CPU use."""
+    """Run the work from monotonic time ``t0``; return every record and our CPU use."""
     proc = psutil.Process()
     cpu0 = proc.cpu_times()
     wall0 = time.monotonic()
@@ -62,13 +62,13 @@ async def run_level(
     ) -> Any:
         """Send request ``index``; return the client's completion (None on failure)."""
         rec = RequestRecord(
-            request_id=f"{plan.name}-{index}",
+            request_id=f"{work.name}-{index}",
             scheduled=scheduled,
-            labels={"level": plan.name, **plan.labels, **(labels or {})},
+            labels={"level": work.name, **work.labels, **(labels or {})},
         )
         live.started()
         if body is None:
-            body = plan.bodies[index % len(plan.bodies)]
+            body = work.bodies[index % len(work.bodies)]
         done: Any = None
         try:
             # Resends on dropped keep-alive connections are the client's (docs/design.md s.3).
@@ -77,10 +77,10 @@ async def run_level(
             session = rec.labels.get("session")
             extra = {} if session is None else {"headers": {SESSION_HEADER: session}}
             done = await client.request(
-                plan.path,
+                work.path,
                 dict(body),
                 scheduled=scheduled,
-                deadline=scheduled + plan.timeout,
+                deadline=scheduled + work.timeout,
                 request_id=rec.request_id,
                 record=rec,
                 **extra,
@@ -89,7 +89,7 @@ async def run_level(
         except asyncio.CancelledError:
             rec.cancelled, rec.ok, rec.error = True, False, "Cancelled"
             rec.error_message = (
-                f"cancelled after the {plan.grace:g}s grace period (the run was stopped)"
+                f"cancelled after the {work.grace:g}s grace period (the run was stopped)"
             )
             raise
         except InfersightError as e:
@@ -108,17 +108,17 @@ async def run_level(
         return done if rec.ok else None
 
     with _young_gc():
-        if plan.feed is not None:
-            if plan.concurrency is None:
-                await dispatch_feed(plan, t0, stop, one, tasks)
+        if work.feed is not None:
+            if work.concurrency is None:
+                await dispatch_feed(work, t0, stop, one, tasks)
             else:
-                await dispatch_conversations(plan, t0, stop, one, tasks)
-        elif plan.concurrency is None:
-            await _dispatch_open(plan, t0, stop, one, tasks)
+                await dispatch_conversations(work, t0, stop, one, tasks)
+        elif work.concurrency is None:
+            await _dispatch_open(work, t0, stop, one, tasks)
         else:
-            take = next_index or _counter(plan.limit)
-            await _dispatch_closed(plan, t0, stop, one, tasks, take)
-        await _wind_down(tasks, plan.grace, stop, hard_stop)
+            take = next_index or _counter(work.limit)
+            await _dispatch_closed(work, t0, stop, one, tasks, take)
+        await _wind_down(tasks, work.grace, stop, hard_stop)
     cpu1 = proc.cpu_times()
     wall = time.monotonic() - wall0
     used = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
@@ -179,16 +179,16 @@ async def _wind_down(
 
 
 async def _dispatch_closed(
-    plan: LevelPlan,
+    work: LevelWork,
     t0: float,
     stop: Callable[[], bool],
     one: Callable[[int, float], Any],
     tasks: set[asyncio.Task[None]],
     take: Callable[[], int | None],
 ) -> None:
-    """``plan.concurrency`` users, each sending its next request when the last ended."""
-    assert plan.concurrency is not None
-    deadline = None if plan.duration is None else t0 + plan.duration
+    """``work.concurrency`` users, each sending its next request when the last ended."""
+    assert work.concurrency is not None
+    deadline = None if work.duration is None else t0 + work.duration
 
     async def user() -> None:
         delay = t0 - time.monotonic()
@@ -200,14 +200,14 @@ async def _dispatch_closed(
                 return
             await one(i, time.monotonic())
 
-    for _ in range(plan.concurrency):
+    for _ in range(work.concurrency):
         spawn(tasks, user())
     while tasks and not stop():
         await asyncio.wait(tasks, timeout=0.1)
 
 
 async def _dispatch_open(
-    plan: LevelPlan,
+    work: LevelWork,
     t0: float,
     stop: Callable[[], bool],
     one: Callable[[int, float], Any],
@@ -215,7 +215,7 @@ async def _dispatch_open(
 ) -> None:
     pacer = Pacer()  # never before the intended time, and no polling until then
     try:
-        for index, offset in plan.slots:
+        for index, offset in work.slots:
             at = t0 + offset
             # Sleep in slices while far away so Ctrl-C is seen; the last wait is exact.
             while (delay := at - time.monotonic()) > 0.1:

@@ -1,5 +1,5 @@
 """One fixed level (``--concurrency`` or ``--rate``) planned and run, and the choice of
-where a level's plan runs: this process, ``--workers`` processes or Ray actors.
+where a level's work runs: this process, ``--workers`` processes or Ray actors.
 
 Each function receives the configuration sections it reads
 (:mod:`infersight.bench.sections`), not the whole configuration.
@@ -15,8 +15,8 @@ from typing import Any, Protocol
 from infersight.bench.datasets import PromptSource
 from infersight.bench.distributed.workers import run_level_in_workers
 from infersight.bench.executor import run_level
-from infersight.bench.level_plan import LevelOutcome, LevelPlan
 from infersight.bench.level_spec import LevelSpec
+from infersight.bench.level_work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.bench.runtime import ClientSpec
 from infersight.bench.schedule import open_loop_schedule
@@ -25,7 +25,7 @@ from infersight.bench.stop import Stop
 from infersight.bench.target import Target
 from infersight.bench.workload import build_bodies
 
-__all__ = ["Executor", "LevelPool", "fixed_level_plan", "run_fixed_level"]
+__all__ = ["Executor", "LevelPool", "fixed_level_work", "run_fixed_level"]
 
 
 class LevelPool(Protocol):
@@ -34,7 +34,7 @@ class LevelPool(Protocol):
 
     async def run_level(
         self,
-        plan: LevelPlan,
+        work: LevelWork,
         *,
         stop: Callable[[], bool],
         hard_stop: Callable[[], bool],
@@ -43,7 +43,7 @@ class LevelPool(Protocol):
 
 
 class Executor:
-    """Runs a level's plan in this process, in ``workers`` processes or on Ray (``pool``)."""
+    """Runs a level's work in this process, in ``workers`` processes or on Ray (``pool``)."""
 
     def __init__(
         self, client: Any, spec: ClientSpec, stop: Stop, pool: LevelPool | None, workers: int
@@ -54,17 +54,17 @@ class Executor:
         self.pool = pool
         self.workers = workers
 
-    async def __call__(self, plan: LevelPlan, live: LiveStats, lead: float = 0.01) -> LevelOutcome:
-        """Run ``plan``; a single process starts ``lead`` seconds from now."""
+    async def __call__(self, work: LevelWork, live: LiveStats, lead: float = 0.01) -> LevelOutcome:
+        """Run ``work``; a single process starts ``lead`` seconds from now."""
         stop = self.stop
         if self.pool is not None:
             return await self.pool.run_level(
-                plan, stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live
+                work, stop=lambda: stop.stop, hard_stop=lambda: stop.hard, live=live
             )
         if self.workers > 1:
             return await run_level_in_workers(
                 self.spec,
-                plan,
+                work,
                 workers=self.workers,
                 stop=lambda: stop.stop,
                 hard_stop=lambda: stop.hard,
@@ -72,7 +72,7 @@ class Executor:
             )
         return await run_level(
             self.client,
-            plan,
+            work,
             t0=time.monotonic() + lead,
             stop=lambda: stop.stop,
             hard_stop=lambda: stop.hard,
@@ -80,15 +80,15 @@ class Executor:
         )
 
 
-async def fixed_level_plan(
+async def fixed_level_work(
     load: LoadSection,
     workload: WorkloadSection,
     target_cfg: TargetSection,
     target: Target,
     level: LevelSpec,
     prompts: PromptSource,
-) -> tuple[LevelPlan, LiveStats]:
-    """The plan of a closed-loop or open-loop level, and its progress counter."""
+) -> tuple[LevelWork, LiveStats]:
+    """The work of a closed-loop or open-loop level, and its progress counter."""
     n_req = load.effective_requests()
     slots: list[tuple[int, float]] = []
     if level.rate is not None:
@@ -116,7 +116,7 @@ async def fixed_level_plan(
         stream=target_cfg.stream,
         ignore_eos=workload.ignore_eos,
     )
-    plan = LevelPlan(
+    work = LevelWork(
         name=level.name,
         path=target.path,
         bodies=bodies,
@@ -127,7 +127,7 @@ async def fixed_level_plan(
         timeout=target_cfg.timeout,
         grace=load.grace,
     )
-    return plan, LiveStats(total=len(slots) if slots else n_req, duration=load.duration)
+    return work, LiveStats(total=len(slots) if slots else n_req, duration=load.duration)
 
 
 async def run_fixed_level(
@@ -141,6 +141,6 @@ async def run_fixed_level(
     display: LiveDisplay,
 ) -> LevelOutcome:
     """Plan the level, show its progress and run it."""
-    plan, live = await fixed_level_plan(load, workload, target_cfg, target, level, prompts)
+    work, live = await fixed_level_work(load, workload, target_cfg, target, level, prompts)
     display.show(level.name, live)
-    return await execute(plan, live)
+    return await execute(work, live)

@@ -9,7 +9,7 @@ import platform
 from typing import Any
 
 from infersight.bench.datasets import PromptSource
-from infersight.bench.planner import LevelPlanner
+from infersight.bench.level_order import LevelOrder
 from infersight.bench.stop import Stop
 from infersight.bench.target import Target
 from infersight.core.interrupts import stop_text
@@ -25,7 +25,7 @@ def finish_result(
     flat: dict[str, Any],
     target: Target,
     prompts: PromptSource,
-    planner: LevelPlanner,
+    order: LevelOrder,
     levels_done: list[dict[str, Any]],
     stop: Stop,
 ) -> None:
@@ -38,12 +38,12 @@ def finish_result(
         "api_key": "set" if target.api_key else "none",
         "model": target.model,
         "endpoint_path": target.path,
-        "mode": planner.mode,
+        "mode": order.mode,
         "levels": levels_done,
         "engine": target.engine_info,
         "workload": prompts.desc,
     }
-    fm = planner.summary()
+    fm = order.summary()
     if fm is not None:
         result.config["find_max"] = fm
     result.versions = _versions(__version__)

@@ -21,11 +21,11 @@ from infersight.bench.colocation import cpu_contention
 from infersight.bench.config import BenchConfig
 from infersight.bench.datasets import PromptSource
 from infersight.bench.distributed.ray_workers import RayLevelOutcome, ray_pool
+from infersight.bench.level_order import LevelOrder
 from infersight.bench.level_run import Executor, run_fixed_level
-from infersight.bench.planner import LevelPlanner
 from infersight.bench.progress import LiveDisplay
 from infersight.bench.replay_level import replay_aggregate, shared_prefix_sharing
-from infersight.bench.replay_plan import ReplaySetup, prepare_replay, run_replay_level
+from infersight.bench.replay_prepare import ReplaySetup, prepare_replay, run_replay_level
 from infersight.bench.run_result import finish_result
 from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.bench.sections import fixed_levels
@@ -91,7 +91,7 @@ async def _run_with_target(
         max_connections=load.max_concurrency,
     )
     result.notes.extend(target.notes)
-    planner = LevelPlanner(load, fixed_levels(load, setup.replay))
+    order = LevelOrder(load, fixed_levels(load, setup.replay))
     window = load.window()
     contention = cpu_contention(target.base_url, target.engine_pid)
     if contention:
@@ -125,7 +125,7 @@ async def _run_with_target(
         remote_samples: list[Any] = []
         try:
             with display:
-                while not stop.stop and (level := planner.next()) is not None:
+                while not stop.stop and (level := order.next()) is not None:
                     replayed: dict[str, Any] = {}
                     if replay is not None:
                         outcome, replayed = await run_replay_level(
@@ -168,7 +168,7 @@ async def _run_with_target(
                             outcome.records, workload.shared_prefix
                         )
                     result.aggregates[level.name] = agg
-                    planner.record(level, agg)
+                    order.record(level, agg)
                     levels_done.append(
                         {
                             **level.as_dict(),
@@ -196,7 +196,7 @@ async def _run_with_target(
                 result.environment["gpu_note"] = telemetry.gpu_note
     # The RunResult keeps the configuration flat, as the user gave it.
     flat = cfg.model_dump(mode="json", exclude={"api_key_env", "api_key_file"})
-    finish_result(result, flat, target, prompts, planner, levels_done, stop)
+    finish_result(result, flat, target, prompts, order, levels_done, stop)
     if replay is not None:
         result.config["workload"] = replay.desc
         result.notes.extend(replay.notes)

@@ -97,7 +97,7 @@ def test_shift_moves_every_timestamp_and_keeps_durations() -> None:
 def test_closed_loop_indices_are_dealt_once_in_proportion_to_users(
     concurrency: int, workers: int, limit: int
 ) -> None:
-    # The users split as split_plan splits them: the first ones get one more.
+    # The users split as split_work splits them: the first ones get one more.
     users = [
         concurrency // workers + (1 if w < concurrency % workers else 0) for w in range(workers)
     ]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from infersight.bench.executor import run_level
-from infersight.bench.level_plan import LevelPlan
+from infersight.bench.level_work import LevelWork
 from infersight.bench.pacer import Pacer
 from infersight.bench.runtime import run_coroutine
 from infersight.core.records import RequestRecord
@@ -61,7 +61,7 @@ class _Instant:
 
 
 def test_open_loop_at_1000_per_second_sends_on_time_without_polling() -> None:
-    plan = LevelPlan(
+    work = LevelWork(
         name="r",
         path="/v1/chat/completions",
         bodies=[{}],
@@ -69,7 +69,7 @@ def test_open_loop_at_1000_per_second_sends_on_time_without_polling() -> None:
     )
 
     async def go() -> Any:
-        return await run_level(_Instant(), plan, t0=time.monotonic() + 0.02, stop=lambda: False)
+        return await run_level(_Instant(), work, t0=time.monotonic() + 0.02, stop=lambda: False)
 
     out = run_coroutine(go())
     assert len(out.records) == 400
@@ -87,8 +87,8 @@ def test_a_level_freezes_what_lives_so_collections_skip_it() -> None:
             seen.append(gc.get_freeze_count())
             return await super().request(*args, **kwargs)
 
-    plan = LevelPlan(name="r", path="/p", bodies=[{}], slots=[(i, i * 0.6) for i in range(3)])
-    out = run_coroutine(run_level(Watching(), plan, t0=time.monotonic(), stop=lambda: False))
+    work = LevelWork(name="r", path="/p", bodies=[{}], slots=[(i, i * 0.6) for i in range(3)])
+    out = run_coroutine(run_level(Watching(), work, t0=time.monotonic(), stop=lambda: False))
     assert len(out.records) == 3
     assert all(n > 0 for n in seen)  # everything alive at the start is out of reach...
     assert seen[-1] > seen[0]  # ...and what lived past a second joined it

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.bench.level_plan import FeedItem, LevelPlan
+from infersight.bench.level_work import FeedItem, LevelWork
 from infersight.bench.replay.check import check_trace
 from infersight.bench.replay.feed import Overhead, RequestShape, TraceFeed
 from infersight.bench.replay.formats import TraceEntry
 from infersight.bench.replay.sessions import SessionFeed
 from infersight.bench.replay.text import TextBuilder, allot
 from infersight.bench.replay.think import ThinkTime
-from infersight.bench.replay_plan import survey
+from infersight.bench.replay_prepare import survey
 
 WORDS = tuple(
     [
@@ -155,8 +155,8 @@ def test_window_requests_and_duration_cut_the_schedule(tmp_path: Path) -> None:
 
 def test_survey_measures_the_sharing_of_the_text_sent(tmp_path: Path) -> None:
     feed = _mooncake_file(tmp_path)
-    plan = LevelPlan(name="trace x1", path="/v1/chat/completions", bodies=(), feed=feed)
-    out = asyncio.run(survey(plan, None))
+    work = LevelWork(name="trace x1", path="/v1/chat/completions", bodies=(), feed=feed)
+    out = asyncio.run(survey(work, None))
     assert out["measured_on"] == 40
     # 30 of 40 requests use blocks [1, 2]: all but the first of them repeat 256 tokens
     assert 0.65 < out["intended"] < 0.8

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from infersight.bench.executor import run_level
-from infersight.bench.level_plan import LevelOutcome, LevelPlan
+from infersight.bench.level_work import LevelOutcome, LevelWork
 from infersight.bench.progress import ReportingStats
 from infersight.bench.runtime import ClientSpec
 from infersight.core.records import Sample
@@ -84,7 +84,7 @@ class LoadWorker:
         self.index = index
         self.spec = spec
         self.sample_interval = sample_interval
-        self._plan: LevelPlan | None = None
+        self._work: LevelWork | None = None
         self._take: Callable[[], int | None] | None = None
         self._stop = threading.Event()
         self._hard = threading.Event()
@@ -104,17 +104,17 @@ class LoadWorker:
         """This worker's monotonic clock (the driver brackets the call with its own)."""
         return time.monotonic()
 
-    def prepare(self, plan: LevelPlan, first_user: int, concurrency: int) -> None:
+    def prepare(self, work: LevelWork, first_user: int, concurrency: int) -> None:
         """Take this worker's share of the next level (before anyone starts)."""
-        self._plan = plan
+        self._work = work
         self._stop.clear()
         self._hard.clear()
         self._ready.clear()
         self._t0 = None
         self._progress.clear()
         self._take = None
-        if plan.concurrency is not None:
-            it = owned_indices(first_user, plan.concurrency, concurrency, plan.limit)
+        if work.concurrency is not None:
+            it = owned_indices(first_user, work.concurrency, concurrency, work.limit)
             self._take = lambda: next(it, None)
 
     def ready(self) -> bool:
@@ -154,8 +154,8 @@ async def _run_share(w: LoadWorker) -> tuple[LevelOutcome, list[Sample]]:
     from infersight.bench.runtime import make_client
     from infersight.telemetry.host import HostSampler
 
-    plan = w._plan
-    assert plan is not None, "prepare() comes before run()"
+    work = w._work
+    assert work is not None, "prepare() comes before run()"
     stats = ReportingStats()
     sampler = HostSampler({"loadgen": os.getpid()}, per_cpu=False)
     samples: list[Sample] = []
@@ -179,7 +179,7 @@ async def _run_share(w: LoadWorker) -> tuple[LevelOutcome, list[Sample]]:
         try:
             outcome = await run_level(
                 client,
-                plan,
+                work,
                 t0=t0,
                 stop=w._stop.is_set,
                 hard_stop=w._hard.is_set,

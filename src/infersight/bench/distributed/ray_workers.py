@@ -4,7 +4,7 @@ N load-generator workers (:class:`~infersight.bench.distributed.ray_actor.LoadWo
 as Ray actors across the cluster's nodes (``spread`` by default: Ray's SPREAD
 strategy; ``strict-spread``: a placement group with one worker per node, or a clear
 error). They live for the whole run. Each level is split exactly as ``--workers``
-splits it for processes (:func:`~infersight.bench.distributed.workers.split_plan`), and the
+splits it for processes (:func:`~infersight.bench.distributed.workers.split_work`), and the
 outcomes merge as theirs do (:func:`~infersight.bench.distributed.workers.merge_outcomes`).
 
 Clocks: before each level the driver measures every worker's clock offset
@@ -37,8 +37,8 @@ from infersight.bench.distributed.ray_place import (
     release,
     resolve,
 )
-from infersight.bench.distributed.workers import merge_outcomes, split_plan
-from infersight.bench.level_plan import LevelOutcome, LevelPlan
+from infersight.bench.distributed.workers import merge_outcomes, split_work
+from infersight.bench.level_work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveStats
 from infersight.bench.runtime import ClientSpec
 from infersight.bench.sections import DistributionSection
@@ -121,20 +121,20 @@ class RayWorkers:
     # -- one level -------------------------------------------------------------------
     async def run_level(
         self,
-        plan: LevelPlan,
+        work: LevelWork,
         *,
         stop: Callable[[], bool],
         hard_stop: Callable[[], bool],
         live: LiveStats,
     ) -> RayLevelOutcome:
-        """Run ``plan`` across the workers (the interface of ``run_level_in_workers``);
+        """Run ``work`` across the workers (the interface of ``run_level_in_workers``);
         merge their records onto the driver's clock."""
-        shares = split_plan(plan, self.n)
+        shares = split_work(work, self.n)
         actors = self._actors[: len(shares)]
         first_users = _first_users(shares)
         await asyncio.gather(
             *(
-                resolve(a.prepare.remote(s, f, plan.concurrency or 0))
+                resolve(a.prepare.remote(s, f, work.concurrency or 0))
                 for a, s, f in zip(actors, shares, first_users, strict=True)
             )
         )
@@ -163,7 +163,7 @@ class RayWorkers:
                     results[i] = fut.result()
                 except Exception as e:  # the worker or its node died
                     self.notes.append(
-                        f"level {plan.name}: worker {i} on {self._where[i]['host']} failed "
+                        f"level {work.name}: worker {i} on {self._where[i]['host']} failed "
                         f"({last_line(e)}); its share of the level is missing"
                     )
             if stop() and not stopped:
@@ -179,7 +179,7 @@ class RayWorkers:
                     remeasured[i].append(est)
         await self._merge_progress(actors, live)
         wall = time.monotonic() - t0
-        return self._outcome(plan.name, results, start, remeasured, wall)
+        return self._outcome(work.name, results, start, remeasured, wall)
 
     async def _until_ready(
         self, actors: list[Any], runs: dict[asyncio.Future[Any], int], stop: Callable[[], bool]
@@ -249,7 +249,7 @@ class RayWorkers:
         )
 
 
-def _first_users(shares: list[LevelPlan]) -> list[int]:
+def _first_users(shares: list[LevelWork]) -> list[int]:
     """Closed loop: the index of each share's first user among all users."""
     out, n = [], 0
     for s in shares:

@@ -22,18 +22,18 @@ import time
 from typing import Any
 
 from infersight.bench.executor import run_level
-from infersight.bench.level_plan import LevelOutcome, LevelPlan
+from infersight.bench.level_work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveStats, ReportingStats
 from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.core.records import RequestRecord
 
-__all__ = ["merge_outcomes", "run_level_in_workers", "split_plan"]
+__all__ = ["merge_outcomes", "run_level_in_workers", "split_work"]
 
 
 def _worker_main(
     index: int,
     spec: ClientSpec,
-    plan: LevelPlan,
+    work: LevelWork,
     t0: Any,
     counter: Any,
     stop_ev: Any,
@@ -41,7 +41,7 @@ def _worker_main(
     out: Any,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    outcome = run_coroutine(_worker_async(index, spec, plan, t0, counter, stop_ev, hard_ev, out))
+    outcome = run_coroutine(_worker_async(index, spec, work, t0, counter, stop_ev, hard_ev, out))
     out.put(
         (
             "done",
@@ -56,7 +56,7 @@ def _worker_main(
 async def _worker_async(
     index: int,
     spec: ClientSpec,
-    plan: LevelPlan,
+    work: LevelWork,
     t0: Any,
     counter: Any,
     stop_ev: Any,
@@ -67,7 +67,7 @@ async def _worker_async(
 
     def take() -> int | None:
         with counter.get_lock():
-            if plan.limit is not None and counter.value >= plan.limit:
+            if work.limit is not None and counter.value >= work.limit:
                 return None
             counter.value += 1
             return int(counter.value - 1)
@@ -87,7 +87,7 @@ async def _worker_async(
         try:
             return await run_level(
                 client,
-                plan,
+                work,
                 t0=t0.value,
                 stop=stop_ev.is_set,
                 hard_stop=hard_ev.is_set,
@@ -101,39 +101,39 @@ async def _worker_async(
             out.put(("progress", index, stats.take()))
 
 
-def split_plan(plan: LevelPlan, n: int) -> list[LevelPlan]:
-    """``plan`` as ``n`` workers' shares: open-loop slots dealt round robin, closed-loop
+def split_work(work: LevelWork, n: int) -> list[LevelWork]:
+    """``work`` as ``n`` workers' shares: open-loop slots dealt round robin, closed-loop
     users split as evenly as possible (empty shares left out); a streamed schedule
-    (``plan.feed``) is split by the feed itself, every worker reading the same stream."""
-    plans = []
-    feeds = plan.feed.split(n) if plan.feed is not None else None
+    (``work.feed``) is split by the feed itself, every worker reading the same stream."""
+    shares = []
+    feeds = work.feed.split(n) if work.feed is not None else None
     for w in range(n):
-        if plan.concurrency is None:
-            share = dataclasses.replace(plan, slots=plan.slots[w::n])
+        if work.concurrency is None:
+            share = dataclasses.replace(work, slots=work.slots[w::n])
         else:
-            users = plan.concurrency // n + (1 if w < plan.concurrency % n else 0)
-            share = dataclasses.replace(plan, concurrency=users)
+            users = work.concurrency // n + (1 if w < work.concurrency % n else 0)
+            share = dataclasses.replace(work, concurrency=users)
         if feeds is not None:  # a streamed schedule: each worker reads its share
             share.feed = feeds[w]
-        share.labels = {**plan.labels, "worker": str(w)}
-        plans.append(share)
+        share.labels = {**work.labels, "worker": str(w)}
+        shares.append(share)
     return [
         p
-        for p in plans
+        for p in shares
         if p.slots or (p.concurrency or 0) > 0 or (p.feed is not None and p.concurrency is None)
     ]
 
 
 async def run_level_in_workers(
     spec: ClientSpec,
-    plan: LevelPlan,
+    work: LevelWork,
     *,
     workers: int,
     stop: Any,
     hard_stop: Any,
     live: LiveStats,
 ) -> LevelOutcome:
-    """Run ``plan`` across ``workers`` processes; merge their records.
+    """Run ``work`` across ``workers`` processes; merge their records.
 
     ``stop``/``hard_stop`` are callables polled here and forwarded to the workers.
     The level starts 0.1 s after the last worker is ready.
@@ -142,7 +142,7 @@ async def run_level_in_workers(
     out: Any = ctx.Queue()
     counter: Any = ctx.Value("q", 0)
     stop_ev, hard_ev = ctx.Event(), ctx.Event()
-    shares = split_plan(plan, workers)
+    shares = split_work(work, workers)
     wall0 = time.monotonic()
     t0: Any = ctx.Value("d", 0.0)
     ready = 0

@@ -9,7 +9,7 @@
 - ``dispatch``: sending a streamed schedule, conversation turns after their answers;
 - ``survey``: the sharing and lengths of what a level will send, measured before it.
 
-Planning and running a replay level (``bench.replay_plan``) and its aggregate
+Planning and running a replay level (``bench.replay_prepare``) and its aggregate
 (``bench.replay_level``) stay with the other levels in :mod:`infersight.bench`.
 """
 

@@ -1,6 +1,6 @@
 """Sending a streamed schedule: a trace replay's requests, and conversations.
 
-:func:`dispatch_feed` walks ``plan.feed.items()`` as the open-loop dispatcher walks a
+:func:`dispatch_feed` walks ``work.feed.items()`` as the open-loop dispatcher walks a
 precomputed schedule (the same precise timer, the same ``scheduled`` instants), but
 builds the requests as it goes: while it waits for the next send it builds a few
 requests ahead (at most :data:`AHEAD` of them, at most :data:`AHEAD_S` seconds
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.bench.level_plan import FeedItem, LevelPlan, spawn
+from infersight.bench.level_work import FeedItem, LevelWork, spawn
 from infersight.bench.pacer import Pacer
 
 __all__ = ["AHEAD", "AHEAD_S", "Conversations", "dispatch_conversations", "dispatch_feed"]
@@ -41,16 +41,16 @@ One = Callable[..., Any]
 
 
 async def dispatch_feed(
-    plan: LevelPlan,
+    work: LevelWork,
     t0: float,
     stop: Callable[[], bool],
     one: One,
     tasks: set[asyncio.Task[Any]],
 ) -> None:
-    """Send ``plan.feed``'s requests at ``t0 + offset``; conversations turn by turn."""
-    items: Iterator[FeedItem] = iter(plan.feed.items())
+    """Send ``work.feed``'s requests at ``t0 + offset``; conversations turn by turn."""
+    items: Iterator[FeedItem] = iter(work.feed.items())
     ahead: deque[FeedItem] = deque()
-    convs = Conversations(plan, one, tasks)
+    convs = Conversations(work, one, tasks)
     pacer = Pacer()
     done = False
 
@@ -92,18 +92,18 @@ async def dispatch_feed(
 
 
 async def dispatch_conversations(
-    plan: LevelPlan,
+    work: LevelWork,
     t0: float,
     stop: Callable[[], bool],
     one: One,
     tasks: set[asyncio.Task[Any]],
 ) -> None:
-    """Closed loop: ``plan.concurrency`` users, each holding one conversation at a time
+    """Closed loop: ``work.concurrency`` users, each holding one conversation at a time
     and starting the next when it ends."""
-    assert plan.concurrency is not None
-    convs = Conversations(plan, one, tasks)
-    pending = iter(plan.feed.conversations())
-    deadline = None if plan.duration is None else t0 + plan.duration
+    assert work.concurrency is not None
+    convs = Conversations(work, one, tasks)
+    pending = iter(work.feed.conversations())
+    deadline = None if work.duration is None else t0 + work.duration
 
     async def user() -> None:
         if (delay := t0 - time.monotonic()) > 0:
@@ -114,7 +114,7 @@ async def dispatch_conversations(
                 return
             await convs.run(conv, stop)
 
-    users = [asyncio.ensure_future(user()) for _ in range(plan.concurrency)]
+    users = [asyncio.ensure_future(user()) for _ in range(work.concurrency)]
     for u in users:
         tasks.add(u)
         u.add_done_callback(tasks.discard)
@@ -133,8 +133,8 @@ class _Conversation:
 class Conversations:
     """The conversations of one level, each sending its turns in order."""
 
-    def __init__(self, plan: LevelPlan, one: One, tasks: set[asyncio.Task[Any]]) -> None:
-        self._plan = plan
+    def __init__(self, work: LevelWork, one: One, tasks: set[asyncio.Task[Any]]) -> None:
+        self._work = work
         self._one = one
         self._tasks = tasks
         self._convs: OrderedDict[str, _Conversation] = OrderedDict()
@@ -175,7 +175,7 @@ class Conversations:
         if delay > 0:
             await asyncio.sleep(delay)
         conv.history.extend(item.new_messages)
-        body = self._plan.feed.shape.body(list(conv.history), item.max_tokens)
+        body = self._work.feed.shape.body(list(conv.history), item.max_tokens)
         done = await self._one(item.index, at, body, item.labels)
         conv.last_end = time.monotonic()
         if done is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersight.bench.level_plan import LevelPlan
+from infersight.bench.level_work import LevelWork
 from infersight.bench.replay.feed import SHARING_COUNTED
 from infersight.bench.workload import Tokenize
 
@@ -20,13 +20,13 @@ VERIFY = 8
 _CHUNK = 32
 
 
-async def survey(plan: LevelPlan, tokenize: Tokenize | None) -> dict[str, Any]:
+async def survey(work: LevelWork, tokenize: Tokenize | None) -> dict[str, Any]:
     """Prefix sharing intended against sent, over the level's first requests built as
     they will be sent; and a few prompts' lengths checked with the target's tokenizer."""
     seen: set[int] = set()
     intended = tokens = shared_chars = chars = n = 0
     samples: list[tuple[str, int]] = []
-    for item in plan.feed.items():
+    for item in work.feed.items():
         if n >= SURVEY:
             break
         n += 1

@@ -1,4 +1,4 @@
-"""One load level's work for one process (:class:`LevelPlan`) and what it gave back
+"""One load level's work for one process (:class:`LevelWork`) and what it gave back
 (:class:`LevelOutcome`), and one request of a streamed schedule (:class:`FeedItem`): the
 types the executor, the streamed replay, the worker
 processes and the Ray workers all pass around, so none of them imports another for them.
@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from infersight.core.records import RequestRecord
 
-__all__ = ["FeedItem", "LevelOutcome", "LevelPlan", "RequestSender", "spawn"]
+__all__ = ["FeedItem", "LevelOutcome", "LevelWork", "RequestSender", "spawn"]
 
 
 class RequestSender(Protocol):
@@ -33,7 +33,7 @@ class RequestSender(Protocol):
 
 
 @dataclass(slots=True)
-class LevelPlan:
+class LevelWork:
     """One level's work for one process.
 
     Open loop: ``slots`` lists (request index, offset from t0). Closed loop:

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from infersight.bench.config import BenchConfig
-from infersight.bench.planner import LevelPlanner
+from infersight.bench.level_order import LevelOrder
 from infersight.core.errors import ConfigError
 
 
-def planner(cfg: BenchConfig) -> LevelPlanner:
-    """The run's planner: the load section and the fixed levels."""
-    return LevelPlanner(cfg.load, cfg.levels())
+def order(cfg: BenchConfig) -> LevelOrder:
+    """The run's order: the load section and the fixed levels."""
+    return LevelOrder(cfg.load, cfg.levels())
 
 
 def agg(throughput: float, met: bool | None = None) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def agg(throughput: float, met: bool | None = None) -> dict[str, Any]:
 
 
 def test_fixed_levels_in_order() -> None:
-    p = planner(BenchConfig(concurrency=[1, 4, 16]))
+    p = order(BenchConfig(concurrency=[1, 4, 16]))
     names = []
     while (lv := p.next()) is not None:
         names.append(lv.name)
@@ -35,7 +35,7 @@ def test_fixed_levels_in_order() -> None:
 
 
 def test_repeat_runs_every_level_again_interleaved() -> None:
-    p = planner(BenchConfig(concurrency=[1, 4], repeat=3))
+    p = order(BenchConfig(concurrency=[1, 4], repeat=3))
     levels = []
     while (lv := p.next()) is not None:
         levels.append(lv)
@@ -55,7 +55,7 @@ def test_repeat_needs_fixed_levels() -> None:
 
 
 def test_sweep_auto_spans_baseline_to_saturation() -> None:
-    p = planner(BenchConfig(sweep="auto", sweep_levels=3))
+    p = order(BenchConfig(sweep="auto", sweep_levels=3))
     first = p.next()
     assert first is not None and first.concurrency == 1
     p.record(first, agg(2.0))
@@ -72,7 +72,7 @@ def test_sweep_auto_spans_baseline_to_saturation() -> None:
 
 def test_find_max_bisects_to_the_highest_rate_meeting_the_slo() -> None:
     capacity, true_max = 20.0, 7.3  # the SLO holds up to 7.3 req/s
-    p = planner(BenchConfig(find_max=True, slo="ttft_p99<1s", find_max_steps=6))
+    p = order(BenchConfig(find_max=True, slo="ttft_p99<1s", find_max_steps=6))
     lv = p.next()
     assert lv is not None and lv.name == "throughput"
     p.record(lv, agg(capacity, met=False))
@@ -89,7 +89,7 @@ def test_find_max_bisects_to_the_highest_rate_meeting_the_slo() -> None:
 
 
 def test_find_max_when_even_saturation_meets_the_slo() -> None:
-    p = planner(BenchConfig(find_max=True, slo="ttft_p99<10s"))
+    p = order(BenchConfig(find_max=True, slo="ttft_p99<10s"))
     lv = p.next()
     assert lv is not None
     p.record(lv, agg(12.0, met=True))
@@ -105,7 +105,7 @@ def _sus(sustainable: bool) -> dict[str, Any]:
 def test_find_max_fails_an_unsustainable_level_whatever_its_percentiles() -> None:
     # Every SLO check passes, but rates above 7 cannot be sustained: the answer stays
     # below 7 (a short level's percentiles look fine while its queue grows).
-    p = planner(BenchConfig(find_max=True, slo="ttft_p99<1s", find_max_steps=5))
+    p = order(BenchConfig(find_max=True, slo="ttft_p99<1s", find_max_steps=5))
     lv = p.next()
     assert lv is not None
     p.record(lv, agg(20.0, met=False))
@@ -120,7 +120,7 @@ def test_find_max_fails_an_unsustainable_level_whatever_its_percentiles() -> Non
 
 
 def test_sweep_stops_after_an_unsustainable_rate() -> None:
-    p = planner(BenchConfig(sweep="auto", sweep_levels=4))
+    p = order(BenchConfig(sweep="auto", sweep_levels=4))
     for throughput in (2.0, 12.0):
         lv = p.next()
         assert lv is not None
@@ -137,7 +137,7 @@ def test_sweep_stops_after_an_unsustainable_rate() -> None:
 def test_find_max_fails_a_level_that_answers_with_errors() -> None:
     """Fast errors are answers (the level is sustainable), but not a rate that meets the
     SLO: its percentiles cover only the requests that succeeded."""
-    from infersight.bench.planner import level_passed
+    from infersight.bench.level_order import level_passed
 
     good = {
         "slo": {"met": True},

@@ -1,4 +1,4 @@
-"""A trace replay's or a conversation run's levels: preparation, plans, survey and run.
+"""A trace replay's or a conversation run's levels: preparation, work, survey and run.
 
 Before the first level (after the checking pass, so nothing is sent for a bad trace):
 the words prompts are made of are checked against the target's tokenizer, and the
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from infersight.bench.level_plan import LevelOutcome, LevelPlan
 from infersight.bench.level_spec import LevelSpec
+from infersight.bench.level_work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.bench.replay.check import parse_window, trace_summary
 from infersight.bench.replay.feed import Overhead, RequestShape, TraceFeed
@@ -35,8 +35,8 @@ __all__ = [
     "LEAD_S",
     "ReplayPrep",
     "ReplaySetup",
-    "level_plan",
     "prepare_replay",
+    "replay_work",
     "run_replay_level",
     "survey",
     "trace_times",
@@ -46,7 +46,7 @@ __all__ = [
 #: first are built before they are due.
 LEAD_S = 0.25
 
-Execute = Callable[[LevelPlan, LiveStats, float], Awaitable[LevelOutcome]]
+Execute = Callable[[LevelWork, LiveStats, float], Awaitable[LevelOutcome]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +157,11 @@ async def run_replay_level(
 ) -> tuple[LevelOutcome, dict[str, Any]]:
     """Run the level; return its outcome and what its aggregate needs besides the
     records: the rate its schedule offered and the survey of what it sent."""
-    plan, total, rate = level_plan(setup, level, prep, model=target.model, path=target.path)
-    info = await survey(plan, tokenize)
+    work, total, rate = replay_work(setup, level, prep, model=target.model, path=target.path)
+    info = await survey(work, tokenize)
     live = LiveStats(total=total, duration=setup.load.duration)
     display.show(level.name, live)
-    outcome = await execute(plan, live, LEAD_S)
+    outcome = await execute(work, live, LEAD_S)
     return outcome, {"rate": rate, "survey": info}
 
 
@@ -179,10 +179,10 @@ def trace_times(replay: ReplaySection, load: LoadSection, speedup: float) -> np.
     return off
 
 
-def level_plan(
+def replay_work(
     setup: ReplaySetup, level: LevelSpec, prep: ReplayPrep, *, model: str, path: str
-) -> tuple[LevelPlan, int | None, float | None]:
-    """The level's plan, its request count (None: unknown in a closed loop) and the
+) -> tuple[LevelWork, int | None, float | None]:
+    """The level's work, its request count (None: unknown in a closed loop) and the
     rate its schedule offers (for the sustainability check)."""
     replay, workload, load, tgt = setup.replay, setup.workload, setup.load, setup.target
     feed: TraceFeed | SessionFeed
@@ -238,7 +238,7 @@ def level_plan(
             tag=f"{uuid.uuid4().hex[:8]}-",
         )
         total = None
-    plan = LevelPlan(
+    work = LevelWork(
         name=level.name,
         path=path,
         bodies=(),
@@ -248,4 +248,4 @@ def level_plan(
         grace=load.grace,
         feed=feed,
     )
-    return plan, total, rate
+    return work, total, rate

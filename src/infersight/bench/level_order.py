@@ -22,7 +22,7 @@ from typing import Any
 from infersight.bench.level_spec import LevelSpec, rate_name
 from infersight.bench.sections import LoadSection
 
-__all__ = ["LevelPlanner", "level_passed", "unsustainable"]
+__all__ = ["LevelOrder", "level_passed", "unsustainable"]
 
 
 def unsustainable(agg: dict[str, Any]) -> bool:
@@ -44,7 +44,7 @@ def level_passed(agg: dict[str, Any]) -> bool:
     return bool((agg.get("slo") or {}).get("met")) and not unsustainable(agg) and not failing
 
 
-class LevelPlanner:
+class LevelOrder:
     """Hands out levels one at a time, deciding adaptive ones from earlier aggregates."""
 
     def __init__(self, load: LoadSection, fixed: list[LevelSpec]) -> None:
