@@ -98,6 +98,22 @@ class AdmissionController:
             return 1
         return int(min(_MAX_RETRY_AFTER_S, max(1, math.ceil(wait))))
 
+    @property
+    def typical_latency(self) -> float | None:
+        """Seconds a typical answer takes (the EWMA of the samples fed to the limiter:
+        time to first content on streams); None before the first one."""
+        return self._lat_ewma
+
+    def cut_short(self, given: float) -> bool:
+        """Whether a deadline that passed ``given`` seconds into an upstream call says
+        nothing about the upstream (docs/design.md section 4): it had less time than a
+        typical answer takes, mostly because the request spent its deadline in this
+        queue. Feeding that to the limiter as congestion would shrink the limit, which
+        lengthens the queue, which cuts the next deadlines shorter still: a spiral.
+        With no typical latency learned yet the expiry counts, as it always did."""
+        typical = self._lat_ewma
+        return typical is not None and given < typical
+
     # -- acquire / release ---------------------------------------------------------------
     def try_acquire(self) -> bool:
         """Take a slot without waiting, if one is free and nobody is queued."""

@@ -145,6 +145,13 @@ class Failover:
                 if call.committed or not _upstream_fault(e):
                     up.breaker.record_neutral()
                     raise
+                if isinstance(e, DeadlineExceeded) and adm.cut_short(call.deadline - t0):
+                    # The deadline was mostly spent before this call (in the queue): the
+                    # upstream's share was too short to say anything about its health, so
+                    # the sample is neutral for the limiter, breaker and health window.
+                    up.breaker.record_neutral()
+                    sample = False
+                    raise
                 dropped = True
                 up.health.record(False)
                 if isinstance(e, RateLimited):
