@@ -6,9 +6,12 @@ at the first level past which throughput grows by less than 10% per doubling of 
 work, judged against every later level at least 1.4 times as loaded. Its shape says
 what binds:
 
-- TPOT grows (by 20% or more from the plateau's first level to its last), or the
-  engine's own running count grows (by 1.4 times or more: the time in the engine grew
-  with it, Little's law): compute. That first level is the *measured knee*.
+- TPOT grows (by 20% or more to the plateau's last level from its first, or from a less
+  loaded level where TPOT was longer: a client starved of CPU reads a stream's tokens
+  in bursts, which makes one level's TPOT look short), or the engine's own running
+  count grows (by 1.4 times or more: the time in the engine grew with it, Little's
+  law): compute. That first level is the *measured knee*. TPOT growth alone does not
+  count where the engine's running count was measured and held (under 1.2 times).
 - TPOT stays flat, the engine's running count (where measured) too, and TTFT grows (by
   50% or more): an admission limit (slots, a scheduler budget); the limit is throughput
   x time in the engine before any queue formed (Little's law), so it is found with no
@@ -111,7 +114,10 @@ def find_knee(curve: CapacityCurve) -> None:
         curve.notes.append(f"knee not reached (above {top:.3g} in flight): {what}")
         return
     first, last = ps[i], ps[-1]
-    tpot = _ratio(first.point.tpot_p50, last.point.tpot_p50)
+    # The reference is the longest TPOT up to the plateau's first level: under a real
+    # compute limit TPOT only grows with the work, so that is the first level's own.
+    tpots = [p.point.tpot_p50 for p in ps[: i + 1] if p.point.tpot_p50]
+    tpot = _ratio(max(tpots) if tpots else None, last.point.tpot_p50)
     ttft = _ratio(first.point.ttft_p50, last.point.ttft_p50)
     curve.plateau_level = first.point.level
     at = first.point.inflight or first.x
@@ -124,7 +130,11 @@ def find_knee(curve: CapacityCurve) -> None:
     # while work that grew in the engine without more throughput is compute, whether the
     # time went to decode steps (TPOT) or elsewhere in the engine (R / X, Little's law).
     grew = _engine_growth(first.point, last.point)
-    if (tpot is not None and tpot >= TPOT_GROWS) or (grew is not None and grew >= MIN_STEP):
+    # Where the engine measured R and it held (< 1.2x), the same running count took the
+    # same step time: a TPOT that grew there is the client's reading (short of CPU, it
+    # reads a stream's last tokens late), not compute.
+    slower = tpot is not None and tpot >= TPOT_GROWS and (grew is None or grew >= TPOT_GROWS)
+    if slower or (grew is not None and grew >= MIN_STEP):
         curve.plateau, curve.plateau_at = "compute", at
         curve.knee, curve.knee_level, curve.knee_reached = at, first.point.level, True
         curve.above = None

@@ -92,10 +92,12 @@ def test_four_slots_closed_loop_is_an_admission_limit() -> None:
     # never past twice the 4 running the run measured (the 16 clients are no demand)
     assert rec.fix is not None and rec.fix.to_value is not None and rec.fix.to_value <= 8
     # more than the 4 running the run ever had: an estimate, with the figures if compute
-    # saturated at 4 (this server's does not, but the run cannot show that)
+    # saturated at 4 (this server's does not, but the run cannot show that). The low end
+    # is never above the model's figure; it equals it where a busy box made the fitted
+    # step time grow at least in proportion already.
     low = rec.fix.if_saturated
     assert rec.fix.basis == "estimate" and low is not None
-    assert (low.throughput or 0) < (rec.fix.predicted.throughput or 0)
+    assert (low.throughput or 0) <= (rec.fix.predicted.throughput or 0)
     assert "if compute saturates at 4" in rec.fix.rests_on
 
 

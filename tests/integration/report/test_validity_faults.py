@@ -2,9 +2,9 @@
 
 Real bench runs against fake servers in their own processes, one per fault: chunks
 that carry two tokens, usage that disagrees with the stream, latency that drifts
-across the level, and a rate the client cannot send. Each fault is flagged on its run,
-by the check made for it; the clean server's run passes those checks; and
-``report A B`` does not call a metric the faulty run marks invalid.
+across the level, and a rate the client cannot send (through four connections). Each
+fault is flagged on its run, by the check made for it; the clean server's run passes
+those checks; and ``report A B`` does not call a metric the faulty run marks invalid.
 """
 
 from __future__ import annotations
@@ -90,6 +90,10 @@ def test_latency_drift_across_the_level_is_flagged() -> None:
 
 
 def test_a_rate_the_client_cannot_send_is_flagged() -> None:
-    bad = _bench(FakeConfig(tokens=1), rate=[20000.0], duration=1.0)
+    # Four connections to a server that takes 50 ms a request: the client can send at
+    # most 80 a second, whatever the machine's load, and 400 are asked for (every
+    # request gets its answer: the rate, not the server, is what fails).
+    bad = _bench(FakeConfig(ttft=TTFT, tokens=1), rate=[400.0], duration=1.0, max_concurrency=4)
+    assert all(r.ok for r in bad.records) and len(bad.records) == 400
     c = _checks(bad)["rate"]
     assert not c["ok"] and c["value"] < 0.95 and "e2e" in c["invalidates"]

@@ -71,6 +71,22 @@ def test_admission_when_tpot_stays_flat_and_ttft_grows() -> None:
     assert curve.plateau_level == "c=4" and round(curve.plateau_at or 0) == 4
 
 
+def test_a_starved_clients_short_tpot_at_the_plateaus_start_is_no_growth() -> None:
+    # A client starved of CPU read c=4's first tokens late and the rest in a burst: its
+    # TPOT looks a third of the server's, and c=16's ordinary TPOT would "grow" 2.7x
+    # from it. Against c=1's TPOT nothing grew: the same admission limit as above.
+    curve = CapacityCurve(
+        points=[
+            _pt("c=1", 1, 4.0, 0.0111, 0.20),
+            _pt("c=4", 4, 16.1, 0.0037, 0.23),
+            _pt("c=16", 16, 16.5, 0.0100, 0.92),
+        ]
+    )
+    find_knee(curve)
+    assert curve.plateau == "admission" and not curve.knee_reached
+    assert round(curve.plateau_at or 0) == 4
+
+
 def test_no_knee_while_throughput_still_grows() -> None:
     curve = CapacityCurve(
         points=[
@@ -182,3 +198,17 @@ def test_work_that_grows_in_the_engine_without_throughput_is_compute() -> None:
         top_clients=16,
     )
     assert capped.plateau == "admission"
+
+
+def test_tpot_that_grows_while_the_engines_count_holds_is_the_clients_reading() -> None:
+    """A client short of CPU at c=16 read each stream's last tokens late: its TPOT grew
+    1.7x while the engine ran 4 at both levels for the same throughput. The same running
+    count takes the same step time, so this is the admission limit, not compute."""
+    curve = _engine_curve(
+        _pt("c=1", 1, 4.0, 0.0107, 0.21),
+        _pt("c=4", 4, 16.3, 0.0101, 0.20),
+        _pt("c=16", 4, 15.5, 0.0178, 0.93),
+        top_clients=16,
+    )
+    assert curve.plateau == "admission" and not curve.knee_reached
+    assert round(curve.plateau_at or 0) == 4
