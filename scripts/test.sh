@@ -23,10 +23,10 @@ else
   # tests (CPU load, noise judged) one at a time in one of them, the rest in the other
   # (tests/integration/conftest.py says which and why).
   logs=$(mktemp -d)
-  .venv/bin/python -m pytest -q -p no:cacheprovider -m heavy --basetemp "$logs/heavy" \
+  .venv/bin/python -m pytest -q -p no:cacheprovider -m heavy --durations=15 --basetemp "$logs/heavy" \
     tests/integration >"$logs/heavy.log" 2>&1 &
   heavy=$!
-  .venv/bin/python -m pytest -q -p no:cacheprovider -m "not heavy" --basetemp "$logs/light" \
+  .venv/bin/python -m pytest -q -p no:cacheprovider -m "not heavy" --durations=15 --basetemp "$logs/light" \
     tests/integration >"$logs/light.log" 2>&1 &
   light=$!
   wait $heavy; rc2=$?

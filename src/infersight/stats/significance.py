@@ -159,14 +159,15 @@ _VALIDITY_KEY = {
 
 
 def _invalid(a: Sequence[LevelData], b: Sequence[LevelData], metric: SliceMetric) -> str:
-    """Why either side marks the metric invalid (docs/design.md section 2), or ""."""
+    """Why either side marks the metric invalid (docs/design.md section 2), or "";
+    each side that does is named with its first reason."""
     key = _VALIDITY_KEY.get(metric.source, metric.source)
+    said = []
     for who, side in (("A", a), ("B", b)):
-        for lv in side:
-            why = invalid_metrics(dict(lv.agg)).get(key)
-            if why:
-                return f"{who} marks it invalid ({why})"
-    return ""
+        why = next((w for lv in side if (w := invalid_metrics(dict(lv.agg)).get(key))), None)
+        if why:
+            said.append(f"{who} marks it invalid ({why})")
+    return "; ".join(said)
 
 
 def compare_metric(

@@ -202,6 +202,27 @@ def test_unsustainable_latency_is_not_compared() -> None:
     assert calls["throughput"].call == SAME
 
 
+def _marked(lv: LevelData, check: str, detail: str) -> LevelData:
+    bad = {"check": check, "ok": False, "invalidates": ["itl"], "detail": detail}
+    return LevelData(lv.records, {**lv.agg, "validity": [*lv.agg.get("validity", []), bad]})
+
+
+def test_a_metric_either_side_marks_invalid_is_not_compared_and_both_are_named() -> None:
+    recs = _open_loop(20.0, 12.0, 0.1, seed=3)
+    a, b = _level(recs, 20.0), _level(recs, 20.0)
+    bad_b = _marked(b, "tokens_per_chunk", "2 tokens a chunk")
+    itl = {c.metric: c for c in compare([a], [bad_b])}["itl_p99"]
+    assert itl.call == NOT_COMPARED and itl.note == (
+        "B marks it invalid (tokens_per_chunk: 2 tokens a chunk)"
+    )
+    # A busy box marked A too: the note names both, so B's own fault is never hidden.
+    both = {c.metric: c for c in compare([_marked(a, "client_limited", "lag")], [bad_b])}
+    assert both["itl_p99"].call == NOT_COMPARED and both["itl_p99"].note == (
+        "A marks it invalid (client_limited: lag); "
+        "B marks it invalid (tokens_per_chunk: 2 tokens a chunk)"
+    )
+
+
 def test_an_unsustainable_run_is_left_out_of_a_repeat() -> None:
     a = [_level(_open_loop(20.0, 6.0, 0.1, seed=s), 20.0) for s in (1, 2, 3)]
     b = [_level(_open_loop(20.0, 6.0, 0.13, seed=s), 20.0) for s in (4, 5, 6)]
