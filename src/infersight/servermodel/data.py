@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from infersight.core.records import RunResult
+from infersight.core.records import RunResult, Sample
 from infersight.stats.aggregate import aggregate
 from infersight.stats.level_flags import flagged
 
@@ -70,6 +70,10 @@ class RunData:
     kv_t: np.ndarray
     kv_u: np.ndarray
     slo: dict[str, float]
+    #: The most the engine ran at a scrape where requests waited in it and its KV cache
+    #: had room (None: never seen, several engines, or merged runs): an admission limit
+    #: binds there, so no slot limit above it fits the run.
+    running_while_waiting: float | None = None
 
     def subset(self, names: set[str]) -> np.ndarray:
         """Indices of the requests of these levels."""
@@ -134,6 +138,32 @@ def _stated_slots(result: RunResult, engine_slots: int | None) -> tuple[float | 
     if vals:
         return float(max(vals)), "the engine's own export (engine.slots)"
     return None, ""
+
+
+#: KV usage at or above which a queue may be the KV cache's, not the slots'.
+_KV_FULL = 0.9
+_BUSY = ("engine.requests_running", "engine.requests_waiting", "engine.kv_cache_usage")
+
+
+def _running_while_waiting(samples: Sequence[Sample]) -> float | None:
+    """The most one engine ran at the scrapes where requests waited in it and its KV
+    cache had room (running, waiting and KV usage come from the same scrape)."""
+    seen: dict[str, dict[tuple[float, tuple[tuple[str, str], ...]], float]] = {}
+    for smp in samples:
+        if smp.name in _BUSY and smp.value is not None:
+            key = (smp.t, tuple(sorted(smp.labels.items())))
+            seen.setdefault(smp.name, {})[key] = float(smp.value)
+    running = seen.get("engine.requests_running", {})
+    waiting = seen.get("engine.requests_waiting", {})
+    kv = seen.get("engine.kv_cache_usage", {})
+    if len({labels for _, labels in running}) != 1:
+        return None  # replicas are scraped at different instants: no one count
+    busy = [
+        r
+        for key, r in running.items()
+        if waiting.get(key, 0.0) >= 1 and kv.get(key, 0.0) < _KV_FULL and r >= 1
+    ]
+    return max(busy) if busy else None
 
 
 def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
@@ -214,6 +244,7 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         kv_t=np.asarray([t for t, _ in kv], dtype=float),
         kv_u=np.asarray([u for _, u in kv], dtype=float),
         slo={str(k): float(v) for k, v in (slo or {}).items() if isinstance(v, int | float)},
+        running_while_waiting=_running_while_waiting(result.samples),
     )
 
 

@@ -61,7 +61,8 @@ def _explains_waits(
 
 def find_slots(d: RunData, use: np.ndarray) -> Slots:
     """Stated or exported slots as given; else the smallest S whose FIFO replay leaves
-    no request with its first token before its admission (section 9, step 1)."""
+    no request with its first token before its admission (section 9, step 1), and no
+    more than the engine ran while requests waited in it with KV room to spare."""
     arrival, end, first = d.sent[use], d.end[use], d.first[use]
     inflight = running_at(arrival, end, np.sort(arrival))
     top = int(inflight.max()) if inflight.size else 1
@@ -84,6 +85,11 @@ def find_slots(d: RunData, use: np.ndarray) -> Slots:
     if lo < top:
         start = reconstruct(arrival, end, lo, first=first)
         if _explains_waits(start, arrival, first, d.prompt[use], tol):
+            cap = d.running_while_waiting
+            if cap is not None and lo > cap:
+                # A client short of CPU stamps its times late and spreads the replay;
+                # the engine's own count, with requests waiting, is the harder fact.
+                return Slots(cap, cap, cap, "fitted")
             return Slots(float(lo), float(lo), float(lo), "fitted")
     return Slots(None, float(top), None, "not reached")
 

@@ -3,10 +3,12 @@ server of its own, not the model's simulation), and checked on them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from infersight.core.records import RunResult
+from infersight.core.records import RunResult, Sample
 from infersight.servermodel import fit_model, run_data, self_check
 from infersight.servermodel.advise import advise
 from infersight.servermodel.evaluate import records_of
@@ -132,3 +134,30 @@ def test_slots_full_past_a_compute_knee_are_compute_bound(knee: int) -> None:
     lim, why, fix = advise(d, m, self_check(d, m))
     assert lim == "compute", why
     assert fix is not None and fix.knob == "replicas"
+
+
+def test_the_engines_count_while_requests_waited_caps_the_slot_fit() -> None:
+    run = sweep_run(slots=4, metrics=True)
+    d = run_data(run)
+    assert d.running_while_waiting == 4  # the engine's own scrapes, requests waiting
+    assert fit_model(d).slots.value == 4
+    # A client short of CPU stamps late and spreads the FIFO replay: a fit above what
+    # the engine ran while requests waited gives way to the engine's count.
+    capped = fit_model(replace(d, running_while_waiting=3.0))
+    assert capped.slots.value == 3 and capped.slots.source == "fitted"
+    # KV full at those scrapes: the queue may be the cache's, so no cap is read.
+    full = [
+        Sample(s.t, "engine.kv_cache_usage", 0.95, s.labels)
+        for s in run.samples
+        if s.name == "engine.requests_running"
+    ]
+    assert (
+        run_data(run.model_copy(update={"samples": [*run.samples, *full]})).running_while_waiting
+        is None
+    )
+    # Two engines are scraped at different instants: no one count.
+    other = [replace(s, labels={**s.labels, "source": "b"}) for s in run.samples]
+    assert (
+        run_data(run.model_copy(update={"samples": [*run.samples, *other]})).running_while_waiting
+        is None
+    )
