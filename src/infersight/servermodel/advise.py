@@ -31,6 +31,9 @@ ERROR_LIMIT = 0.01
 RANGE = 2.0
 #: Share of requests that waited for admission above which a queue binds.
 QUEUED = 0.10
+#: Throughput's log-log slope against the running count below which compute has bent
+#: (1: each added sequence bought its full share; 0.75: the step grew 19% a doubling).
+BENT = 0.75
 #: Requests simulated per candidate setting (enough for a stable p50 and p99).
 REQUESTS = 800
 
@@ -99,6 +102,25 @@ def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) 
     return p
 
 
+def _bent(d: RunData, m: ServerModel, lv: LevelData, here: Prediction) -> bool:
+    """Whether the measured throughput bent under the running count: its log-log slope
+    between the operating level and the most loaded fitted level that ran at most two
+    thirds as many sequences (the model's running count at each level's load) is under
+    ``BENT``. True where no such level was measured: nothing shows it did not bend."""
+    top_r, top_t = here.running or 0.0, lv.figures.get("throughput") or 0.0
+    below = sorted(
+        (o for o in d.levels if o.name in m.levels and o is not lv and o.figures.get("throughput")),
+        key=lambda o: (o.concurrency or 0, o.rate or 0.0),
+        reverse=True,
+    )
+    for o in below:
+        r = _at(m, d, o).running or 0.0
+        if 0.0 < r <= top_r / 1.5 and top_t > 0:
+            slope = math.log(top_t / float(o.figures["throughput"] or 1e-9)) / math.log(top_r / r)
+            return slope < BENT
+    return True
+
+
 def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple[str, str]:
     """The binding constraint at the operating point, and the evidence in words."""
     if m.error_share > ERROR_LIMIT:
@@ -127,6 +149,9 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
         step_time(max(running, 1.0), m.a.value or 0.0, m.b.value or 0.0, m.k.value or 0.0)
         / max(m.a.value or 1e-9, 1e-9)
     )
+    # a step time that grew while the measured throughput still grew in proportion to
+    # the running count (a client short of CPU reads its tokens late) is no compute limit
+    bent = grow >= 1.2 and _bent(d, m, lv, here)
     if queue and s is not None and (running >= s - 0.5 or (here.queued or 0.0) >= QUEUED):
         waited = (
             f"{here.queued or 0.0:.0%} of requests waited for a slot ({waiting:.1f} on "
@@ -136,10 +161,13 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
         more = min(RANGE * ran, 2 * s)
         if more <= s:
             return "slots", f"{waited}; the run's range shows nothing about more slots"
-        # where the run saw the step time grow, more slots are judged with it growing
-        # at least in proportion past the top it measured: a hinge's slope fitted over
-        # the last few running counts is no evidence that the growth slows there
-        seen = (m.b.value or 0.0) > 0 and (m.k.value or 0.0) < ran
+        # where the run saw compute bend (the step time grew, and the measured
+        # throughput stopped growing with the running count), more slots are judged
+        # with the step growing at least in proportion past the top it measured: a
+        # hinge's slope fitted over the last few running counts is no evidence that
+        # the growth slows there. Step growth that the throughput does not show (a
+        # client short of CPU reads its tokens late) is judged by the model as fitted.
+        seen = (m.b.value or 0.0) > 0 and (m.k.value or 0.0) < ran and bent
         wider = _at(m, d, lv, slots=math.floor(more), saturate=ran if seen else None)
         gain = (wider.throughput or 0.0) / max(here.throughput or 1e-9, 1e-9)
         # first tokens that come sooner only because the queue moved into the engine
@@ -153,13 +181,13 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
                 else f"answers ×{quicker:.2f} sooner (e2e p99)"
             )
             return "slots", f"{waited}; {math.floor(more)} slots would give {what}"
-        if grow >= 1.2:
+        if bent:
             return "compute", (
                 f"{waited}, but more slots would not raise throughput: the step "
                 f"time is ×{grow:.2f} the single-sequence step at this load"
             )
         return "slots", f"{waited}; more slots would change little at this load"
-    if grow >= 1.2:
+    if bent:
         return "compute", (
             f"the step time grew ×{grow:.2f} from one sequence to "
             f"{running:.1f} running while slots were free"

@@ -76,12 +76,29 @@ def test_guidellm_levels_and_timings_map_to_ours(measured: tuple[Path, RunResult
     assert run.aggregates["c=8"]["ttft"]["p50"] > run.aggregates["c=4"]["ttft"]["p50"] + 0.1
 
 
+def _levels(*runs: RunResult) -> list[dict[str, tuple[float | None, ...]]]:
+    """Per run, each level's throughput and TTFT and TPOT p50s."""
+    return [
+        {
+            name: (
+                agg.get("request_throughput"),
+                (agg.get("ttft") or {}).get("p50"),
+                (agg.get("tpot") or {}).get("p50"),
+            )
+            for name, agg in run.aggregates.items()
+        }
+        for run in runs
+    ]
+
+
 def test_guidellm_and_infersight_reach_the_same_verdict_and_fix(
     measured: tuple[Path, RunResult],
 ) -> None:
     """Same verdict, knob and direction, the same fitted model, fix numbers within 1."""
     path, ours = measured
-    theirs, mine = advice(diagnose_run(import_file(path))), advice(diagnose_run(ours))
-    assert disagreements(theirs, mine) == [], (theirs.text, mine.text)
+    imported = import_file(path)
+    theirs, mine = advice(diagnose_run(imported)), advice(diagnose_run(ours))
+    # on failure, each side's levels say which measurement moved (a busy machine)
+    assert disagreements(theirs, mine) == [], (theirs.text, mine.text, _levels(imported, ours))
     assert theirs.verdict == "slot_bound" and theirs.limiter == "slots"
     assert theirs.model_slots == 4 and theirs.number is not None and theirs.number > 4

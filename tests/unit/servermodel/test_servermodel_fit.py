@@ -136,6 +136,28 @@ def test_slots_full_past_a_compute_knee_are_compute_bound(knee: int) -> None:
     assert fix is not None and fix.knob == "replicas"
 
 
+@pytest.mark.parametrize("stretch", [1.2, 1.3, 1.5])
+def test_step_growth_the_throughput_does_not_show_is_no_compute_limit(stretch: float) -> None:
+    # A client short of CPU reads its tokens late at the loaded levels: their decode
+    # spans look longer than at c=1, so the fit sees the step time grow with the
+    # running count. The throughput, counted by the requests that ended, grew in
+    # proportion to the running count all the same: the slots bind, not compute. (The
+    # engine's scrapes show its 4 running while requests waited: the late ends do not
+    # widen the slot fit.)
+    run = sweep_run(slots=4, levels=(1, 4, 8), metrics=True)
+    for r in run.records:
+        if r.labels["level"] != "c=1" and r.chunk_times and r.end is not None:
+            t0 = r.chunk_times[0]
+            r.chunk_times = [t0 + (t - t0) * stretch for t in r.chunk_times]
+            r.end = max(r.end, r.chunk_times[-1])
+    d = run_data(run)
+    m = fit_model(d)
+    assert m.slots.value == 4 and (m.b.value or 0) > 0  # the growth the fit saw
+    lim, why, fix = advise(d, m, self_check(d, m))
+    assert lim == "slots", why
+    assert fix is None or fix.knob in (None, "slots")
+
+
 def test_the_engines_count_while_requests_waited_caps_the_slot_fit() -> None:
     run = sweep_run(slots=4, metrics=True)
     d = run_data(run)
