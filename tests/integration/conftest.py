@@ -5,7 +5,8 @@ load the CPU (the embedded engine, the real benchmark tools, a Ray cluster, Chro
 over a bench run) or judge noise (tune's A/A floor, comparisons of repeated runs, a rate
 the client cannot reach). ``scripts/test.sh`` runs two pytest sessions side by side:
 ``-m heavy`` runs the heavy tests one after another, so two of them never meet, and
-``-m "not heavy"`` the rest beside them. (Not pytest-xdist's ``--dist loadgroup``: with
+``-m "not heavy"`` the rest beside them. A heavy test in a file of light ones carries
+``@pytest.mark.heavy`` itself. (Not pytest-xdist's ``--dist loadgroup``: with
 this pytest its groups are ignored, and a module's fixtures start again on each worker.)
 """
 

@@ -75,6 +75,7 @@ async def test_a_raised_limit_admits_the_waiting_requests_at_once(make_stack: St
         await asyncio.gather(*calls, return_exceptions=True)
 
 
+@pytest.mark.heavy  # tune judges noise: beside another heavy test its A/A floor is not the server's
 @pytest.mark.timeout(180)
 async def test_tune_searches_a_gateway_limit_without_a_restart(
     make_stack: StackFactory, tmp_path: Any
