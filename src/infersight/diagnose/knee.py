@@ -23,11 +23,11 @@ growing queue; levels without throughput) are left out of the search.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infersight.core.curve import CapacityCurve, CurvePoint
+from infersight.stats.operating_point import growth_per_doubling
 
 __all__ = [
     "FLAT_GROWTH",
@@ -35,7 +35,6 @@ __all__ = [
     "TPOT_GROWS",
     "TTFT_GROWS",
     "find_knee",
-    "growth_per_doubling",
 ]
 
 #: Throughput growth per doubling of in-flight work below which the curve is flat.
@@ -45,13 +44,6 @@ MIN_STEP = 1.4
 #: TPOT (or TTFT) ratio, last plateau level over the first, that counts as growing.
 TPOT_GROWS = 1.20
 TTFT_GROWS = 1.50
-
-
-def growth_per_doubling(x0: float, y0: float, x1: float, y1: float) -> float:
-    """Relative growth of ``y`` per doubling of ``x`` between two points (x1 > x0 > 0)."""
-    if x0 <= 0 or y0 <= 0 or x1 <= x0:
-        return math.inf
-    return float((max(y1, 0.0) / y0) ** (1.0 / math.log2(x1 / x0)) - 1.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from infersight.core.server_model import action
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import replica_fixes, slot_flag
-from infersight.diagnose.knee import MIN_STEP, TPOT_GROWS, growth_per_doubling
+from infersight.diagnose.knee import MIN_STEP, TPOT_GROWS
 from infersight.diagnose.rules_base import FixLine, RuleInput, evidence, make_verdict, rq_evidence
+from infersight.stats.operating_point import growth_per_doubling
 
 __all__ = ["compute_bound", "compute_fixes"]
 

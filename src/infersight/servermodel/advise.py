@@ -22,6 +22,7 @@ from infersight.servermodel.data import LevelData, RunData
 from infersight.servermodel.evaluate import engine_of, figures, predict_load
 from infersight.servermodel.fit import step_time
 from infersight.servermodel.simulate import Load, simulate
+from infersight.stats.operating_point import growth_per_doubling
 
 __all__ = ["ERROR_LIMIT", "advise", "limiter", "meets"]
 
@@ -31,9 +32,9 @@ ERROR_LIMIT = 0.01
 RANGE = 2.0
 #: Share of requests that waited for admission above which a queue binds.
 QUEUED = 0.10
-#: Throughput's log-log slope against the running count below which compute has bent
-#: (1: each added sequence bought its full share; 0.75: the step grew 19% a doubling).
-BENT = 0.75
+#: Throughput growth per doubling of the running count below which compute has bent
+#: (100%: each added sequence bought its full share; 68%: the step grew 19% a doubling).
+BENT = 2**0.75 - 1
 #: Requests simulated per candidate setting (enough for a stable p50 and p99).
 REQUESTS = 800
 
@@ -102,11 +103,11 @@ def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) 
     return p
 
 
-def _bent(d: RunData, m: ServerModel, lv: LevelData, here: Prediction) -> bool:
-    """Whether the measured throughput bent under the running count: its log-log slope
-    between the operating level and the most loaded fitted level that ran at most two
-    thirds as many sequences (the model's running count at each level's load) is under
-    ``BENT``. True where no such level was measured: nothing shows it did not bend."""
+def _measured_growth(d: RunData, m: ServerModel, lv: LevelData, here: Prediction) -> float | None:
+    """The measured throughput's growth per doubling of the running count, from the
+    most loaded fitted level that ran at most two thirds as many sequences (the model's
+    running count at each level's load) to the operating level; None where no such
+    level was measured."""
     top_r, top_t = here.running or 0.0, lv.figures.get("throughput") or 0.0
     below = sorted(
         (o for o in d.levels if o.name in m.levels and o is not lv and o.figures.get("throughput")),
@@ -115,10 +116,9 @@ def _bent(d: RunData, m: ServerModel, lv: LevelData, here: Prediction) -> bool:
     )
     for o in below:
         r = _at(m, d, o).running or 0.0
-        if 0.0 < r <= top_r / 1.5 and top_t > 0:
-            slope = math.log(top_t / float(o.figures["throughput"] or 1e-9)) / math.log(top_r / r)
-            return slope < BENT
-    return True
+        if 0.0 < r <= top_r / 1.5:
+            return growth_per_doubling(r, float(o.figures["throughput"] or 0.0), top_r, top_t)
+    return None
 
 
 def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple[str, str]:
@@ -151,7 +151,10 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
     )
     # a step time that grew while the measured throughput still grew in proportion to
     # the running count (a client short of CPU reads its tokens late) is no compute limit
-    bent = grow >= 1.2 and _bent(d, m, lv, here)
+    # (no lower level measured: nothing shows that it did not bend)
+    g = _measured_growth(d, m, lv, here) if grow >= 1.2 else None
+    bent = grow >= 1.2 and (g is None or g < BENT)
+    shown = "" if g is None else f"; throughput grew {g:.0%} per doubling of the running count"
     if queue and s is not None and (running >= s - 0.5 or (here.queued or 0.0) >= QUEUED):
         waited = (
             f"{here.queued or 0.0:.0%} of requests waited for a slot ({waiting:.1f} on "
@@ -184,13 +187,13 @@ def limiter(d: RunData, m: ServerModel, here: Prediction | None = None) -> tuple
         if bent:
             return "compute", (
                 f"{waited}, but more slots would not raise throughput: the step "
-                f"time is ×{grow:.2f} the single-sequence step at this load"
+                f"time is ×{grow:.2f} the single-sequence step at this load{shown}"
             )
         return "slots", f"{waited}; more slots would change little at this load"
     if bent:
         return "compute", (
             f"the step time grew ×{grow:.2f} from one sequence to "
-            f"{running:.1f} running while slots were free"
+            f"{running:.1f} running while slots were free{shown}"
         )
     return "none", f"{running:.1f} running, {waiting:.1f} waiting: nothing binds"
 

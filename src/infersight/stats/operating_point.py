@@ -19,10 +19,17 @@ from typing import Any
 
 from infersight.stats.level_flags import flagged, level_state
 
-__all__ = ["WITHIN", "best_level", "counts"]
+__all__ = ["WITHIN", "best_level", "counts", "growth_per_doubling"]
 
 #: A level within this fraction of the best throughput is as good as the best.
 WITHIN = 0.05
+
+
+def growth_per_doubling(x0: float, y0: float, x1: float, y1: float) -> float:
+    """Relative growth of ``y`` per doubling of ``x`` between two points (x1 > x0 > 0)."""
+    if x0 <= 0 or y0 <= 0 or x1 <= x0:
+        return math.inf
+    return float((max(y1, 0.0) / y0) ** (1.0 / math.log2(x1 / x0)) - 1.0)
 
 
 def _num(v: Any) -> float | None:

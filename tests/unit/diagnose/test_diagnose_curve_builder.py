@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from infersight.core.curve import CapacityCurve, CurvePoint
 from infersight.diagnose import diagnose_run
-from infersight.diagnose.knee import find_knee, growth_per_doubling
-from infersight.stats.operating_point import best_level
+from infersight.diagnose.knee import find_knee
+from infersight.stats.operating_point import best_level, growth_per_doubling
 from support.sim_runs import sweep_run
 
 
