@@ -133,6 +133,7 @@ def test_slots_full_past_a_compute_knee_are_compute_bound(knee: int) -> None:
     assert m.slots.value == 8 and (m.b.value or 0) > 0
     lim, why, fix = advise(d, m, self_check(d, m))
     assert lim == "compute", why
+    assert "per doubling of the running count" in why  # the measured bend, named
     assert fix is not None and fix.knob == "replicas"
 
 
