@@ -8,7 +8,8 @@
   (HTTP/0.9, HTTP/2.0), and a ``Transfer-Encoding`` other than ``chunked`` alone
   (``identity, chunked``).
 - **Every error aiohttp raises is OpenAI JSON**: a route's 404 or 405 (with
-  ``Allow``), 404 for ``OPTIONS *``, 413, 417 (:func:`error_middleware`).
+  ``Allow``), 404 for ``OPTIONS *``, 413, 417 (:meth:`RequestGuard.middleware`), and
+  the 417 aiohttp answers before any middleware runs (:meth:`RequestGuard.json_answers`).
 - **``Expect: 100-continue`` is answered after the key check** (and the size and
   route checks): a client without a key never gets to send its body
   (:meth:`RequestGuard.expect`).
@@ -23,10 +24,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import orjson
 from aiohttp import hdrs, web
 
 from infersight.core.errors import InfersightError
-from infersight.gateway.error_answers import error_response, json_error
+from infersight.gateway.error_answers import error_response, json_error, openai_error_body
 from infersight.gateway.errors import ClientFault, InputError, MalformedRequest, SlowClient
 from infersight.gateway.listener import ClientLimits, Connection
 
@@ -165,6 +167,30 @@ class RequestGuard:
             resp.force_close()
         return resp
 
+    async def json_answers(self, request: web.Request, response: web.StreamResponse) -> None:
+        """The ``on_response_prepare`` signal: an answer aiohttp raised where no middleware
+        runs, rewritten as OpenAI JSON before its head is sent.
+
+        A request whose target is not a path (``CONNECT host:port``, ``OPTIONS *``)
+        matches no route, not even the catch-all, so an ``Expect`` header on it meets
+        aiohttp's default handler, whose 417 is raised before the middleware. Every
+        other HTTP error is answered by :meth:`middleware`, which never returns an
+        ``HTTPException``: one that gets here is aiohttp's own."""
+        if not isinstance(response, web.HTTPException):
+            return
+        value = request.headers.get(hdrs.EXPECT, "")
+        if response.status == 417:
+            message, code = f"unsupported Expect: {value[:100]}", "expectation_failed"
+        else:
+            message = response.reason or "HTTP error"
+            code = message.lower().replace(" ", "_")
+        body = orjson.dumps(openai_error_body(message, code=code))
+        response.body = body
+        response.content_type = "application/json"
+        # aiohttp has counted the text body by now: the JSON one is counted again.
+        response.headers[hdrs.CONTENT_LENGTH] = str(len(body))
+        response.headers.update(self.headers())
+
     # -- routes --------------------------------------------------------------------
     def add_routes(self, app: web.Application, path: str, methods: dict[str, Handler]) -> None:
         """``path`` with a handler per method (GET also answers HEAD); any other method
@@ -182,8 +208,10 @@ class RequestGuard:
         app.router.add_route("*", path, not_allowed, expect_handler=self.expect)
 
     def add_catch_all(self, app: web.Application) -> None:
-        """Every other path: 404 (after the key check)."""
+        """Every other path: 404 (after the key check); and aiohttp's own answers as
+        JSON (:meth:`json_answers`)."""
         app.router.add_route("*", "/{tail:.*}", self._not_found, expect_handler=self.expect)
+        app.on_response_prepare.append(self.json_answers)
 
     async def _not_found(self, request: web.Request) -> web.StreamResponse:
         raise web.HTTPNotFound()

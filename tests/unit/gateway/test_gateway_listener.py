@@ -140,3 +140,22 @@ async def test_wrong_methods_and_paths_are_json_405_and_404() -> None:
         for raw in (request_bytes("GET", "/nope"), b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"):
             a = await _send(port, [raw])
             assert a.status == 404 and a.json()["error"]["code"] == "not_found"
+
+
+async def test_a_target_that_is_no_path_is_answered_json_even_with_an_expect() -> None:
+    # CONNECT's target is an authority and OPTIONS * has none: neither matches a route,
+    # so an Expect header on them meets aiohttp's own handler before any middleware.
+    targets = (b"CONNECT /v1/chat/completions", b"CONNECT h:443", b"OPTIONS *")
+    async with served(ClientLimits()) as (port, _):
+        for target in targets:
+            for expect, status in ((b"", 404), (b"Expect: 200-ok\r\n", 417)):
+                raw = target + b" HTTP/1.1\r\nHost: x\r\n" + expect + b"\r\n"
+                a = await _send(port, [raw])
+                assert a.status == status, (raw, a)
+                assert a.headers["content-type"].startswith("application/json"), (raw, a)
+                assert a.headers["x-request-id"] == "r1", (raw, a)
+                err = a.json()["error"]
+                assert err["type"] == "invalid_request_error", (raw, a)
+                if status == 417:
+                    assert err["code"] == "expectation_failed", (raw, a)
+                    assert err["message"] == "unsupported Expect: 200-ok", (raw, a)
