@@ -23,6 +23,7 @@ from infersight.core.records import ClockAnchor, RequestRecord, RunResult
 from infersight.stats.aggregate import aggregate
 
 __all__ = [
+    "MAX_SPAN_S",
     "MAX_TOKENS",
     "ImportSpec",
     "ImportedLevel",
@@ -30,6 +31,7 @@ __all__ = [
     "as_float",
     "as_int",
     "build_run",
+    "check_records",
     "level_name",
     "load_json",
     "need",
@@ -119,9 +121,13 @@ MAX_SPAN_S = 30 * 86400.0
 MAX_TOKENS = 10_000_000
 
 
-def _check_span(records: list[RequestRecord]) -> None:
+def check_records(records: list[RequestRecord]) -> None:
+    """Refuse (Malformed) records no measurement makes: times spanning more than
+    ``MAX_SPAN_S`` (every chunk's time counts, not only the first and last), or more
+    tokens than ``MAX_TOKENS``. A reader that computes from its records before
+    :func:`build_run` (a tool's own per-request metric) calls this first."""
     times = [t for r in records for t in (r.scheduled, r.sent, r.end) if t is not None]
-    times += [t for r in records if r.chunk_times for t in (r.chunk_times[0], r.chunk_times[-1])]
+    times += [t for r in records for t in r.chunk_times]
     if times and max(times) - min(times) > MAX_SPAN_S:
         raise Malformed(
             f"its request times span {(max(times) - min(times)) / 86400:.3g} days "
@@ -182,7 +188,7 @@ def build_run(spec: ImportSpec, levels: list[ImportedLevel]) -> RunResult:
         while lv.name in seen:
             lv.name, n = f"{base} #{n}", n + 1
         seen.add(lv.name)
-    _check_span([r for lv in levels for r in lv.records])
+    check_records([r for lv in levels for r in lv.records])
     records: list[RequestRecord] = []
     aggregates: dict[str, Any] = {}
     for lv in levels:

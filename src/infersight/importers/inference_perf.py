@@ -27,6 +27,7 @@ from infersight.importers.common import (
     as_float,
     as_int,
     build_run,
+    check_records,
     level_name,
     load_json,
     need,
@@ -112,6 +113,7 @@ def _read_requests(entries: list[Any], source: str) -> RunResult:
     for j, entry in enumerate(entries):
         records.append(_record(entry, j))
     records.sort(key=lambda x: x[0].scheduled)
+    check_records([r for r, _ in records])  # before NTPOT is summarised from them
     spec = ImportSpec(
         format=FORMAT_REQUESTS,
         tool="inference-perf",

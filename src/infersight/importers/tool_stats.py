@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from infersight.importers.common import as_float, as_int
+from infersight.importers.common import MAX_SPAN_S, Malformed, as_float, as_int
 from infersight.stats.aggregate import aggregate
 from infersight.stats.summary import empty_summary, summarize
 
@@ -103,5 +103,11 @@ def tool_metric(
     if summary is not None:
         summ = summary_from_stats(summary, scale)
     else:
-        summ = summarize([v * scale for v in values])
+        seconds = [v * scale for v in values]
+        if far := [v for v in seconds if abs(v) > MAX_SPAN_S]:
+            raise Malformed(
+                f"{definition.split(':')[0]} holds {far[0]:.3g} s for one request: "
+                "longer than the 30 days a result may span"
+            )
+        summ = summarize(seconds)
     return {"definition": definition, "ours": ours, "summary": summ}

@@ -97,8 +97,10 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         heapq.heapify(arrivals)
         limit = len(arrivals)
     else:
-        arrivals = [(0.0, c) for c in range(load.clients or 1)]
         limit = load.count
+        # Clients past the count never send: a level of a million clients costs
+        # what its requests cost.
+        arrivals = [(0.0, c) for c in range(min(load.clients or 1, limit))]
     horizon = float("inf") if load.duration is None else load.duration
     queue: deque[int] = deque()
     prefill: list[tuple[float, int]] = []

@@ -22,6 +22,8 @@ from infersight.core.errors import ConfigError
 from infersight.diagnose import diagnose_run
 from infersight.entrypoints.results import load_result
 from infersight.importers import detect, import_bytes, missing_evidence
+from infersight.importers.common import Malformed
+from infersight.importers.tool_stats import tool_metric
 
 FORMATS = sorted(SAMPLES)
 AGGREGATES_ONLY = ("aiperf-summary", "inference-perf-summary")
@@ -157,6 +159,11 @@ def test_aiperf_records_a_bad_line_is_named(tmp_path: Path) -> None:
             lambda d: d[0].update(start_time="x"),
             "request 0.start_time is str, not int or float",
         ),
+        (  # a token time in the middle counts as much as the first and last
+            "inference-perf-requests",
+            lambda d: d[0]["info"]["response_metrics"]["output_token_times"].__setitem__(3, 1e308),
+            "(more than 30): a timestamp is in another unit or clock",
+        ),
     ],
 )
 def test_broken_structures_say_what_is_wrong(fmt: str, edit: Any, words: str) -> None:
@@ -210,3 +217,11 @@ def test_cli_diagnose_aggregates_only_says_what_is_missing(tmp_path: Path) -> No
     assert "per_request" in v["fixes"][0]
     res = CliRunner().invoke(app, ["diagnose", str(p)])
     assert res.exit_code == 0 and "Not decided" in res.stdout, res.stdout
+
+
+def test_a_tools_per_request_metric_past_any_request_is_refused() -> None:
+    with pytest.raises(Malformed) as e:
+        tool_metric("vLLM's TPOT: (latency - TTFT) / ...", ours=None, values=[0.01, 1e308])
+    assert str(e.value) == (
+        "vLLM's TPOT holds 1e+308 s for one request: longer than the 30 days a result may span"
+    )

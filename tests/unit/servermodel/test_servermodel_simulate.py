@@ -76,3 +76,11 @@ def test_an_open_loop_past_capacity_is_unsustainable() -> None:
     eng = _engine(slots=1.0)  # 1 / 0.13 s = 7.7 req/s
     p = figures(simulate(eng, _load(arrivals=poisson_arrivals(15, 20, seed=1))), rate=15.0)
     assert p.sustainable is False and (p.throughput or 0) < 8.5
+
+
+@pytest.mark.parametrize("clients", [7, 10**12])
+def test_a_closed_loop_sends_its_count_however_many_clients(clients: int) -> None:
+    # Clients past the count never send; a level of 10^12 clients (an imported file
+    # can say so) costs what its 7 requests cost.
+    sim = simulate(_engine(), _load(clients=clients, count=7))
+    assert sim.arrival.size == 7 and sim.ok.all() and np.isfinite(sim.end).all()

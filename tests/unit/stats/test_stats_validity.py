@@ -3,6 +3,8 @@ built to pass or fail each one."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from infersight.stats.validity import (
     check_tokens,
     check_trend,
     invalid_metrics,
+    mann_kendall,
     validity_lines,
 )
 
@@ -115,3 +118,12 @@ def test_a_file_written_before_validity_gets_it_from_its_records() -> None:
     got = level_aggregate(old, recs)
     assert [c["check"] for c in got["validity"]] == [c["check"] for c in stored["validity"]]
     assert "itl" in invalid_metrics(got)
+
+
+def test_a_trend_of_tied_values_is_none_and_quiet() -> None:
+    # Ties in both times and values make scipy's interval variance negative; only the
+    # slope is read, and it is 0 with no RuntimeWarning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p, slope = mann_kendall([0.0] * 5 + [1.0] * 5, [1.0] * 10)
+    assert slope == 0.0 and p == 1.0
