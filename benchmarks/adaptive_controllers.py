@@ -14,9 +14,10 @@ by side in one run, on 127.0.0.1 against the fake OpenAI server in its own proce
   configured 32, in front of an engine with 8 slots (about 0.2 s per answer, 40/s at
   most); interactive clients arrive at random (Poisson) at ``--rate`` per second, first
   each with a deadline (``X-Infersight-Deadline-Ms``), then with none, then streamed
-  with a deadline (the gateway's limit then learns from the time to first content). Figures: goodput
-  (answers within the deadline per second), latency p50/p99 of the answers, 503/504
-  answers, and the median limit the law held.
+  with a deadline (the gateway's limit then learns from the time to first content). Figures:
+  goodput (whole answers within the deadline per second), latency p50/p99 of the answers,
+  503/504 answers, streams the deadline cut after content, and the median limit the law
+  held.
 
 Only the law is swapped: the batch runner's Retry-After pause and the gateway's queue,
 deadline shedding and metrics stay as they are.
@@ -98,6 +99,10 @@ async def batch_run(fake: FakeConfig, law: str, rows: int, tmp: Path) -> Row:
 
 
 # -- gateway's situation -------------------------------------------------------------
+#: The status recorded for a stream cut short (by its deadline) after content.
+CUT = -1
+
+
 async def one_request(
     session: aiohttp.ClientSession,
     url: str,
@@ -110,8 +115,10 @@ async def one_request(
     body = {**CHAT, "stream": stream}
     try:
         async with session.post(url + "/v1/chat/completions", json=body, headers=headers) as r:
-            await r.read()
-            out.append((r.status, time.monotonic() - t))
+            data = await r.read()
+            # A stream its deadline ended is a 200 that ends in an error event: no answer.
+            cut = r.status == 200 and stream and b'"error"' in data
+            out.append((CUT if cut else r.status, time.monotonic() - t))
     except aiohttp.ClientError:
         out.append((0, time.monotonic() - t))
 
@@ -155,6 +162,7 @@ async def gateway_run(
         "p99 ms": 1000.0 * float(np.percentile(ok, 99)) if ok else float("nan"),
         "503": sum(1 for st, _ in out if st == 503),
         "504": sum(1 for st, _ in out if st == 504),
+        "cut": sum(1 for st, _ in out if st == CUT),
         "limit p50": float(np.median(limits)) if limits else float("nan"),
     }
 

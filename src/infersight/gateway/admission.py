@@ -53,6 +53,10 @@ class AdmissionController:
         self._seq = itertools.count()
         self._done_times: deque[float] = deque(maxlen=_DRAIN_WINDOW)
         self._lat_ewma: float | None = None
+        #: Seconds a whole answer takes at the upstream (streams to their end): what a
+        #: request needs after its wait, and what a slot is held for.
+        self._whole_ewma: float | None = None
+        self._answered_at: float | None = None
 
     # -- state ------------------------------------------------------------------------
     @property
@@ -81,8 +85,8 @@ class AdmissionController:
                 rates.append((len(d) - 1) / (d[-1] - d[0]))
             if rates:
                 return min(rates)
-        if self._lat_ewma:
-            return self.limit / self._lat_ewma
+        if hold := self._whole_ewma or self._lat_ewma:
+            return self.limit / hold
         return None
 
     def predicted_wait(self, position: int) -> float | None:
@@ -114,6 +118,11 @@ class AdmissionController:
         typical = self._lat_ewma
         return typical is not None and given < typical
 
+    def answered_since(self, when: float) -> bool:
+        """Whether the upstream finished a whole answer after ``when``: one that misses
+        a deadline meanwhile is busy, not broken (docs/design.md section 4)."""
+        return self._answered_at is not None and self._answered_at >= when
+
     # -- acquire / release ---------------------------------------------------------------
     def try_acquire(self) -> bool:
         """Take a slot without waiting, if one is free and nobody is queued."""
@@ -141,11 +150,14 @@ class AdmissionController:
         key = -priority
         position = 1 + sum(1 for k, _, _ in self._heap if k <= key)
         wait = self.predicted_wait(position)
-        if wait is not None and start + wait > deadline:
+        # The answer itself takes time after the wait: a request admitted with only the
+        # wait in hand misses its deadline at the upstream, having spent its slot there.
+        answer = self._whole_ewma or self._lat_ewma or 0.0
+        if wait is not None and start + wait + answer > deadline:
             self._reject("predicted_wait")
             raise Shed(
-                f"predicted queue wait {wait:.2f}s exceeds the request deadline "
-                f"({max(0.0, deadline - start):.2f}s left)",
+                f"predicted queue wait {wait:.2f}s and a typical answer's {answer:.2f}s "
+                f"exceed the request deadline ({max(0.0, deadline - start):.2f}s left)",
                 code="predicted_wait_exceeds_deadline",
                 retry_after=self.retry_after(position),
             )
@@ -170,15 +182,27 @@ class AdmissionController:
             raise
         return self._clock() - start
 
-    def release(self, latency: float | None = None, *, dropped: bool = False) -> None:
-        """Give the slot back; feed the limiter and the drain-rate estimate."""
+    def release(
+        self, latency: float | None = None, *, dropped: bool = False, whole: float | None = None
+    ) -> None:
+        """Give the slot back; feed the limiter (``latency``: the sample it learns from,
+        the time to first content on streams) and the drain-rate estimate. ``whole``:
+        the seconds a complete answer took, to its last byte (None: not complete)."""
         self.inflight -= 1
+        if whole is not None and whole >= 0:
+            self._answered_at = self._clock()
+            self._whole_ewma = (
+                whole if self._whole_ewma is None else 0.8 * self._whole_ewma + 0.2 * whole
+            )
         now = self._clock()
         self._done_times.append(now)
         if latency is not None and latency >= 0:
-            self._lat_ewma = (
-                latency if self._lat_ewma is None else 0.8 * self._lat_ewma + 0.2 * latency
-            )
+            # A failure's time is no answer's: a hang that ran to its deadline would
+            # teach "typical" = the deadline, and the next hang would look cut short.
+            if not dropped:
+                self._lat_ewma = (
+                    latency if self._lat_ewma is None else 0.8 * self._lat_ewma + 0.2 * latency
+                )
             self.limiter.on_sample(latency, self.inflight + 1, dropped)
         self._wake()
 

@@ -138,6 +138,7 @@ class Failover:
             t0 = time.monotonic()
             dropped = False
             sample: bool = True
+            whole: float | None = None  # a complete answer's seconds, to its last byte
             try:
                 result = await attempt(up, cand)
             except InfersightError as e:
@@ -154,9 +155,14 @@ class Failover:
                     raise
                 dropped = True
                 up.health.record(False)
-                if isinstance(e, RateLimited):
+                if isinstance(e, RateLimited) or (
+                    isinstance(e, DeadlineExceeded) and adm.answered_since(t0)
+                ):
                     # "Slow down" is the limiter's business (dropped=True shrinks it) and a
-                    # reason to try another replica, not proof that the upstream is broken.
+                    # reason to try another replica, not proof that the upstream is broken;
+                    # so is a deadline missed while the upstream finished other answers:
+                    # it is busy, and opening its circuit would turn an overload into an
+                    # outage. One that answered nothing meanwhile (a hang) still counts.
                     up.breaker.record_neutral()
                 else:
                     # Out of memory counts like a 503: the limiter backs off (dropped)
@@ -181,11 +187,18 @@ class Failover:
                     up.breaker.record_failure()
                     up.health.record(False)
                     dropped = True
+                elif call.error == "DeadlineExceeded":
+                    # Its deadline ended a stream the upstream was still answering: a
+                    # missed deadline like any other (congestion, never the breaker's).
+                    up.breaker.record_neutral()
+                    up.health.record(False)
+                    dropped = True
                 elif call.error == "Cancelled":
                     up.breaker.record_neutral()
                 else:
                     up.breaker.record_success()
                     up.health.record(True)
+                    whole = time.monotonic() - t0
                 up.spend(tokens=call.prompt_tokens + call.completion_tokens)
                 if cand.fallback:
                     self.metrics.fallbacks.labels(call.model, cand.model).inc()
@@ -196,7 +209,7 @@ class Failover:
                 # (Queue/in-flight gauges are refreshed when /metrics is scraped.)
                 end = call.first_content_at if call.first_content_at else time.monotonic()
                 call.first_content_at = None
-                adm.release(end - t0 if sample else None, dropped=dropped)
+                adm.release(end - t0 if sample else None, dropped=dropped, whole=whole)
         raise self._no_candidate(call, last)
 
     def _upstream_error(self, call: Call, up: Upstream, e: InfersightError) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.core.errors import InfersightError, TruncatedStream
+from infersight.core.errors import DeadlineExceeded, InfersightError, TruncatedStream
 from infersight.gateway.call import Call
 from infersight.gateway.cost_stamp import COST_HEADER, cost_text, stamp_usage
 from infersight.gateway.error_answers import error_body
@@ -197,7 +197,10 @@ class Proxy(Failover):
             raise
         except InfersightError as e:
             # Content already reached the client: end with an SSE error event, never [DONE].
-            call.error, call.truncated = "TruncatedStream", True
+            # The client's own deadline ending an answer in progress is no upstream fault.
+            cut = isinstance(e, DeadlineExceeded)
+            call.error = "DeadlineExceeded" if cut else "TruncatedStream"
+            call.truncated = True
             self._delivered(call, sr)
             self.metrics.truncations.labels(call.served_model or call.model, call.upstream).inc()
             self.failures.failure(e, up.name, up.cfg.url, failover=False)

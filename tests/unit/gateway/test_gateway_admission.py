@@ -86,6 +86,26 @@ async def test_predicted_wait_beyond_deadline_is_refused() -> None:
     assert ei.value.retry_after == 1
 
 
+async def test_the_answer_after_the_wait_counts_against_the_deadline() -> None:
+    # 1 completion/s through one slot; answers take 0.6 s to their last byte (streams:
+    # their first content after 0.05 s). Position 1 waits ~1 s: a deadline 1.3 s away
+    # fits the wait alone, not the wait and the answer.
+    t = [0.0]
+    a = AdmissionController(StaticLimit(1), queue_size=100, clock=lambda: t[0])
+    await a.acquire(1e9)
+    for _ in range(10):
+        t[0] += 1.0
+        a.release(0.05, whole=0.6)
+        await a.acquire(1e9)
+    with pytest.raises(Shed) as ei:
+        await a.acquire(t[0] + 1.3)
+    assert ei.value.code == "predicted_wait_exceeds_deadline"
+    assert "and a typical answer's 0.60s" in str(ei.value)
+    t[0] += 1.0
+    a.release(0.05, whole=0.6)  # the slot is free again: no wait to predict
+    assert await a.acquire(t[0] + 1.3) == 0.0
+
+
 async def test_cancelled_waiter_leaves_no_trace() -> None:
     a = AdmissionController(StaticLimit(1), queue_size=5)
     await a.acquire(far())
