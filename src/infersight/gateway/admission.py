@@ -33,6 +33,10 @@ _DRAIN_MAX_AGE_S = 30.0
 _MAX_RETRY_AFTER_S = 300
 
 
+def _ewma(old: float | None, sample: float) -> float:
+    return sample if old is None else 0.8 * old + 0.2 * sample
+
+
 class AdmissionController:
     """Concurrency limit + bounded queue + drain-rate based wait prediction."""
 
@@ -191,18 +195,14 @@ class AdmissionController:
         self.inflight -= 1
         if whole is not None and whole >= 0:
             self._answered_at = self._clock()
-            self._whole_ewma = (
-                whole if self._whole_ewma is None else 0.8 * self._whole_ewma + 0.2 * whole
-            )
+            self._whole_ewma = _ewma(self._whole_ewma, whole)
         now = self._clock()
         self._done_times.append(now)
         if latency is not None and latency >= 0:
             # A failure's time is no answer's: a hang that ran to its deadline would
             # teach "typical" = the deadline, and the next hang would look cut short.
             if not dropped:
-                self._lat_ewma = (
-                    latency if self._lat_ewma is None else 0.8 * self._lat_ewma + 0.2 * latency
-                )
+                self._lat_ewma = _ewma(self._lat_ewma, latency)
             self.limiter.on_sample(latency, self.inflight + 1, dropped)
         self._wake()
 

@@ -68,15 +68,22 @@ async def test_deadline_while_queued_raises_and_frees_place() -> None:
     assert a.inflight == 0
 
 
-async def test_predicted_wait_beyond_deadline_is_refused() -> None:
-    t = [0.0]
+async def _drained(
+    t: list[float], latency: float, whole: float | None = None
+) -> AdmissionController:
+    """One slot, held, after 10 completions over 10 s of ``t``'s clock (~1/s)."""
     a = AdmissionController(StaticLimit(1), queue_size=100, clock=lambda: t[0])
-    # Measured drain: 10 completions over 10 s -> ~1/s.
     await a.acquire(1e9)
     for _ in range(10):
         t[0] += 1.0
-        a.release(1.0)
+        a.release(latency, whole=whole)
         await a.acquire(1e9)
+    return a
+
+
+async def test_predicted_wait_beyond_deadline_is_refused() -> None:
+    t = [0.0]
+    a = await _drained(t, 1.0)
     rate = a.drain_rate()
     assert rate is not None and 0.8 < rate < 1.2
     assert a.predicted_wait(5) == pytest.approx(5 / rate)
@@ -91,12 +98,7 @@ async def test_the_answer_after_the_wait_counts_against_the_deadline() -> None:
     # their first content after 0.05 s). Position 1 waits ~1 s: a deadline 1.3 s away
     # fits the wait alone, not the wait and the answer.
     t = [0.0]
-    a = AdmissionController(StaticLimit(1), queue_size=100, clock=lambda: t[0])
-    await a.acquire(1e9)
-    for _ in range(10):
-        t[0] += 1.0
-        a.release(0.05, whole=0.6)
-        await a.acquire(1e9)
+    a = await _drained(t, 0.05, whole=0.6)
     with pytest.raises(Shed) as ei:
         await a.acquire(t[0] + 1.3)
     assert ei.value.code == "predicted_wait_exceeds_deadline"
