@@ -20,6 +20,7 @@ import numpy as np
 from infersight.core.curve import CapacityCurve, CurvePoint
 from infersight.core.records import RunResult
 from infersight.diagnose.knee import find_knee
+from infersight.diagnose.plateau import MIN_SCRAPES
 from infersight.diagnose.signals import RecordArrays, SampleIndex, inflight_stats
 from infersight.stats.aggregate import aggregate
 from infersight.stats.level_flags import flagged
@@ -76,16 +77,21 @@ def level_point(
 ) -> CurvePoint:
     """The curve's point for one level (its records ``idx``, its aggregate ``agg``).
 
-    Without the engine's R, the client's count includes requests queued before the
-    engine: the time in the engine is then no more than an unqueued request's own
-    (:func:`_unqueued_time`), and the rest of the client's count is the queue.
+    Without the engine's R from at least ``MIN_SCRAPES`` scrapes of the level, the
+    client's count includes requests queued before the engine: the time in the engine
+    is then no more than an unqueued request's own (:func:`_unqueued_time`), and the
+    rest of the client's count is the queue.
     """
     t0, t1 = _window(agg, ra, idx)
     client, _ = inflight_stats(ra.sent[idx], ra.end[idx], t0, t1)
-    running = sidx.mean_sum("engine.requests_running", t0, t1)
-    if running is None:  # a short window between two scrapes: the whole level
+    a, b = t0, t1
+    if not sidx.times("engine.requests_running", a, b).size:
+        # a short window between two scrapes: the whole level
         a, b = float(np.min(ra.scheduled[idx])), float(np.nanmax(ra.end[idx], initial=t1))
-        running = sidx.mean_sum("engine.requests_running", a, b)
+    # Fewer scrapes are instants, not the level's mean: one that lands on a closed-loop
+    # handover reads R far below the requests the engine runs.
+    enough = sidx.times("engine.requests_running", a, b).size >= MIN_SCRAPES
+    running = sidx.mean_sum("engine.requests_running", a, b) if enough else None
     thr = _num(agg.get("request_throughput"))
     inflight, source = (running, "engine") if running is not None else (client, "client")
     queue = max(0.0, client - running) if running is not None else None

@@ -64,3 +64,22 @@ class InFlight:
         for i in np.flatnonzero(hi > lo):
             out[i] += int(np.count_nonzero(self.end_by_sent[lo[i] : hi[i]] < b[i]))
         return out
+
+    def split(self, limit: float, t0: float, t1: float) -> tuple[float, float, float, float]:
+        """The client's in-flight count over [t0, t1], exactly, set against a slot
+        ``limit``: the time-mean of those within it (running), of those above it
+        (queued), the fraction of the time any were above it, and the most above it."""
+        span = max(1e-9, t1 - t0)
+        n0 = int(np.searchsorted(self.sent, t0, "right") - np.searchsorted(self.ends, t0, "right"))
+        starts = self.sent[(self.sent > t0) & (self.sent < t1)]
+        stops = self.ends[(self.ends > t0) & (self.ends < t1)]
+        times = np.concatenate([starts, stops])
+        deltas = np.concatenate([np.ones(starts.size), -np.ones(stops.size)])
+        order = np.lexsort((deltas, times))  # ends before starts at equal times
+        counts = np.concatenate([[n0], n0 + np.cumsum(deltas[order])])
+        held = np.diff(np.concatenate([[t0], times[order], [t1]]))
+        above = np.clip(counts - limit, 0.0, None)
+        running = float(np.sum(np.minimum(counts, limit) * held)) / span
+        queued = float(np.sum(above * held)) / span
+        frac = float(np.sum(held[above >= 0.5])) / span
+        return running, queued, frac, float(above.max())

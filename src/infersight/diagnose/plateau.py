@@ -19,7 +19,8 @@ __all__ = ["FLAT_RATIO", "MIN_SCRAPES", "Plateau", "infer_slots"]
 
 #: R is flat when its p10 is at least this fraction of its p90.
 FLAT_RATIO = 0.9
-#: Scrapes with Q > 0 (and KV below full) needed before anything is inferred.
+#: Scrapes a window needs before its engine gauges stand for it (fewer are instants,
+#: not a window), and those with Q > 0 (and KV below full) before a plateau is inferred.
 MIN_SCRAPES = 3
 #: KV usage at or above which a plateau is memory's, not the slot limit's.
 KV_FULL = 0.90

@@ -11,7 +11,7 @@ import numpy as np
 
 from infersight.diagnose.context import RunContext
 from infersight.diagnose.physics.floors import decode_floor, prefill_floor
-from infersight.diagnose.plateau import Plateau, infer_slots
+from infersight.diagnose.plateau import MIN_SCRAPES, Plateau, infer_slots
 from infersight.diagnose.signals import SampleIndex, WindowStats
 
 __all__ = ["Q_SUSTAINED", "EngineSignals", "engine_signals", "floor_record"]
@@ -127,6 +127,27 @@ def _queued_outside(
     return np.clip(probe.count(times, scrape) - seen, 0.0, None), waiting
 
 
+def _few_scrapes(idx: SampleIndex, w: WindowStats, s: EngineSignals) -> None:
+    """R and Q from the client's exact in-flight count against the slot limit (declared,
+    or the fitted model's), where the window holds too few scrapes to time a queue.
+
+    One or two scrapes are instants, not a window: in a closed loop one that lands on a
+    handover (a batch done, the next not yet read by the engine) shows no queue in a
+    level where half the clients wait the whole time. The client's count is known at
+    every instant; above a declared limit, the rest wait (docs/design.md section 5)."""
+    n = _scrape_times(idx, w.t0, w.t1).size
+    probe = w.inflight_probe
+    if n >= MIN_SCRAPES or s.S is None or probe is None or not w.n:
+        return
+    s.R, s.Q, s.Q_frac, s.Q_max = probe.split(s.S, w.t0, w.t1)
+    s.queued_outside = None
+    scrapes = "1 scrape" if n == 1 else f"{n} scrapes"
+    s.rq_source = (
+        f"client in-flight count against the slot limit S = {s.S:.0f}: the engine's "
+        f"/metrics had {scrapes} in this {w.seconds:.1f} s window, too few to time a queue"
+    )
+
+
 def floor_record(s: EngineSignals) -> dict[str, Any]:
     """The floors of one window as stored in ``environment["physics"]["floors"]``."""
     return {
@@ -218,6 +239,8 @@ def engine_signals(
             s.S, s.S_source = float(s.plateau.slots), s.plateau.source()
         elif ctx.curve_slots is not None:  # too few scrapes: the curve's shape tells
             s.S, s.S_source = ctx.curve_slots, ctx.curve_slots_source
+    if not s.inferred:
+        _few_scrapes(idx, w, s)
     s.kv = idx.mean_avg("engine.kv_cache_usage", t0, t1)
     s.kv_p90 = idx.max_quantile("engine.kv_cache_usage", 0.9, t0, t1)
     s.P = idx.counter_rate("engine.preemptions_total", t0, t1)

@@ -9,9 +9,9 @@ they write.
         out = run_guidellm(url, tmp / "benchmarks.json", streams=[1, 4], requests=24, tokens=16)
 
 Nothing may be downloaded while a test runs, so each tool gets a word-level tokenizer
-built here by its own ``transformers`` (one token per whitespace-separated word): a
-local folder for GuideLLM and inference-perf, a Hugging Face cache layout for AIPerf,
-whose offline mode reads tokenizers from the cache only.
+written here (one token per whitespace-separated word): a local folder for GuideLLM and
+inference-perf, a Hugging Face cache layout for AIPerf, whose offline mode reads
+tokenizers from the cache only.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ __all__ = [
     "run_guidellm",
     "run_inference_perf",
     "tool_path",
-    "tool_python",
     "tool_venvs",
     "word_tokenizer",
 ]
@@ -42,17 +41,6 @@ OFFLINE = {
     "DO_NOT_TRACK": "1",
     "HF_HUB_DISABLE_TELEMETRY": "1",
 }
-
-_TOKENIZER = """
-import sys
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
-words = ["tok"] + [f"w{i}" for i in range(2000)]
-vocab = {w: i for i, w in enumerate(["[UNK]"] + words)}
-tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-tk.pre_tokenizer = pre_tokenizers.Whitespace()
-PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]").save_pretrained(sys.argv[1])
-"""
 
 
 def tool_venvs() -> Path:
@@ -82,20 +70,43 @@ def _tool_exe(tool: str) -> str:
     return exe
 
 
-def tool_python(tool: str) -> Path:
-    """The Python of the venv the tool's command lives in."""
-    return Path(_tool_exe(tool)).parent / "python"
+def word_tokenizer(where: Path) -> Path:
+    """A word-level tokenizer folder (``tokenizer.json`` and its config) that any
+    ``transformers`` loads with ``AutoTokenizer``: one token per whitespace-separated
+    word, ``tok`` and ``w0`` .. ``w1999`` known, anything else ``[UNK]``.
 
-
-def word_tokenizer(tool: str, where: Path) -> Path:
-    """A word-level tokenizer folder, saved by the tool's own ``transformers``."""
-    subprocess.run(
-        [str(tool_python(tool)), "-c", _TOKENIZER, str(where)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, **OFFLINE},
-    )
+    Written as the files themselves, not by a tool's ``transformers``: starting one
+    costs seconds, and on a busy machine it once ran past two minutes."""
+    words = ["[UNK]", "tok", *(f"w{i}" for i in range(2000))]
+    spec = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": 0,
+                "content": "[UNK]",
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+        ],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {
+            "type": "WordLevel",
+            "vocab": {w: i for i, w in enumerate(words)},
+            "unk_token": "[UNK]",
+        },
+    }
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]"}
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "tokenizer.json").write_text(json.dumps(spec))
+    (where / "tokenizer_config.json").write_text(json.dumps(config))
     return where
 
 
@@ -116,7 +127,7 @@ def run_guidellm(
     url: str, out: Path, *, streams: list[int], requests: int, tokens: int, timeout: float = 300
 ) -> Path:
     """GuideLLM's concurrent profile at each stream count, ``requests`` each; its JSON."""
-    tok = word_tokenizer("guidellm", out.parent / "guidellm-tok")
+    tok = word_tokenizer(out.parent / "guidellm-tok")
     exe = _tool_exe("guidellm")
     _run(
         [
@@ -157,7 +168,7 @@ def run_aiperf(
     repo = home / "hub" / "models--local--wordtok"
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     (repo / "refs" / "main").write_text(rev)
-    word_tokenizer("aiperf", repo / "snapshots" / rev)
+    word_tokenizer(repo / "snapshots" / rev)
     exe = _tool_exe("aiperf")
     _run(
         [
@@ -198,7 +209,7 @@ def run_inference_perf(
 ) -> Path:
     """inference-perf with one concurrent stage per (requests, concurrency), streamed
     completions, its per-request report on; the folder of its reports."""
-    tok = word_tokenizer("inference-perf", out.parent / "inference-perf-tok")
+    tok = word_tokenizer(out.parent / "inference-perf-tok")
     dist = {"min": 16, "max": 16, "mean": 16, "std_dev": 0, "total_count": 1000}
     out_dist = {**dist, "min": tokens, "max": tokens, "mean": tokens}
     config = {
