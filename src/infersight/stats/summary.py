@@ -5,7 +5,8 @@ method, so ``summarize(v)["p99"] == numpy.percentile(v, 99)`` bit for bit. No sk
 are used: at the sizes a benchmark produces (well under 10 million samples) an exact
 sort is cheap and removes a source of disagreement between tools.
 
-A weighted summary treats a value with integer weight ``k`` as ``k`` identical samples.
+A weighted summary treats a value with integer weight ``k`` as ``k`` identical samples
+(past ``REPEAT_MAX`` samples, computed from the weights to the same definitions).
 That is how pooled inter-token latency counts a chunk carrying ``k`` tokens: its gap is
 recorded once, with weight ``k`` (docs/design.md section 2).
 """
@@ -19,10 +20,14 @@ import numpy as np
 
 from infersight.core.errors import DataError
 
-__all__ = ["PERCENTILES", "STAT_KEYS", "empty_summary", "summarize"]
+__all__ = ["PERCENTILES", "REPEAT_MAX", "STAT_KEYS", "empty_summary", "summarize"]
 
 #: Percentile keys reported for every metric, with their q in percent.
 PERCENTILES: dict[str, float] = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9}
+#: Samples past which a weighted summary is computed from its weights, not by making
+#: ``k`` copies of each value: a file that claims a million tokens for each of a few
+#: hundred requests would take gigabytes.
+REPEAT_MAX = 1 << 24
 #: Every key of a summary, in display order.
 STAT_KEYS: tuple[str, ...] = ("count", "mean", "std", "min", "max", *PERCENTILES)
 
@@ -53,8 +58,10 @@ def summarize(
             raise DataError(f"values ({arr.size}) and weights ({w.size}) differ in length")
         if w.size and (np.any(w < 0) or np.any(w != np.floor(w))):
             raise DataError("weights must be non-negative integers (a weight counts samples)")
-        # Exact by construction: k copies of a value are k samples. The repeated array
-        # is as long as the number of tokens, which stays far below memory limits.
+        total = float(w.sum())
+        if total > REPEAT_MAX:
+            return _from_weights(arr, w)
+        # Exact by construction: k copies of a value are k samples.
         arr = np.repeat(arr, w.astype(np.int64))
     if arr.size == 0:
         return empty_summary()
@@ -70,6 +77,35 @@ def summarize(
     }
     for key, value in zip(PERCENTILES, pcts, strict=True):
         out[key] = float(value)
+    return out
+
+
+def _from_weights(arr: np.ndarray, w: np.ndarray) -> dict[str, Any]:
+    """The summary of ``k`` copies of each value without making them: the same
+    definitions as numpy's on the repeated array (float rounding aside)."""
+    keep = w > 0
+    v, k = arr[keep], w[keep]
+    if not np.all(np.isfinite(v)):
+        raise DataError("summarize() got a NaN or infinite value")
+    order = np.argsort(v, kind="stable")
+    v, k = v[order], k[order]
+    ends = np.cumsum(k)  # the repeated array's index past each value's last copy
+    n = float(ends[-1])
+    mean = float(np.dot(v, k) / n)
+    out: dict[str, Any] = {
+        "count": int(n),
+        "mean": mean,
+        "std": float(np.sqrt(np.dot(k, (v - mean) ** 2) / n)),
+        "min": float(v[0]),
+        "max": float(v[-1]),
+    }
+    for key, q in PERCENTILES.items():
+        h = (n - 1) * q / 100.0  # numpy's "linear" method: interpolate at index h
+        lo = np.floor(h)
+        a, b = v[np.searchsorted(ends, [lo, min(lo + 1, n - 1)], "right")]
+        g = h - lo
+        # numpy's own lerp, from the nearer end
+        out[key] = float(a + (b - a) * g if g < 0.5 else b - (b - a) * (1 - g))
     return out
 
 

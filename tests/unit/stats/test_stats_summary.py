@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersight.core.errors import DataError
+from infersight.stats import summary
 from infersight.stats.summary import PERCENTILES, STAT_KEYS, summarize
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -60,3 +61,29 @@ def test_bad_weights_rejected(values: list[float], weights: list[float]) -> None
 def test_nan_rejected() -> None:
     with pytest.raises(DataError):
         summarize([1.0, float("nan")])
+
+
+@given(st.lists(st.tuples(finite, st.integers(0, 40)), min_size=1, max_size=60))
+@settings(max_examples=150, deadline=None)
+def test_a_summary_from_the_weights_is_the_repeated_ones(
+    pairs: list[tuple[float, int]],
+) -> None:
+    values = [v for v, _ in pairs]
+    weights = [w for _, w in pairs]
+    repeated = summarize([v for v, w in pairs for _ in range(w)])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(summary, "REPEAT_MAX", 0)  # always from the weights
+        got = summarize(values, weights)
+    assert got["count"] == repeated["count"]
+    if not got["count"]:
+        return
+    for key in STAT_KEYS[1:]:
+        assert got[key] == pytest.approx(repeated[key], rel=1e-9, abs=1e-6), key
+
+
+def test_a_billion_token_weight_takes_no_memory_to_speak_of() -> None:
+    # an imported file once claimed a million tokens for a request: the model's
+    # prediction pooled 400 such gaps and numpy asked for 3 GiB
+    s = summarize(np.array([0.01, 0.02, 0.5]), np.array([10**9, 10**9, 1]))
+    assert s["count"] == 2 * 10**9 + 1 and s["p50"] == 0.02 and s["p99.9"] == 0.02
+    assert s["max"] == 0.5 and s["mean"] == pytest.approx(0.015)
