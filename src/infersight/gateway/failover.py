@@ -27,6 +27,7 @@ from infersight.core.errors import (
     AuthError,
     BadRequest,
     DeadlineExceeded,
+    FirstTokenTimeout,
     InfersightError,
     OutOfMemory,
     RateLimited,
@@ -49,6 +50,11 @@ ONE_TRY = RetryPolicy.none()
 def _upstream_fault(e: InfersightError) -> bool:
     """True when the error says something about the upstream's health."""
     return not (isinstance(e, BadRequest) and not isinstance(e, AuthError))
+
+
+def _out_of_time(call: Call, e: InfersightError) -> bool:
+    """Whether the request has no time left for another upstream after ``e``."""
+    return isinstance(e, DeadlineExceeded) or time.monotonic() >= call.deadline
 
 
 def _another_admitting(cands: list[Candidate], i: int) -> bool:
@@ -156,19 +162,20 @@ class Failover:
                 dropped = True
                 up.health.record(False)
                 if isinstance(e, RateLimited) or (
-                    isinstance(e, DeadlineExceeded) and adm.answered_since(t0)
+                    isinstance(e, DeadlineExceeded | FirstTokenTimeout) and adm.answered_since(t0)
                 ):
                     # "Slow down" is the limiter's business (dropped=True shrinks it) and a
                     # reason to try another replica, not proof that the upstream is broken;
-                    # so is a deadline missed while the upstream finished other answers:
-                    # it is busy, and opening its circuit would turn an overload into an
-                    # outage. One that answered nothing meanwhile (a hang) still counts.
+                    # so is a deadline or first-byte limit missed while the upstream
+                    # finished other answers: it is busy, and opening its circuit would turn
+                    # an overload into an outage. One that answered nothing meanwhile (a
+                    # hang) still counts.
                     up.breaker.record_neutral()
                 else:
                     # Out of memory counts like a 503: the limiter backs off (dropped)
                     # and repeated ones open the circuit.
                     up.breaker.record_failure()
-                if isinstance(e, DeadlineExceeded) or time.monotonic() >= call.deadline:
+                if _out_of_time(call, e):
                     raise
                 # Kept without its traceback: the traceback holds this frame, whose
                 # ``last`` would hold it back, a cycle left for the garbage collector on
@@ -220,7 +227,9 @@ class Failover:
         mark(e, up.name)
         client_fault = isinstance(e, BadRequest) and not isinstance(e, AuthError | OutOfMemory)
         if not client_fault:
-            self.failures.failure(e, up.name, up.cfg.url, failover=not call.committed)
+            # "failing over" only where run() goes on to another upstream
+            moves = not call.committed and call.next_candidate and not _out_of_time(call, e)
+            self.failures.failure(e, up.name, up.cfg.url, failover=moves)
 
     def _count_attempts(self, call: Call, up: Upstream, attempts: int) -> None:
         call.attempts += attempts

@@ -1,9 +1,9 @@
-"""A missed deadline opens an upstream's circuit only when the upstream is broken, not
-when it is busy (docs/design.md section 4): one that finished other answers while the
-deadline ran is overloaded, and opening its circuit turns the overload into an outage
-(``benchmarks/adaptive_controllers.py``: goodput fell to a third of capacity at 1.2x
-load). A hang still opens it; a stream its own deadline ends is never the upstream's
-fault."""
+"""A missed deadline or first-byte limit opens an upstream's circuit only when the
+upstream is broken, not when it is busy (docs/design.md section 4): one that finished
+other answers while the limit ran is overloaded, and opening its circuit turns the
+overload into an outage (``benchmarks/adaptive_controllers.py``: goodput fell to a third
+of capacity at 1.2x load). A hang still opens it; a stream its own deadline ends is
+never the upstream's fault."""
 
 from __future__ import annotations
 
@@ -19,26 +19,40 @@ from infersight.gateway.breaker import BreakerState
 from infersight.testing.fake_openai import FakeConfig
 
 #: One slot, 0.3 s an answer: 8 requests sent at once end at 0.3, 0.6, ... 2.4 s, so
-#: with a 1.5 s deadline the first ones are answered and the rest miss at the upstream
+#: with a 1.5 s limit the first ones are answered and the rest miss at the upstream
 #: (a slow machine moves the split, never the order).
-N, DEADLINE_MS = 8, "1500"
+N, LIMIT_S = 8, 1.5
+
+#: The two limits a busy upstream can miss: the request's deadline (a header here) and
+#: the upstream's first-byte limit (its config); what each miss is counted as.
+LIMITS = {
+    "deadline": ({}, {"X-Infersight-Deadline-Ms": str(int(LIMIT_S * 1000))}, "DeadlineExceeded"),
+    "first_byte": (
+        {"ttft_timeout_s": LIMIT_S, "first_byte_timeout_s": LIMIT_S},
+        {},
+        "FirstTokenTimeout",
+    ),
+}
 
 
+@pytest.mark.parametrize("limit", sorted(LIMITS))
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-async def test_deadlines_missed_by_a_busy_upstream_leave_its_circuit_closed(
-    make_stack: StackFactory, stream: bool
+async def test_limits_missed_by_a_busy_upstream_leave_its_circuit_closed(
+    make_stack: StackFactory, stream: bool, limit: str
 ) -> None:
+    config, headers, error = LIMITS[limit]
     fake = FakeConfig(ttft=0.3, itl=0.0, tokens=1, slots=1)
-    up = {"concurrency": N, "breaker_failures": 2}
+    up = {"concurrency": N, "breaker_failures": 2, **config}
     async with make_stack([fake], upstreams=[up]) as s:
         body = {**CHAT, "stream": stream}
-        dl = {"X-Infersight-Deadline-Ms": DEADLINE_MS}
-        sent = [asyncio.create_task(s.post("/v1/chat/completions", body, dl)) for _ in range(N)]
+        sent = [
+            asyncio.create_task(s.post("/v1/chat/completions", body, headers)) for _ in range(N)
+        ]
         statuses = sorted(st for st, _, _ in await asyncio.wait_for(asyncio.gather(*sent), 30))
-        missed = statuses.count(504)
+        missed = N - statuses.count(200)
         assert statuses.count(200) >= 1 and missed >= 2, statuses
         assert missed == await s.metric(
-            "infersight_gateway_upstream_errors_total", upstream="a", error="DeadlineExceeded"
+            "infersight_gateway_upstream_errors_total", upstream="a", error=error
         )
         # Before: every miss a failure, and two in a row opened the circuit.
         assert s.gw.upstreams[0].breaker.state is BreakerState.CLOSED
@@ -46,15 +60,16 @@ async def test_deadlines_missed_by_a_busy_upstream_leave_its_circuit_closed(
         assert status == 200, raw
 
 
-async def test_deadlines_missed_by_a_hanging_upstream_open_its_circuit(
-    make_stack: StackFactory,
+@pytest.mark.parametrize("limit", sorted(LIMITS))
+async def test_limits_missed_by_a_hanging_upstream_open_its_circuit(
+    make_stack: StackFactory, limit: str
 ) -> None:
+    config, headers, _ = LIMITS[limit]
+    short = {k: 0.3 for k in config}  # each limit at 0.3 s: the hang answers nothing
     fake = FakeConfig(script=["hang", "hang"])
-    async with make_stack([fake], upstreams=[{"breaker_failures": 2}]) as s:
+    async with make_stack([fake], upstreams=[{"breaker_failures": 2, **short}]) as s:
         for _ in range(2):
-            status, _, _ = await s.post(
-                "/v1/chat/completions", CHAT, {"X-Infersight-Deadline-Ms": "300"}
-            )
+            status, _, _ = await s.post("/v1/chat/completions", CHAT, {k: "300" for k in headers})
             assert status == 504
         assert s.gw.upstreams[0].breaker.state is BreakerState.OPEN
         status, _, raw = await s.post("/v1/chat/completions", CHAT)

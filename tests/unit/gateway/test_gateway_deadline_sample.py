@@ -5,6 +5,7 @@ breaker and the health window."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -95,3 +96,26 @@ async def test_an_overload_backs_off_however_short_the_share() -> None:
     await _fail_with(fo, _call(0.5), Overloaded("503", status=503))
     assert [d for _, d in rec.samples] == [True]
     assert up.health.counts() == (0, 1)
+
+
+async def test_the_failure_log_says_failing_over_only_when_another_upstream_is_left(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    metrics = GatewayMetrics()
+    ups = [
+        Upstream(UpstreamConfig(name=n, url=f"http://127.0.0.1:{p}", models=["m"]), metrics)
+        for n, p in (("a", 9), ("b", 10))
+    ]
+    fo = Failover(Router(ups), metrics)
+    caplog.set_level(logging.WARNING, logger="infersight.gateway")
+    await _fail_with(fo, _call(30.0), Overloaded("503", status=503))
+    said = {r.getMessage().split(":")[0]: r.getMessage() for r in caplog.records}
+    assert said["upstream a"].endswith("failing over"), said
+    # b was the last candidate: the client gets the error, nothing fails over
+    assert said["upstream b"].endswith("answering the client with an error"), said
+    caplog.clear()
+    # One upstream, out of time: the error goes to the client however the call failed.
+    only, _, _ = _upstream(typical=0.05)
+    await _fail_with(only, _call(0.5), DeadlineExceeded("passed its deadline"))
+    (line,) = [r.getMessage() for r in caplog.records if "DeadlineExceeded" in r.getMessage()]
+    assert line.endswith("answering the client with an error"), line
