@@ -14,7 +14,8 @@ by side in one run, on 127.0.0.1 against the fake OpenAI server in its own proce
   configured 32, in front of an engine with 8 slots (about 0.2 s per answer, 40/s at
   most); interactive clients arrive at random (Poisson) at ``--rate`` per second, first
   each with a deadline (``X-Infersight-Deadline-Ms``), then with none, then streamed
-  with a deadline (the gateway's limit then learns from the time to first content). Figures:
+  with a deadline (the gateway's limit then learns from the time to first content), then
+  with none but an upstream first-byte limit of the same length. Figures:
   goodput (whole answers within the deadline per second), latency p50/p99 of the answers,
   503/504 answers, streams the deadline cut after content, and the median limit the law
   held.
@@ -22,8 +23,8 @@ by side in one run, on 127.0.0.1 against the fake OpenAI server in its own proce
 Only the law is swapped: the batch runner's Retry-After pause and the gateway's queue,
 deadline shedding and metrics stay as they are.
 
-    python benchmarks/adaptive_controllers.py            # about 5 minutes
-    python benchmarks/adaptive_controllers.py --quick    # about 2 minutes
+    python benchmarks/adaptive_controllers.py            # about 6 minutes
+    python benchmarks/adaptive_controllers.py --quick    # about 3 minutes
 """
 
 from __future__ import annotations
@@ -129,13 +130,16 @@ async def gateway_run(
     args: argparse.Namespace,
     deadline_ms: int | None,
     stream: bool,
+    first_byte_ms: int | None = None,
 ) -> Row:
     stock = gw_upstream.make_limiter
 
     def limiter(kind: str, initial: int, lo: int = 1, hi: int = 1024) -> Limiter:
         return GradientLimit(initial, lo, hi) if law == "gradient" else stock(kind, initial, lo, hi)
 
-    up = {"name": "a", "models": ["fake"], "limiter": "gradient", "concurrency": 32}
+    up: dict[str, Any] = {"name": "a", "models": ["fake"], "limiter": "gradient", "concurrency": 32}
+    if first_byte_ms:
+        up["ttft_timeout_s"] = up["first_byte_timeout_s"] = first_byte_ms / 1000.0
     out: list[tuple[int, float]] = []
     limits: list[int] = []
     with FakeOpenAI.subprocess(fake) as srv, patched(gw_upstream, "make_limiter", limiter):
@@ -191,19 +195,29 @@ async def main_async(args: argparse.Namespace) -> None:
         tmp = Path(d)
         rate_limited = [await batch_run(limited, law, args.rows, tmp) for law in LAWS]
         slot_bound = [await batch_run(slotted, law, args.rows, tmp) for law in LAWS]
+    ms = args.deadline_ms
+    # (deadline, streamed, first-byte limit): the last case holds no request to a
+    # deadline but gives the upstream a first-byte limit of the same length
+    cases = ((ms, False, None), (None, False, None), (ms, True, None), (None, False, ms))
     gateway = {
-        (deadline, stream): [await gateway_run(engine, law, args, deadline, stream) for law in LAWS]
-        for deadline, stream in ((args.deadline_ms, False), (None, False), (args.deadline_ms, True))
+        case: [await gateway_run(engine, law, args, case[0], case[1], case[2]) for law in LAWS]
+        for case in cases
     }
     table("batch's situation: rows against an API with a 429 limit at 6 in flight", rate_limited)
     print("  " + gap(rate_limited, "rows/s", True) + "; " + gap(rate_limited, "429 per 100", False))
     table("batch's situation: rows against an engine with 8 slots", slot_bound)
     print("  " + gap(slot_bound, "rows/s", True))
-    for (deadline, stream), rows in gateway.items():
+    for (deadline, stream, first_byte), rows in gateway.items():
+        limit = (
+            f"{deadline} ms deadline"
+            if deadline
+            else f"no deadline, {first_byte} ms first-byte limit"
+            if first_byte
+            else "no deadline"
+        )
         table(
             f"gateway's situation: {args.rate:g} {'streamed ' if stream else ''}req/s at random, "
-            f"{f'{deadline} ms deadline' if deadline else 'no deadline'}, "
-            "engine with 8 slots (40 answers/s at most)",
+            f"{limit}, engine with 8 slots (40 answers/s at most)",
             rows,
         )
         print("  " + gap(rows, "goodput/s", True) + "; " + gap(rows, "p99 ms", False))

@@ -99,6 +99,8 @@ def test_guidellm_and_infersight_reach_the_same_verdict_and_fix(
     imported = import_file(path)
     theirs, mine = advice(diagnose_run(imported)), advice(diagnose_run(ours))
     # on failure, each side's levels say which measurement moved (a busy machine)
-    assert disagreements(theirs, mine) == [], (theirs.text, mine.text, _levels(imported, ours))
+    # a str, not a tuple: pytest shows a message string whole
+    why = f"theirs: {theirs.text}\nours: {mine.text}\nlevels: {_levels(imported, ours)}"
+    assert disagreements(theirs, mine) == [], why
     assert theirs.verdict == "slot_bound" and theirs.limiter == "slots"
     assert theirs.model_slots == 4 and theirs.number is not None and theirs.number > 4
