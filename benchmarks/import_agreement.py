@@ -10,11 +10,17 @@ knob, direction and fitted model, fix numbers within one).
 
     .venv/bin/python benchmarks/import_agreement.py          # about two minutes
     .venv/bin/python benchmarks/import_agreement.py --requests 48
+    .venv/bin/python benchmarks/import_agreement.py --busy 3 --repeat 3   # a busy host
+
+``--busy N`` keeps N processes spinning on the CPU throughout (client, server and tool
+share the cores with them, as on a loaded CI machine); ``--repeat K`` measures every
+scenario K times and counts the agreements.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -69,11 +75,14 @@ def _row(tool: str, run: RunResult, adv: Advice, seconds: float) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=32, help="requests per level")
+    ap.add_argument("--busy", type=int, default=0, help="processes spinning on the CPU")
+    ap.add_argument("--repeat", type=int, default=1, help="measurements of each scenario")
     args = ap.parse_args()
     if tool_path("guidellm") is None:
         print("guidellm is not installed: run scripts/setup.sh --tools", file=sys.stderr)
         return 2
-    table = Table(title=f"GuideLLM vs infersight bench, {args.requests} requests a level")
+    busy = f", {args.busy} busy processes" if args.busy else ""
+    table = Table(title=f"GuideLLM vs infersight bench, {args.requests} requests a level{busy}")
     for col in (
         "scenario",
         "levels",
@@ -88,47 +97,64 @@ def main() -> int:
         "agree",
     ):
         table.add_column(col)
-    with tempfile.TemporaryDirectory() as d:
-        for i, sc in enumerate(SCENARIOS):
-            cfg = FakeConfig(**sc.server, metrics_dialect="vllm")
-            out = Path(d) / f"s{i}" / "benchmarks.json"
-            out.parent.mkdir()
-            with FakeOpenAI.subprocess(cfg) as srv:
-                t = time.perf_counter()
-                run_guidellm(
-                    srv.base_url,
-                    out,
-                    streams=sc.levels,
-                    requests=args.requests,
-                    tokens=sc.server["tokens"],
-                )
-                t_g = time.perf_counter() - t
-                t = time.perf_counter()
-                ours = bench_and_diagnose(
-                    BenchConfig(
-                        url=srv.base_url,
-                        concurrency=sc.levels,
-                        requests=args.requests,
-                        max_tokens=sc.server["tokens"],
-                        input_tokens="fixed:16",
-                        progress=False,
-                        diagnose=False,
-                    )
-                )
-                t_o = time.perf_counter() - t
-            theirs = import_file(out)
-            levels = ",".join(map(str, sc.levels))
-            a_g, a_o = advice(diagnose_run(theirs)), advice(diagnose_run(ours))
-            differ = disagreements(a_g, a_o)
-            table.add_row(
-                sc.name,
-                levels,
-                *_row("GuideLLM", theirs, a_g, t_g),
-                "yes" if not differ else "NO: " + "; ".join(differ),
-            )
-            table.add_row("", "", *_row("infersight", ours, a_o, t_o), "")
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    agreed = 0
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            agreed = _measure(args, table, Path(d))
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
     Console(width=200).print(table)
+    print(f"agree: {agreed} of {args.repeat * len(SCENARIOS)}")
     return 0
+
+
+def _measure(args: argparse.Namespace, table: Table, d: Path) -> int:
+    """Every scenario ``args.repeat`` times, a pair of rows each; the agreements."""
+    agreed = 0
+    for i in range(args.repeat * len(SCENARIOS)):
+        sc = SCENARIOS[i % len(SCENARIOS)]
+        cfg = FakeConfig(**sc.server, metrics_dialect="vllm")
+        out = Path(d) / f"s{i}" / "benchmarks.json"
+        out.parent.mkdir()
+        with FakeOpenAI.subprocess(cfg) as srv:
+            t = time.perf_counter()
+            run_guidellm(
+                srv.base_url,
+                out,
+                streams=sc.levels,
+                requests=args.requests,
+                tokens=sc.server["tokens"],
+            )
+            t_g = time.perf_counter() - t
+            t = time.perf_counter()
+            ours = bench_and_diagnose(
+                BenchConfig(
+                    url=srv.base_url,
+                    concurrency=sc.levels,
+                    requests=args.requests,
+                    max_tokens=sc.server["tokens"],
+                    input_tokens="fixed:16",
+                    progress=False,
+                    diagnose=False,
+                )
+            )
+            t_o = time.perf_counter() - t
+        theirs = import_file(out)
+        levels = ",".join(map(str, sc.levels))
+        a_g, a_o = advice(diagnose_run(theirs)), advice(diagnose_run(ours))
+        differ = disagreements(a_g, a_o)
+        table.add_row(
+            sc.name,
+            levels,
+            *_row("GuideLLM", theirs, a_g, t_g),
+            "yes" if not differ else "NO: " + "; ".join(differ),
+        )
+        table.add_row("", "", *_row("infersight", ours, a_o, t_o), "")
+        agreed += not differ
+    return agreed
 
 
 if __name__ == "__main__":
