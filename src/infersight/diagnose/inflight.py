@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["InFlight"]
+__all__ = ["InFlight", "steps"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +70,23 @@ class InFlight:
         ``limit``: the time-mean of those within it (running), of those above it
         (queued), the fraction of the time any were above it, and the most above it."""
         span = max(1e-9, t1 - t0)
-        n0 = int(np.searchsorted(self.sent, t0, "right") - np.searchsorted(self.ends, t0, "right"))
-        starts = self.sent[(self.sent > t0) & (self.sent < t1)]
-        stops = self.ends[(self.ends > t0) & (self.ends < t1)]
-        times = np.concatenate([starts, stops])
-        deltas = np.concatenate([np.ones(starts.size), -np.ones(stops.size)])
-        order = np.lexsort((deltas, times))  # ends before starts at equal times
-        counts = np.concatenate([[n0], n0 + np.cumsum(deltas[order])])
-        held = np.diff(np.concatenate([[t0], times[order], [t1]]))
+        counts, held = steps(self.sent, self.end_by_sent, t0, t1)
         above = np.clip(counts - limit, 0.0, None)
         running = float(np.sum(np.minimum(counts, limit) * held)) / span
         queued = float(np.sum(above * held)) / span
         frac = float(np.sum(held[above >= 0.5])) / span
         return running, queued, frac, float(above.max())
+
+
+def steps(sent: np.ndarray, end: np.ndarray, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+    """The count of requests in flight (``sent <= t < end``; ``end`` inf: never ended)
+    over [t0, t1], as steps: each step's count and how long it holds."""
+    n0 = int(np.count_nonzero((sent <= t0) & (end > t0)))
+    starts = sent[(sent > t0) & (sent < t1)]
+    stops = end[(end > t0) & (end < t1)]
+    times = np.concatenate([starts, stops])
+    deltas = np.concatenate([np.ones(starts.size), -np.ones(stops.size)])
+    order = np.lexsort((deltas, times))  # ends before starts at equal times
+    counts = n0 + np.concatenate([[0.0], np.cumsum(deltas[order])])
+    held = np.diff(np.concatenate([[t0], times[order], [t1]]))
+    return counts, held

@@ -12,7 +12,7 @@ import numpy as np
 
 from infersight.core.fleet import SeriesArrays
 from infersight.core.records import RequestRecord, Sample
-from infersight.diagnose.inflight import InFlight
+from infersight.diagnose.inflight import InFlight, steps
 
 __all__ = ["RecordArrays", "SampleIndex", "WindowStats", "inflight_stats", "window_stats"]
 
@@ -277,17 +277,8 @@ class WindowStats:
 def inflight_stats(sent: np.ndarray, end: np.ndarray, t0: float, t1: float) -> tuple[float, int]:
     """Time-weighted mean and max of requests in flight (sent <= t < end) in [t0, t1]."""
     m = np.isfinite(sent)
-    s = sent[m]
-    e = np.where(np.isfinite(end[m]), end[m], t1)
-    keep = (s < t1) & (e > t0)
-    s, e = np.clip(s[keep], t0, t1), np.clip(e[keep], t0, t1)
-    if not s.size:
-        return 0.0, 0
-    mean = float(np.sum(e - s)) / max(1e-9, t1 - t0)
-    times = np.concatenate([s, e])
-    deltas = np.concatenate([np.ones(s.size), -np.ones(e.size)])
-    order = np.lexsort((deltas, times))  # ends before starts at equal times
-    return mean, int(np.max(np.cumsum(deltas[order])))
+    counts, held = steps(sent[m], np.where(np.isfinite(end[m]), end[m], np.inf), t0, t1)
+    return float(np.sum(counts * held)) / max(1e-9, t1 - t0), int(counts.max())
 
 
 def window_stats(ra: RecordArrays, t0: float, t1: float, idx: np.ndarray) -> WindowStats:
