@@ -11,6 +11,7 @@ knob, direction and fitted model, fix numbers within one).
     .venv/bin/python benchmarks/import_agreement.py          # about two minutes
     .venv/bin/python benchmarks/import_agreement.py --requests 48
     .venv/bin/python benchmarks/import_agreement.py --busy 3 --repeat 3   # a busy host
+    .venv/bin/python benchmarks/import_agreement.py --ours-only --busy 3 --repeat 10
 
 ``--busy N`` keeps N processes spinning on the CPU throughout (client, server and tool
 share the cores with them, as on a loaded CI machine); ``--repeat K`` measures every
@@ -46,12 +47,18 @@ class Scenario:
     name: str
     server: dict[str, Any]
     levels: list[int]
+    truth: str  # the verdict the server's structure calls for
 
 
 SCENARIOS = [
-    Scenario("4 slots", dict(ttft=0.05, itl=0.01, tokens=16, slots=4), [1, 4, 8]),
-    Scenario("8 slots", dict(ttft=0.05, itl=0.01, tokens=16, slots=8), [2, 8, 16]),
-    Scenario("compute knee 4", dict(ttft=0.05, itl=0.01, tokens=16, compute_knee=4), [1, 4, 8]),
+    Scenario("4 slots", dict(ttft=0.05, itl=0.01, tokens=16, slots=4), [1, 4, 8], "slot_bound"),
+    Scenario("8 slots", dict(ttft=0.05, itl=0.01, tokens=16, slots=8), [2, 8, 16], "slot_bound"),
+    Scenario(
+        "compute knee 4",
+        dict(ttft=0.05, itl=0.01, tokens=16, compute_knee=4),
+        [1, 4, 8],
+        "compute_bound",
+    ),
 ]
 
 
@@ -77,8 +84,11 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=32, help="requests per level")
     ap.add_argument("--busy", type=int, default=0, help="processes spinning on the CPU")
     ap.add_argument("--repeat", type=int, default=1, help="measurements of each scenario")
+    ap.add_argument(
+        "--ours-only", action="store_true", help="infersight's bench alone (no GuideLLM run)"
+    )
     args = ap.parse_args()
-    if tool_path("guidellm") is None:
+    if tool_path("guidellm") is None and not args.ours_only:
         print("guidellm is not installed: run scripts/setup.sh --tools", file=sys.stderr)
         return 2
     busy = f", {args.busy} busy processes" if args.busy else ""
@@ -98,7 +108,7 @@ def main() -> int:
     ):
         table.add_column(col)
     spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
-    agreed = 0
+    agreed = (0, 0)
     try:
         with tempfile.TemporaryDirectory() as d:
             agreed = _measure(args, table, Path(d))
@@ -107,13 +117,16 @@ def main() -> int:
             p.kill()
             p.wait()
     Console(width=200).print(table)
-    print(f"agree: {agreed} of {args.repeat * len(SCENARIOS)}")
+    if not args.ours_only:
+        print(f"agree: {agreed[0]} of {args.repeat * len(SCENARIOS)}")
+    print(f"infersight's own verdict right: {agreed[1]} of {args.repeat * len(SCENARIOS)}")
     return 0
 
 
-def _measure(args: argparse.Namespace, table: Table, d: Path) -> int:
-    """Every scenario ``args.repeat`` times, a pair of rows each; the agreements."""
-    agreed = 0
+def _measure(args: argparse.Namespace, table: Table, d: Path) -> tuple[int, int]:
+    """Every scenario ``args.repeat`` times, a pair of rows each; the agreements, and
+    how often infersight's own run got the verdict the server's structure calls for."""
+    agreed = right = 0
     for i in range(args.repeat * len(SCENARIOS)):
         sc = SCENARIOS[i % len(SCENARIOS)]
         cfg = FakeConfig(**sc.server, metrics_dialect="vllm")
@@ -121,13 +134,14 @@ def _measure(args: argparse.Namespace, table: Table, d: Path) -> int:
         out.parent.mkdir()
         with FakeOpenAI.subprocess(cfg) as srv:
             t = time.perf_counter()
-            run_guidellm(
-                srv.base_url,
-                out,
-                streams=sc.levels,
-                requests=args.requests,
-                tokens=sc.server["tokens"],
-            )
+            if not args.ours_only:
+                run_guidellm(
+                    srv.base_url,
+                    out,
+                    streams=sc.levels,
+                    requests=args.requests,
+                    tokens=sc.server["tokens"],
+                )
             t_g = time.perf_counter() - t
             t = time.perf_counter()
             ours = bench_and_diagnose(
@@ -142,9 +156,14 @@ def _measure(args: argparse.Namespace, table: Table, d: Path) -> int:
                 )
             )
             t_o = time.perf_counter() - t
-        theirs = import_file(out)
         levels = ",".join(map(str, sc.levels))
-        a_g, a_o = advice(diagnose_run(theirs)), advice(diagnose_run(ours))
+        a_o = advice(diagnose_run(ours))
+        if args.ours_only:
+            table.add_row(sc.name, levels, *_row("infersight", ours, a_o, t_o), "-")
+            right += a_o.verdict == sc.truth
+            continue
+        theirs = import_file(out)
+        a_g = advice(diagnose_run(theirs))
         differ = disagreements(a_g, a_o)
         table.add_row(
             sc.name,
@@ -154,7 +173,8 @@ def _measure(args: argparse.Namespace, table: Table, d: Path) -> int:
         )
         table.add_row("", "", *_row("infersight", ours, a_o, t_o), "")
         agreed += not differ
-    return agreed
+        right += a_o.verdict == sc.truth
+    return agreed, right
 
 
 if __name__ == "__main__":
