@@ -10,7 +10,7 @@ from itertools import pairwise
 
 import numpy as np
 from diag_fixtures import one
-from engine_sim import T0, build, signals, simulate
+from engine_sim import T0, Req, build, signals, simulate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,20 +21,21 @@ from infersight.diagnose.signals import RecordArrays, SampleIndex
 from infersight.stats.aggregate import aggregate
 
 
-def _handover(users: int, slots: int) -> tuple[list[float], float]:
+def _handover(users: int, slots: int) -> tuple[list[Req], float]:
     """A closed loop of ``users`` on ``slots`` whose engine front holds each new request
     0.15 s, and one scrape 0.05 s after a round ended: the queued requests have just
     taken the slots, the new ones are still in the front, so the engine lists none
-    waiting. Returns the run's send times and that scrape's instant."""
+    waiting. Returns the run's requests and that scrape's instant."""
     reqs = simulate(users=users, slots=slots, front=[0.15], service=0.2, duration=1.2)
     mid = sorted(q.end for q in reqs if T0 + 0.5 < q.end < T0 + 0.9)[0]
-    return [q.sent for q in reqs], mid + 0.05
+    return reqs, mid + 0.05
 
 
 def test_one_scrape_on_a_handover_does_not_hide_a_queue() -> None:
-    reqs = simulate(users=8, slots=4, front=[0.15], service=0.2, duration=1.2)
-    _, at = _handover(8, 4)
+    reqs, at = _handover(8, 4)
     run = build(reqs, [at], slots=4, users=8)
+    (waiting,) = [x.value for x in run.samples if x.name == "engine.requests_waiting"]
+    assert waiting == 0.0  # the premise: the one scrape lists no one waiting
     s = signals(run, T0, T0 + 1.2)
     assert s.S == 4.0 and s.R is not None and 3.9 < s.R <= 4.0, s.rq_source
     # half the clients wait nearly all the time; the one scrape read none waiting
@@ -46,8 +47,7 @@ def test_one_scrape_on_a_handover_does_not_hide_a_queue() -> None:
 
 def test_the_same_instant_among_enough_scrapes_is_the_engines_word() -> None:
     # Three or more scrapes are the engine's gauges over the window, as before.
-    reqs = simulate(users=8, slots=4, front=[0.15], service=0.2, duration=1.2)
-    _, at = _handover(8, 4)
+    reqs, at = _handover(8, 4)
     s = signals(build(reqs, [at - 0.3, at, at + 0.3], slots=4, users=8), T0, T0 + 1.2)
     assert s.rq_source.startswith("engine /metrics")
 
@@ -56,9 +56,10 @@ def test_a_level_with_two_scrapes_takes_its_running_count_from_the_client() -> N
     # 4 clients on 4 slots: one scrape mid-round reads 4 running, the other lands on the
     # handover and reads 0. Their mean, 2, once made the time in the engine half what it
     # is, and the next level's "growth" in it a compute knee.
-    reqs = simulate(users=4, slots=4, front=[0.15], service=0.2, duration=1.2)
-    _, at = _handover(4, 4)
+    reqs, at = _handover(4, 4)
     run = build(reqs, [at - 0.1, at], slots=4, users=4)
+    read = [x.value for x in run.samples if x.name == "engine.requests_running"]
+    assert read == [4.0, 0.0]  # the premise: the handover scrape reads none running
     ra, sidx = RecordArrays.build(run.records), SampleIndex(run.samples)
     idx = np.arange(len(run.records))
     agg = aggregate(run.records, target_concurrency=4)
