@@ -23,6 +23,7 @@ from infersight.diagnose.recommend import recommend, reconcile
 from infersight.diagnose.rules import RuleInput, evaluate
 from infersight.diagnose.signals import RecordArrays, SampleIndex, WindowStats, window_stats
 from infersight.diagnose.signals_engine import EngineSignals, engine_signals, floor_record
+from infersight.stats.level_flags import CLIENT_CPU_LIMIT, LAG_P99_LIMIT, over_limit
 
 __all__ = ["Diagnosis", "diagnose", "diagnose_run"]
 
@@ -39,9 +40,6 @@ class Diagnosis:
     advice: ModelAdvice | None = None
 
 
-#: Own fallback for files without the bench's flag (docs/design.md section 2).
-LAG_P99_LIMIT = 0.005
-LOADGEN_CPU_LIMIT = 90.0
 MAX_WINDOWS = 5000
 
 
@@ -90,11 +88,13 @@ def _client_flag(
         return result.client_limited, list(result.client_limited_reasons)
     if result.kind == "monitor":
         return False, []  # probes or passive watching: there is no load generator to limit
+    # A file without the bench's flag: its fixed limits (docs/design.md section 2).
     reasons = []
     if lag_p99 is not None and lag_p99 > LAG_P99_LIMIT:
-        reasons.append(f"schedule lag p99 {lag_p99 * 1000:.1f} ms > 5 ms")
-    if loadgen is not None and loadgen > LOADGEN_CPU_LIMIT:
-        reasons.append(f"load generator CPU {loadgen:.0f}% of a core > 90%")
+        reasons.append(f"schedule lag p99 {over_limit(lag_p99, LAG_P99_LIMIT, ' ms', scale=1e3)}")
+    if loadgen is not None and loadgen > CLIENT_CPU_LIMIT:
+        cpu_text = over_limit(loadgen, CLIENT_CPU_LIMIT, "% of a core", nd=0)
+        reasons.append(f"load generator CPU {cpu_text}")
     return bool(reasons), reasons
 
 

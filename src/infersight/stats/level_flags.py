@@ -30,6 +30,7 @@ __all__ = [
     "level_notes",
     "level_state",
     "marginal_run",
+    "over_limit",
 ]
 
 #: Client-limited thresholds (docs/design.md section 2).
@@ -38,6 +39,17 @@ LAG_P99_LIMIT = 0.005
 LAG_TTFT_FRACTION = 0.01
 CLIENT_CPU_LIMIT = 90.0  # percent of one core, per worker
 RATE_RATIO_LIMIT = 0.95
+
+
+def over_limit(value: float, limit: float, unit: str, *, nd: int = 1, scale: float = 1.0) -> str:
+    """``"5.04 ms > 5.00 ms"``: a value over its limit, shown with the fewest decimals
+    (``nd`` to ``nd + 2``) that tell the two apart, since "5.0 ms > 5.0 ms" reads as
+    a bug. Closer than that, the shown values are equal and the sign says so."""
+    for d in range(nd, nd + 3):
+        a, b = f"{value * scale:.{d}f}", f"{limit * scale:.{d}f}"
+        if a != b:
+            return f"{a}{unit} > {b}{unit}"
+    return f"{a}{unit} ≥ {b}{unit}"
 
 
 def client_limited(
@@ -65,7 +77,7 @@ def client_limited(
     lag_limit = max(LAG_P99_LIMIT, LAG_TTFT_FRACTION * (ttft50 or 0.0))
     if check_lag and lag99 is not None and lag99 > lag_limit:
         reasons.append(
-            f"schedule lag p99 {lag99 * 1e3:.1f} ms > {lag_limit * 1e3:.1f} ms "
+            f"schedule lag p99 {over_limit(lag99, lag_limit, ' ms', scale=1e3)} "
             f"(the larger of {LAG_P99_LIMIT * 1e3:.0f} ms and {LAG_TTFT_FRACTION:.0%} of TTFT p50)"
         )
         marginal.append(is_marginal(lag99, lag_limit))
@@ -75,8 +87,8 @@ def client_limited(
         marginal += [m for w in per_worker for m in w["marginal"]]
     elif loadgen_cpu_percent is not None and loadgen_cpu_percent > CLIENT_CPU_LIMIT:
         reasons.append(
-            f"load generator CPU {loadgen_cpu_percent:.0f}% of a core "
-            f"> {CLIENT_CPU_LIMIT:.0f}% per worker"
+            f"load generator CPU "
+            f"{over_limit(loadgen_cpu_percent, CLIENT_CPU_LIMIT, '% of a core', nd=0)} per worker"
         )
         marginal.append(is_marginal(loadgen_cpu_percent, CLIENT_CPU_LIMIT))
     achieved = agg["achieved_rate"]
@@ -113,12 +125,12 @@ def _judge_workers(
         lag, cpu = w.get("lag_p99"), w.get("cpu_percent")
         reasons, marginal = [], []
         if check_lag and lag is not None and lag > lag_limit:
-            reasons.append(f"{who}: schedule lag p99 {lag * 1e3:.1f} ms > {lag_limit * 1e3:.1f} ms")
+            lag_text = over_limit(lag, lag_limit, " ms", scale=1e3)
+            reasons.append(f"{who}: schedule lag p99 {lag_text}")
             marginal.append(is_marginal(lag, lag_limit))
         if cpu is not None and cpu > CLIENT_CPU_LIMIT:
-            reasons.append(
-                f"{who}: load generator CPU {cpu:.0f}% of a core > {CLIENT_CPU_LIMIT:.0f}%"
-            )
+            cpu_text = over_limit(cpu, CLIENT_CPU_LIMIT, "% of a core", nd=0)
+            reasons.append(f"{who}: load generator CPU {cpu_text}")
             marginal.append(is_marginal(cpu, CLIENT_CPU_LIMIT))
         out.append({**w, "flag": bool(reasons), "reasons": reasons, "marginal": marginal})
     return out

@@ -173,6 +173,16 @@ def test_client_limited_flag_from_aggregates() -> None:
     assert v.evidence_value("reason") == "schedule lag p99 12.0 ms > 5 ms"
 
 
+def test_client_limited_without_the_flag_is_judged_from_the_records() -> None:
+    # A file without the bench's flag: the fixed 5 ms limit, shown apart from the lag.
+    run = make_run(running=16)
+    run.aggregates = {}
+    for r in run.records:
+        r.sent = r.scheduled + 0.00504
+    v = one(diagnose(run), "client_limited")
+    assert v.evidence_value("reason") == "schedule lag p99 5.04 ms > 5.00 ms"
+
+
 def test_samples_only_monitor_recording() -> None:
     run = make_run(running=32, waiting=50, slots=32, util=0.9)
     monitor = RunResult(

@@ -7,9 +7,13 @@ import socket
 import subprocess
 import sys
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from infersight.bench.colocation import cpu_contention, loopback_server_pid
 from infersight.core.records import RequestRecord, RunResult
 from infersight.stats.aggregate import Window, aggregate, client_headline, level_notes
+from infersight.stats.level_flags import over_limit
 from support.queue_sim import simulate
 
 
@@ -31,6 +35,34 @@ def test_lag_is_judged_against_the_latency_it_distorts() -> None:
     b = aggregate(fast, window=Window("auto"), target_rate=20.0)
     assert b["client_limited"]["flag"] is True
     assert "schedule lag p99 8.0 ms > 5.0 ms" in b["client_limited"]["reasons"][0]
+
+
+def test_a_lag_just_over_its_limit_shows_the_two_apart() -> None:
+    # The demo once printed "schedule lag p99 5.0 ms > 5.0 ms": true, and read as a bug.
+    recs = _lagged(simulate(slots=2, service=0.04, rate=20, duration=10).records, 0.00504)
+    a = aggregate(recs, window=Window("auto"), target_rate=20.0)
+    assert a["client_limited"]["lag_limit"] == 0.005
+    assert "schedule lag p99 5.04 ms > 5.00 ms" in a["client_limited"]["reasons"][0]
+
+
+@given(
+    limit=st.floats(1e-3, 10.0),
+    over=st.floats(0.0, 1.0, exclude_min=True),
+    nd=st.integers(0, 2),
+)
+def test_a_value_over_its_limit_is_shown_apart_from_it(limit: float, over: float, nd: int) -> None:
+    value = limit * (1 + over)
+    text = over_limit(value, limit, " u", nd=nd)
+    a, sign, b = text.replace(" u", "").split(" ")
+    # each shown number is its value rounded, to the same decimals
+    decimals = len(a.split(".")[1]) if "." in a else 0
+    assert nd <= decimals <= nd + 2 and len(b.split(".")[1] if "." in b else "") == decimals
+    assert abs(float(a) - value) <= 0.5 * 10**-decimals + 1e-9 * value
+    assert abs(float(b) - limit) <= 0.5 * 10**-decimals + 1e-9 * limit
+    if sign == ">":
+        assert float(a) > float(b)
+    else:  # shown equal only when they are equal to the last decimal shown
+        assert sign == "\u2265" and a == b and decimals == nd + 2
 
 
 def test_starved_client_by_cpu_or_send_rate_and_all_at_once_levels() -> None:
