@@ -148,7 +148,9 @@ class Failover:
             try:
                 result = await attempt(up, cand)
             except InfersightError as e:
-                self._upstream_error(call, up, e)
+                # decided once: both the raise below and the log line's "failing over"
+                out_of_time = _out_of_time(call, e)
+                self._upstream_error(call, up, e, out_of_time)
                 if call.committed or not _upstream_fault(e):
                     up.breaker.record_neutral()
                     raise
@@ -175,7 +177,7 @@ class Failover:
                     # Out of memory counts like a 503: the limiter backs off (dropped)
                     # and repeated ones open the circuit.
                     up.breaker.record_failure()
-                if _out_of_time(call, e):
+                if out_of_time:
                     raise
                 # Kept without its traceback: the traceback holds this frame, whose
                 # ``last`` would hold it back, a cycle left for the garbage collector on
@@ -219,7 +221,9 @@ class Failover:
                 adm.release(end - t0 if sample else None, dropped=dropped, whole=whole)
         raise self._no_candidate(call, last)
 
-    def _upstream_error(self, call: Call, up: Upstream, e: InfersightError) -> None:
+    def _upstream_error(
+        self, call: Call, up: Upstream, e: InfersightError, out_of_time: bool
+    ) -> None:
         """Count, log and mark (for a URL-free client message) an upstream's failure."""
         rec = getattr(e, "record", None)
         self._count_attempts(call, up, getattr(rec, "attempts", 1) or 1)
@@ -228,7 +232,7 @@ class Failover:
         client_fault = isinstance(e, BadRequest) and not isinstance(e, AuthError | OutOfMemory)
         if not client_fault:
             # "failing over" only where run() goes on to another upstream
-            moves = not call.committed and call.next_candidate and not _out_of_time(call, e)
+            moves = not call.committed and call.next_candidate and not out_of_time
             self.failures.failure(e, up.name, up.cfg.url, failover=moves)
 
     def _count_attempts(self, call: Call, up: Upstream, attempts: int) -> None:
