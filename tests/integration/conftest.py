@@ -19,7 +19,7 @@ import pytest
 HERE = Path(__file__).parent
 
 #: Folders whose every test is heavy.
-HEAVY_FOLDERS = {"tune", "importers"}
+HEAVY_FOLDERS = {"tune", "importers", "vllm"}
 #: Heavy files elsewhere (relative to this folder).
 HEAVY_FILES = {
     "batch/test_batch_engine.py",

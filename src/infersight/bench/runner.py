@@ -89,6 +89,7 @@ async def _run_with_target(
         target.api_key,
         target.api_key_source,
         max_connections=load.max_concurrency,
+        usage_per_chunk=target.engine_info.get("engine") == "vllm",
     )
     result.notes.extend(target.notes)
     order = LevelOrder(load, fixed_levels(load, setup.replay))

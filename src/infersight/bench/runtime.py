@@ -26,6 +26,8 @@ class ClientSpec:
     connect_timeout: float = 10.0
     #: Connection cap (0 = none): requests beyond it wait in the client's pool.
     max_connections: int = 0
+    #: Ask for the usage in every streamed chunk (vLLM): exact tokens per chunk.
+    usage_per_chunk: bool = False
 
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
@@ -49,4 +51,5 @@ def make_client(spec: ClientSpec) -> Client:
         retry=RetryPolicy.none(),
         api_key_source=spec.api_key_source,
         max_connections=spec.max_connections,
+        usage_per_chunk=spec.usage_per_chunk,
     )

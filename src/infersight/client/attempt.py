@@ -150,6 +150,9 @@ async def simple_call(
     Returns (status, body) for 2xx and 404; other statuses raise a StatusError.
     """
     data = orjson.dumps(body) if body is not None else None
+    if data is not None:
+        # vLLM refuses a body of any other media type (400), llama.cpp reads it either way.
+        headers = {**headers, "Content-Type": "application/json"}
     try:
         async with asyncio.timeout(total):
             resp = await open_response(

@@ -79,6 +79,7 @@ class Client(BaseClient):
         headers: Mapping[str, str] | None = None,
         model: str | None = None,
         api_key_source: str | None = None,
+        usage_per_chunk: bool = False,
     ) -> None:
         super().__init__(
             base_url,
@@ -90,6 +91,12 @@ class Client(BaseClient):
         )
         self.retry = retry or RetryPolicy()
         self.model = model
+        # vLLM's continuous_usage_stats: every chunk carries the usage so far, so a
+        # chunk that carries several tokens is counted as such. Only for servers known
+        # to take it: another server may refuse an unknown stream option.
+        self._usage_options = {"include_usage": True}
+        if usage_per_chunk:
+            self._usage_options["continuous_usage_stats"] = True
         # Per-request headers start from these (built once, copied per request).
         self._hdrs_plain = {**self._headers, "Content-Type": "application/json"}
         self._hdrs_sse = {**self._hdrs_plain, "Accept": "text/event-stream"}
@@ -134,7 +141,7 @@ class Client(BaseClient):
         if stream:
             so = body.get("stream_options")
             if not (so.__class__ is dict and "include_usage" in so):
-                body = {**body, "stream_options": {**(so or {}), "include_usage": True}}
+                body = {**body, "stream_options": {**(so or {}), **self._usage_options}}
         try:
             payload = orjson.dumps(body)
         except TypeError as e:

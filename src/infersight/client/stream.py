@@ -54,8 +54,10 @@ class StreamResponse:
 
     __slots__ = (
         "_body_at",
+        "_chunk_usage",
         "_consumed",
         "_content",
+        "_counted",
         "_deadline",
         "_done",
         "_done_at",
@@ -125,6 +127,9 @@ class StreamResponse:
         self._done = False
         self._done_at: float | None = None
         self._consumed = 0
+        self._counted = 0
+        #: completion_tokens of the last content or finishing chunk that carried usage.
+        self._chunk_usage: int | None = None
         self._text: list[str] = []
         self._tool_calls: dict[int, dict[str, Any]] = {}
         self.finish_reason: str | None = None
@@ -179,11 +184,26 @@ class StreamResponse:
         for i, ev in enumerate(evs):
             if ev.has_content:
                 times.append(t)
-                rec.chunk_tokens.append(ev.n_tokens)
+                n = ev.n_tokens
+                usage = ev.usage
+                if usage is not None:
+                    # Usage in a content chunk is the count so far (vLLM's
+                    # continuous_usage_stats): a chunk may carry several tokens.
+                    ct = usage.get("completion_tokens")
+                    if ct.__class__ is int:
+                        self._chunk_usage = ct
+                        if ct > self._counted:
+                            n = ct - self._counted
+                self._counted += n
+                rec.chunk_tokens.append(n)
                 if ev.text:
                     self._text.append(ev.text)
                 if ev.tool_calls:
                     merge_tool_calls(self._tool_calls, ev.tool_calls)
+            elif ev.finish_reason is not None and ev.usage is not None:
+                ct = ev.usage.get("completion_tokens")
+                if ct.__class__ is int and self._chunk_usage is not None:
+                    self._chunk_usage = ct
             js = ev.json
             if js is not None:
                 if ev.error is not None:
@@ -257,6 +277,11 @@ class StreamResponse:
         self._resp.release()
         rec.end = self._done_at if self._done_at is not None else time.monotonic()
         rec.finish_reason = self.finish_reason
+        left = (self._chunk_usage or 0) - self._counted
+        if left > 0 and rec.chunk_tokens:
+            # Tokens that made no text yet (part of a character) come with the finishing
+            # chunk, which has no content: they arrived with the last one that had.
+            rec.chunk_tokens[-1] += left
         settle_tokens(rec, self.usage, estimated_ok=self.is_sse)
         rec.ok = True
         rec.error = None

@@ -29,6 +29,8 @@ class MetricRule:
     exclude: tuple[tuple[str, str], ...] = ()
     #: The versions that export this name when current releases no longer do.
     legacy: str | None = None
+    #: Read the value from this label (an info metric, whose value is 1).
+    value_label: str | None = None
 
     def applies(self, labels: dict[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.match) and not any(
@@ -67,6 +69,7 @@ def _rule(v: Any) -> MetricRule:
         match=tuple(sorted((str(k), str(x)) for k, x in v.get("match", {}).items())),
         exclude=tuple(sorted((str(k), str(x)) for k, x in v.get("exclude", {}).items())),
         legacy=None if v.get("legacy") is None else str(v["legacy"]),
+        value_label=None if v.get("value_label") is None else str(v["value_label"]),
     )
 
 

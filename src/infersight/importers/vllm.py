@@ -7,9 +7,17 @@ The keys are those ``vllm/benchmarks/serve.py`` saves: the run's setting
 With ``--save-detailed`` it adds per-request arrays, in seconds: ``start_times``
 (``time.perf_counter()`` when the request was sent), ``ttfts``, ``itls`` (each gap
 between chunks), ``latencies``, ``input_lens``, ``output_lens``, ``errors`` and
-``queue_times`` (the wait for a ``--max-concurrency`` slot, so the intended send time
-is ``start - queue``). Those arrays become request records; without them the level
-has vLLM's aggregates alone.
+``queue_times`` (``start - arrival``: how long after its arrival time each request
+was sent). Those arrays become request records; without them the level has vLLM's
+aggregates alone.
+
+When each request is due depends on the run's setting. With a ``--request-rate`` the
+arrival time is the intended send time (``start - queue``), and a late send is the
+client's lag. With ``--max-concurrency`` and no rate every request "arrives" at once
+and waits for one of N slots in the tool's own semaphore: that is a closed loop of N
+clients, each due when its slot frees, so the send time is the intended one (as in
+``bench --concurrency``). Reading the semaphore's wait as lag would call the client
+late by the whole run.
 
 vLLM's TPOT is ``(latency - TTFT) / (output tokens - 1)``: to the end of the response,
 where ours runs to the last chunk. It is kept beside ours.
@@ -83,10 +91,12 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
         model=first.get("model_id") if isinstance(first.get("model_id"), str) else None,
         definitions=DEFINITIONS,
     )
-    if any(lv.records for lv in levels):
+    if any(lv.records for lv in levels) and not all(
+        isinstance(d.get("queue_times"), list) for d in docs
+    ):
         spec.missing.append(
-            "the intended send time of a run without --max-concurrency "
-            "(vLLM saves when each request was sent, not when it was due)"
+            "the intended send time (this vLLM saved no queue_times: when each request "
+            "was sent, not when it was due)"
         )
     else:
         spec.missing.append("per-request timings (saved without --save-detailed)")
@@ -112,7 +122,7 @@ def _level(doc: dict[str, Any], i: int) -> ImportedLevel:
         all_at_once=conc is None and rate is None,
     )
     if all(isinstance(doc.get(k), list) for k in _ARRAYS):
-        level.records, tpots = _records(doc, i)
+        level.records, tpots = _records(doc, i, closed=conc is not None and rate is None)
         level.tool_metrics = {_TPOT: tool_metric(DEFINITIONS[_TPOT], ours=None, values=tpots)}
         return level
     ok = as_int(doc.get("completed"))
@@ -164,7 +174,9 @@ def _column(doc: dict[str, Any], key: str, n: int, i: int) -> list[Any]:
     return col
 
 
-def _records(doc: dict[str, Any], i: int) -> tuple[list[RequestRecord], list[float]]:
+def _records(
+    doc: dict[str, Any], i: int, *, closed: bool
+) -> tuple[list[RequestRecord], list[float]]:
     n = len(doc["start_times"])
     cols = {
         k: _column(doc, k, n, i)
@@ -176,7 +188,8 @@ def _records(doc: dict[str, Any], i: int) -> tuple[list[RequestRecord], list[flo
         sent = as_float(cols["start_times"][j])
         if sent is None:
             raise Malformed(f"run {i + 1}: start_times[{j}] is {cols['start_times'][j]!r}")
-        queue = as_float(cols["queue_times"][j]) or 0.0
+        # A closed loop's semaphore wait is no lag (module docstring).
+        queue = 0.0 if closed else as_float(cols["queue_times"][j]) or 0.0
         latency = as_float(cols["latencies"][j]) or 0.0
         error = cols["errors"][j]
         rec = RequestRecord(

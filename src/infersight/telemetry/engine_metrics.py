@@ -113,7 +113,9 @@ class Normalizer:
             if not rules:
                 out.append(Sample(t, f"raw.{s.name}", s.value, {**s.labels, **base}))
             for rule in rules or ():
-                plain.setdefault(rule.name, (rule, []))[1].append(s.value * rule.scale)
+                value = _label_value(s.labels, rule.value_label) if rule.value_label else s.value
+                if value is not None:
+                    plain.setdefault(rule.name, (rule, []))[1].append(value * rule.scale)
         for h in hists:
             rules = spec.rules_for(h.labels, h.family) if spec else None
             if not rules:
@@ -158,3 +160,11 @@ class Normalizer:
         for label, q in QUANTILES:
             out.append(Sample(t, name, histogram_quantile(q, delta), {**base, "stat": label}))
         return out
+
+
+def _label_value(labels: dict[str, str], key: str | None) -> float | None:
+    """A number an info metric carries in a label (None when absent or not a number)."""
+    try:
+        return float(labels[key]) if key is not None else None
+    except (KeyError, ValueError):
+        return None

@@ -182,6 +182,24 @@ EXPORTED: dict[str, tuple[Exported, ...]] = {
     ),
     "engine.kv_cache_usage": (_g("engine_kv_cache_usage", "KV-cache usage (0..1)."),),
     "engine.kv_cache_tokens": (_g("engine_kv_cache_tokens", "Tokens held in the KV cache."),),
+    "engine.kv_capacity_tokens": (
+        _g("engine_kv_capacity_tokens", "Tokens the KV cache holds when full (vLLM)."),
+    ),
+    "engine.kv_block_tokens": (
+        _g("engine_kv_block_tokens", "Tokens per KV-cache block, the unit of allocation (vLLM)."),
+    ),
+    "engine.requests_waiting_deferred": (
+        _g(
+            "engine_requests_waiting_deferred",
+            "Requests waiting for a reason other than capacity (vLLM's 'deferred').",
+        ),
+    ),
+    "engine.requests_waiting_for_capacity": (
+        _g(
+            "engine_requests_waiting_for_capacity",
+            "Requests waiting because the running batch or the KV cache is full (vLLM).",
+        ),
+    ),
     "engine.batch_max_tokens": (
         _g("engine_batch_max_tokens", "Token budget of the current batch (TGI)."),
     ),

@@ -232,6 +232,19 @@ def _vllm(m: EngineCounters) -> Iterator[Metric]:
     yield f.gauge(
         "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv_usage()
     )
+    waiting = GaugeMetricFamily(
+        "vllm:num_requests_waiting_by_reason",
+        "Number of requests waiting, by reason.",
+        labels=[*f.keys, "reason"],
+    )
+    waiting.add_metric([*f.vals, "capacity"], m.waiting)
+    waiting.add_metric([*f.vals, "deferred"], 0.0)
+    yield waiting
+    # vLLM's info metric: the KV cache's size is in its labels, its value is 1.
+    info = {"block_size": "16", "kv_cache_size_tokens": str(int(m.kv_tokens))}
+    yield _Families(m, {**dict(zip(f.keys, f.vals, strict=True)), **info}).gauge(
+        "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", 1.0
+    )
     yield f.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0.0)
     yield f.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
     yield f.counter(

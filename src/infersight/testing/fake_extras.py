@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.testing.fake_responses import count_words, json_response
+from infersight.testing.fake_responses import count_words, error_response, json_response
 from infersight.testing.fake_state import FakeState
 
 __all__ = ["ExtraEndpoints"]
@@ -84,6 +84,9 @@ class ExtraEndpoints(FakeState):
     async def _tokenize(self, request: web.Request) -> web.Response:
         if not self.config.tokenize:
             raise web.HTTPNotFound()
+        if request.content_type != "application/json":
+            # As vLLM: a body of any other media type is refused.
+            return error_response(400, "Only 'application/json' is allowed")
         body = orjson.loads(await request.read())
         text = str(body.get("content") or body.get("prompt") or "")
         toks = [

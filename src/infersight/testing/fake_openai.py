@@ -291,6 +291,7 @@ class FakeOpenAI(ExtraEndpoints):
             finish=finish,
             usage=usage if want_usage else None,
             pace=self._pace,
+            usage_per_chunk=isinstance(so, dict) and bool(so.get("continuous_usage_stats")),
         )
         return streamed, gen
 

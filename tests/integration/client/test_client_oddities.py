@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -111,3 +112,38 @@ async def test_finish_reason_without_done_is_ok_and_empty_stream_truncated() -> 
     async with serve(empty) as url, Client(url, retry=RetryPolicy.none()) as c:
         with pytest.raises(E.TruncatedStream):
             await c.chat(MSG)
+
+
+async def test_vllms_last_token_without_text_comes_with_the_finishing_chunk() -> None:
+    # As vLLM 0.32 streams with continuous_usage_stats: a token that makes no text yet
+    # (part of a character) has no content chunk; the finishing chunk, whose content is
+    # empty, says it was made. Its usage counts it: no mismatch.
+    def ev(content: str, n: int, finish: str | None = None) -> bytes:
+        delta = json.dumps({"content": content})
+        fin = "null" if finish is None else f'"{finish}"'
+        return (
+            b'data: {"choices":[{"index":0,"delta":'
+            + delta.encode()
+            + b',"finish_reason":'
+            + fin.encode()
+            + b'}],"usage":{"prompt_tokens":3,"completion_tokens":'
+            + str(n).encode()
+            + b"}}\n\n"
+        )
+
+    body = (
+        ev("", 0)
+        + ev("a", 1)
+        + ev("bc", 3)
+        + ev("", 4, "length")
+        + b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}\n\n'
+        + b"data: [DONE]\n\n"
+    )
+
+    async def h(request: web.Request) -> web.StreamResponse:
+        return await sse(request, body)
+
+    async with serve(h) as url, Client(url, usage_per_chunk=True) as c:
+        rec = (await c.chat(MSG)).record
+    assert rec.ok and rec.chunk_tokens == [1, 3] and rec.completion_tokens == 4
+    assert not rec.usage_mismatch

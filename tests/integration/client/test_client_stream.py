@@ -65,6 +65,27 @@ async def test_usage_absent_is_estimated_and_mismatch_flagged() -> None:
     assert not rec.tokens_estimated
 
 
+async def test_usage_per_chunk_counts_chunks_that_carry_several_tokens() -> None:
+    # vLLM may carry several tokens in one chunk; with continuous_usage_stats each chunk
+    # says how many, so the count is exact and no mismatch is flagged.
+    cfg = FakeConfig(tokens=7, tokens_per_chunk=2)
+    async with FakeOpenAI(cfg).running() as srv:
+        async with Client(srv.base_url) as plain:
+            rec = (await plain.chat(MSG)).record
+        assert rec.chunk_tokens == [1, 1, 1, 1] and rec.usage_mismatch  # 4 chunks, 7 tokens
+        async with Client(srv.base_url, usage_per_chunk=True) as c:
+            rec = (await c.chat(MSG)).record
+    assert rec.chunk_tokens == [2, 2, 2, 1] and rec.completion_tokens == 7
+    assert not rec.usage_mismatch
+    async with (
+        FakeOpenAI(FakeConfig(tokens=6, tokens_per_chunk=2, usage_offset=2)).running() as srv,
+        Client(srv.base_url, usage_per_chunk=True) as c,
+    ):
+        rec = (await c.chat(MSG)).record
+    # Usage that disagrees with the chunks' own counts is still a mismatch.
+    assert sum(rec.chunk_tokens) == 6 and rec.completion_tokens == 8 and rec.usage_mismatch
+
+
 async def test_non_streamed() -> None:
     async with (
         FakeOpenAI(FakeConfig(ttft=0.05, tokens=7)).running() as srv,

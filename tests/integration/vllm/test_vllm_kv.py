@@ -1,0 +1,84 @@
+"""Real vLLM with a KV cache too small for the load, and the same server under-loaded.
+
+16 sequences, 16 KV blocks of 128 tokens. Prompts of 200 tokens take 2 blocks at
+admission and need a third after 56 output tokens: with 64 to make, the admitted
+requests outgrow the cache and vLLM preempts running ones (``vllm:num_preemptions``),
+to compute them again later. Slots never bind (16, against at most 12 in flight), so
+the one true story is KV: the verdict is KV-bound with the preemptions in it, no
+compute verdict stands beside it, the fix turns vLLM's KV knob, and nothing raises the
+slots. The KV capacity is vLLM's own (``vllm:cache_config_info``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from infersight.core.records import RunResult
+from infersight.diagnose import diagnose
+from infersight.testing.vllm_server import VLLMServer
+
+pytestmark = [pytest.mark.needs("vllm"), pytest.mark.timeout(900)]
+
+
+def _bench(server: VLLMServer, out: Path | None = None, **kw: object) -> RunResult:
+    from infersight.bench import BenchConfig
+    from infersight.entrypoints.bench import bench_and_diagnose
+
+    cfg = BenchConfig(
+        url=server.url,
+        progress=False,
+        diagnose=True,
+        ignore_eos=True,
+        sample_interval=0.25,
+        out=str(out) if out else None,
+        **kw,  # type: ignore[arg-type]
+    )
+    return bench_and_diagnose(cfg)
+
+
+@pytest.fixture(scope="module")
+def kv_run(vllm_kv: VLLMServer, tmp_path_factory: pytest.TempPathFactory) -> RunResult:
+    out = tmp_path_factory.mktemp("kv")
+    return _bench(
+        vllm_kv, out, concurrency=[2, 6, 12], requests=16, input_tokens="fixed:200", max_tokens=64
+    )
+
+
+def test_kv_bound_with_preemptions_and_vllms_knob(kv_run: RunResult) -> None:
+    rec = kv_run.recommendation
+    assert rec is not None
+    assert (rec.verdict, rec.limiter) == ("kv_bound", "kv"), rec
+    assert rec.knob == "kv" and (rec.fix is None or rec.fix.knob == "kv"), rec
+    assert "VLLM_CPU_KVCACHE_SPACE" in rec.text or "--num-gpu-blocks-override" in rec.text, rec
+    assert "max-num-seqs" not in rec.text or "lower" in rec.text, rec.text
+    verdicts = diagnose(kv_run)
+    ids = {v.id for v in verdicts if not v.marginal}
+    assert "kv_bound" in ids and "compute_bound" not in ids and "slot_bound" not in ids, ids
+    kv = next(v for v in verdicts if v.id == "kv_bound")
+    assert "preempt" in kv.summary, kv.summary
+
+
+def test_preemptions_are_in_every_output(kv_run: RunResult) -> None:
+    from infersight.report import render_console
+
+    out = io.StringIO()
+    render_console(kv_run, Console(file=out, width=200))
+    assert "preempt" in out.getvalue()
+    doc = json.loads(kv_run.model_dump_json())
+    assert "preempt" in json.dumps(doc["recommendation"]) + json.dumps(doc["diagnosis"])
+
+
+def test_kv_capacity_is_vllms_own(kv_run: RunResult) -> None:
+    model = kv_run.server_model
+    assert model is not None and model.kv.value == 16 * 128, model.kv
+
+
+def test_one_client_on_sixteen_sequences_is_under_loaded(vllm_kv: VLLMServer) -> None:
+    r = _bench(vllm_kv, concurrency=[1], requests=6, input_tokens="fixed:32", max_tokens=32)
+    ids = {v.id for v in diagnose(r) if not v.marginal}
+    assert "under_loaded" in ids and not ids & {"slot_bound", "kv_bound", "compute_bound"}, ids
