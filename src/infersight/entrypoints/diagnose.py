@@ -17,9 +17,11 @@ __all__ = ["load_inputs", "print_diagnoses", "watch_url"]
 
 
 def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
-    """RunResult files and other tools' results (entrypoints.results) as they are;
-    monitor recordings (JSONL) merged into one result."""
+    """RunResult files and other tools' results (entrypoints.results) as they are,
+    except llm-d benchmark reports of one run, joined into one; monitor recordings
+    (JSONL) merged into one result."""
     from infersight.entrypoints.results import load_result
+    from infersight.importers import merge_reports
 
     results: list[tuple[str, RunResult]] = []
     samples: list[Sample] = []
@@ -38,6 +40,7 @@ def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
             rec_names.append(p.name)
         else:
             results.append((str(p), load_result(p)))
+    results = merge_reports(results)
     if samples:
         engines = {s.labels.get("engine") for s in samples if s.name.startswith("engine.")}
         engines.discard(None)
