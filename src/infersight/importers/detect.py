@@ -96,8 +96,8 @@ def detect(data: bytes) -> str | None:
         and ("records" in doc or "aggregates" in doc)
     ):
         return None  # ours
-    if doc is None and b"version:" in data[:4096]:
-        try:  # a benchmark report in YAML
+    if doc is None and data.lstrip()[:1] not in (b"{", b"["):
+        try:  # a benchmark report in YAML (the package writes its keys sorted)
             doc = llmd.parse(data)
         except Malformed:
             doc = None

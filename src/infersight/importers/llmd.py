@@ -65,7 +65,7 @@ def parse(data: bytes) -> Any:
         if data.lstrip()[:1] in (b"{", b"["):
             raise as_json from None
     try:
-        return yaml.safe_load(data)
+        return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -129,7 +129,7 @@ def _level_v01(rep: Any) -> tuple[ImportedLevel, ImportSpec]:
             "e2e_from_sent": _stats(lat.request_latency, ok),
         },
     )
-    tool = str(meta.get("tool") or load.name)
+    tool = f"llm-d benchmark report of {meta.get('tool') or load.name}"
     spec = ImportSpec(format=FORMAT, tool=tool, source="", model=rep.scenario.model.name, notes=[])
     spec.tool_version = (
         meta.get("tool_version") if isinstance(meta.get("tool_version"), str) else None
@@ -170,7 +170,7 @@ def _level_v02(rep: Any) -> tuple[ImportedLevel, ImportSpec, list[Any]]:
     model = engines[0].standardized.model.name if engines else None
     spec = ImportSpec(
         format=FORMAT,
-        tool=str(std.tool) if std is not None else "unknown harness",
+        tool=f"llm-d benchmark report of {std.tool if std is not None else 'a harness'}",
         source="",
         tool_version=str(std.tool_version) if std is not None else None,
         model=model,

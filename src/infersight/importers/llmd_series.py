@@ -90,17 +90,18 @@ def _record(
     in_rate: float | None,
 ) -> RequestRecord:
     """One request: sent at its intended time (the report keeps one time), its chunks
-    spread evenly from the first token at its TPOT (one token each)."""
+    spread evenly from the first token at its TPOT (one token each). A request without
+    a TTFT or a latency, or with no output tokens, failed."""
     rec = RequestRecord(request_id=rid, scheduled=scheduled, sent=scheduled, attempts=1)
     rec.prompt_tokens = _tokens(in_rate, e2e)
     if e2e is not None:
         rec.end = scheduled + e2e
-    if ttft is None or e2e is None:
+    n = _tokens(out_rate, e2e)
+    if ttft is None or e2e is None or n == 0:
         rec.error = "ServerError"
         rec.error_message = "failed (the benchmark report keeps no reason)"
         rec.completion_tokens = 0
         return rec
-    n = _tokens(out_rate, e2e)
     if n is None:
         n = 1 + round((e2e - ttft) / tpot) if tpot and tpot > 0 else 1
     first = scheduled + ttft
