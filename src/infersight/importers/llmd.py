@@ -110,9 +110,8 @@ def _level_v01(rep: Any) -> tuple[ImportedLevel, ImportSpec]:
     args = load.args or {}
     meta = load.metadata if isinstance(load.metadata, dict) else {}
     conc, rate = _target(args.get("concurrency", args.get("max_concurrency")), args.get("rate"))
-    ours = (rep.metadata or {}).get("infersight") if isinstance(rep.metadata, dict) else None
-    name = str(ours["level"]) if isinstance(ours, dict) and "level" in ours else None
-    level = ImportedLevel(name or level_name(conc, rate), concurrency=conc, rate=rate)
+    name = _ours(rep).get("level")
+    level = ImportedLevel(str(name or level_name(conc, rate)), concurrency=conc, rate=rate)
     failures = m.requests.failures or 0
     lat, ok = m.latency, max(m.requests.total - failures, 0)
     level.aggregate = aggregate_from_stats(
@@ -137,14 +136,23 @@ def _level_v01(rep: Any) -> tuple[ImportedLevel, ImportSpec]:
     return level, spec
 
 
+def _ours(rep: Any) -> dict[str, Any]:
+    """What infersight wrote beside the format's fields (empty for another writer)."""
+    if rep.version == "0.1":
+        found = (rep.metadata or {}).get("infersight") if isinstance(rep.metadata, dict) else None
+    else:
+        obs = rep.results.observability
+        found = (obs.model_extra or {}).get("infersight") if obs is not None else None
+    return found if isinstance(found, dict) else {}
+
+
 def _level_v02(rep: Any) -> tuple[ImportedLevel, ImportSpec, list[Any]]:
     load = rep.scenario.load if rep.scenario is not None else None
     std = load.standardized if load is not None else None
     conc, rate = _target(getattr(std, "concurrency", None), getattr(std, "rate_qps", None))
     obs = rep.results.observability
-    ours = (obs.model_extra or {}).get("infersight") if obs is not None else None
-    name = str(ours["level"]) if isinstance(ours, dict) and "level" in ours else None
-    level = ImportedLevel(name or level_name(conc, rate), concurrency=conc, rate=rate)
+    name = _ours(rep).get("level")
+    level = ImportedLevel(str(name or level_name(conc, rate)), concurrency=conc, rate=rate)
     perf = rep.results.request_performance
     level.records = requests_from_series(getattr(perf, "time_series", None), level.name)
     agg = getattr(perf, "aggregate", None)
@@ -216,6 +224,11 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
         spec.missing.append("engine telemetry (running, waiting, KV usage)")
     result = build_run(spec, [level])
     result.samples = samples
+    flag = _ours(rep).get("client_limited")
+    if level.records and isinstance(flag, dict) and "flag" in flag:
+        # infersight's own report: the level's flag as bench judged it (from each
+        # request's lag and the load generator's CPU, which the format does not keep).
+        result.aggregates[level.name]["client_limited"] = flag
     eid = getattr(getattr(rep, "run", None), "eid", None)
     result.config["imported"]["experiment"] = eid
     return result

@@ -194,7 +194,8 @@ def engine_gauges(result: RunResult, span: tuple[float, float] | None) -> dict[s
 
 def verdict_metadata(result: RunResult, part: LevelPart) -> dict[str, Any]:
     """What the format has no field for: the verdicts overlapping the level (all of
-    them without a window), the recommendation, the validity checks, the flag."""
+    them without a window), the recommendation, the validity checks, the level's
+    client-limited flag."""
     lo, hi = part.span if part.span is not None else (None, None)
     verdicts = [
         v.model_dump(mode="json")
@@ -208,5 +209,7 @@ def verdict_metadata(result: RunResult, part: LevelPart) -> dict[str, Any]:
         "verdicts": verdicts,
         "recommendation": rec.model_dump(mode="json") if rec is not None else None,
         "validity": list(part.agg.get("validity") or []),
-        "client_limited": bool(part.agg.get("client_limited")),
+        # The level's client-limited flag as bench judged it (lag and CPU): a report
+        # keeps no schedule lag, so a reader takes the flag from here.
+        "client_limited": dict(part.agg.get("client_limited") or {}),
     }
