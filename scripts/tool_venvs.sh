@@ -2,9 +2,9 @@
 # Installs the benchmark tools whose result files the importer tests produce, each in a
 # venv of its own under .tool-venvs/ (idempotent; run by `scripts/setup.sh --tools`):
 #   .tool-venvs/guidellm        GuideLLM 0.8.x. It requires torch unconditionally: torch
-#                               is installed first, by pip as configured here (its
-#                               find-links hold the CPU-only wheel, so the CUDA build
-#                               and its nvidia-* wheels are never fetched)
+#                               is installed first, from pip's configured find-links
+#                               (here /opt/wheels holds the CPU-only wheel), so the
+#                               CUDA build and its nvidia-* wheels are not fetched
 #   .tool-venvs/aiperf          AIPerf 0.13.x
 #   .tool-venvs/inference-perf  inference-perf 0.7.x (needs Python >= 3.12: found on the
 #                               PATH or in pyenv; none is an error, never a download)
@@ -40,10 +40,12 @@ py312() {
 # Each installer chains its steps with && (a function run in a && list ignores set -e).
 install_guidellm() {
   local v=$DIR/guidellm
-  # torch first, as pip is configured (the CPU-only wheel): GuideLLM then finds torch
-  # installed and does not fetch the CUDA build.
+  # torch first: the CPU-only wheel from pip's configured find-links, without the index
+  # (whose newest torch is the CUDA build); GuideLLM then finds torch installed. Where
+  # no find-links hold one, the index's torch.
   "$PY" -m venv "$v" &&
-    "$v/bin/python" "${PIP[@]}" torch &&
+    { "$v/bin/python" "${PIP[@]}" --no-deps --no-index torch ||
+      "$v/bin/python" "${PIP[@]}" torch; } &&
     "$v/bin/python" "${PIP[@]}" "$GUIDELLM_SPEC"
 }
 

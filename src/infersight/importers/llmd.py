@@ -105,13 +105,19 @@ def _target(conc: Any, rate: Any) -> tuple[int | None, float | None]:
     return (c, None) if c else (None, r if r and r > 0 else None)
 
 
+def _point(conc: int | None, rate: float | None, unknown: str) -> str:
+    """The level's name as bench gives it (``c=4``, ``r=2.5``); ``unknown`` when the
+    report names neither (its harness's converter did not find them)."""
+    return level_name(conc, rate) if conc is not None or rate is not None else unknown
+
+
 def _level_v01(rep: Any) -> tuple[ImportedLevel, ImportSpec]:
     load, m = rep.scenario.load, rep.metrics
     args = load.args or {}
     meta = load.metadata if isinstance(load.metadata, dict) else {}
     conc, rate = _target(args.get("concurrency", args.get("max_concurrency")), args.get("rate"))
-    name = _ours(rep).get("level")
-    level = ImportedLevel(str(name or level_name(conc, rate)), concurrency=conc, rate=rate)
+    name = _ours(rep).get("level") or _point(conc, rate, "unknown load")
+    level = ImportedLevel(str(name), concurrency=conc, rate=rate)
     failures = m.requests.failures or 0
     lat, ok = m.latency, max(m.requests.total - failures, 0)
     level.aggregate = aggregate_from_stats(
@@ -151,8 +157,8 @@ def _level_v02(rep: Any) -> tuple[ImportedLevel, ImportSpec, list[Any]]:
     std = load.standardized if load is not None else None
     conc, rate = _target(getattr(std, "concurrency", None), getattr(std, "rate_qps", None))
     obs = rep.results.observability
-    name = _ours(rep).get("level")
-    level = ImportedLevel(str(name or level_name(conc, rate)), concurrency=conc, rate=rate)
+    name = _ours(rep).get("level") or _point(conc, rate, f"stage {getattr(std, 'stage', 0)}")
+    level = ImportedLevel(str(name), concurrency=conc, rate=rate)
     perf = rep.results.request_performance
     level.records = requests_from_series(getattr(perf, "time_series", None), level.name)
     agg = getattr(perf, "aggregate", None)

@@ -123,11 +123,13 @@ def test_aiperf_converted_by_the_package(server: FakeOpenAI, tmp_path: Path) -> 
     folder = run_aiperf(server.base_url, tmp_path / "artifacts", concurrency=4, requests=REQUESTS)
     summary = next(folder.rglob("profile_export_aiperf.json"))
     (run,) = _converted([convert.import_aiperf(str(summary))], tmp_path / "br")
-    assert run.config["levels"][0]["name"] == "c=4"
+    # The package's converter reads the concurrency from input_config.loadgen, which
+    # AIPerf 0.13 does not write (its phases hold it): the report names no load point.
+    assert run.config["levels"][0]["name"] == "stage 0"
     _undecided_names_what_is_missing(run)
     native = import_file(summary)  # AIPerf's own summary: aggregates too
     _undecided_names_what_is_missing(native)
-    got, want = run.aggregates["c=4"], native.aggregates["c=4"]
+    (got,), want = run.aggregates.values(), native.aggregates["c=4"]
     assert got["ttft"]["p50"] == pytest.approx(want["ttft_from_sent"]["p50"], rel=1e-6)
     assert got["e2e"]["p99"] == pytest.approx(want["e2e_from_sent"]["p99"], rel=1e-6)
 
