@@ -3,16 +3,13 @@ against a server on 127.0.0.1 at three settings, its native file(s) and the pack
 conversion of each (``llmd_benchmark_report.native_to_br0_2``'s ``import_*``), written
 as YAML as the package's CLI writes them.
 
-vLLM's benchmark is ``vllm.benchmarks.serve`` (``add_cli_args`` and ``main``, called
-directly), from a Python with vLLM installed (``--vllm-python``; by default
-``.tool-venvs/vllm``). It saves e2e statistics only when asked
-(``--percentile-metrics ...,e2el``); the package's converter needs them.
+vLLM's benchmark (``tool_runs.run_vllm_bench``) runs from a Python with vLLM installed
+(``--vllm-python``; by default ``.tool-venvs/vllm``). It saves e2e statistics only when
+asked (``--percentile-metrics ...,e2el``); the package's converter needs them.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,22 +17,15 @@ from pathlib import Path
 from llmd_benchmark_report import native_to_br0_2 as convert
 
 from infersight.testing.tool_runs import (
-    OFFLINE,
     run_aiperf,
     run_guidellm,
     run_inference_perf,
+    run_vllm_bench,
     tool_path,
     tool_venvs,
-    word_tokenizer,
 )
 
 __all__ = ["TOOLS", "Setting", "default_vllm_python"]
-
-_VLLM_MAIN = (
-    "import sys, argparse\n"
-    "from vllm.benchmarks.serve import add_cli_args, main\n"
-    "ap = argparse.ArgumentParser(); add_cli_args(ap); main(ap.parse_args(sys.argv[1:]))"
-)
 
 
 @dataclass
@@ -92,27 +82,11 @@ def inference_perf(url: str, d: Path, levels: list[int], requests: int, _: Path)
 
 
 def vllm(url: str, d: Path, levels: list[int], requests: int, python: Path) -> list[Setting]:
-    tok = word_tokenizer(d / "vllm-tok")
     out = []
     for c in levels:
-        name = f"vllm_c{c}.json"
-        cmd = [
-            str(python),
-            "-c",
-            _VLLM_MAIN,
-            *("--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions"),
-            *("--model", "fake", "--tokenizer", str(tok), "--dataset-name", "random"),
-            *("--random-input-len", "16", "--random-output-len", "16", "--ignore-eos"),
-            *("--num-prompts", str(requests), "--max-concurrency", str(c)),
-            *("--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99"),
-            *("--save-result", "--save-detailed", "--result-dir", str(d)),
-            *("--result-filename", name),
-        ]
-        p = subprocess.run(
-            cmd, capture_output=True, text=True, env={**os.environ, **OFFLINE}, timeout=600
+        native = run_vllm_bench(
+            python, url, d / f"vllm_c{c}.json", concurrency=c, requests=requests, tokens=16
         )
-        assert p.returncode == 0, p.stderr[-2000:]
-        native = d / name
         rep = convert.import_vllm_benchmark(str(native))
         out.append(Setting("vllm bench serve", c, native, _yaml(rep, d / f"br_vllm_{c}.yaml")))
     return out

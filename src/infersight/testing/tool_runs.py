@@ -28,8 +28,10 @@ __all__ = [
     "run_aiperf",
     "run_guidellm",
     "run_inference_perf",
+    "run_vllm_bench",
     "tool_path",
     "tool_venvs",
+    "vllm_python",
     "word_tokenizer",
 ]
 
@@ -229,4 +231,49 @@ def run_inference_perf(
     cfg.write_text(json.dumps(config))
     exe = _tool_exe("inference-perf")
     _run([exe, "--config_file", str(cfg)], out.parent, {}, timeout)
+    return out
+
+
+def vllm_python() -> Path | None:
+    """The Python of vLLM's own venv (``tool_venvs()/vllm``), or None."""
+    p = tool_venvs() / "vllm" / "bin" / "python"
+    return p if p.is_file() else None
+
+
+_VLLM_BENCH = (
+    "import sys, argparse\n"
+    "from vllm.benchmarks.serve import add_cli_args, main\n"
+    "ap = argparse.ArgumentParser(); add_cli_args(ap); main(ap.parse_args(sys.argv[1:]))"
+)
+
+
+def run_vllm_bench(
+    python: Path,
+    url: str,
+    out: Path,
+    *,
+    concurrency: int,
+    requests: int,
+    tokens: int,
+    timeout: float = 600,
+) -> Path:
+    """vLLM's benchmark (``vllm.benchmarks.serve``'s ``add_cli_args`` and ``main``,
+    called directly: the ``vllm`` console script fails on the CPU build's distribution
+    name) at one ``--max-concurrency``, ``--save-result --save-detailed``, with e2e
+    statistics too; its JSON."""
+    tok = word_tokenizer(out.parent / "vllm-tok")
+    cmd = [
+        str(python),
+        "-c",
+        _VLLM_BENCH,
+        *("--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions"),
+        *("--model", "fake", "--tokenizer", str(tok), "--dataset-name", "random"),
+        *("--random-input-len", "16", "--random-output-len", str(tokens), "--ignore-eos"),
+        *("--num-prompts", str(requests), "--max-concurrency", str(concurrency)),
+        *("--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99"),
+        *("--save-result", "--save-detailed", "--result-dir", str(out.parent)),
+        *("--result-filename", out.name),
+    ]
+    _run(cmd, out.parent, {}, timeout)
+    assert out.is_file()
     return out

@@ -1,8 +1,8 @@
 """llm-d benchmark reports of real runs: infersight's own bench of the fake server,
-written as reports and read back, gives the run's verdict and fix; GuideLLM's, AIPerf's
-and inference-perf's results, run for real against the same server and converted by
-the format's own package (``llmd_benchmark_report``'s ``import_*``), read as
-aggregates whose verdict names what is missing, with the tool's own figures
+written as reports and read back, gives the run's verdict and fix; GuideLLM's, AIPerf's,
+inference-perf's and vLLM's benchmark's results, run for real against the same server
+and converted by the format's own package (``llmd_benchmark_report``'s ``import_*``),
+read as aggregates whose verdict names what is missing, with the tool's own figures
 (docs/design.md section 10)."""
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ from infersight.importers import detect, import_file, missing_evidence
 from infersight.report.llmd import write_llmd
 from infersight.testing.agreement import advice
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from infersight.testing.tool_runs import run_aiperf, run_guidellm, run_inference_perf
+from infersight.testing.tool_runs import (
+    run_aiperf,
+    run_guidellm,
+    run_inference_perf,
+    run_vllm_bench,
+    vllm_python,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -149,3 +155,20 @@ def test_inference_perf_converted_by_the_package(server: FakeOpenAI, tmp_path: P
         (want,) = native.aggregates.values()
         (got,) = run.aggregates.values()
         assert got["ttft"]["p50"] == pytest.approx(want["ttft_from_sent"]["p50"], rel=1e-6)
+
+
+def test_vllm_bench_converted_by_the_package(server: FakeOpenAI, tmp_path: Path) -> None:
+    python = vllm_python()
+    if python is None:
+        pytest.skip("vLLM's own venv (.tool-venvs/vllm) is not installed")
+    native = run_vllm_bench(
+        python, server.base_url, tmp_path / "vllm.json", concurrency=4, requests=REQUESTS, tokens=16
+    )
+    (run,) = _converted([convert.import_vllm_benchmark(str(native))], tmp_path / "br")
+    assert run.config["levels"][0]["name"] == "c=4"
+    _undecided_names_what_is_missing(run)
+    theirs = import_file(native)  # --save-detailed: every request, a full verdict
+    assert len(theirs.records) == REQUESTS and diagnose_run(theirs).verdicts
+    got, want = run.aggregates["c=4"], theirs.aggregates["c=4"]
+    assert got["ttft"]["p50"] == pytest.approx(want["ttft_from_sent"]["p50"], rel=1e-6)
+    assert got["e2e"]["p50"] == pytest.approx(want["e2e_from_sent"]["p50"], rel=1e-6)
