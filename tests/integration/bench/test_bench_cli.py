@@ -290,7 +290,27 @@ def test_format_llm_d_writes_one_valid_report_per_level(tmp_path: Path) -> None:
         )
         assert p.returncode == 0, p.stderr
         missing_out = _bench("--url", srv.base_url, "--requests", "1", "--format", "llm-d")
+        old = tmp_path / "old"
+        p01 = _bench(
+            *("--url", srv.base_url, "--concurrency", "2", "--requests", "8"),
+            *("--format", "llm-d:0.1", "--out", str(old)),
+        )
+        assert p01.returncode == 0, p01.stderr
     _one_clear_line(missing_out, "--out")
+    (v01,) = (old / "llm-d").glob("*.json")
+    assert import_benchmark_report(str(v01)).dump()["version"] == "0.1"
+    # Read back, the reports give the run's own verdict and fix.
+    diagnosed = [
+        subprocess.run(
+            [*CLI[:-1], "diagnose", *map(str, files), "--json"], capture_output=True, text=True
+        )
+        for files in ([out / "result.json"], sorted((out / "llm-d").glob("*.json")))
+    ]
+    assert all(d.returncode == 0 for d in diagnosed), [d.stderr for d in diagnosed]
+    run_fix, reports_fix = (json.loads(d.stdout)["recommendation"] for d in diagnosed)
+    assert {k: reports_fix[k] for k in ("verdict", "knob", "target")} == {
+        k: run_fix[k] for k in ("verdict", "knob", "target")
+    }
     result = load_run_result(out / "result.json")
     files = sorted((out / "llm-d").glob("*.json"))
     assert [f.name for f in files] == ["benchmark_report_c_1.json", "benchmark_report_c_4.json"]
