@@ -180,7 +180,8 @@ def _level_v02(rep: Any) -> tuple[ImportedLevel, ImportSpec, list[Any]]:
                 "e2e_from_sent": _stats(getattr(lat, "request_latency", None), ok),
             },
         )
-    engines = [c for c in (rep.scenario.stack or []) if c.standardized.kind == "inference_engine"]
+    stack = (rep.scenario.stack if rep.scenario is not None else None) or []
+    engines = [c for c in stack if c.standardized.kind == "inference_engine"]
     model = engines[0].standardized.model.name if engines else None
     spec = ImportSpec(
         format=FORMAT,

@@ -1,19 +1,11 @@
 """llm-d-benchmark's benchmark report 0.2.1 (``--format llm-d``), built with the
-format's own package (``llmd_benchmark_report.BenchmarkReportV02``).
-
-One report per level: ``run`` (the level's uid; ``eid`` groups the levels of one run),
-``scenario`` (the engine as a stack component, infersight's load for this point) and
-``results``:
-
-- ``request_performance.aggregate``: the level's own aggregate (its window), in s,
-  s/token, counts, tokens/s and queries/s;
-- ``request_performance.time_series``: one point per request of the level, at its
-  intended send time: TTFT and request latency (from that time), TPOT, and its input
-  and output tokens over its latency. ``importers.llmd`` reads them back as request
-  records, so a report gives the run's verdict;
-- ``observability.components``: the engine's running and waiting counts and KV usage,
-  each scrape a point; ``observability.infersight`` what the format has no field for
-  (the verdicts, the fix, the validity checks, the client-limited flag).
+format's own package (``llmd_benchmark_report.BenchmarkReportV02``). One report per
+level: ``run`` (``eid`` groups one run's levels), ``scenario`` (the engine as a stack
+component, infersight's load for this point) and ``results``: the level's aggregate;
+one time-series point per request at its intended send time (TTFT, request latency,
+TPOT, its input and output tokens over its latency), which ``importers.llmd`` reads
+back as request records; the engine's gauges; and under ``observability.infersight``
+what the format has no field for. docs/design.md section 2 ("Export") maps each field.
 """
 
 from __future__ import annotations

@@ -119,6 +119,17 @@ def test_the_packages_examples_are_read_as_aggregates(name: str) -> None:
     assert "engine telemetry" in str(undecided.evidence[0].value)
 
 
+def test_a_minimal_report_is_one_level_of_nothing_decided(tmp_path: Path) -> None:
+    """The least the package accepts (a uid and empty results) still reads, in one line
+    of what is missing."""
+    p = tmp_path / "minimal.yaml"
+    p.write_text("version: '0.2.1'\nrun: {uid: x}\nresults: {}\n")
+    run = load_result(p)
+    assert list(run.aggregates) == ["stage 0"] and not run.records
+    (undecided,) = missing_evidence(run)
+    assert "per-request timings" in str(undecided.evidence[0].value)
+
+
 def test_two_runs_reports_stay_apart(tmp_path: Path) -> None:
     a = write_llmd(make_run(400, levels=(1, 4), seed=1, run_id="a"), tmp_path / "a")
     b = write_llmd(make_run(400, levels=(1, 4), seed=1, run_id="b"), tmp_path / "b")
