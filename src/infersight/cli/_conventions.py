@@ -45,6 +45,7 @@ __all__ = [
     "command_help",
     "duration_option",
     "format_option",
+    "llmd_version",
     "out_option",
     "port_option",
 ]
@@ -195,21 +196,32 @@ def out_option(
     )
 
 
-#: What ``--format`` accepts: infersight's own files, or those plus llm-d-benchmark's.
-FORMATS = ("infersight", "llm-d")
+#: What ``--format`` accepts: infersight's own files, or those plus llm-d-benchmark's
+#: benchmark report (0.2.1, or the 0.1 line with ``llm-d:0.1``).
+FORMATS = ("infersight", "llm-d", "llm-d:0.1")
+
+
+def llmd_version(value: str) -> str | None:
+    """The benchmark report version a ``--format`` value asks for; None for infersight's
+    files alone."""
+    from infersight.report.llmd import LLMD_VERSION
+
+    if value == "llm-d":
+        return LLMD_VERSION
+    return value.removeprefix("llm-d:") if value.startswith("llm-d:") else None
 
 
 def format_option(help: str) -> Any:
-    """``--format infersight|llm-d``: llm-d also writes llm-d-benchmark's benchmark
-    report, one per level (report.llmd)."""
+    """``--format infersight|llm-d|llm-d:0.1``: llm-d also writes llm-d-benchmark's
+    benchmark report, one per level (report.llmd): 0.2.1, or the 0.1 line."""
 
     def parse(value: str) -> str:
         if value not in FORMATS:
-            raise typer.BadParameter(f"{value!r}: use {' or '.join(FORMATS)}")
+            raise typer.BadParameter(f"{value!r}: use {', '.join(FORMATS[:-1])} or {FORMATS[-1]}")
         return value
 
     return typer.Option(
-        "infersight", "--format", metavar="infersight|llm-d", parser=parse, help=help
+        "infersight", "--format", metavar="|".join(FORMATS), parser=parse, help=help
     )
 
 

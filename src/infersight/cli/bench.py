@@ -13,6 +13,7 @@ from infersight.cli._conventions import (
     command_help,
     duration_option,
     format_option,
+    llmd_version,
     out_option,
 )
 from infersight.cli.bench_vllm import VLLM_OPTIONS, apply_vllm_flags
@@ -192,7 +193,7 @@ def register(app: typer.Typer) -> None:
         ),
         output_format: str = format_option(
             "With llm-d, --out also gets llm-d/benchmark_report_LEVEL.json: llm-d-benchmark's "
-            "report, one per level."
+            "report 0.2.1 (llm-d:0.1 for the 0.1 line), one per level."
         ),
         price_in: float = typer.Option(None, help="$ per million input tokens."),
         price_out: float = typer.Option(None, help="$ per million output tokens."),
@@ -299,7 +300,7 @@ def register(app: typer.Typer) -> None:
         from infersight.core.errors import ConfigError
         from infersight.entrypoints.bench import run_bench
 
-        llmd = flags.pop("output_format") == "llm-d"
+        llmd = llmd_version(flags.pop("output_format"))
         if llmd and not out:
             raise ConfigError("--format llm-d writes into --out DIR: give --out")
         result = run_bench(_config(flags), llmd=llmd)

@@ -16,6 +16,7 @@ from infersight.cli._conventions import (
     command_help,
     duration_option,
     format_option,
+    llmd_version,
 )
 
 if TYPE_CHECKING:
@@ -105,8 +106,8 @@ def diagnose_cmd(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print verdicts as JSON."),
     output_format: str = format_option(
-        "With llm-d, print llm-d-benchmark's benchmark report of each level (a JSON array, the "
-        "verdicts in each report's metadata) instead."
+        "With llm-d, print llm-d-benchmark's benchmark report 0.2.1 (llm-d:0.1 for the 0.1 "
+        "line) of each level (a JSON array, the verdicts in each report) instead."
     ),
     interval: float = duration_option(1.0, "--interval", help="With --url: time between samples."),
     prometheus: str = P.PROMETHEUS,
@@ -124,7 +125,7 @@ def diagnose_cmd(
     if engine_slots is not None and engine_slots < 1:
         raise _err("--engine-slots must be >= 1")
     device = _check_gpu(gpu) if gpu else None
-    if prometheus and output_format == "llm-d":
+    if prometheus and llmd_version(output_format):
         raise _err("--format llm-d describes runs: give result files or --url, not --prometheus")
     if prometheus:
         from infersight.entrypoints.prometheus import diagnose_prometheus, print_fleet
@@ -172,7 +173,7 @@ def diagnose_cmd(
         gpu=device,
         engine_slots=engine_slots,
         as_json=as_json,
-        llmd=output_format == "llm-d",
+        llmd=llmd_version(output_format),
     )
 
 

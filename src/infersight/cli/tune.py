@@ -13,6 +13,7 @@ from infersight.cli._conventions import (
     command_help,
     duration_option,
     format_option,
+    llmd_version,
     out_option,
 )
 
@@ -190,7 +191,7 @@ def register(app: typer.Typer) -> None:
         ),
         output_format: str = format_option(
             "With llm-d, each trial's folder also gets llm-d/benchmark_report_LEVEL.json: "
-            "llm-d-benchmark's report, one per level."
+            "llm-d-benchmark's report 0.2.1 (llm-d:0.1 for the 0.1 line), one per level."
         ),
         progress: bool = typer.Option(
             True, "--progress/--no-progress", help="Live progress on the terminal."
@@ -199,7 +200,7 @@ def register(app: typer.Typer) -> None:
         flags = dict(locals())  # first statement: exactly the flags, by name
         from infersight.entrypoints.tune import run_tune
 
-        llmd = flags.pop("output_format") == "llm-d"
+        llmd = llmd_version(flags.pop("output_format"))
         cfg, bench = _configs(flags)
         result = run_tune(cfg, bench, llmd=llmd)
         if result.stopped == "interrupted":

@@ -24,9 +24,12 @@ def _console() -> Console:
     return console
 
 
-def run_bench(cfg: BenchConfig, *, console: Console | None = None, llmd: bool = False) -> RunResult:
+def run_bench(
+    cfg: BenchConfig, *, console: Console | None = None, llmd: str | None = None
+) -> RunResult:
     """``infersight bench``: :func:`bench_and_diagnose`, then print the result and
-    write ``cfg.out`` (with ``llmd``, also llm-d-benchmark's reports in ``out/llm-d``)."""
+    write ``cfg.out`` (with ``llmd``, a version, also llm-d-benchmark's reports of that
+    version in ``out/llm-d``)."""
     from infersight.report import render_console, render_percentiles, write_outputs
 
     con = console or _console()
@@ -43,7 +46,7 @@ def run_bench(cfg: BenchConfig, *, console: Console | None = None, llmd: bool = 
 
             from infersight.report.llmd import write_llmd
 
-            written = write_llmd(result, Path(output.out) / "llm-d")
+            written = write_llmd(result, Path(output.out) / "llm-d", version=llmd)
             con.print(
                 f"wrote {len(written)} llm-d benchmark reports in {Path(output.out) / 'llm-d'}"
             )

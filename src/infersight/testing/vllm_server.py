@@ -28,18 +28,12 @@ from types import TracebackType
 
 from infersight.core.errors import ConfigError
 from infersight.core.processes import stop_process
-from infersight.testing.tool_runs import OFFLINE, tool_venvs
+from infersight.testing.tool_runs import OFFLINE, tool_venvs, vllm_python
 
-__all__ = ["MODEL_NAME", "VLLMServer", "VLLMSetting", "vllm_model_dir", "vllm_python"]
+__all__ = ["MODEL_NAME", "VLLMServer", "VLLMSetting", "vllm_model_dir"]
 
 #: The name the server serves the model under.
 MODEL_NAME = "smollm2"
-
-
-def vllm_python() -> Path | None:
-    """The vLLM venv's Python, or None when ``scripts/setup.sh --tools`` has not run."""
-    p = tool_venvs() / "vllm" / "bin" / "python"
-    return p if p.is_file() else None
 
 
 def vllm_model_dir() -> Path | None:

@@ -266,13 +266,10 @@ def test_find_max_answers_in_a_sentence_and_peer_flag_names_work(tmp_path: Path)
 
 
 def test_format_llm_d_writes_one_valid_report_per_level(tmp_path: Path) -> None:
-    """A real run written as llm-d-benchmark's benchmark report: each level's file
-    validates against the format's schema and carries that level's own figures."""
-    schema = json.loads(
-        (
-            Path(__file__).parents[2] / "support" / "llmd_benchmark_report_v0_1.schema.json"
-        ).read_text()
-    )
+    """A real run written as llm-d-benchmark's benchmark report 0.2.1: the format's own
+    package loads each level's file, and it carries that level's own figures."""
+    from llmd_benchmark_report import import_benchmark_report
+
     with FakeOpenAI.subprocess(FakeConfig(ttft=0.02, itl=0.002, tokens=8)) as srv:
         out = tmp_path / "run"
         p = _bench(
@@ -293,20 +290,40 @@ def test_format_llm_d_writes_one_valid_report_per_level(tmp_path: Path) -> None:
         )
         assert p.returncode == 0, p.stderr
         missing_out = _bench("--url", srv.base_url, "--requests", "1", "--format", "llm-d")
+        old = tmp_path / "old"
+        p01 = _bench(
+            *("--url", srv.base_url, "--concurrency", "2", "--requests", "8"),
+            *("--format", "llm-d:0.1", "--out", str(old)),
+        )
+        assert p01.returncode == 0, p01.stderr
     _one_clear_line(missing_out, "--out")
+    (v01,) = (old / "llm-d").glob("*.json")
+    assert import_benchmark_report(str(v01)).dump()["version"] == "0.1"
+    # Read back, the reports give the run's own verdict and fix.
+    diagnosed = [
+        subprocess.run(
+            [*CLI[:-1], "diagnose", *map(str, files), "--json"], capture_output=True, text=True
+        )
+        for files in ([out / "result.json"], sorted((out / "llm-d").glob("*.json")))
+    ]
+    assert all(d.returncode == 0 for d in diagnosed), [d.stderr for d in diagnosed]
+    run_fix, reports_fix = (json.loads(d.stdout)["recommendation"] for d in diagnosed)
+    assert {k: reports_fix[k] for k in ("verdict", "knob", "target")} == {
+        k: run_fix[k] for k in ("verdict", "knob", "target")
+    }
     result = load_run_result(out / "result.json")
     files = sorted((out / "llm-d").glob("*.json"))
     assert [f.name for f in files] == ["benchmark_report_c_1.json", "benchmark_report_c_4.json"]
     for f in files:
-        rep = json.loads(f.read_text())
-        jsonschema.Draft202012Validator(schema).validate(rep)
-        level = rep["metadata"]["infersight"]["level"]
+        rep = import_benchmark_report(str(f)).dump()
+        assert rep["version"] == "0.2.1"
+        level = rep["results"]["observability"]["infersight"]["level"]
         agg = result.aggregates[level]
-        assert rep["scenario"]["load"]["args"]["concurrency"] == agg["target"]["concurrency"]
-        assert rep["metrics"]["requests"]["total"] == 24
-        assert rep["metrics"]["latency"]["time_to_first_token"]["p50"] == pytest.approx(
-            agg["ttft"]["p50"] * 1000
-        )
-        assert rep["metrics"]["throughput"]["output_tokens_per_sec"] == pytest.approx(
+        load = rep["scenario"]["load"]
+        assert load["standardized"]["concurrency"] == agg["target"]["concurrency"]
+        perf = rep["results"]["request_performance"]["aggregate"]
+        assert perf["requests"]["total"] == 24
+        assert perf["latency"]["time_to_first_token"]["p50"] == pytest.approx(agg["ttft"]["p50"])
+        assert perf["throughput"]["output_token_rate"]["mean"] == pytest.approx(
             agg["output_token_throughput"]
         )

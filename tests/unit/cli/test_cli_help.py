@@ -104,8 +104,9 @@ def test_one_example_block_that_runs_this_command(cmd: str) -> None:
 def test_values_show_a_metavar_and_defaults_one_style(cmd: str) -> None:
     for p in options(cmd):
         if not p.is_flag:
-            # a name for the value (N, URL, KEY:MS...) or the choices (chat|completions)
-            ok = r"[A-Z][A-Z0-9_:=,.]*|[a-z0-9_-]+(\|[a-z0-9_-]+)+"
+            # a name for the value (N, URL, KEY:MS...) or the choices (chat|completions,
+            # a version among them: llm-d:0.1)
+            ok = r"[A-Z][A-Z0-9_:=,.]*|[a-z0-9_-]+(\|[a-z0-9_-]+(:[0-9.]+)?)+"
             assert re.fullmatch(ok, str(p.metavar)), (cmd, p.opts, p.metavar)
         help_text = p.help or ""
         # the one style is click's `[default: X]` (show_default="X" when the option's
