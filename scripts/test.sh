@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Install everything (Debian prometheus and chromium, and the benchmark tools the importer
-# tests run, included), lint, type-check, test.
+# Install everything (Debian prometheus and chromium, the benchmark tools the importer
+# tests run and vLLM's CPU build for the vLLM tests included), lint, type-check, test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --system --tools
+bash scripts/setup.sh --system
+# The benchmark tools and vLLM (scripts/setup.sh --tools: minutes, mostly downloads and
+# unpacking) install while lint, types and the unit tests run; only the integration
+# tests use them.
+tools_log=$(mktemp)
+bash scripts/tool_venvs.sh >"$tools_log" 2>&1 &
+tools=$!
+trap 'kill $tools 2>/dev/null || true; rm -f "$tools_log"' EXIT
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
 echo "== ruff format"; .venv/bin/ruff format --check src tests benchmarks
 echo "== mypy";  .venv/bin/mypy
@@ -13,12 +20,17 @@ echo "== pytest"
 export INFERSIGHT_REQUIRE_REAL_PARTS=1
 set +e
 if [ $# -gt 0 ]; then
+  wait $tools || { cat "$tools_log"; exit 1; }
   .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
   rc=$?
 else
   # Unit tests are CPU-bound and share nothing: one worker per core halves their time.
   .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/unit
   rc=$?
+  echo "== benchmark tools and vLLM (scripts/tool_venvs.sh)"
+  tools_rc=0; wait $tools || tools_rc=$?
+  cat "$tools_log"
+  [ $tools_rc -eq 0 ] || { echo "installing the tools failed" >&2; exit $tools_rc; }
   # Integration tests mostly wait on real servers: two sessions side by side, the heavy
   # tests (CPU load, noise judged) one at a time in one of them, the rest in the other
   # (tests/integration/conftest.py says which and why).

@@ -12,9 +12,12 @@ this pytest its groups are ignored, and a module's fixtures start again on each 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from infersight.testing.vllm_server import VLLMServer, VLLMSetting
 
 HERE = Path(__file__).parent
 
@@ -27,6 +30,7 @@ HEAVY_FILES = {
     "bench/test_bench_ray.py",
     "bench/test_bench_saturation.py",
     "diagnose/test_diagnose_engine.py",
+    "telemetry/test_telemetry_vllm_live.py",
     "diagnose/test_diagnose_stored_engine.py",
     "engine/test_engine_scaling_smoke.py",
     "engine/test_engine_serve_cli.py",
@@ -56,3 +60,43 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_itemcollected(item: pytest.Item) -> None:
     if is_heavy(item.path):
         item.add_marker(pytest.mark.heavy)
+
+
+# -- real vLLM, shared by every test of a session that needs it --------------------------
+# One server per setting, started on first use (about two minutes on 2 cores): the
+# tests in vllm/ and the exporter's test over vLLM's real /metrics (both heavy, so they
+# run in the same session and share it). Every limit binds by construction:
+# ``--max-num-seqs`` for slots, a KV cache of a few blocks for KV.
+#: A 2-sequence server: slot-bound from c=3 on.
+SLOTS_2 = VLLMSetting(max_num_seqs=2)
+#: 16 sequences, but a KV cache of 16 blocks of 128 tokens (2,048 tokens): requests of
+#: 200 prompt tokens that grow by 64 take 2 to 3 blocks each, so about 6 run and vLLM
+#: preempts (and later recomputes) a running one when no block is free.
+KV_16_BLOCKS = VLLMSetting(max_num_seqs=16, max_model_len=512, kv_blocks=16)
+
+_servers: dict[VLLMSetting, VLLMServer] = {}
+
+
+def vllm_server(setting: VLLMSetting) -> VLLMServer:
+    """The session's server for ``setting``, started on first use."""
+    if setting not in _servers:
+        _servers[setting] = VLLMServer(setting).__enter__()
+    return _servers[setting]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_vllm_servers() -> Iterator[None]:
+    yield
+    for server in _servers.values():
+        server.stop()
+    _servers.clear()
+
+
+@pytest.fixture(scope="session")
+def vllm_slots() -> VLLMServer:
+    return vllm_server(SLOTS_2)
+
+
+@pytest.fixture(scope="session")
+def vllm_kv() -> VLLMServer:
+    return vllm_server(KV_16_BLOCKS)

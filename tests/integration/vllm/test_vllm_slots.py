@@ -48,14 +48,14 @@ def _by_level(verdicts: list[Verdict]) -> dict[str, set[str]]:
 
 @pytest.fixture(scope="module")
 def closed(vllm_slots: VLLMServer) -> RunResult:
-    return _bench(vllm_slots, concurrency=[1, 4, 8], requests=16)
+    return _bench(vllm_slots, concurrency=[1, 4, 8], requests=24)
 
 
 @pytest.fixture(scope="module")
 def opened(vllm_slots: VLLMServer) -> RunResult:
     # About 2 req/s is what 2 sequences of 32 tokens give here: 0.4/s leaves slots free,
-    # 5/s queues past them.
-    return _bench(vllm_slots, rate=[0.4, 5.0], requests=16)
+    # 3/s queues past them, and 4 sequences would serve it (5/s would need replicas).
+    return _bench(vllm_slots, rate=[0.4, 3.0], requests=16)
 
 
 def _assert_slot_bound(result: RunResult, loaded: list[str]) -> None:
@@ -65,9 +65,18 @@ def _assert_slot_bound(result: RunResult, loaded: list[str]) -> None:
     rec = result.recommendation
     assert rec is not None
     assert (rec.verdict, rec.limiter, rec.knob) == ("slot_bound", "slots", "slots"), rec
-    assert rec.current == 2 and rec.target is not None and rec.target > 2, rec
-    assert f"--max-num-seqs 2 → {rec.target}" in rec.text, rec.text
-    assert rec.fix is not None and rec.fix.knob == "slots" and rec.fix.to_value == rec.target
+    assert rec.current == 2 and rec.direction == "up", rec
+    sc = result.self_check
+    assert sc is not None
+    if sc.trusted:
+        # A number the run supports: the model's, on vLLM's own flag.
+        assert rec.target is not None and rec.target > 2, rec
+        assert f"--max-num-seqs 2 → {rec.target}" in rec.text, rec.text
+        assert rec.fix is not None and rec.fix.knob == "slots" and rec.fix.to_value == rec.target
+    else:
+        # The self-check (noise on 2 shared cores) does not support one: it says why.
+        assert rec.target is None and "--max-num-seqs" in rec.text, rec
+        assert "no number beyond the measured range" in rec.text + rec.rests_on, rec
     model = result.server_model
     assert model is not None and model.slots.value == 2, model.slots
 
@@ -78,7 +87,7 @@ def test_closed_loop_is_slot_bound_past_two(closed: RunResult) -> None:
 
 
 def test_open_loop_is_slot_bound_past_capacity(opened: RunResult) -> None:
-    _assert_slot_bound(opened, ["r=5"])
+    _assert_slot_bound(opened, ["r=3"])
 
 
 def test_prompt_lengths_are_exact_through_vllms_tokenize(closed: RunResult) -> None:
