@@ -95,6 +95,7 @@ def _at(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) 
         prompt=np.nan_to_num(d.prompt[idx][mine], nan=fill),
         output=np.maximum(d.output[idx][mine], 1.0),
         arrivals=sends[mine],
+        max_tokens=m.measured.get("max_tokens"),
     )
     p = figures(simulate(eng, load), rate=(lv.rate / reps) if lv.rate else None, slo=d.slo or None)
     if reps > 1:

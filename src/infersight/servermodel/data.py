@@ -74,6 +74,15 @@ class RunData:
     #: had room (None: never seen, several engines, or merged runs): an admission limit
     #: binds there, so no slot limit above it fits the run.
     running_while_waiting: float | None = None
+    #: The engine's own running count at each scrape (one engine only; empty else).
+    run_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    run_n: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: The max_tokens every request asked for (None: not stated): an engine that
+    #: reserves KV at admission holds prompt + max_tokens, whatever the answer's length.
+    max_tokens: float | None = None
+    #: Closed-loop clients that send again at once (no sessions, no think time): the
+    #: think time is known to be 0, not estimated from a level's turnaround.
+    no_think: bool = False
 
     def subset(self, names: set[str]) -> np.ndarray:
         """Indices of the requests of these levels."""
@@ -166,6 +175,22 @@ def _running_while_waiting(samples: Sequence[Sample]) -> float | None:
     return max(busy) if busy else None
 
 
+def _engine_running(samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+    """The engine's running count per scrape, when one engine was scraped."""
+    pts = [s for s in samples if s.name == "engine.requests_running" and s.value is not None]
+    if len({tuple(sorted(s.labels.items())) for s in pts}) != 1:
+        return np.zeros(0), np.zeros(0)
+    return (
+        np.asarray([s.t for s in pts], dtype=float),
+        np.asarray([s.value for s in pts], dtype=float),
+    )
+
+
+def _stated_max_tokens(config: dict[str, Any]) -> float | None:
+    v = _num(config.get("max_tokens"))
+    return v if v is not None and v > 0 and not config.get("dataset") else None
+
+
 def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
     """The arrays of ``result`` (every record), with its levels in run order."""
     recs = result.records
@@ -228,6 +253,7 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         if s.name == "engine.kv_cache_usage" and s.value is not None
     ]
     slo = result.config.get("slo") if isinstance(result.config.get("slo"), dict) else {}
+    run_t, run_n = _engine_running(result.samples)
     return RunData(
         level=lab_arr,
         scheduled=arr(r.scheduled for r in recs),
@@ -245,6 +271,10 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         kv_u=np.asarray([u for _, u in kv], dtype=float),
         slo={str(k): float(v) for k, v in (slo or {}).items() if isinstance(v, int | float)},
         running_while_waiting=_running_while_waiting(result.samples),
+        run_t=run_t,
+        run_n=run_n,
+        max_tokens=_stated_max_tokens(result.config),
+        no_think=not result.config.get("sessions") and not result.config.get("trace"),
     )
 
 

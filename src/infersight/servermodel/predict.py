@@ -116,6 +116,7 @@ def forecast(
             replicas=replicas or 1,
             slo=d.slo or None,
             saturate=saturate,
+            max_tokens=max_tokens,
         )
 
     p = at()

@@ -64,6 +64,9 @@ class Load:
     count: int = 1000
     duration: float | None = None
     seed: int = 0
+    #: The max_tokens each request asks for: an engine that reserves KV at admission
+    #: holds prompt + max_tokens (None: prompt + the answer's own length).
+    max_tokens: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     end: list[float] = []
     prm: list[float] = []
     out: list[float] = []
+    need: list[float] = []  # KV tokens reserved at admission
     ok: list[bool] = []
     arrivals: list[tuple[float, int]] = []  # (time, client or -1)
     if load.arrivals is not None:
@@ -118,7 +122,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         nonlocal held, running
         end[i] = when
         running -= 1
-        held -= prm[i] + out[i]
+        held -= need[i]
         c = client_of.pop(i, -1)
         if c >= 0 and sent < limit and when + load.think < horizon:
             heapq.heappush(arrivals, (when + load.think, c))
@@ -151,6 +155,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
             arr.append(ta)
             prm.append(float(load.prompt[i % np_]))
             out.append(max(1.0, float(load.output[i % load.output.size])))
+            need.append(prm[-1] + max(out[-1], load.max_tokens or 0.0))
             start.append(float("nan"))
             first.append(float("nan"))
             end.append(float("nan"))
@@ -165,10 +170,10 @@ def simulate(eng: Engine, load: Load) -> Simulated:
                 c2 = client_of.pop(i, -1)
                 if c2 >= 0 and sent < limit and ta + load.think < horizon:
                     heapq.heappush(arrivals, (ta + load.think, c2))
-        while queue and running < cap and held + prm[queue[0]] + out[queue[0]] <= budget:
+        while queue and running < cap and held + need[queue[0]] <= budget:
             i = queue.popleft()
             running += 1
-            held += prm[i] + out[i]
+            held += need[i]
             start[i] = t
             heapq.heappush(
                 prefill, (t + eng.e + eng.kappa * eng.step(running) + eng.c_first * prm[i], i)
