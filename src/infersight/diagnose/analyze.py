@@ -18,6 +18,7 @@ from infersight.diagnose.context import RunContext, resolve_context, stored_phys
 from infersight.diagnose.curve_builder import build_curve, level_aggregates
 from infersight.diagnose.model_advice import ModelAdvice, model_advice, with_model
 from infersight.diagnose.model_numbers import FixNumbers, model_numbers
+from infersight.diagnose.one_voice import speak
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.recommend import recommend, reconcile
 from infersight.diagnose.rules import RuleInput, evaluate
@@ -271,7 +272,21 @@ def diagnose_run(
         verdicts = _merge(verdicts)
     rec = recommend(verdicts, run.curve, run.fix, ctx.engine)
     advice = run.advice
-    if advice is not None:
+    if advice is not None and advice.model is not None:
+        span = sidx.span()
+        pre = sidx.counter_rate("engine.preemptions_total", *span) if span else None
+        curve, engine, fix = run.curve, ctx.engine, run.fix
+        rec, verdicts = speak(
+            verdicts,
+            rec,
+            advice,
+            fix,
+            engine,
+            pre,
+            curve.points[-1].level if curve is not None and curve.points else None,
+            lambda vs: recommend(vs, curve, fix, engine),
+        )
+    elif advice is not None:
         rec = with_model(rec, advice, ctx.engine)
     reconcile(verdicts, rec)
     for v in verdicts:

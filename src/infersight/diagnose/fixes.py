@@ -6,7 +6,7 @@ from infersight.core.engines import engine_specs
 from infersight.core.server_model import action
 from infersight.diagnose.rules_base import FixLine
 
-__all__ = ["kv_fixes", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
+__all__ = ["kv_fixes", "kv_flag", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
 
 #: Engines whose slot setting is not in the telemetry name map (data/telemetry/engines.toml).
 _OWN_SLOT_FLAG = {
@@ -25,6 +25,20 @@ def slot_flag(engine: str) -> str:
         return _OWN_SLOT_FLAG[engine]
     spec = engine_specs().get(engine)
     return spec.slot_setting if spec is not None and spec.slot_setting else _ANY
+
+
+def kv_flag(engine: str) -> str:
+    """The settings that size ``engine``'s KV cache (the engine table's)."""
+    spec = engine_specs().get(engine)
+    if spec is not None and spec.kv_setting:
+        return spec.kv_setting
+    if engine == "embedded":
+        return "infersight serve --ctx"
+    return (
+        "the server's KV cache size (vLLM VLLM_CPU_KVCACHE_SPACE or "
+        "--gpu-memory-utilization, llama.cpp --ctx-size, SGLang --max-total-tokens, "
+        "TGI --max-batch-total-tokens)"
+    )
 
 
 def slot_fix(
