@@ -76,7 +76,14 @@ def predict_cmd(
         er = err.get(key) if key else None
         shown = f"{v * 1000:.1f} ms" if unit == "s" else f"{v:.3g} {unit}".rstrip()
         told = f"{er:.0%}" if er is not None else "not checked"
+        lo_hi = fc.ranges.get(key) if key else None
+        if lo_hi is not None and lo_hi[0] is not None and lo_hi[1] is not None:
+            k = 1000.0 if unit == "s" else 1.0
+            told += f" (range {lo_hi[0] * k:.3g}–{lo_hi[1] * k:.3g}{' ms' if unit == 's' else ''})"
         typer.echo(f"  {name:<11} {shown:>12}   model error {told}")
+    if fc.checked_on:
+        said = fc.checked_on
+        typer.echo(said if said.startswith("not checked") else f"checked on: {said}")
     for n in fc.notes:
         typer.echo(f"note: {n}")
 
