@@ -273,7 +273,8 @@ def diagnose_run(
     rec = recommend(verdicts, run.curve, run.fix, ctx.engine)
     advice = run.advice
     if advice is not None and advice.model is not None:
-        span = sidx.span()
+        # the preemptions of the most loaded level, where the fix is sized
+        span = (windows[-1][2], windows[-1][3]) if windows else sidx.span()
         pre = sidx.counter_rate("engine.preemptions_total", *span) if span else None
         curve, engine, fix = run.curve, ctx.engine, run.fix
         rec, verdicts = speak(

@@ -186,7 +186,7 @@ def settle_levels(
             _one_fix(main, rec)
             if not main.summary.startswith("The fitted model"):
                 main.summary = f"{main.summary} The fitted model: {why}."
-        if lim == "unknown":
+        if lim == "unknown" or main is not None:
             keep = [v for v in keep if v.id != "healthy"]
         if not keep and here:
             title = "Limiter not known from one level" if lim == "unknown" else "Healthy"

@@ -232,7 +232,21 @@ def _vllm(m: EngineCounters) -> Iterator[Metric]:
     yield f.gauge(
         "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kv_usage()
     )
-    yield f.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0.0)
+    yield f.counter(
+        "vllm:num_preemptions",
+        "Cumulative number of preemption from the engine.",
+        float(pool.preemptions),
+    )
+    if pool.kv_capacity:
+        # vLLM's cache configuration as an info gauge: its block size is 128 on the
+        # CPU build; the fake's capacity is counted in tokens, one block per token
+        info = GaugeMetricFamily(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labels=["block_size", "num_gpu_blocks", "kv_cache_size_tokens"],
+        )
+        info.add_metric(["1", str(pool.kv_capacity), str(pool.kv_capacity)], 1.0)
+        yield info
     yield f.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
     yield f.counter(
         "vllm:generation_tokens", "Number of generation tokens processed.", m.generation_tokens
