@@ -121,12 +121,16 @@ def kv_recommendation(
     )
 
 
+def _named(lim: str) -> str:
+    return "the limiter is not known from one level" if lim == "unknown" else lim
+
+
 def _disagrees(dropped: Sequence[Verdict], lim: str, why: str) -> Evidence:
     said = "; ".join(f"{d.title}: {d.summary}" for d in dropped)
     return Evidence(
         key="disagrees",
         name="disagrees",
-        value=f"the rules read {said} The model says {lim}: {why}.",
+        value=f"the rules read {said} The model says {_named(lim)}: {why}.",
         source="diagnose rules against the fitted model",
     )
 

@@ -150,10 +150,11 @@ def limiter(
     if lv is None:
         return "none", "no level to judge"
     lim, why = _binding(d, m, lv, here)
-    if lim == "compute" and len(m.levels) < 2:
+    if lim in ("compute", "none") and len(m.levels) < 2:
+        # one load shows neither a queue's cause nor whether throughput stopped growing
+        # with the running count: compute and "nothing binds" cannot be told apart
         return "unknown", (
-            f"not known from one level: {why}, but one load cannot show whether "
-            "throughput stopped growing with it"
+            f"{why}, but one load cannot show whether throughput stopped growing with it"
         )
     return lim, why
 

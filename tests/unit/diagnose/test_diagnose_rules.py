@@ -59,7 +59,8 @@ def test_capacity_the_records_do_not_show_is_said_once() -> None:
     assert "capacity" not in ids(vs)
     lines = [str(e.value) for v in vs for e in v.evidence if e.key == "disagrees"]
     assert len(lines) == 1
-    assert "Queueing: capacity" in lines[0] and "The model says none" in lines[0]
+    assert "Queueing: capacity" in lines[0]
+    assert "The model says the limiter is not known from one level" in lines[0]
 
 
 def test_bandwidth_bound_decode_states_floor_ratio() -> None:
@@ -114,11 +115,14 @@ def test_error_driven_names_kind_and_source() -> None:
     assert any("Retry-After" in f for f in v.fixes)
 
 
-def test_healthy_says_so() -> None:
+def test_one_healthy_level_names_no_limiter() -> None:
     vs = diagnose(make_run(running=100, util=0.9, sm=0.7, itl=0.04))
     assert ids(vs) == ["healthy"]
-    assert vs[0].summary.startswith("No limiter found")
-    assert "errors" in vs[0].summary
+    # one level: nothing waits, but one load cannot tell "nothing binds" from compute,
+    # so no line names a limiter
+    assert vs[0].title == "Limiter not known from one level"
+    assert "nothing binds" in vs[0].summary and "one load cannot show" in vs[0].summary
+    assert not any(e.key == "disagrees" for e in vs[0].evidence)
 
 
 def test_missing_engine_metrics_infers_and_lowers_confidence() -> None:

@@ -67,7 +67,7 @@ def test_vllm_flat_running_with_a_queue_the_records_do_not_show_is_said_once() -
     lines = [str(e.value) for e in vs[0].evidence if e.key == "disagrees"]
     assert len(lines) == 1
     assert "R stays at 4 with 84 waiting: the slot limit is 4" in lines[0]
-    assert "The model says none" in lines[0]
+    assert "The model says the limiter is not known from one level" in lines[0]
     assert not vs[0].fixes  # no second fix from the dropped reading
 
 
