@@ -50,9 +50,6 @@ class FixNumbers:
     rests_on: list[str] = field(default_factory=list)
     no_number: str = ""
     closed_loop: bool = False
-    #: The model's limiter and its evidence (docs/design.md section 9).
-    limiter: str = ""
-    limiter_why: str = ""
 
     def why(self) -> str:
         """Everything the numbers rest on, for the evidence."""
@@ -75,8 +72,6 @@ def model_numbers(
     *,
     closed_loop: bool,
     physics: PhysicsBounds | None = None,
-    limiter: str = "",
-    limiter_why: str = "",
 ) -> FixNumbers | None:
     """The numbers for the rules from the model's fix (None: the model made none)."""
     if fix is None:
@@ -136,6 +131,4 @@ def model_numbers(
             "tpot_p50": p.tpot_p50,
         },
         closed_loop=closed_loop,
-        limiter=limiter,
-        limiter_why=limiter_why,
     )
