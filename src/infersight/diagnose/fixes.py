@@ -94,11 +94,12 @@ def slot_fix(
 def kv_fixes(engine: str) -> list[str]:
     """Ways to make room in the KV cache, with this engine's setting names."""
     if engine == "vllm":
+        # vLLM allocates KV blocks as tokens are made: a lower --max-model-len only
+        # refuses long requests, it frees no room for the ones that run
         return [
-            "cap --max-model-len at what the workload needs",
-            "--kv-cache-dtype fp8 (halves KV bytes per token)",
-            "raise --gpu-memory-utilization (e.g. 0.95) if nothing else shares the GPU",
+            f"more KV room: {kv_flag(engine)}",
             "lower --max-num-seqs so running sequences stop being preempted",
+            "--kv-cache-dtype fp8 (halves KV bytes per token)",
             "more memory: --tensor-parallel-size 2, or more replicas behind a gateway",
         ]
     if engine == "sglang":
