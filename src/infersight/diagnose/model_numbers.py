@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from infersight.core.server_model import Fix, SelfCheck, ServerModel
+from infersight.servermodel.advise import HELD
 from infersight.servermodel.bounds import saturated_text
 
 __all__ = ["FixNumbers", "PhysicsBounds", "model_numbers"]
@@ -79,8 +80,11 @@ def model_numbers(
     physics = physics or PhysicsBounds()
     current = _int(m.slots.value)
     p = fix.predicted
-    err = f"{fix.error:.0%}" if fix.error is not None else "not checked"
-    rests = [f"the fitted model ({check.method}, held-out error {err})"]
+    rests = [
+        f"the fitted model ({check.method}, held-out error {fix.error:.0%})"
+        if fix.error is not None
+        else f"the fitted model (not checked: every level ran {HELD.get(fix.knob or '', 'so')})"
+    ]
     slots: int | None = current
     replicas: int | None = 1
     no_number = ""

@@ -14,7 +14,10 @@ from infersight.servermodel.bounds import beyond_measured
 from infersight.servermodel.data import LevelData, RunData
 from infersight.servermodel.fit import step_time
 
-__all__ = ["advise", "level_limiters", "limiter", "meets"]
+__all__ = ["HELD", "advise", "level_limiters", "limiter", "meets"]
+
+#: Knobs every level of a bench run holds at one value: a fix on them is not checked.
+HELD = {"kv": "with one KV capacity", "replicas": "on one replica"}
 
 
 def meets(p: Prediction, slo: dict[str, float]) -> bool | None:
@@ -36,6 +39,17 @@ def _past_range(
     """The fix as an estimate, with its low end, where it runs more sequences than the
     run had (``bounds.beyond_measured``)."""
     low, note = beyond_measured(m, fix.predicted, lambda n: at_level(m, d, lv, **knobs, saturate=n))
+    held = [k for k in knobs if k in HELD]
+    if held:
+        # every level ran at one KV capacity and one replica: the self-check's error says
+        # nothing about changing them (docs/design.md section 9); a range instead
+        n = m.measured.get("n") or None
+        low = low if low is not None else at_level(m, d, lv, **knobs, saturate=n)
+        note = (
+            f"not checked: every level ran {' and '.join(HELD[k] for k in held)}; "
+            f"{note or 'the range runs from compute saturating at the measured top'}"
+        )
+        fix = fix.model_copy(update={"error": None})
     if not note:
         return fix
     return fix.model_copy(
