@@ -87,7 +87,10 @@ def settle_levels(
             continue
         lim, why = limits[level]
         want = LIMITER_VERDICT.get(lim)
-        keep = [v for v in here if v.id not in DECIDED or v.id == want]
+        # where the model names a limiter, the rules' "no limiter found" is a reading
+        # against it too; where it cannot tell from one level, so is any
+        gone = (*DECIDED, "healthy") if want in DECIDED or lim == "unknown" else DECIDED
+        keep = [v for v in here if v.id not in gone or v.id == want]
         dropped = [v for v in here if v not in keep]
         main = next((v for v in keep if v.id == want), None)
         if main is None and want in DECIDED and here:
@@ -108,8 +111,6 @@ def settle_levels(
             _one_fix(main, rec)
             if not main.summary.startswith("The fitted model"):
                 main.summary = f"{main.summary} The fitted model: {why}."
-        if lim == "unknown" or main is not None:
-            keep = [v for v in keep if v.id != "healthy"]
         if not keep and here:
             title = "Limiter not known from one level" if lim == "unknown" else "Healthy"
             keep = [
@@ -126,9 +127,10 @@ def settle_levels(
                     }
                 )
             ]
-        if dropped and keep:
+        against = [d for d in dropped if d.id != "healthy" or want in DECIDED]
+        if against and keep:
             target = main if main is not None else keep[0]
-            target.evidence.append(_disagrees(dropped, lim, why))
+            target.evidence.append(_disagrees(against, lim, why))
         out.extend(keep)
     return out
 

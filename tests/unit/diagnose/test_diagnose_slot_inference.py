@@ -147,3 +147,15 @@ def test_cli_engine_slots_on_a_file(tmp_path: Path) -> None:
     assert isinstance(bad.exception, ConfigError) and "--engine-slots must be >= 1" in str(
         bad.exception
     )
+
+
+def test_a_level_the_model_calls_slot_bound_keeps_the_rules_readings_as_evidence() -> None:
+    """88 clients on 64 stated slots: the model's slot verdict carries the rules' R, Q
+    and KV readings, and the rules' other reading is one disagrees line, never a
+    second verdict or fix at that level."""
+    vs = diagnose(engine_run(running=4, waiting=84, kv=0.004), engine_slots=64)
+    assert ids(vs) == ["slot_bound"]
+    v = vs[0]
+    assert v.evidence_value("waiting (Q)") is not None
+    assert sum(e.key == "disagrees" for e in v.evidence) == 1
+    assert len(v.fixes) >= 1 and all("--max-num-seqs" in f for f in v.fixes[:1])
