@@ -79,7 +79,7 @@ def settle_levels(
     another is dropped and said in one "disagrees" line; where no rule named the
     model's limiter, its verdict is made from the model."""
     out: list[Verdict] = []
-    levels = [lv for lv in dict.fromkeys(v.level for v in verdicts)]
+    levels = list(dict.fromkeys(v.level for v in verdicts))
     for level in levels:
         here = [v for v in verdicts if v.level == level]
         if level not in limits:

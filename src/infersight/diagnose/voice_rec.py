@@ -45,9 +45,12 @@ def kv_recommendation(
     numbers: FixNumbers | None,
     engine: str,
     preemptions: float | None,
+    top_level: str | None = None,
 ) -> Recommendation:
-    """KV-bound: more KV room with the engine's own setting and the model's number."""
-    where = f" at {v.level}" if v is not None and v.level else ""
+    """KV-bound: more KV room with the engine's own setting and the model's number
+    (at the rule verdict's level, else the most loaded level)."""
+    level = v.level if v is not None and v.level else top_level
+    where = f" at {level}" if level else ""
     flag = kv_flag(engine)
     pre = (
         f"; {preemptions:.2g} preemptions/s: the engine evicts running sequences and "
@@ -105,7 +108,7 @@ def model_recommendation(verdicts: Sequence[Verdict], vo: Voice) -> Recommendati
     at = [v for v in verdicts if v.id == want]
     v = at[-1] if at else None
     if lim == "kv":
-        return kv_recommendation(v, fix, vo.numbers, vo.engine, vo.preemptions)
+        return kv_recommendation(v, fix, vo.numbers, vo.engine, vo.preemptions, vo.top_level)
     if lim == "unknown":
         return Recommendation(
             verdict="unknown",
