@@ -34,6 +34,9 @@ def predict_cmd(
     ),
     replicas: int = typer.Option(None, metavar="N", help="Replicas sharing the load evenly."),
     max_tokens: int = typer.Option(None, metavar="N", help="Cap on output tokens per request."),
+    kv_tokens: float = typer.Option(
+        None, metavar="TOKENS", help="The engine's KV cache size in tokens (where KV was known)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
 ) -> None:
     import orjson
@@ -51,6 +54,7 @@ def predict_cmd(
             concurrency=concurrency,
             replicas=replicas,
             max_tokens=max_tokens,
+            kv_tokens=kv_tokens,
         )
     except ConfigError as e:
         raise fail(str(e)) from None

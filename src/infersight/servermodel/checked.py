@@ -36,10 +36,16 @@ def checked_on(d: RunData, m: ServerModel, sc: SelfCheck) -> str:
 
 
 def held_knobs(
-    d: RunData, *, max_tokens: int | None = None, replicas: int | None = None
+    d: RunData,
+    *,
+    max_tokens: int | None = None,
+    replicas: int | None = None,
+    kv_tokens: float | None = None,
 ) -> list[str]:
     """The knobs asked for that every level of the run held at one value."""
     out = []
+    if kv_tokens is not None:
+        out.append("the KV capacity (one value in every level)")
     if max_tokens is not None and (d.max_tokens is None or max_tokens != d.max_tokens):
         had = f"{d.max_tokens:g} in every level" if d.max_tokens else "one value throughout"
         out.append(f"max_tokens (the run had {had})")

@@ -78,6 +78,7 @@ def forecast(
     concurrency: int | None = None,
     replicas: int | None = None,
     max_tokens: int | None = None,
+    kv_tokens: float | None = None,
 ) -> Forecast:
     """The model's figures for ``result`` at the given knobs (the rest as measured at
     the run's most loaded level). Raises ConfigError for a knob it cannot vary."""
@@ -87,6 +88,7 @@ def forecast(
         ("concurrency", concurrency),
         ("replicas", replicas),
         ("max_tokens", max_tokens),
+        ("kv_tokens", kv_tokens),
     ):
         _positive(name, float(v) if v is not None else None)
     if rate is not None and concurrency is not None:
@@ -126,6 +128,7 @@ def forecast(
             slo=d.slo or None,
             saturate=saturate,
             max_tokens=max_tokens,
+            kv=kv_tokens,
         )
 
     p = at()
@@ -137,7 +140,11 @@ def forecast(
     if not sc.trusted and sc.why_not:
         notes.append(f"not checked within 15%: {sc.why_not}")
     err = {k: sc.mape.get(k) for k in CHECKED_METRICS}
-    held = held_knobs(d, max_tokens=max_tokens, replicas=replicas)
+    if kv_tokens is not None and m.kv_tokens is None:
+        raise ConfigError(
+            "the engine exported no KV usage in this run: the model has no KV capacity to change"
+        )
+    held = held_knobs(d, max_tokens=max_tokens, replicas=replicas, kv_tokens=kv_tokens)
     told = checked_on(d, m, sc)
     ranges: dict[str, tuple[float | None, float | None]] = {}
     if held:
@@ -156,6 +163,7 @@ def forecast(
         "concurrency": concurrency,
         "replicas": replicas or 1,
         "max_tokens": max_tokens,
+        "kv_tokens": kv_tokens,
     }
     return Forecast(
         setting=setting,

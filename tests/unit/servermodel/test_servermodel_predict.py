@@ -59,6 +59,11 @@ def test_a_knob_every_level_held_is_not_checked_and_gets_a_range() -> None:
     assert "max_tokens (the run had 64 in every level)" in forecast(run, max_tokens=8).checked_on
 
 
+def test_a_kv_capacity_the_run_never_knew_is_one_clear_error() -> None:
+    with pytest.raises(ConfigError, match="no KV usage"):
+        forecast(sweep_run(slots=4), kv_tokens=800)
+
+
 @pytest.mark.parametrize(
     ("kw", "text"),
     [
