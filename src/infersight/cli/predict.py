@@ -34,6 +34,9 @@ def predict_cmd(
     ),
     replicas: int = typer.Option(None, metavar="N", help="Replicas sharing the load evenly."),
     max_tokens: int = typer.Option(None, metavar="N", help="Cap on output tokens per request."),
+    kv_tokens: float = typer.Option(
+        None, metavar="TOKENS", help="The engine's KV cache size in tokens (where KV was known)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the prediction as JSON."),
 ) -> None:
     import orjson
@@ -51,6 +54,7 @@ def predict_cmd(
             concurrency=concurrency,
             replicas=replicas,
             max_tokens=max_tokens,
+            kv_tokens=kv_tokens,
         )
     except ConfigError as e:
         raise fail(str(e)) from None
@@ -76,7 +80,14 @@ def predict_cmd(
         er = err.get(key) if key else None
         shown = f"{v * 1000:.1f} ms" if unit == "s" else f"{v:.3g} {unit}".rstrip()
         told = f"{er:.0%}" if er is not None else "not checked"
+        lo_hi = fc.ranges.get(key) if key else None
+        if lo_hi is not None and lo_hi[0] is not None and lo_hi[1] is not None:
+            k = 1000.0 if unit == "s" else 1.0
+            told += f" (range {lo_hi[0] * k:.3g}–{lo_hi[1] * k:.3g}{' ms' if unit == 's' else ''})"
         typer.echo(f"  {name:<11} {shown:>12}   model error {told}")
+    if fc.checked_on:
+        said = fc.checked_on
+        typer.echo(said if said.startswith("not checked") else f"checked on: {said}")
     for n in fc.notes:
         typer.echo(f"note: {n}")
 

@@ -110,3 +110,6 @@ class Recommendation(BaseModel):
     limiter: str | None = None
     #: The typed fix the text was rendered from (None: the rules' advice, no model).
     fix: Fix | None = None
+    #: Where the rules' reading named another limiter than the model's: one line that
+    #: names both (docs/design.md section 9, "One voice"); empty when they agree.
+    disagrees: str = ""

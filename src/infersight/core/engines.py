@@ -47,6 +47,9 @@ class EngineSpec:
     slot_setting: str
     slots: tuple[tuple[str, str], ...]
     metrics: dict[str, tuple[MetricRule, ...]] = field(default_factory=dict)
+    #: The settings that size the KV cache, in tokens where the engine has one
+    #: (diagnose's KV fix names them with the model's number).
+    kv_setting: str = ""
 
     def rules_for(self, labels: dict[str, str], *names: str) -> list[MetricRule] | None:
         """The rules of the first listed spelling, filtered by labels; None when the
@@ -92,5 +95,6 @@ def engine_specs() -> dict[str, EngineSpec]:
             slot_setting=str(t.get("slot_setting", "")),
             slots=tuple((str(s["path"]), str(s["field"])) for s in t.get("slots", ())),
             metrics={k: _rules(v) for k, v in t.get("metrics", {}).items()},
+            kv_setting=str(t.get("kv_setting", "")),
         )
     return out

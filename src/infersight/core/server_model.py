@@ -37,7 +37,7 @@ CHECKED_METRICS = ("throughput", "ttft_p50", "tpot_p50")
 #: Held-out error (MAPE, each checked metric) at or under which a fix's number is "model".
 MAPE_LIMIT = 0.15
 
-Limiter = Literal["slots", "kv", "compute", "client", "upstream", "none"]
+Limiter = Literal["slots", "kv", "compute", "client", "upstream", "none", "unknown"]
 Basis = Literal["model", "measured", "estimate"]
 
 

@@ -18,6 +18,7 @@ from infersight.diagnose.context import RunContext, resolve_context, stored_phys
 from infersight.diagnose.curve_builder import build_curve, level_aggregates
 from infersight.diagnose.model_advice import ModelAdvice, model_advice, with_model
 from infersight.diagnose.model_numbers import FixNumbers, model_numbers
+from infersight.diagnose.one_voice import Voice, speak
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.recommend import recommend, reconcile
 from infersight.diagnose.rules import RuleInput, evaluate
@@ -223,8 +224,6 @@ def _prepare(
             adv.fix,
             closed_loop=closed,
             physics=bounds,
-            limiter=adv.limiter or "",
-            limiter_why=adv.evidence,
         )
         if m is not None and adv.check is not None
         else None
@@ -271,7 +270,15 @@ def diagnose_run(
         verdicts = _merge(verdicts)
     rec = recommend(verdicts, run.curve, run.fix, ctx.engine)
     advice = run.advice
-    if advice is not None:
+    if advice is not None and advice.model is not None:
+        # the preemptions of the most loaded level, where the fix is sized
+        span = (windows[-1][2], windows[-1][3]) if windows else sidx.span()
+        pre = sidx.counter_rate("engine.preemptions_total", *span) if span else None
+        curve, engine, fix = run.curve, ctx.engine, run.fix
+        top = curve.points[-1].level if curve is not None and curve.points else None
+        vo = Voice(advice, fix, engine, pre, top, lambda vs: recommend(vs, curve, fix, engine))
+        rec, verdicts = speak(verdicts, rec, vo)
+    elif advice is not None:
         rec = with_model(rec, advice, ctx.engine)
     reconcile(verdicts, rec)
     for v in verdicts:

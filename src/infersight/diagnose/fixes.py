@@ -6,7 +6,7 @@ from infersight.core.engines import engine_specs
 from infersight.core.server_model import action
 from infersight.diagnose.rules_base import FixLine
 
-__all__ = ["kv_fixes", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
+__all__ = ["kv_fixes", "kv_flag", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
 
 #: Engines whose slot setting is not in the telemetry name map (data/telemetry/engines.toml).
 _OWN_SLOT_FLAG = {
@@ -25,6 +25,20 @@ def slot_flag(engine: str) -> str:
         return _OWN_SLOT_FLAG[engine]
     spec = engine_specs().get(engine)
     return spec.slot_setting if spec is not None and spec.slot_setting else _ANY
+
+
+def kv_flag(engine: str) -> str:
+    """The settings that size ``engine``'s KV cache (the engine table's)."""
+    spec = engine_specs().get(engine)
+    if spec is not None and spec.kv_setting:
+        return spec.kv_setting
+    if engine == "embedded":
+        return "infersight serve --ctx"
+    return (
+        "the server's KV cache size (vLLM VLLM_CPU_KVCACHE_SPACE or "
+        "--gpu-memory-utilization, llama.cpp --ctx-size, SGLang --max-total-tokens, "
+        "TGI --max-batch-total-tokens)"
+    )
 
 
 def slot_fix(
@@ -80,11 +94,12 @@ def slot_fix(
 def kv_fixes(engine: str) -> list[str]:
     """Ways to make room in the KV cache, with this engine's setting names."""
     if engine == "vllm":
+        # vLLM allocates KV blocks as tokens are made: a lower --max-model-len only
+        # refuses long requests, it frees no room for the ones that run
         return [
-            "cap --max-model-len at what the workload needs",
-            "--kv-cache-dtype fp8 (halves KV bytes per token)",
-            "raise --gpu-memory-utilization (e.g. 0.95) if nothing else shares the GPU",
+            f"more KV room: {kv_flag(engine)}",
             "lower --max-num-seqs so running sequences stop being preempted",
+            "--kv-cache-dtype fp8 (halves KV bytes per token)",
             "more memory: --tensor-parallel-size 2, or more replicas behind a gateway",
         ]
     if engine == "sglang":

@@ -7,13 +7,14 @@ itself, and names the limiter and the model's typed fix.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from infersight.core.curve import Recommendation
 from infersight.core.records import RunResult
 from infersight.core.server_model import Fix, SelfCheck, ServerModel
 from infersight.servermodel import fit_model, run_data, self_check
 from infersight.servermodel.advise import advise
+from infersight.servermodel.binding import level_limiters, operating
 
 __all__ = ["ModelAdvice", "model_advice", "with_model"]
 
@@ -28,6 +29,8 @@ class ModelAdvice:
     evidence: str
     fix: Fix | None
     why_not_fitted: str = ""
+    #: Each fitted level's limiter and its evidence (the operating level's is the run's).
+    levels: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdvice:
@@ -51,7 +54,11 @@ def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdv
         return ModelAdvice(None, None, None, "", None, str(e))
     sc = self_check(d, m)
     lim, why, fix = advise(d, m, sc)
-    return ModelAdvice(m, sc, lim, why, fix)
+    levels = level_limiters(d, m)
+    top = operating(d, m)
+    if top is not None and lim != "client":
+        levels[top.name] = (lim, why)  # the run's limiter is its operating level's
+    return ModelAdvice(m, sc, lim, why, fix, levels=levels)
 
 
 def with_model(

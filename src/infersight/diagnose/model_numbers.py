@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from infersight.core.server_model import Fix, SelfCheck, ServerModel
+from infersight.servermodel.advise import HELD
 from infersight.servermodel.bounds import saturated_text
 
 __all__ = ["FixNumbers", "PhysicsBounds", "model_numbers"]
@@ -50,9 +51,6 @@ class FixNumbers:
     rests_on: list[str] = field(default_factory=list)
     no_number: str = ""
     closed_loop: bool = False
-    #: The model's limiter and its evidence (docs/design.md section 9).
-    limiter: str = ""
-    limiter_why: str = ""
 
     def why(self) -> str:
         """Everything the numbers rest on, for the evidence."""
@@ -75,8 +73,6 @@ def model_numbers(
     *,
     closed_loop: bool,
     physics: PhysicsBounds | None = None,
-    limiter: str = "",
-    limiter_why: str = "",
 ) -> FixNumbers | None:
     """The numbers for the rules from the model's fix (None: the model made none)."""
     if fix is None:
@@ -84,8 +80,11 @@ def model_numbers(
     physics = physics or PhysicsBounds()
     current = _int(m.slots.value)
     p = fix.predicted
-    err = f"{fix.error:.0%}" if fix.error is not None else "not checked"
-    rests = [f"the fitted model ({check.method}, held-out error {err})"]
+    rests = [
+        f"the fitted model ({check.method}, held-out error {fix.error:.0%})"
+        if fix.error is not None
+        else f"the fitted model (not checked: every level ran {HELD.get(fix.knob or '', 'so')})"
+    ]
     slots: int | None = current
     replicas: int | None = 1
     no_number = ""
@@ -136,6 +135,4 @@ def model_numbers(
             "tpot_p50": p.tpot_p50,
         },
         closed_loop=closed_loop,
-        limiter=limiter,
-        limiter_why=limiter_why,
     )

@@ -23,7 +23,6 @@ from infersight.diagnose.rules_base import (
     make_verdict,
     rq_evidence,
 )
-from infersight.diagnose.rules_curve import compute_fixes
 from infersight.diagnose.signals_engine import Q_SUSTAINED, EngineSignals
 
 __all__ = ["queueing"]
@@ -107,18 +106,6 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     s, ctx, fix = ri.s, ri.ctx, ri.fix
     assert s.S is not None
     current = round(s.S)
-    if fix is not None and fix.limiter == "compute":
-        # the slots are full, but the model says more of them buy no throughput: the
-        # limit is the engine's compute, whatever the queue in front of it
-        return make_verdict(
-            ri,
-            "compute_bound",
-            "Compute-bound (the fitted model)",
-            f"{fmt(s.R)} of {current} slots busy, {fmt(s.Q)} waiting; {fix.limiter_why}.",
-            ev,
-            0.8,
-            compute_fixes(ri),
-        )
     flag = slot_flag(ctx.engine)
     if fix is not None:
         target: int | None = fix.slots

@@ -67,6 +67,8 @@ def advice_lines(rec: Recommendation) -> list[tuple[str, str]]:
         out.append(("expected after the fix", ", ".join(parts) + how))
     if rec.rests_on:
         out.append(("rests on", rec.rests_on))
+    if rec.disagrees:
+        out.append(("disagrees", rec.disagrees))
     return out
 
 

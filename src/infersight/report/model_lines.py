@@ -26,7 +26,8 @@ def model_text(m: ServerModel) -> str:
     if m.c.value:
         parts.append(f"prefill {fmt_value(m.c.value * 1000, 's')} per 1k prompt tokens")
     if m.kv_tokens is not None:
-        parts.append(f"KV {m.kv_tokens.text()}")
+        how = "reserved at admission" if m.kv_mode == "reserve" else "on demand, as tokens are made"
+        parts.append(f"KV {m.kv_tokens.text()} ({how})")
     if m.error_share:
         parts.append(f"errors {m.error_share:.1%}")
     parts.append(f"fitted on {len(m.levels)} level(s), {m.requests} requests")

@@ -19,7 +19,7 @@ from infersight.core.records import RunResult, Sample
 from infersight.stats.aggregate import aggregate
 from infersight.stats.level_flags import flagged
 
-__all__ = ["LevelData", "RunData", "level_figures", "merge_runs", "run_data"]
+__all__ = ["LevelData", "RunData", "level_figures", "level_rate", "merge_runs", "run_data"]
 
 
 @dataclass(slots=True)
@@ -74,6 +74,18 @@ class RunData:
     #: had room (None: never seen, several engines, or merged runs): an admission limit
     #: binds there, so no slot limit above it fits the run.
     running_while_waiting: float | None = None
+    #: The engine's own running count at each scrape (one engine only; empty else).
+    run_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    run_n: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: The engine's preemption counter per scrape (vLLM ``num_preemptions_total``).
+    pre_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    pre_n: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: The max_tokens every request asked for (None: not stated): an engine that
+    #: reserves KV at admission holds prompt + max_tokens, whatever the answer's length.
+    max_tokens: float | None = None
+    #: Closed-loop clients that send again at once (no sessions, no think time): the
+    #: think time is known to be 0, not estimated from a level's turnaround.
+    no_think: bool = False
 
     def subset(self, names: set[str]) -> np.ndarray:
         """Indices of the requests of these levels."""
@@ -166,6 +178,46 @@ def _running_while_waiting(samples: Sequence[Sample]) -> float | None:
     return max(busy) if busy else None
 
 
+def _engine_running(samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+    """The engine's running count per scrape, when one engine was scraped."""
+    pts = [s for s in samples if s.name == "engine.requests_running" and s.value is not None]
+    if len({tuple(sorted(s.labels.items())) for s in pts}) != 1:
+        return np.zeros(0), np.zeros(0)
+    return (
+        np.asarray([s.t for s in pts], dtype=float),
+        np.asarray([s.value for s in pts], dtype=float),
+    )
+
+
+def _engine_counter(samples: Sequence[Sample], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A counter's value per scrape time, summed over its series."""
+    by_t: dict[float, float] = {}
+    for s in samples:
+        if s.name == name and s.value is not None:
+            by_t[s.t] = by_t.get(s.t, 0.0) + float(s.value)
+    ts = np.asarray(sorted(by_t), dtype=float)
+    return ts, np.asarray([by_t[t] for t in ts], dtype=float)
+
+
+def level_rate(t: np.ndarray, n: np.ndarray, d: RunData, lv: LevelData) -> float | None:
+    """A counter's increase per second over a level's span (None: fewer than two
+    scrapes in it)."""
+    if t.size < 2:
+        return None
+    t0 = float(np.nanmin(d.sent[lv.idx]))
+    t1 = float(np.nanmax(d.end[lv.idx])) if np.isfinite(d.end[lv.idx]).any() else t0
+    inside = (t >= t0) & (t <= t1)
+    if np.count_nonzero(inside) < 2:
+        return None
+    tt, nn = t[inside], n[inside]
+    return float(max(0.0, nn[-1] - nn[0]) / max(tt[-1] - tt[0], 1e-9))
+
+
+def _stated_max_tokens(config: dict[str, Any]) -> float | None:
+    v = _num(config.get("max_tokens"))
+    return v if v is not None and v > 0 and not config.get("dataset") else None
+
+
 def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
     """The arrays of ``result`` (every record), with its levels in run order."""
     recs = result.records
@@ -228,6 +280,8 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         if s.name == "engine.kv_cache_usage" and s.value is not None
     ]
     slo = result.config.get("slo") if isinstance(result.config.get("slo"), dict) else {}
+    run_t, run_n = _engine_running(result.samples)
+    pre_t, pre_n = _engine_counter(result.samples, "engine.preemptions_total")
     return RunData(
         level=lab_arr,
         scheduled=arr(r.scheduled for r in recs),
@@ -245,6 +299,12 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         kv_u=np.asarray([u for _, u in kv], dtype=float),
         slo={str(k): float(v) for k, v in (slo or {}).items() if isinstance(v, int | float)},
         running_while_waiting=_running_while_waiting(result.samples),
+        run_t=run_t,
+        run_n=run_n,
+        pre_t=pre_t,
+        pre_n=pre_n,
+        max_tokens=_stated_max_tokens(result.config),
+        no_think=not result.config.get("sessions") and not result.config.get("trace"),
     )
 
 

@@ -154,12 +154,15 @@ def predict_load(
     slo: dict[str, float] | None = None,
     seed: int = 0,
     saturate: float | None = None,
+    max_tokens: float | None = None,
 ) -> Prediction:
     """The model's figures at a load: ``rate`` req/s (Poisson) or ``concurrency``
     clients, spread evenly over ``replicas`` (throughput and goodput are the fleet's);
-    ``saturate``: see ``engine_of``."""
+    ``saturate``: see ``engine_of``; ``max_tokens``: what each request asks for (the
+    run's own by default), which an engine reserving KV at admission holds."""
     eng = engine_of(m, slots=slots, kv=kv, saturate=saturate)
     reps = max(1, replicas)
+    cap = max_tokens if max_tokens is not None else m.measured.get("max_tokens")
     if rate is not None:
         per = rate / reps
         load = Load(
@@ -167,11 +170,20 @@ def predict_load(
             output=output,
             seed=seed,
             arrivals=poisson_arrivals(per, max(5.0, requests / per), seed),
+            max_tokens=cap,
         )
         p = figures(simulate(eng, load), rate=per, slo=slo)
     else:
         n = max(1, math.ceil((concurrency or 1) / reps))
-        load = Load(prompt=prompt, output=output, clients=n, think=think, count=requests, seed=seed)
+        load = Load(
+            prompt=prompt,
+            output=output,
+            clients=n,
+            think=think,
+            count=requests,
+            seed=seed,
+            max_tokens=cap,
+        )
         p = figures(simulate(eng, load), concurrency=n, slo=slo)
     if reps > 1:
         p.throughput = None if p.throughput is None else p.throughput * reps

@@ -29,7 +29,7 @@ from infersight.core.server_model import Param, ServerModel
 from infersight.servermodel.admission import reconstruct, running_at
 from infersight.servermodel.data import RunData
 from infersight.servermodel.features import DecodeFeatures, decode_features, time_at_counts
-from infersight.servermodel.limits import Slots, find_slots, fit_kv, level_slots
+from infersight.servermodel.limits import Slots, find_slots, fit_kv, kv_need, level_slots
 
 __all__ = ["MAX_FIT_REQUESTS", "fit_model"]
 
@@ -204,14 +204,17 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     )
     kv, kv_mode = fit_kv(d, okidx, start)
     notes: list[str] = []
-    if kv is not None and slots.source == "fitted" and float(np.max(d.kv_u)) >= 0.9:
+    kv_full = kv is not None and float(np.max(d.kv_u)) >= 0.9
+    if kv_full and slots.source == "fitted":
         # KV filled where the limit showed: the limit is KV's, the slots lie beyond it
         notes.append(
             f"the admission limit of about {slots.value:.0f} came with KV usage "
             f"≥ 90%: KV binds there, the slot limit is above it"
         )
         slots = Slots(None, slots.low, None, "not reached")
-        need = np.nan_to_num(d.prompt[okidx]) + d.output[okidx]
+    if kv is not None and kv_full and slots.value is None:
+        # requests that waited for KV room were not running: replay the KV admission
+        need = kv_need(d, okidx)
         start = reconstruct(d.sent[okidx], d.end[okidx], None, need, kv.value, first=d.first[okidx])
     rng = np.random.default_rng(0)
     dec = (d.output[okidx] >= 2) & np.isfinite(d.last[okidx]) & (d.last[okidx] > d.first[okidx])
@@ -241,8 +244,14 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         if lv.closed and lv.name in names and lv.figures.get("throughput"):
             ii = lv.idx[d.ok[lv.idx] & np.isfinite(d.end[lv.idx])]
             resp = float(np.mean(d.end[ii] - d.sent[ii])) if ii.size else 0.0
-            think[lv.name] = max(
-                0.0, float(lv.concurrency or 0) / float(lv.figures["throughput"] or 1) - resp
+            # clients that send again at once think for 0 s: a short level's drain
+            # lowers its throughput, and would read as think time
+            think[lv.name] = (
+                0.0
+                if d.no_think
+                else max(
+                    0.0, float(lv.concurrency or 0) / float(lv.figures["throughput"] or 1) - resp
+                )
             )
     limited = [lv for lv in d.levels if lv.at_ceiling and lv.rate]
     ceiling = max((lv.figures.get("throughput") or 0.0 for lv in limited), default=None) or None
@@ -256,6 +265,8 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         measured["clients"] = float(max(c for c in clients if c))
     if rates:
         measured["rate"] = float(max(r for r in rates if r))
+    if d.max_tokens is not None:
+        measured["max_tokens"] = d.max_tokens
     return ServerModel(
         slots=Param(
             value=slots.value, low=slots.low, high=slots.high, unit="slots", source=slots.source

@@ -14,7 +14,7 @@ from infersight.core.server_model import Param
 from infersight.servermodel.admission import reconstruct, running_at, violations
 from infersight.servermodel.data import RunData
 
-__all__ = ["VIOLATION_SHARE", "Slots", "find_slots", "fit_kv", "level_slots"]
+__all__ = ["VIOLATION_SHARE", "Slots", "find_slots", "fit_kv", "kv_need", "level_slots"]
 
 #: Share of requests whose first token may precede their replayed admission (clock
 #: jitter between a server's slot release and the client seeing the answer end).
@@ -94,24 +94,53 @@ def find_slots(d: RunData, use: np.ndarray) -> Slots:
     return Slots(None, float(top), None, "not reached")
 
 
+def kv_need(d: RunData, use: np.ndarray) -> np.ndarray:
+    """The KV tokens each request reserves at admission: its prompt and the
+    max_tokens it asked for (its answer's length where max_tokens is not known)."""
+    out = d.output[use]
+    if d.max_tokens is not None:
+        out = np.maximum(out, d.max_tokens)
+    return np.asarray(np.nan_to_num(d.prompt[use]) + out, dtype=float)
+
+
+def _admitted(d: RunData, use: np.ndarray, start: np.ndarray, t: float) -> np.ndarray:
+    """Which requests held KV at ``t``: the engine's own running count there, taken
+    FIFO from the requests in flight (a replay without the KV limit would count those
+    that waited for room), else the replayed admissions."""
+    sent, end = d.sent[use], d.end[use]
+    if d.run_t.size:
+        j = int(np.argmin(np.abs(d.run_t - t)))
+        if abs(float(d.run_t[j]) - t) < 1e-6:
+            live = np.flatnonzero((sent <= t) & (t < end))
+            live = live[np.argsort(sent[live], kind="stable")][: int(d.run_n[j])]
+            on = np.zeros(use.size, dtype=bool)
+            on[live] = True
+            return on
+    return np.asarray((start <= t) & (t < end))
+
+
 def fit_kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None, str]:
     """KV capacity in tokens from the engine's KV usage, and the way tokens are held
-    ("reserve" at admission or "grow" as computed: the steadier reading; step 2)."""
+    ("reserve" at admission: prompt + max_tokens, or "grow" as computed: the steadier
+    reading; step 2). A scrape whose usage is at its cap (1.0) only bounds the
+    capacity from above, so it is left out while others remain."""
     if d.kv_u.size < 3 or float(np.max(d.kv_u)) < 0.05:
         return None, "reserve"
-    st, en = start, d.end[use]
     p = np.nan_to_num(d.prompt[use])
     out = d.output[use]
+    need = kv_need(d, use)
     first, last = d.first[use], d.last[use]
+    scrapes = [(t, u) for t, u in zip(d.kv_t, d.kv_u, strict=True) if u >= 0.05]
+    below = [(t, u) for t, u in scrapes if u < 0.999]
+    if len(below) >= 3:
+        scrapes = below
     caps: dict[str, np.ndarray] = {}
     for mode in ("reserve", "grow"):
         vals = []
-        for t, u in zip(d.kv_t, d.kv_u, strict=True):
-            if u < 0.05:
-                continue
-            on = (st <= t) & (t < en)
+        for t, u in scrapes:
+            on = _admitted(d, use, start, float(t))
             if mode == "reserve":
-                held = float(np.sum(p[on] + out[on]))
+                held = float(np.sum(need[on]))
             else:
                 frac = np.clip((t - first[on]) / np.maximum(last[on] - first[on], 1e-9), 0, 1)
                 held = float(np.sum(p[on] + out[on] * np.nan_to_num(frac)))

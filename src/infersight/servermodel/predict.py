@@ -14,6 +14,7 @@ from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult
 from infersight.core.server_model import CHECKED_METRICS, Prediction, SelfCheck, ServerModel
 from infersight.servermodel.bounds import beyond_measured
+from infersight.servermodel.checked import checked_on, held_knobs
 from infersight.servermodel.data import RunData, run_data
 from infersight.servermodel.evaluate import predict_load
 from infersight.servermodel.fit import fit_model
@@ -34,6 +35,12 @@ class Forecast:
     #: Past the most sequences the run had running: the same setting if the step time
     #: grew in proportion to the running count from there (the low end of the range).
     if_saturated: Prediction | None = None
+    #: What the errors were checked on: levels and the knobs they varied, or "not
+    #: checked" and why (a what-if on a knob the run held at one value).
+    checked_on: str = ""
+    #: Where not checked: each figure's range, from compute saturating at the
+    #: measured top (low end) to the model's figure.
+    ranges: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +50,8 @@ class Forecast:
             "basis": self.basis,
             "notes": self.notes,
             "if_saturated": None if self.if_saturated is None else self.if_saturated.model_dump(),
+            "checked_on": self.checked_on,
+            "ranges": {k: list(v) for k, v in self.ranges.items()},
         }
 
 
@@ -69,6 +78,7 @@ def forecast(
     concurrency: int | None = None,
     replicas: int | None = None,
     max_tokens: int | None = None,
+    kv_tokens: float | None = None,
 ) -> Forecast:
     """The model's figures for ``result`` at the given knobs (the rest as measured at
     the run's most loaded level). Raises ConfigError for a knob it cannot vary."""
@@ -78,6 +88,7 @@ def forecast(
         ("concurrency", concurrency),
         ("replicas", replicas),
         ("max_tokens", max_tokens),
+        ("kv_tokens", kv_tokens),
     ):
         _positive(name, float(v) if v is not None else None)
     if rate is not None and concurrency is not None:
@@ -116,6 +127,8 @@ def forecast(
             replicas=replicas or 1,
             slo=d.slo or None,
             saturate=saturate,
+            max_tokens=max_tokens,
+            kv=kv_tokens,
         )
 
     p = at()
@@ -127,13 +140,38 @@ def forecast(
     if not sc.trusted and sc.why_not:
         notes.append(f"not checked within 15%: {sc.why_not}")
     err = {k: sc.mape.get(k) for k in CHECKED_METRICS}
+    if kv_tokens is not None and m.kv_tokens is None:
+        raise ConfigError(
+            "the engine exported no KV usage in this run: the model has no KV capacity to change"
+        )
+    held = held_knobs(d, max_tokens=max_tokens, replicas=replicas, kv_tokens=kv_tokens)
+    told = checked_on(d, m, sc)
+    ranges: dict[str, tuple[float | None, float | None]] = {}
+    if held:
+        # the self-check never saw this knob move: its error says nothing about it
+        err = dict.fromkeys(CHECKED_METRICS)
+        basis = "estimate"
+        told = f"not checked: {' and '.join(held)}; the self-check varied none of them"
+        low = low if low is not None else at(m.measured.get("n") or None)
+        for k in CHECKED_METRICS:
+            a, b = getattr(low, k), getattr(p, k)
+            pair = sorted(x for x in (a, b) if x is not None)
+            ranges[k] = (pair[0], pair[-1]) if pair else (None, None)
     setting = {
         "slots": slots if slots is not None else m.slots.value,
         "rate": rate,
         "concurrency": concurrency,
         "replicas": replicas or 1,
         "max_tokens": max_tokens,
+        "kv_tokens": kv_tokens,
     }
     return Forecast(
-        setting=setting, prediction=p, error=err, basis=basis, notes=notes, if_saturated=low
+        setting=setting,
+        prediction=p,
+        error=err,
+        basis=basis,
+        notes=notes,
+        if_saturated=low,
+        checked_on=told,
+        ranges=ranges,
     )

@@ -50,6 +50,8 @@ def predict_level(
     eng = engine_of(m, slots=slots if slots is not None else lv.slots, saturate=saturate)
     if lv.closed:
         think = m.think.get(lv.name)
+        if think is None and d.no_think:
+            think = 0.0
         if think is None:  # held out: its own turnaround, a property of the client
             ii = idx[d.ok[idx] & np.isfinite(d.end[idx])]
             thr = lv.figures.get("throughput") or 0.0
@@ -62,6 +64,7 @@ def predict_level(
             clients=lv.concurrency,
             think=think,
             count=idx.size,
+            max_tokens=m.measured.get("max_tokens"),
             duration=span + 1e-3,
         )
         sim = simulate(eng, load)
@@ -71,7 +74,12 @@ def predict_level(
         # from when they were meant to be (a late client's lag is part of them)
         t0 = float(np.min(d.scheduled[idx]))
         sent = np.where(np.isfinite(d.sent[idx]), d.sent[idx], d.scheduled[idx])
-        load = Load(prompt=prompt, output=output, arrivals=sent - t0)
+        load = Load(
+            prompt=prompt,
+            output=output,
+            arrivals=sent - t0,
+            max_tokens=m.measured.get("max_tokens"),
+        )
         p = figures(simulate(eng, load), rate=lv.rate, lag=sent - d.scheduled[idx])
     return {k: getattr(p, k) for k in (*CHECKED_METRICS, "ttft_p99", "e2e_p50", "running")}
 

@@ -14,6 +14,7 @@ not tokens.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -64,6 +65,9 @@ class Load:
     count: int = 1000
     duration: float | None = None
     seed: int = 0
+    #: The max_tokens each request asks for: an engine that reserves KV at admission
+    #: holds prompt + max_tokens (None: prompt + the answer's own length).
+    max_tokens: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     end: list[float] = []
     prm: list[float] = []
     out: list[float] = []
+    need: list[float] = []  # KV tokens reserved at admission (reserve mode)
     ok: list[bool] = []
     arrivals: list[tuple[float, int]] = []  # (time, client or -1)
     if load.arrivals is not None:
@@ -103,10 +108,16 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         arrivals = [(0.0, c) for c in range(min(load.clients or 1, limit))]
     horizon = float("inf") if load.duration is None else load.duration
     queue: deque[int] = deque()
-    prefill: list[tuple[float, int]] = []
-    decode: list[tuple[float, int]] = []
+    prefill: list[tuple[float, int, int]] = []  # (time, request, its admission number)
+    decode: list[tuple[float, int, int]] = []  # (work at its end, request, admission)
     client_of: dict[int, int] = {}
-    held = 0.0
+    grow = eng.kv is not None and not eng.kv_reserve  # on-demand KV (vLLM)
+    gen: list[int] = []  # each request's admission number: stale heap entries skip
+    made: list[float] = []  # decode tokens made before the current admission
+    since: dict[int, float] = {}  # decoding requests: work at their (re)start
+    live: dict[int, int] = {}  # running requests: admission number
+    held = 0.0  # reserved, or on demand: prompts and tokens made up to each (re)start
+    admitted = 0
     running = 0
     t = 0.0
     work = 0.0
@@ -114,36 +125,68 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     sent = 0
     np_ = load.prompt.size
 
-    def finish(i: int, when: float) -> None:
+    def holding(i: int) -> float:
+        return need[i] if not grow else prm[i] + made[i]
+
+    def leave(i: int) -> None:
         nonlocal held, running
-        end[i] = when
         running -= 1
-        held -= prm[i] + out[i]
+        held -= holding(i)
+        live.pop(i, None)
+        since.pop(i, None)  # what it grew was counted from ``since``, never in ``held``
+
+    def finish(i: int, when: float) -> None:
+        leave(i)
+        end[i] = when
         c = client_of.pop(i, -1)
         if c >= 0 and sent < limit and when + load.think < horizon:
             heapq.heappush(arrivals, (when + load.think, c))
 
+    def t_full(d: float) -> float:
+        """When the decoding requests' tokens fill the KV cache (on demand)."""
+        if not grow or not since or len(live) < 2:
+            return float("inf")
+        room = budget - held - sum(work - w for w in since.values())
+        return max(t, stall) + max(0.0, room) / len(since) * d
+
     while arrivals or queue or prefill or decode:
+        while prefill and prefill[0][2] != gen[prefill[0][1]]:
+            heapq.heappop(prefill)
+        while decode and decode[0][2] != gen[decode[0][1]]:
+            heapq.heappop(decode)
         d = eng.step(running) if running else eng.a
         t_dec = (max(t, stall) + (decode[0][0] - work) * d) if decode else float("inf")
         t_pre = prefill[0][0] if prefill else float("inf")
         t_arr = arrivals[0][0] if arrivals else float("inf")
-        t_next = min(t_dec, t_pre, t_arr)
+        t_pmt = t_full(d)
+        t_next = min(t_dec, t_pre, t_arr, t_pmt)
         if t_next == float("inf"):
             break  # only a queue that can never be admitted is left
         work += max(0.0, t_next - max(t, stall)) / d
         t = t_next
-        if t_dec <= t_next and decode:
-            _, i = heapq.heappop(decode)
+        if t_pmt <= t_next:
+            # no block is free: the latest admitted is preempted, keeps what it made,
+            # and waits at the head of the queue to recompute it
+            v = max(live, key=live.__getitem__)
+            grown_v = work - since[v] if v in since else 0.0
+            leave(v)
+            made[v] += grown_v
+            gen[v] += 1
+            queue.appendleft(v)
+        elif t_dec <= t_next and decode:
+            _, i, _ = heapq.heappop(decode)
             finish(i, t)
         elif t_pre <= t_next:
-            _, i = heapq.heappop(prefill)
-            first[i] = t
-            m = out[i] - 1.0
+            _, i, _ = heapq.heappop(prefill)
+            if math.isnan(first[i]):  # the first time, not a recompute
+                first[i] = t
+            m = out[i] - 1.0 - made[i]
             if m <= 0:
                 finish(i, t)
             else:
-                heapq.heappush(decode, (work + m, i))
+                heapq.heappush(decode, (work + m, i, gen[i]))
+                if grow:
+                    since[i] = work
         else:
             ta, c = heapq.heappop(arrivals)
             i = len(arr)
@@ -151,6 +194,9 @@ def simulate(eng: Engine, load: Load) -> Simulated:
             arr.append(ta)
             prm.append(float(load.prompt[i % np_]))
             out.append(max(1.0, float(load.output[i % load.output.size])))
+            need.append(prm[-1] + max(out[-1], load.max_tokens or 0.0))
+            gen.append(0)
+            made.append(0.0)
             start.append(float("nan"))
             first.append(float("nan"))
             end.append(float("nan"))
@@ -165,20 +211,28 @@ def simulate(eng: Engine, load: Load) -> Simulated:
                 c2 = client_of.pop(i, -1)
                 if c2 >= 0 and sent < limit and ta + load.think < horizon:
                     heapq.heappush(arrivals, (ta + load.think, c2))
-        while queue and running < cap and held + prm[queue[0]] + out[queue[0]] <= budget:
+        # on demand, a request is admitted with room for its next token too: one
+        # admitted into a full cache would be preempted again before it made any
+        grown = sum(work - w for w in since.values())
+        spare = 1.0 if grow else 0.0
+        while (
+            queue
+            and running < cap
+            and (running == 0 or held + grown + holding(queue[0]) + spare <= budget)
+        ):
             i = queue.popleft()
             running += 1
-            held += prm[i] + out[i]
-            start[i] = t
+            held += holding(i)
+            admitted += 1
+            live[i] = admitted
+            if math.isnan(start[i]):  # its first admission
+                start[i] = t
+            # a recompute prefills the prompt and the tokens made so far
+            p = prm[i] + made[i]
             heapq.heappush(
-                prefill, (t + eng.e + eng.kappa * eng.step(running) + eng.c_first * prm[i], i)
+                prefill, (t + eng.e + eng.kappa * eng.step(running) + eng.c_first * p, i, gen[i])
             )
-            stall = max(stall, t) + eng.c * prm[i]
-        if queue and running == 0 and not (prefill or decode):
-            # the head can never fit (it needs more KV than the whole budget): it fails
-            i = queue.popleft()
-            ok[i] = False
-            end[i] = t
+            stall = max(stall, t) + eng.c * p
     return Simulated(
         arrival=np.asarray(arr),
         start=np.asarray(start),

@@ -190,6 +190,12 @@ class FakeConfig:
     #: requests reserved; otherwise it waits (FIFO, head-of-line). The vllm and sglang
     #: dialects then report reserved / capacity as their KV usage.
     kv_capacity: int | None = None
+    #: How KV room is taken: "reserve" (prompt + answer at admission) or "on_demand"
+    #: (vLLM: the prompt at admission, then each token as it is made; when none is
+    #: free the latest admitted request is preempted, waits at the head of the queue
+    #: and recomputes its prompt and answer so far when admitted again, at
+    #: ``ttft + prefill_per_token`` per token). Streamed answers only.
+    kv_mode: str = "reserve"
     #: This share of generation requests is answered at once (before the queue) with
     #: ``error_status``, no Retry-After; drawn from a random stream seeded by
     #: ``error_seed``, so a run is repeatable. ``POST /_fake/errors`` ``{"rate": r}``

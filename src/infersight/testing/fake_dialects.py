@@ -240,12 +240,21 @@ def _vllm(m: EngineCounters) -> Iterator[Metric]:
     waiting.add_metric([*f.vals, "capacity"], m.waiting)
     waiting.add_metric([*f.vals, "deferred"], 0.0)
     yield waiting
-    # vLLM's info metric: the KV cache's size is in its labels, its value is 1.
-    info = {"block_size": "16", "kv_cache_size_tokens": str(int(m.kv_tokens))}
-    yield _Families(m, {**dict(zip(f.keys, f.vals, strict=True)), **info}).gauge(
-        "vllm:cache_config_info", "Information of the LLMEngine CacheConfig", 1.0
+    yield f.counter(
+        "vllm:num_preemptions",
+        "Cumulative number of preemption from the engine.",
+        float(pool.preemptions),
     )
-    yield f.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0.0)
+    # vLLM's cache configuration as an info gauge (its value is 1; the numbers are in its
+    # labels): the fake counts its KV in tokens, one block a token.
+    cap = str(int(pool.kv_capacity or m.kv_tokens))
+    info = GaugeMetricFamily(
+        "vllm:cache_config_info",
+        "Information of the LLMEngine CacheConfig",
+        labels=[*f.keys, "block_size", "num_gpu_blocks", "kv_cache_size_tokens"],
+    )
+    info.add_metric([*f.vals, "1", cap, cap], 1.0)
+    yield info
     yield f.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
     yield f.counter(
         "vllm:generation_tokens", "Number of generation tokens processed.", m.generation_tokens

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import orjson
@@ -197,16 +197,30 @@ class FakeOpenAI(ExtraEndpoints):
             await asyncio.sleep(cfg.front_delay)
         chat = request.path.endswith("/chat/completions")
         shape = request_shape(body, chat, b.tokens if b.tokens is not None else cfg.tokens)
-        # The KV tokens it holds while it runs: its prompt and its whole answer.
-        need = shape.prompt_tokens + shape.tokens * len(shape.prompts)
+        # The KV tokens it holds while it runs: its prompt and its whole answer
+        # (reserved at admission), or on demand its prompt, then what it makes.
+        on_demand = cfg.kv_mode == "on_demand" and bool(body.get("stream"))
+        need = shape.prompt_tokens + (0 if on_demand else shape.tokens * len(shape.prompts))
         queued = time.monotonic()
         # The engine's queue: wait for a slot (FIFO) before the first byte of the answer.
-        await self.pool.acquire(need)
+        holder = [await self.pool.acquire(need)]
         start = time.monotonic()
+
+        async def step(tokens: int) -> float:
+            # on-demand KV: the tokens of one step; a preempted request comes back
+            # after its wait and recomputes what it had (a prefill of that many tokens)
+            h = await self.pool.grow(holder[0], tokens)
+            if h is holder[0]:
+                return 0.0
+            holder[0] = h
+            return (cfg.ttft + cfg.prefill_per_token * h.recompute) * self._pace()
+
         try:
-            resp, gen = await self._answer(request, body, b, headers, shape)
+            resp, gen = await self._answer(
+                request, body, b, headers, shape, step if on_demand else None
+            )
         finally:
-            self.pool.release(need)
+            self.pool.release(holder[0])
         end = time.monotonic()
         record_timeline(self.stats, arrival, start, end)
         if self.engine_metrics is not None:
@@ -229,6 +243,7 @@ class FakeOpenAI(ExtraEndpoints):
         b: Behavior,
         headers: dict[str, str],
         shape: RequestShape,
+        step: Callable[[int], Awaitable[float]] | None = None,
     ) -> tuple[web.StreamResponse, _Gen]:
         """Generate the answer (holding a slot): JSON, or a stream; and its figures."""
         cfg = self.config
@@ -292,6 +307,7 @@ class FakeOpenAI(ExtraEndpoints):
             usage=usage if want_usage else None,
             pace=self._pace,
             usage_per_chunk=isinstance(so, dict) and bool(so.get("continuous_usage_stats")),
+            step=step,
         )
         return streamed, gen
 

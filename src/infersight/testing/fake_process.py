@@ -151,6 +151,12 @@ def main(argv: list[str] | None = None, *, server: Callable[[FakeConfig], Servin
         "--kv-capacity", type=int, default=None, help="KV capacity in tokens (admission limit)"
     )
     ap.add_argument(
+        "--kv-mode",
+        choices=("reserve", "on_demand"),
+        default=None,
+        help="KV held from admission (reserve) or as tokens are made, with preemption",
+    )
+    ap.add_argument(
         "--error-rate", type=float, default=None, help="share of requests answered with an error"
     )
     ap.add_argument("--error-status", type=int, default=None, help="that error's HTTP status")
@@ -176,6 +182,7 @@ def main(argv: list[str] | None = None, *, server: Callable[[FakeConfig], Servin
         "kv_per_running",
         "prefill_per_token",
         "kv_capacity",
+        "kv_mode",
         "error_rate",
         "error_status",
         "error_seed",

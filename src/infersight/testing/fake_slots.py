@@ -18,10 +18,24 @@ from typing import Any
 
 from infersight.core.errors import ConfigError
 
-__all__ = ["SlotPool", "record_timeline"]
+__all__ = ["Holder", "SlotPool", "record_timeline"]
 
 #: The most timelines kept (a long soak must not grow the server without bound).
 _KEEP = 100_000
+
+
+class Holder:
+    """One request's hold on a slot and its KV tokens (on demand: what it has computed)."""
+
+    __slots__ = ("need", "order", "preempted", "recompute")
+
+    def __init__(self, need: int, order: int) -> None:
+        self.need = need
+        self.order = order
+        #: Evicted to make room (on-demand KV): it waits at the head of the queue.
+        self.preempted = False
+        #: Tokens to recompute when it is admitted again (its prompt and answer so far).
+        self.recompute = 0
 
 
 class SlotPool:
@@ -38,20 +52,29 @@ class SlotPool:
     overtake the queue (``asyncio.Semaphore`` gives no such promise).
     """
 
-    def __init__(self, slots: int | None, kv_capacity: int | None = None) -> None:
+    def __init__(
+        self, slots: int | None, kv_capacity: int | None = None, kv_mode: str = "reserve"
+    ) -> None:
         if slots is not None and slots < 1:
             raise ConfigError("slots must be at least 1")
         if kv_capacity is not None and kv_capacity < 1:
             raise ConfigError("kv_capacity must be at least 1")
         self.slots = slots
         self.kv_capacity = kv_capacity
+        #: "reserve": a holder's need is held from admission; "on_demand": only its
+        #: prompt at admission, then each token it makes (``grow``), and the latest
+        #: admitted holder is evicted (preempted) when none is free, as vLLM does.
+        self.kv_mode = kv_mode
+        self.preemptions = 0
+        self._holders: list[Holder] = []
+        self._seq = 0
         self.running = 0
         #: KV tokens reserved by the holders (prompt + answer of each).
         self.reserved = 0
         #: The most holders and the most reserved KV tokens seen at once.
         self.peak_running = 0
         self.peak_reserved = 0
-        self._waiters: collections.deque[tuple[asyncio.Future[None], int]] = collections.deque()
+        self._waiters: collections.deque[tuple[asyncio.Future[Holder], int]] = collections.deque()
         # Seconds during which at least one slot was busy (a decode loop was running).
         self._busy_s = 0.0
         self._busy_since: float | None = None
@@ -80,13 +103,17 @@ class SlotPool:
             return True
         return self.reserved + need <= self.kv_capacity
 
-    def _take(self, need: int) -> None:
+    def _take(self, need: int) -> Holder:
         if self.running == 0:
             self._busy_since = time.monotonic()
         self.running += 1
         self.reserved += need
+        self._seq += 1
+        h = Holder(need, self._seq)
+        self._holders.append(h)
         self.peak_running = max(self.peak_running, self.running)
         self.peak_reserved = max(self.peak_reserved, self.reserved)
+        return h
 
     def _dispatch(self) -> None:
         """Admit waiters from the head of the queue while they fit."""
@@ -98,24 +125,26 @@ class SlotPool:
             if not self._fits(need):
                 return
             self._waiters.popleft()
-            self._take(need)
-            fut.set_result(None)
+            fut.set_result(self._take(need))
 
-    async def acquire(self, need: int = 0) -> None:
-        """Wait for a slot and ``need`` KV tokens (FIFO). Cancellation while waiting
-        leaves the queue clean; release with the same ``need``."""
-        if not self._waiters and self._fits(need):
-            self._take(need)
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    async def acquire(self, need: int = 0, *, first: bool = False) -> Holder:
+        """Wait for a slot and ``need`` KV tokens (FIFO; ``first``: at the head of the
+        queue, as a preempted request goes back). Cancellation while waiting leaves
+        the queue clean; release the holder returned."""
+        if (first or not self._waiters) and self._fits(need):
+            return self._take(need)
+        fut: asyncio.Future[Holder] = asyncio.get_running_loop().create_future()
         entry = (fut, need)
-        self._waiters.append(entry)
+        if first:
+            self._waiters.appendleft(entry)
+        else:
+            self._waiters.append(entry)
         try:
-            await fut
+            return await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
                 # The slot was handed over just as the waiter left: pass it on.
-                self.release(need)
+                self.release(fut.result())
             else:
                 if entry in self._waiters:
                     self._waiters.remove(entry)
@@ -123,10 +152,48 @@ class SlotPool:
                 self._dispatch()
             raise
 
-    def release(self, need: int = 0) -> None:
-        """Free a slot and its KV tokens: the oldest waiters that now fit get them."""
-        self.running -= 1
-        self.reserved -= need
+    def _drop(self, h: Holder) -> None:
+        if h in self._holders:
+            self._holders.remove(h)
+            self.running -= 1
+            self.reserved -= h.need
+
+    async def grow(self, h: Holder, tokens: int) -> Holder:
+        """On-demand KV: ``h`` made ``tokens`` more. Where they do not fit, the latest
+        admitted holder is preempted (it may be ``h``); a preempted holder waits at the
+        head of the queue for its prompt and answer so far, and comes back as a new
+        holder whose ``recompute`` says how many tokens it prefills again."""
+        if self.kv_mode != "on_demand" or self.kv_capacity is None or tokens <= 0:
+            return h
+        while not h.preempted and self.reserved + tokens > self.kv_capacity and self.running > 1:
+            victim = max(self._holders, key=lambda x: x.order)
+            victim.preempted = True
+            victim.recompute = victim.need
+            self.preemptions += 1
+            self._drop(victim)
+            self._dispatch()
+        if h.preempted:
+            back = await self.acquire(h.recompute + tokens, first=True)
+            back.recompute = h.recompute
+            return back
+        h.need += tokens
+        self.reserved += tokens
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
+        return h
+
+    def release(self, h: Holder | int = 0) -> None:
+        """Free a slot and its KV tokens: the oldest waiters that now fit get them. A
+        holder already preempted holds nothing."""
+        if isinstance(h, Holder):
+            if h.preempted and h not in self._holders:
+                return
+            self._drop(h)
+        else:  # a bare count (tests of the queue alone)
+            self.running -= 1
+            self.reserved -= h
+            same = [x for x in self._holders if x.need == h] or self._holders[:1]
+            if same:
+                self._holders.remove(same[0])
         self._dispatch()
         if self.running == 0 and self._busy_since is not None:
             self._busy_s += time.monotonic() - self._busy_since
@@ -143,6 +210,8 @@ class SlotPool:
             "kv_reserved": self.reserved,
             "peak_running": self.peak_running,
             "peak_kv_reserved": self.peak_reserved,
+            "kv_mode": self.kv_mode,
+            "preemptions": self.preemptions,
         }
 
 

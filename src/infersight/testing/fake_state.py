@@ -30,7 +30,7 @@ class FakeState:
         self.config = config or FakeConfig()
         self._script: list[Behavior] = [parse_behavior(b) for b in self.config.script]
         self._closing: asyncio.Event | None = None
-        self.pool = SlotPool(self.config.slots, self.config.kv_capacity)
+        self.pool = SlotPool(self.config.slots, self.config.kv_capacity, self.config.kv_mode)
         if not 0.0 <= self.config.error_rate <= 1.0:
             raise ConfigError("error_rate must be between 0 and 1")
         # Its own stream: the injected errors do not depend on anything else drawn.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -35,14 +35,16 @@ async def stream_answer(
     usage: dict[str, Any] | None,
     pace: Callable[[], float] = lambda: 1.0,
     usage_per_chunk: bool = False,
+    step: Callable[[int], Awaitable[float]] | None = None,
 ) -> web.StreamResponse:
     """Write role chunk, n tokens per prompt in content chunks of
     ``cfg.tokens_per_chunk`` tokens, finish, usage, [DONE].
 
     ``pace()`` is how many times longer the next step takes than configured (a
-    compute knee); each step's time is added when the step starts. With
-    ``usage_per_chunk`` (vLLM's ``continuous_usage_stats``) every content chunk also
-    carries the usage so far.
+    compute knee); each step's time is added when the step starts. ``step(tokens)``
+    (on-demand KV) takes the step's tokens and may wait (a preemption): it returns the
+    recompute time to add once the request runs again. With ``usage_per_chunk``
+    (vLLM's ``continuous_usage_stats``) every content chunk also carries the usage so far.
     """
     resp = web.StreamResponse(status=200, headers=headers)
     await resp.prepare(request)
@@ -75,6 +77,10 @@ async def stream_answer(
     step_end = start
     # ``per`` tokens a chunk: the first chunk after TTFT and the tokens it adds.
     for k in range(-(-n // per)):
+        if step is not None:
+            extra = await step(per * n_prompts)
+            if extra:
+                step_end = max(step_end, time.monotonic()) + extra
         step_end += (ttft + itl * (per - 1) if k == 0 else itl * per) * pace()
         target = step_end + (b.stall if b.stall and k == b.stall_at else 0.0)
         delay = target - time.monotonic()

@@ -58,21 +58,17 @@ def engine_run(
     return run
 
 
-def test_vllm_flat_running_with_a_queue_is_slot_bound_with_max_num_seqs() -> None:
+def test_vllm_flat_running_with_a_queue_the_records_do_not_show_is_said_once() -> None:
+    """The engine's gauges read a slot plateau (R flat at 4, 84 waiting) that the
+    client's records do not show (every request answered at once): the model, fitted to
+    the records, decides; the rules' reading is one line that names both."""
     vs = diagnose(engine_run(running=4, waiting=84, kv=0.004))
-    v = one(vs, "slot_bound")
-    assert "capacity" not in ids(vs) and "kv_bound" not in ids(vs)
-    sentence = "R stays at 4 with 84 waiting: the slot limit is 4"
-    assert v.evidence_value("slot limit (inferred)") == sentence
-    assert v.summary.startswith(sentence)
-    assert v.evidence_value("slots (S)") == 4
-    src = next(e.source for e in v.evidence if e.name == "slots (S)")
-    assert src.startswith("inferred from engine /metrics: R's plateau")
-    # one level checks no model: the fix names the knob and gives no number
-    assert v.evidence_value("recommended slots") is None
-    assert v.fixes[0].startswith("raise --max-num-seqs above 4, then bench again")
-    assert any("--engine-slots" in f for f in v.fixes)  # how to state it if the guess is off
-    assert v.engine == "vllm" and 0.6 <= v.confidence < 0.85
+    assert ids(vs) == ["healthy"]
+    lines = [str(e.value) for e in vs[0].evidence if e.key == "disagrees"]
+    assert len(lines) == 1
+    assert "R stays at 4 with 84 waiting: the slot limit is 4" in lines[0]
+    assert "The model says the limiter is not known from one level" in lines[0]
+    assert not vs[0].fixes  # no second fix from the dropped reading
 
 
 def test_vllm_kv_full_is_kv_bound_not_slot_bound() -> None:
@@ -110,11 +106,16 @@ def test_llamacpp_without_kv_usage_is_never_kv_bound() -> None:
 def test_engine_slots_overrides_the_inferred_limit() -> None:
     run = engine_run(running=4, waiting=84, kv=0.004)
     vs = diagnose(run, engine_slots=64)
-    assert "slot_bound" not in ids(vs)
+    # 88 clients against 64 stated slots: the model's limiter is the slots, and the
+    # rules' "limiter unclear" (R at 4 of 64) is one disagrees line under it
+    assert ids(vs) == ["slot_bound"]
     v = vs[0]
     assert v.evidence_value("slots (S)") == 64
     assert next(e.source for e in v.evidence if e.name == "slots (S)") == "stated (--engine-slots)"
     assert v.evidence_value("slot limit (inferred)") is None
+    lines = [str(e.value) for e in v.evidence if e.key == "disagrees"]
+    assert len(lines) == 1 and "capacity (limiter unclear)" in lines[0]
+    assert "The model says slots" in lines[0]
     # stated at bench time: the RunResult config carries it
     run.config["engine_slots"] = 4
     v = one(diagnose(run), "slot_bound")
@@ -134,13 +135,27 @@ def test_cli_engine_slots_on_a_file(tmp_path: Path) -> None:
     path = save_run_result(engine_run(running=4, waiting=84, kv=0.004), tmp_path / "run.json")
     res = runner.invoke(app, ["diagnose", str(path), "--json"])
     assert res.exit_code == 0, res.output
-    assert orjson.loads(res.stdout)["verdicts"][0]["id"] == "slot_bound"
+    doc = orjson.loads(res.stdout)
+    assert doc["verdicts"][0]["id"] == "healthy"  # the records show no queue
     res = runner.invoke(app, ["diagnose", str(path), "--json", "--engine-slots", "256"])
     assert res.exit_code == 0, res.output
     doc = orjson.loads(res.stdout)["verdicts"]
     assert "slot_bound" not in [v["id"] for v in doc]
     assert any(e["name"] == "slots (S)" and e["value"] == 256 for e in doc[0]["evidence"])
+    assert any(e["key"] == "disagrees" for e in doc[0]["evidence"])
     bad = runner.invoke(app, ["diagnose", str(path), "--engine-slots", "0"])
     assert isinstance(bad.exception, ConfigError) and "--engine-slots must be >= 1" in str(
         bad.exception
     )
+
+
+def test_a_level_the_model_calls_slot_bound_keeps_the_rules_readings_as_evidence() -> None:
+    """88 clients on 64 stated slots: the model's slot verdict carries the rules' R, Q
+    and KV readings, and the rules' other reading is one disagrees line, never a
+    second verdict or fix at that level."""
+    vs = diagnose(engine_run(running=4, waiting=84, kv=0.004), engine_slots=64)
+    assert ids(vs) == ["slot_bound"]
+    v = vs[0]
+    assert v.evidence_value("waiting (Q)") is not None
+    assert sum(e.key == "disagrees" for e in v.evidence) == 1
+    assert len(v.fixes) >= 1 and all("--max-num-seqs" in f for f in v.fixes[:1])

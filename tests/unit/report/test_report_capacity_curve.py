@@ -70,7 +70,8 @@ def test_diagnose_prints_the_level_table_above_the_fix_and_the_verdicts() -> Non
         < out.index("fix:")
         < out.index("Compute-bound (measured)")
     )
-    assert "rests on: the fitted model (leave-one-level-out, held-out error" in out
+    # a fix on replicas: every level ran one, so the run never checked it
+    assert "rests on: the fitted model (not checked: every level ran on one replica)" in out
     assert out.index("fix:") < out.index("self-check:") < out.index("Compute-bound (measured)")
 
 

@@ -43,6 +43,27 @@ def test_replicas_split_the_load_and_max_tokens_caps_the_answers() -> None:
     assert (short.prediction.e2e_p50 or 1) < (forecast(run).prediction.e2e_p50 or 0)
 
 
+def test_a_knob_every_level_held_is_not_checked_and_gets_a_range() -> None:
+    """The self-check varied the clients, never max_tokens or replicas: a what-if on
+    those borrows none of its error; it says so and gives a range instead."""
+    run = sweep_run(slots=4, config={"max_tokens": 64})
+    same = forecast(run, concurrency=8)
+    assert same.error["throughput"] is not None
+    assert same.checked_on.startswith("leave-one-level-out on c=1") and "clients" in same.checked_on
+    for kw in ({"max_tokens": 8}, {"replicas": 2}):
+        fc = forecast(run, **kw)  # type: ignore[arg-type]
+        assert fc.error == dict.fromkeys(fc.error)
+        assert fc.checked_on.startswith("not checked: ") and fc.basis == "estimate"
+        lo, hi = fc.ranges["throughput"]
+        assert lo is not None and hi is not None and lo <= (fc.prediction.throughput or 0) <= hi
+    assert "max_tokens (the run had 64 in every level)" in forecast(run, max_tokens=8).checked_on
+
+
+def test_a_kv_capacity_the_run_never_knew_is_one_clear_error() -> None:
+    with pytest.raises(ConfigError, match="no KV usage"):
+        forecast(sweep_run(slots=4), kv_tokens=800)
+
+
 @pytest.mark.parametrize(
     ("kw", "text"),
     [

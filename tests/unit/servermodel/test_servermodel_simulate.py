@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from infersight.servermodel.evaluate import figures, poisson_arrivals
-from infersight.servermodel.simulate import Engine, Load, simulate
+from infersight.servermodel.simulate import Engine, Load, Simulated, simulate
 
 
 def _engine(**kw: float | None) -> Engine:
@@ -84,3 +84,53 @@ def test_a_closed_loop_sends_its_count_however_many_clients(clients: int) -> Non
     # can say so) costs what its 7 requests cost.
     sim = simulate(_engine(), _load(clients=clients, count=7))
     assert sim.arrival.size == 7 and sim.ok.all() and np.isfinite(sim.end).all()
+
+
+def _kv_engine(reserve: bool) -> Engine:
+    return Engine(
+        slots=64, kv=400, kv_reserve=reserve, a=0.005, b=0, k=0, c=0, e=0.045, kappa=1, c_first=0
+    )
+
+
+def _kv_load(max_tokens: float) -> Load:
+    return Load(
+        prompt=np.array([20.0]),
+        output=np.array([max_tokens]),
+        clients=16,
+        count=400,
+        max_tokens=max_tokens,
+    )
+
+
+def _running(s: Simulated) -> float:
+    """The mean admitted count over the steady middle of the run."""
+    ts = np.linspace(1.0, float(np.nanmax(s.end)) - 1.0, 200)
+    return float(np.mean([np.sum((s.start <= t) & (s.end > t)) for t in ts]))
+
+
+def test_kv_reserved_at_admission_follows_max_tokens() -> None:
+    # 400 tokens of KV, 20-token prompts: 20 + 80 reserved lets 4 run, 20 + 20 lets 10
+    assert _running(simulate(_kv_engine(True), _kv_load(80))) == pytest.approx(4, abs=0.2)
+    assert _running(simulate(_kv_engine(True), _kv_load(20))) == pytest.approx(10, abs=0.3)
+
+
+def test_kv_on_demand_preempts_and_recomputes() -> None:
+    """On demand (vLLM) more start than fit when grown; the latest admitted is evicted
+    and recomputed, so throughput is well under what 16 unlimited sequences give, and
+    above what reserving prompt + max_tokens gives."""
+    free = simulate(
+        Engine(
+            slots=64, kv=None, kv_reserve=False, a=0.005, b=0, k=0, c=0, e=0.045, kappa=1, c_first=0
+        ),
+        _kv_load(80),
+    )
+    grow = simulate(_kv_engine(False), _kv_load(80))
+    reserve = simulate(_kv_engine(True), _kv_load(80))
+
+    def rate(s: Simulated) -> float:
+        return 400 / float(np.nanmax(s.end) - np.nanmin(s.arrival))
+
+    assert rate(reserve) < rate(grow) < 0.6 * rate(free)
+    # a request evicted mid-answer keeps its first token: its end is later, never its first
+    assert np.all(np.isfinite(grow.first)) and np.all(grow.end > grow.first)
+    assert float(np.max(grow.end - grow.first)) > 2 * float(np.min(grow.end - grow.first))

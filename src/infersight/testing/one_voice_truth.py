@@ -1,0 +1,180 @@
+"""The one-voice truth suite (docs/design.md section 9, "One voice"): fake servers
+whose binding constraint is known, each benched by a real ``bench``, and the check that
+the run's recommendation names that constraint with one voice: its verdict, limiter,
+knob and typed fix agree with each other (``diagnose.one_voice.agreement``) and the
+limiter is the one that binds.
+
+Slots, KV reserved at admission, KV on demand with preemption, a compute knee, mixed
+prompt lengths and errors; open and closed loop; one level and many.
+``benchmarks/one_voice_truth.py`` prints the table; the integration test asserts it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from infersight.core.records import RunResult
+from infersight.testing.fake_config import FakeConfig
+
+__all__ = ["CASES", "Case", "Outcome", "judge", "run_case"]
+
+
+def _srv(**kw: Any) -> FakeConfig:
+    base: dict[str, Any] = {"ttft": 0.05, "itl": 0.005, "tokens": 200, "metrics_dialect": "vllm"}
+    return FakeConfig(**{**base, **kw})
+
+
+#: The KV-bound server of issue 44: 64 slots, KV room for 400 tokens.
+KV_SERVER = _srv(slots=64, kv_capacity=400)
+KV_ON_DEMAND = _srv(slots=64, kv_capacity=400, kv_mode="on_demand")
+_SWEEP = [1, 2, 4, 8, 16]
+_C = {"input_tokens": "fixed:20", "max_tokens": 32, "duration": 3.0}
+_O = {"arrival": "poisson", "input_tokens": "fixed:20", "max_tokens": 32, "duration": 5.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """A fake server, the load offered, and the limiters that may be named."""
+
+    name: str
+    server: FakeConfig
+    load: dict[str, Any]
+    #: The binding constraint(s) a right answer names ("unknown": one level cannot tell).
+    binds: tuple[str, ...]
+    note: str = ""
+
+
+CASES: tuple[Case, ...] = (
+    Case("slots_closed", _srv(slots=4), {**_C, "concurrency": _SWEEP}, ("slots",)),
+    Case("slots_one_level", _srv(slots=4), {**_C, "concurrency": [16]}, ("slots",)),
+    Case("slots_open", _srv(slots=4), {**_O, "rate": [5.0, 10.0, 40.0]}, ("slots",)),
+    Case(
+        "kv_reserved",
+        KV_SERVER,
+        {**_C, "max_tokens": 80, "concurrency": _SWEEP},
+        ("kv",),
+        "20 + 80 tokens reserved at admission: 4 fit",
+    ),
+    Case(
+        "kv_reserved_one_level",
+        KV_SERVER,
+        {**_C, "max_tokens": 20, "concurrency": [16]},
+        ("kv",),
+        "20 + 20 tokens: 10 fit",
+    ),
+    Case(
+        "kv_reserved_open",
+        KV_SERVER,
+        {**_O, "max_tokens": 80, "rate": [4.0, 8.0, 20.0]},
+        ("kv",),
+    ),
+    Case(
+        "kv_on_demand",
+        KV_ON_DEMAND,
+        {**_C, "max_tokens": 80, "concurrency": _SWEEP},
+        ("kv",),
+        "vLLM-like: preempted when the growing answers fill the cache",
+    ),
+    Case(
+        "kv_on_demand_one_level",
+        KV_ON_DEMAND,
+        {**_C, "max_tokens": 80, "concurrency": [16]},
+        ("kv",),
+    ),
+    Case(
+        "compute_closed",
+        _srv(slots=16, compute_knee=2, tokens=32),
+        {**_C, "concurrency": _SWEEP},
+        ("compute",),
+    ),
+    Case(
+        "compute_one_level",
+        _srv(slots=16, compute_knee=2, tokens=32),
+        {**_C, "concurrency": [8]},
+        ("compute", "unknown"),
+        "one load cannot show throughput stop growing",
+    ),
+    Case(
+        "compute_open",
+        _srv(slots=16, compute_knee=4, tokens=64, ttft=0.046, itl=0.003),
+        {**_O, "max_tokens": 64, "rate": [5.0, 10.0, 33.0]},
+        ("compute",),
+    ),
+    Case(
+        "mixed_prompts",
+        _srv(slots=8, prefill_per_token=1e-4),
+        {**_C, "input_tokens": "uniform:16:1024", "concurrency": [1, 2, 4, 8]},
+        ("none",),
+    ),
+    Case("light_load", _srv(slots=16), {**_C, "concurrency": [1, 2, 4]}, ("none",)),
+    Case(
+        "errors",
+        _srv(slots=8, error_rate=0.1, error_seed=7),
+        {**_O, "rate": [5.0, 10.0]},
+        ("upstream",),
+    ),
+)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the run's recommendation said, and whether it is right."""
+
+    case: str
+    verdict: str
+    limiter: str | None
+    knob: str | None
+    fix_knob: str | None
+    text: str
+    #: Why verdict, limiter, knob and fix disagree (empty: one voice).
+    disagreement: str
+    right: bool
+    levels: dict[str, list[str]] = field(default_factory=dict)
+
+
+def judge(case: Case, run: RunResult) -> Outcome:
+    """Check one run: one voice, naming the constraint that binds."""
+    from infersight.diagnose.one_voice import DECIDED, agreement
+
+    rec = run.recommendation
+    levels: dict[str, list[str]] = {}
+    for v in run.diagnosis:
+        levels.setdefault(v.level or "", []).append(v.id)
+    two = [n for n, ids in levels.items() if sum(i in DECIDED for i in ids) > 1]
+    if rec is None:
+        return Outcome(case.name, "-", None, None, None, "", "no recommendation", False, levels)
+    why = agreement(rec) or ""
+    if two:
+        why = why or f"two limiter verdicts at {', '.join(two)}"
+    if rec.limiter is None:
+        why = why or "no model: no limiter"
+    fk = rec.fix.knob if rec.fix is not None else None
+    return Outcome(
+        case=case.name,
+        verdict=rec.verdict,
+        limiter=rec.limiter,
+        knob=rec.knob,
+        fix_knob=fk,
+        text=rec.text,
+        disagreement=why,
+        right=not why and rec.limiter in case.binds,
+        levels=levels,
+    )
+
+
+def run_case(case: Case, **overrides: Any) -> RunResult:
+    """Start the case's fake server, bench it with diagnosis, return the run."""
+    from infersight.bench import BenchConfig
+    from infersight.entrypoints.bench import bench_and_diagnose
+    from infersight.testing import FakeOpenAI
+
+    with FakeOpenAI.subprocess(case.server) as srv:
+        cfg = BenchConfig(
+            url=srv.base_url,
+            progress=False,
+            diagnose=True,
+            sample_interval=0.25,
+            **{**case.load, **overrides},
+        )
+        return bench_and_diagnose(cfg)
