@@ -86,6 +86,9 @@ class RunData:
     #: Closed-loop clients that send again at once (no sessions, no think time): the
     #: think time is known to be 0, not estimated from a level's turnaround.
     no_think: bool = False
+    #: The KV cache's size in tokens as the engine exports it (vLLM's
+    #: ``cache_config_info``), None when it does not.
+    kv_exported: float | None = None
 
     def subset(self, names: set[str]) -> np.ndarray:
         """Indices of the requests of these levels."""
@@ -305,6 +308,10 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         pre_n=pre_n,
         max_tokens=_stated_max_tokens(result.config),
         no_think=not result.config.get("sessions") and not result.config.get("trace"),
+        kv_exported=max(
+            (s.value for s in result.samples if s.name == "engine.kv_capacity_tokens" and s.value),
+            default=None,
+        ),
     )
 
 

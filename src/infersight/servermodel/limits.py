@@ -123,7 +123,18 @@ def fit_kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None
     """KV capacity in tokens from the engine's KV usage, and the way tokens are held
     ("reserve" at admission: prompt + max_tokens, or "grow" as computed: the steadier
     reading; step 2). A scrape whose usage is at its cap (1.0) only bounds the
-    capacity from above, so it is left out while others remain."""
+    capacity from above, so it is left out while others remain. A capacity the engine
+    exports (vLLM's ``cache_config_info``) is taken as given; the usage then says only
+    how tokens are held."""
+    cap, how = _fit_kv(d, use, start)
+    if d.kv_exported is None or cap is None:
+        return cap, how
+    given = float(d.kv_exported)
+    # "engine": read from its /metrics, like an exported slot limit.
+    return Param(value=given, low=given, high=given, unit="tokens", source="engine"), how
+
+
+def _fit_kv(d: RunData, use: np.ndarray, start: np.ndarray) -> tuple[Param | None, str]:
     if d.kv_u.size < 3 or float(np.max(d.kv_u)) < 0.05:
         return None, "reserve"
     p = np.nan_to_num(d.prompt[use])

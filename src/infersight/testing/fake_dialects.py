@@ -245,16 +245,18 @@ def _vllm(m: EngineCounters) -> Iterator[Metric]:
         "Cumulative number of preemption from the engine.",
         float(pool.preemptions),
     )
-    # vLLM's cache configuration as an info gauge (its value is 1; the numbers are in its
-    # labels): the fake counts its KV in tokens, one block a token.
-    cap = str(int(pool.kv_capacity or m.kv_tokens))
-    info = GaugeMetricFamily(
-        "vllm:cache_config_info",
-        "Information of the LLMEngine CacheConfig",
-        labels=[*f.keys, "block_size", "num_gpu_blocks", "kv_cache_size_tokens"],
-    )
-    info.add_metric([*f.vals, "1", cap, cap], 1.0)
-    yield info
+    if pool.kv_capacity:
+        # vLLM's cache configuration as an info gauge (its value is 1; the numbers are in
+        # its labels): the fake counts its KV in tokens, one block a token. Only a fake
+        # with a KV capacity has one to export (its usage is not made up).
+        cap = str(pool.kv_capacity)
+        info = GaugeMetricFamily(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labels=[*f.keys, "block_size", "num_gpu_blocks", "kv_cache_size_tokens"],
+        )
+        info.add_metric([*f.vals, "1", cap, cap], 1.0)
+        yield info
     yield f.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
     yield f.counter(
         "vllm:generation_tokens", "Number of generation tokens processed.", m.generation_tokens

@@ -22,7 +22,9 @@ def current_signals(engine: str) -> set[str]:
 
 
 def _served(dialect: str) -> str:
-    m = EngineMetrics(FakeConfig(metrics_dialect=dialect, slots=2, itl=0.01), SlotPool(2))
+    # A KV capacity: vLLM's cache_config_info has one to export.
+    cfg = FakeConfig(metrics_dialect=dialect, slots=2, itl=0.01, kv_capacity=4096)
+    m = EngineMetrics(cfg, SlotPool(2, kv_capacity=4096))
     m.arrived()
     m.observe(queue=0.2, ttft=0.5, itl=0.01, e2e=1.5, prompt=40, tokens=101, finish="stop")
     m.arrived()
