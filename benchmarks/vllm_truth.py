@@ -8,7 +8,7 @@ when the server is relaunched at the setting it predicted?
 
 Scenarios (each ``--repeat`` times), with the verdict the server's structure calls for:
 - slots, closed: ``--max-num-seqs 2``, c=1,4,8 -> slot_bound, fix raises the slots;
-- slots, open: the same server at 0.4 and 3 req/s -> slot_bound;
+- slots, open: the same server at 0.4 and 2.5 req/s -> slot_bound;
 - KV: 16 sequences, 16 KV blocks of 128 tokens, 200-token prompts growing by 64,
   c=2,6,12 -> kv_bound (vLLM preempts);
 - under-loaded: 16 sequences, one client -> under_loaded;
@@ -91,7 +91,7 @@ def scenarios(repeat: int, rows: list[dict[str, Any]], checks: list[dict[str, An
         for i in range(repeat):
             for name, kw in (
                 ("slots 2, closed c=1,4,8", dict(concurrency=[1, 4, 8], requests=16)),
-                ("slots 2, open 0.4,3/s", dict(rate=[0.4, 3.0], requests=16)),
+                ("slots 2, open 0.4,2.5/s", dict(rate=[0.4, 2.5], requests=16)),
             ):
                 r = bench(s2, **kw, **SHORT)
                 v, fix = verdict(r)

@@ -80,6 +80,14 @@ def test_kv_capacity_is_vllms_own(kv_run: RunResult) -> None:
 
 
 def test_one_client_on_sixteen_sequences_is_under_loaded(vllm_kv: VLLMServer) -> None:
-    r = _bench(vllm_kv, concurrency=[1], requests=6, input_tokens="fixed:32", max_tokens=32)
+    # vLLM exports no slot limit: the user states it, as --engine-slots does.
+    r = _bench(
+        vllm_kv,
+        concurrency=[1],
+        requests=6,
+        input_tokens="fixed:32",
+        max_tokens=32,
+        engine_slots=16,
+    )
     ids = {v.id for v in diagnose(r) if not v.marginal}
     assert "under_loaded" in ids and not ids & {"slot_bound", "kv_bound", "compute_bound"}, ids
