@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 
 from infersight.core.curve import CapacityCurve, CurvePoint, Recommendation
-from infersight.report.svg import Series, chart
-from infersight.report.svg_axes import fmt_value
+from infersight.report.svg.axes import fmt_value
+from infersight.report.svg.charts import Series, chart
 
 __all__ = [
     "advice_lines",

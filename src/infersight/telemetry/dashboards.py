@@ -10,7 +10,7 @@ from importlib import resources
 from typing import Any
 
 from infersight.core.engines import engine_specs
-from infersight.telemetry.exporter_names import EXPORTED
+from infersight.telemetry.exporter.names import EXPORTED
 
 __all__ = [
     "alert_engines",

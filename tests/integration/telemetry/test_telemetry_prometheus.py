@@ -32,7 +32,7 @@ from infersight.telemetry.dashboards import (
     dashboard_expressions,
     promql_metric_names,
 )
-from infersight.telemetry.exporter_names import EXPORTED
+from infersight.telemetry.exporter.names import EXPORTED
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 FIX = Path(__file__).parents[2] / "unit" / "telemetry" / "fixtures"

@@ -2,7 +2,7 @@
 its span, its figures as the format's statistics keys, the load and the engine's flags,
 the engine's gauges over the level, and what the format has no field for.
 
-The writers (``report.llmd_v02`` for 0.2.1, ``report.llmd_v01`` for 0.1) build the
+The writers (``report.llmd.v02`` for 0.2.1, ``report.llmd.v01`` for 0.1) build the
 package's own models from these; docs/design.md section 2 ("Export") maps each field.
 """
 

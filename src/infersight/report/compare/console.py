@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from infersight.core.records import RunResult
-from infersight.report.compare import matched_rows, unmatched_levels
-from infersight.report.svg import fmt_value
+from infersight.report.compare.rows import matched_rows, unmatched_levels
+from infersight.report.svg.charts import fmt_value
 from infersight.report.view import build_views
 from infersight.stats.significance import (
     BETTER,
