@@ -11,8 +11,10 @@ import math
 from html import escape
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape as rich_escape
+from rich.table import Table
 
 from infersight.core.curve import CapacityCurve, CurvePoint, Recommendation
 from infersight.report.svg.axes import fmt_value
@@ -141,8 +143,6 @@ def knee_text(curve: CapacityCurve) -> str:
 
 def print_curve(curve: CapacityCurve, console: Console) -> None:
     """The level table the advice comes from, for ``infersight diagnose``."""
-    from rich import box
-    from rich.table import Table
 
     table = Table(
         title="capacity curve (one row per level)",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from infersight.core.records import RequestRecord, RunResult
+from infersight.report.view import build_view
 
 __all__ = [
     "ENGINE_GAUGES",
@@ -128,8 +129,6 @@ class LevelPart:
 def level_parts(result: RunResult) -> list[LevelPart]:
     """Every level of ``result`` that has a TTFT (a report requires one), in order;
     each level's stored aggregate, or one computed from its records."""
-    from infersight.report.view import build_view
-
     wall = result.clock.wall - result.clock.monotonic  # monotonic -> Unix seconds
     out = []
     for i, lv in enumerate(build_view(result).levels):

@@ -34,6 +34,9 @@ LLMD_VERSIONS = ("0.2.1", "0.1")
 def _by_level(result: RunResult, version: str) -> list[tuple[str, BenchmarkReport]]:
     if version not in LLMD_VERSIONS:
         raise ConfigError(f"llm-d benchmark report {version!r}: use {' or '.join(LLMD_VERSIONS)}")
+    # Imported here, not at the top: each line's models (llmd-benchmark-report's pydantic
+    # classes) add 0.1-0.25 s over `import infersight.report` (measured, 2-core box), and
+    # only `--format llm-d` needs one of them.
     if version == "0.1":
         from infersight.report.llmd.v01 import report_v01 as build
     else:
