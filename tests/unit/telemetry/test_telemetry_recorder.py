@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import psutil
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -123,12 +124,24 @@ def _spawn(code: str, **kw: Any) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", code], text=True, **kw)
 
 
+async def _until_it_ran(pid: int, cpu_s: float = 0.2) -> None:
+    """Wait until ``pid`` has had ``cpu_s`` of CPU since now: the samplers' shares are
+    taken over however long that takes on this box, never over a guessed sleep."""
+
+    def used() -> float:
+        t = psutil.Process(pid).cpu_times()
+        return float(t.user + t.system)
+
+    start = used()
+    await until(lambda: used() >= start + cpu_s, f"process {pid} to run {cpu_s} s")
+
+
 async def test_host_sampler_sees_a_busy_child_process() -> None:
     busy = _spawn("while True: pass")
     try:
         idle = _spawn("import time; time.sleep(30)")
         hs = HostSampler({"busy": busy.pid, "self": os.getpid(), "idle": idle.pid})
-        await asyncio.sleep(1.0)
+        await _until_it_ran(busy.pid)
         out = await hs.sample()
         idle.kill()
         idle.wait()
@@ -246,12 +259,10 @@ async def test_children_are_counted_once() -> None:
         alone = HostSampler({"parent": parent.pid}, children=True)
         await both.sample()
         await alone.sample()
-        await asyncio.sleep(1.0)
+        await _until_it_ran(child_pid)
         out_both = await both.sample()
         out_alone = await alone.sample()
     finally:
-        import psutil
-
         for p in psutil.Process(parent.pid).children(recursive=True):
             p.kill()
         parent.kill()
