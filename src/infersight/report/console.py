@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from infersight.core.records import RunResult
-from infersight.report.headline import build_headline, verdict_where
+from infersight.report.headline.answer import build_headline, verdict_where
 from infersight.stats.aggregate import client_headline, level_notes, level_state
 
 __all__ = ["headline", "render_console"]

@@ -17,7 +17,7 @@ from infersight.report.compare.rows import (
     unmatched_levels,
 )
 from infersight.report.floors_table import floors_markdown
-from infersight.report.headline_html import run_headline
+from infersight.report.headline.html import run_headline
 from infersight.report.levels import level_notes_md
 from infersight.report.md_text import md_cell
 from infersight.report.svg.charts import fmt_value

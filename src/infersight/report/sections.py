@@ -16,7 +16,7 @@ from infersight.core.verdicts import Verdict
 from infersight.report.capacity_curve import curve_html
 from infersight.report.cdf import PERCENTILES
 from infersight.report.floors_table import floors_html
-from infersight.report.headline_html import headline_html
+from infersight.report.headline.html import headline_html
 from infersight.report.levels import fmt_cell, level_notes_html, summary_table
 from infersight.report.model_lines import model_html
 from infersight.report.physics_html import physics_html
