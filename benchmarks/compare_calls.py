@@ -29,7 +29,7 @@ from rich.table import Table
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
-from infersight.report.compare import matched_rows
+from infersight.report.compare.rows import matched_rows
 from infersight.report.view import build_views
 from infersight.stats.significance import BETTER, WORSE
 from infersight.testing import FakeConfig, FakeOpenAI

@@ -29,7 +29,7 @@ from typing import Any
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
-from infersight.report.compare import matched_rows, unmatched_levels
+from infersight.report.compare.rows import matched_rows, unmatched_levels
 from infersight.report.view import build_views
 from infersight.stats.significance import BETTER, WORSE
 from infersight.testing import FakeConfig, FakeOpenAI

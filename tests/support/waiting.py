@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-__all__ = ["until"]
+__all__ = ["until", "until_blocking"]
 
 
 async def until(cond: Callable[[], object], what: str, timeout: float = 20.0) -> None:
@@ -21,3 +21,11 @@ async def until(cond: Callable[[], object], what: str, timeout: float = 20.0) ->
     while not cond():
         assert time.monotonic() < deadline, f"still waiting after {timeout} s for: {what}"
         await asyncio.sleep(0.01)
+
+
+def until_blocking(cond: Callable[[], object], what: str, timeout: float = 20.0) -> None:
+    """:func:`until` for a test without an event loop (a process to be gone)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"still waiting after {timeout} s for: {what}"
+        time.sleep(0.01)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from infersight.core.records import RequestRecord
@@ -28,10 +29,18 @@ _TTFTS = 500
 class LiveStats:
     """Running counts for one level: done, in flight, errors, tokens, recent TTFTs."""
 
-    def __init__(self, total: int | None = None, duration: float | None = None) -> None:
+    def __init__(
+        self,
+        total: int | None = None,
+        duration: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.total = total
         self.duration = duration
-        self.start = time.monotonic()
+        #: Rates and the ETA read this clock; tests pass their own instead of sleeping.
+        self.clock = clock
+        self.start = clock()
         self.done = 0
         self.errors = 0
         self.in_flight = 0
@@ -44,7 +53,7 @@ class LiveStats:
         self.in_flight += 1
 
     def _count(self, completions: int, tokens: int) -> None:
-        k = int(time.monotonic() / _BUCKET)
+        k = int(self.clock() / _BUCKET)
         b = self._buckets
         if b and b[-1][0] == k:
             last = b[-1]
@@ -79,7 +88,7 @@ class LiveStats:
 
     def rates(self, span: float = 5.0) -> tuple[float, float]:
         """Requests/s and output tokens/s over the last ``span`` seconds."""
-        now = time.monotonic()
+        now = self.clock()
         span = min(span, max(now - self.start, 1e-3))
         first = int((now - span) / _BUCKET)
         reqs = toks = 0
@@ -97,7 +106,7 @@ class LiveStats:
         return v[len(v) // 2], v[min(len(v) - 1, int(len(v) * 0.99))]
 
     def eta(self) -> float | None:
-        elapsed = time.monotonic() - self.start
+        elapsed = self.clock() - self.start
         if self.duration is not None:
             return max(self.duration - elapsed, 0.0)
         if self.total and self.done:

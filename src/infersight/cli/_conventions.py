@@ -204,7 +204,7 @@ FORMATS = ("infersight", "llm-d", "llm-d:0.1")
 def llmd_version(value: str) -> str | None:
     """The benchmark report version a ``--format`` value asks for; None for infersight's
     files alone."""
-    from infersight.report.llmd import LLMD_VERSION
+    from infersight.report.llmd.writer import LLMD_VERSION
 
     if value == "llm-d":
         return LLMD_VERSION

@@ -44,7 +44,7 @@ def run_bench(
         if llmd:
             from pathlib import Path
 
-            from infersight.report.llmd import write_llmd
+            from infersight.report.llmd.writer import write_llmd
 
             written = write_llmd(result, Path(output.out) / "llm-d", version=llmd)
             con.print(

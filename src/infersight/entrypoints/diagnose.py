@@ -124,7 +124,7 @@ def print_diagnoses(
         if not as_json and not llmd:
             render_diagnosis(result, found.verdicts, console=con, title=name)
     if llmd:
-        from infersight.report.llmd import llmd_reports
+        from infersight.report.llmd.writer import llmd_reports
 
         reports = [rep.dump() for _, result in inputs for rep in llmd_reports(result, llmd)]
         sys.stdout.buffer.write(orjson.dumps(reports, option=orjson.OPT_INDENT_2) + b"\n")

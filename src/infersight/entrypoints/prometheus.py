@@ -55,8 +55,8 @@ def diagnose_prometheus(
 ) -> FleetReport:
     """Diagnose every replica the Prometheus at ``q.url`` holds in the range."""
     from infersight.core.errors import ConfigError
-    from infersight.telemetry.prometheus_auth import load_auth
-    from infersight.telemetry.prometheus_time import parse_duration, resolve_range
+    from infersight.telemetry.prometheus.auth import load_auth
+    from infersight.telemetry.prometheus.times import parse_duration, resolve_range
 
     step = parse_duration(q.step, "--step")
     start, end = resolve_range(since=q.since, start=q.start, end=q.end, step=step)
@@ -81,9 +81,9 @@ async def _run(
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from infersight.diagnose import FleetDiagnoser
-    from infersight.telemetry.prometheus_auth import PrometheusAuth
-    from infersight.telemetry.prometheus_fleet import DEFAULT_PAGE_POINTS, discover_fleet
-    from infersight.telemetry.prometheus_http import PrometheusClient
+    from infersight.telemetry.prometheus.auth import PrometheusAuth
+    from infersight.telemetry.prometheus.fleet import DEFAULT_PAGE_POINTS, discover_fleet
+    from infersight.telemetry.prometheus.http import PrometheusClient
 
     assert isinstance(auth, PrometheusAuth)
     t_begin = time.perf_counter()
@@ -147,7 +147,7 @@ def print_fleet(report: FleetReport, *, as_json: bool = False) -> None:
         return
     from rich.console import Console
 
-    from infersight.report.fleet_console import render_fleet
+    from infersight.report.fleet.console import render_fleet
 
     render_fleet(report, Console())
 
@@ -155,6 +155,6 @@ def print_fleet(report: FleetReport, *, as_json: bool = False) -> None:
 def write_fleet_html(report: FleetReport, out: Path | str) -> Path:
     """The self-contained HTML page of the fleet diagnosis."""
     from infersight.report.files import write_text
-    from infersight.report.fleet_html import render_fleet_html
+    from infersight.report.fleet.html import render_fleet_html
 
     return write_text(out, render_fleet_html(report))

@@ -80,7 +80,7 @@ class _Trials:
         result.config["tune_setting"] = dict(setting)
         path = write_outputs(result, trial_dir)["json"].relative_to(self.out).as_posix()
         if self.llmd:
-            from infersight.report.llmd import write_llmd
+            from infersight.report.llmd.writer import write_llmd
 
             write_llmd(result, trial_dir / "llm-d", version=self.llmd)
         self.runs[path] = result

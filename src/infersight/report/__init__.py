@@ -23,15 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from infersight.core.records import RunResult, load_run_result
-from infersight.report.compare_console import render_comparison
+from infersight.report.compare.console import render_comparison
 from infersight.report.console import headline, render_console
 from infersight.report.files import write_csv, write_json, write_outputs, write_text
-from infersight.report.fleet_console import render_fleet
-from infersight.report.fleet_html import render_fleet_html
+from infersight.report.fleet.console import render_fleet
+from infersight.report.fleet.html import render_fleet_html
 from infersight.report.html import render_html, render_views_html
 from infersight.report.markdown import render_markdown, render_views_markdown
 from infersight.report.percentile_lines import render_percentiles
-from infersight.report.verdict_panels import render_diagnosis, render_verdicts
+from infersight.report.verdicts.console import render_diagnosis, render_verdicts
 from infersight.report.view import build_views
 from infersight.stats.significance import DEFAULT_DELTA
 

@@ -11,12 +11,14 @@ import math
 from html import escape
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape as rich_escape
+from rich.table import Table
 
 from infersight.core.curve import CapacityCurve, CurvePoint, Recommendation
-from infersight.report.svg import Series, chart
-from infersight.report.svg_axes import fmt_value
+from infersight.report.svg.axes import fmt_value
+from infersight.report.svg.charts import Series, chart
 
 __all__ = [
     "advice_lines",
@@ -143,8 +145,6 @@ def knee_text(curve: CapacityCurve) -> str:
 
 def print_curve(curve: CapacityCurve, console: Console) -> None:
     """The level table the advice comes from, for ``infersight diagnose``."""
-    from rich import box
-    from rich.table import Table
 
     table = Table(
         title="capacity curve (one row per level)",

@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from infersight.core.records import RunResult
-from infersight.report.headline import build_headline, verdict_where
+from infersight.report.headline.answer import build_headline, verdict_where
 from infersight.stats.aggregate import client_headline, level_notes, level_state
 
 __all__ = ["headline", "render_console"]
@@ -84,8 +86,6 @@ def _columns(result: RunResult) -> tuple[tuple[str, ...], dict[str, list[str]]]:
 
 
 def _table(result: RunResult, console: Console) -> Any:
-    from rich import box
-    from rich.table import Table
 
     cols, rows = _columns(result)
     title = f"infersight bench · {result.config.get('model', '')}"

@@ -11,7 +11,7 @@ import math
 from html import escape
 from typing import Any
 
-from infersight.report.svg import fmt_value
+from infersight.report.svg.charts import fmt_value
 from infersight.report.view import RunView
 
 __all__ = ["FLOOR_EVIDENCE", "HEAD", "floor_rows", "floors_html", "floors_markdown"]

@@ -11,8 +11,8 @@ from html import escape
 
 from infersight import __version__
 from infersight.core.records import RunResult
-from infersight.report.compare_html import comparison_html
-from infersight.report.headline_html import toc_html
+from infersight.report.compare.html import comparison_html
+from infersight.report.headline.html import toc_html
 from infersight.report.sections import SECTIONS, run_section
 from infersight.report.view import RunView, build_views
 from infersight.stats.significance import DEFAULT_DELTA

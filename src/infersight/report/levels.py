@@ -12,9 +12,9 @@ import math
 from html import escape
 from typing import Any
 
-from infersight.report.compare import _get
+from infersight.report.compare.rows import _get
 from infersight.report.md_text import md_cell
-from infersight.report.svg import fmt_value
+from infersight.report.svg.charts import fmt_value
 from infersight.report.view import LevelView, RunView
 from infersight.stats.aggregate import level_notes, level_state
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from infersight.core.records import RunResult
 from infersight.report.capacity_curve import curve_markdown
-from infersight.report.compare import (
+from infersight.report.compare.html import OVERVIEW_METRICS, call_text, threshold_text
+from infersight.report.compare.rows import (
     CompareRow,
     _get,
     delta,
@@ -15,13 +16,12 @@ from infersight.report.compare import (
     matched_rows,
     unmatched_levels,
 )
-from infersight.report.compare_html import OVERVIEW_METRICS, call_text, threshold_text
 from infersight.report.floors_table import floors_markdown
-from infersight.report.headline_html import run_headline
+from infersight.report.headline.html import run_headline
 from infersight.report.levels import level_notes_md
 from infersight.report.md_text import md_cell
-from infersight.report.svg import fmt_value
-from infersight.report.verdict_html import ev_value
+from infersight.report.svg.charts import fmt_value
+from infersight.report.verdicts.html import ev_value
 from infersight.report.view import NOT_DIAGNOSED, RunView, build_views, no_price_text
 from infersight.stats.aggregate import client_headline, level_state
 from infersight.stats.significance import BETTER, DEFAULT_DELTA, SAME, WORSE

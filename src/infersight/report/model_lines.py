@@ -8,7 +8,7 @@ from html import escape
 
 from infersight.core.records import RunResult
 from infersight.core.server_model import CHECKED_METRICS, Fix, SelfCheck, ServerModel
-from infersight.report.svg_axes import fmt_value
+from infersight.report.svg.axes import fmt_value
 
 __all__ = ["check_text", "fix_text", "model_html", "model_lines", "model_text"]
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from infersight.report.svg_axes import fmt_value
+from infersight.report.svg.axes import fmt_value
 
 __all__ = ["physics_html"]
 

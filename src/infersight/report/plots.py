@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from infersight.report.cdf import cdf_points
-from infersight.report.compare import _get
-from infersight.report.svg import PALETTE, Band, Series, chart
+from infersight.report.compare.rows import _get
+from infersight.report.svg.charts import PALETTE, Band, Series, chart
 from infersight.report.timeline import Timeline, binned_means, build_timeline
 from infersight.report.view import LevelView, RunView
 from infersight.stats.chunks import Chunks, FloatArray

@@ -16,13 +16,13 @@ from infersight.core.verdicts import Verdict
 from infersight.report.capacity_curve import curve_html
 from infersight.report.cdf import PERCENTILES
 from infersight.report.floors_table import floors_html
-from infersight.report.headline_html import headline_html
+from infersight.report.headline.html import headline_html
 from infersight.report.levels import fmt_cell, level_notes_html, summary_table
 from infersight.report.model_lines import model_html
 from infersight.report.physics_html import physics_html
 from infersight.report.plots import cdf_charts, throughput_latency_charts, timeline_charts
-from infersight.report.svg import PALETTE
-from infersight.report.verdict_html import inline_html, verdict_box
+from infersight.report.svg.charts import PALETTE
+from infersight.report.verdicts.html import inline_html, verdict_box
 from infersight.report.view import NOT_DIAGNOSED, RunView, no_price_text
 from infersight.stats.aggregate import client_headline
 

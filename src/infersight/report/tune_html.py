@@ -9,13 +9,13 @@ from html import escape
 
 from infersight.core.records import RunResult
 from infersight.core.tune_result import TrialRecord, TuneResult
-from infersight.report.compare import CALL_CLASS
+from infersight.report.compare.rows import CALL_CLASS
 from infersight.report.html import html_page
 from infersight.report.levels import fmt_cell
 from infersight.report.plots import throughput_latency_charts
 from infersight.report.sections import verdicts_html
-from infersight.report.svg import chart, fmt_value
-from infersight.report.svg_types import PALETTE, Series
+from infersight.report.svg.charts import chart, fmt_value
+from infersight.report.svg.series import PALETTE, Series
 from infersight.report.view import build_view
 from infersight.stats.significance import BETTER, SAME, WORSE, MetricCall
 

@@ -14,8 +14,10 @@ import numpy as np
 
 from infersight.core.records import RequestRecord, RunResult
 from infersight.core.verdicts import Verdict
+from infersight.stats.aggregate import aggregate
 from infersight.stats.chunks import Chunks, FloatArray, flatten_chunks, itl_from_chunks
 from infersight.stats.cost import level_cost, run_model, run_price
+from infersight.stats.validity import check_level
 
 __all__ = [
     "NOT_DIAGNOSED",
@@ -276,8 +278,6 @@ def level_aggregate(
         if "validity" not in stored and records:
             return {**stored, "validity": _validity(stored, records)}
         return stored
-    from infersight.stats.aggregate import aggregate
-
     level = level or {}
     conc, rate = level.get("concurrency"), level.get("rate")
     out: dict[str, Any] = aggregate(
@@ -291,8 +291,6 @@ def level_aggregate(
 def _validity(stored: dict[str, Any], records: Sequence[RequestRecord]) -> list[dict[str, Any]]:
     """A file written before levels carried ``validity``: its checks, from its records
     (the window's members by intended send time, as bench chose them)."""
-    from infersight.stats.validity import check_level
-
     w = stored.get("window") or {}
     lo, hi = w.get("start"), w.get("end")
     members = (

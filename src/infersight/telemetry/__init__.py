@@ -11,7 +11,7 @@ Usage (:func:`build_recorder` is the one place samplers are wired together)::
 
 :func:`sample_url` watches a live server for a while and returns a RunResult;
 :func:`run_exporter` serves the samples as Prometheus metrics, under the names of
-:mod:`.exporter_names` (documented in ``docs/metrics.md``).
+:mod:`.exporter.names` (documented in ``docs/metrics.md``).
 
 Reading a store instead of sampling (``diagnose --prometheus``)::
 
@@ -50,8 +50,9 @@ Sample names (value None = not available):
 
 from infersight.telemetry.base import Sampler
 from infersight.telemetry.engine_metrics import Normalizer, detect_engine, engine_specs
-from infersight.telemetry.exporter import TelemetryCollector, exported_name, render
-from infersight.telemetry.exporter_server import ExporterServer, run_exporter
+from infersight.telemetry.exporter.collector import TelemetryCollector, render
+from infersight.telemetry.exporter.names import exported_name
+from infersight.telemetry.exporter.server import ExporterServer, run_exporter
 from infersight.telemetry.gpu import GpuSampler, throttle_reason_names
 from infersight.telemetry.host import HostSampler
 from infersight.telemetry.live import sample_url, sample_url_async
@@ -62,9 +63,9 @@ from infersight.telemetry.nvml import (
     PynvmlBackend,
     ReplayBackend,
 )
-from infersight.telemetry.prometheus_auth import PrometheusAuth, load_auth
-from infersight.telemetry.prometheus_fleet import Fleet, discover_fleet
-from infersight.telemetry.prometheus_http import PrometheusClient
+from infersight.telemetry.prometheus.auth import PrometheusAuth, load_auth
+from infersight.telemetry.prometheus.fleet import Fleet, discover_fleet
+from infersight.telemetry.prometheus.http import PrometheusClient
 from infersight.telemetry.promtext import histogram_quantile, parse_metrics
 from infersight.telemetry.recorder import Recorder, read_samples
 from infersight.telemetry.scraper import EngineScraper, metrics_url

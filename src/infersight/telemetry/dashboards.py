@@ -9,8 +9,10 @@ import re
 from importlib import resources
 from typing import Any
 
+import yaml
+
 from infersight.core.engines import engine_specs
-from infersight.telemetry.exporter_names import EXPORTED
+from infersight.telemetry.exporter.names import EXPORTED
 
 __all__ = [
     "alert_engines",
@@ -68,8 +70,6 @@ def dashboard_expressions(doc: dict[str, Any] | None = None) -> list[str]:
 
 def alert_expressions() -> list[str]:
     """Every ``expr`` of the shipped alert rules."""
-    import yaml
-
     doc = yaml.safe_load(alert_rules())
     return [str(r["expr"]) for g in doc["groups"] for r in g["rules"]]
 

@@ -12,7 +12,9 @@ import time
 import uuid
 from typing import Any
 
+from infersight.client import Client, Timeouts
 from infersight.core.endpoint import server_root
+from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord, RunResult
 from infersight.telemetry.wiring import build_recorder
 
@@ -29,9 +31,6 @@ async def _probe_loop(
     records: list[RequestRecord],
     max_tokens: int,
 ) -> None:
-    from infersight.client import Client, Timeouts
-    from infersight.core.errors import InfersightError
-
     async with Client(url, api_key=api_key, timeouts=Timeouts(total=30.0)) as client:
         if model is None:
             try:

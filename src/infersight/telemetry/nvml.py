@@ -72,6 +72,8 @@ class PynvmlBackend:
 
     def init(self) -> None:
         try:
+            # Imported here: nvidia-ml-py is optional (no GPU, no package); its absence
+            # is this backend's NvmlUnavailable, not an import error of the module.
             import pynvml
         except ImportError:
             raise NvmlUnavailable(

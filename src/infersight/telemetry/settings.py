@@ -3,7 +3,7 @@ override them."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import SettingsConfigDict
 
 from infersight.core.settings import BaseConfig, config_error
@@ -31,8 +31,6 @@ class TelemetrySettings(BaseConfig):
 
 def load_settings() -> TelemetrySettings:
     """Read the environment; a bad value is a one-line ConfigError."""
-    from pydantic import ValidationError
-
     try:
         return TelemetrySettings()
     except ValidationError as e:

@@ -23,7 +23,7 @@ from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.entrypoints.diagnose import load_inputs
 from infersight.entrypoints.results import load_result
 from infersight.importers import detect, import_file, missing_evidence
-from infersight.report.llmd import write_llmd
+from infersight.report.llmd.writer import write_llmd
 from infersight.testing.agreement import advice
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 from infersight.testing.tool_runs import (

@@ -20,7 +20,7 @@ from rich.console import Console
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult
 from infersight.report import render_comparison
-from infersight.report.compare import matched_rows
+from infersight.report.compare.rows import matched_rows
 from infersight.report.view import build_views
 from infersight.stats.significance import BETTER, NOT_COMPARED, RUN_MORE, SAME, WORSE
 from infersight.testing import FakeConfig, FakeOpenAI

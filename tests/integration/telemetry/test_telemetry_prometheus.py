@@ -3,7 +3,6 @@ checked and unit-tested with promtool; the dashboard names only exported metrics
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import subprocess
@@ -32,7 +31,8 @@ from infersight.telemetry.dashboards import (
     dashboard_expressions,
     promql_metric_names,
 )
-from infersight.telemetry.exporter_names import EXPORTED
+from infersight.telemetry.exporter.names import EXPORTED
+from support.waiting import until
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 FIX = Path(__file__).parents[2] / "unit" / "telemetry" / "fixtures"
@@ -170,8 +170,8 @@ async def test_real_prometheus_scrapes_exporter_and_engine(
 
 @pytest.mark.engine
 async def test_dashboard_and_alerts_name_only_exported_metrics(exporter: ExporterServer) -> None:
-    while exporter.recorder.rounds < 3:  # GPM and interval percentiles need 2 rounds
-        await asyncio.sleep(0.1)
+    # GPM and interval percentiles need 2 rounds
+    await until(lambda: exporter.recorder.rounds >= 3, "three exporter rounds")
     async with aiohttp.ClientSession() as s, s.get(exporter.url + "/metrics") as r:
         text = await r.text()
     exported = {

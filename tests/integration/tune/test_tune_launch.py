@@ -22,6 +22,7 @@ from infersight.core.tune_result import load_tune_result
 from infersight.entrypoints.tune import run_tune
 from infersight.tune import TuneConfig
 from infersight.tune.launch import launched, template_knobs
+from support.waiting import until_blocking
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -53,10 +54,7 @@ def test_a_launched_server_serves_the_trial_and_its_group_is_stopped(tmp_path: P
         with urllib.request.urlopen(ep.url + "/v1/models", timeout=5) as r:
             assert json.loads(r.read())["data"][0]["id"] == "fake"
         pid = ep.pid
-    deadline = time.monotonic() + 5
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(pid)
+    until_blocking(lambda: _gone(pid), "the launched server to be gone")
 
 
 @pytest.mark.parametrize(
@@ -211,9 +209,7 @@ def test_ctrl_c_keeps_the_trials_done(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 90
-    while not (out / "tune.json").exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    until_blocking((out / "tune.json").exists, "the first tune.json", timeout=90)
     assert load_tune_result(out / "tune.json").stopped == "running"
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)

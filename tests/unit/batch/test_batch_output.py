@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from infersight.batch import OutputWriter, compact_output, load_output, read_output
 from infersight.batch.output import result_line
 from infersight.core.errors import ConfigError
+from support.waiting import until
 
 
 def ok_line(cid: str, prompt: int = 3, completion: int = 5, model: str = "m") -> bytes:
@@ -122,23 +123,29 @@ async def test_a_cancelled_flush_still_writes_its_rows_before_close(tmp_path: Pa
     """Regression: cancelling a flush mid-write used to free the lock while the write
     thread still ran, and close() could then lose the rows."""
     import asyncio
+    import threading
 
     p = tmp_path / "out.jsonl"
     w = OutputWriter(p)
     slow = w._write
+    # The write runs until the test lets it go: no sleep guesses how long it takes.
+    writing, release = threading.Event(), threading.Event()
 
     def slow_write(data: bytes) -> None:
-        import time
-
-        time.sleep(0.2)
+        writing.set()
+        release.wait(20)  # a bound for giving up only
         slow(data)
 
     w._write = slow_write  # type: ignore[method-assign]
     for i in range(50):
         w.add(ok_line(f"r{i}"))
     task = asyncio.create_task(w.flush())
-    await asyncio.sleep(0.05)
+    await until(writing.is_set, "the write to start")
     task.cancel()
+    for _ in range(3):  # let the cancellation reach the flush (yields, not a wait)
+        await asyncio.sleep(0)
+    assert not task.done()  # the cancelled flush waits for its write in flight
+    release.set()
     with pytest.raises(asyncio.CancelledError):
         await task
     w.add(ok_line("last"))

@@ -10,6 +10,7 @@ import pytest
 
 from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.core.records import RequestRecord
+from support.waiting import until
 
 
 def _done(tokens: int = 16) -> RequestRecord:
@@ -29,7 +30,7 @@ def _done(tokens: int = 16) -> RequestRecord:
 def test_rates_count_every_completion_at_high_rates() -> None:
     """6,000 completions inside the span are all counted (a bounded list of recent
     completions would forget the oldest and under-report a fast level)."""
-    stats = LiveStats()
+    stats = LiveStats(clock=lambda: 1000.0)  # all in one instant: no clock to race
     stats.start -= 10.0  # the level has run long enough for the whole span
     rec = _done()
     for _ in range(6000):
@@ -42,13 +43,15 @@ def test_rates_count_every_completion_at_high_rates() -> None:
 
 
 def test_memory_stays_bounded_and_old_completions_leave_the_span() -> None:
-    stats = LiveStats()
+    now = [1000.0]
+    stats = LiveStats(clock=lambda: now[0])
     stats.start -= 100.0
     rec = _done()
-    for _ in range(50_000):
+    for _ in range(50_000):  # one a millisecond: 50 s, 200 quarter-second buckets
+        now[0] += 0.001
         stats.finished(rec)
     assert len(stats._buckets) <= 40 and len(stats.ttfts) <= 500
-    time.sleep(0.6)
+    now[0] += 0.6
     rps, _ = stats.rates(span=0.25)
     assert rps == 0.0  # everything finished more than a bucket ago
 
@@ -102,7 +105,7 @@ def test_display_in_a_running_loop_redraws_from_the_loop_not_a_thread(
                 return real(level)
 
             stats.line = line  # type: ignore[method-assign]
-            await asyncio.sleep(0.8)
+            await until(lambda: len(drawn) >= 2, "two redraws")
             new = {t.name for t in threading.enumerate()} - before
         return sorted(new)
 

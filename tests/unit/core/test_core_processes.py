@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 from infersight.core.processes import stop_process
+from support.waiting import until_blocking
 
 _IGNORES_TERM = (
     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
@@ -15,21 +15,39 @@ _IGNORES_TERM = (
 )
 
 
+def _spied(proc: subprocess.Popen[bytes]) -> list[str]:
+    """What stop_process does to ``proc``, in order: ``kill`` and each ``wait(timeout)``
+    (the calls are read, so the tests need no clock)."""
+    calls: list[str] = []
+    wait, kill = proc.wait, proc.kill
+
+    def spy_wait(timeout: float | None = None) -> int:
+        calls.append(f"wait({timeout})")
+        return wait(timeout)
+
+    def spy_kill() -> None:
+        calls.append("kill")
+        kill()
+
+    proc.wait, proc.kill = spy_wait, spy_kill  # type: ignore[method-assign]
+    return calls
+
+
 def test_a_polite_child_stops_on_sigterm() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    t0 = time.monotonic()
+    calls = _spied(proc)
     stop_process(proc, grace=60)
-    took = time.monotonic() - t0
-    assert proc.returncode == -15  # SIGTERM ended it, not the SIGKILL after the grace
-    assert took < 10, f"{took:.1f} s: returned when the child exited, not after the 60 s grace"
+    # SIGTERM ended it within the one wait: no SIGKILL after the grace
+    assert proc.returncode == -15 and calls == ["wait(60)"]
 
 
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace() -> None:
     proc = subprocess.Popen([sys.executable, "-c", _IGNORES_TERM], stdout=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-    t0 = time.monotonic()
+    calls = _spied(proc)
     stop_process(proc, grace=0.5)
-    assert proc.returncode == -9 and time.monotonic() - t0 >= 0.5
+    # the grace was waited out, then SIGKILL ended it
+    assert proc.returncode == -9 and calls == ["wait(0.5)", "kill", "wait(5)"]
     proc.stdout.close()
 
 
@@ -61,10 +79,7 @@ def test_a_group_stops_with_the_server_its_shell_started() -> None:
     assert proc.stdout.readline() == b"ready\n"
     stop_process(proc, grace=0.5, group=True)
     assert proc.returncode is not None
-    deadline = time.monotonic() + 5
-    while not _gone(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(child)
+    until_blocking(lambda: _gone(child), "the shell's server to be gone")
     proc.stdout.close()
 
 
@@ -78,8 +93,5 @@ def test_a_group_whose_leader_already_exited_is_still_stopped() -> None:
     proc.wait(10)  # the shell is gone; its server is not
     assert not _gone(child)
     stop_process(proc, grace=5, group=True)
-    deadline = time.monotonic() + 5
-    while not _gone(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(child)
+    until_blocking(lambda: _gone(child), "the group's server to be gone")
     proc.stdout.close()

@@ -13,6 +13,7 @@ from infersight.core.errors import DeadlineExceeded, Overloaded
 from infersight.gateway.admission import AdmissionController
 from infersight.gateway.errors import Shed
 from infersight.gateway.limiter import StaticLimit
+from support.waiting import until
 
 
 def far() -> float:
@@ -25,8 +26,8 @@ async def test_immediate_then_queue_then_full() -> None:
     assert await a.acquire(far()) == 0.0
     assert await a.acquire(far()) == 0.0
     waiter = asyncio.create_task(a.acquire(far()))
-    await asyncio.sleep(0.01)
-    assert a.queued == 1 and a.inflight == 2
+    await until(lambda: a.queued == 1, "the third request to queue")
+    assert a.inflight == 2
     with pytest.raises(Overloaded) as ei:
         await a.acquire(far())
     assert isinstance(ei.value, Shed) and ei.value.code == "queue_full"
@@ -47,12 +48,12 @@ async def test_priority_jumps_the_fifo() -> None:
         order.append(name)
 
     tasks = [asyncio.create_task(w("low1", 0)), asyncio.create_task(w("low2", 0))]
-    await asyncio.sleep(0.01)
+    await until(lambda: a.queued == 2, "both low-priority requests to queue")
     tasks.append(asyncio.create_task(w("high", 5)))
-    await asyncio.sleep(0.01)
-    for _ in range(3):
+    await until(lambda: a.queued == 3, "the high-priority request to queue")
+    for i in range(3):
         a.release(0.01)
-        await asyncio.sleep(0.01)
+        await until(lambda i=i: len(order) == i + 1, "the next waiter to be admitted")
     await asyncio.gather(*tasks)
     assert order == ["high", "low1", "low2"]
 
@@ -112,7 +113,7 @@ async def test_cancelled_waiter_leaves_no_trace() -> None:
     a = AdmissionController(StaticLimit(1), queue_size=5)
     await a.acquire(far())
     w = asyncio.create_task(a.acquire(far()))
-    await asyncio.sleep(0.01)
+    await until(lambda: a.queued == 1, "the request to queue")
     w.cancel()
     with pytest.raises(asyncio.CancelledError):
         await w
@@ -141,7 +142,7 @@ def test_every_request_is_admitted_or_refused_never_lost(limit: int, queue: int,
                 refused += 1
                 return
             peak = max(peak, a.inflight)
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0)  # hold the slot while the others run
             a.release(0.001)
             served += 1
 

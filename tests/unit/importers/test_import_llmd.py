@@ -23,7 +23,7 @@ from infersight.diagnose import diagnose_run
 from infersight.entrypoints.diagnose import load_inputs
 from infersight.entrypoints.results import load_result
 from infersight.importers import detect, missing_evidence
-from infersight.report.llmd import write_llmd
+from infersight.report.llmd.writer import write_llmd
 from infersight.report.view import build_view
 from infersight.testing.agreement import advice
 from infersight.testing.synthetic_runs import make_run

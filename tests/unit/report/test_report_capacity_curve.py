@@ -80,7 +80,7 @@ def test_the_best_point_is_the_measured_knee_even_on_a_client_flagged_level() ->
     the answer names the knee, as the fix does, not the unsteady top level."""
     from infersight.core.curve import CapacityCurve
     from infersight.core.records import RunResult
-    from infersight.report.headline import build_headline
+    from infersight.report.headline.answer import build_headline
 
     def agg(tok: float, ttft99: float, steady: bool, flag: bool) -> dict[str, object]:
         return {

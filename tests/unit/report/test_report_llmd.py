@@ -18,7 +18,7 @@ from llmd_benchmark_report import (
 from pydantic import ValidationError
 
 from infersight.core.records import RequestRecord
-from infersight.report.llmd import llmd_reports, write_llmd
+from infersight.report.llmd.writer import llmd_reports, write_llmd
 from infersight.report.view import build_view
 from infersight.testing.synthetic_runs import make_run
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from infersight.core.records import RequestRecord, RunResult
 from infersight.report.cdf import cdf_points
-from infersight.report.compare import delta, fmt_delta, matched_rows
-from infersight.report.svg import fmt_value, nice_ticks
+from infersight.report.compare.rows import delta, fmt_delta, matched_rows
+from infersight.report.svg.charts import fmt_value, nice_ticks
 from infersight.report.timeline import build_timeline, mean_occupancy
 from infersight.report.view import build_view, build_views
 from infersight.stats.significance import BETTER, RUN_MORE

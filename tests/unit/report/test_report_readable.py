@@ -9,8 +9,8 @@ import re
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.report import render_html
 from infersight.report.physics_html import physics_html
-from infersight.report.svg import Series, chart
-from infersight.report.verdict_html import evidence_value_text, inline_html, verdict_box
+from infersight.report.svg.charts import Series, chart
+from infersight.report.verdicts.html import evidence_value_text, inline_html, verdict_box
 from infersight.testing.synthetic_runs import make_run
 
 

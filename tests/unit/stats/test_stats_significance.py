@@ -315,7 +315,7 @@ def test_a_family_interval_is_wider_and_contains_the_single_one() -> None:
 def test_holm_calls_after_a_first_call_what_the_first_step_could_not() -> None:
     """report A B C: B is far off and called at 97.5%; C is called only at Holm's second
     step (95%), and never when every interval stays at 97.5%."""
-    from infersight.report.compare import level_calls
+    from infersight.report.compare.rows import level_calls
     from infersight.report.view import LevelView
 
     def view(d: LevelData) -> list[LevelView]:

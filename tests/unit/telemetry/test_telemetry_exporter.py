@@ -23,8 +23,8 @@ from infersight.telemetry import (
     render,
 )
 from infersight.telemetry.engine_metrics import Normalizer
-from infersight.telemetry.exporter_docs import BEGIN, END, reference_markdown
-from infersight.telemetry.exporter_names import EXPORTED, EXPORTER_OWN
+from infersight.telemetry.exporter.docs import BEGIN, END, reference_markdown
+from infersight.telemetry.exporter.names import EXPORTED, EXPORTER_OWN
 from infersight.telemetry.promtext import merge_buckets, parse_metrics
 from support.waiting import until
 
@@ -160,14 +160,14 @@ def test_every_normalised_engine_name_is_exported() -> None:
     """A name added to engines.toml without an exported form would vanish silently."""
     names = {r.name for s in engine_specs().values() for rs in s.metrics.values() for r in rs}
     missing = sorted(n for n in names if n not in EXPORTED)
-    assert missing == [], f"add to telemetry/exporter_names.py and docs: {missing}"
+    assert missing == [], f"add to telemetry/exporter/names.py and docs: {missing}"
 
 
 def test_docs_generated_block_is_up_to_date() -> None:
     docs = DOCS.read_text()
     block = docs.split(BEGIN, 1)[1].split(END, 1)[0]
     assert block == "\n" + reference_markdown() + "\n", (
-        "docs/metrics.md is stale: run python -m infersight.telemetry.exporter_docs docs/metrics.md"
+        "docs/metrics.md is stale: run python -m infersight.telemetry.exporter.docs docs/metrics.md"
     )
 
 

@@ -16,16 +16,16 @@ from infersight.core.engines import engine_specs
 from infersight.core.errors import ConfigError
 from infersight.core.fleet import SeriesArrays
 from infersight.diagnose.signals import SampleIndex
-from infersight.telemetry.prometheus_auth import load_auth
-from infersight.telemetry.prometheus_catalog import (
+from infersight.telemetry.prometheus.auth import load_auth
+from infersight.telemetry.prometheus.catalog import (
     dcgm_signals,
     dcgm_spec,
     engine_signals,
     exporter_signals,
     parse_selector,
 )
-from infersight.telemetry.prometheus_fleet import window_counter
-from infersight.telemetry.prometheus_time import (
+from infersight.telemetry.prometheus.fleet import window_counter
+from infersight.telemetry.prometheus.times import (
     parse_duration,
     parse_time,
     promql_duration,

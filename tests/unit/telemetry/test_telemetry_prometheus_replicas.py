@@ -4,8 +4,8 @@ engine it scrapes."""
 
 from __future__ import annotations
 
-from infersight.telemetry.prometheus_catalog import Signal, dcgm_spec
-from infersight.telemetry.prometheus_replicas import build_inventory
+from infersight.telemetry.prometheus.catalog import Signal, dcgm_spec
+from infersight.telemetry.prometheus.replicas import build_inventory
 
 M = "meta-llama/Llama-3.1-8B-Instruct"
 

@@ -8,9 +8,9 @@ from html import escape
 
 from infersight.core.fleet import FleetReport, ReplicaDiagnosis
 from infersight.core.verdicts import Verdict
-from infersight.report.fleet_console import clock, fmt_num, span_text
+from infersight.report.fleet.console import clock, fmt_num, span_text
 from infersight.report.html import html_page
-from infersight.report.verdict_html import verdict_box
+from infersight.report.verdicts.html import verdict_box
 
 __all__ = ["render_fleet_html", "timeline_svg"]
 

@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from infersight.core.verdicts import Evidence, Verdict
-from infersight.report.svg_axes import fmt_value
+from infersight.report.svg.axes import fmt_value
 
 __all__ = ["ev_value", "evidence_value_text", "inline_html", "verdict_box"]
 

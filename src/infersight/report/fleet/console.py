@@ -11,7 +11,7 @@ from rich.table import Table
 
 from infersight.core.fleet import FleetReport, ReplicaDiagnosis
 from infersight.core.verdicts import Verdict
-from infersight.report.verdict_panels import render_verdicts
+from infersight.report.verdicts.console import render_verdicts
 
 __all__ = ["clock", "fmt_num", "render_fleet", "span_text"]
 

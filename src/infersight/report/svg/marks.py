@@ -7,8 +7,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from infersight.report.svg_axes import Axis
-from infersight.report.svg_types import Series
+from infersight.report.svg.axes import Axis
+from infersight.report.svg.series import Series
 
 __all__ = ["draw_series", "legend"]
 

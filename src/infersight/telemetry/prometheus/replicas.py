@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from infersight.core.engines import engine_specs
 from infersight.core.fleet import ReplicaInfo
-from infersight.telemetry.prometheus_catalog import GpuExporterSpec, Signal
+from infersight.telemetry.prometheus.catalog import GpuExporterSpec, Signal
 
 __all__ = ["Inventory", "build_inventory"]
 

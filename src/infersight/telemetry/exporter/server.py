@@ -18,7 +18,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from infersight.core.listen import listen_error
-from infersight.telemetry.exporter import TelemetryCollector
+from infersight.telemetry.exporter.collector import TelemetryCollector
 from infersight.telemetry.recorder import Recorder
 from infersight.telemetry.wiring import Telemetry, build_recorder
 

@@ -1,7 +1,7 @@
 """Before/after comparison of several runs: the rows, deltas and the calls.
 
 The first result is the baseline; every other one is compared with it. Levels are
-matched on their load and workload (:mod:`infersight.report.compare_match`; the runs
+matched on their load and workload (:mod:`infersight.report.compare.match`; the runs
 of a level ``bench --repeat`` ran again count together); a level without a match is
 listed as not comparable, never pooled. Whether a change is real is
 :mod:`infersight.stats.significance`'s call (docs/design.md section 2): each row with a
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from infersight.report.compare_match import match_levels
-from infersight.report.svg import fmt_value
+from infersight.report.compare.match import match_levels
+from infersight.report.svg.charts import fmt_value
 from infersight.report.view import LevelView, RunView, level_aggregate, record_end
 from infersight.stats.significance import (
     BETTER,
@@ -157,7 +157,7 @@ def _groups(view: RunView) -> dict[str, list[LevelView]]:
 
 
 def compare_groups(views: Sequence[RunView]) -> list[tuple[str, list[list[LevelView]]]]:
-    """Levels matched across runs (:mod:`infersight.report.compare_match`: the same load
+    """Levels matched across runs (:mod:`infersight.report.compare.match`: the same load
     and workload): for each level, each run's runs of it."""
     return match_levels([_groups(v) for v in views])[0]
 

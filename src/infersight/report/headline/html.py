@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from infersight.report.headline import Headline, build_headline
-from infersight.report.verdict_html import inline_html
+from infersight.report.headline.answer import Headline, build_headline
+from infersight.report.verdicts.html import inline_html
 from infersight.report.view import RunView
 
 __all__ = ["headline_html", "run_headline", "toc_html"]

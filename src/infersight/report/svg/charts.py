@@ -3,7 +3,7 @@
 Hand-made SVG keeps the report one file with no scripts, fonts or images to fetch,
 renders in milliseconds, and stays a few kilobytes per chart because callers pass
 already downsampled data (quantile CDFs, binned timelines). The scales live in
-``svg_axes``, the marks (lines, points, bars, legend) in ``svg_marks``; this module
+``svg.axes``, the marks (lines, points, bars, legend) in ``svg.marks``; this module
 lays out one chart.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from infersight.report.svg_axes import (
+from infersight.report.svg.axes import (
     Axis,
     finite_points,
     fmt_value,
@@ -21,8 +21,8 @@ from infersight.report.svg_axes import (
     nice_ticks,
     value_range,
 )
-from infersight.report.svg_marks import draw_series, legend
-from infersight.report.svg_types import PALETTE, Band, Series
+from infersight.report.svg.marks import draw_series, legend
+from infersight.report.svg.series import PALETTE, Band, Series
 
 __all__ = ["PALETTE", "Band", "Series", "chart", "fmt_value", "nice_ticks"]
 

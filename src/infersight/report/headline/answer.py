@@ -17,7 +17,7 @@ from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.capacity_curve import advice_lines
 from infersight.report.model_lines import model_lines
-from infersight.report.svg_axes import fmt_value
+from infersight.report.svg.axes import fmt_value
 from infersight.stats.aggregate import parse_slo_key
 from infersight.stats.level_flags import flagged
 from infersight.stats.operating_point import best_level

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from infersight.report.compare import (
+from infersight.report.compare.rows import (
     CALL_CLASS,
     CompareRow,
     delta,

@@ -33,7 +33,7 @@ from llmd_benchmark_report.schema_v0_1 import (
 )
 
 from infersight.core.records import RunResult
-from infersight.report.llmd_parts import (
+from infersight.report.llmd.parts import (
     LevelPart,
     count_stats,
     engine_args,

@@ -1,7 +1,7 @@
 """Prometheus exporter: a ``prometheus_client`` Collector over the recorder's latest
 round, served with ``/metrics`` and ``/health`` on 127.0.0.1 by default.
 
-Names, types and help come from one table (:mod:`.exporter_names`, documented in
+Names, types and help come from one table (:mod:`.names`, documented in
 ``docs/metrics.md``); nothing outside it is exported (``raw.*`` engine metrics stay
 on the engine: scrape it directly for those). Engine latencies stay histograms with
 the engine's own buckets, cumulative since the engine started, so ``rate()`` and
@@ -23,7 +23,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from infersight.core.records import Sample
-from infersight.telemetry.exporter_names import (
+from infersight.telemetry.exporter.names import (
     EXPORTER_OWN,
     GPU_INFO,
     INTEGRATED,

@@ -21,7 +21,7 @@ from llmd_benchmark_report import BenchmarkReport
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult
 from infersight.report.files import write_json
-from infersight.report.llmd_parts import level_parts
+from infersight.report.llmd.parts import level_parts
 
 __all__ = ["LLMD_VERSION", "LLMD_VERSIONS", "llmd_reports", "write_llmd"]
 
@@ -34,10 +34,13 @@ LLMD_VERSIONS = ("0.2.1", "0.1")
 def _by_level(result: RunResult, version: str) -> list[tuple[str, BenchmarkReport]]:
     if version not in LLMD_VERSIONS:
         raise ConfigError(f"llm-d benchmark report {version!r}: use {' or '.join(LLMD_VERSIONS)}")
+    # Imported here, not at the top: each line's models (llmd-benchmark-report's pydantic
+    # classes) add 0.1-0.25 s over `import infersight.report` (measured, 2-core box), and
+    # only `--format llm-d` needs one of them.
     if version == "0.1":
-        from infersight.report.llmd_v01 import report_v01 as build
+        from infersight.report.llmd.v01 import report_v01 as build
     else:
-        from infersight.report.llmd_v02 import report_v02 as build  # type: ignore[assignment]
+        from infersight.report.llmd.v02 import report_v02 as build  # type: ignore[assignment]
     return [(part.name, build(result, part)) for part in level_parts(result)]
 
 

@@ -21,8 +21,8 @@ import yaml
 from infersight.core.engines import engine_specs
 from infersight.core.errors import ConfigError, InfersightError
 from infersight.core.fleet import FleetPage, ReplicaInfo, SeriesArrays
-from infersight.telemetry.exporter import exported_name
-from infersight.telemetry.prometheus_catalog import (
+from infersight.telemetry.exporter.names import exported_name
+from infersight.telemetry.prometheus.catalog import (
     Signal,
     dcgm_signals,
     dcgm_spec,
@@ -32,9 +32,9 @@ from infersight.telemetry.prometheus_catalog import (
     metric_selector,
     parse_selector,
 )
-from infersight.telemetry.prometheus_http import MatrixSeries, PrometheusClient
-from infersight.telemetry.prometheus_replicas import Inventory, build_inventory
-from infersight.telemetry.prometheus_time import parse_duration, promql_duration
+from infersight.telemetry.prometheus.http import MatrixSeries, PrometheusClient
+from infersight.telemetry.prometheus.replicas import Inventory, build_inventory
+from infersight.telemetry.prometheus.times import parse_duration, promql_duration
 
 __all__ = ["DEFAULT_PAGE_POINTS", "Fleet", "discover_fleet", "window_counter"]
 

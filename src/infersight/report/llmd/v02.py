@@ -59,7 +59,7 @@ from llmd_benchmark_report.schema_v0_2_components import (
 )
 
 from infersight.core.records import RequestRecord, RunResult
-from infersight.report.llmd_parts import (
+from infersight.report.llmd.parts import (
     LevelPart,
     count_stats,
     engine_args,

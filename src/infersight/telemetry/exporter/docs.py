@@ -1,7 +1,7 @@
 """The metrics reference (``docs/metrics.md``), generated from the exporter's name
 table and the engine table, so the documentation cannot drift from what is served.
 
-``python -m infersight.telemetry.exporter_docs docs/metrics.md`` rewrites the
+``python -m infersight.telemetry.exporter.docs docs/metrics.md`` rewrites the
 generated block of that file (between the two markers) in place.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 from infersight.core.engines import engine_specs
 from infersight.telemetry.dashboards import dashboard_panels, panel_engines
-from infersight.telemetry.exporter_names import EXPORTED, EXPORTER_OWN, GPU_INFO, Exported
+from infersight.telemetry.exporter.names import EXPORTED, EXPORTER_OWN, GPU_INFO, Exported
 
 __all__ = ["BEGIN", "END", "engines_with", "panels_markdown", "reference_markdown", "update_file"]
 
-BEGIN = "<!-- BEGIN GENERATED: python -m infersight.telemetry.exporter_docs docs/metrics.md -->"
+BEGIN = "<!-- BEGIN GENERATED: python -m infersight.telemetry.exporter.docs docs/metrics.md -->"
 END = "<!-- END GENERATED -->"
 
 _SECTIONS = (

@@ -19,7 +19,7 @@ from typing import Any
 
 from infersight.core.engines import EngineSpec, MetricRule, engine_specs
 from infersight.core.errors import ConfigError
-from infersight.telemetry.exporter import exported_name
+from infersight.telemetry.exporter.names import exported_name
 
 __all__ = [
     "ENGINE_BY",

@@ -2,7 +2,7 @@
 its span, its figures as the format's statistics keys, the load and the engine's flags,
 the engine's gauges over the level, and what the format has no field for.
 
-The writers (``report.llmd_v02`` for 0.2.1, ``report.llmd_v01`` for 0.1) build the
+The writers (``report.llmd.v02`` for 0.2.1, ``report.llmd.v01`` for 0.1) build the
 package's own models from these; docs/design.md section 2 ("Export") maps each field.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from infersight.core.records import RequestRecord, RunResult
+from infersight.report.view import build_view
 
 __all__ = [
     "ENGINE_GAUGES",
@@ -128,8 +129,6 @@ class LevelPart:
 def level_parts(result: RunResult) -> list[LevelPart]:
     """Every level of ``result`` that has a TTFT (a report requires one), in order;
     each level's stored aggregate, or one computed from its records."""
-    from infersight.report.view import build_view
-
     wall = result.clock.wall - result.clock.monotonic  # monotonic -> Unix seconds
     out = []
     for i, lv in enumerate(build_view(result).levels):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from infersight.core.records import RunResult
-from infersight.report.compare import matched_rows, unmatched_levels
-from infersight.report.svg import fmt_value
+from infersight.report.compare.rows import matched_rows, unmatched_levels
+from infersight.report.svg.charts import fmt_value
 from infersight.report.view import build_views
 from infersight.stats.significance import (
     BETTER,
@@ -35,8 +37,6 @@ def render_comparison(
     """One table per level and run after the baseline (the first result): each
     metric's B/A, its interval (95%, wider with several runs) and the call
     (docs/design.md section 2)."""
-    from rich import box
-    from rich.table import Table
 
     views = build_views(results, labels)
     base = views[0]

@@ -62,7 +62,10 @@ def same_load(a: LevelView, b: LevelView) -> bool:
 def same_workload(a: Sequence[LevelView], b: Sequence[LevelView]) -> str:
     """ "" when the prompt and output lengths may come from one distribution, else which
     lengths differ (two-sample KS, p > 0.01 on each)."""
-    from scipy.stats import ks_2samp  # report only: bench never needs it
+    # Imported here, not at the top: scipy.stats adds about 1 s to every command that
+    # imports report (measured over `import infersight.report`, 2-core box), and only
+    # `report A B` compares workloads.
+    from scipy.stats import ks_2samp
 
     def lengths(side: Sequence[LevelView], name: str) -> list[int]:
         recs = (r for lv in side for r in lv.records if r.ok)
