@@ -81,6 +81,7 @@ def what_if(runs: dict[str, RunResult], console: Console) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--save", type=Path, default=None, help="folder for NAME.json runs")
     args = ap.parse_args()
     only = {n.strip() for n in args.only.split(",") if n.strip()}
     console = Console(width=200)
@@ -93,6 +94,9 @@ def main() -> None:
     for case in cases:
         run = run_case(case)
         runs[case.name] = run
+        if args.save is not None:
+            args.save.mkdir(parents=True, exist_ok=True)
+            save_run_result(run, args.save / f"{case.name}.json")
         rec = run.recommendation
         why = spoken_once(rec, run.diagnosis)
         ok = why is None and rec is not None and rec.limiter in case.binds
