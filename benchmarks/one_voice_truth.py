@@ -19,9 +19,22 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from infersight.core.records import RunResult, save_run_result
+from infersight.bench import BenchConfig
+from infersight.core.records import RunResult, load_run_result, save_run_result
+from infersight.diagnose.one_voice import spoken_once
+from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.servermodel.predict import forecast
-from infersight.testing.one_voice_truth import CASES, judge, run_case
+from infersight.testing import FakeOpenAI
+from infersight.testing.one_voice_truth import CASES, Case
+
+
+def run_case(case: Case) -> RunResult:
+    """Start the case's fake server, bench it with diagnosis, return the run."""
+    with FakeOpenAI.subprocess(case.server) as srv:
+        cfg = BenchConfig(
+            url=srv.base_url, progress=False, diagnose=True, sample_interval=0.25, **case.load
+        )
+        return bench_and_diagnose(cfg)
 
 
 def _measured(run: RunResult, level: str) -> dict[str, float | None]:
@@ -40,8 +53,6 @@ def what_if(runs: dict[str, RunResult], console: Console) -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = save_run_result(base, Path(tmp) / "run.json")
-        from infersight.core.records import load_run_result
-
         fc = forecast(load_run_result(path), max_tokens=20, concurrency=16)
     got = _measured(truth, "c=16")
     t = Table(title="KV what-if: the max_tokens-80 run at max_tokens 20, c=16")
@@ -70,6 +81,7 @@ def what_if(runs: dict[str, RunResult], console: Console) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--save", type=Path, default=None, help="folder for NAME.json runs")
     args = ap.parse_args()
     only = {n.strip() for n in args.only.split(",") if n.strip()}
     console = Console(width=200)
@@ -82,19 +94,25 @@ def main() -> None:
     for case in cases:
         run = run_case(case)
         runs[case.name] = run
-        o = judge(case, run)
-        right += o.right
+        if args.save is not None:
+            args.save.mkdir(parents=True, exist_ok=True)
+            save_run_result(run, args.save / f"{case.name}.json")
+        rec = run.recommendation
+        why = spoken_once(rec, run.diagnosis)
+        ok = why is None and rec is not None and rec.limiter in case.binds
+        right += ok
+        fk = rec.fix.knob if rec is not None and rec.fix is not None else None
         t.add_row(
             case.name,
             "/".join(case.binds),
-            o.verdict,
-            str(o.limiter),
-            str(o.knob),
-            str(o.fix_knob),
-            o.disagreement or "yes",
-            "yes" if o.right else "NO",
+            rec.verdict if rec is not None else "-",
+            str(rec.limiter if rec is not None else None),
+            str(rec.knob if rec is not None else None),
+            str(fk),
+            why or "yes",
+            "yes" if ok else "NO",
         )
-        console.print(f"[dim]{case.name}: {o.text}[/]")
+        console.print(f"[dim]{case.name}: {rec.text if rec is not None else '-'}[/]")
     console.print(t)
     console.print(f"{right} of {len(cases)} right ({right / max(1, len(cases)):.0%})")
     what_if(runs, console)

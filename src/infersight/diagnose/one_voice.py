@@ -17,7 +17,15 @@ from infersight.core.verdicts import Evidence, Verdict
 from infersight.diagnose.voice_rec import Voice, model_recommendation
 from infersight.diagnose.voice_terms import DECIDED, KNOBS, LIMITER_VERDICT, TITLES
 
-__all__ = ["DECIDED", "LIMITER_VERDICT", "Voice", "agreement", "settle_levels", "speak"]
+__all__ = [
+    "DECIDED",
+    "LIMITER_VERDICT",
+    "Voice",
+    "agreement",
+    "settle_levels",
+    "speak",
+    "spoken_once",
+]
 
 
 def agreement(rec: Recommendation) -> str | None:
@@ -37,6 +45,24 @@ def agreement(rec: Recommendation) -> str | None:
     if lim in KNOBS and rec.knob not in KNOBS[lim]:
         return f"knob {rec.knob} does not turn the {lim} limit"
     return None
+
+
+def spoken_once(rec: Recommendation | None, verdicts: Sequence[Verdict]) -> str | None:
+    """What speaks with a second voice in a diagnosed run (None: one voice): no
+    recommendation or no model's limiter, a recommendation whose parts disagree, or a
+    level with two limiter verdicts."""
+    if rec is None:
+        return "no recommendation"
+    if rec.limiter is None:
+        return "no model: no limiter"
+    why = agreement(rec)
+    if why:
+        return why
+    per: dict[str | None, int] = {}
+    for v in verdicts:
+        per[v.level] = per.get(v.level, 0) + (v.id in DECIDED)
+    two = [str(lv) for lv, n in per.items() if n > 1]
+    return f"two limiter verdicts at {', '.join(two)}" if two else None
 
 
 def _named(lim: str) -> str:

@@ -6,18 +6,19 @@ limiter is the one that binds.
 
 Slots, KV reserved at admission, KV on demand with preemption, a compute knee, mixed
 prompt lengths and errors; open and closed loop; one level and many.
+A case is right when ``diagnose.one_voice.spoken_once`` finds nothing to say against
+the run's recommendation and its limiter is one of ``Case.binds``.
 ``benchmarks/one_voice_truth.py`` prints the table; the integration test asserts it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from infersight.core.records import RunResult
 from infersight.testing.fake_config import FakeConfig
 
-__all__ = ["CASES", "Case", "Outcome", "judge", "run_case"]
+__all__ = ["CASES", "KV_ON_DEMAND", "KV_SERVER", "Case"]
 
 
 def _srv(**kw: Any) -> FakeConfig:
@@ -115,66 +116,3 @@ CASES: tuple[Case, ...] = (
         ("upstream",),
     ),
 )
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What the run's recommendation said, and whether it is right."""
-
-    case: str
-    verdict: str
-    limiter: str | None
-    knob: str | None
-    fix_knob: str | None
-    text: str
-    #: Why verdict, limiter, knob and fix disagree (empty: one voice).
-    disagreement: str
-    right: bool
-    levels: dict[str, list[str]] = field(default_factory=dict)
-
-
-def judge(case: Case, run: RunResult) -> Outcome:
-    """Check one run: one voice, naming the constraint that binds."""
-    from infersight.diagnose.one_voice import DECIDED, agreement
-
-    rec = run.recommendation
-    levels: dict[str, list[str]] = {}
-    for v in run.diagnosis:
-        levels.setdefault(v.level or "", []).append(v.id)
-    two = [n for n, ids in levels.items() if sum(i in DECIDED for i in ids) > 1]
-    if rec is None:
-        return Outcome(case.name, "-", None, None, None, "", "no recommendation", False, levels)
-    why = agreement(rec) or ""
-    if two:
-        why = why or f"two limiter verdicts at {', '.join(two)}"
-    if rec.limiter is None:
-        why = why or "no model: no limiter"
-    fk = rec.fix.knob if rec.fix is not None else None
-    return Outcome(
-        case=case.name,
-        verdict=rec.verdict,
-        limiter=rec.limiter,
-        knob=rec.knob,
-        fix_knob=fk,
-        text=rec.text,
-        disagreement=why,
-        right=not why and rec.limiter in case.binds,
-        levels=levels,
-    )
-
-
-def run_case(case: Case, **overrides: Any) -> RunResult:
-    """Start the case's fake server, bench it with diagnosis, return the run."""
-    from infersight.bench import BenchConfig
-    from infersight.entrypoints.bench import bench_and_diagnose
-    from infersight.testing import FakeOpenAI
-
-    with FakeOpenAI.subprocess(case.server) as srv:
-        cfg = BenchConfig(
-            url=srv.base_url,
-            progress=False,
-            diagnose=True,
-            sample_interval=0.25,
-            **{**case.load, **overrides},
-        )
-        return bench_and_diagnose(cfg)
