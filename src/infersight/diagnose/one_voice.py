@@ -125,7 +125,16 @@ def settle_levels(
                     "id": want,
                     "title": TITLES[want],
                     "summary": f"The fitted model: {why}.",
-                    "evidence": [e for d in dropped for e in d.evidence if e.key != "note"],
+                    # The model's own reading first: a verdict always says what it rests on.
+                    "evidence": [
+                        Evidence(
+                            key="limiter",
+                            name="limiter (the fitted model)",
+                            value=lim,
+                            source=f"the fitted model: {why}",
+                        ),
+                        *(e for d in dropped for e in d.evidence if e.key != "note"),
+                    ],
                     "confidence": 0.8,
                     "fixes": [],
                     "actions": [],

@@ -41,10 +41,7 @@ def under_loaded(ri: RuleInput) -> Verdict | None:
     if s.Q is None or s.Q >= 0.1 or s.S is None or s.R is None or s.R >= UNDER_R_OF_S * s.S:
         return None
     low = [x for x in (s.U, s.SM) if x is not None]
-    # A CPU engine: llama.cpp, or any engine whose own process was sampled on a host
-    # without a GPU (vLLM's CPU build): its threads spin, so its CPU use says nothing.
-    cpu = ri.ctx.engine in ("embedded", "llamacpp") or s.U is not None
-    if cpu and not ri.ctx.has_gpu and s.SM is None:
+    if ri.ctx.engine in ("embedded", "llamacpp") and not ri.ctx.has_gpu and s.SM is None:
         idle, busy_txt, conf = _cpu_idle(ri)
         if not idle:
             return None

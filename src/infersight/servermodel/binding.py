@@ -177,10 +177,10 @@ def _binding(d: RunData, m: ServerModel, lv: LevelData, here: Prediction | None)
             f"{waiting:.1f} waiting while the KV cache ({m.kv_tokens.text()}) is "
             f"full at {running:.1f} running"
         )
-    grow = float(
-        step_time(max(running, 1.0), m.a.value or 0.0, m.b.value or 0.0, m.k.value or 0.0)
-        / max(m.a.value or 1e-9, 1e-9)
-    )
+    # against the single-sequence step (section 9), not the fit's intercept: one
+    # sequence running is no growth, however steep the fitted slope
+    a, b, k = m.a.value or 0.0, m.b.value or 0.0, m.k.value or 0.0
+    grow = float(step_time(max(running, 1.0), a, b, k) / max(step_time(1.0, a, b, k), 1e-9))
     # a step time that grew while the measured throughput still grew in proportion to
     # the running count (a client short of CPU reads its tokens late) is no compute limit
     # (no lower level measured: nothing shows that it did not bend)

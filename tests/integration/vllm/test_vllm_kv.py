@@ -1,4 +1,4 @@
-"""Real vLLM with a KV cache too small for the load, and the same server under-loaded.
+"""Real vLLM with a KV cache too small for the load.
 
 16 sequences, 16 KV blocks of 128 tokens. Prompts of 200 tokens take 2 blocks at
 admission and need a third after 56 output tokens: with 64 to make, the admitted
@@ -53,8 +53,11 @@ def test_kv_bound_with_preemptions_and_vllms_knob(kv_run: RunResult) -> None:
     rec = kv_run.recommendation
     assert rec is not None
     assert (rec.verdict, rec.limiter) == ("kv_bound", "kv"), rec
-    assert rec.knob == "kv" and (rec.fix is None or rec.fix.knob == "kv"), rec
-    assert "VLLM_CPU_KVCACHE_SPACE" in rec.text or "--num-gpu-blocks-override" in rec.text, rec
+    # The KV knob, or replicas where more KV within twice the measured would not reach
+    # the goal (one constraint: KV's).
+    assert rec.knob in ("kv", "replicas") and (rec.fix is None or rec.fix.knob == rec.knob), rec
+    if rec.knob == "kv":
+        assert "VLLM_CPU_KVCACHE_SPACE" in rec.text or "--num-gpu-blocks-override" in rec.text
     assert "max-num-seqs" not in rec.text or "lower" in rec.text, rec.text
     verdicts = diagnose(kv_run)
     ids = {v.id for v in verdicts if not v.marginal}
@@ -77,17 +80,3 @@ def test_kv_capacity_is_vllms_own(kv_run: RunResult) -> None:
     model = kv_run.server_model
     assert model is not None and model.kv_tokens is not None, model
     assert model.kv_tokens.value == 16 * 128, model.kv_tokens
-
-
-def test_one_client_on_sixteen_sequences_is_under_loaded(vllm_kv: VLLMServer) -> None:
-    # vLLM exports no slot limit: the user states it, as --engine-slots does.
-    r = _bench(
-        vllm_kv,
-        concurrency=[1],
-        requests=6,
-        input_tokens="fixed:32",
-        max_tokens=32,
-        engine_slots=16,
-    )
-    ids = {v.id for v in diagnose(r) if not v.marginal}
-    assert "under_loaded" in ids and not ids & {"slot_bound", "kv_bound", "compute_bound"}, ids
