@@ -29,8 +29,6 @@ import argparse
 import json
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,16 +76,10 @@ def self_check_line(result: RunResult) -> str:
     return " / ".join(f"{k} {v:.0%}" for k, v in sc.mape.items() if v is not None)
 
 
-@contextmanager
-def serving(setting: VLLMSetting) -> Iterator[VLLMServer]:
-    with VLLMServer(setting) as server:
-        yield server
-
-
 def scenarios(repeat: int, rows: list[dict[str, Any]], checks: list[dict[str, Any]]) -> None:
     tok = vllm_model_dir()
     assert tok is not None, "vLLM is not installed (scripts/setup.sh --tools)"
-    with serving(SLOTS[2]) as s2:
+    with VLLMServer(SLOTS[2]) as s2:
         for i in range(repeat):
             for name, kw in (
                 ("slots 2, closed c=1,4,8", dict(concurrency=[1, 4, 8], requests=16)),
@@ -125,7 +117,7 @@ def scenarios(repeat: int, rows: list[dict[str, Any]], checks: list[dict[str, An
                             fix=verdict(theirs)[1],
                         )
                     )
-    with serving(KV) as kv:
+    with VLLMServer(KV) as kv:
         for i in range(repeat):
             r = bench(
                 kv, concurrency=[2, 6, 12], requests=16, input_tokens="fixed:200", max_tokens=64
@@ -145,7 +137,7 @@ def predictions(out: list[dict[str, Any]], checks: list[dict[str, Any]]) -> None
     runs: dict[int, RunResult] = {}
     measured: dict[tuple[int, int], RunResult] = {}
     for seqs in (2, 4, 8):
-        with serving(SLOTS[seqs]) as s:
+        with VLLMServer(SLOTS[seqs]) as s:
             if seqs in (2, 4):
                 runs[seqs] = bench(s, concurrency=[1, 4, 8], requests=16, **SHORT)
                 checks.append(

@@ -17,6 +17,7 @@ torch compile, cached for later starts): tests share one server per setting.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import tempfile
 import time
@@ -72,8 +73,6 @@ class VLLMSetting:
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
