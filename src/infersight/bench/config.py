@@ -1,23 +1,28 @@
 """Bench configuration: one validated object for the CLI and for ``bench.run()``.
 
-Settings come from ``INFERSIGHT_BENCH_*`` environment variables, overridden by the
-keyword arguments (the CLI passes its flags). The parsers of the compact flag syntaxes
-(:mod:`infersight.bench.flag_syntax`) are used by both, so the CLI and the library agree
-on them. The modules that run the benchmark receive the configuration's typed sections
-(:mod:`infersight.bench.sections`), not this object.
+The fields are declared once, in the typed sections of :mod:`infersight.bench.sections`;
+this module makes from them the flat settings model that reads ``INFERSIGHT_BENCH_*``
+variables and validates keyword arguments (the CLI passes its flags), then checks the
+rules that join several fields. ``BenchConfig(url=..., concurrency=[1, 4])`` takes the
+fields flat, as users write them, and holds one frozen section per concern
+(``cfg.target``, ``cfg.load``, ...): each module of the run receives the section it
+reads. The parsers of the compact flag syntaxes (:mod:`infersight.bench.flag_syntax`)
+are used by both the CLI and the library, so they agree on them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import dataclasses
+from typing import TYPE_CHECKING, Any, get_type_hints
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, create_model, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from infersight.bench.flag_syntax import parse_levels, parse_slo
 from infersight.bench.level_spec import LevelSpec
 from infersight.bench.replay.rules import check_replay
 from infersight.bench.sections import (
+    SECTIONS,
     DistributionSection,
     LoadSection,
     OutputSection,
@@ -28,126 +33,53 @@ from infersight.bench.sections import (
     fixed_levels,
 )
 from infersight.core.errors import ConfigError
+from infersight.core.flags import Flag, declared
 from infersight.core.settings import BaseConfig, config_error
 from infersight.stats.aggregate import Window
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
 
+#: Each field's declaration and the section that holds it, by field name.
+_FIELDS: dict[str, tuple[str, dataclasses.Field[Any], Flag]] = {
+    f.name: (section, f, how) for section, cls in SECTIONS.items() for f, how in declared(cls)
+}
 
-#: Fields whose flag has another name.
-_FLAGS = {"trace_window": "--window"}
+
+def flag_name(field: str) -> str:
+    """The flag a field is given with (``trace_window``: ``--window``)."""
+    return _FIELDS[field][2].option_names(field)[0]
 
 
-class BenchConfig(BaseConfig):
-    """Everything one ``infersight bench`` run needs. See ``infersight bench --help``."""
+class _Checks(BaseConfig):
+    """The flat settings' per-field checks; the fields come from the sections."""
 
     model_config = SettingsConfigDict(env_prefix="INFERSIGHT_BENCH_", extra="forbid")
 
-    # Target
-    url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    api_key_file: str | None = None
-    endpoint: Literal["chat", "completions"] = "chat"
-    stream: bool = True
-    timeout: float = Field(600.0, gt=0)
-    # Embedded engine (used when url is None)
-    engine_parallel: int = Field(8, ge=1)
-    engine_ctx: int | None = None
-    #: The target's slot / sequence limit, stated by the user (vLLM exports none); kept
-    #: in the RunResult config so `diagnose` of the file uses it.
-    engine_slots: int | None = Field(None, ge=1)
-    # Load
-    concurrency: list[int] = Field(default_factory=list)
-    rate: list[float] = Field(default_factory=list)
-    arrival: Literal["constant", "poisson", "gamma"] = "constant"
-    burstiness: float = Field(1.0, gt=0)
-    sweep: Literal["auto"] | None = None
-    sweep_levels: int = Field(4, ge=1, le=20)
-    requests: int | None = Field(None, ge=1)
-    duration: float | None = Field(None, gt=0)
-    warmup: str = "auto"
-    cooldown: str = "auto"
-    workers: int = Field(1, ge=1, le=64)
-    #: Run each level this many times, interleaved (all levels, then all again), so
-    #: comparisons use runs as their units (docs/design.md section 2).
-    repeat: int = Field(1, ge=1, le=100)
-    #: Open loop: at most this many requests in flight (0 = no cap); requests beyond it
-    #: wait in the client, and that wait counts in their latency and schedule lag.
-    max_concurrency: int = Field(0, ge=0)
-    grace: float = Field(5.0, ge=0)
-    #: Place the workers as Ray actors on this cluster ("auto": the one this host
-    #: belongs to, or RAY_ADDRESS) instead of local processes.
-    ray: str | None = None
-    #: "spread": Ray's SPREAD (best effort); "strict-spread": one worker per node.
-    ray_strategy: Literal["spread", "strict-spread"] = "spread"
-    #: CPUs each Ray worker reserves (one event loop drives about one core).
-    ray_cpus: float = Field(1.0, gt=0)
-    #: Seconds between clock-offset measurements during a level (Ray workers).
-    ray_clock_interval: float = Field(10.0, gt=0)
-    # Workload
-    input_tokens: str = "fixed:64"
-    output_tokens: str | None = None
-    max_tokens: int = Field(128, ge=1)
-    dataset: str | None = None
-    shared_prefix: int = Field(0, ge=0)
-    ignore_eos: bool = False
-    seed: int = 0
-    # Trace replay and conversations (bench --trace, --sessions: bench/replay/rules.py)
-    #: A trace to replay at its own times: the gateway's access log, Mooncake JSONL,
-    #: BurstGPT CSV or a plain timestamp,input_tokens,output_tokens CSV.
-    trace: str | None = None
-    trace_format: Literal["gateway", "mooncake", "burstgpt", "csv"] | None = None
-    #: One level per value: the trace's times divided by it.
-    speedup: list[float] = Field(default_factory=list)
-    #: ``START-END`` of the trace to replay (durations from its first request).
-    trace_window: str | None = None
-    on_bad_line: Literal["error", "skip"] = "error"
-    #: Tokens a Mooncake hash id stands for.
-    block_size: int = Field(512, ge=1)
-    #: Synthetic conversations per level (each turn sends the whole history).
-    sessions: int | None = Field(None, ge=1)
-    turns: str = "fixed:4"
-    think_time: str = "0s"
-    # Goals
-    slo: dict[str, float] = Field(default_factory=dict)
-    find_max: bool = False
-    find_max_steps: int = Field(5, ge=1, le=20)
-    # Telemetry, outputs, cost
-    scrape: list[str] = Field(default_factory=list)
-    #: Scrape nothing (by default the target's own /metrics is scraped when it answers).
-    no_scrape: bool = False
-    sample_interval: float = Field(1.0, gt=0)
-    out: str | None = None
-    #: The RunResult JSON's file name inside ``out`` (vLLM's --result-filename).
-    result_filename: str | None = None
-    #: Extra console lines, as vLLM prints them: mean, median and these percentiles
-    #: of these metrics (record attributes ttft, tpot, itl, e2e), per level.
-    percentile_metrics: list[str] = Field(default_factory=list)
-    metric_percentiles: list[float] = Field(default_factory=lambda: [99.0])
-    price_in: float | None = Field(None, ge=0)
-    price_out: float | None = Field(None, ge=0)
-    prices: str | None = None
-    diagnose: bool = True
-    progress: bool = True
-
     # Validators raise ConfigError (not ValueError) where the message already names
     # the flag: pydantic passes it through as it is, one clear line.
-    @field_validator("slo", mode="before")
+    @field_validator("concurrency", "rate", "speedup", mode="before", check_fields=False)
+    @classmethod
+    def _lists(cls, v: Any, info: ValidationInfo) -> Any:
+        """``"1,4,16"`` as the command line writes a list."""
+        name = str(info.field_name)
+        kind = _FIELDS[name][2].items
+        return parse_levels(v, kind, flag_name(name)) if isinstance(v, str) and kind else v
+
+    @field_validator("slo", mode="before", check_fields=False)
     @classmethod
     def _slo(cls, v: Any) -> Any:
         return parse_slo(v) if isinstance(v, str) else v
 
-    @field_validator("input_tokens", "output_tokens")
+    @field_validator("input_tokens", "output_tokens", check_fields=False)
     @classmethod
     def _lengths(cls, v: str | None, info: ValidationInfo) -> str | None:
         from infersight.bench.workload import Distribution
 
         if v is not None:
-            Distribution.parse(v, "--" + str(info.field_name).replace("_", "-"))
+            Distribution.parse(v, flag_name(str(info.field_name)))
         return v
 
-    @field_validator("dataset")
+    @field_validator("dataset", check_fields=False)
     @classmethod
     def _dataset(cls, v: str | None) -> str | None:
         """Read before anything starts: an unreadable file fails here, not mid-run."""
@@ -157,7 +89,7 @@ class BenchConfig(BaseConfig):
             load_dataset(v)
         return v
 
-    @field_validator("ray")
+    @field_validator("ray", check_fields=False)
     @classmethod
     def _ray(cls, v: str | None) -> str | None:
         """Checked before anything starts: without the extra, say how to install it."""
@@ -169,7 +101,7 @@ class BenchConfig(BaseConfig):
             raise ConfigError(f"--ray needs Ray, an optional extra: {INSTALL_HINT}")
         return v
 
-    @field_validator("prices")
+    @field_validator("prices", check_fields=False)
     @classmethod
     def _prices(cls, v: str | None) -> str | None:
         from infersight.core.pricing import PriceTable
@@ -178,38 +110,105 @@ class BenchConfig(BaseConfig):
             PriceTable.load(v)
         return v
 
-    @model_validator(mode="after")
-    def _check(self) -> BenchConfig:
-        if self.find_max and not self.slo:
-            raise ValueError("--find-max needs --slo (the goal the rate must meet)")
-        picked = sum(bool(x) for x in (self.concurrency, self.rate, self.sweep, self.find_max))
-        if picked > 1:
-            raise ValueError("choose one of --concurrency, --rate, --sweep auto, --find-max")
-        if self.repeat > 1 and (self.sweep or self.find_max):
-            raise ValueError(
-                "--repeat runs fixed levels again: use it with --concurrency or --rate, "
-                "not --sweep auto or --find-max"
-            )
-        if any(c < 1 for c in self.concurrency):
-            raise ValueError("--concurrency values must be >= 1")
-        if any(not (r > 0) for r in self.rate):
-            raise ValueError("--rate values must be > 0")
-        if self.no_scrape and self.scrape:
-            raise ValueError("give --scrape or --no-scrape, not both")
-        if (self.price_in is None) != (self.price_out is None):
-            raise ValueError("give both --price-in and --price-out (dollars per million tokens)")
-        Window.parse(self.warmup, self.cooldown)
-        check_replay(self)
-        return self
+
+def _field(name: str) -> tuple[Any, Any]:
+    section, f, how = _FIELDS[name]
+    hint = get_type_hints(SECTIONS[section], include_extras=True)[name]
+    if f.default_factory is not dataclasses.MISSING:
+        return hint, Field(default_factory=f.default_factory, description=how.help)
+    return hint, Field(f.default, description=how.help)
+
+
+#: The flat settings model: every section's fields, validated and read from the
+#: environment.
+_DEFINITIONS: dict[str, Any] = {name: _field(name) for name in _FIELDS}
+_Settings: type[_Checks] = create_model("BenchSettings", __base__=_Checks, **_DEFINITIONS)
+
+
+class BenchConfig:
+    """Everything one ``infersight bench`` run needs. See ``infersight bench --help``.
+
+    Built from the fields flat (``BenchConfig(url=..., concurrency=[1, 4])``), each
+    value not given read from ``INFERSIGHT_BENCH_<FIELD>``, else its default. Raises
+    pydantic's ValidationError for a bad value and a ConfigError for fields that clash;
+    :meth:`build` turns both into one ConfigError line.
+    """
+
+    target: TargetSection
+    load: LoadSection
+    workload: WorkloadSection
+    replay: ReplaySection
+    distribution: DistributionSection
+    output: OutputSection
+    telemetry: TelemetrySection
+
+    def __init__(self, **values: Any) -> None:
+        flat = _Settings(**values)
+        for name, section in SECTIONS.items():
+            self.__dict__[name] = section.of(flat)
+        _check(self)
+
+    @classmethod
+    def build(cls, **values: Any) -> BenchConfig:
+        """Validate, turning pydantic's report into one ConfigError line; a None value
+        is not given."""
+        try:
+            return cls(**{k: v for k, v in values.items() if v is not None})
+        except ValidationError as e:
+            raise config_error(e, names="flag") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"BenchConfig is frozen: use replace({name}=...)")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BenchConfig) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"BenchConfig({', '.join(f'{k}={v!r}' for k, v in self.given_values().items())})"
+
+    if not TYPE_CHECKING:
+        # Flat reads (``cfg.concurrency``) for callers written against the flat object;
+        # typed code reads the sections.
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_") or name not in _FIELDS:
+                raise AttributeError(name)
+            return self.as_dict()[name]
+
+    def value(self, name: str) -> Any:
+        """One field's value by its flat name."""
+        return getattr(getattr(self, _FIELDS[name][0]), name)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field flat, JSON-ready (lists for tuples): the RunResult's ``config``."""
+        out: dict[str, Any] = {}
+        for name in _FIELDS:
+            v = self.value(name)
+            out[name] = list(v) if isinstance(v, tuple) else dict(v) if name == "slo" else v
+        return out
+
+    def given_values(self) -> dict[str, Any]:
+        """The fields set to something other than their default, flat."""
+        return {k: v for k, v in self.as_dict().items() if self.given_fields(k)}
+
+    def given_fields(self, *names: str) -> list[str]:
+        """The fields of ``names`` set to something other than their default."""
+        out = []
+        for n in names:
+            f = _FIELDS[n][1]
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            if self.value(n) not in (None, (), {}, default):
+                out.append(n)
+        return out
 
     def given(self, *names: str) -> list[str]:
         """The flags of ``names`` set to something other than their default."""
-        defaults = type(self).model_fields
-        return [
-            _FLAGS.get(n, "--" + n.replace("_", "-"))
-            for n in names
-            if getattr(self, n) not in (None, [], defaults[n].default)
-        ]
+        return [flag_name(n) for n in self.given_fields(*names)]
+
+    def replace(self, **values: Any) -> BenchConfig:
+        """A copy with these fields changed, checked again."""
+        return BenchConfig(**{**self.as_dict(), **values})
 
     def window(self) -> Window:
         return self.load.window()
@@ -221,47 +220,27 @@ class BenchConfig(BaseConfig):
     def effective_requests(self) -> int | None:
         return self.load.effective_requests()
 
-    # The sections, copied at each call: each module receives the one(s) it reads
-    # (docs/design.md section 1); the runner splits the configuration once per run.
-    @property
-    def target(self) -> TargetSection:
-        """The server under test and how requests reach it."""
-        return TargetSection.of(self)
 
-    @property
-    def load(self) -> LoadSection:
-        """Levels, arrivals, counts, window and goals."""
-        return LoadSection.of(self)
-
-    @property
-    def workload(self) -> WorkloadSection:
-        """What the requests contain."""
-        return WorkloadSection.of(self)
-
-    @property
-    def replay(self) -> ReplaySection:
-        """``--trace`` and ``--sessions`` and their options."""
-        return ReplaySection.of(self)
-
-    @property
-    def distribution(self) -> DistributionSection:
-        """``--workers`` and ``--ray``."""
-        return DistributionSection.of(self)
-
-    @property
-    def output(self) -> OutputSection:
-        """Files, console lines, prices, diagnosis and progress."""
-        return OutputSection.of(self)
-
-    @property
-    def telemetry(self) -> TelemetrySection:
-        """What is sampled besides the requests."""
-        return TelemetrySection.of(self)
-
-    @classmethod
-    def build(cls, **kwargs: Any) -> BenchConfig:
-        """Validate, turning pydantic's report into one ConfigError line."""
-        try:
-            return cls(**{k: v for k, v in kwargs.items() if v is not None})
-        except ValidationError as e:
-            raise config_error(e, names="flag") from None
+def _check(cfg: BenchConfig) -> None:
+    """The rules that join several fields, one ConfigError line each."""
+    load, telemetry, output = cfg.load, cfg.telemetry, cfg.output
+    if load.find_max and not load.slo:
+        raise ConfigError("--find-max needs --slo (the goal the rate must meet)")
+    picked = sum(bool(x) for x in (load.concurrency, load.rate, load.sweep, load.find_max))
+    if picked > 1:
+        raise ConfigError("choose one of --concurrency, --rate, --sweep auto, --find-max")
+    if load.repeat > 1 and (load.sweep or load.find_max):
+        raise ConfigError(
+            "--repeat runs fixed levels again: use it with --concurrency or --rate, "
+            "not --sweep auto or --find-max"
+        )
+    if any(c < 1 for c in load.concurrency):
+        raise ConfigError("--concurrency values must be >= 1")
+    if any(not (r > 0) for r in load.rate):
+        raise ConfigError("--rate values must be > 0")
+    if telemetry.no_scrape and telemetry.scrape:
+        raise ConfigError("give --scrape or --no-scrape, not both")
+    if (output.price_in is None) != (output.price_out is None):
+        raise ConfigError("give both --price-in and --price-out (dollars per million tokens)")
+    Window.parse(load.warmup, load.cooldown)
+    check_replay(cfg.replay, cfg.given)

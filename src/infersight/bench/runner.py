@@ -55,10 +55,10 @@ async def run_async(
     """Run a benchmark inside the current event loop.
 
     The server is ``endpoint`` (what the CLI started or was given), else
-    ``config.url``; bench itself never starts one.
+    ``config.target.url``; bench itself never starts one.
     """
     cfg = config
-    endpoint = endpoint or Endpoint.required(cfg.url, command="bench")
+    endpoint = endpoint or Endpoint.required(cfg.target.url, command="bench")
     stop = Stop()
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
@@ -196,7 +196,8 @@ async def _run_with_target(
             if telemetry.gpu_note:
                 result.environment["gpu_note"] = telemetry.gpu_note
     # The RunResult keeps the configuration flat, as the user gave it.
-    flat = cfg.model_dump(mode="json", exclude={"api_key_env", "api_key_file"})
+    flat = cfg.as_dict()
+    del flat["api_key_env"], flat["api_key_file"]
     finish_result(result, flat, target, prompts, order, levels_done, stop)
     if replay is not None:
         result.config["workload"] = replay.desc

@@ -1,11 +1,13 @@
-"""The bench configuration in typed sections: each module receives only what it reads.
+"""The bench configuration, declared once, in typed sections.
 
-:class:`~infersight.bench.config.BenchConfig` stays the one flat object users see (its
-flags, ``INFERSIGHT_BENCH_*`` variables and the RunResult's ``config`` are flat) and
-validates every field; its properties (``cfg.target``, ``cfg.load``, ...) hand out these
-frozen sections. Every field of BenchConfig belongs to exactly one section
-(``tests/unit/bench/test_bench_sections.py`` checks it). The sections are plain
-dataclasses so that they pickle across ``--workers`` processes and Ray actors.
+Each field is declared here, once, with its default, its constraints and its help
+(:func:`~infersight.core.flags.flag`). From these declarations
+:class:`~infersight.bench.config.BenchConfig` reads the ``INFERSIGHT_BENCH_*``
+variables and validates, and the CLI makes the options of ``bench`` and ``tune``
+(``infersight.cli.flag_options``). Each module of the run receives the section(s) it
+reads (``cfg.target``, ``cfg.load``, ...). The sections are frozen plain dataclasses
+so that they pickle across ``--workers`` processes and Ray actors; a section built
+alone (a library caller, a test) means what the configuration means.
 
 This module imports nothing of bench but the level type: whatever takes a section
 sits one step above a leaf, not above the configuration and its trace checks.
@@ -16,9 +18,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
+
+from annotated_types import Ge, Gt, Le
 
 from infersight.bench.level_spec import LevelSpec, rate_name
+from infersight.core.flags import API_KEY_ENV_HELP, API_KEY_FILE_HELP, flag
 from infersight.stats.aggregate import Window
 
 __all__ = [
@@ -35,7 +40,7 @@ __all__ = [
 
 
 class _Section:
-    """Built from any object with the section's fields as attributes (BenchConfig)."""
+    """Built from any object with the section's fields as attributes."""
 
     __slots__ = ()
 
@@ -56,38 +61,103 @@ class _Section:
 class TargetSection(_Section):
     """The server under test and how requests reach it."""
 
-    url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    api_key_file: str | None = None
-    endpoint: Literal["chat", "completions"] = "chat"
-    stream: bool = True
-    timeout: float = 600.0
-    engine_parallel: int = 8
-    engine_ctx: int | None = None
-    engine_slots: int | None = None
+    url: str | None = flag(
+        None,
+        "The server's root URL, e.g. http://127.0.0.1:8000.",
+        metavar="URL",
+        show_default="start the embedded engine",
+    )
+    model: str | None = flag(None, "Model id.", show_default="the first the server lists")
+    api_key_env: str | None = flag(None, API_KEY_ENV_HELP, metavar="VAR")
+    api_key_file: str | None = flag(None, API_KEY_FILE_HELP, metavar="FILE")
+    endpoint: Literal["chat", "completions"] = flag(
+        "chat", "The OpenAI API to call (vLLM's /v1/chat/completions and /v1/completions too)."
+    )
+    stream: bool = flag(True, "Stream responses (needed for TTFT/ITL).")
+    timeout: Annotated[float, Gt(0)] = flag(
+        600.0, "How long one request may take, from its intended send.", duration=True
+    )
+    engine_parallel: Annotated[int, Ge(1)] = flag(
+        8,
+        "Embedded engine: slots, requests decoded together (ignored with --url).",
+        names=("--parallel",),
+    )
+    engine_ctx: int | None = flag(
+        None, "Embedded engine: total context in tokens (ignored with --url).", names=("--ctx",)
+    )
+    #: Kept in the RunResult config so `diagnose` of the file uses it (vLLM exports none).
+    engine_slots: Annotated[int, Ge(1)] | None = flag(
+        None,
+        "The target's slot limit (e.g. vLLM --max-num-seqs), for the diagnosis; without "
+        "it, the engine's own export, else inferred from its running count.",
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class LoadSection(_Section):
     """How much load, for how long, and the goals adaptive levels search for."""
 
-    concurrency: tuple[int, ...] = ()
-    rate: tuple[float, ...] = ()
-    arrival: Literal["constant", "poisson", "gamma"] = "constant"
-    burstiness: float = 1.0
-    sweep: Literal["auto"] | None = None
-    sweep_levels: int = 4
-    requests: int | None = None
-    duration: float | None = None
-    warmup: str = "auto"
-    cooldown: str = "auto"
-    repeat: int = 1
-    max_concurrency: int = 0
-    grace: float = 5.0
-    slo: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    find_max: bool = False
-    find_max_steps: int = 5
+    concurrency: tuple[int, ...] = flag(
+        (),
+        "Closed loop: requests kept in flight, one level per value, e.g. 1,4,16.",
+        metavar="LIST",
+        items=int,
+    )
+    rate: tuple[float, ...] = flag(
+        (),
+        "Open loop, constant rate: requests/s per level, e.g. 1,2,4.",
+        metavar="LIST",
+        items=float,
+    )
+    #: Set by --rate (constant), --poisson and --burstiness (gamma).
+    arrival: Literal["constant", "poisson", "gamma"] = flag(
+        "constant", "The arrival process of open-loop levels.", cli=False
+    )
+    burstiness: Annotated[float, Gt(0)] = flag(
+        1.0, "Gamma arrivals: 1 = Poisson, <1 burstier, >1 more even."
+    )
+    sweep: Literal["auto"] | None = flag(
+        None, "'auto': sequential, saturation, then rates in between.", metavar="MODE"
+    )
+    sweep_levels: Annotated[int, Ge(1), Le(20)] = flag(
+        4, "Rates between baseline and saturation for --sweep auto."
+    )
+    requests: Annotated[int, Ge(1)] | None = flag(
+        None,
+        "Requests per level (--num-prompts as in vllm bench serve).",
+        names=("--requests", "--num-prompts"),
+        show_default="64 without --duration",
+    )
+    duration: Annotated[float, Gt(0)] | None = flag(
+        None, "How long each level sends.", duration=True
+    )
+    warmup: str = flag(
+        "auto",
+        "Cut from the start of the window: 'auto', a duration ('10s') or a request count ('20').",
+        metavar="CUT",
+    )
+    cooldown: str = flag("auto", "Cut from the end of the window, like --warmup.", metavar="CUT")
+    #: Interleaved (all levels, then all again), so comparisons use runs as their units
+    #: (docs/design.md section 2).
+    repeat: Annotated[int, Ge(1), Le(100)] = flag(
+        1, "Run each level N times, interleaved; report A B then compares run against run."
+    )
+    max_concurrency: Annotated[int, Ge(0)] = flag(
+        0,
+        "At most this many requests in flight (0 = no cap); the excess waits in the "
+        "client and counts in latency.",
+    )
+    grace: Annotated[float, Ge(0)] = flag(
+        5.0, "How long Ctrl-C waits for requests in flight.", duration=True
+    )
+    slo: Mapping[str, float] = flag(
+        help="Goals, e.g. 'ttft_p99<500ms,tpot_p99<50ms' (goodput counts the requests within "
+        "them).",
+        factory=dict,
+        metavar="GOALS",
+    )
+    find_max: bool = flag(False, "Search the highest rate meeting --slo.")
+    find_max_steps: Annotated[int, Ge(1), Le(20)] = flag(5, "Bisection steps for --find-max.")
 
     @property
     def open_arrival(self) -> str:
@@ -109,28 +179,78 @@ class LoadSection(_Section):
 class WorkloadSection(_Section):
     """What the synthetic or dataset requests contain."""
 
-    input_tokens: str = "fixed:64"
-    output_tokens: str | None = None
-    max_tokens: int = 128
-    dataset: str | None = None
-    shared_prefix: int = 0
-    ignore_eos: bool = False
-    seed: int = 0
+    input_tokens: str = flag(
+        "fixed:64",
+        "Prompt lengths: fixed:N, uniform:A:B, normal:M:SD, lognormal:M:SD.",
+        metavar="DIST",
+    )
+    output_tokens: str | None = flag(
+        None, "Output lengths (max_tokens per request), same syntax.", metavar="DIST"
+    )
+    max_tokens: Annotated[int, Ge(1)] = flag(128, "max_tokens when --output-tokens is not given.")
+    dataset: str | None = flag(
+        None, "OpenAI-messages .jsonl or ShareGPT .json file.", metavar="FILE"
+    )
+    shared_prefix: Annotated[int, Ge(0)] = flag(
+        0, "Tokens of one prefix every synthetic prompt shares."
+    )
+    ignore_eos: bool = flag(False, "Ask the server to generate max_tokens exactly.")
+    seed: int = flag(0, "Seed for prompts, lengths and arrival times.")
 
 
 @dataclass(frozen=True, slots=True)
 class ReplaySection(_Section):
-    """A trace replayed at its own times (``--trace``) or conversations (``--sessions``)."""
+    """A trace replayed at its own times (``--trace``) or conversations (``--sessions``);
+    their rules are in :mod:`infersight.bench.replay.rules`."""
 
-    trace: str | None = None
-    trace_format: Literal["gateway", "mooncake", "burstgpt", "csv"] | None = None
-    speedup: tuple[float, ...] = ()
-    trace_window: str | None = None
-    on_bad_line: Literal["error", "skip"] = "error"
-    block_size: int = 512
-    sessions: int | None = None
-    turns: str = "fixed:4"
-    think_time: str = "0s"
+    trace: str | None = flag(
+        None,
+        "Replay a trace at its own times: the gateway's access log, Mooncake JSONL, "
+        "BurstGPT CSV, or a CSV of timestamp,input_tokens,output_tokens (detected).",
+        metavar="FILE",
+    )
+    trace_format: Literal["gateway", "mooncake", "burstgpt", "csv"] | None = flag(
+        None,
+        "The trace's format, instead of detecting it: gateway, mooncake, burstgpt or csv.",
+        metavar="FORMAT",
+    )
+    speedup: tuple[float, ...] = flag(
+        (),
+        "With --trace: replay this many times faster, one level per value, e.g. 1,2,4.",
+        metavar="LIST",
+        show_default="1",
+        items=float,
+    )
+    trace_window: str | None = flag(
+        None,
+        "With --trace: START-END, the part to replay from its first request, e.g. "
+        "10m-20m, 90s- or -5m.",
+        metavar="RANGE",
+        names=("--window",),
+    )
+    on_bad_line: Literal["error", "skip"] = flag(
+        "error",
+        "A trace line that cannot be used: refuse the run naming it, or skip and count it.",
+    )
+    block_size: Annotated[int, Ge(1)] = flag(
+        512, "With --trace: tokens a Mooncake hash id stands for."
+    )
+    sessions: Annotated[int, Ge(1)] | None = flag(
+        None,
+        "Conversations per level, each turn sent with the whole history and the answers "
+        "received (with --concurrency or --rate).",
+        metavar="N",
+    )
+    turns: str = flag(
+        "fixed:4",
+        "With --sessions: turns per conversation, e.g. fixed:4 or uniform:2:8.",
+        metavar="DIST",
+    )
+    think_time: str = flag(
+        "0s",
+        "With --sessions: the pause after each answer: 2s, uniform:1s:5s or exponential:3s.",
+        metavar="DIST",
+    )
 
     @property
     def active(self) -> bool:
@@ -142,38 +262,73 @@ class ReplaySection(_Section):
 class DistributionSection(_Section):
     """Where the load comes from: this process, ``--workers`` processes or Ray actors."""
 
-    workers: int = 1
-    ray: str | None = None
-    ray_strategy: Literal["spread", "strict-spread"] = "spread"
-    ray_cpus: float = 1.0
-    ray_clock_interval: float = 10.0
+    workers: Annotated[int, Ge(1), Le(64)] = flag(
+        1, "Load-generator processes (with --ray: Ray actors across the cluster)."
+    )
+    ray: str | None = flag(
+        None,
+        "Run the workers on a Ray cluster: 'auto' (this host's) or HOST:PORT (needs "
+        "infersight[ray]).",
+        metavar="ADDRESS",
+    )
+    #: "spread" is Ray's SPREAD.
+    ray_strategy: Literal["spread", "strict-spread"] = flag(
+        "spread", "With --ray: 'spread' (best effort) or 'strict-spread' (one worker per node)."
+    )
+    ray_cpus: Annotated[float, Gt(0)] = flag(
+        1.0, "With --ray: CPUs each worker reserves (one event loop drives about one core)."
+    )
+    ray_clock_interval: Annotated[float, Gt(0)] = flag(
+        10.0, "Seconds between clock-offset measurements during a level (Ray workers).", cli=False
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class OutputSection(_Section):
     """What is printed, written, priced and diagnosed after the run."""
 
-    out: str | None = None
-    result_filename: str | None = None
-    percentile_metrics: tuple[str, ...] = ()
-    metric_percentiles: tuple[float, ...] = (99.0,)
-    price_in: float | None = None
-    price_out: float | None = None
-    prices: str | None = None
-    diagnose: bool = True
-    progress: bool = True
+    out: str | None = flag(
+        None, "Directory for result.json, records.csv and schema.json.", metavar="DIR"
+    )
+    # The next three are set by vLLM's flags (cli/bench_vllm.py).
+    result_filename: str | None = flag(
+        None, "The RunResult JSON's file name inside ``out``.", cli=False
+    )
+    percentile_metrics: tuple[str, ...] = flag(
+        (),
+        "Extra console lines, as vLLM prints them: mean, median and these percentiles of "
+        "these record attributes (ttft, tpot, itl, e2e), per level.",
+        cli=False,
+    )
+    metric_percentiles: tuple[float, ...] = flag(
+        (99.0,), "The percentiles of ``percentile_metrics``.", cli=False
+    )
+    price_in: Annotated[float, Ge(0)] | None = flag(None, "$ per million input tokens.")
+    price_out: Annotated[float, Ge(0)] | None = flag(None, "$ per million output tokens.")
+    prices: str | None = flag(
+        None, "Price table file (TOML, like the shipped prices.toml).", metavar="FILE"
+    )
+    diagnose: bool = flag(True, "Embed and print the diagnosis.")
+    progress: bool = flag(True, "Live progress on the terminal.")
 
 
 @dataclass(frozen=True, slots=True)
 class TelemetrySection(_Section):
     """What is sampled during the run besides the requests."""
 
-    scrape: tuple[str, ...] = ()
-    no_scrape: bool = False
-    sample_interval: float = 1.0
+    scrape: tuple[str, ...] = flag(
+        (),
+        "Prometheus /metrics URL to sample every second (repeatable); by default the "
+        "target's own /metrics when it answers.",
+        metavar="URL",
+    )
+    no_scrape: bool = flag(False, "Scrape no /metrics (not even the target's own).")
+    sample_interval: Annotated[float, Gt(0)] = flag(
+        1.0, "Seconds between telemetry samples.", cli=False
+    )
 
 
-#: Each section by the name of the BenchConfig property that hands it out.
+#: Each section by the name of the BenchConfig attribute that holds it.
 SECTIONS: dict[str, type[_Section]] = {
     "target": TargetSection,
     "load": LoadSection,

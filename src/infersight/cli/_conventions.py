@@ -34,6 +34,7 @@ from typer.core import TyperArgument, TyperCommand
 
 from infersight.cli._help_format import Context
 from infersight.core.durations import format_duration, parse_duration
+from infersight.core.flags import API_KEY_ENV_HELP, API_KEY_FILE_HELP
 
 __all__ = [
     "MAX_WIDTH",
@@ -237,11 +238,11 @@ def port_option(default: int | None, *, help: str, show_default: str | bool | No
     )
 
 
-def api_key_env_option(help: str = "Environment variable holding the API key.") -> Any:
+def api_key_env_option(help: str = API_KEY_ENV_HELP) -> Any:
     """``--api-key-env VAR``; offered with :func:`api_key_file_option` wherever a key is used."""
     return typer.Option(None, "--api-key-env", metavar="VAR", help=help)
 
 
-def api_key_file_option(help: str = "File holding the API key (its first line).") -> Any:
+def api_key_file_option(help: str = API_KEY_FILE_HELP) -> Any:
     """``--api-key-file FILE``; offered with :func:`api_key_env_option`."""
     return typer.Option(None, "--api-key-file", metavar="FILE", help=help)

@@ -115,9 +115,9 @@ def run_tune(
     from infersight.report.tune_html import render_tune_html
 
     con = console or _console()
-    api_key = resolve_api_key(env=bench.api_key_env, file=bench.api_key_file)
+    api_key = resolve_api_key(env=bench.target.api_key_env, file=bench.target.api_key_file)
     target = make_target(cfg, api_key)
-    if "slots" not in target.baseline and not bench.concurrency and not bench.rate:
+    if "slots" not in target.baseline and not bench.load.concurrency and not bench.load.rate:
         raise ConfigError(
             "the --launch template has no slot placeholder to size each "
             "trial's load by: give --concurrency or --rate"
@@ -133,12 +133,12 @@ def run_tune(
         baseline=dict(target.baseline),
         knobs=dict(target.knobs),
         search=cfg.search,
-        slo=dict(bench.slo),
+        slo=dict(bench.load.slo),
         knob=cfg.knob,
         values=list(cfg.values) or None,
         budget_s=cfg.budget,
         target=target.describe(),
-        per_slot=not bench.concurrency and not bench.rate,
+        per_slot=not bench.load.concurrency and not bench.load.rate,
     )
     watch = _Watch(con, enabled=cfg.progress, budget_s=cfg.budget)
     session: TuneSession

@@ -29,16 +29,16 @@ def trial_bench(
     levels = None
     if kind == "launch" and "slots" in setting:
         update["engine_slots"] = setting["slots"]  # vLLM exports no slot limit
-    if not bench.concurrency and not bench.rate:
+    if not bench.load.concurrency and not bench.load.rate:
         s = setting.get("slots", 0)
         update["concurrency"] = [s, DIAGNOSIS_LOAD * s] if role in ("baseline", "a/a") else [s]
         levels = [f"c={s}"]
-    return bench.model_copy(update=update), levels
+    return bench.replace(**update), levels
 
 
 def diagnose(result: RunResult, bench: BenchConfig) -> None:
     """Embed the run's diagnosis (unless --no-diagnose, or nothing was recorded)."""
-    if bench.diagnose and result.records:
+    if bench.output.diagnose and result.records:
         from infersight.diagnose import embed_diagnosis
 
         embed_diagnosis(result, store_physics=True)

@@ -126,7 +126,7 @@ def test_engine_slots_overrides_the_inferred_limit() -> None:
 
 def test_bench_config_keeps_engine_slots_for_diagnose() -> None:
     cfg = BenchConfig.build(url="http://127.0.0.1:9", engine_slots=6, concurrency=[2])
-    assert cfg.model_dump(mode="json")["engine_slots"] == 6
+    assert cfg.as_dict()["engine_slots"] == 6
     with pytest.raises(Exception, match="engine-slots"):
         BenchConfig.build(url="http://127.0.0.1:9", engine_slots=0)
 

@@ -16,12 +16,11 @@ Planning and running a replay level (``bench.replay_prepare``) and its aggregate
 from infersight.bench.replay.check import TraceSummary, check_trace
 from infersight.bench.replay.dispatch import dispatch_conversations, dispatch_feed
 from infersight.bench.replay.feed import TraceFeed
-from infersight.bench.replay.rules import ReplaySettings, check_replay
+from infersight.bench.replay.rules import check_replay
 from infersight.bench.replay.sessions import SessionFeed
 from infersight.bench.replay.think import ThinkTime
 
 __all__ = [
-    "ReplaySettings",
     "SessionFeed",
     "ThinkTime",
     "TraceFeed",

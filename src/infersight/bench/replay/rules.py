@@ -6,45 +6,22 @@ checking pass of :mod:`infersight.bench.replay.check`), each one ConfigError lin
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
 
 from infersight.bench.replay.check import check_trace, check_window, parse_window
 from infersight.bench.replay.think import ThinkTime
+from infersight.bench.sections import ReplaySection
 from infersight.bench.workload import Distribution
 from infersight.core.errors import ConfigError
 
-__all__ = ["ReplaySettings", "check_replay"]
+__all__ = ["check_replay"]
 
 
-class ReplaySettings(Protocol):
-    """What the checks read of the bench configuration
-    (:class:`~infersight.bench.config.BenchConfig`)."""
-
-    @property
-    def trace(self) -> str | None: ...
-    @property
-    def trace_format(self) -> str | None: ...
-    @property
-    def on_bad_line(self) -> str: ...
-    @property
-    def trace_window(self) -> str | None: ...
-    @property
-    def speedup(self) -> list[float]: ...
-    @property
-    def sessions(self) -> int | None: ...
-    @property
-    def turns(self) -> str: ...
-    @property
-    def think_time(self) -> str: ...
-
-    def given(self, *names: str) -> list[str]:
-        """The flags of ``names`` the user set to something other than the default."""
-
-
-def check_replay(cfg: ReplaySettings) -> None:
-    """Raise one ConfigError line for a trace or conversation setting that cannot run."""
+def check_replay(cfg: ReplaySection, given: Callable[..., list[str]]) -> None:
+    """Raise one ConfigError line for a trace or conversation setting that cannot run;
+    ``given(*fields)`` names the flags of those set to something other than the default."""
     if cfg.trace:
-        clash = cfg.given(
+        clash = given(
             "concurrency",
             "rate",
             "sweep",
@@ -66,11 +43,11 @@ def check_replay(cfg: ReplaySettings) -> None:
         summary = check_trace(cfg.trace, cfg.trace_format, cfg.on_bad_line)
         check_window(summary, parse_window(cfg.trace_window), cfg.trace_window)
     else:
-        alone = cfg.given("trace_format", "speedup", "trace_window", "on_bad_line", "block_size")
+        alone = given("trace_format", "speedup", "trace_window", "on_bad_line", "block_size")
         if alone:
             raise ConfigError(f"{', '.join(alone)} only apply with --trace FILE")
     if cfg.sessions:
-        clash = cfg.given("dataset", "sweep", "find_max", "requests")
+        clash = given("dataset", "sweep", "find_max", "requests")
         if clash:
             raise ConfigError(
                 f"--sessions N runs N conversations at --concurrency or --rate: "
@@ -78,8 +55,8 @@ def check_replay(cfg: ReplaySettings) -> None:
             )
         Distribution.parse(cfg.turns, "--turns")
         ThinkTime.parse(cfg.think_time)
-    elif cfg.given("turns") or (not cfg.trace and cfg.given("think_time")):
-        alone = cfg.given("turns", "think_time")
+    elif given("turns") or (not cfg.trace and given("think_time")):
+        alone = given("turns", "think_time")
         raise ConfigError(
             f"{', '.join(alone)} only apply with --sessions N"
             + ("" if cfg.trace else " (--think-time also with --trace)")
