@@ -25,11 +25,12 @@ ROOT = Path(infersight.__file__).parent
 
 TOP = {"cli", "entrypoints"}
 FEATURES = {"bench", "gateway", "batch", "diagnose", "report", "monitor", "tune", "importers"}
-LOWER = {"client", "telemetry", "engine", "servermodel", "stats", "control"}
+LOWER = {"client", "telemetry", "engine", "servermodel", "stats", "control", "flags"}
 #: What each lower package may import besides itself and core: telemetry's live
 #: sampling probes a server through the client; the server model is fitted from a
 #: run's aggregates (stats); stats is maths over core's records; control (the adaptive
-#: concurrency law the gateway and batch share) is pure; nothing imports upward.
+#: concurrency law the gateway and batch share) is pure; flags (the settings declared
+#: once) is what the CLI imports at start; nothing imports upward.
 LOWER_MAY_IMPORT = {
     "client": set(),
     "telemetry": {"client"},
@@ -37,6 +38,7 @@ LOWER_MAY_IMPORT = {
     "servermodel": {"stats"},
     "stats": set(),
     "control": set(),
+    "flags": set(),
 }
 #: Support packages: the fake servers for tests, and data files.
 SUPPORT = {"testing", "data"}
@@ -251,7 +253,7 @@ def test_no_import_cycle_between_modules() -> None:
 #: level_work; runner -> level_run -> distributed.workers -> executor -> replay.dispatch
 #: -> level_work; and runner -> config -> replay.rules -> replay.check -> replay.read ->
 #: replay.formats: BenchConfig checks a trace when it is built. The modules that run the
-#: benchmark take the configuration's sections (``bench.sections``, a near leaf), not
+#: benchmark take the configuration's sections (``flags.bench``, a leaf), not
 #: BenchConfig, so only the runner sits above those checks; the types handed around
 #: (Target, LevelWork) are leaf modules, so that what takes them is one step above.
 BENCH_DEPTH = 6

@@ -1,6 +1,6 @@
 """Bench configuration: one validated object for the CLI and for ``bench.run()``.
 
-The fields are declared once, in the typed sections of :mod:`infersight.bench.sections`;
+The fields are declared once, in the typed sections of :mod:`infersight.flags.bench`;
 this module makes from them the flat settings model that reads ``INFERSIGHT_BENCH_*``
 variables and validates keyword arguments (the CLI passes its flags), then checks the
 rules that join several fields. ``BenchConfig(url=..., concurrency=[1, 4])`` takes the
@@ -13,15 +13,18 @@ are used by both the CLI and the library, so they agree on them.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, ValidationError, ValidationInfo, create_model, field_validator
+from pydantic import ValidationError, ValidationInfo, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from infersight.bench.flag_syntax import parse_levels, parse_slo
-from infersight.bench.level_spec import LevelSpec
+from infersight.bench.level_spec import LevelSpec, fixed_levels
 from infersight.bench.replay.rules import check_replay
-from infersight.bench.sections import (
+from infersight.core.errors import ConfigError
+from infersight.core.settings import BaseConfig, config_error
+from infersight.flags.bench import (
+    ENDPOINTS,
     SECTIONS,
     DistributionSection,
     LoadSection,
@@ -30,14 +33,12 @@ from infersight.bench.sections import (
     TargetSection,
     TelemetrySection,
     WorkloadSection,
-    fixed_levels,
 )
-from infersight.core.errors import ConfigError
-from infersight.core.flags import Flag, declared
-from infersight.core.settings import BaseConfig, config_error
+from infersight.flags.declare import Flag, declared, settings_model
 from infersight.stats.aggregate import Window
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
+
 
 #: Each field's declaration and the section that holds it, by field name.
 _FIELDS: dict[str, tuple[str, dataclasses.Field[Any], Flag]] = {
@@ -57,13 +58,11 @@ class _Checks(BaseConfig):
 
     # Validators raise ConfigError (not ValueError) where the message already names
     # the flag: pydantic passes it through as it is, one clear line.
-    @field_validator("concurrency", "rate", "speedup", mode="before", check_fields=False)
+    @field_validator("endpoint", mode="before", check_fields=False)
     @classmethod
-    def _lists(cls, v: Any, info: ValidationInfo) -> Any:
-        """``"1,4,16"`` as the command line writes a list."""
-        name = str(info.field_name)
-        kind = _FIELDS[name][2].items
-        return parse_levels(v, kind, flag_name(name)) if isinstance(v, str) and kind else v
+    def _endpoint(cls, v: Any) -> Any:
+        """vLLM's paths too (``/v1/completions``)."""
+        return ENDPOINTS.get(v.rstrip("/"), v) if isinstance(v, str) else v
 
     @field_validator("slo", mode="before", check_fields=False)
     @classmethod
@@ -111,18 +110,9 @@ class _Checks(BaseConfig):
         return v
 
 
-def _field(name: str) -> tuple[Any, Any]:
-    section, f, how = _FIELDS[name]
-    hint = get_type_hints(SECTIONS[section], include_extras=True)[name]
-    if f.default_factory is not dataclasses.MISSING:
-        return hint, Field(default_factory=f.default_factory, description=how.help)
-    return hint, Field(f.default, description=how.help)
-
-
 #: The flat settings model: every section's fields, validated and read from the
 #: environment.
-_DEFINITIONS: dict[str, Any] = {name: _field(name) for name in _FIELDS}
-_Settings: type[_Checks] = create_model("BenchSettings", __base__=_Checks, **_DEFINITIONS)
+_Settings = settings_model("BenchSettings", _Checks, *SECTIONS.values())
 
 
 class BenchConfig:
@@ -211,10 +201,11 @@ class BenchConfig:
         return BenchConfig(**{**self.as_dict(), **values})
 
     def window(self) -> Window:
-        return self.load.window()
+        """The measurement window (``--warmup``, ``--cooldown``)."""
+        return Window.parse(self.load.warmup, self.load.cooldown)
 
     def levels(self) -> list[LevelSpec]:
-        """The fixed levels to run (:func:`~infersight.bench.sections.fixed_levels`)."""
+        """The fixed levels to run (:func:`~infersight.bench.level_spec.fixed_levels`)."""
         return fixed_levels(self.load, self.replay)
 
     def effective_requests(self) -> int | None:

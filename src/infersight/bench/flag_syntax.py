@@ -4,24 +4,13 @@ for the CLI and for :class:`~infersight.bench.config.BenchConfig`."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from infersight.core.durations import parse_duration
 from infersight.core.errors import ConfigError
+from infersight.flags.declare import parse_levels
 from infersight.stats.aggregate import SLO_METRICS, parse_slo_key
 
 __all__ = ["parse_levels", "parse_slo"]
-
-
-def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[Any]:
-    """``"1,2,4"`` -> ``[1, 2, 4]``; one clear error otherwise."""
-    try:
-        values = [kind(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise ConfigError(f"{flag} {text!r}: expected a comma-separated list of numbers") from None
-    if not values:
-        raise ConfigError(f"{flag}: give at least one value")
-    return values
 
 
 _SLO_RE = re.compile(r"^\s*([a-z0-9_.]+)\s*(<=|<)\s*(\S+)\s*$")

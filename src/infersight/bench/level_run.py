@@ -2,7 +2,7 @@
 where a level's work runs: this process, ``--workers`` processes or Ray actors.
 
 Each function receives the configuration sections it reads
-(:mod:`infersight.bench.sections`), not the whole configuration.
+(:mod:`infersight.flags.bench`), not the whole configuration.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from infersight.bench.level_work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.bench.runtime import ClientSpec
 from infersight.bench.schedule import open_loop_schedule
-from infersight.bench.sections import LoadSection, TargetSection, WorkloadSection
 from infersight.bench.stop import Stop
 from infersight.bench.target import Target
 from infersight.bench.workload import build_bodies
+from infersight.flags.bench import LoadSection, TargetSection, WorkloadSection
 
 __all__ = ["Executor", "LevelPool", "fixed_level_work", "run_fixed_level"]
 

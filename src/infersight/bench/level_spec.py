@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LevelSpec", "rate_name"]
+from infersight.flags.bench import LoadSection, ReplaySection
+
+__all__ = ["LevelSpec", "fixed_levels", "rate_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +45,25 @@ class LevelSpec:
 
 def rate_name(rate: float) -> str:
     return "throughput" if math.isinf(rate) else f"r={rate:.4g}"
+
+
+def fixed_levels(load: LoadSection, replay: ReplaySection) -> list[LevelSpec]:
+    """The fixed levels to run; sweeps and --find-max add theirs as they go. With
+    ``repeat`` N > 1, every level N times, interleaved: ``c=1#1, c=4#1, c=1#2, ...``,
+    so a drift of the server over time spreads over all levels alike."""
+    if replay.trace:
+        return [LevelSpec(f"trace x{s:g}", speedup=s) for s in replay.speedup or (1.0,)]
+    if load.rate:
+        arrival = load.open_arrival
+        base = [LevelSpec(rate_name(r), rate=r, arrival=arrival) for r in load.rate]
+    elif load.sweep or load.find_max:
+        return []
+    else:
+        base = [LevelSpec(f"c={c}", concurrency=c) for c in (load.concurrency or (1,))]
+    if load.repeat == 1:
+        return base
+    return [
+        dataclasses.replace(lv, name=f"{lv.name}#{k}", repeat_of=lv.name)
+        for k in range(1, load.repeat + 1)
+        for lv in base
+    ]

@@ -26,10 +26,10 @@ from infersight.bench.replay.check import parse_window, trace_summary
 from infersight.bench.replay.feed import Overhead, RequestShape, TraceFeed
 from infersight.bench.replay.sessions import SessionFeed, session_starts
 from infersight.bench.replay.survey import survey
-from infersight.bench.sections import LoadSection, ReplaySection, TargetSection, WorkloadSection
 from infersight.bench.target import Target
 from infersight.bench.workload import SyntheticPrompts, Tokenize
 from infersight.core import errors as E
+from infersight.flags.bench import LoadSection, ReplaySection, TargetSection, WorkloadSection
 
 __all__ = [
     "LEAD_S",

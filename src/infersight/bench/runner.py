@@ -23,12 +23,12 @@ from infersight.bench.datasets import PromptSource
 from infersight.bench.distributed.ray_workers import RayLevelOutcome, ray_pool
 from infersight.bench.level_order import LevelOrder
 from infersight.bench.level_run import Executor, run_fixed_level
+from infersight.bench.level_spec import fixed_levels
 from infersight.bench.progress import LiveDisplay
 from infersight.bench.replay_level import replay_aggregate, shared_prefix_sharing
 from infersight.bench.replay_prepare import ReplaySetup, prepare_replay, run_replay_level
 from infersight.bench.run_result import finish_result
 from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
-from infersight.bench.sections import fixed_levels
 from infersight.bench.stop import Stop
 from infersight.bench.target import Target
 from infersight.bench.target_check import open_target
@@ -36,7 +36,7 @@ from infersight.bench.telemetry import BenchTelemetry
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import InfersightError
 from infersight.core.records import ClockAnchor, RunResult
-from infersight.stats.aggregate import aggregate
+from infersight.stats.aggregate import Window, aggregate
 
 __all__ = ["run", "run_async"]
 
@@ -80,7 +80,7 @@ async def _run_with_target(
     cfg: BenchConfig, target: Target, stop: Stop, display: LiveDisplay
 ) -> RunResult:
     # The one place that splits the configuration: every module below receives the
-    # sections it reads (bench/sections.py).
+    # sections it reads (flags/bench.py).
     load, workload, dist = cfg.load, cfg.workload, cfg.distribution
     setup = ReplaySetup(cfg.replay, workload, load, cfg.target)
     result = RunResult(kind="bench", run_id=uuid.uuid4().hex[:12], clock=ClockAnchor())
@@ -93,7 +93,7 @@ async def _run_with_target(
     )
     result.notes.extend(target.notes)
     order = LevelOrder(load, fixed_levels(load, setup.replay))
-    window = load.window()
+    window = Window.parse(load.warmup, load.cooldown)
     contention = cpu_contention(target.base_url, target.engine_pid)
     if contention:
         result.environment["cpu_contention"] = contention

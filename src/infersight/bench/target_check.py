@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersight.bench.sections import TargetSection, TelemetrySection
 from infersight.bench.target import Target
 from infersight.core import errors as E
 from infersight.core.endpoint import Endpoint
+from infersight.flags.bench import TargetSection, TelemetrySection
 
 __all__ = ["open_target"]
 

@@ -11,9 +11,9 @@ import logging
 import os
 from typing import Any
 
-from infersight.bench.sections import TelemetrySection
 from infersight.bench.target import Target
 from infersight.core.records import Sample
+from infersight.flags.bench import TelemetrySection
 
 __all__ = ["BenchTelemetry"]
 

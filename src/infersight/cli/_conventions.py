@@ -34,7 +34,7 @@ from typer.core import TyperArgument, TyperCommand
 
 from infersight.cli._help_format import Context
 from infersight.core.durations import format_duration, parse_duration
-from infersight.core.flags import API_KEY_ENV_HELP, API_KEY_FILE_HELP
+from infersight.flags.declare import API_KEY_ENV_HELP, API_KEY_FILE_HELP
 
 __all__ = [
     "MAX_WIDTH",
@@ -136,16 +136,18 @@ class Command(TyperCommand):
             for p in self.get_params(ctx)
             if isinstance(p, TyperArgument)
         ]
-        opts = [
-            (rv[0], _DEFAULT_IN_PARENS.sub(r"default: \1", rv[1]))
-            for p in self.get_params(ctx)
-            if not isinstance(p, TyperArgument) and (rv := p.get_help_record(ctx))
-        ]
+        # options listed by their help panel ("Load options"), in order of appearance
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for p in self.get_params(ctx):
+            if not isinstance(p, TyperArgument) and (rv := p.get_help_record(ctx)):
+                title = f"{panel} options" if (panel := getattr(p, "rich_help_panel", None)) else ""
+                row = (rv[0], _DEFAULT_IN_PARENS.sub(r"default: \1", rv[1]))
+                panels.setdefault(title or "Options", []).append(row)
         if args:
             with formatter.section("Arguments"):
                 formatter.write_dl(args)
-        if opts:
-            with formatter.section("Options"):
+        for title, opts in panels.items():
+            with formatter.section(title):
                 formatter.write_dl(opts)
 
 
@@ -167,7 +169,11 @@ def command_help(summary: str, *paragraphs: str, examples: Sequence[str]) -> str
 
 
 def duration_option(
-    default: float | None, *names: str, help: str, show_default: str | bool | None = None
+    default: float | None,
+    *names: str,
+    help: str,
+    show_default: str | bool | None = None,
+    panel: str | None = None,
 ) -> Any:
     """A time flag: ``500ms``, ``2s``, ``1.5m``, ``1h`` or bare seconds, as seconds."""
     flag = next((n for n in names if n.startswith("--")), names[0] if names else "duration")
@@ -178,7 +184,13 @@ def duration_option(
     if show_default is None:
         show_default = format_duration(default) if default is not None else False
     return typer.Option(
-        default, *names, metavar="DURATION", parser=parse, help=help, show_default=show_default
+        default,
+        *names,
+        metavar="DURATION",
+        parser=parse,
+        help=help,
+        show_default=show_default,
+        rich_help_panel=panel,
     )
 
 
@@ -212,7 +224,7 @@ def llmd_version(value: str) -> str | None:
     return value.removeprefix("llm-d:") if value.startswith("llm-d:") else None
 
 
-def format_option(help: str) -> Any:
+def format_option(help: str, panel: str | None = None) -> Any:
     """``--format infersight|llm-d|llm-d:0.1``: llm-d also writes llm-d-benchmark's
     benchmark report, one per level (report.llmd): 0.2.1, or the 0.1 line."""
 
@@ -222,7 +234,12 @@ def format_option(help: str) -> Any:
         return value
 
     return typer.Option(
-        "infersight", "--format", metavar="|".join(FORMATS), parser=parse, help=help
+        "infersight",
+        "--format",
+        metavar="|".join(FORMATS),
+        parser=parse,
+        help=help,
+        rich_help_panel=panel,
     )
 
 

@@ -25,135 +25,179 @@ from typing import Any
 
 import typer
 
+from infersight.cli.flag_options import parameter
 from infersight.core.errors import ConfigError
+from infersight.flags.bench import ENDPOINTS
 
-__all__ = ["VLLM_OPTIONS", "apply_vllm_flags"]
+__all__ = ["VLLM_PARAMETERS", "apply_vllm_flags"]
 
 #: The OpenAI API each accepted ``--backend`` calls (vLLM's default ``--endpoint``).
 BACKENDS = {"vllm": "completions", "openai": "completions", "openai-chat": "chat"}
-#: ``--endpoint`` values: this command's names and vLLM's paths.
-ENDPOINTS = {
-    "chat": "chat",
-    "completions": "completions",
-    "/v1/chat/completions": "chat",
-    "/v1/completions": "completions",
-    "/chat/completions": "chat",
-    "/completions": "completions",
-}
 #: vLLM's ``--percentile-metrics`` names and the record attribute each reads.
 PERCENTILE_METRICS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e"}
 #: vLLM's random dataset defaults.
 RANDOM_INPUT_LEN, RANDOM_OUTPUT_LEN = 1024, 128
 
-_V = "(vllm bench serve) "
 
-#: name -> typer option; the bench command takes them all as keyword parameters.
-VLLM_OPTIONS: dict[str, Any] = {
-    "base_url": typer.Option(
-        None, "--base-url", metavar="URL", help=_V + "The server's root URL: the same as --url."
-    ),
-    "host": typer.Option(
-        None,
-        "--host",
-        metavar="HOST",
-        help=_V + "The server's host, with --port: http://HOST:PORT.",
-        show_default="127.0.0.1",
-    ),
-    "port": typer.Option(
-        None,
-        "--port",
-        metavar="N",
-        help=_V + "The server's port, with --host.",
-        show_default="8000",
-    ),
-    "backend": typer.Option(
-        None,
-        "--backend",
-        metavar="openai|openai-chat|vllm",
-        help=_V
-        + (
-            "The OpenAI API: openai and vllm call /v1/completions, openai-chat "
-            "/v1/chat/completions; without a load flag, every request is sent at once (vLLM's "
-            "--request-rate inf)."
+def _option(*args: Any, **kwargs: Any) -> Any:
+    """An option listed under vLLM's own heading in ``bench --help``."""
+    return typer.Option(*args, rich_help_panel="vllm bench serve", **kwargs)
+
+
+#: name -> (value type, typer option): the bench command's options of vLLM's names.
+_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "base_url": (
+        str,
+        _option(
+            None, "--base-url", metavar="URL", help="The server's root URL: the same as --url."
         ),
     ),
-    "request_rate": typer.Option(
-        None,
-        "--request-rate",
-        metavar="LIST",
-        help=_V
-        + (
-            "Open loop, Poisson arrivals (gamma with --burstiness): requests/s, or inf to send "
-            "every request at once."
+    "host": (
+        str,
+        _option(
+            None,
+            "--host",
+            metavar="HOST",
+            help="The server's host, with --port: http://HOST:PORT.",
+            show_default="127.0.0.1",
         ),
     ),
-    "save_result": typer.Option(
-        False,
-        "--save-result",
-        help=_V + "Write result.json, records.csv and schema.json to --result-dir.",
-    ),
-    "result_dir": typer.Option(
-        None,
-        "--result-dir",
-        metavar="DIR",
-        help=_V + "With --save-result: the folder.",
-        show_default="the current folder",
-    ),
-    "result_filename": typer.Option(
-        None,
-        "--result-filename",
-        metavar="FILE",
-        help=_V + "With --save-result: the RunResult JSON's file name in --result-dir.",
-        show_default="result.json",
-    ),
-    "dataset_name": typer.Option(
-        None,
-        "--dataset-name",
-        metavar="random|sharegpt",
-        help=_V
-        + (
-            "random: synthetic prompts of --random-input-len tokens; sharegpt (or custom): the "
-            "--dataset-path file."
+    "port": (
+        int,
+        _option(
+            None,
+            "--port",
+            metavar="N",
+            help="The server's port, with --host.",
+            show_default="8000",
         ),
     ),
-    "dataset_path": typer.Option(
-        None, "--dataset-path", metavar="FILE", help=_V + "The dataset file: the same as --dataset."
+    "backend": (
+        str,
+        _option(
+            None,
+            "--backend",
+            metavar="openai|openai-chat|vllm",
+            help=(
+                "The OpenAI API: openai and vllm call /v1/completions, openai-chat "
+                "/v1/chat/completions; without a load flag, every request is sent at once (vLLM's "
+                "--request-rate inf)."
+            ),
+        ),
     ),
-    "random_input_len": typer.Option(
-        None,
-        "--random-input-len",
-        metavar="N",
-        help=_V + "With --dataset-name random: prompt tokens.",
-        show_default=str(RANDOM_INPUT_LEN),
+    "request_rate": (
+        str,
+        _option(
+            None,
+            "--request-rate",
+            metavar="LIST",
+            help=(
+                "Open loop, Poisson arrivals (gamma with --burstiness): requests/s, or inf to send "
+                "every request at once."
+            ),
+        ),
     ),
-    "random_output_len": typer.Option(
-        None,
-        "--random-output-len",
-        metavar="N",
-        help=_V + "With --dataset-name random: output tokens (max_tokens).",
-        show_default=str(RANDOM_OUTPUT_LEN),
+    "save_result": (
+        bool,
+        _option(
+            False,
+            "--save-result",
+            help="Write result.json, records.csv and schema.json to --result-dir.",
+        ),
     ),
-    "random_range_ratio": typer.Option(
-        0.0,
-        "--random-range-ratio",
-        metavar="NUMBER",
-        help=_V + "With --dataset-name random: lengths uniform within ±this fraction.",
+    "result_dir": (
+        Path,
+        _option(
+            None,
+            "--result-dir",
+            metavar="DIR",
+            help="With --save-result: the folder.",
+            show_default="the current folder",
+        ),
     ),
-    "percentile_metrics": typer.Option(
-        None,
-        "--percentile-metrics",
-        metavar="LIST",
-        help=_V
-        + "Also print mean, median and --metric-percentiles of these: ttft, tpot, itl, e2el.",
+    "result_filename": (
+        str,
+        _option(
+            None,
+            "--result-filename",
+            metavar="FILE",
+            help="With --save-result: the RunResult JSON's file name in --result-dir.",
+            show_default="result.json",
+        ),
     ),
-    "metric_percentiles": typer.Option(
-        None,
-        "--metric-percentiles",
-        metavar="LIST",
-        help=_V + "Percentiles for --percentile-metrics, e.g. 50,90,99.",
-        show_default="99",
+    "dataset_name": (
+        str,
+        _option(
+            None,
+            "--dataset-name",
+            metavar="random|sharegpt",
+            help=(
+                "random: synthetic prompts of --random-input-len tokens; sharegpt (or custom): the "
+                "--dataset-path file."
+            ),
+        ),
+    ),
+    "dataset_path": (
+        Path,
+        _option(
+            None,
+            "--dataset-path",
+            metavar="FILE",
+            help="The dataset file: the same as --dataset.",
+        ),
+    ),
+    "random_input_len": (
+        int,
+        _option(
+            None,
+            "--random-input-len",
+            metavar="N",
+            help="With --dataset-name random: prompt tokens.",
+            show_default=str(RANDOM_INPUT_LEN),
+        ),
+    ),
+    "random_output_len": (
+        int,
+        _option(
+            None,
+            "--random-output-len",
+            metavar="N",
+            help="With --dataset-name random: output tokens (max_tokens).",
+            show_default=str(RANDOM_OUTPUT_LEN),
+        ),
+    ),
+    "random_range_ratio": (
+        float,
+        _option(
+            0.0,
+            "--random-range-ratio",
+            metavar="NUMBER",
+            help="With --dataset-name random: lengths uniform within ±this fraction.",
+        ),
+    ),
+    "percentile_metrics": (
+        str,
+        _option(
+            None,
+            "--percentile-metrics",
+            metavar="LIST",
+            help="Also print mean, median and --metric-percentiles of: ttft, tpot, itl, e2el.",
+        ),
+    ),
+    "metric_percentiles": (
+        str,
+        _option(
+            None,
+            "--metric-percentiles",
+            metavar="LIST",
+            help="Percentiles for --percentile-metrics, e.g. 50,90,99.",
+            show_default="99",
+        ),
     ),
 }
+
+#: The options, as parameters of the bench command.
+VLLM_PARAMETERS = [parameter(name, kind, option) for name, (kind, option) in _OPTIONS.items()]
 
 _LOAD_FLAGS = ("concurrency", "rate", "poisson", "sweep", "find_max")
 
@@ -261,7 +305,7 @@ def _vllm_line(v: dict[str, Any]) -> bool:
 def apply_vllm_flags(flags: dict[str, Any]) -> None:
     """Replace the vLLM flags in ``flags`` (the bench command's parameters) by the
     settings they mean; one ConfigError line for a flag that cannot be honoured."""
-    v = {name: flags.pop(name) for name in VLLM_OPTIONS}
+    v = {name: flags.pop(name) for name in _OPTIONS}
     _url(flags, v["base_url"], v["host"], v["port"])
     _endpoint(flags, v["backend"], flags.get("endpoint"))
     _dataset(

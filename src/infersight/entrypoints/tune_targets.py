@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from infersight.core.endpoint import Endpoint, server_root, shown_url
 from infersight.core.errors import ConfigError, LaunchError, OutOfMemory
-from infersight.tune.config import TuneConfig
+from infersight.flags.tune import TuneConfig
 
 __all__ = ["Target", "make_target"]
 

@@ -14,7 +14,7 @@ are bisected (``search``); the choice must hold in a run of its own (``confirm``
 compared with the baseline.
 """
 
-from infersight.tune.config import TuneConfig
+from infersight.flags.tune import TuneConfig
 from infersight.tune.console import render_tune
 from infersight.tune.knobs import KNOBS, SearchSpace, ladder, search_space
 from infersight.tune.parallel import NextTrial, ParallelTuneSession, RunTrials, TrialDone

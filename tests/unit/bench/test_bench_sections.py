@@ -8,7 +8,8 @@ import pickle
 import pytest
 
 from infersight.bench.config import BenchConfig
-from infersight.bench.sections import (
+from infersight.bench.level_spec import fixed_levels
+from infersight.flags.bench import (
     SECTIONS,
     DistributionSection,
     LoadSection,
@@ -17,9 +18,9 @@ from infersight.bench.sections import (
     TargetSection,
     TelemetrySection,
     WorkloadSection,
-    fixed_levels,
 )
-from infersight.core.flags import declared
+from infersight.flags.declare import declared
+from infersight.stats.aggregate import Window
 
 
 def _names(section: type) -> list[str]:
@@ -101,4 +102,4 @@ def test_load_helpers() -> None:
     assert LoadSection().effective_requests() == 64
     assert LoadSection(duration=10.0).effective_requests() is None
     assert LoadSection(requests=5).effective_requests() == 5
-    assert BenchConfig(warmup="2s").window() == LoadSection(warmup="2s").window()
+    assert BenchConfig(warmup="2s").window() == Window.parse("2s", "auto")

@@ -92,7 +92,8 @@ def test_help_is_whole_and_plain(cmd: str, width: int) -> None:
 def test_one_example_block_that_runs_this_command(cmd: str) -> None:
     text = rendered(80)[cmd]
     assert text.count("Examples:") == 1, cmd
-    block = text.split("Examples:")[1].split("\nOptions:")[0].split("\nArguments:")[0]
+    # the block ends at the next heading ("Arguments:", "Options:", "Load options:"...)
+    block = re.split(r"\n(?=\S)", text.split("Examples:")[1].lstrip("\n"))[0]
     examples = [ln.strip() for ln in block.splitlines() if ln.strip()]
     assert examples, cmd
     for ex in examples:

@@ -41,9 +41,9 @@ from infersight.bench.distributed.workers import merge_outcomes, split_work
 from infersight.bench.level_work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveStats
 from infersight.bench.runtime import ClientSpec
-from infersight.bench.sections import DistributionSection
 from infersight.core.errors import InfersightError
 from infersight.core.records import Sample
+from infersight.flags.bench import DistributionSection
 
 __all__ = ["RayLevelOutcome", "RayWorkers", "ray_pool"]
 

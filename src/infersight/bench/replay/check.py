@@ -21,9 +21,9 @@ import numpy as np
 
 from infersight.bench.replay.formats import FORMATS, TraceEntry, detect_format
 from infersight.bench.replay.read import Problem, in_arrival_order, read_trace
-from infersight.bench.sections import ReplaySection
 from infersight.core.durations import format_duration, parse_duration
 from infersight.core.errors import ConfigError, file_error
+from infersight.flags.bench import ReplaySection
 
 __all__ = [
     "TraceSummary",

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from infersight.bench.replay.check import check_trace, check_window, parse_window
 from infersight.bench.replay.think import ThinkTime
-from infersight.bench.sections import ReplaySection
 from infersight.bench.workload import Distribution
 from infersight.core.errors import ConfigError
+from infersight.flags.bench import ReplaySection
 
 __all__ = ["check_replay"]
 

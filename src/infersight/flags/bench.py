@@ -1,7 +1,7 @@
 """The bench configuration, declared once, in typed sections.
 
 Each field is declared here, once, with its default, its constraints and its help
-(:func:`~infersight.core.flags.flag`). From these declarations
+(:func:`~infersight.flags.declare.flag`). From these declarations
 :class:`~infersight.bench.config.BenchConfig` reads the ``INFERSIGHT_BENCH_*``
 variables and validates, and the CLI makes the options of ``bench`` and ``tune``
 (``infersight.cli.flag_options``). Each module of the run receives the section(s) it
@@ -9,8 +9,8 @@ reads (``cfg.target``, ``cfg.load``, ...). The sections are frozen plain datacla
 so that they pickle across ``--workers`` processes and Ray actors; a section built
 alone (a library caller, a test) means what the configuration means.
 
-This module imports nothing of bench but the level type: whatever takes a section
-sits one step above a leaf, not above the configuration and its trace checks.
+This module imports only core: the CLI imports it at start, and whatever takes a
+section sits one step above a leaf, not above the configuration and its trace checks.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from typing import Annotated, Any, Literal, Self
 
 from annotated_types import Ge, Gt, Le
 
-from infersight.bench.level_spec import LevelSpec, rate_name
-from infersight.core.flags import API_KEY_ENV_HELP, API_KEY_FILE_HELP, flag
-from infersight.stats.aggregate import Window
+from infersight.flags.declare import API_KEY_ENV_HELP, API_KEY_FILE_HELP, flag
 
 __all__ = [
+    "ENDPOINTS",
     "SECTIONS",
     "DistributionSection",
     "LoadSection",
@@ -35,7 +34,6 @@ __all__ = [
     "TargetSection",
     "TelemetrySection",
     "WorkloadSection",
-    "fixed_levels",
 ]
 
 
@@ -164,10 +162,6 @@ class LoadSection(_Section):
         """The arrival process of open-loop levels (``--burstiness`` implies gamma)."""
         return "gamma" if self.arrival == "gamma" or self.burstiness != 1.0 else self.arrival
 
-    def window(self) -> Window:
-        """The measurement window (``--warmup``, ``--cooldown``)."""
-        return Window.parse(self.warmup, self.cooldown)
-
     def effective_requests(self) -> int | None:
         """Requests per level: 64 when neither a count nor a duration is given."""
         if self.requests is None and self.duration is None:
@@ -288,7 +282,10 @@ class OutputSection(_Section):
     """What is printed, written, priced and diagnosed after the run."""
 
     out: str | None = flag(
-        None, "Directory for result.json, records.csv and schema.json.", metavar="DIR"
+        None,
+        "Directory for result.json, records.csv and schema.json.",
+        metavar="DIR",
+        names=("--out", "-o"),
     )
     # The next three are set by vLLM's flags (cli/bench_vllm.py).
     result_filename: str | None = flag(
@@ -339,24 +336,12 @@ SECTIONS: dict[str, type[_Section]] = {
     "telemetry": TelemetrySection,
 }
 
-
-def fixed_levels(load: LoadSection, replay: ReplaySection) -> list[LevelSpec]:
-    """The fixed levels to run; sweeps and --find-max add theirs as they go. With
-    ``repeat`` N > 1, every level N times, interleaved: ``c=1#1, c=4#1, c=1#2, ...``,
-    so a drift of the server over time spreads over all levels alike."""
-    if replay.trace:
-        return [LevelSpec(f"trace x{s:g}", speedup=s) for s in replay.speedup or (1.0,)]
-    if load.rate:
-        arrival = load.open_arrival
-        base = [LevelSpec(rate_name(r), rate=r, arrival=arrival) for r in load.rate]
-    elif load.sweep or load.find_max:
-        return []
-    else:
-        base = [LevelSpec(f"c={c}", concurrency=c) for c in (load.concurrency or (1,))]
-    if load.repeat == 1:
-        return base
-    return [
-        dataclasses.replace(lv, name=f"{lv.name}#{k}", repeat_of=lv.name)
-        for k in range(1, load.repeat + 1)
-        for lv in base
-    ]
+#: ``endpoint`` values: the names and vLLM's paths.
+ENDPOINTS = {
+    "chat": "chat",
+    "completions": "completions",
+    "/v1/chat/completions": "chat",
+    "/v1/completions": "completions",
+    "/chat/completions": "chat",
+    "/completions": "completions",
+}
