@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import random
@@ -87,7 +88,7 @@ async def batch_run(fake: FakeConfig, law: str, rows: int, tmp: Path) -> Row:
     cfg = BatchConfig(input=inp, output=out, quiet=True, fsync=False)
     swap = gradient_controller if law == "gradient" else batch_api._controller
     with FakeOpenAI.subprocess(fake) as srv, patched(batch_api, "_controller", swap):
-        s = await run_batch_async(cfg.model_copy(update={"url": srv.base_url}))
+        s = await run_batch_async(dataclasses.replace(cfg, url=srv.base_url))
         stats = srv.stats()
     rejected = stats["statuses"].get("429", 0)
     return {

@@ -6,12 +6,12 @@ an fsync'ed OpenAI Batch output file that a rerun resumes, and stops within a bu
 """
 
 from infersight.batch.api import run_batch, run_batch_async
-from infersight.batch.config import BatchConfig
 from infersight.batch.input import BadInput, BadLine, BatchRow, InputScan, parse_line, scan_input
 from infersight.batch.output import OutputWriter, compact_output, load_output, read_output
 from infersight.batch.summary import BatchSummary, render_summary
 from infersight.control.adaptive import AdaptiveConcurrency
 from infersight.control.controller import ConcurrencyController, Decision, FixedConcurrency
+from infersight.flags.batch import BatchConfig
 
 __all__ = [
     "AdaptiveConcurrency",

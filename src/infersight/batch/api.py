@@ -13,7 +13,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from infersight.batch.config import BatchConfig
 from infersight.batch.input import BatchRow, RowDefaults, iter_rows
 from infersight.batch.output import OutputWriter, compact_output, load_output
 from infersight.batch.prepare import BatchJob, make_meter, prepare_job, prior_cost
@@ -24,6 +23,7 @@ from infersight.control.adaptive import AdaptiveConcurrency
 from infersight.control.controller import ConcurrencyController, FixedConcurrency
 from infersight.core.endpoint import Endpoint, EndpointOpener
 from infersight.core.errors import AuthError, ConfigError, ConnectError, InfersightError, Timeout
+from infersight.flags.batch import BatchConfig
 
 __all__ = ["run_batch", "run_batch_async"]
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infersight.batch.budget import CostMeter
-from infersight.batch.config import BatchConfig
 from infersight.batch.input import BadInput, InputScan, RowDefaults, scan_input
 from infersight.batch.lock import OutputLock
 from infersight.batch.output import (
@@ -18,6 +17,7 @@ from infersight.batch.output import (
 )
 from infersight.core.errors import ConfigError, DataError
 from infersight.core.pricing import PriceTable
+from infersight.flags.batch import BatchConfig
 
 __all__ = ["BatchJob", "make_meter", "prepare_job", "prior_cost"]
 

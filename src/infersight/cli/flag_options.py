@@ -9,6 +9,7 @@ is a function of ``**flags`` whose signature :func:`command` sets from the param
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 import typing
@@ -64,6 +65,7 @@ def declared_options(
         if not how.cli or (only is not None and f.name not in only):
             continue
         default = f.default_factory() if callable(f.default_factory) else f.default
+        default = ... if default is dataclasses.MISSING else default
         value_type, option = _option(f.name, how, hints[f.name], default, panel, shown)
         out.append(parameter(f.name, value_type, option))
         out.extend((after or {}).get(f.name, ()))
@@ -78,20 +80,24 @@ def _option(
     panel: str | None,
     shown: Mapping[str, str | bool],
 ) -> tuple[Any, Any]:
-    """The value type on the command line and the typer option of one field."""
+    """The value type on the command line and the typer option of one field (a required
+    one takes its value; the others None, the declared default applying later)."""
     names = how.option_names(name)
     show: str | bool = shown.get(name, how.show_default or _shown(default, how))
     value_type, choices = _value_type(hint, how)
+    given: Any = ... if default is ... else None
+    if how.argument:
+        return value_type, typer.Argument(given, metavar=how.metavar, help=how.help)
     if how.duration:
         return value_type, duration_option(
-            None, *names, help=how.help, show_default=show, panel=panel
+            given, *names, help=how.help, show_default=show, panel=panel
         )
     if value_type is bool and len(names) == 1:
         flag = names[0]
         names = (f"{flag}/--no-{flag[2:]}",) if default is True else names
         show = flag[2:] if default is True else False
     return value_type, typer.Option(
-        None,
+        given,
         *names,
         metavar=None if value_type is bool else how.metavar or choices,
         help=how.help,
@@ -101,7 +107,7 @@ def _option(
 
 
 def _shown(default: Any, how: Flag) -> str | bool:
-    if default is None or default is False or default in ((), {}):
+    if default is None or default is False or default is ... or default in ((), {}):
         return False
     return format_duration(default) if how.duration else str(default)
 

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, Self
 
 from annotated_types import Ge, Gt, Le
 
-from infersight.flags.declare import API_KEY_ENV_HELP, API_KEY_FILE_HELP, flag
+from infersight.flags.declare import API_KEY_ENV_HELP, API_KEY_FILE_HELP, URL_HELP, flag
 
 __all__ = [
     "ENDPOINTS",
@@ -59,12 +59,7 @@ class _Section:
 class TargetSection(_Section):
     """The server under test and how requests reach it."""
 
-    url: str | None = flag(
-        None,
-        "The server's root URL, e.g. http://127.0.0.1:8000.",
-        metavar="URL",
-        show_default="start the embedded engine",
-    )
+    url: str | None = flag(None, URL_HELP, metavar="URL", show_default="start the embedded engine")
     model: str | None = flag(None, "Model id.", show_default="the first the server lists")
     api_key_env: str | None = flag(None, API_KEY_ENV_HELP, metavar="VAR")
     api_key_file: str | None = flag(None, API_KEY_FILE_HELP, metavar="FILE")

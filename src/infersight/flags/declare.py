@@ -23,6 +23,7 @@ from infersight.core.errors import ConfigError
 __all__ = [
     "API_KEY_ENV_HELP",
     "API_KEY_FILE_HELP",
+    "URL_HELP",
     "Flag",
     "declared",
     "flag",
@@ -35,6 +36,8 @@ M = TypeVar("M", bound=BaseModel)
 #: The API key flags' help, the same wherever a key is used.
 API_KEY_ENV_HELP = "Environment variable holding the API key."
 API_KEY_FILE_HELP = "File holding the API key (its first line)."
+#: The target's URL flag's help, the same in every command that sends requests.
+URL_HELP = "The server's root URL, e.g. http://127.0.0.1:8000."
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,8 @@ class Flag:
     #: False: a setting with no flag of its own (set by other flags, or only from the
     #: environment and the library).
     cli: bool = True
+    #: A positional argument rather than an option.
+    argument: bool = False
 
     def option_names(self, field: str) -> tuple[str, ...]:
         """The option's names: the declared ones, else ``--field-name``."""
@@ -64,7 +69,7 @@ class Flag:
 
 
 def flag(
-    default: Any = None,
+    default: Any = ...,
     help: str = "",
     *,
     factory: Callable[[], Any] | None = None,
@@ -72,11 +77,14 @@ def flag(
 ) -> Any:
     """A dataclass field with its :class:`Flag`: ``url: str | None = flag(None, "...")``.
 
-    ``factory`` makes a mutable default; ``how`` are :class:`Flag`'s other fields.
+    No ``default``: required; ``factory`` makes a mutable default; ``how`` are
+    :class:`Flag`'s other fields.
     """
     meta = {"flag": Flag(help, **how)}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
+    if default is ...:
+        return dataclasses.field(metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -106,7 +114,7 @@ def settings_model(name: str, base: type[M], *sections: type) -> type[M]:
     for cls in sections:
         hints = typing.get_type_hints(cls, include_extras=True)
         for f, how in declared(cls):
-            default: Any = f.default
+            default: Any = ... if f.default is dataclasses.MISSING else f.default
             if callable(f.default_factory):
                 default = Field(default_factory=f.default_factory, description=how.help)
             definitions[f.name] = (hints[f.name], default)
