@@ -44,160 +44,125 @@ def _option(*args: Any, **kwargs: Any) -> Any:
     return typer.Option(*args, rich_help_panel="vllm bench serve", **kwargs)
 
 
-#: name -> (value type, typer option): the bench command's options of vLLM's names.
-_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "base_url": (
-        str,
-        _option(
-            None, "--base-url", metavar="URL", help="The server's root URL: the same as --url."
+#: name -> typer option: the bench command's options of vLLM's names.
+_OPTIONS: dict[str, Any] = {
+    "base_url": _option(
+        None, "--base-url", metavar="URL", help="The server's root URL: the same as --url."
+    ),
+    "host": _option(
+        None,
+        "--host",
+        metavar="HOST",
+        help="The server's host, with --port: http://HOST:PORT.",
+        show_default="127.0.0.1",
+    ),
+    "port": _option(
+        None,
+        "--port",
+        metavar="N",
+        help="The server's port, with --host.",
+        show_default="8000",
+    ),
+    "backend": _option(
+        None,
+        "--backend",
+        metavar="openai|openai-chat|vllm",
+        help=(
+            "The OpenAI API: openai and vllm call /v1/completions, openai-chat "
+            "/v1/chat/completions; without a load flag, every request is sent at once (vLLM's "
+            "--request-rate inf)."
         ),
     ),
-    "host": (
-        str,
-        _option(
-            None,
-            "--host",
-            metavar="HOST",
-            help="The server's host, with --port: http://HOST:PORT.",
-            show_default="127.0.0.1",
+    "request_rate": _option(
+        None,
+        "--request-rate",
+        metavar="LIST",
+        help=(
+            "Open loop, Poisson arrivals (gamma with --burstiness): requests/s, or inf to send "
+            "every request at once."
         ),
     ),
-    "port": (
-        int,
-        _option(
-            None,
-            "--port",
-            metavar="N",
-            help="The server's port, with --host.",
-            show_default="8000",
+    "save_result": _option(
+        False,
+        "--save-result",
+        help="Write result.json, records.csv and schema.json to --result-dir.",
+    ),
+    "result_dir": _option(
+        None,
+        "--result-dir",
+        metavar="DIR",
+        help="With --save-result: the folder.",
+        show_default="the current folder",
+    ),
+    "result_filename": _option(
+        None,
+        "--result-filename",
+        metavar="FILE",
+        help="With --save-result: the RunResult JSON's file name in --result-dir.",
+        show_default="result.json",
+    ),
+    "dataset_name": _option(
+        None,
+        "--dataset-name",
+        metavar="random|sharegpt",
+        help=(
+            "random: synthetic prompts of --random-input-len tokens; sharegpt (or custom): the "
+            "--dataset-path file."
         ),
     ),
-    "backend": (
-        str,
-        _option(
-            None,
-            "--backend",
-            metavar="openai|openai-chat|vllm",
-            help=(
-                "The OpenAI API: openai and vllm call /v1/completions, openai-chat "
-                "/v1/chat/completions; without a load flag, every request is sent at once (vLLM's "
-                "--request-rate inf)."
-            ),
-        ),
+    "dataset_path": _option(
+        None,
+        "--dataset-path",
+        metavar="FILE",
+        help="The dataset file: the same as --dataset.",
     ),
-    "request_rate": (
-        str,
-        _option(
-            None,
-            "--request-rate",
-            metavar="LIST",
-            help=(
-                "Open loop, Poisson arrivals (gamma with --burstiness): requests/s, or inf to send "
-                "every request at once."
-            ),
-        ),
+    "random_input_len": _option(
+        None,
+        "--random-input-len",
+        metavar="N",
+        help="With --dataset-name random: prompt tokens.",
+        show_default=str(RANDOM_INPUT_LEN),
     ),
-    "save_result": (
-        bool,
-        _option(
-            False,
-            "--save-result",
-            help="Write result.json, records.csv and schema.json to --result-dir.",
-        ),
+    "random_output_len": _option(
+        None,
+        "--random-output-len",
+        metavar="N",
+        help="With --dataset-name random: output tokens (max_tokens).",
+        show_default=str(RANDOM_OUTPUT_LEN),
     ),
-    "result_dir": (
-        Path,
-        _option(
-            None,
-            "--result-dir",
-            metavar="DIR",
-            help="With --save-result: the folder.",
-            show_default="the current folder",
-        ),
+    "random_range_ratio": _option(
+        0.0,
+        "--random-range-ratio",
+        metavar="NUMBER",
+        help="With --dataset-name random: lengths uniform within ±this fraction.",
     ),
-    "result_filename": (
-        str,
-        _option(
-            None,
-            "--result-filename",
-            metavar="FILE",
-            help="With --save-result: the RunResult JSON's file name in --result-dir.",
-            show_default="result.json",
-        ),
+    "percentile_metrics": _option(
+        None,
+        "--percentile-metrics",
+        metavar="LIST",
+        help="Also print mean, median and --metric-percentiles of: ttft, tpot, itl, e2el.",
     ),
-    "dataset_name": (
-        str,
-        _option(
-            None,
-            "--dataset-name",
-            metavar="random|sharegpt",
-            help=(
-                "random: synthetic prompts of --random-input-len tokens; sharegpt (or custom): the "
-                "--dataset-path file."
-            ),
-        ),
-    ),
-    "dataset_path": (
-        Path,
-        _option(
-            None,
-            "--dataset-path",
-            metavar="FILE",
-            help="The dataset file: the same as --dataset.",
-        ),
-    ),
-    "random_input_len": (
-        int,
-        _option(
-            None,
-            "--random-input-len",
-            metavar="N",
-            help="With --dataset-name random: prompt tokens.",
-            show_default=str(RANDOM_INPUT_LEN),
-        ),
-    ),
-    "random_output_len": (
-        int,
-        _option(
-            None,
-            "--random-output-len",
-            metavar="N",
-            help="With --dataset-name random: output tokens (max_tokens).",
-            show_default=str(RANDOM_OUTPUT_LEN),
-        ),
-    ),
-    "random_range_ratio": (
-        float,
-        _option(
-            0.0,
-            "--random-range-ratio",
-            metavar="NUMBER",
-            help="With --dataset-name random: lengths uniform within ±this fraction.",
-        ),
-    ),
-    "percentile_metrics": (
-        str,
-        _option(
-            None,
-            "--percentile-metrics",
-            metavar="LIST",
-            help="Also print mean, median and --metric-percentiles of: ttft, tpot, itl, e2el.",
-        ),
-    ),
-    "metric_percentiles": (
-        str,
-        _option(
-            None,
-            "--metric-percentiles",
-            metavar="LIST",
-            help="Percentiles for --percentile-metrics, e.g. 50,90,99.",
-            show_default="99",
-        ),
+    "metric_percentiles": _option(
+        None,
+        "--metric-percentiles",
+        metavar="LIST",
+        help="Percentiles for --percentile-metrics, e.g. 50,90,99.",
+        show_default="99",
     ),
 }
 
 #: The options, as parameters of the bench command.
-VLLM_PARAMETERS = [parameter(name, kind, option) for name, (kind, option) in _OPTIONS.items()]
+#: The options' value types other than text.
+_TYPES = {
+    "port": int,
+    "save_result": bool,
+    "result_dir": Path,
+    "dataset_path": Path,
+    "random_input_len": int,
+    "random_output_len": int,
+    "random_range_ratio": float,
+}
+VLLM_PARAMETERS = [parameter(n, _TYPES.get(n, str), option) for n, option in _OPTIONS.items()]
 
 _LOAD_FLAGS = ("concurrency", "rate", "poisson", "sweep", "find_max")
 
