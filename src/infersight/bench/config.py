@@ -34,7 +34,7 @@ from infersight.flags.bench import (
     TelemetrySection,
     WorkloadSection,
 )
-from infersight.flags.declare import Flag, declared, settings_model
+from infersight.flags.declare import Flag, declared, flag_names, settings_model
 from infersight.stats.aggregate import Window
 
 __all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
@@ -46,9 +46,8 @@ _FIELDS: dict[str, tuple[str, dataclasses.Field[Any], Flag]] = {
 }
 
 
-def flag_name(field: str) -> str:
-    """The flag a field is given with (``trace_window``: ``--window``)."""
-    return _FIELDS[field][2].option_names(field)[0]
+#: Each field's flag (``trace_window``: ``--window``).
+_FLAGS = flag_names(*SECTIONS.values())
 
 
 class _Checks(BaseConfig):
@@ -75,7 +74,7 @@ class _Checks(BaseConfig):
         from infersight.bench.workload import Distribution
 
         if v is not None:
-            Distribution.parse(v, flag_name(str(info.field_name)))
+            Distribution.parse(v, _FLAGS[str(info.field_name)])
         return v
 
     @field_validator("dataset", check_fields=False)
@@ -145,7 +144,7 @@ class BenchConfig:
         try:
             return cls(**{k: v for k, v in values.items() if v is not None})
         except ValidationError as e:
-            raise config_error(e, names="flag") from None
+            raise config_error(e, names="flag", flags=_FLAGS) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"BenchConfig is frozen: use replace({name}=...)")
@@ -194,7 +193,7 @@ class BenchConfig:
 
     def given(self, *names: str) -> list[str]:
         """The flags of ``names`` set to something other than their default."""
-        return [flag_name(n) for n in self.given_fields(*names)]
+        return [_FLAGS[n] for n in self.given_fields(*names)]
 
     def replace(self, **values: Any) -> BenchConfig:
         """A copy with these fields changed, checked again."""

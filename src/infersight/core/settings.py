@@ -8,6 +8,7 @@ settings object turns pydantic's report into one line with :func:`config_error`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import ValidationError
@@ -30,20 +31,22 @@ def config_error(
     names: Literal["flag", "env", "key"] = "key",
     env_prefix: str = "",
     where: str = "",
+    flags: Mapping[str, str] | None = None,
 ) -> ConfigError:
     """pydantic's report as one :class:`ConfigError` line: the first bad value and why.
 
     ``names`` is how the user knows the field: ``flag`` (``--max-tokens``), ``env``
     (``env_prefix`` + ``MAX_TOKENS``, with the value that was given) or ``key``
     (``upstreams.0.url``, as written in a config file). ``where`` starts the line
-    (e.g. ``gateway config gw.toml``).
+    (e.g. ``gateway config gw.toml``). ``flags``: a field's flag where it is not
+    ``--field-name`` (``engine_parallel``: ``--parallel``).
     """
     err = e.errors()[0]
     loc = [str(x) for x in err.get("loc", ())]
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
     name = ""
     if loc and names == "flag":
-        name = "--" + ".".join(loc).replace("_", "-")
+        name = (flags or {}).get(loc[0]) or "--" + ".".join(loc).replace("_", "-")
     elif loc and names == "env":
         name = env_prefix + loc[0].upper()
     elif loc:

@@ -19,6 +19,7 @@ from infersight.flags.declare import (
     API_KEY_FILE_HELP,
     URL_HELP,
     flag,
+    flag_names,
     settings_model,
 )
 
@@ -117,7 +118,7 @@ class BatchConfig:
         try:
             return cls(**values)
         except ValidationError as e:
-            raise config_error(e, names="flag") from None
+            raise config_error(e, names="flag", flags=flag_names(BatchConfig)) from None
 
 
 class _Env(BaseConfig):

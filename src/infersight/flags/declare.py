@@ -27,6 +27,7 @@ __all__ = [
     "Flag",
     "declared",
     "flag",
+    "flag_names",
     "parse_levels",
     "settings_model",
 ]
@@ -92,6 +93,11 @@ def declared(cls: type) -> Iterator[tuple[dataclasses.Field[Any], Flag]]:
     """Each field of the dataclass ``cls`` with its :class:`Flag`."""
     for f in dataclasses.fields(cls):
         yield f, f.metadata["flag"]
+
+
+def flag_names(*classes: type) -> dict[str, str]:
+    """Each field's flag, by field name (``engine_parallel``: ``--parallel``)."""
+    return {f.name: how.option_names(f.name)[0] for cls in classes for f, how in declared(cls)}
 
 
 def parse_levels(text: str, kind: type[int] | type[float], flag: str) -> list[Any]:

@@ -19,7 +19,7 @@ from pydantic_settings import SettingsConfigDict
 
 from infersight.core.errors import ConfigError
 from infersight.core.settings import BaseConfig, config_error
-from infersight.flags.declare import flag, settings_model
+from infersight.flags.declare import flag, flag_names, settings_model
 
 __all__ = ["TuneConfig"]
 
@@ -127,7 +127,7 @@ class TuneConfig:
         try:
             flat = _Settings(**{k: v for k, v in values.items() if v is not None})
         except ValidationError as e:
-            raise config_error(e, names="flag") from None
+            raise config_error(e, names="flag", flags=flag_names(TuneConfig)) from None
         cfg = cls(**{f.name: getattr(flat, f.name) for f in dataclasses.fields(cls)})
         _check(cfg)
         return cfg

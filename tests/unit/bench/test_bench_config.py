@@ -136,6 +136,8 @@ def test_datasets(tmp_path: Path) -> None:
         ({"output_tokens": "uniform:9:3"}, "--output-tokens 'uniform:9:3'"),
         ({"dataset": "/nonexistent.jsonl"}, "--dataset /nonexistent.jsonl: cannot read"),
         ({"prices": "/nonexistent.toml"}, "/nonexistent.toml"),
+        # the flag as the user writes it, not the field's name (engine_parallel)
+        ({"engine_parallel": 0}, "--parallel: Input should be greater than or equal to 1"),
     ],
 )
 def test_the_config_checks_every_flag_before_anything_starts(
