@@ -62,7 +62,7 @@ class BenchConfig(BaseConfig):
     rate: list[float] = Field(default_factory=list)
     arrival: Literal["constant", "poisson", "gamma"] = "constant"
     burstiness: float = Field(1.0, gt=0)
-    sweep: Literal["auto"] | None = None
+    sweep: Literal["auto", "closed"] | None = None
     sweep_levels: int = Field(4, ge=1, le=20)
     requests: int | None = Field(None, ge=1)
     duration: float | None = Field(None, gt=0)
@@ -184,11 +184,11 @@ class BenchConfig(BaseConfig):
             raise ValueError("--find-max needs --slo (the goal the rate must meet)")
         picked = sum(bool(x) for x in (self.concurrency, self.rate, self.sweep, self.find_max))
         if picked > 1:
-            raise ValueError("choose one of --concurrency, --rate, --sweep auto, --find-max")
+            raise ValueError("choose one of --concurrency, --rate, --sweep, --find-max")
         if self.repeat > 1 and (self.sweep or self.find_max):
             raise ValueError(
                 "--repeat runs fixed levels again: use it with --concurrency or --rate, "
-                "not --sweep auto or --find-max"
+                "not --sweep or --find-max"
             )
         if any(c < 1 for c in self.concurrency):
             raise ValueError("--concurrency values must be >= 1")

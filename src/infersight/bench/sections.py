@@ -76,7 +76,7 @@ class LoadSection(_Section):
     rate: tuple[float, ...] = ()
     arrival: Literal["constant", "poisson", "gamma"] = "constant"
     burstiness: float = 1.0
-    sweep: Literal["auto"] | None = None
+    sweep: Literal["auto", "closed"] | None = None
     sweep_levels: int = 4
     requests: int | None = None
     duration: float | None = None

@@ -84,7 +84,11 @@ def register(app: typer.Typer) -> None:
             1.0, help="Gamma arrivals: 1 = Poisson, <1 burstier, >1 more even."
         ),
         sweep: str = typer.Option(
-            None, metavar="MODE", help="'auto': sequential, saturation, then rates in between."
+            None,
+            metavar="MODE",
+            help="'auto': sequential, saturation, then rates in between. 'closed': "
+            "1, 2, 4, ... clients until throughput stops growing twice (the levels the "
+            "server model needs to check itself).",
         ),
         sweep_levels: int = typer.Option(
             4, help="Rates between baseline and saturation for --sweep auto."
