@@ -6,9 +6,9 @@
   evenly between the two, lowest first. Once a rate is unsustainable (docs/design.md
   section 2) the higher ones are skipped: they would only queue for longer.
 - ``--sweep closed``: the levels the server model needs (docs/design.md section 9):
-  closed loop at 1, 2, 4, ... clients, doubling until throughput has stopped growing
-  (under ``PLATEAU`` per doubling) at two levels in a row, so that leaving either out
-  still leaves a level that shows the limit; at most ``MAX_CLOSED`` levels.
+  closed loop at 1, 2, 4, ... clients, doubling until two levels in a row add less
+  than ``PLATEAU`` to the best throughput so far, so that leaving either out still
+  leaves a level that shows the limit; at most ``MAX_CLOSED`` levels.
 - ``--find-max``: the throughput level bounds the search; then a bisection on the rate
   keeps the highest rate whose level met every SLO *and* was sustainable, with at most
   1% of its answers errors. An unsustainable level fails whatever its percentiles: they
@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -51,8 +50,8 @@ def level_passed(agg: dict[str, Any]) -> bool:
 
 #: Throughput growth per doubling of the clients under which a level adds no throughput.
 PLATEAU = 0.1
-#: ``--sweep closed`` stops here whatever it saw (c=1 ... c=128).
-MAX_CLOSED = 8
+#: ``--sweep closed`` stops here whatever it saw (c=1 ... c=32).
+MAX_CLOSED = 6
 
 
 class LevelOrder:
@@ -111,7 +110,9 @@ class LevelOrder:
 
     def _next_closed(self, n: int) -> LevelSpec | None:
         thr = [agg.get("request_throughput") or 0.0 for _, agg in self._done]
-        flat = [b < a * (1 + PLATEAU) for a, b in itertools.pairwise(thr)]
+        # against the best so far, not the level before: one noisy level must not read
+        # as growth resuming
+        flat = [thr[i] < max(thr[:i]) * (1 + PLATEAU) for i in range(1, len(thr))]
         if n >= MAX_CLOSED or flat[-2:] == [True, True]:
             return None
         return LevelSpec(f"c={2**n}", concurrency=2**n)

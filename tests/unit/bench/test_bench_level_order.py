@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -166,16 +165,18 @@ def _closed(curve: list[float]) -> list[str]:
 def test_sweep_closed_doubles_until_throughput_stopped_growing_twice() -> None:
     # slot-bound at 4: growth stops at c=8 and at c=16; leaving either out leaves one
     assert _closed([1.0, 1.9, 3.6, 3.7, 3.6, 9.0]) == ["c=1", "c=2", "c=4", "c=8", "c=16"]
-    # once growth resumes, one flat level is not the plateau
+    # a noisy level below the best and one above it by less than 10% are both flat
+    assert _closed([1.0, 2.0, 1.5, 2.1, 9.0, 9.0]) == ["c=1", "c=2", "c=4", "c=8"]
+    # once growth beats the best, one flat level is not the plateau
     assert _closed([1.0, 1.05, 2.0, 2.05, 2.1, 9.0]) == ["c=1", "c=2", "c=4", "c=8", "c=16"]
     # a server that never stops growing: bounded
-    assert len(_closed([2.0**k for k in range(12)])) == 8
+    assert _closed([2.0**k for k in range(12)]) == [f"c={2**k}" for k in range(6)]
 
 
 @given(st.lists(st.floats(0.0, 100.0), min_size=8, max_size=8))
 def test_sweep_closed_ends_on_two_flat_levels_or_the_cap(curve: list[float]) -> None:
     names = _closed(curve)
     thr = curve[: len(names)]
-    flat = [b < a * 1.1 for a, b in itertools.pairwise(thr)]
-    assert len(names) == 8 or flat[-2:] == [True, True]
+    flat = [thr[i] < max(thr[:i]) * 1.1 for i in range(1, len(thr))]
+    assert len(names) == 6 or flat[-2:] == [True, True]
     assert not any(flat[i] and flat[i + 1] for i in range(len(flat) - 2))
