@@ -16,8 +16,9 @@ Scenarios (each ``--repeat`` times), with the verdict the server's structure cal
 - ``vllm bench serve`` files (``--max-concurrency 4``, ``8``, ``--request-rate 5``, all
   ``--save-detailed``) against our own bench of the same setting -> the same verdict.
 
-Held-out predictions: a ``--max-num-seqs 2`` run (c=1,4,8) predicts 4 sequences at c=8,
-and a 4-sequence run (c=1,4,8) predicts 8 at c=16; each server is then started at the
+Held-out predictions: a ``--max-num-seqs 2`` run (``--sweep closed``: c=1, 2, 4, ...
+until throughput stops growing twice) predicts 4 sequences at c=8, and a 4-sequence run
+likewise predicts 8 at c=16; each server is then started at the
 predicted setting and measured. The table shows throughput, TTFT p50 and TPOT p50
 predicted, the estimate's range where the setting runs past what was measured (from
 compute saturating at the measured top to the step time staying flat there), the
@@ -137,13 +138,15 @@ PLAN = [(2, 4, 8), (4, 8, 16)]
 
 
 def measure_predictions(save: Path) -> None:
-    """The runs the predictions need: 2 and 4 sequences at c=1,4,8 (the sources), and
+    """The runs the predictions need: 2 and 4 sequences with --sweep closed (the sources), and
     each target setting measured by relaunching; saved under ``save``."""
     save.mkdir(parents=True, exist_ok=True)
     for seqs in (2, 4, 8):
         with VLLMServer(SLOTS[seqs]) as s:
             if seqs in (2, 4):
-                r = bench(s, concurrency=[1, 4, 8], requests=16, **SHORT)
+                # the levels the model needs to check itself (1, 2, 4, ... clients
+                # until throughput stops growing twice), c=8 among them
+                r = bench(s, sweep="closed", requests=16, **SHORT)
                 save_run_result(r, save / f"src{seqs}.json")
             for _, dst, conc in PLAN:
                 if dst == seqs:
@@ -157,7 +160,8 @@ def predictions(runs_dir: Path, out: list[dict[str, Any]], checks: list[dict[str
     runs = {n: load_run_result(runs_dir / f"src{n}.json") for n in (2, 4)}
     measured = {(d, c): load_run_result(runs_dir / f"dst{d}c{c}.json") for _, d, c in plan}
     for seqs, r in runs.items():
-        checks.append(dict(run=f"{seqs} seqs c=1,4,8", self_check=self_check_line(r)))
+        levels = ",".join(lv.removeprefix("c=") for lv in r.aggregates)
+        checks.append(dict(run=f"{seqs} seqs c={levels}", self_check=self_check_line(r)))
     for src, dst, conc in plan:
         fc = forecast(runs[src], slots=dst, concurrency=conc)
         agg = next(iter(measured[(dst, conc)].aggregates.values()))
