@@ -5,6 +5,7 @@ when the server is relaunched at the setting it predicted?
     .venv/bin/python benchmarks/vllm_truth.py                # about 25 minutes
     .venv/bin/python benchmarks/vllm_truth.py --repeat 1 --json out.json
     .venv/bin/python benchmarks/vllm_truth.py --repeat 0       # the predictions alone
+    .venv/bin/python benchmarks/vllm_truth.py --repeat 0 --runs runs/vt  # keep the runs
 
 Scenarios (each ``--repeat`` times), with the verdict the server's structure calls for:
 - slots, closed: ``--max-num-seqs 2``, c=1,4,8 -> slot_bound, fix raises the slots;
@@ -15,11 +16,13 @@ Scenarios (each ``--repeat`` times), with the verdict the server's structure cal
 - ``vllm bench serve`` files (``--max-concurrency 4``, ``8``, ``--request-rate 5``, all
   ``--save-detailed``) against our own bench of the same setting -> the same verdict.
 
-Held-out predictions: a ``--max-num-seqs 2`` run (c=1,4,8) predicts 4 sequences at c=8,
-and a 4-sequence run (c=1,4,8) predicts 8 at c=16; each server is then started at the
+Held-out predictions: a ``--max-num-seqs 2`` run (``--sweep closed``: c=1, 2, 4, ...
+until throughput stops growing twice) predicts 4 sequences at c=8, and a 4-sequence run
+likewise predicts 8 at c=16; each server is then started at the
 predicted setting and measured. The table shows throughput, TTFT p50 and TPOT p50
-predicted, the low end of the estimate's range where the setting runs past what was
-measured, the measurement, and the error. The self-check (leave one level out) of every
+predicted, the estimate's range where the setting runs past what was measured (from
+compute saturating at the measured top to the step time staying flat there), the
+measurement, and the error. The self-check (leave one level out) of every
 run is printed too.
 """
 
@@ -36,7 +39,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infersight.bench import BenchConfig
-from infersight.core.records import RunResult
+from infersight.core.records import RunResult, load_run_result, save_run_result
 from infersight.diagnose import diagnose, embed_diagnosis
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import import_file
@@ -131,21 +134,34 @@ def scenarios(repeat: int, rows: list[dict[str, Any]], checks: list[dict[str, An
             rows.append(dict(scenario="16 seqs, c=1", run=i + 1, truth="under_loaded", got=got))
 
 
-def predictions(out: list[dict[str, Any]], checks: list[dict[str, Any]]) -> None:
-    """2 -> 4 sequences at c=8, and 4 -> 8 at c=16, each measured by relaunching."""
-    plan = [(2, 4, 8), (4, 8, 16)]
-    runs: dict[int, RunResult] = {}
-    measured: dict[tuple[int, int], RunResult] = {}
+PLAN = [(2, 4, 8), (4, 8, 16)]
+
+
+def measure_predictions(save: Path) -> None:
+    """The runs the predictions need: 2 and 4 sequences with --sweep closed (the sources), and
+    each target setting measured by relaunching; saved under ``save``."""
+    save.mkdir(parents=True, exist_ok=True)
     for seqs in (2, 4, 8):
         with VLLMServer(SLOTS[seqs]) as s:
             if seqs in (2, 4):
-                runs[seqs] = bench(s, concurrency=[1, 4, 8], requests=16, **SHORT)
-                checks.append(
-                    dict(run=f"{seqs} seqs c=1,4,8", self_check=self_check_line(runs[seqs]))
-                )
-            for _, dst, conc in plan:
+                # the levels the model needs to check itself (1, 2, 4, ... clients
+                # until throughput stops growing twice), c=8 among them
+                r = bench(s, sweep="closed", requests=16, **SHORT)
+                save_run_result(r, save / f"src{seqs}.json")
+            for _, dst, conc in PLAN:
                 if dst == seqs:
-                    measured[dst, conc] = bench(s, concurrency=[conc], requests=2 * conc, **SHORT)
+                    r = bench(s, concurrency=[conc], requests=2 * conc, **SHORT)
+                    save_run_result(r, save / f"dst{dst}c{conc}.json")
+
+
+def predictions(runs_dir: Path, out: list[dict[str, Any]], checks: list[dict[str, Any]]) -> None:
+    """2 -> 4 sequences at c=8, and 4 -> 8 at c=16, each measured by relaunching."""
+    plan = PLAN
+    runs = {n: load_run_result(runs_dir / f"src{n}.json") for n in (2, 4)}
+    measured = {(d, c): load_run_result(runs_dir / f"dst{d}c{c}.json") for _, d, c in plan}
+    for seqs, r in runs.items():
+        levels = ",".join(lv.removeprefix("c=") for lv in r.aggregates)
+        checks.append(dict(run=f"{seqs} seqs c={levels}", self_check=self_check_line(r)))
     for src, dst, conc in plan:
         fc = forecast(runs[src], slots=dst, concurrency=conc)
         agg = next(iter(measured[(dst, conc)].aggregates.values()))
@@ -156,14 +172,15 @@ def predictions(out: list[dict[str, Any]], checks: list[dict[str, Any]]) -> None
         }
         for key, meas in truth.items():
             pred = getattr(fc.prediction, key)
-            low = getattr(fc.if_saturated, key) if fc.if_saturated is not None else None
-            lo, hi = sorted(x for x in (pred, low if low is not None else pred))
+            low, high = fc.ranges.get(key, (None, None))
+            lo, hi = (pred, pred) if low is None or high is None else (low, high)
             out.append(
                 dict(
                     what=f"{src} -> {dst} seqs at c={conc}",
                     metric=key,
                     predicted=pred,
                     low_end=low,
+                    high_end=high,
                     measured=meas,
                     error=abs(pred / meas - 1) if meas else None,
                     basis=fc.basis,
@@ -234,6 +251,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--skip-predict", action="store_true")
+    ap.add_argument(
+        "--runs",
+        type=Path,
+        help="keep the prediction runs here; where they are already there, predict "
+        "from them without starting vLLM",
+    )
     ap.add_argument("--tune", action="store_true", help="also tune --launch over max-num-seqs")
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
@@ -242,7 +265,11 @@ def main() -> None:
     if args.repeat > 0:
         scenarios(args.repeat, rows, checks)
     if not args.skip_predict:
-        predictions(preds, checks)
+        with tempfile.TemporaryDirectory() as tmp:
+            runs_dir = args.runs or Path(tmp)
+            if not (runs_dir / "src2.json").exists():
+                measure_predictions(runs_dir)
+            predictions(runs_dir, preds, checks)
     tuned: list[dict[str, Any]] = []
     if args.tune:
         tune_launch(tuned)
@@ -268,7 +295,7 @@ def main() -> None:
             "what",
             "metric",
             "predicted",
-            "low end",
+            "range",
             "measured",
             "error",
             "basis",
@@ -280,7 +307,7 @@ def main() -> None:
                 r["what"],
                 r["metric"],
                 f"{r['predicted']:.4g}",
-                "-" if r["low_end"] is None else f"{r['low_end']:.4g}",
+                "-" if r["low_end"] is None else f"{r['low_end']:.4g}–{r['high_end']:.4g}",
                 f"{r['measured']:.4g}",
                 f"{r['error']:.0%}",
                 r["basis"],

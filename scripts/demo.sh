@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/infersight bench --concurrency 1,4,16 --requests 32 --max-tokens 48 --out runs/demo "$@"
+# --sweep closed: 1, 2, 4, ... clients until throughput stops growing twice, the levels the
+# server model needs to check itself on held-out levels (docs/design.md section 9).
+exec .venv/bin/infersight bench --sweep closed --requests 32 --max-tokens 48 --out runs/demo "$@"

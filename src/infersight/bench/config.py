@@ -218,11 +218,11 @@ def _check(cfg: BenchConfig) -> None:
         raise ConfigError("--find-max needs --slo (the goal the rate must meet)")
     picked = sum(bool(x) for x in (load.concurrency, load.rate, load.sweep, load.find_max))
     if picked > 1:
-        raise ConfigError("choose one of --concurrency, --rate, --sweep auto, --find-max")
+        raise ConfigError("choose one of --concurrency, --rate, --sweep, --find-max")
     if load.repeat > 1 and (load.sweep or load.find_max):
         raise ConfigError(
             "--repeat runs fixed levels again: use it with --concurrency or --rate, "
-            "not --sweep auto or --find-max"
+            "not --sweep or --find-max"
         )
     if any(c < 1 for c in load.concurrency):
         raise ConfigError("--concurrency values must be >= 1")

@@ -5,6 +5,10 @@
   (everything at once: the server's saturation rate), then ``sweep_levels`` rates
   evenly between the two, lowest first. Once a rate is unsustainable (docs/design.md
   section 2) the higher ones are skipped: they would only queue for longer.
+- ``--sweep closed``: the levels the server model needs (docs/design.md section 9):
+  closed loop at 1, 2, 4, ... clients, doubling until two levels in a row add less
+  than ``PLATEAU`` to the best throughput so far, so that leaving either out still
+  leaves a level that shows the limit; at most ``MAX_CLOSED`` levels.
 - ``--find-max``: the throughput level bounds the search; then a bisection on the rate
   keeps the highest rate whose level met every SLO *and* was sustainable, with at most
   1% of its answers errors. An unsustainable level fails whatever its percentiles: they
@@ -44,6 +48,12 @@ def level_passed(agg: dict[str, Any]) -> bool:
     return bool((agg.get("slo") or {}).get("met")) and not unsustainable(agg) and not failing
 
 
+#: Throughput growth per doubling of the clients under which a level adds no throughput.
+PLATEAU = 0.1
+#: ``--sweep closed`` stops here whatever it saw (c=1 ... c=32).
+MAX_CLOSED = 6
+
+
 class LevelOrder:
     """Hands out levels one at a time, deciding adaptive ones from earlier aggregates."""
 
@@ -63,6 +73,8 @@ class LevelOrder:
     def mode(self) -> str:
         if self.load.find_max:
             return "find-max"
+        if self.load.sweep == "closed":
+            return "sweep-closed"
         return "sweep-auto" if self.load.sweep else "fixed"
 
     def record(self, spec: LevelSpec, agg: dict[str, Any]) -> None:
@@ -74,6 +86,8 @@ class LevelOrder:
             return self._fixed[n] if n < len(self._fixed) else None
         if self.mode == "sweep-auto":
             return self._next_sweep(n)
+        if self.mode == "sweep-closed":
+            return self._next_closed(n)
         return self._next_find_max(n)
 
     def _next_sweep(self, n: int) -> LevelSpec | None:
@@ -93,6 +107,15 @@ class LevelOrder:
         if rate <= 0:
             return None
         return LevelSpec(self._unique(rate_name(rate)), rate=rate, arrival=self._arrival)
+
+    def _next_closed(self, n: int) -> LevelSpec | None:
+        thr = [agg.get("request_throughput") or 0.0 for _, agg in self._done]
+        # against the best so far, not the level before: one noisy level must not read
+        # as growth resuming
+        flat = [thr[i] < max(thr[:i]) * (1 + PLATEAU) for i in range(1, len(thr))]
+        if n >= MAX_CLOSED or flat[-2:] == [True, True]:
+            return None
+        return LevelSpec(f"c={2**n}", concurrency=2**n)
 
     def _next_find_max(self, n: int) -> LevelSpec | None:
         if n == 0:

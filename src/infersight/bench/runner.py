@@ -90,6 +90,8 @@ async def _run_with_target(
         target.api_key_source,
         max_connections=load.max_concurrency,
         usage_per_chunk=target.engine_info.get("engine") == "vllm",
+        # "llama.cpp": the embedded engine's settings; "llamacpp": detected from /metrics
+        timings_per_token=target.engine_info.get("engine") in ("llama.cpp", "llamacpp"),
     )
     result.notes.extend(target.notes)
     order = LevelOrder(load, fixed_levels(load, setup.replay))

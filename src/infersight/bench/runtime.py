@@ -28,6 +28,8 @@ class ClientSpec:
     max_connections: int = 0
     #: Ask for the usage in every streamed chunk (vLLM): exact tokens per chunk.
     usage_per_chunk: bool = False
+    #: Ask for the tokens so far in every streamed chunk (llama.cpp), likewise.
+    timings_per_token: bool = False
 
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
@@ -52,4 +54,5 @@ def make_client(spec: ClientSpec) -> Client:
         api_key_source=spec.api_key_source,
         max_connections=spec.max_connections,
         usage_per_chunk=spec.usage_per_chunk,
+        timings_per_token=spec.timings_per_token,
     )

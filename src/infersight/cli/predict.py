@@ -83,7 +83,11 @@ def predict_cmd(
         lo_hi = fc.ranges.get(key) if key else None
         if lo_hi is not None and lo_hi[0] is not None and lo_hi[1] is not None:
             k = 1000.0 if unit == "s" else 1.0
-            told += f" (range {lo_hi[0] * k:.3g}–{lo_hi[1] * k:.3g}{' ms' if unit == 's' else ''})"
+            wide = f", {lo_hi[1] / lo_hi[0]:.2g}× wide" if lo_hi[0] > 0 else ""
+            told += (
+                f" (range {lo_hi[0] * k:.3g}–{lo_hi[1] * k:.3g}{' ms' if unit == 's' else ''}"
+                f"{wide})"
+            )
         typer.echo(f"  {name:<11} {shown:>12}   model error {told}")
     if fc.checked_on:
         said = fc.checked_on

@@ -80,6 +80,7 @@ class Client(BaseClient):
         model: str | None = None,
         api_key_source: str | None = None,
         usage_per_chunk: bool = False,
+        timings_per_token: bool = False,
     ) -> None:
         super().__init__(
             base_url,
@@ -97,6 +98,10 @@ class Client(BaseClient):
         self._usage_options = {"include_usage": True}
         if usage_per_chunk:
             self._usage_options["continuous_usage_stats"] = True
+        # llama.cpp's timings_per_token: every chunk carries timings.predicted_n, the
+        # tokens so far; llama.cpp holds a token back until its UTF-8 is whole, so a
+        # chunk may carry several.
+        self._timings_per_token = timings_per_token
         # Per-request headers start from these (built once, copied per request).
         self._hdrs_plain = {**self._headers, "Content-Type": "application/json"}
         self._hdrs_sse = {**self._hdrs_plain, "Accept": "text/event-stream"}
@@ -142,6 +147,8 @@ class Client(BaseClient):
             so = body.get("stream_options")
             if not (so.__class__ is dict and "include_usage" in so):
                 body = {**body, "stream_options": {**(so or {}), **self._usage_options}}
+            if self._timings_per_token and "timings_per_token" not in body:
+                body = {**body, "timings_per_token": True}
         try:
             payload = orjson.dumps(body)
         except TypeError as e:

@@ -36,6 +36,10 @@ class SSEEvent:
     text: str = ""
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
+    #: The answer's tokens so far, where the server says so in every chunk (vLLM's
+    #: ``continuous_usage_stats`` in a chunk with choices, llama.cpp's
+    #: ``timings_per_token`` in any).
+    so_far: int | None = None
     #: The ``error`` object of an error event (``{"error": ...}`` or ``event: error``).
     error: dict[str, Any] | None = None
     #: Tool-call deltas in this event (None when there are none).
@@ -72,9 +76,21 @@ def analyse(ev: SSEEvent, obj: dict[str, Any]) -> None:
         usage = obj["usage"]
         if usage.__class__ is dict:
             ev.usage = usage
+    if "timings" in obj:
+        timings = obj["timings"]
+        if timings.__class__ is dict:
+            pn = timings.get("predicted_n")
+            if pn.__class__ is int:
+                ev.so_far = pn
     choices = obj.get("choices")
     if choices.__class__ is not list or not choices:
+        # a usage-only event's usage is the answer's total, not a count the stream
+        # carried: it is what the chunks are checked against
         return
+    if ev.usage is not None and ev.so_far is None:
+        ct = ev.usage.get("completion_tokens")
+        if ct.__class__ is int:
+            ev.so_far = ct
     if len(choices) == 1:
         ch = choices[0]
         if ch.__class__ is dict:

@@ -185,25 +185,23 @@ class StreamResponse:
             if ev.has_content:
                 times.append(t)
                 n = ev.n_tokens
-                usage = ev.usage
-                if usage is not None:
-                    # Usage in a content chunk is the count so far (vLLM's
-                    # continuous_usage_stats): a chunk may carry several tokens.
-                    ct = usage.get("completion_tokens")
-                    if ct.__class__ is int:
-                        self._chunk_usage = ct
-                        if ct > self._counted:
-                            n = ct - self._counted
+                ct = ev.so_far
+                if ct is not None:
+                    # The count so far in a content chunk (vLLM's continuous usage,
+                    # llama.cpp's timings): a chunk may carry several tokens.
+                    self._chunk_usage = ct
+                    if ct > self._counted:
+                        n = ct - self._counted
                 self._counted += n
                 rec.chunk_tokens.append(n)
                 if ev.text:
                     self._text.append(ev.text)
                 if ev.tool_calls:
                     merge_tool_calls(self._tool_calls, ev.tool_calls)
-            elif ev.finish_reason is not None and ev.usage is not None:
-                ct = ev.usage.get("completion_tokens")
-                if ct.__class__ is int and self._chunk_usage is not None:
-                    self._chunk_usage = ct
+            elif ev.so_far is not None and self._chunk_usage is not None:
+                # the finishing chunk (vLLM) or the usage-only one (llama.cpp): tokens
+                # that never reached a content chunk go to the last one
+                self._chunk_usage = ev.so_far
             js = ev.json
             if js is not None:
                 if ev.error is not None:

@@ -109,8 +109,12 @@ class LoadSection(_Section):
     burstiness: Annotated[float, Gt(0)] = flag(
         1.0, "Gamma arrivals: 1 = Poisson, <1 burstier, >1 more even."
     )
-    sweep: Literal["auto"] | None = flag(
-        None, "'auto': sequential, saturation, then rates in between.", metavar="MODE"
+    sweep: Literal["auto", "closed"] | None = flag(
+        None,
+        "'auto': sequential, saturation, then rates in between. 'closed': 1, 2, 4, ... clients "
+        "until throughput stops growing twice (the levels the server model needs to check "
+        "itself).",
+        metavar="MODE",
     )
     sweep_levels: Annotated[int, Ge(1), Le(20)] = flag(
         4, "Rates between baseline and saturation for --sweep auto."

@@ -24,9 +24,11 @@ def engine_of(
     slots: float | None = None,
     kv: float | None = None,
     saturate: float | None = None,
+    flat: float | None = None,
 ) -> Engine:
     """The simulation's engine from a fitted model (``slots``/``kv``: overridden;
-    ``saturate``: the step time grows in proportion to the running count past it)."""
+    ``saturate``: the step time grows in proportion to the running count past it;
+    ``flat``: it stays as it is there past it)."""
 
     def v(p: object) -> float:
         val = getattr(p, "value", None)
@@ -46,6 +48,7 @@ def engine_of(
         c_first=v(m.c_first),
         error_share=m.error_share,
         saturate=saturate,
+        flat=flat,
     )
 
 
@@ -155,12 +158,13 @@ def predict_load(
     seed: int = 0,
     saturate: float | None = None,
     max_tokens: float | None = None,
+    flat: float | None = None,
 ) -> Prediction:
     """The model's figures at a load: ``rate`` req/s (Poisson) or ``concurrency``
     clients, spread evenly over ``replicas`` (throughput and goodput are the fleet's);
-    ``saturate``: see ``engine_of``; ``max_tokens``: what each request asks for (the
+    ``saturate``, ``flat``: see ``engine_of``; ``max_tokens``: what each request asks for (the
     run's own by default), which an engine reserving KV at admission holds."""
-    eng = engine_of(m, slots=slots, kv=kv, saturate=saturate)
+    eng = engine_of(m, slots=slots, kv=kv, saturate=saturate, flat=flat)
     reps = max(1, replicas)
     cap = max_tokens if max_tokens is not None else m.measured.get("max_tokens")
     if rate is not None:

@@ -13,7 +13,7 @@ import numpy as np
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult
 from infersight.core.server_model import CHECKED_METRICS, Prediction, SelfCheck, ServerModel
-from infersight.servermodel.bounds import beyond_measured
+from infersight.servermodel.bounds import beyond_measured, saturated_text
 from infersight.servermodel.checked import checked_on, held_knobs
 from infersight.servermodel.data import RunData, run_data
 from infersight.servermodel.evaluate import predict_load
@@ -35,11 +35,14 @@ class Forecast:
     #: Past the most sequences the run had running: the same setting if the step time
     #: grew in proportion to the running count from there (the low end of the range).
     if_saturated: Prediction | None = None
+    #: Past the measured top: the same setting if the step time stayed what it was
+    #: there (every further sequence free: the high end of the range).
+    if_flat: Prediction | None = None
     #: What the errors were checked on: levels and the knobs they varied, or "not
     #: checked" and why (a what-if on a knob the run held at one value).
     checked_on: str = ""
-    #: Where not checked: each figure's range, from compute saturating at the
-    #: measured top (low end) to the model's figure.
+    #: Where not checked or past the measured top: each figure's range, from compute
+    #: saturating at the measured top to the step time staying flat there.
     ranges: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -50,6 +53,7 @@ class Forecast:
             "basis": self.basis,
             "notes": self.notes,
             "if_saturated": None if self.if_saturated is None else self.if_saturated.model_dump(),
+            "if_flat": None if self.if_flat is None else self.if_flat.model_dump(),
             "checked_on": self.checked_on,
             "ranges": {k: list(v) for k, v in self.ranges.items()},
         }
@@ -68,6 +72,16 @@ def _model(result: RunResult, d: RunData) -> tuple[ServerModel, SelfCheck]:
     except ValueError as e:
         raise ConfigError(f"the model cannot be fitted to this run: {e}") from None
     return m, self_check(d, m)
+
+
+def _ranges(
+    *preds: Prediction | None,
+) -> dict[str, tuple[float | None, float | None]]:
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for k in CHECKED_METRICS:
+        vals = sorted(v for p in preds if p is not None and (v := getattr(p, k)) is not None)
+        out[k] = (vals[0], vals[-1]) if vals else (None, None)
+    return out
 
 
 def forecast(
@@ -115,7 +129,7 @@ def forecast(
         rate, concurrency = (base.rate, None) if not base.closed else (None, base.concurrency)
     think = m.think.get(base.name, 0.0) if concurrency is not None else 0.0
 
-    def at(saturate: float | None = None) -> Prediction:
+    def at(saturate: float | None = None, flat: float | None = None) -> Prediction:
         return predict_load(
             m,
             prompt,
@@ -129,6 +143,7 @@ def forecast(
             saturate=saturate,
             max_tokens=max_tokens,
             kv=kv_tokens,
+            flat=flat,
         )
 
     p = at()
@@ -146,17 +161,20 @@ def forecast(
         )
     held = held_knobs(d, max_tokens=max_tokens, replicas=replicas, kv_tokens=kv_tokens)
     told = checked_on(d, m, sc)
-    ranges: dict[str, tuple[float | None, float | None]] = {}
+    top = m.measured.get("n") or None
+    high: Prediction | None = None
     if held:
         # the self-check never saw this knob move: its error says nothing about it
         err = dict.fromkeys(CHECKED_METRICS)
         basis = "estimate"
         told = f"not checked: {' and '.join(held)}; the self-check varied none of them"
-        low = low if low is not None else at(m.measured.get("n") or None)
-        for k in CHECKED_METRICS:
-            a, b = getattr(low, k), getattr(p, k)
-            pair = sorted(x for x in (a, b) if x is not None)
-            ranges[k] = (pair[0], pair[-1]) if pair else (None, None)
+        low = low if low is not None else at(top)
+    if low is not None and top is not None:
+        # the run never saw the step time past its top: it may saturate there (low) or
+        # stay flat (high); the measurement can fall anywhere between
+        high = at(flat=top)
+        notes.append(f"if the step time stays flat past {top:.0f}: {saturated_text(high)}")
+    ranges = _ranges(p, low, high) if low is not None else {}
     setting = {
         "slots": slots if slots is not None else m.slots.value,
         "rate": rate,
@@ -172,6 +190,7 @@ def forecast(
         basis=basis,
         notes=notes,
         if_saturated=low,
+        if_flat=high,
         checked_on=told,
         ranges=ranges,
     )

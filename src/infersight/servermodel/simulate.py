@@ -42,8 +42,13 @@ class Engine:
     #: to the running count (None: as fitted). A run that never had more running
     #: says nothing about the step time beyond it; this is the pessimistic reading.
     saturate: float | None = None
+    #: Past this many running sequences the step time stays what it is there (None: as
+    #: fitted): every added sequence is free, the optimistic reading of the same gap.
+    flat: float | None = None
 
     def step(self, n: int) -> float:
+        if self.flat is not None and n > self.flat:
+            return self.a + self.b * max(0.0, self.flat - self.k)
         fitted = self.a + self.b * max(0.0, n - self.k)
         if self.saturate is None or n <= self.saturate:
             return fitted

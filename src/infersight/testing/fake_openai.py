@@ -308,6 +308,7 @@ class FakeOpenAI(ExtraEndpoints):
             pace=self._pace,
             usage_per_chunk=isinstance(so, dict) and bool(so.get("continuous_usage_stats")),
             step=step,
+            timings_per_token=body.get("timings_per_token") is True,
         )
         return streamed, gen
 

@@ -36,6 +36,7 @@ async def stream_answer(
     pace: Callable[[], float] = lambda: 1.0,
     usage_per_chunk: bool = False,
     step: Callable[[int], Awaitable[float]] | None = None,
+    timings_per_token: bool = False,
 ) -> web.StreamResponse:
     """Write role chunk, n tokens per prompt in content chunks of
     ``cfg.tokens_per_chunk`` tokens, finish, usage, [DONE].
@@ -44,7 +45,8 @@ async def stream_answer(
     compute knee); each step's time is added when the step starts. ``step(tokens)``
     (on-demand KV) takes the step's tokens and may wait (a preemption): it returns the
     recompute time to add once the request runs again. With ``usage_per_chunk``
-    (vLLM's ``continuous_usage_stats``) every content chunk also carries the usage so far.
+    (vLLM's ``continuous_usage_stats``) every content chunk also carries the usage so far;
+    with ``timings_per_token`` (llama.cpp) its ``timings.predicted_n``.
     """
     resp = web.StreamResponse(status=200, headers=headers)
     await resp.prepare(request)
@@ -91,6 +93,9 @@ async def stream_answer(
         if usage_per_chunk and usage is not None:
             so_far = {**usage, "completion_tokens": min(n, (k + 1) * per)}
             chunk = keep + _event({**base, "choices": choices, "usage": so_far})
+        elif timings_per_token:
+            timings = {"predicted_n": min(n, (k + 1) * per)}
+            chunk = keep + _event({**base, "choices": choices, "timings": timings})
         await resp.write(chunk)
     fin_delta: dict[str, Any] = {}
     fin: list[dict[str, Any]] = [

@@ -299,3 +299,24 @@ async def test_server_holding_stream_after_done() -> None:
     after = done.record.end - done.record.chunk_times[-1]
     assert after < 5, f"{after:.1f} s from the last token to the end: waited for the hold"
     assert s.record.ok and n == 7  # role, 3 content, finish, usage, [DONE]
+
+
+async def test_timings_per_token_counts_what_llama_cpp_holds_back() -> None:
+    # llama.cpp holds a token back until its UTF-8 is whole, so a chunk may carry
+    # several; with timings_per_token every chunk (and the usage-only one) says how
+    # many it has made so far.
+    cfg = FakeConfig(tokens=7, tokens_per_chunk=2)
+    async with (
+        FakeOpenAI(cfg).running() as srv,
+        Client(srv.base_url, timings_per_token=True) as c,
+    ):
+        rec = (await c.chat(MSG)).record
+    assert rec.chunk_tokens == [2, 2, 2, 1] and rec.completion_tokens == 7
+    assert not rec.usage_mismatch
+    async with (
+        FakeOpenAI(FakeConfig(tokens=6, tokens_per_chunk=2, usage_offset=2)).running() as srv,
+        Client(srv.base_url, timings_per_token=True) as c,
+    ):
+        rec = (await c.chat(MSG)).record
+    # a usage the server's own counts do not reach is still a mismatch
+    assert sum(rec.chunk_tokens) == 6 and rec.completion_tokens == 8 and rec.usage_mismatch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.request
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import openai
 import pytest
 
+from infersight.client import Client
 from infersight.engine.threads import SPIN_COUNT
 
 pytestmark = pytest.mark.engine
@@ -139,3 +141,26 @@ def test_tokenize_and_slots(engine: Any) -> None:
     slots = json.loads(body)
     assert status == 200 and len(slots) == 8
     assert all(s["n_ctx"] == 1024 for s in slots)
+
+
+def test_chunks_that_carry_several_tokens_are_counted_through_timings(engine: Any) -> None:
+    """llama.cpp holds tokens back until their UTF-8 is whole (emoji, CJK), so one
+    chunk may carry several: without its per-token timings the stream undercounts and
+    the run would be flagged; with them every token is in its chunk."""
+
+    prompt = [
+        {"role": "user", "content": "Write a line with emoji and Chinese characters: 你好 🎉"}
+    ]
+
+    async def one(timings: bool) -> Any:
+        async with Client(engine.base_url, timings_per_token=timings) as c:
+            got = await c.chat(
+                prompt, model=engine.model_name, max_tokens=40, temperature=0.0, ignore_eos=True
+            )
+        return got.record
+
+    exact, plain = asyncio.run(one(True)), asyncio.run(one(False))
+    assert exact.completion_tokens == plain.completion_tokens == 40
+    assert sum(exact.chunk_tokens) == 40 and not exact.usage_mismatch
+    assert max(exact.chunk_tokens) > 1 and len(exact.chunk_tokens) == len(plain.chunk_tokens)
+    assert sum(plain.chunk_tokens) < 40 and plain.usage_mismatch

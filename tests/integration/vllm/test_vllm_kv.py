@@ -20,6 +20,7 @@ from rich.console import Console
 
 from infersight.core.records import RunResult
 from infersight.diagnose import diagnose
+from infersight.diagnose.one_voice import spoken_once
 from infersight.testing.vllm_server import VLLMServer
 
 pytestmark = [pytest.mark.needs("vllm"), pytest.mark.timeout(900)]
@@ -60,6 +61,7 @@ def test_kv_bound_with_preemptions_and_vllms_knob(kv_run: RunResult) -> None:
         assert "VLLM_CPU_KVCACHE_SPACE" in rec.text or "--num-gpu-blocks-override" in rec.text
     assert "max-num-seqs" not in rec.text or "lower" in rec.text, rec.text
     verdicts = diagnose(kv_run)
+    assert spoken_once(rec, verdicts) is None, spoken_once(rec, verdicts)
     ids = {v.id for v in verdicts if not v.marginal}
     assert "kv_bound" in ids and "compute_bound" not in ids and "slot_bound" not in ids, ids
     kv = next(v for v in verdicts if v.id == "kv_bound")

@@ -14,6 +14,7 @@ import pytest
 
 from infersight.core.records import RunResult
 from infersight.diagnose import Verdict, diagnose
+from infersight.diagnose.one_voice import spoken_once
 from infersight.testing.vllm_server import VLLMServer
 
 pytestmark = [pytest.mark.needs("vllm"), pytest.mark.timeout(900)]
@@ -59,11 +60,14 @@ def opened(vllm_slots: VLLMServer) -> RunResult:
 
 
 def _assert_slot_bound(result: RunResult, loaded: list[str], *, open_loop: bool = False) -> None:
-    levels = _by_level(diagnose(result))
+    verdicts = diagnose(result)
+    levels = _by_level(verdicts)
     for name in loaded:
         assert "slot_bound" in levels.get(name, set()), levels
     rec = result.recommendation
     assert rec is not None
+    # one voice, as in the truth suite of fake servers (docs/design.md section 9)
+    assert spoken_once(rec, verdicts) is None, spoken_once(rec, verdicts)
     assert (rec.verdict, rec.limiter) == ("slot_bound", "slots"), rec
     if open_loop and rec.knob == "replicas":
         # An offered rate that twice the slots the run measured would not serve: the

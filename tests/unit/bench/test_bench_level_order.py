@@ -6,6 +6,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from infersight.bench.config import BenchConfig
 from infersight.bench.level_order import LevelOrder
@@ -146,3 +148,35 @@ def test_find_max_fails_a_level_that_answers_with_errors() -> None:
     }
     assert level_passed(good)
     assert not level_passed({**good, "success_rate": 0.9})
+
+
+def _closed(curve: list[float]) -> list[str]:
+    """The levels --sweep closed runs against a server whose throughput at the k-th
+    level is curve[k]."""
+    p = order(BenchConfig(sweep="closed"))
+    names = []
+    while (lv := p.next()) is not None:
+        assert lv.concurrency == 2 ** len(names) and lv.rate is None
+        p.record(lv, agg(curve[len(names)]))
+        names.append(lv.name)
+    return names
+
+
+def test_sweep_closed_doubles_until_throughput_stopped_growing_twice() -> None:
+    # slot-bound at 4: growth stops at c=8 and at c=16; leaving either out leaves one
+    assert _closed([1.0, 1.9, 3.6, 3.7, 3.6, 9.0]) == ["c=1", "c=2", "c=4", "c=8", "c=16"]
+    # a noisy level below the best and one above it by less than 10% are both flat
+    assert _closed([1.0, 2.0, 1.5, 2.1, 9.0, 9.0]) == ["c=1", "c=2", "c=4", "c=8"]
+    # once growth beats the best, one flat level is not the plateau
+    assert _closed([1.0, 1.05, 2.0, 2.05, 2.1, 9.0]) == ["c=1", "c=2", "c=4", "c=8", "c=16"]
+    # a server that never stops growing: bounded
+    assert _closed([2.0**k for k in range(12)]) == [f"c={2**k}" for k in range(6)]
+
+
+@given(st.lists(st.floats(0.0, 100.0), min_size=8, max_size=8))
+def test_sweep_closed_ends_on_two_flat_levels_or_the_cap(curve: list[float]) -> None:
+    names = _closed(curve)
+    thr = curve[: len(names)]
+    flat = [thr[i] < max(thr[:i]) * 1.1 for i in range(1, len(thr))]
+    assert len(names) == 6 or flat[-2:] == [True, True]
+    assert not any(flat[i] and flat[i + 1] for i in range(len(flat) - 2))

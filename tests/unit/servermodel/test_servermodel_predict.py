@@ -102,3 +102,21 @@ def test_the_command_prints_json_and_fails_in_one_line(tmp_path: Path) -> None:
         bad = _cli(*args)
         assert bad.returncode != 0 and "Traceback" not in bad.stderr
         assert bad.stderr.count("\n") == 1 and text in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("knee", [None, 4])
+def test_past_the_measured_top_the_range_holds_the_truth_both_ways(knee: int | None) -> None:
+    """A 4-slot run says nothing of the step time past 4 running: an engine whose step
+    stays flat there (no knee) and one whose compute saturates at 4 are both in the
+    range of a prediction for 8 slots, and the model's figure lies between."""
+    fc = forecast(sweep_run(slots=4, knee=knee), slots=8, concurrency=16)
+    truth = sweep_run(slots=8, knee=knee, levels=(16,)).aggregates["c=16"]
+    lo, hi = fc.ranges["throughput"]
+    assert lo is not None and hi is not None and fc.if_flat is not None
+    assert lo <= (fc.prediction.throughput or 0) <= hi
+    # each end is the model's figure: 7% above the truth at the saturating end, where
+    # the queue simulation stretches the whole request and the model only its steps
+    assert lo * 0.9 <= truth["request_throughput"] <= hi * 1.05
+    assert hi > 1.5 * lo  # the run cannot tell the two engines apart: the range says so
+    assert any("if the step time stays flat past 4" in n for n in fc.notes)
+    assert fc.to_dict()["if_flat"]["throughput"] == fc.if_flat.throughput
