@@ -218,7 +218,7 @@ def tune_launch(out: list[dict[str, Any]]) -> None:
             "--concurrency",
             "8",
             "--requests",
-            "24",
+            "64",
             "--input-tokens",
             "fixed:32",
             "--max-tokens",
