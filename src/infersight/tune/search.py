@@ -80,10 +80,11 @@ def _walk(n: int, start: int, first: int, value: Value, compare: Compare, prefer
         elif r < 0:
             lo, hi = (m, hi) if m < b else (lo, m)
         else:
-            # As good but dearer. When the far end ties too, that side is flat: the
-            # top is reached there. Otherwise the top may still lie between.
+            # As good but dearer. When the far end ties both, that side is flat: the
+            # top is reached there. Otherwise the top may still lie between (a peak
+            # between two points that each tie the best so far).
             far = hi if m > b else lo
-            flat = compare(far, b) == 0
+            flat = compare(far, b) == 0 and compare(far, m) == 0
             if m > b:
                 hi = b if flat else m
             else:

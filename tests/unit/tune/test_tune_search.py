@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from infersight.tune.search import StopSearch, choose, grid, guided, planned_trials
@@ -64,6 +64,8 @@ def problems(draw: st.DrawFn) -> tuple[int, Callable[[int], float | None], int, 
 
 @settings(max_examples=400, deadline=None)
 @given(problems())
+# a peak at 19 between 17 and 35, each within the noise of the other (found by Hypothesis)
+@example((36, shape(36, 19, 19, 0.008, None), 0, 17))
 def test_guided_reaches_the_top_within_the_noise_in_few_trials(
     p: tuple[int, Callable[[int], float | None], int, int],
 ) -> None:
