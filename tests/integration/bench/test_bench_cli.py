@@ -15,9 +15,9 @@ import jsonschema
 import pytest
 
 from infersight.bench import BenchConfig, run
+from infersight.core.listen import free_port
 from infersight.core.records import RunResult, load_run_result
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from realparts import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
