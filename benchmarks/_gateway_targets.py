@@ -17,7 +17,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infersight.core.listen import free_port
 from infersight.core.processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,12 +41,6 @@ class Target:
     pid: int | None = None
     model: str = "fake"
     headers: dict[str, str] = field(default_factory=dict)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_http(url: str, proc: subprocess.Popen[bytes], seconds: float) -> bool:

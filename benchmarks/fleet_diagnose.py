@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,16 +30,12 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
+from infersight.core.listen import free_port
+
 STEP = 15
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 SLOTS = 32
 TTFT_LE = ("0.1", "0.5", "2.5", "+Inf")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _load(kind: int, day: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -270,7 +265,7 @@ def main() -> None:
             f"{t_gen:.1f} s, loaded by promtool in {t_load:.1f} s"
         )
     start = end - int(hours * 3600)
-    port = _free_port()
+    port = free_port()
     cfg = work / "prometheus.yml"
     cfg.write_text(f"global:\n  scrape_interval: {STEP}s\n")
     proc = subprocess.Popen(

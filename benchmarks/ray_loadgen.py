@@ -26,23 +26,16 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from infersight.bench import BenchConfig, run
+from infersight.core.listen import free_port
 from infersight.core.records import RunResult
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 from infersight.testing.ray_cluster import LocalRayCluster
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def ray_cli() -> str:

@@ -19,7 +19,6 @@ import asyncio
 import http.client
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from infersight.core.listen import free_port
 from infersight.telemetry import EngineScraper, GpuSampler, HostSampler, ReplayBackend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,13 +52,6 @@ for n in texts:
     app.router.add_get(f"/{n}/metrics", handler(n))
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _wait_http(port: int, path: str, timeout: float = 60.0) -> None:
@@ -135,7 +128,7 @@ async def main(args: argparse.Namespace) -> None:
     rows.append(_row("host (psutil)", cpu, wall, f"{os.cpu_count()} cores, 2 processes"))
     busy.kill()
 
-    port = _free_port()
+    port = free_port()
     srv = _popen(
         [
             sys.executable,
@@ -190,7 +183,7 @@ async def main(args: argparse.Namespace) -> None:
         await real.close()
 
         # exporter in its own process, scraping the fixture vLLM and llama.cpp servers
-        eport = _free_port()
+        eport = free_port()
         exp = _popen(
             [
                 sys.executable,

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from infersight.core.listen import free_port
 from infersight.core.tune_result import TuneResult, load_tune_result
 from infersight.testing.ray_cluster import LocalRayCluster
 
@@ -36,13 +36,6 @@ TEMPLATE = (
     f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
     f"--tokens {TOKENS} --metrics-dialect vllm"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def ray_cli() -> str:

@@ -90,6 +90,8 @@ class RetryPolicy:
     base_delay: float = 0.2
     max_delay: float = 10.0
     budget: RetryBudget | None = field(default_factory=RetryBudget)
+    #: How a wait is spent: tests pass their own to read the waits without waiting.
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1 or self.base_delay < 0 or self.max_delay < 0:
@@ -142,4 +144,4 @@ async def run_with_retries(
                 raise  # the wait does not fit before the deadline: fail fast with the error
             if budget is not None and not budget.withdraw():
                 raise
-            await asyncio.sleep(wait)
+            await policy.sleep(wait)

@@ -11,7 +11,7 @@ import socket
 
 from infersight.core.errors import ConfigError
 
-__all__ = ["check_can_listen", "listen_error"]
+__all__ = ["check_can_listen", "free_port", "listen_error"]
 
 
 def listen_error(host: str, port: int, e: OSError) -> ConfigError:
@@ -46,3 +46,13 @@ def check_can_listen(host: str, port: int) -> None:
             s.bind(addr)
         except OSError as e:
             raise listen_error(host, port, e) from None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on at ``host`` now, for a server that must be told its
+    port before it binds (a child process, a test's fake). Another process could take it
+    in between; on loopback, where the kernel hands out ports in turn, none does."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port

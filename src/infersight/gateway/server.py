@@ -85,6 +85,11 @@ class Gateway(AdminEndpoints):
         self.port: int | None = None
 
     @property
+    def listener(self) -> Listener | None:
+        """The listener while the gateway runs: its per-client connection counts."""
+        return self._listener
+
+    @property
     def url(self) -> str:
         return f"http://{self.config.host}:{self.port}"
 

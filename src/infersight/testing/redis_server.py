@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 
 from infersight.core.errors import ConfigError
+from infersight.core.listen import free_port
 from infersight.core.processes import stop_process
 
 __all__ = ["RedisServer", "redis_server_path"]
@@ -34,13 +35,6 @@ def redis_server_path() -> str | None:
         if p.is_file():
             return str(p)
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _ping(port: int, timeout: float = 0.5) -> bool:
@@ -63,7 +57,7 @@ class RedisServer:
                 "redis-server is not installed (Debian: apt-get install redis-server)"
             )
         self.exe = exe
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.startup_timeout = startup_timeout
         self._dir = Path(tempfile.mkdtemp(prefix="infersight-redis-"))
         self._proc: subprocess.Popen[bytes] | None = None

@@ -17,7 +17,6 @@ torch compile, cached for later starts): tests share one server per setting.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from infersight.core.errors import ConfigError
+from infersight.core.listen import free_port
 from infersight.core.processes import stop_process
 from infersight.testing.tool_runs import OFFLINE, tool_venvs, vllm_python
 
@@ -72,13 +72,6 @@ class VLLMSetting:
         return out + list(self.extra)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(url + "/health", timeout=2) as r:
@@ -95,7 +88,7 @@ class VLLMServer:
         if py is None or model is None:
             raise ConfigError("vLLM is not installed (scripts/setup.sh --tools)")
         self.setting = setting
-        self.port = _free_port()
+        self.port = free_port()
         self.model = MODEL_NAME
         self.startup_timeout = startup_timeout
         self._cmd = [

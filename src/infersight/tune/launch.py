@@ -13,7 +13,6 @@ ran out of memory, or is not healthy within ``--start-timeout`` raises the typed
 from __future__ import annotations
 
 import contextlib
-import socket
 import string
 import subprocess
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from infersight.client.errors_map import is_out_of_memory
 from infersight.core.endpoint import Endpoint
 from infersight.core.errors import ConfigError, LaunchError, OutOfMemory
+from infersight.core.listen import free_port
 from infersight.core.processes import stop_process
 
 __all__ = ["PLACEHOLDERS", "launched", "template_knobs"]
@@ -63,13 +63,6 @@ def template_knobs(template: str) -> set[str]:
     if "port" not in fields:
         raise ConfigError("--launch needs {port}: each trial gets a free port of its own")
     return {k for f in fields if (k := PLACEHOLDERS[f]) is not None}
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _tail(log: Path) -> str:
@@ -126,7 +119,7 @@ def launched(
     grace: float = 10.0,
 ) -> Iterator[Endpoint]:
     """The server of one trial, healthy, for the ``with`` block; stopped after it."""
-    port = _free_port(host)
+    port = free_port(host)
     slots, ctx = setting.get("slots"), setting.get("ctx")
     values = {
         "port": port,

@@ -11,6 +11,7 @@ from typing import Any
 
 from infersight.batch import read_output
 from infersight.testing.fake_openai import FakeConfig
+from support.waiting import until
 
 Cli = Callable[..., Awaitable[tuple[int, str, str]]]
 
@@ -26,14 +27,12 @@ def count_lines(path: Path) -> int:
 async def wait_for_rows(
     path: Path, n: int, proc: asyncio.subprocess.Process, timeout: float = 60
 ) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        if count_lines(path) >= n:
-            return
+
+    def reached() -> bool:
         assert proc.returncode is None, "the batch ended before it was interrupted"
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{path} did not reach {n} rows")
+        return count_lines(path) >= n
+
+    await until(reached, f"{path} to reach {n} rows", timeout)
 
 
 async def test_sigkill_halfway_then_rerun_sends_no_checkpointed_row_again(

@@ -8,16 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from infersight.bench import BenchConfig, run
+from infersight.core.listen import free_port
 from infersight.core.records import RunResult, load_run_result
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
-from realparts import free_port
+from support.waiting import until_blocking
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -74,13 +74,11 @@ def test_sigint_leaves_a_valid_partial_result(tmp_path: Path, sig: signal.Signal
             text=True,
         )
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                # All three users have a request in flight.
-                if srv.stats().get("in_flight", 0) >= 3:
-                    break
-                time.sleep(0.2)
-            time.sleep(0.5)
+            # All three users have a request in flight (20 s each): the signal
+            # cancels all three.
+            until_blocking(
+                lambda: srv.stats().get("in_flight", 0) >= 3, "three requests in flight", 60, 0.2
+            )
             proc.send_signal(sig)
             stdout, stderr = proc.communicate(timeout=60)
         finally:

@@ -7,7 +7,6 @@ behaviour of the attempts it sends and asserts attempts, waits and error types.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +16,7 @@ import pytest
 
 from infersight.client import Client, RetryBudget, RetryPolicy, Timeouts
 from infersight.core import errors as E
+from infersight.core.listen import free_port
 from infersight.testing import FakeConfig, FakeOpenAI
 from support.waiting import until
 
@@ -36,11 +36,21 @@ async def served(
         yield srv, c
 
 
-async def fail(c: Client, **kw: Any) -> tuple[E.InfersightError, float]:
-    t = time.monotonic()
+async def fail(c: Client, **kw: Any) -> E.InfersightError:
     with pytest.raises(E.InfersightError) as ei:
         await c.chat(MSG, **{"max_tokens": 8, **kw})
-    return ei.value, time.monotonic() - t
+    return ei.value
+
+
+class Waits:
+    """A retry policy's sleep that notes each wait and returns at once: the test reads
+    the waits the client chose, without spending them."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.seconds.append(seconds)
 
 
 async def left_while_held(srv: FakeOpenAI) -> None:
@@ -50,20 +60,24 @@ async def left_while_held(srv: FakeOpenAI) -> None:
 
 
 async def test_429_retry_after_one_retry_after_at_least_1s() -> None:
-    async with served(FakeConfig(script=[{"status": 429, "retry_after": "1"}])) as (srv, c):
+    waits = Waits()
+    policy = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05, sleep=waits)
+    cfg = FakeConfig(script=[{"status": 429, "retry_after": "1"}])
+    async with served(cfg, retry=policy) as (srv, c):
         done = await c.chat(MSG, max_tokens=8)
-    assert done.record.ok and done.record.attempts == 2
-    arrivals = srv.stats["arrivals"]
-    assert len(arrivals) == 2 and arrivals[1] - arrivals[0] >= 1.0
+    assert done.record.ok and done.record.attempts == 2 and srv.stats["requests"] == 2
+    # the one retry waited the server's Retry-After (not the 10-50 ms backoff)
+    assert waits.seconds == [pytest.approx(1.0, abs=0.01)]
 
 
 async def test_retry_after_ms_preferred() -> None:
-    async with served(
-        FakeConfig(script=[{"status": 503, "retry_after": "30", "retry_after_ms": 300}])
-    ) as (srv, c):
+    waits = Waits()
+    policy = RetryPolicy(max_attempts=3, sleep=waits)
+    cfg = FakeConfig(script=[{"status": 503, "retry_after": "30", "retry_after_ms": 300}])
+    async with served(cfg, retry=policy) as (srv, c):
         done = await c.chat(MSG, max_tokens=8)
-    gap = srv.stats["arrivals"][1] - srv.stats["arrivals"][0]
-    assert done.record.attempts == 2 and 0.3 <= gap < 5
+    assert done.record.attempts == 2 and srv.stats["requests"] == 2
+    assert waits.seconds == [pytest.approx(0.3, abs=0.01)]  # the 300 ms, not the 30 s
 
 
 async def test_503_twice_then_ok_on_third_attempt() -> None:
@@ -75,7 +89,7 @@ async def test_503_twice_then_ok_on_third_attempt() -> None:
 
 async def test_503_exhausts_attempts() -> None:
     async with served(FakeConfig(script=["503"] * 5)) as (srv, c):
-        err, _ = await fail(c)
+        err = await fail(c)
     assert isinstance(err, E.Overloaded) and err.status == 503
     rec = err.record
     assert rec is not None
@@ -84,11 +98,8 @@ async def test_503_exhausts_attempts() -> None:
 
 
 async def test_connection_refused_is_connect_error() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    async with Client(f"http://127.0.0.1:{port}", retry=FAST) as c:
-        err, _ = await fail(c)
+    async with Client(f"http://127.0.0.1:{free_port()}", retry=FAST) as c:
+        err = await fail(c)
     assert isinstance(err, E.ConnectError)
     rec = err.record
     assert rec is not None
@@ -104,30 +115,28 @@ async def test_reset_before_headers_is_retried() -> None:
 async def test_first_byte_after_30s_with_1s_first_token_timeout() -> None:
     cfg = FakeConfig(script=[{"delay": 30.0}])
     async with served(cfg, timeouts=Timeouts(first_token=1.0)) as (srv, c):
-        err, took = await fail(c)
-        await left_while_held(srv)
+        err = await fail(c)
+        await left_while_held(srv)  # the server still held its 30 s delay
     rec = err.record
+    # the 1 s first-token limit ended the wait (not the deadline, not the server)
     assert isinstance(err, E.FirstTokenTimeout) and rec is not None
+    assert "first-token limit (1 s)" in str(err)
     assert rec.headers is None and not rec.chunk_times  # gave up before the first byte
-    assert took >= 0.95, f"{took:.2f} s: gave up before the 1 s first-token limit"
-    assert took < 5.0, f"{took:.1f} s: the 1 s first-token limit must end the wait (5x margin)"
     assert rec.attempts == 1 and srv.stats["requests"] == 1
 
 
 async def test_first_token_timeout_after_headers() -> None:
     async with served(FakeConfig(ttft=30.0), timeouts=Timeouts(first_token=0.5)) as (srv, c):
-        err, took = await fail(c)
-        await left_while_held(srv)
+        err = await fail(c)
+        await left_while_held(srv)  # the server still held its first token (30 s)
     rec = err.record
     assert isinstance(err, E.FirstTokenTimeout) and rec is not None
     assert rec.headers is not None and not rec.chunk_times  # headers came, no token did
-    assert took >= 0.45, f"{took:.2f} s: gave up before the 0.5 s first-token limit"
-    assert took < 2.5, f"{took:.1f} s: the 0.5 s first-token limit must end the wait (5x margin)"
 
 
 async def test_cut_after_5_chunks_is_truncated_without_retry() -> None:
     async with served(FakeConfig(tokens=20, script=["cut:5"])) as (srv, c):
-        err, _ = await fail(c, ignore_eos=True, max_tokens=20)
+        err = await fail(c, ignore_eos=True, max_tokens=20)
     assert isinstance(err, E.TruncatedStream)
     rec = err.record
     assert rec is not None
@@ -137,7 +146,7 @@ async def test_cut_after_5_chunks_is_truncated_without_retry() -> None:
 
 async def test_reset_after_content_is_not_retried() -> None:
     async with served(FakeConfig(tokens=20, script=["reset:5"])) as (srv, c):
-        err, _ = await fail(c, max_tokens=20)
+        err = await fail(c, max_tokens=20)
     assert isinstance(err, E.ResetError) and not err.before_content
     assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
 
@@ -145,12 +154,12 @@ async def test_reset_after_content_is_not_retried() -> None:
 async def test_401_auth_error_not_retried_and_key_not_shown() -> None:
     key = "wrong-key-7f3a9c"
     async with served(FakeConfig(api_key="right-key-123"), api_key=key) as (srv, c):
-        err, _ = await fail(c)
+        err = await fail(c)
     assert isinstance(err, E.AuthError) and err.status == 401
     assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
     assert key not in str(err) and key not in repr(c) and "rejected" in str(err)
     async with served(FakeConfig(api_key="right-key-123")) as (_, c2):
-        err2, _ = await fail(c2)
+        err2 = await fail(c2)
     assert "no API key was sent" in str(err2)
 
 
@@ -161,15 +170,16 @@ async def test_right_key_passes() -> None:
 
 async def test_retry_after_beyond_deadline_fails_fast() -> None:
     cfg = FakeConfig(script=[{"status": 429, "retry_after": "30"}])
-    async with served(cfg, timeouts=Timeouts(total=20.0)) as (srv, c):
-        err, _ = await fail(c)
+    waits = Waits()
+    policy = RetryPolicy(sleep=waits)
+    async with served(cfg, timeouts=Timeouts(total=20.0), retry=policy) as (srv, c):
+        err = await fail(c)
     rec = err.record
     assert isinstance(err, E.RateLimited) and err.retry_after == 30.0 and rec is not None
     assert rec.attempts == 1 and srv.stats["requests"] == 1  # no second attempt
-    # No sleep between the 429 and the error: waiting for Retry-After (30 s) or for the
-    # deadline (20 s) would put seconds between the record's headers and its end.
-    assert rec.headers is not None and rec.end is not None
-    assert rec.end - rec.headers < 2.0, f"{rec.end - rec.headers:.1f} s slept after the 429"
+    # No sleep between the 429 and the error: not toward Retry-After (30 s), not toward
+    # the deadline (20 s).
+    assert waits.seconds == []
 
 
 async def test_retry_budget_limits_a_storm() -> None:
@@ -194,25 +204,22 @@ async def test_retry_budget_limits_a_storm() -> None:
 async def test_idle_timeout() -> None:
     cfg = FakeConfig(tokens=10, itl=0.01, script=[{"stall": 30.0, "stall_at": 3}])
     async with served(cfg, timeouts=Timeouts(idle=0.5)) as (srv, c):
-        err, _ = await fail(c, max_tokens=10)
+        err = await fail(c, max_tokens=10)
         await left_while_held(srv)  # it left during the 30 s stall
     rec = err.record
+    # the idle limit, not the deadline, ended it: after the 3 chunks, inside the stall
     assert isinstance(err, E.IdleTimeout) and rec is not None
     assert len(rec.chunk_times) == 3 and rec.attempts == 1
-    assert rec.end is not None
-    idle = rec.end - rec.chunk_times[-1]
-    assert idle >= 0.45, f"{idle:.2f} s: gave up before the 0.5 s idle limit"
-    assert idle < 2.5, f"{idle:.1f} s after the last chunk: the 0.5 s idle limit (5x margin)"
+    assert rec.end is not None and rec.end > rec.chunk_times[-1]
 
 
 async def test_deadline_exceeded_on_hang() -> None:
     async with served(FakeConfig(script=["hang"]), timeouts=Timeouts(total=1.0)) as (srv, c):
-        err, took = await fail(c)
+        err = await fail(c)
         await left_while_held(srv)  # the hang lasts until the server closes
+    # the deadline ended it (its own error), while the server still hung
     assert isinstance(err, E.DeadlineExceeded) and err.record is not None
     assert err.record.headers is None and err.record.attempts == 1
-    assert took >= 0.95, f"{took:.2f} s: failed before the 1 s deadline"
-    assert took < 5.0, f"{took:.1f} s: the 1 s total deadline must end the request (5x margin)"
 
 
 async def test_absolute_deadline_spans_retries() -> None:
@@ -227,19 +234,18 @@ async def test_absolute_deadline_spans_retries() -> None:
     arrivals = srv.stats["arrivals"]
     assert rec is not None and rec.attempts == len(arrivals) <= 3, arrivals
     assert all(a < deadline for a in arrivals)  # no attempt started past the deadline
-    assert rec.end is not None and rec.end < deadline + 4.0, "the deadline ends the request"
 
 
 async def test_malformed_sse() -> None:
     async with served(FakeConfig(script=["malformed:2"])) as (srv, c):
-        err, _ = await fail(c)
+        err = await fail(c)
     assert isinstance(err, E.MalformedStream)
     assert err.record.attempts == 1 and srv.stats["requests"] == 1  # type: ignore[union-attr]
 
 
 async def test_error_event_mid_stream() -> None:
     async with served(FakeConfig(script=[{"error_after": 3, "status": 500}])) as (_, c):
-        err, _ = await fail(c)
+        err = await fail(c)
     assert isinstance(err, E.ServerError) and "fake mid-stream failure" in str(err)
     assert len(err.record.chunk_times) == 3  # type: ignore[union-attr]
 
@@ -249,7 +255,7 @@ async def test_400_bad_request_not_retried() -> None:
         srv,
         c,
     ):
-        err, _ = await fail(c)
+        err = await fail(c)
     assert isinstance(err, E.BadRequest) and "max_tokens too big" in str(err)
     assert srv.stats["requests"] == 1
 
@@ -260,7 +266,7 @@ async def test_cancellation_marks_record() -> None:
     rec = RequestRecord(request_id="cancel-me", scheduled=time.monotonic())
     async with served(FakeConfig(tokens=50, itl=0.05)) as (_, c):
         task = asyncio.create_task(c.chat(MSG, max_tokens=50, record=rec))
-        await asyncio.sleep(0.3)
+        await until(lambda: rec.chunk_times, "the first chunks")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

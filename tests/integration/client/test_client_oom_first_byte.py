@@ -6,14 +6,13 @@ OOM body (infersight.testing.fake_faults, recorded from the engines' sources).""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from infersight.client import Client, RetryPolicy, Timeouts
 from infersight.core import errors as E
 from infersight.testing import FakeConfig, FakeOpenAI
 from infersight.testing.fake_faults import OOM_ANSWERS
+from support.waiting import until
 
 MSG = [{"role": "user", "content": "hello world"}]
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05)
@@ -87,14 +86,12 @@ async def test_non_streamed_silence_hits_a_limit(fault: str, error: type[E.Timeo
         FakeOpenAI(FakeConfig(script=[fault])).running() as srv,
         Client(srv.base_url, timeouts=t, retry=RetryPolicy(max_attempts=1)) as c,
     ):
-        t0 = time.monotonic()
         with pytest.raises(error) as ei:  # the limit's error, not the 30 s deadline's
             await c.chat(MSG, max_tokens=4, stream=False)
-        took = time.monotonic() - t0
+        # the client left while the server was still silent (its silence is 20 s or more)
+        await until(lambda: srv.stats["client_gone"] == 1, "the server to see the client leave")
     rec = ei.value.record
     assert rec is not None and rec.attempts == 1 and srv.stats["requests"] == 1
-    assert took >= 0.45, f"{took:.2f} s: gave up before the 0.5 s limit"
-    assert took < 5, f"{took:.1f} s: the 0.5 s limit must end the wait (10x margin)"
 
 
 async def test_non_streamed_slow_generation_within_the_limits_is_fine() -> None:

@@ -289,15 +289,13 @@ async def test_server_holding_stream_after_done() -> None:
         FakeOpenAI(FakeConfig(tokens=3, hold_after_done=30.0)).running() as srv,
         Client(srv.base_url) as c,
     ):
-        t = time.monotonic()
         done = await c.chat(MSG)
-        took = time.monotonic() - t
+        # the answer came while the server still held its stream (in its handler, or
+        # just left by the client): not after the 30 s hold ended
+        assert srv.stats["in_flight"] + srv.stats["client_gone"] == 1
         async with c.stream("/v1/chat/completions", {"messages": MSG, "stream": True}) as s:
             n = sum([1 async for _ in s.events()])
-    assert done.record.ok and took < 10, f"{took:.1f} s: waited for the held stream"
-    assert done.record.end is not None
-    after = done.record.end - done.record.chunk_times[-1]
-    assert after < 5, f"{after:.1f} s from the last token to the end: waited for the hold"
+    assert done.record.ok and done.record.end is not None
     assert s.record.ok and n == 7  # role, 3 content, finish, usage, [DONE]
 
 

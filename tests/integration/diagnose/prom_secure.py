@@ -9,7 +9,8 @@ import subprocess
 import warnings
 from pathlib import Path
 
-from realparts import free_port, real_part_path
+from infersight.core.listen import free_port
+from realparts import real_part_path
 
 PROMETHEUS = real_part_path("prometheus") or "/usr/bin/prometheus"
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"

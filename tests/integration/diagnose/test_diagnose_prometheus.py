@@ -19,8 +19,7 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +35,8 @@ from infersight.telemetry.prometheus_http import PrometheusClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from report_cdp import Browser, serve
+
+from support.waiting import until_awaited
 
 pytestmark = [pytest.mark.needs("prometheus", "openssl"), pytest.mark.engine]
 
@@ -143,20 +144,22 @@ def _scrape_configs(ports: dict[str, str], engine: str, exporter: str, sidecar: 
     return out
 
 
-async def _wait_up(url: str, http: Path, n: int, timeout: float = 90) -> float:
-    auth = load_auth(http)
-    deadline = time.monotonic() + timeout
-    async with PrometheusClient(url, auth, timeout=10) as prom:
-        while time.monotonic() < deadline:
+async def _wait_for(
+    url: str, http: Path, query: str, ok: Callable[[float], bool], what: str, timeout: float = 90
+) -> float:
+    """Poll Prometheus (twice a second: it scrapes every 0.5 s) until the first value of
+    ``query`` satisfies ``ok``; the evaluation time of that answer (Prometheus's clock)."""
+    async with PrometheusClient(url, load_auth(http), timeout=10) as prom:
+
+        async def look() -> float:
             try:
-                data = await prom.call_get("query", [("query", "count(up == 1)")])
-                res = data.get("result") if isinstance(data, dict) else None
-                if res and float(res[0]["value"][1]) >= n:
-                    return float(res[0]["value"][0])
+                data = await prom.call_get("query", [("query", query)])
             except Exception:  # Prometheus is still starting
-                pass
-            await asyncio.sleep(0.5)
-    raise AssertionError(f"Prometheus did not see {n} targets up within {timeout:.0f} s")
+                return 0.0
+            res = data.get("result") if isinstance(data, dict) else None
+            return float(res[0]["value"][0]) if res and ok(float(res[0]["value"][1])) else 0.0
+
+        return await until_awaited(look, what, timeout=timeout, poll=0.5)
 
 
 @pytest.fixture(scope="module")
@@ -200,8 +203,21 @@ def fleet(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
     proc, url = start_prometheus(d, _scrape_configs(ports, eng, exp, side))
     http = write_http_config(d)
     try:
-        t_up = lt.run(_wait_up(url, http, n=8), timeout=120)
-        time.sleep(max(0.0, t_up + SPAN + 2 - time.time()))
+        t_up = lt.run(
+            _wait_for(url, http, "count(up == 1)", lambda n: n >= 8, "8 targets up"), timeout=120
+        )
+        # the window is [t_up + 1, t_up + 1 + SPAN]: every target scraped past its end
+        lt.run(
+            _wait_for(
+                url,
+                http,
+                "min(timestamp(up))",
+                lambda t: t >= t_up + SPAN + 2,
+                "every target scraped past the window",
+                timeout=SPAN + 90,
+            ),
+            timeout=SPAN + 120,
+        )
         yield {
             "url": url,
             "http": http,

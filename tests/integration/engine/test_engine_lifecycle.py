@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psutil
@@ -16,20 +15,17 @@ import pytest
 
 from infersight.core.errors import ConfigError
 from infersight.engine import EmbeddedEngine, EngineStartError
+from support.waiting import until_blocking
 
 pytestmark = pytest.mark.engine
 
 
-def _gone(pid: int, within: float) -> bool:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
+def _gone(pid: int) -> bool:
+    """Whether the process has ended (a zombie has: only its exit status is left)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_port_in_use_is_one_line() -> None:
@@ -68,7 +64,7 @@ def test_stop_ends_the_process_and_is_idempotent() -> None:
     pid = eng.pid
     assert psutil.pid_exists(pid)
     eng.stop()
-    assert _gone(pid, 5.0)
+    until_blocking(lambda: _gone(pid), "the engine process to end", timeout=5)
     assert not eng.running
     eng.stop()  # again: no error
 
@@ -94,7 +90,7 @@ def test_engine_dies_with_its_parent(tmp_path: Path) -> None:
         assert psutil.pid_exists(child)
         os.kill(owner.pid, signal.SIGKILL)  # no cleanup code runs in the owner
         owner.wait(10)
-        assert _gone(child, 10.0), "engine outlived its parent"
+        until_blocking(lambda: _gone(child), "the engine to die with its parent", timeout=10)
     finally:
         if owner.poll() is None:
             owner.kill()

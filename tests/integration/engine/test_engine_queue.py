@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import urllib.request
 
 import pytest
 
 from infersight.client import Client
 from infersight.engine import EmbeddedEngine
+from support.waiting import until_awaited
 
 pytestmark = pytest.mark.engine
 
@@ -30,20 +30,20 @@ async def test_waiting_requests_show_as_deferred() -> None:
                 for _ in range(4)
             ]
             try:
-                seen: tuple[float, float] = (0.0, 0.0)
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline:
-                    await asyncio.sleep(0.3)
+
+                async def one_busy_three_deferred() -> bool:
                     text = await asyncio.to_thread(_scrape, eng.base_url)
                     seen = (
                         _metric(text, "llamacpp:requests_processing"),
                         _metric(text, "llamacpp:requests_deferred"),
                     )
-                    if seen == (1.0, 3.0):
-                        break
+                    return seen == (1.0, 3.0)
+
                 # One slot busy, the other three queued inside the engine (not stuck
                 # unseen in the HTTP accept backlog), and /metrics still answers.
-                assert seen == (1.0, 3.0)
+                await until_awaited(
+                    one_busy_three_deferred, "1 request processing, 3 deferred", 30, poll=0.3
+                )
             finally:
                 for t in tasks:
                     t.cancel()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from support.waiting import until_blocking
+
 pytestmark = pytest.mark.engine
 
 _URL = re.compile(r"listening on (http://127\.0\.0\.1:(\d+))")
@@ -130,8 +132,9 @@ def test_serve_prints_url_model_slots_threads_and_stops_on_sigint(served: Served
     assert "Traceback" not in err
     import psutil
 
-    time.sleep(0.5)
-    assert not [c for c in children if psutil.pid_exists(c)]
+    until_blocking(
+        lambda: not [c for c in children if psutil.pid_exists(c)], "the engine to be gone"
+    )
 
 
 def test_serve_shows_a_wait_policy_from_the_environment() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -190,10 +189,8 @@ def test_a_20_mb_body_is_413_and_never_reaches_the_engine(served: Served) -> Non
     engine = psutil.Process(_engine_pid(served))
     rss0, cpu0 = engine.memory_info().rss, sum(engine.cpu_times()[:2])
     big = b'{"model": "' + MODEL.encode() + b'", "pad": "' + b"x" * (20 * 2**20) + b'"}'
-    t0 = time.monotonic()
     ans = post(served, big)
     assert_error(ans, 413, "body_too_large")
-    assert time.monotonic() - t0 < 20
     # Chunked, without a length up front: cut at the cap all the same.
     with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
         head = request_bytes("POST", CHAT, b"", {"Transfer-Encoding": "chunked"})
@@ -225,8 +222,10 @@ def test_malformed_framing_gets_a_json_4xx(served: Served, raw: bytes) -> None:
     assert_error(ans, ans.status)
 
 
-def _read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
-    t0, buf = time.monotonic(), b""
+def _read_until_closed(sock: socket.socket) -> bytes:
+    """What the server sent before it closed; the socket's own timeout (a TimeoutError)
+    fails a test whose server never closes."""
+    buf = b""
     while True:
         try:
             piece = sock.recv(65536)
@@ -235,7 +234,7 @@ def _read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
         if not piece:
             break
         buf += piece
-    return buf, time.monotonic() - t0
+    return buf
 
 
 @pytest.mark.parametrize(
@@ -251,8 +250,8 @@ def test_slow_clients_are_cut_off_by_the_timeouts(
 ) -> None:
     with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
         sock.sendall(sent)
-        buf, took = _read_until_closed(sock)
-    assert took < 15  # 1 s limits; generous for a loaded 2-core box
+        # closed by serve's 1 s limits, before this socket's 30 s timeout
+        buf = _read_until_closed(sock)
     assert buf.startswith(b"HTTP/1.1" + status) if status else buf == b""
     if status:
         assert b'"code":"request_timeout"' in buf
@@ -262,16 +261,18 @@ def test_idle_keep_alive_connections_are_closed(served: Served) -> None:
     with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
         ans = exchange_on(sock, [request_bytes("GET", "/health")])
         assert ans.status == 200
-        t0 = time.monotonic()
-        assert sock.recv(10) == b""  # closed by serve after the 2 s keep-alive limit
-        assert 1.0 < time.monotonic() - t0 < 15
+        # kept alive: a second request goes on the same connection ...
+        assert exchange_on(sock, [request_bytes("GET", "/health")]).status == 200
+        # ... which serve closes once idle past its 2 s keep-alive limit, before this
+        # socket's 30 s timeout
+        assert sock.recv(10) == b""
 
 
 def test_connections_per_client_are_capped(served: Served) -> None:
     held = [socket.create_connection(("127.0.0.1", served.port), timeout=30) for _ in range(16)]
     try:
         with socket.create_connection(("127.0.0.1", served.port), timeout=30) as extra:
-            buf, _ = _read_until_closed(extra)
+            buf = _read_until_closed(extra)
         assert buf.startswith(b"HTTP/1.1 429 ")
         assert b'"type":"rate_limit_error"' in buf
     finally:

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -18,6 +17,7 @@ import orjson
 from gateway_stack import metric_sum
 
 from infersight.gateway import hash_key
+from support.waiting import until_blocking
 
 CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 #: A key of the tests' own: with keys configured, /stats and /metrics need one.
@@ -87,13 +87,18 @@ class Replicas:
         self.close()
 
     def _wait_listening(self, i: int, timeout: float = 90.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.procs[i].poll() is None:
+        def url() -> str:
             text = self.log(i)
             if "listening on http://" in text:
                 return text.split("listening on ")[1].split()[0]
-            time.sleep(0.1)
-        raise AssertionError(f"gateway {i} did not start: {self.log(i)[-800:]}")
+            if self.procs[i].poll() is not None:
+                raise AssertionError(f"gateway {i} exited: {text[-800:]}")
+            return ""
+
+        try:
+            return until_blocking(url, f"gateway {i} to listen", timeout)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.log(i)[-800:]}") from None
 
     def log(self, i: int) -> str:
         return self.logs[i].read_text(errors="replace")
@@ -130,12 +135,3 @@ class Replicas:
     def metric(self, i: int, name: str, **labels: str) -> float:
         with self._open(i, "/metrics") as r:
             return metric_sum(r.read().decode(), name, **labels)
-
-    def wait_for(self, what: str, check: Any, timeout: float = 10.0) -> float:
-        """Poll ``check()`` until true; the seconds it took (AssertionError past timeout)."""
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout:
-            if check():
-                return time.monotonic() - t0
-            time.sleep(0.05)
-        raise AssertionError(f"not within {timeout}s: {what}")

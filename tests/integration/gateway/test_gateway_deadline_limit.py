@@ -13,6 +13,7 @@ from gateway_stack import CHAT, Stack, StackFactory
 
 from infersight.gateway.breaker import BreakerState
 from infersight.testing.fake_openai import FakeConfig
+from support.waiting import until
 
 LIMIT = 4
 #: Every answer takes 0.5 s; a request queued behind a full round of them is admitted
@@ -24,11 +25,7 @@ DEADLINE_MS = 800
 
 async def _wait_in_flight(s: Stack, n: int) -> None:
     adm = s.gw.upstreams[0].admission
-    for _ in range(500):  # at most 5 s
-        if adm.inflight == n:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{adm.inflight} in flight, waiting for {n}")
+    await until(lambda: adm.inflight == n, f"{n} requests in flight")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import time
 from typing import Any
 
 import orjson
 from gateway_stack import CHAT, StackFactory
 
+from infersight.core.listen import free_port
 from infersight.testing.fake_openai import FakeConfig
-from support.waiting import until
+from support.waiting import until, until_awaited
 
 STREAM = {**CHAT, "stream": True}
 
 
 def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def sse_events(raw: bytes) -> list[Any]:
@@ -57,19 +52,20 @@ async def test_429_retry_after_is_honoured_then_succeeds(make_stack: StackFactor
 async def test_429_retry_after_beyond_deadline_fails_fast(make_stack: StackFactory) -> None:
     fake = FakeConfig(script=[{"status": 429, "retry_after": "30"}])
     async with make_stack([fake], upstreams=[{"max_attempts": 3}]) as s:
-        t0 = time.monotonic()
         status, headers, body = await s.post(
             "/v1/chat/completions", CHAT, {"X-Infersight-Deadline-Ms": "20000"}
         )
-        took = time.monotonic() - t0
+        # no retry and no wait: one attempt, and the upstream's 429 passed on (sleeping
+        # toward Retry-After would have run into the 20 s deadline: a 504, not this)
         assert status == 429
         assert headers["Retry-After"] == "30"
         assert orjson.loads(body)["error"]["type"] == "rate_limit_error"
-        # no retry and no wait: one attempt, and the answer long before the 20 s
-        # deadline that sleeping toward Retry-After would have run into
         assert s.fakes[0].stats["requests"] == 1
         assert await s.metric("infersight_gateway_retries_total", upstream="a") == 0
-        assert took < 5, f"{took:.1f} s: the 429 must come back at once, not near the deadline"
+        assert (
+            await s.metric("infersight_gateway_upstream_errors_total", error="DeadlineExceeded")
+            == 0
+        )
 
 
 async def test_503_storm_fails_over_and_opens_the_circuit(make_stack: StackFactory) -> None:
@@ -122,9 +118,7 @@ async def test_first_token_never_comes_fails_over_within_ttft(make_stack: StackF
         [FakeConfig(ttft=30.0), FakeConfig(tokens=4)],
         upstreams=[{"ttft_timeout_s": 0.3}, {"ttft_timeout_s": 5.0}],
     ) as s:
-        t0 = time.monotonic()
         status, _, body = await s.post("/v1/chat/completions", STREAM)
-        took = time.monotonic() - t0
         events = sse_events(body)
         assert status == 200
         assert content(events) == "tok " * 4 and events[-1] == "[DONE]"
@@ -134,12 +128,10 @@ async def test_first_token_never_comes_fails_over_within_ttft(make_stack: StackF
             )
             == 1
         )
-        assert took >= 0.25, f"{took:.2f} s: failed over before a's 0.3 s first-token limit"
-        # the upstreams' own records: b was asked once a's 0.3 s limit ran out, not
-        # after a's 30 s first token
-        (at_a,), (at_b,) = s.fakes[0].stats["arrivals"], s.fakes[1].stats["arrivals"]
-        gap = at_b - at_a
-        assert gap < 1.5, f"{gap:.1f} s: a's 0.3 s first-token limit must move it (5x margin)"
+        # the failover's cause is a's first-token limit (above), and a was left while it
+        # still held its first token back: the gateway hung up on it, not waited its 30 s
+        await until(lambda: s.fakes[0].stats["client_gone"] == 1, "the gateway to leave a")
+        assert s.fakes[0].stats["requests"] == s.fakes[1].stats["requests"] == 1
 
 
 async def test_stream_cut_mid_answer_ends_with_error_event(make_stack: StackFactory) -> None:
@@ -195,11 +187,9 @@ async def test_hanging_upstream_honours_the_deadline(make_stack: StackFactory) -
         fake = s.fakes[0]
         for n, body in enumerate((CHAT, STREAM), 1):
             fake.set_script(["hang"])
-            t0 = time.monotonic()
             status, headers, raw = await s.post(
                 "/v1/chat/completions", body, {"X-Infersight-Deadline-Ms": "400"}
             )
-            took = time.monotonic() - t0
             assert status == 504, raw
             err = orjson.loads(raw)["error"]
             assert err["type"] == "timeout" and err["code"] == "deadline_exceeded"
@@ -208,8 +198,8 @@ async def test_hanging_upstream_honours_the_deadline(make_stack: StackFactory) -
             await until(
                 lambda n=n: fake.stats["client_gone"] == n, "the upstream to see the gateway leave"
             )
-            assert took >= 0.35, f"{took:.2f} s: answered before the 0.4 s deadline"
-            assert took < 2.0, f"{took:.1f} s: the 0.4 s deadline must end it (5x margin)"
+            # the deadline ended it: the hang itself lasts until the test ends
+            assert await s.metric("infersight_gateway_requests_total", status="504") == n
 
 
 async def test_circuit_opens_then_closes_through_half_open_probe(make_stack: StackFactory) -> None:
@@ -229,8 +219,11 @@ async def test_circuit_opens_then_closes_through_half_open_probe(make_stack: Sta
         async with s.session.get(s.url + "/health") as r:
             assert r.status == 503
             assert any("model fake" in x for x in (await r.json())["reasons"])
-        await asyncio.sleep(0.6)
-        assert await s.metric("infersight_gateway_circuit_state", upstream="a") == 1
+
+        async def half_open() -> bool:
+            return await s.metric("infersight_gateway_circuit_state", upstream="a") == 1
+
+        await until_awaited(half_open, "the 0.5 s cooldown to half-open the circuit")
         status, _, _ = await s.post("/v1/chat/completions", CHAT)  # the probe
         assert status == 200
         assert await s.metric("infersight_gateway_circuit_state", upstream="a") == 0

@@ -18,6 +18,7 @@ from infersight.entrypoints.tune import run_tune
 from infersight.gateway import hash_key
 from infersight.testing.fake_openai import FakeConfig
 from infersight.tune import TuneConfig
+from support.waiting import until_awaited
 
 KEY = "sk-gw-limit-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -62,11 +63,12 @@ async def test_a_raised_limit_admits_the_waiting_requests_at_once(make_stack: St
     async with make_stack([FakeConfig(ttft=10.0)], upstreams=[{"concurrency": 1}]) as s:
         # No keys configured: the admin endpoints are open (the gateway binds loopback).
         calls = [asyncio.create_task(s.post("/v1/chat/completions", CHAT)) for _ in range(3)]
-        for _ in range(200):
+
+        async def two_queued() -> dict[str, Any]:
             st = await _state(s)
-            if st["queued"] == 2:
-                break
-            await asyncio.sleep(0.02)
+            return st if st["queued"] == 2 else {}
+
+        st = await until_awaited(two_queued, "two requests to queue")
         assert (st["in_flight"], st["queued"]) == (1, 2)
         status, state = await _put(s, "/upstreams/a/limit", b'{"concurrency": 3}')
         assert status == 200 and (state["in_flight"], state["queued"], state["limit"]) == (3, 0, 3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import aiohttp
@@ -12,6 +13,7 @@ from gateway_stack import CHAT, StackFactory
 from prometheus_client.parser import text_string_to_metric_families
 
 from infersight.testing.fake_openai import FakeConfig
+from support.waiting import until_awaited
 
 
 @pytest.mark.needs("promtool")
@@ -61,22 +63,22 @@ async def test_real_prometheus_scrapes_the_gateway(
             stderr=asyncio.subprocess.DEVNULL,
         )
         try:
-            value = None
             promql = 'sum(infersight_gateway_requests_total{status="200"})'
             q = f"http://127.0.0.1:{prom_port}/api/v1/query?query={quote(promql)}"
             async with aiohttp.ClientSession() as http:
-                for _ in range(60):
-                    await asyncio.sleep(0.5)
+
+                async def scraped() -> list[Any]:
                     try:
                         async with http.get(q) as r:
                             doc = await r.json()
                     except aiohttp.ClientError:
-                        continue
-                    result = doc.get("data", {}).get("result", [])
-                    if result:
-                        value = float(result[0]["value"][1])
-                        break
-            assert value == 3.0
+                        return []  # Prometheus is still starting
+                    return list(doc.get("data", {}).get("result", []))
+
+                # Prometheus scrapes every second: asking more often than twice a
+                # second finds nothing new
+                result = await until_awaited(scraped, "Prometheus to scrape", 30, poll=0.5)
+            assert float(result[0]["value"][1]) == 3.0
         finally:
             proc.terminate()
             await proc.wait()

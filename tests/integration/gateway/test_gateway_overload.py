@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import orjson
 from gateway_stack import CHAT, StackFactory
 
 from infersight.testing.fake_openai import FakeConfig
+from support.waiting import until
 
 
 async def test_surplus_gets_503_with_retry_after_and_everything_is_counted(
@@ -54,10 +54,8 @@ async def test_predicted_wait_beyond_deadline_is_shed_early(make_stack: StackFac
         for _ in range(3):
             assert (await s.post("/v1/chat/completions", CHAT))[0] == 200
         busy = [asyncio.create_task(s.post("/v1/chat/completions", CHAT)) for _ in range(6)]
-        for _ in range(100):  # until they are queued in the gateway
-            await asyncio.sleep(0.02)
-            if s.gw.upstreams[0].admission.queued >= 4:
-                break
+        adm = s.gw.upstreams[0].admission
+        await until(lambda: adm.queued >= 4, "the requests to queue in the gateway")
         status, headers, raw = await s.post(
             "/v1/chat/completions", CHAT, {"X-Infersight-Deadline-Ms": "300"}
         )
@@ -74,12 +72,6 @@ async def test_priority_header_is_served_first(make_stack: StackFactory) -> None
         order: list[str] = []
         adm = s.gw.upstreams[0].admission
 
-        async def until(cond: Callable[[], bool]) -> None:
-            for _ in range(300):
-                if cond():
-                    return
-                await asyncio.sleep(0.01)
-
         async def one(name: str, prio: int | None) -> None:
             h = {"X-Infersight-Priority": str(prio)} if prio is not None else None
             status, _, _ = await s.post("/v1/chat/completions", CHAT, h)
@@ -87,9 +79,9 @@ async def test_priority_header_is_served_first(make_stack: StackFactory) -> None
             order.append(name)
 
         first = asyncio.create_task(one("first", None))
-        await until(lambda: adm.inflight == 1)
+        await until(lambda: adm.inflight == 1, "the first request in flight")
         lows = [asyncio.create_task(one(f"low{i}", None)) for i in range(3)]
-        await until(lambda: adm.queued >= 3)
+        await until(lambda: adm.queued >= 3, "the low ones to queue")
         high = asyncio.create_task(one("high", 10))
         await asyncio.gather(first, high, *lows)
         assert order[:2] == ["first", "high"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from typing import Any
 
 import orjson
@@ -17,6 +16,7 @@ from gateway_stack import CHAT, StackFactory
 
 from infersight.testing.fake_openai import FakeConfig
 from support.raw_http import RawAnswer, exchange, request_bytes
+from support.waiting import until
 
 PATH = "/v1/chat/completions"
 TIMEOUTS: dict[str, Any] = {
@@ -50,9 +50,9 @@ async def test_slow_clients_are_cut_at_the_timeouts(make_stack: StackFactory, ca
     }[case]
     async with make_stack([FakeConfig(tokens=2)], **TIMEOUTS) as s:
         a = await _send(s.gw.port or 0, parts)
+        # closed by the gateway's 1 s limits, before this client's own 10 s give-up
+        # (aiohttp alone would have waited an hour)
         assert a.closed, a
-        # the 1 s limits are deadlines: cut within 6x of them, not aiohttp's hour
-        assert a.elapsed < 6, f"{a.elapsed:.1f} s for a 1 s limit"
         if case == "nothing":
             assert a.status is None  # a silent connection is just closed (idle)
         else:
@@ -76,25 +76,22 @@ async def test_idle_keep_alive_connections_are_closed(make_stack: StackFactory) 
     async with make_stack([FakeConfig(tokens=2)], **TIMEOUTS) as s:
         with socket.create_connection(("127.0.0.1", s.gw.port or 0), timeout=10) as sock:
             sock.sendall(request_bytes("POST", PATH, BODY))
-            t0 = time.monotonic()
             data = b""
-            while True:  # the answer, then the close of the idle connection
-                chunk = await asyncio.to_thread(sock.recv, 65536)
-                if not chunk:
-                    break
+            # the answer, then the close of the idle connection: the event, which must
+            # come before this socket's 10 s timeout (recv raises then)
+            while chunk := await asyncio.to_thread(sock.recv, 65536):
                 data += chunk
-        idle = time.monotonic() - t0
         assert data.startswith(b"HTTP/1.1 200"), data
-        # the close is the event; the 1 s keep-alive limit is a deadline (6x margin)
-        assert idle < 6, f"{idle:.1f} s before an idle connection was closed (1 s limit)"
 
 
 async def test_connections_per_client_address_are_capped(make_stack: StackFactory) -> None:
     async with make_stack([FakeConfig(tokens=2)], max_connections_per_client=4) as s:
         port = s.gw.port or 0
+        listener = s.gw.listener
+        assert listener is not None
         held = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
         try:
-            await asyncio.sleep(0.2)
+            await until(lambda: sum(listener.per_client.values()) == 4, "the four accepted")
             a = await _send(port, [request_bytes("POST", PATH, BODY)])
             err = _json_error(a, 429)
             assert err["code"] == "too_many_connections" and a.headers["retry-after"] == "1"
@@ -102,7 +99,7 @@ async def test_connections_per_client_address_are_capped(make_stack: StackFactor
         finally:
             for sock in held:
                 sock.close()
-        await asyncio.sleep(0.2)
+        await until(lambda: not listener.per_client, "the gateway to see the four closes")
         assert (await _send(port, [request_bytes("POST", PATH, BODY)])).status == 200
         assert await s.metric("infersight_gateway_rejections_total", reason="connection_limit") == 1
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from gateway_stack import CHAT, StackFactory
 
 from infersight.core.errors import ConfigError
 from infersight.testing.fake_openai import FakeConfig
+from support.waiting import until, until_awaited
 
 
 async def test_upstream_key_comes_from_the_named_env_var(
@@ -42,11 +41,12 @@ async def test_client_leaving_mid_stream_frees_the_upstream(make_stack: StackFac
             assert r.status == 200
             await r.content.readany()
             r.close()  # hang up after the first bytes
-        for _ in range(100):
-            await asyncio.sleep(0.05)
-            if await s.metric("infersight_gateway_requests_total", status="499") == 1:
-                break
-        assert await s.metric("infersight_gateway_requests_total", status="499") == 1
+
+        async def counted() -> bool:
+            return await s.metric("infersight_gateway_requests_total", status="499") == 1
+
+        await until_awaited(counted, "the gateway to count the hang-up", poll=0.05)
         assert await s.metric("infersight_gateway_in_flight", upstream="a") == 0
-        await asyncio.sleep(0.1)
-        assert s.fakes[0].stats["in_flight"] == 0  # the upstream request was dropped too
+        # the upstream request was dropped too: the fake sees the gateway leave
+        await until(lambda: s.fakes[0].stats["client_gone"] == 1, "the upstream to be left")
+        assert s.fakes[0].stats["in_flight"] == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import os
 import shutil
@@ -21,6 +22,8 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+from support.waiting import until
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = (
@@ -71,14 +74,13 @@ class Browser:
             stderr=asyncio.subprocess.DEVNULL,
         )
         port_file = Path(self._tmp.name) / "DevToolsActivePort"
-        for _ in range(600):  # Chromium writes its port here once listening
-            if port_file.exists() and len(port_file.read_text().splitlines()) >= 2:
-                break
+
+        def listening() -> bool:  # Chromium writes its port here once listening
             if self._proc.returncode is not None:
                 raise RuntimeError(f"chromium exited with {self._proc.returncode}")
-            await asyncio.sleep(0.1)
-        else:
-            raise RuntimeError("chromium did not open its DevTools port within 60 s")
+            return port_file.exists() and len(port_file.read_text().splitlines()) >= 2
+
+        await until(listening, "chromium to open its DevTools port", timeout=60)
         port, path = port_file.read_text().splitlines()[:2]
         self._session = aiohttp.ClientSession()
         self._ws = await self._session.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0)
@@ -95,10 +97,10 @@ class Browser:
         except TimeoutError:
             self._proc.kill()
             await self._proc.wait()
-        for _ in range(20):
-            if _remove(self._tmp.name):
-                break
-            await asyncio.sleep(0.1)
+        # the browser's last writes may land after it exited: try again for a while,
+        # and leave what is left to cleanup (which ignores errors)
+        with contextlib.suppress(AssertionError):
+            await until(lambda: _remove(self._tmp.name), "the profile to be removed", timeout=2)
         self._tmp.cleanup()
 
     async def _read(self) -> None:
@@ -129,7 +131,9 @@ class Browser:
         result: dict[str, Any] = reply.get("result", {})
         return result
 
-    async def open(self, url: str, settle: float = 0.5) -> Page:
+    async def open(self, url: str) -> Page:
+        """A new tab showing ``url``, once loaded and its network idle (so that a late
+        request, or an error it raises, is among the events already)."""
         target = await self.send("Target.createTarget", {"url": "about:blank"})
         att = await self.send(
             "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
@@ -137,22 +141,28 @@ class Browser:
         page = Page(self, att["sessionId"])
         for domain in ("Page", "Runtime", "Log", "Network"):
             await page.send(f"{domain}.enable")
+        await page.send("Page.setLifecycleEventsEnabled", {"enabled": True})
         await page.send(
             "Emulation.setDeviceMetricsOverride",
             {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
         )
         start = len(self.events)
         await page.send("Page.navigate", {"url": url})
-        for _ in range(600):
-            if any(
-                e.get("method") == "Page.loadEventFired" and e.get("sessionId") == page.session
+
+        def seen(method: str, name: str | None = None) -> bool:
+            return any(
+                e.get("method") == method
+                and e.get("sessionId") == page.session
+                and (name is None or e.get("params", {}).get("name") == name)
                 for e in self.events[start:]
-            ):
-                break
-            await asyncio.sleep(0.1)
-        else:
-            raise RuntimeError(f"{url} did not finish loading in 60 s")
-        await asyncio.sleep(settle)  # late requests or errors would show up here
+            )
+
+        await until(lambda: seen("Page.loadEventFired"), f"{url} to load", timeout=60)
+        # Chromium's own "nothing on the network for 0.5 s": late requests or errors
+        # would show up before it
+        await until(
+            lambda: seen("Page.lifecycleEvent", "networkIdle"), f"{url} to go idle", timeout=60
+        )
         return page
 
 

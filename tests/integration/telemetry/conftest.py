@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prom_helpers import DATA, Prometheus
 
-from realparts import free_port
+from infersight.core.listen import free_port
 
 
 @pytest.fixture

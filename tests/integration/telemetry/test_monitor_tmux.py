@@ -8,15 +8,15 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
 
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
 from realparts import real_part_path
+from support.waiting import until_blocking
 
 pytestmark = [pytest.mark.needs("tmux"), pytest.mark.timeout(120)]
 
@@ -68,15 +68,18 @@ def _row(screen: list[str], label: str) -> str:
     return next((ln for ln in screen if ln.lstrip("│ ").startswith(label)), "")
 
 
-def _wait_for(name: str, ok: object, timeout: float = 40.0) -> list[str]:
-    deadline = time.monotonic() + timeout
-    screen: list[str] = []
-    while time.monotonic() < deadline:
-        screen = _screen(name)
-        if ok(screen):  # type: ignore[operator]
-            return screen
-        time.sleep(0.3)
-    raise AssertionError("\n".join(screen))
+def _wait_for(name: str, ok: Callable[[list[str]], object], timeout: float = 40.0) -> list[str]:
+    """The screen, once ``ok`` holds on it (the last screen seen if it never does)."""
+    last: list[str] = []
+
+    def look() -> list[str]:
+        last[:] = _screen(name)
+        return list(last) if ok(last) else []
+
+    try:
+        return until_blocking(look, "the monitor's screen", timeout, poll=0.3)
+    except AssertionError:
+        raise AssertionError("\n".join(last)) from None
 
 
 def test_history_and_processes_after_a_short_load() -> None:

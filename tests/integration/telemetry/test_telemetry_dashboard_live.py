@@ -13,20 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-from prom_helpers import DATA, Prometheus, has_finite
+from prom_helpers import (
+    DATA,
+    Prometheus,
+    check_engine_panels,
+    cli_exporter,
+    engine_targets,
+    expr,
+    load,
+)
 
 from infersight.core.engines import engine_specs
+from infersight.core.listen import free_port
 from infersight.gateway import Gateway, load_config
 from infersight.telemetry import ExporterServer, ReplayBackend, build_recorder
 from infersight.telemetry.dashboards import (
@@ -36,69 +42,11 @@ from infersight.telemetry.dashboards import (
     sample_names,
 )
 from infersight.testing import FakeConfig, FakeOpenAI
-from realparts import free_port
 
 pytestmark = [pytest.mark.needs("prometheus"), pytest.mark.engine, pytest.mark.timeout(420)]
 
-CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 DIALECTS = ("vllm", "sglang", "tgi", "llamacpp")
-#: What Grafana's $__rate_interval becomes here (4 scrape intervals and some margin).
-RATE = "15s"
 GATEWAY_MODEL = "gpt-4o-mini"
-#: Bounds of the load loops (they also stop when the test does).
-MAX_REQUESTS, MAX_SECONDS = 5000, 300.0
-
-
-def _expr(expr: str, *, instance: str = ".*", source: str = ".*") -> str:
-    return (
-        expr.replace("$__rate_interval", RATE)
-        .replace("$instance", instance)
-        .replace("$source", source)
-    )
-
-
-async def _load(
-    url: str,
-    model: str,
-    stop: asyncio.Event,
-    *,
-    key: str | None,
-    fail_every: int = 0,
-    concurrency: int = 3,
-    stream: bool = False,
-) -> None:
-    """Chat requests until ``stop`` (bounded); every ``fail_every``-th one fails."""
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    deadline = time.monotonic() + MAX_SECONDS
-    sent = 0
-
-    async def worker(session: aiohttp.ClientSession, w: int) -> None:
-        nonlocal sent
-        while not stop.is_set() and sent < MAX_REQUESTS and time.monotonic() < deadline:
-            sent += 1
-            body = {
-                "model": model,
-                "max_tokens": 8,
-                "temperature": 0,
-                "stream": stream,
-                "messages": [{"role": "user", "content": f"Count to {sent} ({w})."}],
-            }
-            extra = {}
-            if fail_every and sent % fail_every == 0:
-                # a fake engine answers 503; the gateway refuses the unknown model
-                extra = {"X-Fake-Behavior": "503"}
-                body["model"] = "no-such-model"
-            try:
-                async with session.post(
-                    f"{url}/v1/chat/completions", json=body, headers=extra
-                ) as r:
-                    await r.read()
-            except (aiohttp.ClientError, TimeoutError):
-                await asyncio.sleep(0.2)
-
-    timeout = aiohttp.ClientTimeout(total=60)
-    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
-        await asyncio.gather(*(worker(session, w) for w in range(concurrency)))
 
 
 @contextlib.asynccontextmanager
@@ -132,59 +80,6 @@ async def _fakes() -> AsyncIterator[dict[str, str]]:
         yield out
 
 
-def _cli_exporter(urls: list[str], port: int, key: str | None, pid: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "INFERSIGHT_TEST_ENGINE_KEY": key or ""}
-    args = [
-        "exporter",
-        *urls,
-        "--port",
-        str(port),
-        "--interval",
-        "0.5",
-        "--no-gpu",
-        "--process",
-        f"engine={pid}",
-    ]
-    if key:
-        args += ["--api-key-env", "INFERSIGHT_TEST_ENGINE_KEY"]
-    return subprocess.Popen([*CLI, *args], env=env, stderr=subprocess.PIPE, text=True)
-
-
-def _engine_targets(panel: dict[str, Any]) -> list[str]:
-    return [
-        t["expr"]
-        for t in panel.get("targets", [])
-        if any(n.startswith("engine.") for n in sample_names(t["expr"]))
-    ]
-
-
-async def _check_engine_panels(
-    prom: Prometheus, s: aiohttp.ClientSession, sources: dict[str, tuple[str, str]]
-) -> dict[str, list[str]]:
-    """For each source: the panels with data (asserting the derived table)."""
-    filled: dict[str, list[str]] = {}
-    panels = [p for p in dashboard_panels() if _engine_targets(p)]
-    assert len(panels) >= 12
-    for name, (engine, source) in sources.items():
-        filled[name] = []
-        for p in panels:
-            exprs = [_expr(e, source=source) for e in _engine_targets(p)]
-            if engine in panel_engines(p):
-                # has the signal: data within the time load needs to move a rate
-                results = await asyncio.gather(*(prom.query_once(s, e) for e in exprs))
-                deadline = time.monotonic() + 60
-                while not any(map(has_finite, results)) and time.monotonic() < deadline:
-                    await asyncio.sleep(1.0)
-                    results = await asyncio.gather(*(prom.query_once(s, e) for e in exprs))
-                assert any(map(has_finite, results)), f"{p['title']!r} empty for {name}"
-                filled[name].append(p["title"])
-            else:
-                for e in exprs:
-                    r = await prom.query_once(s, e)
-                    assert not has_finite(r), f"{p['title']!r} has data for {name}: {e} -> {r}"
-    return filled
-
-
 async def test_every_panel_has_data_where_the_engine_has_the_signal(
     engine: Any, prometheus_factory: Any
 ) -> None:
@@ -199,10 +94,10 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
     try:
         async with _fakes() as fakes:
             urls = fakes | {"embedded": engine.base_url}
-            proc = _cli_exporter(list(urls.values()), cli_port, engine.api_key, engine.pid)
+            proc = cli_exporter(list(urls.values()), cli_port, engine.api_key, engine.pid)
             loads = [
                 asyncio.create_task(
-                    _load(
+                    load(
                         url,
                         GATEWAY_MODEL,
                         stop,
@@ -215,7 +110,7 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
             ]
             loads.append(
                 asyncio.create_task(
-                    _load(
+                    load(
                         engine.base_url, engine.model_name, stop, key=engine.api_key, concurrency=2
                     )
                 )
@@ -233,7 +128,7 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
             async with aiohttp.ClientSession() as s:
                 for _, source in sources.values():
                     await prom.query(s, f'infersight_engine_up{{source="{source}"}} == 1')
-                filled = await _check_engine_panels(prom, s, sources)
+                filled = await check_engine_panels(prom, s, sources)
                 await _check_gpu_and_host(prom, s, gpu_exporter, cli_port)
                 # every query of the dashboard has data (the gateway's own too: Prometheus
                 # scrapes it directly), but the engine ones nothing here exports (the
@@ -242,18 +137,18 @@ async def test_every_panel_has_data_where_the_engine_has_the_signal(
                 no_signal = {
                     e
                     for p in dashboard_panels()
-                    for e in _engine_targets(p)
+                    for e in engine_targets(p)
                     if not panel_engines({"targets": [{"expr": e}]})
                 }
                 for e in dashboard_expressions():
                     m = re.fullmatch(r"label_values\((.+), *(\w+)\)", e)
                     if m is None:
                         if e in no_signal:
-                            await prom.query_once(s, _expr(e))
+                            await prom.query_once(s, expr(e))
                         else:
-                            await prom.query(s, _expr(e), timeout=30)
+                            await prom.query(s, expr(e), timeout=30)
                         continue
-                    params = {"match[]": _expr(m.group(1))}
+                    params = {"match[]": expr(m.group(1))}
                     async with s.get(
                         f"{prom.url}/api/v1/label/{m.group(2)}/values", params=params
                     ) as r:
@@ -299,15 +194,15 @@ async def _check_gpu_and_host(
         for t in p["targets"]:
             # the replayed H100 + A100: every GPU query has data (SM activity only on the
             # H100, where GPM exists) ...
-            await prom.query(s, _expr(t["expr"], instance=gpu_inst), timeout=30, finite=True)
+            await prom.query(s, expr(t["expr"], instance=gpu_inst), timeout=30, finite=True)
             # ... and on the CPU host none: the panel shows its "no GPU" text
-            assert await prom.query_once(s, _expr(t["expr"], instance=cpu_inst)) == []
+            assert await prom.query_once(s, expr(t["expr"], instance=cpu_inst)) == []
     stat = next(p for p in panels if p["title"] == "GPUs")
-    r = await prom.query(s, _expr(stat["targets"][0]["expr"], instance=cpu_inst))
+    r = await prom.query(s, expr(stat["targets"][0]["expr"], instance=cpu_inst))
     assert float(r[0]["value"][1]) == 0.0  # mapped to "no GPU"
-    r = await prom.query(s, _expr(stat["targets"][0]["expr"], instance=gpu_inst))
+    r = await prom.query(s, expr(stat["targets"][0]["expr"], instance=gpu_inst))
     assert float(r[0]["value"][1]) == 2.0
     for title in ("Host CPU", "Host memory"):
         p = next(p for p in panels if p["title"] == title)
         for t in p["targets"]:  # host totals and the watched engine process
-            await prom.query(s, _expr(t["expr"], instance=cpu_inst), timeout=30, finite=True)
+            await prom.query(s, expr(t["expr"], instance=cpu_inst), timeout=30, finite=True)

@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from infersight.core.errors import ConfigError
 from infersight.monitor import run_monitor
 from infersight.telemetry import read_samples
+from support.waiting import until_blocking
 
 CLI = [sys.executable, "-c", "from infersight.cli import main; main()"]
 
@@ -60,6 +62,26 @@ def _drain_and_wait(proc: subprocess.Popen[bytes], master: int, timeout: float) 
     return buf
 
 
+#: What a live view records once it has run two rounds: the engine's samples, and the
+#: host's and the engine process's CPU shares (the first round has no interval).
+WANTED = {
+    ("engine.requests_running", ""),
+    ("engine.slots", ""),
+    ("host.cpu_percent", ""),
+    ("process.cpu_percent", "engine"),
+}
+
+
+def _recorded(rec: Path) -> set[tuple[str, str]]:
+    """(name, process name) of each sample recorded so far; none before the header."""
+    try:
+        samples, _ = read_samples(rec)
+    except ConfigError:  # not written yet
+        return set()
+    out = {(s.name, "") for s in samples}
+    return out | {(s.name, s.labels.get("name", "")) for s in samples}
+
+
 @pytest.mark.engine
 @pytest.mark.parametrize("how", ["q", "ctrl-c"])
 def test_monitor_live_view_quits_cleanly(engine: Any, tmp_path: Path, how: str) -> None:
@@ -78,7 +100,8 @@ def test_monitor_live_view_quits_cleanly(engine: Any, tmp_path: Path, how: str) 
     try:
         out = _read_until(master, b"llama.cpp", timeout=60)
         assert b"llama.cpp" in out, out[-2000:]
-        time.sleep(0.5)  # a few more rounds
+        # the rounds that the assertions below read: CPU shares need a second round
+        until_blocking(lambda: _recorded(rec) >= WANTED, "the CPU shares to be recorded")
         if how == "q":
             os.write(master, b"q")
         else:
@@ -93,14 +116,10 @@ def test_monitor_live_view_quits_cleanly(engine: Any, tmp_path: Path, how: str) 
             proc.kill()
             proc.wait()
         os.close(master)
-    samples, header = read_samples(rec)
+    _, header = read_samples(rec)
     assert header["interval"] == 0.2
-    names = {s.name for s in samples}
-    assert {"engine.requests_running", "engine.slots", "host.cpu_percent"} <= names
     # the monitor found the engine process by its listening port
-    assert any(
-        s.name == "process.cpu_percent" and s.labels.get("name") == "engine" for s in samples
-    )
+    assert _recorded(rec) >= WANTED
 
 
 @pytest.mark.engine
@@ -160,16 +179,17 @@ def test_exporter_command_serves_and_stops(tmp_path: Path) -> None:
     ]
     proc = subprocess.Popen([*CLI, *args], stderr=subprocess.PIPE, text=True)
     try:
-        body = ""
-        deadline = time.monotonic() + 30
-        # CPU percentages need a second round (the first has no interval to measure)
-        while time.monotonic() < deadline and "infersight_host_cpu_percent" not in body:
+
+        def scrape() -> str:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
-                    body = r.read().decode()
+                    body: str = r.read().decode()
             except OSError:
-                pass
-            time.sleep(0.3)
+                return ""  # not listening yet
+            return body if "infersight_host_cpu_percent" in body else ""
+
+        # CPU percentages need a second round (the first has no interval to measure)
+        body = until_blocking(scrape, "the exporter's CPU percentages", timeout=30)
         assert "\ninfersight_host_cpu_percent " in body  # the host total, no cpu label
         assert 'infersight_host_cpu_core_percent{cpu="0"}' in body
         assert f'infersight_process_resident_memory_bytes{{name="me",pid="{os.getpid()}"}}' in body

@@ -9,11 +9,10 @@ import signal
 
 import aiohttp
 import pytest
-from prom_helpers import Prometheus
-from test_telemetry_dashboard_live import _check_engine_panels, _cli_exporter, _load
+from prom_helpers import Prometheus, check_engine_panels, cli_exporter, load
 
+from infersight.core.listen import free_port
 from infersight.testing.vllm_server import VLLMServer
-from realparts import free_port
 
 pytestmark = [pytest.mark.needs("prometheus", "vllm"), pytest.mark.timeout(600)]
 
@@ -23,18 +22,18 @@ async def test_vllm_fills_its_panels_and_raises_no_alert(
 ) -> None:
     port = free_port()
     assert vllm_slots.pid is not None
-    proc = _cli_exporter([vllm_slots.url], port, None, vllm_slots.pid)
+    proc = cli_exporter([vllm_slots.url], port, None, vllm_slots.pid)
     stop = asyncio.Event()
     # Two streams on two sequences: busy, never queued.
-    load = asyncio.create_task(
-        _load(vllm_slots.url, vllm_slots.model, stop, key=None, concurrency=2, stream=True)
+    loading = asyncio.create_task(
+        load(vllm_slots.url, vllm_slots.model, stop, key=None, concurrency=2, stream=True)
     )
     try:
         prom: Prometheus = prometheus_factory({"cpu-host": f"http://127.0.0.1:{port}/metrics"})  # type: ignore[operator]
         source = f"{vllm_slots.url}/metrics"
         async with aiohttp.ClientSession() as s:
             await prom.query(s, f'infersight_engine_up{{source="{source}"}} == 1')
-            filled = await _check_engine_panels(prom, s, {"vllm": ("vllm", source)})
+            filled = await check_engine_panels(prom, s, {"vllm": ("vllm", source)})
             await prom.query(
                 s, f'infersight_engine_kv_capacity_tokens{{source="{source}"}} > 0', timeout=30
             )
@@ -42,7 +41,7 @@ async def test_vllm_fills_its_panels_and_raises_no_alert(
             assert alerts == [], alerts
     finally:
         stop.set()
-        await load
+        await loading
         proc.send_signal(signal.SIGINT)
         proc.wait(20)
     assert proc.returncode == 0

@@ -14,6 +14,7 @@ import pytest
 
 from infersight.telemetry.promtext import parse_metrics
 from infersight.testing import FakeConfig, FakeOpenAI
+from support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -36,7 +37,7 @@ async def test_slots_queue_fifo_and_vllm_metrics() -> None:
     cfg = FakeConfig(ttft=0.3, tokens=1, slots=2, metrics_dialect="vllm", kv_usage=0.05)
     async with FakeOpenAI(cfg).running() as srv, aiohttp.ClientSession() as session:
         tasks = [asyncio.create_task(_one(session, srv.base_url)) for _ in range(6)]
-        await asyncio.sleep(0.15)
+        await until(lambda: srv.pool.running + srv.pool.waiting == 6, "all six to arrive")
         async with session.get(srv.base_url + "/metrics") as r:
             mid = _gauges(await r.text())
         await asyncio.gather(*tasks)
@@ -76,7 +77,7 @@ async def test_kv_full_and_no_metrics_without_dialect() -> None:
     cfg = FakeConfig(ttft=0.3, tokens=1, slots=4, metrics_dialect="vllm", kv_per_running=0.25)
     async with FakeOpenAI(cfg).running() as srv, aiohttp.ClientSession() as session:
         tasks = [asyncio.create_task(_one(session, srv.base_url)) for _ in range(5)]
-        await asyncio.sleep(0.15)
+        await until(lambda: srv.pool.running + srv.pool.waiting == 5, "all five to arrive")
         async with session.get(srv.base_url + "/metrics") as r:
             mid = _gauges(await r.text())
         await asyncio.gather(*tasks)

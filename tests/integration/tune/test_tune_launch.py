@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,19 +74,16 @@ def test_a_launched_server_serves_the_trial_and_its_group_is_stopped(tmp_path: P
 def test_a_bad_launch_raises_its_typed_error(
     tmp_path: Path, template: str, error: type[Exception], reason: str | None, words: str
 ) -> None:
-    t0 = time.monotonic()
     with (
         pytest.raises(error) as got,
         launched(template, {}, log=tmp_path / "s.log", start_timeout=1),
     ):
         pass
     assert words in str(got.value)
+    # the never-healthy server: the 1 s start timeout ended the launch (a launch that
+    # waited for the server instead would see its 30 s sleep end: "exited")
     if reason is not None:
         assert isinstance(got.value, LaunchError) and got.value.reason == reason
-    took = time.monotonic() - t0
-    # a deadline: the 1 s start timeout ends the launch (15x margin); a launch that
-    # waited for the server instead would take its 30 s sleep
-    assert took < 15, f"{took:.1f} s: the never-healthy server was waited for, not stopped"
 
 
 def test_a_launch_that_finds_its_port_taken(tmp_path: Path, taken_port: int) -> None:

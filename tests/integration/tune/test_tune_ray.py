@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from infersight.core.listen import free_port
 from infersight.core.records import load_run_result
 from infersight.core.tune_result import load_tune_result
 from infersight.testing.ray_cluster import LocalRayCluster
-from realparts import free_port, real_part_path
+from realparts import real_part_path
 
 pytestmark = pytest.mark.timeout(300)
 needs_ray = pytest.mark.needs("ray")
