@@ -160,7 +160,7 @@ def _evaluate_window(
         client_reasons=reasons,
         agg=agg,
         curve=run.curve,
-        fix=run.fix,
+        sized_by_model=run.fix is not None,
         client_marginal=marginal,
     )
     return evaluate(ri), s
@@ -276,7 +276,9 @@ def diagnose_run(
         pre = sidx.counter_rate("engine.preemptions_total", *span) if span else None
         curve, engine, fix = run.curve, ctx.engine, run.fix
         top = curve.points[-1].level if curve is not None and curve.points else None
-        vo = Voice(advice, fix, engine, pre, top, lambda vs: recommend(vs, curve, fix, engine))
+        vo = Voice(
+            advice, fix, engine, pre, top, lambda vs: recommend(vs, curve, fix, engine), curve
+        )
         rec, verdicts = speak(verdicts, rec, vo)
     elif advice is not None:
         rec = with_model(rec, advice, ctx.engine)
