@@ -16,7 +16,7 @@ from infersight.core.verdicts import VERDICT_IDS, Evidence, Verdict, VerdictWind
 from infersight.diagnose.calibrate import calibrate_cpu, physics_bounds, sequence_context
 from infersight.diagnose.context import RunContext, resolve_context, stored_physics
 from infersight.diagnose.curve_builder import build_curve, level_aggregates
-from infersight.diagnose.model_advice import ModelAdvice, model_advice, with_model
+from infersight.diagnose.model_advice import ModelAdvice, model_advice
 from infersight.diagnose.model_numbers import FixNumbers, model_numbers
 from infersight.diagnose.one_voice import Voice, speak
 from infersight.diagnose.physics.hardware import Device
@@ -280,8 +280,6 @@ def diagnose_run(
             advice, fix, engine, pre, top, lambda vs: recommend(vs, curve, fix, engine), curve
         )
         rec, verdicts = speak(verdicts, rec, vo)
-    elif advice is not None:
-        rec = with_model(rec, advice, ctx.engine)
     reconcile(verdicts, rec)
     for v in verdicts:
         v.evidence.extend(
