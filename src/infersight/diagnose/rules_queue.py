@@ -130,11 +130,11 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
     )
     fixes: list[FixLine]
     if target is None:
-        act = f"raise {flag} above {current}; " + (
-            "the fitted model sizes it (the run's recommendation)."
+        act = (
+            "the fitted model sizes the fix (the run's recommendation)."
             if ri.sized_by_model
-            else "the run gives no rate to size it by (bench an open-loop rate, or pass "
-            "--model and --gpu for the physics)."
+            else f"raise {flag} above {current}; the run gives no rate to size it by (bench "
+            "an open-loop rate, or pass --model and --gpu for the physics)."
         )
         fixes = [
             (

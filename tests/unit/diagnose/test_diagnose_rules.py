@@ -45,7 +45,7 @@ def test_slot_bound_from_one_level_names_the_limit_and_gives_no_number() -> None
     assert v.evidence_value("running (R)") == pytest.approx(32, rel=0.05)
     # one level: nothing to check the model on, so no number beyond what it measured
     assert v.evidence_value("recommended slots") is None
-    assert "raise --max-num-seqs above 32; the fitted model sizes it" in v.summary
+    assert "the fitted model sizes the fix (the run's recommendation)" in v.summary
     assert (
         "raise --max-num-seqs above 32 (no number beyond the measured range: fewer "
         "than two usable levels" in v.fixes[0]
