@@ -16,7 +16,7 @@ from infersight.core.verdicts import VERDICT_IDS, Evidence, Verdict, VerdictWind
 from infersight.diagnose.calibrate import calibrate_cpu, physics_bounds, sequence_context
 from infersight.diagnose.context import RunContext, resolve_context, stored_physics
 from infersight.diagnose.curve_builder import build_curve, level_aggregates
-from infersight.diagnose.model_advice import ModelAdvice, model_advice, with_model
+from infersight.diagnose.model_advice import ModelAdvice, model_advice
 from infersight.diagnose.model_numbers import FixNumbers, model_numbers
 from infersight.diagnose.one_voice import Voice, speak
 from infersight.diagnose.physics.hardware import Device
@@ -160,7 +160,7 @@ def _evaluate_window(
         client_reasons=reasons,
         agg=agg,
         curve=run.curve,
-        fix=run.fix,
+        sized_by_model=run.fix is not None,
         client_marginal=marginal,
     )
     return evaluate(ri), s
@@ -276,10 +276,10 @@ def diagnose_run(
         pre = sidx.counter_rate("engine.preemptions_total", *span) if span else None
         curve, engine, fix = run.curve, ctx.engine, run.fix
         top = curve.points[-1].level if curve is not None and curve.points else None
-        vo = Voice(advice, fix, engine, pre, top, lambda vs: recommend(vs, curve, fix, engine))
+        vo = Voice(
+            advice, fix, engine, pre, top, lambda vs: recommend(vs, curve, fix, engine), curve
+        )
         rec, verdicts = speak(verdicts, rec, vo)
-    elif advice is not None:
-        rec = with_model(rec, advice, ctx.engine)
     reconcile(verdicts, rec)
     for v in verdicts:
         v.evidence.extend(

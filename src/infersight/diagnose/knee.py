@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infersight.core.curve import CapacityCurve, CurvePoint
+from infersight.core.verdicts import Evidence
 from infersight.stats.operating_point import growth_per_doubling
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "TPOT_GROWS",
     "TTFT_GROWS",
     "find_knee",
+    "knee_evidence",
 ]
 
 #: Throughput growth per doubling of in-flight work below which the curve is flat.
@@ -148,3 +150,25 @@ def find_knee(curve: CapacityCurve) -> None:
         f"throughput is flat from {first.point.level} on, but neither TPOT nor TTFT grew "
         "with the work: the shape does not say what binds"
     )
+
+
+def knee_evidence(curve: CapacityCurve | None, level: str | None) -> list[Evidence]:
+    """The measured knee against ``level``: what a compute verdict there quotes."""
+    pts = {p.level: p for p in curve.points} if curve is not None else {}
+    knee, here = pts.get(curve.knee_level or "") if curve else None, pts.get(level or "")
+    if curve is None or not curve.knee_reached or knee is None or here is None:
+        return []
+    x0, x1 = knee.client_inflight or knee.inflight, here.client_inflight or here.inflight
+    g = None
+    if x0 and x1 and knee.throughput and here.throughput:
+        g = growth_per_doubling(x0, knee.throughput, x1, here.throughput)
+    src = f"capacity curve (the run's levels), the knee at {knee.level}"
+    rows = (
+        ("knee", "measured knee", curve.knee, "in flight"),
+        ("throughput_at_knee", "throughput at the knee", knee.throughput, "req/s"),
+        ("throughput", "throughput here", here.throughput, "req/s"),
+        ("growth_per_doubling", "throughput growth per doubling", g, "fraction"),
+        ("tpot_at_knee", "TPOT p50 at the knee", knee.tpot_p50, "s"),
+        ("tpot_p50", "TPOT p50 here", here.tpot_p50, "s"),
+    )
+    return [Evidence(key=k, name=n, value=v, unit=u, source=src) for k, n, v, u in rows]

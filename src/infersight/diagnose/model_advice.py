@@ -9,14 +9,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from infersight.core.curve import Recommendation
 from infersight.core.records import RunResult
 from infersight.core.server_model import Fix, SelfCheck, ServerModel
 from infersight.servermodel import fit_model, run_data, self_check
 from infersight.servermodel.advise import advise
 from infersight.servermodel.binding import level_limiters, operating
 
-__all__ = ["ModelAdvice", "model_advice", "with_model"]
+__all__ = ["ModelAdvice", "model_advice"]
 
 log = logging.getLogger(__name__)
 
@@ -59,20 +58,3 @@ def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdv
     if top is not None and lim != "client":
         levels[top.name] = (lim, why)  # the run's limiter is its operating level's
     return ModelAdvice(m, sc, lim, why, fix, levels=levels)
-
-
-def with_model(
-    rules: Recommendation | None, adv: ModelAdvice, engine: str
-) -> Recommendation | None:
-    """The rules' recommendation with the model's limiter and typed fix beside it.
-
-    The rules still write the fix's text and number; the model's fix is stored with
-    its predicted effect, basis and error for ``predict``, ``tune`` and the report
-    (docs/design.md section 9: the model takes the numbers over once every rule it
-    supersedes is gone).
-    """
-    if rules is not None and adv.model is not None:
-        rules.limiter, rules.fix = adv.limiter, adv.fix
-        if adv.fix is not None and adv.check is not None and not adv.check.trusted:
-            adv.fix.basis = "estimate"
-    return rules

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from infersight.core.curve import Recommendation
+from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.verdicts import Evidence, Verdict
+from infersight.diagnose.knee import knee_evidence
 from infersight.diagnose.voice_rec import Voice, model_recommendation
 from infersight.diagnose.voice_terms import DECIDED, KNOBS, LIMITER_VERDICT, TITLES
 
@@ -79,31 +80,16 @@ def _disagrees(dropped: Sequence[Verdict], lim: str, why: str) -> Evidence:
     )
 
 
-def _one_fix(v: Verdict, rec: Recommendation | None) -> None:
-    """The verdict's fix lines that turn the run's knob (with their notes), else the
-    run's fix itself: never a fix on another knob."""
-    if rec is None:
-        v.fixes, v.actions = [], []
-        return
-    knob = rec.fix.knob if rec.fix is not None else rec.knob
-    acts = [v.action_of(i) for i in range(len(v.fixes))]
-    same = [a is not None and (a.knob == knob or a.turns() == "hold") for a in acts]
-    if v.id == rec.verdict and any(same):
-        keep = [i for i, a in enumerate(acts) if same[i] or a is None]
-        v.fixes, v.actions = [v.fixes[i] for i in keep], [acts[i] for i in keep]
-    else:
-        v.fixes, v.actions = [rec.text], [rec.fix]
-
-
 def settle_levels(
     verdicts: list[Verdict],
     limits: dict[str, tuple[str, str]],
     rec: Recommendation | None,
+    curve: CapacityCurve | None = None,
 ) -> list[Verdict]:
     """Each level's verdicts under the model's limiter for that level: the rule
-    verdict that names it stays (its fixes become the run's one fix); one that names
-    another is dropped and said in one "disagrees" line; where no rule named the
-    model's limiter, its verdict is made from the model."""
+    verdict that names it stays, with the run's one fix; one that names another is
+    dropped and said in one "disagrees" line; where no rule named the model's limiter,
+    its verdict is made from the model (a compute one with the measured knee)."""
     out: list[Verdict] = []
     levels = list(dict.fromkeys(v.level for v in verdicts))
     for level in levels:
@@ -116,6 +102,8 @@ def settle_levels(
         # where the model names a limiter, the rules' "no limiter found" is a reading
         # against it too; where it cannot tell from one level, so is any
         gone = (*DECIDED, "healthy") if want in DECIDED or lim == "unknown" else DECIDED
+        if lim == "compute":  # their fixes (more slots, more load) contradict compute
+            gone = (*gone, "under_loaded", "busy_illusion")
         keep = [v for v in here if v.id not in gone or v.id == want]
         dropped = [v for v in here if v not in keep]
         main = next((v for v in keep if v.id == want), None)
@@ -133,6 +121,7 @@ def settle_levels(
                             value=lim,
                             source=f"the fitted model: {why}",
                         ),
+                        *(knee_evidence(curve, level) if lim == "compute" else []),
                         *(e for d in dropped for e in d.evidence if e.key != "note"),
                     ],
                     "confidence": 0.8,
@@ -143,7 +132,8 @@ def settle_levels(
             )
             keep.insert(0, main)
         if main is not None and main.id in DECIDED:
-            _one_fix(main, rec)
+            fix = ([rec.text], [rec.fix]) if rec is not None else ([], [])
+            main.fixes, main.actions = fix
             if not main.summary.startswith("The fitted model"):
                 main.summary = f"{main.summary} The fitted model: {why}."
         if not keep and here:
@@ -162,7 +152,10 @@ def settle_levels(
                     }
                 )
             ]
-        against = [d for d in dropped if d.id != "healthy" or want in DECIDED]
+        # the rules cannot read compute (the model's step time does): their "healthy"
+        # is no reading against it
+        named = want in DECIDED and lim != "compute"
+        against = [d for d in dropped if d.id != "healthy" or named]
         if against and keep:
             target = main if main is not None else keep[0]
             target.evidence.append(_disagrees(against, lim, why))
@@ -181,4 +174,4 @@ def speak(
             f"the rules read {rules_rec.verdict} ({rules_rec.text}); the model's limiter "
             f"is {rec.limiter}: {adv.evidence}"
         )
-    return rec, settle_levels(verdicts, adv.levels, rec)
+    return rec, settle_levels(verdicts, adv.levels, rec, vo.curve)

@@ -13,7 +13,6 @@ measured compute knee), and says where the run's fix is instead.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from infersight.core.curve import CapacityCurve, Recommendation
@@ -21,7 +20,6 @@ from infersight.core.server_model import Fix
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import slot_flag
 from infersight.diagnose.model_numbers import FixNumbers
-from infersight.stats.operating_point import WITHIN
 
 __all__ = ["ORDER", "recommend", "reconcile"]
 
@@ -95,50 +93,14 @@ def _where(v: Verdict) -> str:
     return f" at {v.level}" if v.level else ""
 
 
-def _capacity_numbers(fix: FixNumbers, curve: CapacityCurve) -> tuple[int, dict[str, float | None]]:
-    """Replicas for an overloaded or saturated server: the model's, else the measured
-    capacity against the offered rate (a level of the run: basis "measured")."""
-    if fix.replicas:
-        return fix.replicas, dict(fix.predicted)
-    cap = curve.capacity or 0.0
-    rate = max((p.offered_rate or 0.0 for p in curve.points), default=0.0) or fix.target_rate
-    n = max(1, math.ceil(rate / cap - WITHIN)) if cap else 1
-    best = next((p for p in curve.points if p.level == curve.best_level), None)
-    return n, {
-        "throughput": min(rate, n * cap) if cap else None,
-        "ttft_p99": best.ttft_p99 if best is not None else None,
-    }
-
-
 def _no_number(fix: FixNumbers) -> str:
     return f" (no number beyond the measured range: {fix.no_number})" if fix.no_number else ""
 
 
 def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Recommendation:
-    """Slots and replicas from the model's numbers (slot-bound, compute-bound, capacity)."""
+    """Slots and replicas from the model's numbers (slot-bound, compute-bound)."""
     flag, current = slot_flag(engine), _current_slots(v) or fix.current
     rests = fix.why()
-    if v.id in ("capacity", "overloaded"):
-        n, predicted = _capacity_numbers(fix, curve)
-        text = (
-            f"{v.title}{_where(v)}: run {n} replicas behind `infersight gateway` (one "
-            f"serves about {curve.capacity or 0:.3g} req/s)"
-            if n > 1
-            else f"{v.title}{_where(v)}: shed or shape load at the gateway; one "
-            f"replica serves about {curve.capacity or 0:.3g} req/s"
-        )
-        return Recommendation(
-            verdict=v.id,
-            knob="replicas",
-            direction="up" if n > 1 else "hold",
-            current=1,
-            target=n,
-            replicas=n,
-            text=text,
-            predicted=predicted,
-            rests_on=rests or f"the measured capacity {curve.capacity or 0:.3g} req/s",
-            basis=fix.basis if fix.replicas else "measured",
-        )
     reps = f" and run {fix.replicas} replicas" if (fix.replicas or 1) > 1 else ""
     knob: str | None
     target: int | None
@@ -223,7 +185,7 @@ def recommend(
     v = _primary(verdicts)
     if v is None:
         return None
-    sized = v.id in ("compute_bound", "slot_bound", "capacity", "overloaded")
+    sized = v.id in ("compute_bound", "slot_bound")
     if sized and curve is not None and fix is not None:
         return _sized(v, curve, fix, engine)
     knob, direction = _KNOB.get(v.id, (None, "hold"))

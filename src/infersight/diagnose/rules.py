@@ -6,7 +6,6 @@ from infersight.core.verdicts import Verdict
 from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
 from infersight.diagnose.rules_cache import prefix_cache
 from infersight.diagnose.rules_client import client_limited, error_driven
-from infersight.diagnose.rules_curve import compute_bound
 from infersight.diagnose.rules_device import (
     bandwidth_decode,
     busy_illusion,
@@ -25,7 +24,6 @@ RULES = (
     memory_pressure,
     error_driven,
     overloaded,
-    compute_bound,
     queueing,
     host_starved,
     busy_illusion,
@@ -35,20 +33,11 @@ RULES = (
     prefix_cache,
 )
 
-#: Verdicts a measured compute limit overrides at the same level: their fix (more slots,
-#: "no limiter binding") would contradict the curve (docs/design.md section 5).
-_OVERRIDDEN_BY_COMPUTE = ("slot_bound", "capacity", "under_loaded", "busy_illusion")
-
 
 def evaluate(ri: RuleInput) -> list[Verdict]:
     """Every verdict that fires on this window, or one ``healthy`` verdict (also beside
     verdicts that are all marginal: those never stand for the window alone)."""
     out = [v for rule in RULES if (v := rule(ri)) is not None]
-    if any(v.id == "compute_bound" for v in out):
-        out = [v for v in out if v.id not in _OVERRIDDEN_BY_COMPUTE]
-        # the curve's measured knee and the model can both say compute: once is enough
-        first = next(v for v in out if v.id == "compute_bound")
-        out = [v for v in out if v.id != "compute_bound" or v is first]
     if out and not all(v.marginal for v in out):
         return out
     s, w = ri.s, ri.w

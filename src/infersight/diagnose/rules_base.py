@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.core.curve import CapacityCurve, CurvePoint
+from infersight.core.curve import CapacityCurve
 from infersight.core.server_model import Fix
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.diagnose.context import RunContext
-from infersight.diagnose.model_numbers import FixNumbers
 from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
 
@@ -54,18 +53,13 @@ class RuleInput:
     client_limited: bool | None = None
     client_reasons: list[str] = field(default_factory=list)
     agg: dict[str, Any] = field(default_factory=dict)
-    #: The run's capacity curve and the numbers of its fixes (docs/design.md s.5);
-    #: None for a run without levels (a monitor recording).
+    #: The run's capacity curve (docs/design.md s.5); None for a run without levels
+    #: (a monitor recording).
     curve: CapacityCurve | None = None
-    fix: FixNumbers | None = None
+    #: The fitted model sizes the fixes (docs/design.md s.9, "One voice").
+    sized_by_model: bool = False
     #: The client-limited flag clears its limits by less than 20%.
     client_marginal: bool = False
-
-    def point(self) -> CurvePoint | None:
-        """This window's level on the curve."""
-        if self.curve is None or self.level is None:
-            return None
-        return next((p for p in self.curve.points if p.level == self.level), None)
 
 
 def evidence(key: str, name: str, value: Any, unit: str = "", source: str = "") -> Evidence:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from infersight.core.server_model import action
 from infersight.core.verdicts import Evidence, Verdict
 from infersight.diagnose.fixes import (
@@ -103,37 +105,20 @@ def queueing(ri: RuleInput) -> Verdict | None:
 
 
 def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
-    s, ctx, fix = ri.s, ri.ctx, ri.fix
+    """The slots bind: the scrape's reading. The number to raise them to is the fitted
+    model's (the run's one recommendation); without a model, memory's estimate if known."""
+    s, ctx = ri.s, ri.ctx
     assert s.S is not None
     current = round(s.S)
     flag = slot_flag(ctx.engine)
-    if fix is not None:
-        target: int | None = fix.slots
-        why, short = fix.why(), fix.short()
-        ev.append(evidence("recommended_slots", "recommended slots", fix.slots, "sequences", why))
-        ev.append(
-            evidence(
-                "needed_inflight",
-                "running at the fix (the model)",
-                fix.needed,
-                "requests",
-                "the fitted model's simulation at the run's load",
-            )
-        )
-        if (fix.replicas or 1) > 1:
-            ev.append(evidence("replicas", "replicas needed", fix.replicas, "servers", why))
-    else:
-        target, why = _physics_slots(ri)
-        short = why
-        if target is not None:
-            ev.append(evidence("recommended_slots", "recommended slots", target, "sequences", why))
+    target, why = (None, "") if ri.sized_by_model else _physics_slots(ri)
+    if target is not None:
+        ev.append(evidence("recommended_slots", "recommended slots", target, "sequences", why))
     if s.kv is not None:
         kv_txt = f", KV at {fmt(s.kv * 100, 0)}%"
     else:
         kv_txt = ", KV usage unknown (the engine exports none)" if ctx.has_engine_metrics else ""
     head = f"{s.plateau.sentence()}. " if s.plateau is not None else ""
-    fixes: list[FixLine] = []
-    up = action("slots", "up", from_value=current)
     how = (
         "R's plateau"
         if s.plateau is not None
@@ -143,76 +128,40 @@ def _slot_bound(ri: RuleInput, ev: list[Evidence]) -> Verdict:
         if "curve" in s.S_source
         else None
     )
-    if target is None and fix is not None and fix.no_number:
+    fixes: list[FixLine]
+    if target is None:
         act = (
-            f"raise {flag} above {current} (no number beyond the measured range: {fix.no_number})."
+            "the fitted model sizes the fix (the run's recommendation)."
+            if ri.sized_by_model
+            else f"raise {flag} above {current}; the run gives no rate to size it by (bench "
+            "an open-loop rate, or pass --model and --gpu for the physics)."
         )
         fixes = [
-            (f"raise {flag} above {current}, then bench again to size it ({fix.no_number})", up)
+            (
+                f"raise {flag} above {current}, then bench again to size it",
+                action("slots", "up", from_value=current),
+            )
         ]
-    elif target is None:
-        act = (
-            f"raise {flag} above {current}; the run gives no rate to size it by "
-            "(bench an open-loop rate, or pass --model and --gpu for the physics)."
-        )
-        fixes = [(f"raise {flag} above {current}, then bench again to size it", up)]
+        if how:
+            fixes.append(
+                f"the limit {current} was inferred from {how}; if {flag} is set "
+                "otherwise, state it with --engine-slots N"
+            )
     elif target > current:
-        act = f"raise {flag} {current} \u2192 {target} ({short})."
+        act = f"raise {flag} {current} \u2192 {target} ({why})."
         fixes = slot_fix(
-            ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=short, inferred=how
+            ctx.engine, current, target, ctx_per_slot=ctx.ctx_per_slot, why=why, inferred=how
         )
-    elif target == current and fix is not None and (fix.no_number or (fix.replicas or 1) > 1):
-        # the model's fix is replicas: more slots within the measured range would not
-        # serve the load
-        many = f"run {fix.replicas} replicas" if fix.replicas else "run more replicas"
-        tail = f" (no number beyond the measured range: {fix.no_number})" if fix.no_number else ""
-        act = (
-            f"more than {flag} {current} within what the run measured would not serve "
-            f"the load: {many} behind `infersight gateway`{tail}."
-        )
+    else:  # memory holds no more sequences than the limit set
+        act = f"memory holds {target} sequences ({why}), not more than {flag} {current}."
+        down: Literal["down", "hold"] = "down" if target < current else "hold"
         fixes = [
             (
-                f"{many} behind `infersight gateway`{tail}",
-                action("replicas", "up", from_value=1, to_value=fix.replicas),
-            ),
-            *replica_fixes(ctx.engine)[1:2],
-        ]
-    elif target == current:
-        act = f"{flag} {current} already covers what the load needs in flight ({short})."
-        # Every verdict carries a fix: here the waits are bursts above the average.
-        fixes = [
-            (
-                f"keep {flag} at {current}: it covers what the load needs in flight "
-                f"({short}); the requests that waited came in bursts, which a bounded "
-                "queue in front of it (`infersight gateway`) smooths",
-                action("slots", "hold", from_value=current, to_value=current),
+                f"keep {flag} at {target} or below ({why}); more replicas behind "
+                "`infersight gateway` serve more",
+                action("slots", down, from_value=current, to_value=target),
             )
         ]
-    else:  # the knee or memory bounds it below the limit set
-        act = f"the run puts the limit at {target}, below {flag} {current} ({short})."
-        fixes = [
-            (
-                f"lower {flag} {current} \u2192 {target} ({short}): more sequences than "
-                "that add latency, not throughput",
-                action("slots", from_value=current, to_value=target),
-            )
-        ]
-    if target is None and how:
-        fixes.append(
-            f"the limit {current} was inferred from {how}; if {flag} is set "
-            "otherwise, state it with --engine-slots N"
-        )
-    if fix is not None and (fix.replicas or 1) > 1 and target != current:
-        act += (
-            f" At {target} slots one server serves about {fix.per_replica:.3g} req/s of "
-            f"the {fix.target_rate:.3g} needed: run {fix.replicas} replicas."
-        )
-        fixes.append(
-            (
-                replica_fixes(ctx.engine)[0],
-                action("replicas", "up", from_value=1, to_value=fix.replicas),
-            )
-        )
     conf = 0.85 if s.plateau is None else 0.75
     if s.kv is None:
         conf -= 0.1  # a plateau could also be an unexported KV limit

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from infersight.core.curve import Recommendation
+from infersight.core.curve import CapacityCurve, Recommendation
 from infersight.core.server_model import Fix, action
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import kv_flag
@@ -25,7 +25,8 @@ __all__ = ["Voice", "kv_recommendation", "model_recommendation"]
 class Voice:
     """What the run's recommendation is made from: the model's advice and numbers,
     the engine, the preemptions per second at the sized level, the most loaded level,
-    and the rules' wording of a recommendation from given verdicts."""
+    the rules' wording of a recommendation from given verdicts, and the run's capacity
+    curve (the measured knee a compute verdict quotes)."""
 
     adv: ModelAdvice
     numbers: FixNumbers | None
@@ -33,6 +34,7 @@ class Voice:
     preemptions: float | None
     top_level: str | None
     rules: Callable[[Sequence[Verdict]], Recommendation | None]
+    curve: CapacityCurve | None = None
 
 
 def _num(v: float | None) -> str:

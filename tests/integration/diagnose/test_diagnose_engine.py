@@ -94,7 +94,7 @@ def test_slot_bound_two_slots_thirty_two_clients() -> None:
     # one level checks no model: the knob, and why it gives no number (never the 32
     # clients, and no CPU matmul figure)
     assert v.evidence_value("recommended slots") is None
-    assert v.fixes[0].startswith("raise infersight serve --parallel above 2"), v.fixes
+    assert "raise infersight serve --parallel above 2" in v.fixes[0], v.fixes
     assert "fewer than two usable levels" in v.fixes[0]
 
 

@@ -80,7 +80,7 @@ def test_one_level_gives_no_number_while_plan_still_sizes_from_physics() -> None
     d = diagnose_run(embedded_run(), gpu=CPU)
     v = one(d.verdicts, "slot_bound")
     assert v.evidence_value("recommended slots") is None
-    assert v.fixes[0].startswith("raise infersight serve --parallel above 8")
+    assert "raise infersight serve --parallel above 8" in v.fixes[0]
     rec = d.recommendation
     assert rec is not None and (rec.knob, rec.direction, rec.target) == ("slots", "up", None)
     assert "fewer than two usable levels" in rec.text

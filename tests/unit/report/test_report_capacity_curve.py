@@ -68,11 +68,11 @@ def test_diagnose_prints_the_level_table_above_the_fix_and_the_verdicts() -> Non
         out.index("capacity curve")
         < out.index("c=16")
         < out.index("fix:")
-        < out.index("Compute-bound (measured)")
+        < out.index("Compute-bound · level")
     )
     # a fix on replicas: every level ran one, so the run never checked it
     assert "rests on: the fitted model (not checked: every level ran on one replica)" in out
-    assert out.index("fix:") < out.index("self-check:") < out.index("Compute-bound (measured)")
+    assert out.index("fix:") < out.index("self-check:") < out.index("Compute-bound · level")
 
 
 def test_the_best_point_is_the_measured_knee_even_on_a_client_flagged_level() -> None:
