@@ -196,6 +196,17 @@ def _binding(d: RunData, m: ServerModel, lv: LevelData, here: Prediction | None)
         more = min(RANGE * ran, 2 * s)
         if more <= s:
             return "slots", f"{waited}; the run's range shows nothing about more slots"
+        # compute bends where the step grew while slots were still free: growth seen only
+        # at the slot limit (the engine's most sequences, a closed loop's most streams)
+        # is also what an engine and a client contending for shared cores look like,
+        # and only relaunching with more slots tells the two apart (design section 11)
+        free = float(step_time(max(s - 1.0, 1.0), a, b, k) / max(step_time(1.0, a, b, k), 1e-9))
+        if bent and free < 1.2:
+            bent = False
+            shown = (
+                f"; the step time grew ×{grow:.2f} only at the slot limit, which "
+                "the run cannot tell from shared cores"
+            )
         # where the run saw compute bend (the step time grew, and the measured
         # throughput stopped growing with the running count), more slots are judged
         # with the step growing at least in proportion past the top it measured: a
@@ -215,13 +226,13 @@ def _binding(d: RunData, m: ServerModel, lv: LevelData, here: Prediction | None)
                 if gain >= 1.10
                 else f"answers ×{quicker:.2f} sooner (e2e p99)"
             )
-            return "slots", f"{waited}; {math.floor(more)} slots would give {what}"
+            return "slots", f"{waited}; {math.floor(more)} slots would give {what}{shown}"
         if bent:
             return "compute", (
                 f"{waited}, but more slots would not raise throughput: the step "
                 f"time is ×{grow:.2f} the single-sequence step at this load{shown}"
             )
-        return "slots", f"{waited}; more slots would change little at this load"
+        return "slots", f"{waited}; more slots would change little at this load{shown}"
     if bent:
         return "compute", (
             f"the step time grew ×{grow:.2f} from one sequence to "

@@ -184,3 +184,15 @@ def test_the_engines_count_while_requests_waited_caps_the_slot_fit() -> None:
         run_data(run.model_copy(update={"samples": [*run.samples, *other]})).running_while_waiting
         is None
     )
+
+
+def test_a_step_that_grew_only_at_the_slot_limit_does_not_make_compute() -> None:
+    """Two slots whose step doubled from one sequence to two: an engine whose compute
+    saturates at one, or an engine and a client contending for shared cores (vLLM at
+    --max-num-seqs 2 on 2 busy cores). The run cannot tell: slot-bound, said so; the
+    same growth with slots free below the limit is compute."""
+    d = run_data(sweep_run(slots=2, knee=1, levels=(1, 2, 4, 8), config={"engine_slots": 2}))
+    lim, why = advise(d, fit_model(d), self_check(d, fit_model(d)))[:2]
+    assert lim == "slots" and "only at the slot limit" in why, why
+    d = run_data(sweep_run(slots=8, knee=2, levels=(1, 2, 4, 8, 16), config={"engine_slots": 8}))
+    assert advise(d, fit_model(d), self_check(d, fit_model(d)))[0] == "compute"
