@@ -156,13 +156,12 @@ def measure_predictions(save: Path) -> None:
 
 def predictions(runs_dir: Path, out: list[dict[str, Any]], checks: list[dict[str, Any]]) -> None:
     """2 -> 4 sequences at c=8, and 4 -> 8 at c=16, each measured by relaunching."""
-    plan = PLAN
     runs = {n: load_run_result(runs_dir / f"src{n}.json") for n in (2, 4)}
-    measured = {(d, c): load_run_result(runs_dir / f"dst{d}c{c}.json") for _, d, c in plan}
+    measured = {(d, c): load_run_result(runs_dir / f"dst{d}c{c}.json") for _, d, c in PLAN}
     for seqs, r in runs.items():
         levels = ",".join(lv.removeprefix("c=") for lv in r.aggregates)
         checks.append(dict(run=f"{seqs} seqs c={levels}", self_check=self_check_line(r)))
-    for src, dst, conc in plan:
+    for src, dst, conc in PLAN:
         fc = forecast(runs[src], slots=dst, concurrency=conc)
         agg = next(iter(measured[(dst, conc)].aggregates.values()))
         truth = {
