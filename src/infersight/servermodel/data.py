@@ -33,7 +33,8 @@ class LevelData:
     #: The level's client-limited flag (as every output shows it).
     client_limited: bool
     #: The load generator was the limit, not only late: it fell short of the rate asked
-    #: (5% or more), used over 90% of a core, or its lag outgrew the server's first
+    #: (5% or more) while the server kept up with what it sent, used over 90% of a
+    #: core, or its lag outgrew the server's first
     #: token. Such a level says nothing about the server and is not fitted; one that
     #: was only late is, since the model replays the times requests were really sent.
     at_ceiling: bool
@@ -124,13 +125,19 @@ def level_figures(agg: dict[str, Any]) -> dict[str, float | None]:
 
 def _at_ceiling(agg: dict[str, Any], scheduled: np.ndarray, sent: np.ndarray) -> bool:
     """Whether the load generator, not the server, set the level's pace: its sends
-    fell 5% or more behind its own schedule, it used over 90% of a core, or its lag
-    outgrew the server's first token."""
+    fell 5% or more behind its own schedule (while the server kept up with them), it
+    used over 90% of a core, or its lag outgrew the server's first token."""
     if not flagged(agg):
         return False
     ok = np.isfinite(sent)
     behind = False
-    if ok.sum() > 2:
+    # A server that answered fewer requests a second than the late client really sent
+    # set the pace itself: its queue grew at the rate really offered, which the model
+    # replays. Sends starved of the cores the client shares with the server fall behind
+    # this way. (The level's sustainability counts the client's held sends as queued.)
+    sends, answers = _num(agg.get("achieved_rate")), _num(agg.get("request_throughput"))
+    server_behind = bool(sends and answers is not None and answers < 0.95 * sends)
+    if ok.sum() > 2 and not server_behind:
         meant = float(np.ptp(scheduled[ok]))
         took = float(np.ptp(sent[ok]))
         behind = meant > 0 and took > meant / 0.95

@@ -13,7 +13,7 @@ from infersight.servermodel import fit_model, run_data, self_check
 from infersight.servermodel.advise import advise
 from infersight.servermodel.evaluate import records_of
 from infersight.servermodel.simulate import Engine, Load, simulate
-from infersight.stats.aggregate import aggregate
+from infersight.stats.aggregate import Window, aggregate
 from support.sim_runs import rate_run, sweep_run
 
 
@@ -196,3 +196,26 @@ def test_a_step_that_grew_only_at_the_slot_limit_does_not_make_compute() -> None
     assert lim == "slots" and "only at the slot limit" in why, why
     d = run_data(sweep_run(slots=8, knee=2, levels=(1, 2, 4, 8, 16), config={"engine_slots": 8}))
     assert advise(d, fit_model(d), self_check(d, fit_model(d)))[0] == "compute"
+
+
+@pytest.mark.parametrize(("rate", "client_set_the_pace"), [(30.0, False), (6.0, True)])
+def test_a_late_client_sets_the_pace_only_where_the_server_kept_up(
+    rate: float, client_set_the_pace: bool
+) -> None:
+    """Sends that fell 15% behind their schedule (a client starved of the cores it shares
+    with the server). Past capacity the server fell behind even those sends: it set the
+    pace, and the level is fitted (4 slots); below capacity the client did, and the level
+    is the load generator's ceiling, not fitted."""
+    run = rate_run(rate, slots=4, service=0.24)
+    t0 = min(r.scheduled for r in run.records)
+    for r in run.records:
+        r.scheduled = t0 + (r.scheduled - t0) * 0.85
+    agg = aggregate(run.records, window=Window("auto"), target_rate=rate / 0.85)
+    cl = agg["client_limited"]
+    assert cl["flag"] and not cl["marginal"] and any("achieved send" in x for x in cl["reasons"])
+    assert (agg["request_throughput"] < 0.95 * agg["achieved_rate"]) is not client_set_the_pace
+    run.aggregates = {"r": agg}
+    d = run_data(run, engine_slots=None)
+    assert d.levels[0].at_ceiling is client_set_the_pace
+    if not client_set_the_pace:
+        assert round(fit_model(d).slots.value) == 4
