@@ -128,7 +128,8 @@ def scenarios(repeat: int, rows: list[dict[str, Any]], checks: list[dict[str, An
             v, fix = verdict(r)
             rows.append(dict(scenario="KV 16 blocks", run=i + 1, truth="kv_bound", got=v, fix=fix))
             checks.append(dict(run=f"KV #{i + 1}", self_check=self_check_line(r)))
-            r = bench(kv, concurrency=[1], requests=6, **SHORT)
+            # vLLM exports no slot limit: stated, as a user would (--engine-slots 16)
+            r = bench(kv, concurrency=[1], requests=6, engine_slots=16, **SHORT)
             ids = {x.id for x in diagnose(r) if not x.marginal}
             got = "under_loaded" if "under_loaded" in ids else ",".join(sorted(ids))
             rows.append(dict(scenario="16 seqs, c=1", run=i + 1, truth="under_loaded", got=got))

@@ -17,23 +17,23 @@ from infersight.diagnose.rules_base import (
 __all__ = ["under_loaded"]
 
 
-def _cpu_idle(ri: RuleInput) -> tuple[bool, str, float]:
-    """A CPU engine without a calibrated compute ceiling: its threads spin, so its CPU
-    use says nothing. Below half the measured knee it has room; with no knee measured,
+def _idle_by_knee(ri: RuleInput, cpu: bool) -> tuple[bool, str, float]:
+    """An engine whose device use is no reading: a CPU engine (its threads spin, so its
+    CPU use says nothing) or one with no device readings at all (vLLM's CPU build, a
+    remote server). Below half the measured knee it has room; with no knee measured,
     how busy it is stays unknown (said so, at lower confidence)."""
     s, curve = ri.s, ri.curve
     if curve is not None and curve.knee_reached and curve.knee:
         if (s.R or 0.0) >= 0.5 * curve.knee:
             return False, "", 0.0
         return True, f"below half the measured knee ({curve.knee:.3g} in flight)", 0.85
-    return (
-        True,
-        (
-            "compute use unknown: the run measured no knee to calibrate the CPU's "
-            "ceiling, and spinning threads make CPU use say nothing"
-        ),
-        0.6,
+    why = (
+        "the run measured no knee to calibrate the CPU's ceiling, and spinning threads "
+        "make CPU use say nothing"
+        if cpu
+        else "the run read no device use and measured no knee"
     )
+    return True, f"compute use unknown: {why}", 0.6
 
 
 def under_loaded(ri: RuleInput) -> Verdict | None:
@@ -41,8 +41,9 @@ def under_loaded(ri: RuleInput) -> Verdict | None:
     if s.Q is None or s.Q >= 0.1 or s.S is None or s.R is None or s.R >= UNDER_R_OF_S * s.S:
         return None
     low = [x for x in (s.U, s.SM) if x is not None]
-    if ri.ctx.engine in ("embedded", "llamacpp") and not ri.ctx.has_gpu and s.SM is None:
-        idle, busy_txt, conf = _cpu_idle(ri)
+    cpu = ri.ctx.engine in ("embedded", "llamacpp")
+    if not ri.ctx.has_gpu and s.SM is None and (cpu or s.U is None):
+        idle, busy_txt, conf = _idle_by_knee(ri, cpu)
         if not idle:
             return None
         return make_verdict(

@@ -82,3 +82,17 @@ def test_kv_capacity_is_vllms_own(kv_run: RunResult) -> None:
     model = kv_run.server_model
     assert model is not None and model.kv_tokens is not None, model
     assert model.kv_tokens.value == 16 * 128, model.kv_tokens
+
+
+def test_one_client_on_sixteen_sequences_is_under_loaded(vllm_kv: VLLMServer) -> None:
+    """One client on 16 sequences (stated: vLLM exports no slot limit). vLLM's CPU build
+    gives no device reading, so the verdict says its compute use is unknown; nothing else
+    binds. The run's one recommendation agrees: one load cannot show the limiter past
+    it, so measure more loads (no knob turned, nothing lowered)."""
+    run = _bench(vllm_kv, concurrency=[1], requests=6, max_tokens=16, engine_slots=16)
+    real = [v for v in diagnose(run) if not v.marginal]
+    assert [v.id for v in real] == ["under_loaded"], [(v.id, v.summary) for v in real]
+    assert "compute use unknown" in real[0].summary, real[0].summary
+    rec = run.recommendation
+    assert rec is not None and (rec.limiter, rec.knob) == ("unknown", None), rec
+    assert "Measure two loads or more" in rec.text, rec.text

@@ -266,3 +266,16 @@ def test_memory_pressure_names_the_capacity_plans_fix() -> None:
 def test_no_memory_pressure_without_oom() -> None:
     vs = diagnose(make_run(running=16, error_kind="Overloaded", error_every=10))
     assert "memory_pressure" not in ids(vs)
+
+
+def test_under_loaded_without_device_readings() -> None:
+    """vLLM's CPU build (or a remote server): no GPU readings, so nothing says how busy
+    its device was. One client on 16 slots is still under-loaded, at lower confidence,
+    saying so; with a GPU reading the same level is judged on it (busy: not idle)."""
+    run = make_run(running=1, concurrency=1, slots=16, util=0.2, sm=None)
+    run.samples = [s for s in run.samples if not s.name.startswith("gpu.")]
+    run.environment = {"gpus": []}
+    v = one(diagnose(run), "under_loaded")
+    assert "the run read no device use" in v.summary and v.confidence < 0.7
+    busy = diagnose(make_run(running=1, concurrency=1, slots=16, util=0.9, sm=None))
+    assert "under_loaded" not in ids(busy)
