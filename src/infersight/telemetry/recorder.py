@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import orjson
 
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, read_user_file
 from infersight.core.records import RunResult, Sample
 from infersight.telemetry.base import Sampler
 
@@ -200,10 +200,7 @@ def read_samples(path: str | Path) -> tuple[list[Sample], dict[str, Any]]:
     """Read a recorded JSONL file: (samples, header). A truncated last line (the
     writer was killed mid-write) is ignored; any other bad line is a ConfigError."""
     p = Path(path)
-    try:
-        lines = p.read_bytes().splitlines()
-    except OSError as e:
-        raise file_error(p, e) from None
+    lines = read_user_file(p).splitlines()
     if not lines:
         raise ConfigError(f"{p}: empty file, not an infersight samples recording")
     try:
