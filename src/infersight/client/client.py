@@ -15,7 +15,6 @@ import math
 import os
 import time
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
 import orjson
@@ -292,11 +291,6 @@ class _Streaming:
         self._sr = await self._client._open(self._path, self._body, **self._options)
         return self._sr
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self._sr is not None:
             self._sr.close()

@@ -16,7 +16,6 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 import orjson
@@ -102,12 +101,7 @@ class Recorder:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        et: type[BaseException] | None,
-        ev: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
     @property
