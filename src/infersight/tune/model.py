@@ -122,48 +122,34 @@ class TrialModel:
         if m is None or not self._levels:
             return None
         slo = self.slo or None
-        preds: list[Prediction] = []
+        # Each level's load: (level, clients, rate, think); per slot, one level at
+        # ``slots`` clients.
+        loads: list[tuple[_Level, int | None, float | None, float]]
         if self.per_slot:
             lv = self._levels[0]
-            preds.append(
-                predict_load(
-                    m,
-                    lv.prompt,
-                    lv.output,
-                    slots=slots,
-                    concurrency=slots,
-                    think=self._think(m, None),
-                    requests=REQUESTS,
-                    slo=slo,
-                )
-            )
+            loads = [(lv, slots, None, self._think(m, None))]
         else:
-            for lv in self._levels:
-                if lv.concurrency is not None:
-                    preds.append(
-                        predict_load(
-                            m,
-                            lv.prompt,
-                            lv.output,
-                            slots=slots,
-                            concurrency=lv.concurrency,
-                            think=self._think(m, lv.name),
-                            requests=REQUESTS,
-                            slo=slo,
-                        )
-                    )
-                elif lv.rate:
-                    preds.append(
-                        predict_load(
-                            m,
-                            lv.prompt,
-                            lv.output,
-                            slots=slots,
-                            rate=lv.rate,
-                            requests=REQUESTS,
-                            slo=slo,
-                        )
-                    )
+            loads = [
+                (lv, lv.concurrency, None, self._think(m, lv.name))
+                if lv.concurrency is not None
+                else (lv, None, lv.rate, 0.0)
+                for lv in self._levels
+                if lv.concurrency is not None or lv.rate
+            ]
+        preds = [
+            predict_load(
+                m,
+                lv.prompt,
+                lv.output,
+                slots=slots,
+                concurrency=clients,
+                rate=rate,
+                think=think,
+                requests=REQUESTS,
+                slo=slo,
+            )
+            for lv, clients, rate, think in loads
+        ]
         return objective_of(preds, bool(self.slo))
 
     def guesses(self, values: Sequence[int]) -> list[Guess | None] | None:
