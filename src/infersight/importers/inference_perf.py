@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import infersight.importers.common as common
 from infersight.core.records import RequestRecord, RunResult
-from infersight.importers import common
 from infersight.importers.tool_stats import aggregate_from_stats, tool_metric
 
 __all__ = ["FORMAT_REQUESTS", "FORMAT_SUMMARY", "looks_like_requests", "looks_like_summary", "read"]

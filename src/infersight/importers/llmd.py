@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
+import infersight.importers.common as common
 from infersight.core.records import RunResult
-from infersight.importers import common
 from infersight.importers.llmd_series import UNIT_SECONDS, engine_samples, requests_from_series
 from infersight.importers.tool_stats import aggregate_from_stats
 

@@ -32,8 +32,8 @@ from llmd_benchmark_report.schema_v0_1 import (
     Time,
 )
 
+import infersight.report.llmd.parts as parts
 from infersight.core.records import RunResult
-from infersight.report.llmd import parts
 
 __all__ = ["report_v01"]
 

@@ -58,8 +58,8 @@ from llmd_benchmark_report.schema_v0_2_components import (
     InferenceEngineParallelism,
 )
 
+import infersight.report.llmd.parts as parts
 from infersight.core.records import RequestRecord, RunResult
-from infersight.report.llmd import parts
 
 __all__ = ["ENGINE_LABEL", "report_v02"]
 
