@@ -20,6 +20,7 @@ from infersight.core.records import RunResult
 from infersight.core.server_model import Prediction, ServerModel
 from infersight.servermodel import fit_model, predict_load, run_data
 from infersight.servermodel.data import merge_runs
+from infersight.servermodel.evaluate import level_workload
 from infersight.tune.propose import Guess
 
 __all__ = ["TrialModel", "objective_of"]
@@ -80,17 +81,7 @@ class TrialModel:
         for lv in d.levels:
             if lv.name not in names:
                 continue
-            idx = lv.idx[d.ok[lv.idx]] if d.ok[lv.idx].any() else lv.idx
-            fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
-            self._levels.append(
-                _Level(
-                    lv.name,
-                    lv.concurrency,
-                    lv.rate,
-                    np.nan_to_num(d.prompt[idx], nan=fill),
-                    np.maximum(d.output[idx], 1.0),
-                )
-            )
+            self._levels.append(_Level(lv.name, lv.concurrency, lv.rate, *level_workload(d, lv)))
 
     def model(self) -> ServerModel | None:
         """The model fitted on every trial so far (None, with ``why_not``, when it
