@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -112,7 +113,6 @@ class TrialModel:
         m = self.model()
         if m is None or not self._levels:
             return None
-        slo = self.slo or None
         # Each level's load: (level, clients, rate, think); per slot, one level at
         # ``slots`` clients.
         loads: list[tuple[_Level, int | None, float | None, float]]
@@ -127,20 +127,8 @@ class TrialModel:
                 for lv in self._levels
                 if lv.concurrency is not None or lv.rate
             ]
-        preds = [
-            predict_load(
-                m,
-                lv.prompt,
-                lv.output,
-                slots=slots,
-                concurrency=clients,
-                rate=rate,
-                think=think,
-                requests=REQUESTS,
-                slo=slo,
-            )
-            for lv, clients, rate, think in loads
-        ]
+        at = partial(predict_load, m, slots=slots, requests=REQUESTS, slo=self.slo or None)
+        preds = [at(lv.prompt, lv.output, concurrency=c, rate=r, think=t) for lv, c, r, t in loads]
         return objective_of(preds, bool(self.slo))
 
     def guesses(self, values: Sequence[int]) -> list[Guess | None] | None:
