@@ -18,7 +18,7 @@ while the record, ``usage``, ``finish_reason`` and ``done`` are filled as usual:
 """
 
 from infersight.client.auth import is_placeholder, resolve_api_key
-from infersight.client.client import Client
+from infersight.client.client import Client, RequestOptions
 from infersight.client.errors_map import map_transport_error
 from infersight.client.retry import RetryBudget, RetryPolicy
 from infersight.client.sse import SSEEvent, SSEParser
@@ -28,6 +28,7 @@ from infersight.client.types import Completion, Timeouts
 __all__ = [
     "Client",
     "Completion",
+    "RequestOptions",
     "RetryBudget",
     "RetryPolicy",
     "SSEEvent",

@@ -15,8 +15,7 @@ import math
 import os
 import time
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import orjson
 
@@ -29,17 +28,23 @@ from infersight.client.types import Completion, Timeouts
 from infersight.core import errors as E
 from infersight.core.records import RequestRecord
 
-__all__ = ["Client"]
+__all__ = ["Client", "RequestOptions"]
 
-_REQUEST_KWARGS = (
-    "scheduled",
-    "deadline",
-    "request_id",
-    "headers",
-    "record",
-    "timeouts",
-    "retry",
-)
+
+class RequestOptions(TypedDict, total=False):
+    """The per-request keywords of :meth:`Client.request` and :meth:`Client.stream`."""
+
+    scheduled: float | None
+    deadline: float | None
+    request_id: str | None
+    headers: Mapping[str, str] | None
+    record: RequestRecord | None
+    #: Replace the client's own timeouts and retry policy for this request.
+    timeouts: Timeouts | None
+    retry: RetryPolicy | None
+
+
+_REQUEST_KWARGS = tuple(RequestOptions.__annotations__)
 
 
 def _new_id_source() -> None:
@@ -119,11 +124,11 @@ class Client(BaseClient):
         path: str,
         body: Mapping[str, Any],
         *,
-        scheduled: float | None,
-        deadline: float | None,
-        request_id: str | None,
-        headers: Mapping[str, str] | None,
-        record: RequestRecord | None,
+        scheduled: float | None = None,
+        deadline: float | None = None,
+        request_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        record: RequestRecord | None = None,
         timeouts: Timeouts | None = None,
         retry: RetryPolicy | None = None,
     ) -> StreamResponse:
@@ -190,46 +195,16 @@ class Client(BaseClient):
 
     # -- public API --------------------------------------------------------------
     async def request(
-        self,
-        path: str,
-        body: dict[str, Any],
-        *,
-        scheduled: float | None = None,
-        deadline: float | None = None,
-        request_id: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        record: RequestRecord | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
+        self, path: str, body: dict[str, Any], **options: Unpack[RequestOptions]
     ) -> Completion:
         """Send one request (streamed when ``body["stream"]``) and read it to the end;
         ``timeouts`` and ``retry`` replace the client's own for this request."""
-        sr = await self._open(
-            path,
-            body,
-            scheduled=scheduled,
-            deadline=deadline,
-            request_id=request_id,
-            headers=headers,
-            record=record,
-            timeouts=timeouts,
-            retry=retry,
-        )
+        sr = await self._open(path, body, **options)
         await drain(sr)
         return sr.completion()
 
     def stream(
-        self,
-        path: str,
-        body: dict[str, Any],
-        *,
-        scheduled: float | None = None,
-        deadline: float | None = None,
-        request_id: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        record: RequestRecord | None = None,
-        timeouts: Timeouts | None = None,
-        retry: RetryPolicy | None = None,
+        self, path: str, body: dict[str, Any], **options: Unpack[RequestOptions]
     ) -> _Streaming:
         """Open a response; enters once the first content arrived (retries happen before).
 
@@ -238,9 +213,7 @@ class Client(BaseClient):
         marks the record cancelled. ``timeouts`` and ``retry`` replace the client's own
         for this request.
         """
-        return _Streaming(
-            self, path, body, (scheduled, deadline, request_id, headers, record, timeouts, retry)
-        )
+        return _Streaming(self, path, body, options)
 
     def _body(
         self,
@@ -303,35 +276,21 @@ class _Streaming:
     (A plain class: cheaper than a generator-based context manager on a hot path.)
     """
 
-    __slots__ = ("_args", "_body", "_client", "_path", "_sr")
+    __slots__ = ("_body", "_client", "_options", "_path", "_sr")
 
-    def __init__(self, client: Client, path: str, body: dict[str, Any], args: tuple[Any, ...]):
+    def __init__(
+        self, client: Client, path: str, body: dict[str, Any], options: RequestOptions
+    ) -> None:
         self._client = client
         self._path = path
         self._body = body
-        self._args = args
+        self._options = options
         self._sr: StreamResponse | None = None
 
     async def __aenter__(self) -> StreamResponse:
-        scheduled, deadline, request_id, headers, record, timeouts, retry = self._args
-        self._sr = await self._client._open(
-            self._path,
-            self._body,
-            scheduled=scheduled,
-            deadline=deadline,
-            request_id=request_id,
-            headers=headers,
-            record=record,
-            timeouts=timeouts,
-            retry=retry,
-        )
+        self._sr = await self._client._open(self._path, self._body, **self._options)
         return self._sr
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self._sr is not None:
             self._sr.close()

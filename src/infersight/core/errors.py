@@ -14,6 +14,7 @@ Messages never contain API keys.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "TruncatedStream",
     "error_from_status",
     "file_error",
+    "read_user_file",
 ]
 
 
@@ -286,3 +288,11 @@ def file_error(path: object, e: OSError, what: str = "") -> ConfigError:
     else:
         why = e.strerror or str(e)
     return ConfigError(f"{what + ' ' if what else ''}{path}: cannot read ({why})")
+
+
+def read_user_file(path: str | Path, what: str = "") -> bytes:
+    """The bytes of a file the user named; :func:`file_error`'s one line if unreadable."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise file_error(path, e, what) from None

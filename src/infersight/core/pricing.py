@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, read_user_file
 
 __all__ = ["Price", "PriceTable"]
 
@@ -47,11 +47,7 @@ class PriceTable:
         user = path or os.environ.get("INFERSIGHT_PRICES_FILE")
         if user:
             p = Path(user)
-            try:
-                text = p.read_text()
-            except OSError as e:
-                raise file_error(p, e, "price table") from None
-            mine = _parse(text, str(p))
+            mine = _parse(read_user_file(p, "price table").decode(), str(p))
             # User entries go first (their patterns win) and their values override.
             prices = {**mine, **prices, **mine}
         return cls(prices)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from infersight.core.atomic import write_atomic
 from infersight.core.curve import CapacityCurve, Recommendation
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, read_user_file
 from infersight.core.request_record import RequestRecord
 from infersight.core.server_model import SelfCheck, ServerModel
 from infersight.core.settings import config_error
@@ -154,10 +154,7 @@ def save_run_result(result: RunResult, path: str | Path) -> Path:
 def load_run_result(path: str | Path) -> RunResult:
     """Load and validate a RunResult file; raises ConfigError with one clear line."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise file_error(p, e) from None
+    data = read_user_file(p)
     try:
         return RunResult.from_json_bytes(data)
     except ConfigError as e:

@@ -16,7 +16,7 @@ import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from infersight.core.atomic import write_atomic
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, read_user_file
 from infersight.core.metric_call import MetricCall
 from infersight.core.server_model import ServerModel
 from infersight.core.settings import config_error
@@ -175,10 +175,7 @@ def save_tune_result(result: TuneResult, path: str | Path) -> Path:
 def load_tune_result(path: str | Path) -> TuneResult:
     """Load and validate a TuneResult file; one ConfigError line otherwise."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise file_error(p, e) from None
+    data = read_user_file(p)
     try:
         doc = orjson.loads(data)
         if not isinstance(doc, dict) or doc.get("kind") != "tune":

@@ -58,16 +58,8 @@ _KNOB: dict[str, tuple[str | None, str]] = {
 #: Verdicts about the server's limit: when one of them fired, a client-limited flag is a
 #: caveat beside it (a late client does not make a queue, a TPOT that grows or a KV cache
 #: that fills), not the fix.
-_SERVER_LIMITS = (
-    "memory_pressure",
-    "error_driven",
-    "kv_bound",
-    "compute_bound",
-    "slot_bound",
-    "capacity",
-    "overloaded",
-    "host_starved",
-)
+#: They rank right after client_limited in ORDER, from memory_pressure to host_starved.
+_SERVER_LIMITS = ORDER[ORDER.index("memory_pressure") : ORDER.index("host_starved") + 1]
 
 
 def _primary(verdicts: Sequence[Verdict]) -> Verdict | None:

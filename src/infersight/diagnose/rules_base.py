@@ -20,6 +20,7 @@ __all__ = [
     "RuleInput",
     "evidence",
     "fmt",
+    "loadgen_evidence",
     "make_verdict",
     "rq_evidence",
 ]
@@ -67,6 +68,17 @@ def evidence(key: str, name: str, value: Any, unit: str = "", source: str = "") 
     if isinstance(value, float) and not math.isfinite(value):
         value = None
     return Evidence(key=key, name=name, value=value, unit=unit, source=source)
+
+
+def loadgen_evidence(ri: RuleInput) -> Evidence:
+    """The load generator's CPU: what a starved client or a starved host shows in."""
+    return evidence(
+        "loadgen_cpu",
+        "load generator CPU",
+        ri.s.loadgen_cpu,
+        "% of a core",
+        "process.cpu_percent{name=loadgen}",
+    )
 
 
 def fmt(x: float | None, nd: int = 1) -> str:

@@ -8,6 +8,7 @@ from infersight.diagnose.rules_base import (
     RuleInput,
     evidence,
     fmt,
+    loadgen_evidence,
     make_verdict,
 )
 
@@ -17,18 +18,12 @@ __all__ = ["client_limited", "error_driven"]
 def client_limited(ri: RuleInput) -> Verdict | None:
     if not ri.client_limited:
         return None
-    w, s = ri.w, ri.s
+    w = ri.w
     ev = [
         evidence(
             "schedule_lag_p99", "schedule lag p99", w.lag_p99, "s", "records (sent - scheduled)"
         ),
-        evidence(
-            "loadgen_cpu",
-            "load generator CPU",
-            s.loadgen_cpu,
-            "% of a core",
-            "process.cpu_percent{name=loadgen}",
-        ),
+        loadgen_evidence(ri),
     ]
     ev += [
         evidence(

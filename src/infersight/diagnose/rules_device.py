@@ -19,6 +19,7 @@ from infersight.diagnose.rules_base import (
     RuleInput,
     evidence,
     fmt,
+    loadgen_evidence,
     make_verdict,
     rq_evidence,
 )
@@ -87,13 +88,7 @@ def _cpu_engine_starved(ri: RuleInput) -> Verdict | None:
             "process.cpu_percent{name=engine}",
         ),
         evidence("host_cpu", "host CPU", host, "%", "host.cpu_percent{cpu=all}"),
-        evidence(
-            "loadgen_cpu",
-            "load generator CPU",
-            s.loadgen_cpu,
-            "% of a core",
-            "process.cpu_percent{name=loadgen}",
-        ),
+        loadgen_evidence(ri),
     ]
     return make_verdict(
         ri,

@@ -44,7 +44,7 @@ from pydantic_settings import SettingsConfigDict
 
 from infersight.core.durations import parse_duration
 from infersight.core.endpoint import server_root
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, read_user_file
 from infersight.core.settings import BaseConfig, config_error
 from infersight.gateway.config_litellm import from_litellm, is_litellm
 from infersight.gateway.shared.config import SharedConfig
@@ -233,10 +233,7 @@ def hash_key(key: str) -> str:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise file_error(path, e, "gateway config") from None
+    text = read_user_file(path, "gateway config").decode()
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             doc = yaml.safe_load(text) or {}

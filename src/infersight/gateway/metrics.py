@@ -7,6 +7,7 @@ the *client* got; ``error`` the error kind (a core/errors.py class name) or ``no
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from prometheus_client import (
@@ -24,39 +25,9 @@ __all__ = ["CONTENT_TYPE", "ERROR_KINDS", "REJECTION_REASONS", "GatewayMetrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-_LAT_BUCKETS = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    120.0,
-    300.0,
-)
-_QUEUE_BUCKETS = (
-    0.0005,
-    0.001,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-)
+_WAIT_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+#: Requests take longer than they queue: the queue's buckets from 5 ms, then up to 5 min.
+_LAT_BUCKETS = (*_WAIT_BUCKETS[2:], 60.0, 120.0, 300.0)
 _GROUPS = (
     E.InfersightError,
     E.TransportError,
@@ -100,157 +71,134 @@ class GatewayMetrics:
     def __init__(self, prices: PriceTable | None = None) -> None:
         self.registry = r = CollectorRegistry(auto_describe=True)
         self.prices = prices
-        p = "infersight_gateway_"
-        self.requests = Counter(
-            p + "requests_total",
+        # Every name is infersight_gateway_<name>, on this gateway's own registry.
+        counter = partial(Counter, namespace="infersight", subsystem="gateway", registry=r)
+        gauge = partial(Gauge, namespace="infersight", subsystem="gateway", registry=r)
+        histogram = partial(Histogram, namespace="infersight", subsystem="gateway", registry=r)
+        self.requests = counter(
+            "requests_total",
             "Requests answered, by model, upstream, status and error kind.",
             ["endpoint", "model", "upstream", "status", "error"],
-            registry=r,
         )
-        self.latency = Histogram(
-            p + "request_duration_seconds",
+        self.latency = histogram(
+            "request_duration_seconds",
             "Arrival to last byte, per request.",
             ["model", "upstream"],
             buckets=_LAT_BUCKETS,
-            registry=r,
         )
-        self.ttft = Histogram(
-            p + "ttft_seconds",
+        self.ttft = histogram(
+            "ttft_seconds",
             "Arrival to the first content byte sent (streams).",
             ["model", "upstream"],
             buckets=_LAT_BUCKETS,
-            registry=r,
         )
-        self.queue_delay = Histogram(
-            p + "queue_delay_seconds",
+        self.queue_delay = histogram(
+            "queue_delay_seconds",
             "Time spent waiting for an upstream slot.",
             ["upstream"],
-            buckets=_QUEUE_BUCKETS,
-            registry=r,
+            buckets=_WAIT_BUCKETS,
         )
-        self.queue_depth = Gauge(
-            p + "queue_depth", "Requests waiting for an upstream slot.", ["upstream"], registry=r
+        self.queue_depth = gauge(
+            "queue_depth", "Requests waiting for an upstream slot.", ["upstream"]
         )
-        self.in_flight = Gauge(
-            p + "in_flight", "Requests being served by an upstream.", ["upstream"], registry=r
-        )
-        self.limit = Gauge(
-            p + "concurrency_limit",
+        self.in_flight = gauge("in_flight", "Requests being served by an upstream.", ["upstream"])
+        self.limit = gauge(
+            "concurrency_limit",
             "Current concurrency limit (adaptive or static).",
             ["upstream"],
-            registry=r,
         )
-        self.rejections = Counter(
-            p + "rejections_total",
+        self.rejections = counter(
+            "rejections_total",
             "Requests refused by the gateway (queue_full, predicted_wait, deadline, "
             "rate_limited, auth, bad_request, no_upstream; slow or malformed clients: "
             "head_timeout, body_timeout, malformed, connection_limit).",
             ["reason"],
-            registry=r,
         )
         for reason in REJECTION_REASONS:
             self.rejections.labels(reason)
-        self.errors = Counter(
-            p + "errors_total",
+        self.errors = counter(
+            "errors_total",
             "Requests answered with an error, by error kind (every kind exported from 0).",
             ["error"],
-            registry=r,
         )
         for kind in ERROR_KINDS:
             self.errors.labels(kind)
-        self.retries = Counter(
-            p + "retries_total", "Extra attempts on one upstream.", ["upstream"], registry=r
-        )
-        self.failovers = Counter(
-            p + "failovers_total",
+        self.retries = counter("retries_total", "Extra attempts on one upstream.", ["upstream"])
+        self.failovers = counter(
+            "failovers_total",
             "Requests moved to the next upstream (before content was sent) after this "
             "upstream failed with this error.",
             ["upstream", "error"],
-            registry=r,
         )
-        self.upstream_errors = Counter(
-            p + "upstream_errors_total",
+        self.upstream_errors = counter(
+            "upstream_errors_total",
             "Failed upstream calls by error kind (OutOfMemory: the engine ran out of "
             "memory), whether or not the request then failed over.",
             ["upstream", "error"],
-            registry=r,
         )
-        self.failover_pairs = Counter(
-            p + "failover_pairs_total",
+        self.failover_pairs = counter(
+            "failover_pairs_total",
             "Requests moved from one upstream to another (before content was sent), by "
             "the upstream that failed and the one that took the request over.",
             ["from_upstream", "to_upstream"],
-            registry=r,
         )
-        self.weight = Gauge(
-            p + "upstream_weight",
+        self.weight = gauge(
+            "upstream_weight",
             "Routing weight of an upstream from its recent error share (1: healthy; "
             "lower: a smaller share of new requests).",
             ["upstream"],
-            registry=r,
         )
-        self.fallbacks = Counter(
-            p + "fallbacks_total",
+        self.fallbacks = counter(
+            "fallbacks_total",
             "Requests served by a fallback model.",
             ["model", "fallback"],
-            registry=r,
         )
-        self.circuit = Gauge(
-            p + "circuit_state",
+        self.circuit = gauge(
+            "circuit_state",
             "Circuit breaker: 0 closed, 1 half-open, 2 open.",
             ["upstream"],
-            registry=r,
         )
-        self.circuit_changes = Counter(
-            p + "circuit_transitions_total",
+        self.circuit_changes = counter(
+            "circuit_transitions_total",
             "Circuit breaker state changes.",
             ["upstream", "state"],
-            registry=r,
         )
-        self.tokens = Counter(
-            p + "tokens_total", "Tokens from upstream usage.", ["model", "key", "kind"], registry=r
+        self.tokens = counter(
+            "tokens_total", "Tokens from upstream usage.", ["model", "key", "kind"]
         )
-        self.cost = Counter(
-            p + "cost_usd_total",
+        self.cost = counter(
+            "cost_usd_total",
             "Dollars from usage and the price table.",
             ["model", "key"],
-            registry=r,
         )
-        self.model_priced = Gauge(
-            p + "model_priced",
+        self.model_priced = gauge(
+            "model_priced",
             "1 for a served model the price table prices, 0 for one it does not (its cost "
             "is not counted).",
             ["model"],
-            registry=r,
         )
-        self.truncations = Counter(
-            p + "truncated_streams_total",
+        self.truncations = counter(
+            "truncated_streams_total",
             "Streams that broke after content was sent (client got an SSE error event).",
             ["model", "upstream"],
-            registry=r,
         )
-        self.batches = Histogram(
-            p + "batch_size",
+        self.batches = histogram(
+            "batch_size",
             "Caller requests merged into one upstream call.",
             ["endpoint"],
             buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
-            registry=r,
         )
-        self.upstream_calls = Counter(
-            p + "upstream_calls_total",
+        self.upstream_calls = counter(
+            "upstream_calls_total",
             "Calls made to upstreams (after batching).",
             ["upstream", "endpoint"],
-            registry=r,
         )
-        self.key_spend = Gauge(
-            p + "key_spend_usd",
+        self.key_spend = gauge(
+            "key_spend_usd",
             "Dollars a gateway key has spent (the fleet's total when replicas share state).",
             ["key"],
-            registry=r,
         )
-        self.key_budget = Gauge(
-            p + "key_budget_usd", "A gateway key's budget (max_cost_usd).", ["key"], registry=r
-        )
+        self.key_budget = gauge("key_budget_usd", "A gateway key's budget (max_cost_usd).", ["key"])
         #: Cost ledger for /stats: {(model, key): [prompt, completion, dollars]}.
         self.ledger: dict[tuple[str, str], list[float]] = {}
         # Hot path caches: .labels() takes a lock and builds a tuple; pattern price

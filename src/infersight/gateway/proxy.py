@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from infersight.client import Client, RequestOptions
 from infersight.core.errors import DeadlineExceeded, InfersightError, TruncatedStream
 from infersight.gateway.call import Call
 from infersight.gateway.cost_stamp import COST_HEADER, cost_text, stamp_usage
@@ -91,14 +92,8 @@ class Proxy(Failover):
         async def attempt(up: Upstream, cand: Candidate) -> dict[str, Any]:
             assert up.client is not None
             self.metrics.child(self.metrics.upstream_calls, up.name, call.endpoint).inc()
-            comp = await up.client.request(
-                call.path,
-                self._body_for(call, cand, up),
-                deadline=call.deadline,
-                request_id=call.request_id,
-                timeouts=up.attempt_timeouts(up.client, call),
-                retry=call.retry,
-            )
+            body = self._body_for(call, cand, up)
+            comp = await up.client.request(call.path, body, **_options(call, up, up.client))
             self._count_attempts(call, up, comp.record.attempts or 1)
             resp = comp.response if isinstance(comp.response, dict) else {}
             self.note_usage(call, comp.usage or resp.get("usage"))
@@ -135,14 +130,8 @@ class Proxy(Failover):
         async def attempt(up: Upstream, cand: Candidate) -> web.StreamResponse:
             assert up.stream_client is not None
             self.metrics.child(self.metrics.upstream_calls, up.name, call.endpoint).inc()
-            cm = up.stream_client.stream(
-                call.path,
-                self._body_for(call, cand, up),
-                deadline=call.deadline,
-                request_id=call.request_id,
-                timeouts=up.attempt_timeouts(up.stream_client, call),
-                retry=call.retry,
-            )
+            body = self._body_for(call, cand, up)
+            cm = up.stream_client.stream(call.path, body, **_options(call, up, up.stream_client))
             async with cm as sr:
                 call.first_content_at = time.monotonic()
                 self._count_attempts(call, up, sr.record.attempts or 1)
@@ -217,3 +206,13 @@ class Proxy(Failover):
             if not getattr(sr, "done", False):
                 await write(_DONE)
             await resp.write_eof()
+
+
+def _options(call: Call, up: Upstream, client: Client) -> RequestOptions:
+    """One attempt's keywords: the call's deadline, id and retry; the upstream's timeouts."""
+    return {
+        "deadline": call.deadline,
+        "request_id": call.request_id,
+        "timeouts": up.attempt_timeouts(client, call),
+        "retry": call.retry,
+    }

@@ -140,28 +140,19 @@ class RequestGuard:
             return denied  # unknown paths need the key too
         extra: dict[str, str] = {}
         if e.status == 404:
-            err = InputError(
-                f"no such endpoint: {request.method} {request.path[:200]}",
-                code="not_found",
-                status=404,
-            )
+            message, code = f"no such endpoint: {request.method} {request.path[:200]}", "not_found"
         elif e.status == 405:
-            allow = e.headers.get(hdrs.ALLOW, "")
-            extra["Allow"] = allow
-            err = InputError(
-                f"{request.path[:200]} accepts {allow or 'other methods'}, not {request.method}",
-                code="method_not_allowed",
-                status=405,
-            )
+            allow = extra["Allow"] = e.headers.get(hdrs.ALLOW, "")
+            code = "method_not_allowed"
+            message = f"{request.path[:200]} accepts {allow or 'other methods'}"
+            message += f", not {request.method}"
         elif e.status == 413:
-            err = InputError(
-                f"request body exceeds {self.limits.max_body_bytes} bytes",
-                code="body_too_large",
-                status=413,
-            )
+            message = f"request body exceeds {self.limits.max_body_bytes} bytes"
+            code = "body_too_large"
         else:
+            message = e.reason or "HTTP error"
             code = e.reason.lower().replace(" ", "_") or "http_error"
-            err = InputError(e.reason or "HTTP error", code=code, status=e.status)
+        err = InputError(message, code=code, status=e.status)
         resp = self._json(err, extra)
         if e.status >= 500 or (e.status != 413 and request.body_exists):
             resp.force_close()

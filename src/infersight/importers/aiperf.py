@@ -19,19 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import infersight.importers.common as common
 from infersight.core.records import RequestRecord, RunResult
-from infersight.importers.common import (
-    ImportedLevel,
-    ImportSpec,
-    Malformed,
-    as_float,
-    as_int,
-    build_run,
-    level_name,
-    load_json,
-    need,
-    obj,
-)
 from infersight.importers.tool_stats import aggregate_from_stats, tool_metric
 
 __all__ = ["FORMAT_RECORDS", "FORMAT_SUMMARY", "looks_like_record", "looks_like_summary", "read"]
@@ -67,7 +56,7 @@ def looks_like_record(doc: Any) -> bool:
 def read(data: bytes, source: str, fmt: str) -> RunResult:
     """The RunResult of an AIPerf export (``fmt``: records or summary)."""
     if fmt == FORMAT_SUMMARY:
-        return _read_summary(load_json(data), source)
+        return _read_summary(common.load_json(data), source)
     return _read_records(data, source)
 
 
@@ -78,15 +67,15 @@ def _target(doc: Any) -> tuple[int | None, float | None]:
     phases = cfg.get("phases") if isinstance(cfg, dict) else None
     for ph in phases if isinstance(phases, list) else []:
         if isinstance(ph, dict) and ph.get("kind", "profiling") == "profiling":
-            rate = as_float(ph.get("rate"))
-            conc = as_int(ph.get("concurrency"))
+            rate = common.as_float(ph.get("rate"))
+            conc = common.as_int(ph.get("concurrency"))
             return (None, rate) if rate is not None else (conc, None)
     return None, None
 
 
 def _avg(doc: dict[str, Any], key: str) -> float | None:
     m = doc.get(key)
-    return as_float(m.get("avg")) if isinstance(m, dict) else None
+    return common.as_float(m.get("avg")) if isinstance(m, dict) else None
 
 
 def _stats(doc: dict[str, Any], key: str) -> dict[str, Any]:
@@ -96,14 +85,16 @@ def _stats(doc: dict[str, Any], key: str) -> dict[str, Any]:
 
 def _read_summary(doc: Any, source: str) -> RunResult:
     if not isinstance(doc, dict):
-        raise Malformed("the document is not an object")
-    need(doc, "request_throughput", dict, "the export")
+        raise common.Malformed("the document is not an object")
+    common.need(doc, "request_throughput", dict, "the export")
     conc, rate = _target(doc)
     count = _avg(doc, "request_count")
     ok = _avg(doc, "completed_request_count")
     ok = ok if ok is not None else count
     errors = sum(
-        as_int(e.get("count")) or 0 for e in doc.get("error_summary") or [] if isinstance(e, dict)
+        common.as_int(e.get("count")) or 0
+        for e in doc.get("error_summary") or []
+        if isinstance(e, dict)
     )
     agg = aggregate_from_stats(
         conc,
@@ -118,7 +109,9 @@ def _read_summary(doc: Any, source: str) -> RunResult:
             "e2e_from_sent": (_stats(doc, "request_latency"), 0.001),
         },
     )
-    level = ImportedLevel(level_name(conc, rate), concurrency=conc, rate=rate, aggregate=agg)
+    level = common.ImportedLevel(
+        common.level_name(conc, rate), concurrency=conc, rate=rate, aggregate=agg
+    )
     level.tool_metrics = {
         _ITL: tool_metric(
             DEFINITIONS[_ITL], ours=None, scale=0.001, summary=_stats(doc, "inter_token_latency")
@@ -130,15 +123,15 @@ def _read_summary(doc: Any, source: str) -> RunResult:
         "engine telemetry (running, waiting, KV usage)",
     ]
     spec.rerun_hint = _RERUN
-    return build_run(spec, [level])
+    return common.build_run(spec, [level])
 
 
-def _spec(source: str, summary: Any) -> ImportSpec:
-    cfg = obj(summary, "input_config")
-    urls = obj(cfg, "endpoint").get("urls")
-    models = obj(cfg, "models").get("items")
+def _spec(source: str, summary: Any) -> common.ImportSpec:
+    cfg = common.obj(summary, "input_config")
+    urls = common.obj(cfg, "endpoint").get("urls")
+    models = common.obj(cfg, "models").get("items")
     version = summary.get("aiperf_version") if isinstance(summary, dict) else None
-    return ImportSpec(
+    return common.ImportSpec(
         format=FORMAT_SUMMARY,
         tool="AIPerf",
         source=source,
@@ -158,9 +151,9 @@ def _lines(data: bytes) -> list[Any]:
         if not line.strip():
             continue
         try:
-            out.append(load_json(line))
-        except Malformed as e:
-            raise Malformed(f"line {n}: {e}") from None
+            out.append(common.load_json(line))
+        except common.Malformed as e:
+            raise common.Malformed(f"line {n}: {e}") from None
     return out
 
 
@@ -174,8 +167,8 @@ def _sibling_summary(source: str) -> Any:
     ):
         if name != p and name.is_file():
             try:
-                doc = load_json(name.read_bytes())
-            except (OSError, Malformed):
+                doc = common.load_json(name.read_bytes())
+            except (OSError, common.Malformed):
                 continue
             if looks_like_summary(doc):
                 return doc
@@ -187,7 +180,7 @@ def _read_records(data: bytes, source: str) -> RunResult:
     records = []
     itl: list[float] = []
     for n, doc in enumerate(docs, 1):
-        meta = need(doc, "metadata", dict, f"line {n}")
+        meta = common.need(doc, "metadata", dict, f"line {n}")
         if meta.get("benchmark_phase", "profiling") != "profiling":
             continue  # warm-up requests are not measured
         rec, own_itl = _record(doc, meta, n)
@@ -205,9 +198,11 @@ def _read_records(data: bytes, source: str) -> RunResult:
             f"target concurrency {conc} inferred from the requests in flight "
             "(no AIPerf aggregate JSON beside the file names it)"
         )
-    level = ImportedLevel(level_name(conc, rate), concurrency=conc, rate=rate, records=records)
+    level = common.ImportedLevel(
+        common.level_name(conc, rate), concurrency=conc, rate=rate, records=records
+    )
     level.tool_metrics = {_ITL: tool_metric(DEFINITIONS[_ITL], ours=None, values=itl, scale=0.001)}
-    return build_run(spec, [level])
+    return common.build_run(spec, [level])
 
 
 def _ms(metrics: dict[str, Any], key: str) -> Any:
@@ -218,11 +213,11 @@ def _ms(metrics: dict[str, Any], key: str) -> Any:
 def _record(
     doc: dict[str, Any], meta: dict[str, Any], n: int
 ) -> tuple[RequestRecord, float | None]:
-    start = as_float(meta.get("request_start_ns"))
+    start = common.as_float(meta.get("request_start_ns"))
     if start is None:
-        raise Malformed(f"line {n}: metadata.request_start_ns is missing")
-    issued = as_float(meta.get("credit_issued_ns"))
-    end = as_float(meta.get("request_end_ns"))
+        raise common.Malformed(f"line {n}: metadata.request_start_ns is missing")
+    issued = common.as_float(meta.get("credit_issued_ns"))
+    end = common.as_float(meta.get("request_end_ns"))
     rec = RequestRecord(
         request_id=str(meta.get("x_request_id") or f"line-{n}"),
         scheduled=(issued if issued is not None else start) / 1e9,
@@ -230,40 +225,42 @@ def _record(
         end=None if end is None else end / 1e9,
         attempts=1,
     )
-    metrics = obj(doc, "metrics")
-    trace = obj(doc, "trace_data")
-    headers = as_float(trace.get("response_headers_received_ns"))
+    metrics = common.obj(doc, "metrics")
+    trace = common.obj(doc, "trace_data")
+    headers = common.as_float(trace.get("response_headers_received_ns"))
     rec.headers = None if headers is None else headers / 1e9
-    ttft = as_float(_ms(metrics, "time_to_first_token"))
+    ttft = common.as_float(_ms(metrics, "time_to_first_token"))
     if ttft is not None:
         t = rec.sent + ttft / 1000 if rec.sent is not None else None
         times = [] if t is None else [t]
         gaps = _ms(metrics, "inter_chunk_latency")
         for g in gaps if isinstance(gaps, list) else []:
-            gv = as_float(g)
+            gv = common.as_float(g)
             if gv is None or t is None:
-                raise Malformed(f"line {n}: inter_chunk_latency holds {g!r}, not a number")
+                raise common.Malformed(f"line {n}: inter_chunk_latency holds {g!r}, not a number")
             t += gv / 1000
             times.append(t)
         rec.chunk_times = times
         rec.chunk_tokens = [1] * len(times)
-    osl = as_int(_ms(metrics, "usage_completion_tokens"))
+    osl = common.as_int(_ms(metrics, "usage_completion_tokens"))
     rec.completion_tokens = (
-        osl if osl is not None else as_int(_ms(metrics, "output_sequence_length"))
+        osl if osl is not None else common.as_int(_ms(metrics, "output_sequence_length"))
     )
-    isl = as_int(_ms(metrics, "usage_prompt_tokens"))
-    rec.prompt_tokens = isl if isl is not None else as_int(_ms(metrics, "input_sequence_length"))
+    isl = common.as_int(_ms(metrics, "usage_prompt_tokens"))
+    rec.prompt_tokens = (
+        isl if isl is not None else common.as_int(_ms(metrics, "input_sequence_length"))
+    )
     error = doc.get("error")
     rec.cancelled = bool(meta.get("was_cancelled"))
     if isinstance(error, dict):
-        code = as_int(error.get("code"))
+        code = common.as_int(error.get("code"))
         rec.status = code
         rec.error = "ServerError" if code is None or code >= 500 else "BadRequest"
         rec.error_message = str(error.get("message") or error.get("type") or "error")[:300]
     else:
-        rec.status = as_int(trace.get("response_status_code")) or 200
+        rec.status = common.as_int(trace.get("response_status_code")) or 200
         rec.ok = not rec.cancelled and rec.end is not None
-    return rec, as_float(_ms(metrics, "inter_token_latency"))
+    return rec, common.as_float(_ms(metrics, "inter_token_latency"))
 
 
 def _max_in_flight(records: list[RequestRecord]) -> int:

@@ -21,7 +21,7 @@ import infersight.importers.guidellm as guidellm
 import infersight.importers.inference_perf as inference_perf
 import infersight.importers.llmd as llmd
 import infersight.importers.vllm as vllm
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, read_user_file
 from infersight.core.records import RunResult
 from infersight.importers.common import Malformed
 
@@ -151,8 +151,4 @@ def import_bytes(data: bytes, source: str, fmt: str | None = None) -> RunResult:
 def import_file(path: str | Path) -> RunResult:
     """Read another tool's result file (the format from its content)."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise file_error(p, e) from None
-    return import_bytes(data, str(p))
+    return import_bytes(read_user_file(p), str(p))

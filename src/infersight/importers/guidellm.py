@@ -21,20 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import infersight.importers.common as common
 from infersight.core.records import RequestRecord, RunResult
-from infersight.importers.common import (
-    MAX_TOKENS,
-    ImportedLevel,
-    ImportSpec,
-    Malformed,
-    as_float,
-    as_int,
-    build_run,
-    level_name,
-    load_json,
-    need,
-    obj,
-)
 from infersight.importers.tool_stats import aggregate_from_stats, tool_metric
 
 __all__ = ["FORMAT", "looks_like", "read"]
@@ -65,16 +53,16 @@ def looks_like(doc: Any) -> bool:
 
 def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
     """The RunResult of a GuideLLM report (``fmt``: this module's one format)."""
-    doc = load_json(data)
-    benchmarks = need(doc, "benchmarks", list, "the report")
-    meta = obj(doc, "metadata")
+    doc = common.load_json(data)
+    benchmarks = common.need(doc, "benchmarks", list, "the report")
+    meta = common.obj(doc, "metadata")
     backend = (
         ((doc.get("config") or {}).get("spec") or {}).get("backend") or {}
         if isinstance(doc.get("config"), dict)
         else {}
     )
     levels = [_level(b, i) for i, b in enumerate(benchmarks)]
-    spec = ImportSpec(
+    spec = common.ImportSpec(
         format=FORMAT,
         tool="GuideLLM",
         source=source,
@@ -93,40 +81,42 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
     else:
         spec.missing.append("per-request timings (the file keeps its requests' statistics only)")
     spec.missing.append("engine telemetry (running, waiting, KV usage)")
-    return build_run(spec, levels)
+    return common.build_run(spec, levels)
 
 
-def _level(bench: Any, i: int) -> ImportedLevel:
+def _level(bench: Any, i: int) -> common.ImportedLevel:
     where = f"benchmarks[{i}]"
-    config = need(bench, "config", dict, where)
-    strategy = need(config, "strategy", dict, f"{where}.config")
+    config = common.need(bench, "config", dict, where)
+    strategy = common.need(config, "strategy", dict, f"{where}.config")
     kind = strategy.get("type_")
     conc: int | None = None
     rate: float | None = None
     if kind == "synchronous":
         conc = 1
     elif kind == "concurrent":
-        conc = as_int(strategy.get("streams")) or as_int(strategy.get("max_concurrency"))
+        conc = common.as_int(strategy.get("streams")) or common.as_int(
+            strategy.get("max_concurrency")
+        )
     elif kind in ("constant", "poisson"):
-        rate = as_float(strategy.get("rate"))
+        rate = common.as_float(strategy.get("rate"))
     elif kind != "throughput":
-        raise Malformed(
+        raise common.Malformed(
             f"{where}: strategy {kind!r} is not one GuideLLM writes "
             "(synchronous, concurrent, throughput, constant, poisson)"
         )
-    level = ImportedLevel(
-        level_name(conc, rate), concurrency=conc, rate=rate, all_at_once=kind == "throughput"
+    level = common.ImportedLevel(
+        common.level_name(conc, rate), concurrency=conc, rate=rate, all_at_once=kind == "throughput"
     )
-    requests = need(bench, "requests", dict, where)
+    requests = common.need(bench, "requests", dict, where)
     for status in ("successful", "errored", "incomplete"):
         items = requests.get(status) or []
         if not isinstance(items, list):
-            raise Malformed(f"{where}.requests.{status} is not a list")
+            raise common.Malformed(f"{where}.requests.{status} is not a list")
         for j, item in enumerate(items):
             rec = _record(item, status, f"{where}.requests.{status}[{j}]")
             if rec is not None:
                 level.records.append(rec)
-    metrics = obj(bench, "metrics")
+    metrics = common.obj(bench, "metrics")
     if level.records:
         ok = [it for it in requests.get("successful") or [] if isinstance(it, dict)]
         level.tool_metrics = {
@@ -134,7 +124,7 @@ def _level(bench: Any, i: int) -> ImportedLevel:
                 DEFINITIONS[name],
                 ours=ours,
                 scale=0.001,
-                values=[v for it in ok if (v := as_float(it.get(key))) is not None],
+                values=[v for it in ok if (v := common.as_float(it.get(key))) is not None],
             )
             for name, key, ours in (
                 ("guidellm.time_per_output_token", "time_per_output_token_ms", None),
@@ -163,10 +153,10 @@ def _successful(metrics: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _record(item: Any, status: str, where: str) -> RequestRecord | None:
-    info = need(item, "info", dict, where)
-    t = need(info, "timings", dict, f"{where}.info")
-    start = as_float(t.get("request_start"))
-    sched = as_float(t.get("targeted_start"))
+    info = common.need(item, "info", dict, where)
+    t = common.need(info, "timings", dict, f"{where}.info")
+    start = common.as_float(t.get("request_start"))
+    sched = common.as_float(t.get("targeted_start"))
     if start is None and sched is None:
         return None  # never sent: nothing was measured
     scheduled = sched if sched is not None else start
@@ -176,12 +166,15 @@ def _record(item: Any, status: str, where: str) -> RequestRecord | None:
         scheduled=scheduled,
         sent=start,
     )
-    rec.headers = as_float(t.get("first_request_iteration"))
-    rec.end = as_float(t.get("request_end")) or as_float(t.get("resolve_end"))
-    first, last = as_float(t.get("first_token_iteration")), as_float(t.get("last_token_iteration"))
-    n = as_int(t.get("token_iterations")) or 0
-    if n > MAX_TOKENS:
-        raise Malformed(
+    rec.headers = common.as_float(t.get("first_request_iteration"))
+    rec.end = common.as_float(t.get("request_end")) or common.as_float(t.get("resolve_end"))
+    first, last = (
+        common.as_float(t.get("first_token_iteration")),
+        common.as_float(t.get("last_token_iteration")),
+    )
+    n = common.as_int(t.get("token_iterations")) or 0
+    if n > common.MAX_TOKENS:
+        raise common.Malformed(
             f"{where}.info.timings.token_iterations is {n}: more tokens than any response holds"
         )
     if first is not None:
@@ -191,12 +184,12 @@ def _record(item: Any, status: str, where: str) -> RequestRecord | None:
             step = (last - first) / (n - 1)
             rec.chunk_times = [first + k * step for k in range(n - 1)] + [last]
         rec.chunk_tokens = [1] * len(rec.chunk_times)
-    out_m = obj(item, "output_metrics")
-    in_m = obj(item, "input_metrics")
-    rec.completion_tokens = as_int(out_m.get("total_tokens"))
+    out_m = common.obj(item, "output_metrics")
+    in_m = common.obj(item, "input_metrics")
+    rec.completion_tokens = common.as_int(out_m.get("total_tokens"))
     rec.tokens_estimated = rec.completion_tokens is None
-    rec.prompt_tokens = as_int(in_m.get("total_tokens"))
-    rec.cached_tokens = as_int(in_m.get("cached_tokens"))
+    rec.prompt_tokens = common.as_int(in_m.get("total_tokens"))
+    rec.cached_tokens = common.as_int(in_m.get("cached_tokens"))
     rec.attempts = 1
     rec.ok = status == "successful"
     if status == "errored":
@@ -211,14 +204,14 @@ def _aggregates_only(
     metrics: dict[str, Any], conc: int | None, rate: float | None
 ) -> dict[str, Any]:
     """A level from GuideLLM's statistics alone (its ``successful`` distributions)."""
-    totals = obj(metrics, "request_totals")
+    totals = common.obj(metrics, "request_totals")
     return aggregate_from_stats(
         conc,
         rate,
-        ok_count=as_int(totals.get("successful")),
-        errors=as_int(totals.get("errored")),
-        request_rate=as_float(_successful(metrics, "requests_per_second").get("mean")),
-        token_rate=as_float(_successful(metrics, "output_tokens_per_second").get("mean")),
+        ok_count=common.as_int(totals.get("successful")),
+        errors=common.as_int(totals.get("errored")),
+        request_rate=common.as_float(_successful(metrics, "requests_per_second").get("mean")),
+        token_rate=common.as_float(_successful(metrics, "output_tokens_per_second").get("mean")),
         latency={
             "ttft_from_sent": (_successful(metrics, "time_to_first_token_ms"), 0.001),
             "tpot": (_successful(metrics, "inter_token_latency_ms"), 0.001),

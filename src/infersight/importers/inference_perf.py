@@ -19,20 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import infersight.importers.common as common
 from infersight.core.records import RequestRecord, RunResult
-from infersight.importers.common import (
-    ImportedLevel,
-    ImportSpec,
-    Malformed,
-    as_float,
-    as_int,
-    build_run,
-    check_records,
-    level_name,
-    load_json,
-    need,
-    obj,
-)
 from infersight.importers.tool_stats import aggregate_from_stats, tool_metric
 
 __all__ = ["FORMAT_REQUESTS", "FORMAT_SUMMARY", "looks_like_requests", "looks_like_summary", "read"]
@@ -73,11 +61,11 @@ def looks_like_summary(doc: Any) -> bool:
 
 def read(data: bytes, source: str, fmt: str) -> RunResult:
     """The RunResult of an inference-perf report (``fmt``: per-request or summary)."""
-    doc = load_json(data)
+    doc = common.load_json(data)
     if fmt == FORMAT_SUMMARY:
         return _read_summary(doc, source)
     if not isinstance(doc, list):
-        raise Malformed("the per-request report is not a list of requests")
+        raise common.Malformed("the per-request report is not a list of requests")
     return _read_requests(doc, source)
 
 
@@ -85,8 +73,8 @@ def _stage_target(doc: Any) -> tuple[int | None, float | None]:
     load = doc.get("load_summary") if isinstance(doc, dict) else None
     if not isinstance(load, dict):
         return None, None
-    conc = as_int(load.get("concurrency"))
-    return (conc, None) if conc else (None, as_float(load.get("requested_rate")))
+    conc = common.as_int(load.get("concurrency"))
+    return (conc, None) if conc else (None, common.as_float(load.get("requested_rate")))
 
 
 def _stages(source: str) -> list[tuple[int, dict[str, Any]]]:
@@ -96,11 +84,11 @@ def _stages(source: str) -> list[tuple[int, dict[str, Any]]]:
     k = 0
     while (p := folder / f"stage_{k}_lifecycle_metrics.json").is_file():
         try:
-            doc = load_json(p.read_bytes())
-        except (OSError, Malformed):
+            doc = common.load_json(p.read_bytes())
+        except (OSError, common.Malformed):
             return []
         load = doc.get("load_summary") if isinstance(doc, dict) else None
-        count = as_int(load.get("count")) if isinstance(load, dict) else None
+        count = common.as_int(load.get("count")) if isinstance(load, dict) else None
         if count is None:
             return []
         out.append((count, doc))
@@ -113,8 +101,8 @@ def _read_requests(entries: list[Any], source: str) -> RunResult:
     for j, entry in enumerate(entries):
         records.append(_record(entry, j))
     records.sort(key=lambda x: x[0].scheduled)
-    check_records([r for r, _ in records])  # before NTPOT is summarised from them
-    spec = ImportSpec(
+    common.check_records([r for r, _ in records])  # before NTPOT is summarised from them
+    spec = common.ImportSpec(
         format=FORMAT_REQUESTS,
         tool="inference-perf",
         source=source,
@@ -132,14 +120,14 @@ def _read_requests(entries: list[Any], source: str) -> RunResult:
                 "the stage files beside the report do not add up to its requests: read as one level"
             )
         stages = [(len(records), {})]
-    levels: list[ImportedLevel] = []
+    levels: list[common.ImportedLevel] = []
     at = 0
     for count, summary in stages:
         conc, rate = _stage_target(summary)
         chunk = records[at : at + count]
         at += count
-        lv = ImportedLevel(
-            level_name(conc, rate) if summary else "all",
+        lv = common.ImportedLevel(
+            common.level_name(conc, rate) if summary else "all",
             concurrency=conc,
             rate=rate,
             records=[r for r, _ in chunk],
@@ -155,30 +143,30 @@ def _read_requests(entries: list[Any], source: str) -> RunResult:
                 DEFINITIONS[_DELAY], ours="schedule_lag", summary=delay
             )
         levels.append(lv)
-    return build_run(spec, levels)
+    return common.build_run(spec, levels)
 
 
 def _record(entry: Any, j: int) -> tuple[RequestRecord, float | None]:
     where = f"request {j}"
-    start = need(entry, "start_time", (int, float), where)
-    end = as_float(entry.get("end_time"))
+    start = common.need(entry, "start_time", (int, float), where)
+    end = common.as_float(entry.get("end_time"))
     rec = RequestRecord(
         request_id=f"r{j}", scheduled=float(start), sent=float(start), end=end, attempts=1
     )
-    info = obj(entry, "info")
-    resp = obj(info, "response_metrics")
+    info = common.obj(entry, "info")
+    resp = common.obj(info, "response_metrics")
     times = resp.get("output_token_times") or resp.get("chunk_times") or []
     if not isinstance(times, list):
-        raise Malformed(f"{where}: output_token_times is not a list")
-    rec.chunk_times = [t for x in times if (t := as_float(x)) is not None]
+        raise common.Malformed(f"{where}: output_token_times is not a list")
+    rec.chunk_times = [t for x in times if (t := common.as_float(x)) is not None]
     rec.chunk_tokens = [1] * len(rec.chunk_times)
-    usage = obj(resp, "server_usage")
-    rec.completion_tokens = as_int(usage.get("completion_tokens"))
+    usage = common.obj(resp, "server_usage")
+    rec.completion_tokens = common.as_int(usage.get("completion_tokens"))
     if rec.completion_tokens is None:
-        rec.completion_tokens = as_int(resp.get("output_tokens"))
-    rec.prompt_tokens = as_int(usage.get("prompt_tokens"))
+        rec.completion_tokens = common.as_int(resp.get("output_tokens"))
+    rec.prompt_tokens = common.as_int(usage.get("prompt_tokens"))
     if rec.prompt_tokens is None:
-        rec.prompt_tokens = as_int(info.get("input_tokens"))
+        rec.prompt_tokens = common.as_int(info.get("input_tokens"))
     error = entry.get("error")
     if isinstance(error, dict):
         rec.error = "ServerError"
@@ -193,13 +181,13 @@ def _record(entry: Any, j: int) -> tuple[RequestRecord, float | None]:
 
 def _read_summary(doc: Any, source: str) -> RunResult:
     if not isinstance(doc, dict):
-        raise Malformed("the summary is not an object")
-    ok = need(doc, "successes", dict, "the summary")
-    failures = obj(doc, "failures")
-    latency = obj(ok, "latency")
-    tput = obj(ok, "throughput")
+        raise common.Malformed("the summary is not an object")
+    ok = common.need(doc, "successes", dict, "the summary")
+    failures = common.obj(doc, "failures")
+    latency = common.obj(ok, "latency")
+    tput = common.obj(ok, "throughput")
     conc, rate = _stage_target(doc)
-    ok_n = as_int(ok.get("count"))
+    ok_n = common.as_int(ok.get("count"))
 
     def stats(name: str) -> dict[str, Any]:
         s = latency.get(name)
@@ -209,9 +197,9 @@ def _read_summary(doc: Any, source: str) -> RunResult:
         conc,
         rate,
         ok_count=ok_n,
-        errors=as_int(failures.get("count")),
-        request_rate=as_float(tput.get("requests_per_sec")),
-        token_rate=as_float(tput.get("output_tokens_per_sec")),
+        errors=common.as_int(failures.get("count")),
+        request_rate=common.as_float(tput.get("requests_per_sec")),
+        token_rate=common.as_float(tput.get("output_tokens_per_sec")),
         latency={
             "ttft_from_sent": (stats("time_to_first_token"), 1.0),
             "tpot": (stats("time_per_output_token"), 1.0),
@@ -219,8 +207,8 @@ def _read_summary(doc: Any, source: str) -> RunResult:
             "e2e_from_sent": (stats("request_latency"), 1.0),
         },
     )
-    level = ImportedLevel(
-        level_name(conc, rate) if (conc or rate) else "all",
+    level = common.ImportedLevel(
+        common.level_name(conc, rate) if (conc or rate) else "all",
         concurrency=conc,
         rate=rate,
         aggregate=agg,
@@ -230,7 +218,7 @@ def _read_summary(doc: Any, source: str) -> RunResult:
             DEFINITIONS[_NTPOT], ours=None, summary=stats("normalized_time_per_output_token")
         )
     }
-    spec = ImportSpec(
+    spec = common.ImportSpec(
         format=FORMAT_SUMMARY,
         tool="inference-perf",
         source=source,
@@ -239,4 +227,4 @@ def _read_summary(doc: Any, source: str) -> RunResult:
         rerun_hint="inference-perf writes per_request_lifecycle_metrics.json "
         "with report.request_lifecycle.per_request: true",
     )
-    return build_run(spec, [level])
+    return common.build_run(spec, [level])

@@ -17,17 +17,8 @@ from typing import Any
 
 import yaml
 
+import infersight.importers.common as common
 from infersight.core.records import RunResult
-from infersight.importers.common import (
-    ImportedLevel,
-    ImportSpec,
-    Malformed,
-    as_float,
-    as_int,
-    build_run,
-    level_name,
-    load_json,
-)
 from infersight.importers.llmd_series import UNIT_SECONDS, engine_samples, requests_from_series
 from infersight.importers.tool_stats import aggregate_from_stats
 
@@ -60,8 +51,8 @@ def looks_like(doc: Any) -> bool:
 def parse(data: bytes) -> Any:
     """The document, from JSON or else YAML; Malformed when it is neither."""
     try:
-        return load_json(data)
-    except Malformed as as_json:
+        return common.load_json(data)
+    except common.Malformed as as_json:
         if data.lstrip()[:1] in (b"{", b"["):
             raise as_json from None
     try:
@@ -70,7 +61,7 @@ def parse(data: bytes) -> Any:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or type(e).__name__
-        raise Malformed(f"not valid JSON or YAML{where}: {problem}") from None
+        raise common.Malformed(f"not valid JSON or YAML{where}: {problem}") from None
 
 
 def _validated(doc: dict[str, Any]) -> Any:
@@ -85,7 +76,7 @@ def _validated(doc: dict[str, Any]) -> Any:
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise Malformed(f"the package refuses it: {loc}: {first['msg']}{more}") from None
+        raise common.Malformed(f"the package refuses it: {loc}: {first['msg']}{more}") from None
 
 
 def _stats(stats: Any, count: int | None) -> tuple[dict[str, Any], float]:
@@ -100,24 +91,24 @@ def _stats(stats: Any, count: int | None) -> tuple[dict[str, Any], float]:
 
 
 def _target(conc: Any, rate: Any) -> tuple[int | None, float | None]:
-    c = as_int(conc)
-    r = as_float(rate)
+    c = common.as_int(conc)
+    r = common.as_float(rate)
     return (c, None) if c else (None, r if r and r > 0 else None)
 
 
 def _point(conc: int | None, rate: float | None, unknown: str) -> str:
     """The level's name as bench gives it (``c=4``, ``r=2.5``); ``unknown`` when the
     report names neither (its harness's converter did not find them)."""
-    return level_name(conc, rate) if conc is not None or rate is not None else unknown
+    return common.level_name(conc, rate) if conc is not None or rate is not None else unknown
 
 
-def _level_v01(rep: Any) -> tuple[ImportedLevel, ImportSpec]:
+def _level_v01(rep: Any) -> tuple[common.ImportedLevel, common.ImportSpec]:
     load, m = rep.scenario.load, rep.metrics
     args = load.args or {}
     meta = load.metadata if isinstance(load.metadata, dict) else {}
     conc, rate = _target(args.get("concurrency", args.get("max_concurrency")), args.get("rate"))
     name = _ours(rep).get("level") or _point(conc, rate, "unknown load")
-    level = ImportedLevel(str(name), concurrency=conc, rate=rate)
+    level = common.ImportedLevel(str(name), concurrency=conc, rate=rate)
     failures = m.requests.failures or 0
     lat, ok = m.latency, max(m.requests.total - failures, 0)
     level.aggregate = aggregate_from_stats(
@@ -135,7 +126,9 @@ def _level_v01(rep: Any) -> tuple[ImportedLevel, ImportSpec]:
         },
     )
     tool = f"llm-d benchmark report of {meta.get('tool') or load.name}"
-    spec = ImportSpec(format=FORMAT, tool=tool, source="", model=rep.scenario.model.name, notes=[])
+    spec = common.ImportSpec(
+        format=FORMAT, tool=tool, source="", model=rep.scenario.model.name, notes=[]
+    )
     spec.tool_version = (
         meta.get("tool_version") if isinstance(meta.get("tool_version"), str) else None
     )
@@ -152,13 +145,13 @@ def _ours(rep: Any) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _level_v02(rep: Any) -> tuple[ImportedLevel, ImportSpec, list[Any]]:
+def _level_v02(rep: Any) -> tuple[common.ImportedLevel, common.ImportSpec, list[Any]]:
     load = rep.scenario.load if rep.scenario is not None else None
     std = load.standardized if load is not None else None
     conc, rate = _target(getattr(std, "concurrency", None), getattr(std, "rate_qps", None))
     obs = rep.results.observability
     name = _ours(rep).get("level") or _point(conc, rate, f"stage {getattr(std, 'stage', 0)}")
-    level = ImportedLevel(str(name), concurrency=conc, rate=rate)
+    level = common.ImportedLevel(str(name), concurrency=conc, rate=rate)
     perf = rep.results.request_performance
     level.records = requests_from_series(getattr(perf, "time_series", None), level.name)
     agg = getattr(perf, "aggregate", None)
@@ -183,7 +176,7 @@ def _level_v02(rep: Any) -> tuple[ImportedLevel, ImportSpec, list[Any]]:
     stack = (rep.scenario.stack if rep.scenario is not None else None) or []
     engines = [c for c in stack if c.standardized.kind == "inference_engine"]
     model = engines[0].standardized.model.name if engines else None
-    spec = ImportSpec(
+    spec = common.ImportSpec(
         format=FORMAT,
         tool=f"llm-d benchmark report of {std.tool if std is not None else 'a harness'}",
         source="",
@@ -202,7 +195,9 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
     series hold them."""
     doc = parse(data)
     if not looks_like(doc):
-        raise Malformed("no version 0.1/0.2/0.2.1 with scenario and metrics, or run and results")
+        raise common.Malformed(
+            "no version 0.1/0.2/0.2.1 with scenario and metrics, or run and results"
+        )
     rep = _validated(doc)
     samples: list[Any] = []
     if rep.version == "0.1":
@@ -229,7 +224,7 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
         spec.rerun_hint = _RERUN
     if not samples:
         spec.missing.append("engine telemetry (running, waiting, KV usage)")
-    result = build_run(spec, [level])
+    result = common.build_run(spec, [level])
     result.samples = samples
     flag = _ours(rep).get("client_limited")
     if level.records and isinstance(flag, dict) and "flag" in flag:

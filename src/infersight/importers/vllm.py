@@ -27,17 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import infersight.importers.common as common
 from infersight.core.records import RequestRecord, RunResult
-from infersight.importers.common import (
-    ImportedLevel,
-    ImportSpec,
-    Malformed,
-    as_float,
-    as_int,
-    build_run,
-    level_name,
-    load_json,
-)
 from infersight.importers.tool_stats import aggregate_from_stats, tool_metric
 
 __all__ = ["FORMAT", "looks_like", "read"]
@@ -67,24 +58,26 @@ def looks_like(doc: Any) -> bool:
 def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
     """The RunResult of one saved run, or of several appended ones (one per line)."""
     try:
-        docs = [load_json(data)]
-    except Malformed as whole:
+        docs = [common.load_json(data)]
+    except common.Malformed as whole:
         lines = [ln for ln in data.splitlines() if ln.strip()]
         if len(lines) < 2:
             raise whole from None
         docs = []
         for n, line in enumerate(lines, 1):
             try:
-                docs.append(load_json(line))
-            except Malformed as e:
-                raise Malformed(f"line {n}: {e}") from None
+                docs.append(common.load_json(line))
+            except common.Malformed as e:
+                raise common.Malformed(f"line {n}: {e}") from None
     levels = []
     for i, doc in enumerate(docs):
         if not looks_like(doc):
-            raise Malformed(f"run {i + 1} has no request_throughput/completed: not a saved run")
+            raise common.Malformed(
+                f"run {i + 1} has no request_throughput/completed: not a saved run"
+            )
         levels.append(_level(doc, i))
     first = docs[0]
-    spec = ImportSpec(
+    spec = common.ImportSpec(
         format=FORMAT,
         tool="vllm bench serve",
         source=source,
@@ -102,21 +95,21 @@ def read(data: bytes, source: str, fmt: str = FORMAT) -> RunResult:
         spec.missing.append("per-request timings (saved without --save-detailed)")
         spec.rerun_hint = "vllm bench serve --save-result --save-detailed keeps them"
     spec.missing.append("engine telemetry (running, waiting, KV usage)")
-    return build_run(spec, levels)
+    return common.build_run(spec, levels)
 
 
 def _target(doc: dict[str, Any]) -> tuple[int | None, float | None]:
-    rate = as_float(doc.get("request_rate"))  # "inf" (a string) is all at once
-    conc = as_int(doc.get("max_concurrency"))
+    rate = common.as_float(doc.get("request_rate"))  # "inf" (a string) is all at once
+    conc = common.as_int(doc.get("max_concurrency"))
     if rate is not None:
         return None, rate
     return conc, None
 
 
-def _level(doc: dict[str, Any], i: int) -> ImportedLevel:
+def _level(doc: dict[str, Any], i: int) -> common.ImportedLevel:
     conc, rate = _target(doc)
-    level = ImportedLevel(
-        level_name(conc, rate),
+    level = common.ImportedLevel(
+        common.level_name(conc, rate),
         concurrency=conc,
         rate=rate,
         all_at_once=conc is None and rate is None,
@@ -125,14 +118,14 @@ def _level(doc: dict[str, Any], i: int) -> ImportedLevel:
         level.records, tpots = _records(doc, i, closed=conc is not None and rate is None)
         level.tool_metrics = {_TPOT: tool_metric(DEFINITIONS[_TPOT], ours=None, values=tpots)}
         return level
-    ok = as_int(doc.get("completed"))
+    ok = common.as_int(doc.get("completed"))
     level.aggregate = aggregate_from_stats(
         conc,
         rate,
         ok_count=ok,
-        errors=as_int(doc.get("failed")),
-        request_rate=as_float(doc.get("request_throughput")),
-        token_rate=as_float(doc.get("output_throughput")),
+        errors=common.as_int(doc.get("failed")),
+        request_rate=common.as_float(doc.get("request_throughput")),
+        token_rate=common.as_float(doc.get("output_throughput")),
         latency={
             "ttft_from_sent": (_stats(doc, "ttft", ok), 0.001),
             "itl": (_stats(doc, "itl", None), 0.001),
@@ -151,7 +144,7 @@ def _stats(doc: dict[str, Any], metric: str, count: int | None) -> dict[str, Any
     """``mean_ttft_ms``, ``p99_ttft_ms``... as one statistics object (milliseconds)."""
     out: dict[str, Any] = {}
     for key in ("mean", "median", "std"):
-        if (v := as_float(doc.get(f"{key}_{metric}_ms"))) is not None:
+        if (v := common.as_float(doc.get(f"{key}_{metric}_ms"))) is not None:
             out[key] = v
     suffix = f"_{metric}_ms"
     for key, value in doc.items():
@@ -167,7 +160,7 @@ def _column(doc: dict[str, Any], key: str, n: int, i: int) -> list[Any]:
     if col is None:
         return [None] * n
     if not isinstance(col, list) or len(col) != n:
-        raise Malformed(
+        raise common.Malformed(
             f"run {i + 1}: {key} has {len(col) if isinstance(col, list) else 'no'} "
             f"entries for {n} requests"
         )
@@ -185,29 +178,29 @@ def _records(
     records: list[RequestRecord] = []
     tpots: list[float] = []
     for j in range(n):
-        sent = as_float(cols["start_times"][j])
+        sent = common.as_float(cols["start_times"][j])
         if sent is None:
-            raise Malformed(f"run {i + 1}: start_times[{j}] is {cols['start_times'][j]!r}")
+            raise common.Malformed(f"run {i + 1}: start_times[{j}] is {cols['start_times'][j]!r}")
         # A closed loop's semaphore wait is no lag (module docstring).
-        queue = 0.0 if closed else as_float(cols["queue_times"][j]) or 0.0
-        latency = as_float(cols["latencies"][j]) or 0.0
+        queue = 0.0 if closed else common.as_float(cols["queue_times"][j]) or 0.0
+        latency = common.as_float(cols["latencies"][j]) or 0.0
         error = cols["errors"][j]
         rec = RequestRecord(
             request_id=f"run{i + 1}-{j}", scheduled=sent - max(queue, 0.0), sent=sent, attempts=1
         )
-        out_len = as_int(cols["output_lens"][j])
+        out_len = common.as_int(cols["output_lens"][j])
         rec.completion_tokens = out_len
-        rec.prompt_tokens = as_int(cols["input_lens"][j])
+        rec.prompt_tokens = common.as_int(cols["input_lens"][j])
         rec.ok = not error and latency > 0
         if rec.ok:
             rec.end = sent + latency
-            ttft = as_float(cols["ttfts"][j])
+            ttft = common.as_float(cols["ttfts"][j])
             if ttft is not None and ttft > 0:
                 t = sent + ttft
                 times = [t]
                 gaps = cols["itls"][j]
                 for g in gaps if isinstance(gaps, list) else []:
-                    t += as_float(g) or 0.0
+                    t += common.as_float(g) or 0.0
                     times.append(t)
                 rec.chunk_times, rec.chunk_tokens = times, [1] * len(times)
                 if out_len is not None and out_len > 1:

@@ -7,6 +7,7 @@ fitted variable, with its predicted effect, its basis and the self-check's error
 """
 
 import math
+from functools import partial
 
 from infersight.core.server_model import Basis, Fix, Prediction, SelfCheck, ServerModel
 from infersight.servermodel.binding import RANGE, at_level, level_limiters, limiter, operating
@@ -78,12 +79,10 @@ def advise(d: RunData, m: ServerModel, sc: SelfCheck) -> tuple[str, str, Fix | N
     goal = "slo" if d.slo else ("throughput" if not lv.closed else "best throughput")
     basis: Basis = "model" if sc.trusted else "estimate"
     s = m.slots.value
+    # Every fix this run gets shares its basis, error and goal.
+    fix_of = partial(Fix, basis=basis, error=error, goal=goal)
     if lim in ("upstream", "client", "none", "unknown"):
-        return (
-            lim,
-            why,
-            Fix(knob=None, predicted=here, basis=basis, error=error, goal=goal, rests_on=why),
-        )
+        return lim, why, fix_of(knob=None, predicted=here, rests_on=why)
     cands: list[tuple[str, float, Prediction]] = []
     if lim in ("slots", "kv") and s is not None:
         top = math.floor(min(RANGE * m.measured.get("n", s), RANGE * s))
@@ -96,16 +95,8 @@ def advise(d: RunData, m: ServerModel, sc: SelfCheck) -> tuple[str, str, Fix | N
     best = max([here.throughput or 0.0, *(p.throughput or 0.0 for _, _, p in cands)])
     for k, v, p in cands:
         if _goal(d, lv, p, best):
-            fix = Fix(
-                knob=k,
-                from_value=s if k == "slots" else kv_now,
-                to_value=v,
-                predicted=p,
-                basis=basis,
-                error=error,
-                goal=goal,
-                rests_on=why,
-            )
+            before = s if k == "slots" else kv_now
+            fix = fix_of(knob=k, from_value=before, to_value=v, predicted=p, rests_on=why)
             return lim, why, _past_range(fix, m, d, lv, {k: v})
     # more of the limiting resource does not reach the goal in range: replicas. A
     # closed loop's clients are spread until each replica runs unqueued near its
@@ -119,26 +110,14 @@ def advise(d: RunData, m: ServerModel, sc: SelfCheck) -> tuple[str, str, Fix | N
             else _goal(d, lv, p, best)
         )
         if done:
-            fix = Fix(
-                knob="replicas",
-                from_value=1,
-                to_value=r,
-                predicted=p,
-                basis=basis,
-                error=error,
-                goal=goal,
-                rests_on=why,
-            )
+            fix = fix_of(knob="replicas", from_value=1, to_value=r, predicted=p, rests_on=why)
             return lim, why, _past_range(fix, m, d, lv, {"replicas": r})
     return (
         lim,
         why,
-        Fix(
+        fix_of(
             knob=None,
             predicted=here,
-            basis=basis,
-            error=error,
-            goal=goal,
             rests_on=why + "; no change within the measured range meets the goal",
         ),
     )

@@ -16,7 +16,13 @@ import numpy as np
 
 from infersight.core.server_model import Prediction, ServerModel
 from infersight.servermodel.data import LevelData, RunData, level_rate
-from infersight.servermodel.evaluate import engine_of, figures, predict_load
+from infersight.servermodel.evaluate import (
+    engine_of,
+    figures,
+    level_workload,
+    predict_load,
+    prompt_fill,
+)
 from infersight.servermodel.fit import step_time
 from infersight.servermodel.simulate import Load, simulate
 from infersight.stats.operating_point import growth_per_doubling
@@ -52,17 +58,11 @@ def operating(d: RunData, m: ServerModel) -> LevelData | None:
     return max(fitted, key=lambda lv: (lv.concurrency or 0, lv.rate or 0.0))
 
 
-def _workload(d: RunData, lv: LevelData) -> tuple[np.ndarray, np.ndarray]:
-    idx = lv.idx[d.ok[lv.idx]] if d.ok[lv.idx].any() else lv.idx
-    fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
-    return np.nan_to_num(d.prompt[idx], nan=fill), np.maximum(d.output[idx], 1.0)
-
-
 def at_level(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | None) -> Prediction:
     """The model at the level's own load with some knobs changed: a closed loop's
     clients, or an open loop's own send times (a trace's bursts stay bursts), split
     evenly over ``replicas``."""
-    prompt, output = _workload(d, lv)
+    prompt, output = level_workload(d, lv)
     slots, kv, sat = knobs.get("slots"), knobs.get("kv"), knobs.get("saturate")
     reps = int(knobs.get("replicas") or 1)
     if lv.closed:
@@ -80,12 +80,11 @@ def at_level(m: ServerModel, d: RunData, lv: LevelData, **knobs: float | int | N
             saturate=sat,
         )
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
-    fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
     sends = d.scheduled[idx] - float(d.scheduled[idx].min())
     mine = np.arange(idx.size) % reps == 0  # one replica's share, every reps-th request
     eng = engine_of(m, slots=slots, kv=kv, saturate=sat)
     load = Load(
-        prompt=np.nan_to_num(d.prompt[idx][mine], nan=fill),
+        prompt=np.nan_to_num(d.prompt[idx][mine], nan=prompt_fill(d)),
         output=np.maximum(d.output[idx][mine], 1.0),
         arrivals=sends[mine],
         max_tokens=m.measured.get("max_tokens"),

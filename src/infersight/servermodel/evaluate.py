@@ -11,11 +11,18 @@ import numpy as np
 
 from infersight.core.records import RequestRecord
 from infersight.core.server_model import Prediction, ServerModel
-from infersight.servermodel.data import level_figures
+from infersight.servermodel.data import LevelData, RunData, level_figures
 from infersight.servermodel.simulate import Engine, Load, Simulated, simulate
 from infersight.stats.aggregate import aggregate
 
-__all__ = ["engine_of", "figures", "poisson_arrivals", "predict_load"]
+__all__ = [
+    "engine_of",
+    "figures",
+    "level_workload",
+    "poisson_arrivals",
+    "predict_load",
+    "prompt_fill",
+]
 
 
 def engine_of(
@@ -140,6 +147,18 @@ def poisson_arrivals(rate: float, duration: float, seed: int = 0) -> np.ndarray:
     n = max(1, int(rate * duration * 1.2) + 10)
     t = np.cumsum(rng.exponential(1.0 / rate, n))
     return t[t < duration]
+
+
+def prompt_fill(d: RunData) -> float:
+    """The prompt length a request that did not report one is taken to have: the run's mean."""
+    return float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
+
+
+def level_workload(d: RunData, lv: LevelData) -> tuple[np.ndarray, np.ndarray]:
+    """A level's (prompt, output) lengths to run the model on: its answered requests (all
+    of them when none was answered), unknown prompts at :func:`prompt_fill`, outputs >= 1."""
+    idx = lv.idx[d.ok[lv.idx]] if d.ok[lv.idx].any() else lv.idx
+    return np.nan_to_num(d.prompt[idx], nan=prompt_fill(d)), np.maximum(d.output[idx], 1.0)
 
 
 def predict_load(

@@ -16,7 +16,7 @@ from infersight.core.server_model import CHECKED_METRICS, Prediction, SelfCheck,
 from infersight.servermodel.bounds import beyond_measured, saturated_text
 from infersight.servermodel.checked import checked_on, held_knobs
 from infersight.servermodel.data import RunData, run_data
-from infersight.servermodel.evaluate import predict_load
+from infersight.servermodel.evaluate import level_workload, predict_load
 from infersight.servermodel.fit import fit_model
 from infersight.servermodel.selfcheck import self_check
 
@@ -119,10 +119,7 @@ def forecast(
         )
     fitted = [lv for lv in d.levels if lv.name in m.levels] or d.levels
     base = max(fitted, key=lambda lv: (lv.concurrency or 0, lv.rate or 0.0))
-    idx = base.idx[d.ok[base.idx]] if d.ok[base.idx].any() else base.idx
-    fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
-    prompt = np.nan_to_num(d.prompt[idx], nan=fill)
-    output = np.maximum(d.output[idx], 1.0)
+    prompt, output = level_workload(d, base)
     if max_tokens is not None:
         output = np.minimum(output, float(max_tokens))
     if rate is None and concurrency is None:

@@ -24,7 +24,7 @@ from infersight.core.server_model import (
     ServerModel,
 )
 from infersight.servermodel.data import LevelData, RunData
-from infersight.servermodel.evaluate import engine_of, figures
+from infersight.servermodel.evaluate import engine_of, figures, prompt_fill
 from infersight.servermodel.fit import fit_model
 from infersight.servermodel.simulate import Load, simulate
 
@@ -42,9 +42,7 @@ def predict_level(
     clients and think time, or its send times), at ``slots`` (default: the model's);
     ``saturate``: see ``engine_of``."""
     idx = lv.idx[np.argsort(d.scheduled[lv.idx], kind="stable")]
-    prompt = np.nan_to_num(
-        d.prompt[idx], nan=float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
-    )
+    prompt = np.nan_to_num(d.prompt[idx], nan=prompt_fill(d))
     output = np.maximum(d.output[idx], 1.0)
     # merged trials: each level at its own limit, unless a limit is asked for
     eng = engine_of(m, slots=slots if slots is not None else lv.slots, saturate=saturate)

@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from infersight.client import Client, Timeouts
 from infersight.core.endpoint import server_root
@@ -18,7 +18,7 @@ from infersight.core.errors import InfersightError
 from infersight.core.records import RequestRecord, RunResult
 from infersight.telemetry.wiring import build_recorder
 
-__all__ = ["sample_url", "sample_url_async"]
+__all__ = ["SampleOptions", "sample_url", "sample_url_async"]
 
 log = logging.getLogger(__name__)
 
@@ -108,27 +108,18 @@ async def sample_url_async(
     return result
 
 
-def sample_url(
-    url: str,
-    seconds: float,
-    *,
-    api_key: str | None = None,
-    probe: bool = True,
-    model: str | None = None,
-    interval: float = 1.0,
-    max_tokens: int = 16,
-) -> RunResult:
+class SampleOptions(TypedDict, total=False):
+    """The keywords of :func:`sample_url_async`, which :func:`sample_url` passes on."""
+
+    api_key: str | None
+    probe: bool
+    model: str | None
+    interval: float
+    max_tokens: int
+
+
+def sample_url(url: str, seconds: float, **options: Unpack[SampleOptions]) -> RunResult:
     """Watch ``url`` for ``seconds`` and return what was seen as a RunResult (kind
     ``monitor``): engine, host and GPU samples, and with ``probe`` the records of one
     small streamed chat request at a time (``max_tokens`` each)."""
-    return asyncio.run(
-        sample_url_async(
-            url,
-            seconds,
-            api_key=api_key,
-            probe=probe,
-            model=model,
-            interval=interval,
-            max_tokens=max_tokens,
-        )
-    )
+    return asyncio.run(sample_url_async(url, seconds, **options))

@@ -16,12 +16,11 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 import orjson
 
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, read_user_file
 from infersight.core.records import RunResult, Sample
 from infersight.telemetry.base import Sampler
 
@@ -102,12 +101,7 @@ class Recorder:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        et: type[BaseException] | None,
-        ev: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
     @property
@@ -200,10 +194,7 @@ def read_samples(path: str | Path) -> tuple[list[Sample], dict[str, Any]]:
     """Read a recorded JSONL file: (samples, header). A truncated last line (the
     writer was killed mid-write) is ignored; any other bad line is a ConfigError."""
     p = Path(path)
-    try:
-        lines = p.read_bytes().splitlines()
-    except OSError as e:
-        raise file_error(p, e) from None
+    lines = read_user_file(p).splitlines()
     if not lines:
         raise ConfigError(f"{p}: empty file, not an infersight samples recording")
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from infersight.core.records import RunResult
 from infersight.core.server_model import Prediction, ServerModel
 from infersight.servermodel import fit_model, predict_load, run_data
 from infersight.servermodel.data import merge_runs
+from infersight.servermodel.evaluate import level_workload
 from infersight.tune.propose import Guess
 
 __all__ = ["TrialModel", "objective_of"]
@@ -80,17 +82,7 @@ class TrialModel:
         for lv in d.levels:
             if lv.name not in names:
                 continue
-            idx = lv.idx[d.ok[lv.idx]] if d.ok[lv.idx].any() else lv.idx
-            fill = float(np.nanmean(d.prompt)) if np.isfinite(d.prompt).any() else 0.0
-            self._levels.append(
-                _Level(
-                    lv.name,
-                    lv.concurrency,
-                    lv.rate,
-                    np.nan_to_num(d.prompt[idx], nan=fill),
-                    np.maximum(d.output[idx], 1.0),
-                )
-            )
+            self._levels.append(_Level(lv.name, lv.concurrency, lv.rate, *level_workload(d, lv)))
 
     def model(self) -> ServerModel | None:
         """The model fitted on every trial so far (None, with ``why_not``, when it
@@ -121,49 +113,22 @@ class TrialModel:
         m = self.model()
         if m is None or not self._levels:
             return None
-        slo = self.slo or None
-        preds: list[Prediction] = []
+        # Each level's load: (level, clients, rate, think); per slot, one level at
+        # ``slots`` clients.
+        loads: list[tuple[_Level, int | None, float | None, float]]
         if self.per_slot:
             lv = self._levels[0]
-            preds.append(
-                predict_load(
-                    m,
-                    lv.prompt,
-                    lv.output,
-                    slots=slots,
-                    concurrency=slots,
-                    think=self._think(m, None),
-                    requests=REQUESTS,
-                    slo=slo,
-                )
-            )
+            loads = [(lv, slots, None, self._think(m, None))]
         else:
-            for lv in self._levels:
-                if lv.concurrency is not None:
-                    preds.append(
-                        predict_load(
-                            m,
-                            lv.prompt,
-                            lv.output,
-                            slots=slots,
-                            concurrency=lv.concurrency,
-                            think=self._think(m, lv.name),
-                            requests=REQUESTS,
-                            slo=slo,
-                        )
-                    )
-                elif lv.rate:
-                    preds.append(
-                        predict_load(
-                            m,
-                            lv.prompt,
-                            lv.output,
-                            slots=slots,
-                            rate=lv.rate,
-                            requests=REQUESTS,
-                            slo=slo,
-                        )
-                    )
+            loads = [
+                (lv, lv.concurrency, None, self._think(m, lv.name))
+                if lv.concurrency is not None
+                else (lv, None, lv.rate, 0.0)
+                for lv in self._levels
+                if lv.concurrency is not None or lv.rate
+            ]
+        at = partial(predict_load, m, slots=slots, requests=REQUESTS, slo=self.slo or None)
+        preds = [at(lv.prompt, lv.output, concurrency=c, rate=r, think=t) for lv, c, r, t in loads]
         return objective_of(preds, bool(self.slo))
 
     def guesses(self, values: Sequence[int]) -> list[Guess | None] | None:

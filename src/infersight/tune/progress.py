@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from types import TracebackType
 
 from rich.console import Console
 from rich.markup import escape
@@ -69,12 +68,7 @@ class TuneProgress:
             self._bar.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
 

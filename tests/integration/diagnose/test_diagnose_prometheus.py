@@ -29,9 +29,14 @@ from aiohttp import web
 from fleet_replay import FIX, Gpu, Replay, render, render_dcgm
 from prom_secure import start_prometheus, write_http_config
 
-from infersight.telemetry import EngineScraper, ExporterServer, HostSampler, Recorder
-from infersight.telemetry.prometheus_auth import load_auth
-from infersight.telemetry.prometheus_http import PrometheusClient
+from infersight.telemetry import (
+    EngineScraper,
+    ExporterServer,
+    HostSampler,
+    PrometheusClient,
+    Recorder,
+    load_auth,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from report_cdp import Browser, serve

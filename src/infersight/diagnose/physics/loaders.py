@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, file_error, read_user_file
 from infersight.diagnose.physics.shape import ModelShape, dtype_bytes
 
 __all__ = ["shape_from_gguf", "shape_from_hf_config"]
@@ -63,10 +63,9 @@ def shape_from_hf_config(cfg: dict[str, Any] | str | Path, *, name: str = "") ->
 
 
 def _read_json(p: Path) -> Any:
+    data = read_user_file(p)
     try:
-        return json.loads(p.read_text())
-    except OSError as e:
-        raise file_error(p, e) from None
+        return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"{p}: not a JSON file ({e})") from None
 

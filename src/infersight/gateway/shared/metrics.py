@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["SharedMetrics"]
@@ -13,42 +15,38 @@ class SharedMetrics:
     """``infersight_gateway_shared_*``: is Redis reachable, how fast, what fell back."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        p = "infersight_gateway_shared_"
-        r = registry
-        self.up = Gauge(
-            p + "up",
+        r, ns, sub = registry, "infersight", "gateway_shared"
+        counter = partial(Counter, namespace=ns, subsystem=sub, registry=r)
+        gauge = partial(Gauge, namespace=ns, subsystem=sub, registry=r)
+        histogram = partial(Histogram, namespace=ns, subsystem=sub, registry=r)
+        self.up = gauge(
+            "up",
             "1 while this replica shares limits, spend and breakers through Redis; "
             "0 while it enforces its own (Redis unreachable).",
-            registry=r,
         )
-        self.errors = Counter(
-            p + "errors_total",
+        self.errors = counter(
+            "errors_total",
             "Redis calls that failed or ran past timeout_ms.",
             ["op"],
-            registry=r,
         )
-        self.fallbacks = Counter(
-            p + "fallbacks_total",
+        self.fallbacks = counter(
+            "fallbacks_total",
             "Requests decided without Redis: local (own limits) or reject (429).",
             ["decision"],
-            registry=r,
         )
-        self.latency = Histogram(
-            p + "call_seconds",
+        self.latency = histogram(
+            "call_seconds",
             "Round trip of one Redis call, as this replica saw it.",
             ["op"],
             buckets=_BUCKETS,
-            registry=r,
         )
-        self.remote_opens = Counter(
-            p + "remote_opens_total",
+        self.remote_opens = counter(
+            "remote_opens_total",
             "Circuit-breaker opens learnt from another replica.",
             ["upstream"],
-            registry=r,
         )
-        self.rejoins = Counter(
-            p + "rejoins_total",
+        self.rejoins = counter(
+            "rejoins_total",
             "Times Redis became reachable again after an outage.",
-            registry=r,
         )
         self.up.set(0)

@@ -20,7 +20,7 @@ import numpy as np
 
 from infersight.report.compare.match import match_levels
 from infersight.report.svg.charts import fmt_value
-from infersight.report.view import LevelView, RunView, level_aggregate, record_end
+from infersight.report.view import LevelView, RunView
 from infersight.stats.significance import (
     BETTER,
     DEFAULT_DELTA,
@@ -37,14 +37,12 @@ __all__ = [
     "CALL_CLASS",
     "CompareRow",
     "compare_groups",
-    "compare_levels",
     "comparison_rows",
     "delta",
     "fmt_delta",
     "level_calls",
     "matched_rows",
     "merged_level",
-    "pooled_level",
     "unmatched_levels",
 ]
 
@@ -117,31 +115,6 @@ _COST = [
 ]
 
 
-def pooled_level(view: RunView) -> LevelView:
-    """The run's only level, or all its records pooled into one level named "all"."""
-    if len(view.levels) == 1:
-        return view.levels[0]
-    recs = [r for lv in view.levels for r in lv.records]
-    span = (
-        (min(r.scheduled for r in recs) - view.t0, max(record_end(r) for r in recs) - view.t0)
-        if recs
-        else (0.0, 0.0)
-    )
-    pooled = LevelView("all", recs, level_aggregate(None, recs), span)
-    costs = [lv.cost for lv in view.levels if lv.cost]
-    if costs and "usd" in costs[0]:
-        run = sum(c.get("usd") or 0.0 for c in costs)
-        out = sum(int(_get(lv.agg, "tokens", "output") or 0) for lv in view.levels)
-        pooled.cost = {
-            "usd": run,
-            "usd_per_million_output_tokens": run / out * 1e6 if out else None,
-        }
-    for name in {k for lv in view.levels for k in lv.util}:
-        vals = [lv.util[name] for lv in view.levels if name in lv.util]
-        pooled.util[name] = float(np.mean(vals))
-    return pooled
-
-
 def _groups(view: RunView) -> dict[str, list[LevelView]]:
     """The run's levels by the level they repeat (one each without ``--repeat``)."""
     by_name = {lv.name: lv for lv in view.levels}
@@ -194,11 +167,6 @@ def merged_level(name: str, runs: Sequence[LevelView]) -> LevelView:
     if len(costs) == len(runs):
         merged.cost = _mean_agg(costs)
     return merged
-
-
-def compare_levels(views: Sequence[RunView]) -> list[tuple[str, list[LevelView]]]:
-    """Pairs up levels across runs: shared level names, else each run pooled."""
-    return [(n, [merged_level(n, g) for g in runs]) for n, runs in compare_groups(views)]
 
 
 def matched_rows(

@@ -13,7 +13,7 @@ from infersight.core.fleet import FleetReport, ReplicaDiagnosis
 from infersight.core.verdicts import Verdict
 from infersight.report.verdicts.console import render_verdicts
 
-__all__ = ["clock", "fmt_num", "render_fleet", "span_text"]
+__all__ = ["REPLICA_COLUMNS", "clock", "fmt_num", "render_fleet", "replica_cells", "span_text"]
 
 
 def clock(t: float, with_date: bool = True) -> str:
@@ -37,40 +37,48 @@ def fmt_num(x: float | None, unit: str = "", nd: int = 1) -> str:
     return f"{x:.{nd}f}"
 
 
+#: The replicas table's columns, on the console and in HTML.
+REPLICA_COLUMNS = (
+    "replica",
+    "model",
+    "engine",
+    "GPUs",
+    "main verdict",
+    "R",
+    "S",
+    "Q",
+    "KV",
+    "GPU util",
+    "SM",
+    "TTFT p99 (max)",
+)
+
+
+def replica_cells(rd: ReplicaDiagnosis) -> list[str]:
+    """One replica's row of :data:`REPLICA_COLUMNS`, as plain (unescaped) text."""
+    r, st = rd.replica, rd.stats
+    return [
+        r.id,
+        r.model,
+        r.engine,
+        f"{len(r.gpus)} (by {r.gpu_join})" if r.gpus else "-",
+        rd.main_title if rd.verdicts else "no data",
+        fmt_num(st.get("R")),
+        fmt_num(st.get("S"), nd=0),
+        fmt_num(st.get("Q")),
+        fmt_num(st.get("kv"), "%"),
+        fmt_num(st.get("U"), "%"),
+        fmt_num(st.get("SM"), "%"),
+        fmt_num(st.get("ttft_p99_max"), "s"),
+    ]
+
+
 def _replica_table(report: FleetReport) -> Table:
     tab = Table(title="replicas", header_style="bold", title_justify="left")
-    for col in (
-        "replica",
-        "model",
-        "engine",
-        "GPUs",
-        "main verdict",
-        "R",
-        "S",
-        "Q",
-        "KV",
-        "GPU util",
-        "SM",
-        "TTFT p99 (max)",
-    ):
+    for col in REPLICA_COLUMNS:
         tab.add_column(col, justify="right" if col in ("R", "S", "Q", "KV") else "left")
     for rd in report.replicas:
-        st, r = rd.stats, rd.replica
-        gpus = f"{len(r.gpus)} ({r.gpu_join})" if r.gpus else "-"
-        tab.add_row(
-            escape(r.id),
-            escape(r.model),
-            r.engine,
-            gpus,
-            escape(rd.main_title if rd.verdicts else "no data"),
-            fmt_num(st.get("R")),
-            fmt_num(st.get("S"), nd=0),
-            fmt_num(st.get("Q")),
-            fmt_num(st.get("kv"), "%"),
-            fmt_num(st.get("U"), "%"),
-            fmt_num(st.get("SM"), "%"),
-            fmt_num(st.get("ttft_p99_max"), "s"),
-        )
+        tab.add_row(*(escape(c) for c in replica_cells(rd)))
     return tab
 
 

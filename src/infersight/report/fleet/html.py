@@ -8,7 +8,13 @@ from html import escape
 
 from infersight.core.fleet import FleetReport, ReplicaDiagnosis
 from infersight.core.verdicts import Verdict
-from infersight.report.fleet.console import clock, fmt_num, span_text
+from infersight.report.fleet.console import (
+    REPLICA_COLUMNS,
+    clock,
+    fmt_num,
+    replica_cells,
+    span_text,
+)
 from infersight.report.html import html_page
 from infersight.report.verdicts.html import verdict_box
 
@@ -87,32 +93,17 @@ def timeline_svg(report: FleetReport) -> str:
 
 
 def _replicas_table(report: FleetReport) -> str:
-    head = (
-        "<tr><th>replica</th><th>model</th><th>engine</th><th>GPUs</th><th>main verdict</th>"
-        "<th>R</th><th>S</th><th>Q</th><th>KV</th><th>GPU util</th><th>SM</th>"
-        "<th>TTFT p99 (max)</th><th>sources</th></tr>"
-    )
+    head = "".join(f"<th>{c}</th>" for c in (*REPLICA_COLUMNS, "sources"))
     rows = []
     for rd in report.replicas:
-        r, st = rd.replica, rd.stats
-        gpus = f"{len(r.gpus)} (by {r.gpu_join})" if r.gpus else "-"
-        cells = [
-            fmt_num(st.get("R")),
-            fmt_num(st.get("S"), nd=0),
-            fmt_num(st.get("Q")),
-            fmt_num(st.get("kv"), "%"),
-            fmt_num(st.get("U"), "%"),
-            fmt_num(st.get("SM"), "%"),
-            fmt_num(st.get("ttft_p99_max"), "s"),
-        ]
-        main = escape(rd.main_title if rd.verdicts else "no data")
+        rid, *cells = (escape(c) for c in replica_cells(rd))
         rows.append(
-            f'<tr><td><a href="#r-{escape(r.id)}">{escape(r.id)}</a></td><td>{escape(r.model)}</td>'
-            f"<td>{escape(r.engine)}</td><td>{escape(gpus)}</td><td>{main}</td>"
-            + "".join(f"<td class=num>{escape(c)}</td>" for c in cells)
-            + f"<td class=muted>{escape(', '.join(r.sources))}</td></tr>"
+            f'<tr><td><a href="#r-{rid}">{rid}</a></td>'
+            + "".join(f"<td>{c}</td>" for c in cells[:4])
+            + "".join(f"<td class=num>{c}</td>" for c in cells[4:])
+            + f"<td class=muted>{escape(', '.join(rd.replica.sources))}</td></tr>"
         )
-    return f'<div class="wide"><table>{head}{"".join(rows)}</table></div>'
+    return f'<div class="wide"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
 
 
 def _worst_table(report: FleetReport) -> str:

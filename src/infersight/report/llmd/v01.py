@@ -32,18 +32,8 @@ from llmd_benchmark_report.schema_v0_1 import (
     Time,
 )
 
+import infersight.report.llmd.parts as parts
 from infersight.core.records import RunResult
-from infersight.report.llmd.parts import (
-    LevelPart,
-    count_stats,
-    engine_args,
-    engine_gauges,
-    engine_name,
-    finite,
-    load_args,
-    stat_values,
-    verdict_metadata,
-)
 
 __all__ = ["report_v01"]
 
@@ -52,9 +42,9 @@ def _stats(values: dict[str, float], units: Units) -> Statistics:
     return Statistics(units=units, **values)
 
 
-def _latency(part: LevelPart) -> Latency:
+def _latency(part: parts.LevelPart) -> Latency:
     def one(key: str, units: Units) -> Statistics | None:
-        v = stat_values(part.agg.get(key), 1000.0)
+        v = parts.stat_values(part.agg.get(key), 1000.0)
         return None if v is None else _stats(v, units)
 
     ttft = one("ttft", Units.MS)
@@ -72,7 +62,7 @@ def _host(result: RunResult) -> Host | None:
     if not gpus:
         return None  # the format's host describes accelerators; a CPU run has none
     first = gpus[0] if isinstance(gpus[0], dict) else {}
-    mem = finite(first.get("memory_total_bytes"))
+    mem = parts.finite(first.get("memory_total_bytes"))
     acc = HostAccelerator(
         model=str(first.get("name") or "unknown"),
         count=len(gpus),
@@ -81,21 +71,21 @@ def _host(result: RunResult) -> Host | None:
     return Host(accelerator=[acc], type=[HostType.REPLICA])
 
 
-def _service(result: RunResult, part: LevelPart) -> Service | None:
+def _service(result: RunResult, part: parts.LevelPart) -> Service | None:
     if part.span is None:
         return None
-    gauges = engine_gauges(result, part.span)
+    gauges = parts.engine_gauges(result, part.span)
     running = [round(v) for _, v in gauges.get("engine.requests_running", [])]
     waiting = [round(v) for _, v in gauges.get("engine.requests_waiting", [])]
     if not running and not waiting:
         return None
     return Service(
-        batch_size=_stats(count_stats(running), Units.COUNT) if running else None,
-        queue_size=_stats(count_stats(waiting), Units.COUNT) if waiting else None,
+        batch_size=_stats(parts.count_stats(running), Units.COUNT) if running else None,
+        queue_size=_stats(parts.count_stats(waiting), Units.COUNT) if waiting else None,
     )
 
 
-def _load(result: RunResult, part: LevelPart) -> Load:
+def _load(result: RunResult, part: parts.LevelPart) -> Load:
     target = part.agg.get("target") or {}
     rate, conc = target.get("rate"), target.get("concurrency")
     if isinstance(rate, int | float):
@@ -107,16 +97,16 @@ def _load(result: RunResult, part: LevelPart) -> Load:
     return Load(
         name=WorkloadGenerator.NOP,
         type=kind,
-        args=load_args(result, part),
+        args=parts.load_args(result, part),
         metadata={"tool": "infersight", "tool_version": result.versions.get("infersight")},
     )
 
 
-def report_v01(result: RunResult, part: LevelPart) -> BenchmarkReportV01:
+def report_v01(result: RunResult, part: parts.LevelPart) -> BenchmarkReportV01:
     """The 0.1 report of one level of ``result``."""
     ok = part.ok
     requests = part.agg.get("requests") or {}
-    out_tps = finite(part.agg.get("output_token_throughput")) or 0.0
+    out_tps = parts.finite(part.agg.get("output_token_throughput")) or 0.0
     in_tps = part.input_tokens_per_s
     time = Time(duration=part.duration)
     if part.span is not None:
@@ -130,29 +120,29 @@ def report_v01(result: RunResult, part: LevelPart) -> BenchmarkReportV01:
             failures=int(requests.get("errors", len(part.records) - len(ok))),
             incomplete=int(requests.get("cancelled", 0)),
             input_length=_stats(
-                count_stats([r.prompt_tokens for r in ok if r.prompt_tokens is not None]),
+                parts.count_stats([r.prompt_tokens for r in ok if r.prompt_tokens is not None]),
                 Units.COUNT,
             ),
-            output_length=_stats(count_stats([r.output_tokens for r in ok]), Units.COUNT),
+            output_length=_stats(parts.count_stats([r.output_tokens for r in ok]), Units.COUNT),
         ),
         latency=_latency(part),
         throughput=Throughput(
             input_tokens_per_sec=in_tps,
             output_tokens_per_sec=out_tps,
             total_tokens_per_sec=in_tps + out_tps,
-            requests_per_sec=finite(part.agg.get("request_throughput")) or 0.0,
+            requests_per_sec=parts.finite(part.agg.get("request_throughput")) or 0.0,
         ),
         service=_service(result, part),
     )
-    name, version = engine_name(result)
+    name, version = parts.engine_name(result)
     scenario = Scenario(
         description=f"infersight {result.kind} {result.run_id}, level {part.name}",
         model=Model(name=str(result.config.get("model") or "unknown")),
         load=_load(result, part),
         platform=Platform(
-            engine=[EngineDetails(name=name, version=version, args=engine_args(result))]
+            engine=[EngineDetails(name=name, version=version, args=parts.engine_args(result))]
         ),
         host=_host(result),
     )
-    meta: dict[str, Any] = {"infersight": verdict_metadata(result, part)}
+    meta: dict[str, Any] = {"infersight": parts.verdict_metadata(result, part)}
     return BenchmarkReportV01(scenario=scenario, metrics=metrics, metadata=meta)

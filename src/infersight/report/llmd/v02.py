@@ -58,18 +58,8 @@ from llmd_benchmark_report.schema_v0_2_components import (
     InferenceEngineParallelism,
 )
 
+import infersight.report.llmd.parts as parts
 from infersight.core.records import RequestRecord, RunResult
-from infersight.report.llmd.parts import (
-    LevelPart,
-    count_stats,
-    engine_args,
-    engine_gauges,
-    engine_name,
-    finite,
-    load_args,
-    stat_values,
-    verdict_metadata,
-)
 
 __all__ = ["ENGINE_LABEL", "report_v02"]
 
@@ -93,10 +83,10 @@ def _one(value: float, units: Units) -> Statistics:
     return Statistics(units=units, mean=value, stddev=None)
 
 
-def _aggregate(part: LevelPart) -> AggregateRequestPerformance:
+def _aggregate(part: parts.LevelPart) -> AggregateRequestPerformance:
     agg, ok = part.agg, part.ok
     requests = agg.get("requests") or {}
-    out_tps = finite(agg.get("output_token_throughput")) or 0.0
+    out_tps = parts.finite(agg.get("output_token_throughput")) or 0.0
     in_tps = part.input_tokens_per_s
     prompts = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
     return AggregateRequestPerformance(
@@ -104,20 +94,22 @@ def _aggregate(part: LevelPart) -> AggregateRequestPerformance:
             total=int(requests.get("total", len(part.records))),
             failures=int(requests.get("errors", len(part.records) - len(ok))),
             incomplete=int(requests.get("cancelled", 0)),
-            input_length=_stat(count_stats(prompts), Units.COUNT) if prompts else None,
-            output_length=_stat(count_stats([r.output_tokens for r in ok]), Units.COUNT),
+            input_length=_stat(parts.count_stats(prompts), Units.COUNT) if prompts else None,
+            output_length=_stat(parts.count_stats([r.output_tokens for r in ok]), Units.COUNT),
         ),
         latency=AggregateLatency(
-            time_to_first_token=_stat(stat_values(agg.get("ttft")), Units.S),
-            time_per_output_token=_stat(stat_values(agg.get("tpot")), Units.S_PER_TOKEN),
-            inter_token_latency=_stat(stat_values(agg.get("itl")), Units.S_PER_TOKEN),
-            request_latency=_stat(stat_values(agg.get("e2e")), Units.S),
+            time_to_first_token=_stat(parts.stat_values(agg.get("ttft")), Units.S),
+            time_per_output_token=_stat(parts.stat_values(agg.get("tpot")), Units.S_PER_TOKEN),
+            inter_token_latency=_stat(parts.stat_values(agg.get("itl")), Units.S_PER_TOKEN),
+            request_latency=_stat(parts.stat_values(agg.get("e2e")), Units.S),
         ),
         throughput=AggregateThroughput(
             input_token_rate=_one(in_tps, Units.TOKEN_PER_S),
             output_token_rate=_one(out_tps, Units.TOKEN_PER_S),
             total_token_rate=_one(in_tps + out_tps, Units.TOKEN_PER_S),
-            request_rate=_one(finite(agg.get("request_throughput")) or 0.0, Units.QUERY_PER_S),
+            request_rate=_one(
+                parts.finite(agg.get("request_throughput")) or 0.0, Units.QUERY_PER_S
+            ),
         ),
     )
 
@@ -139,7 +131,7 @@ def _per_token(n: int | None, r: RequestRecord) -> float | None:
     return n / e2e if n is not None and e2e is not None and e2e > 0 else None
 
 
-def _time_series(part: LevelPart) -> TimeSeriesRequestPerformance | None:
+def _time_series(part: parts.LevelPart) -> TimeSeriesRequestPerformance | None:
     """Every request of the level as one point of each series (docs/design.md §10)."""
     recs = sorted(part.records, key=lambda r: r.scheduled)
     if not recs:
@@ -162,9 +154,9 @@ def _time_series(part: LevelPart) -> TimeSeriesRequestPerformance | None:
     )
 
 
-def _observability(result: RunResult, part: LevelPart) -> Observability:
-    gauges = engine_gauges(result, part.span)
-    extra: dict[str, Any] = {"infersight": verdict_metadata(result, part)}
+def _observability(result: RunResult, part: parts.LevelPart) -> Observability:
+    gauges = parts.engine_gauges(result, part.span)
+    extra: dict[str, Any] = {"infersight": parts.verdict_metadata(result, part)}
     if not gauges:
         return Observability.model_validate(extra)
 
@@ -179,7 +171,7 @@ def _observability(result: RunResult, part: LevelPart) -> Observability:
 
     def stats(name: str, units: Units) -> Statistics | None:
         pts = gauges.get(name)
-        return Statistics(units=units, **count_stats([v for _, v in pts])) if pts else None
+        return Statistics(units=units, **parts.count_stats([v for _, v in pts])) if pts else None
 
     component = ComponentObservability(
         component_label=ENGINE_LABEL,
@@ -198,10 +190,10 @@ def _observability(result: RunResult, part: LevelPart) -> Observability:
 
 
 def _engine(result: RunResult) -> Component:
-    name, version = engine_name(result)
+    name, version = parts.engine_name(result)
     gpus = result.environment.get("gpus") or []
     first = gpus[0] if gpus and isinstance(gpus[0], dict) else {}
-    args = engine_args(result)
+    args = parts.engine_args(result)
     return Component(
         metadata=ComponentMetadata(label=ENGINE_LABEL, cfg_id=_hash(args)),
         standardized=InferenceEngine(
@@ -230,7 +222,7 @@ def _length(configured: Any, measured: Sequence[float]) -> SequenceLength | None
         )
     if not measured:
         return None
-    s = count_stats(measured)
+    s = parts.count_stats(measured)
     return SequenceLength(
         distribution=Distribution.OTHER,
         value=s["mean"],
@@ -240,11 +232,11 @@ def _length(configured: Any, measured: Sequence[float]) -> SequenceLength | None
     )
 
 
-def _load(result: RunResult, part: LevelPart) -> Load:
+def _load(result: RunResult, part: parts.LevelPart) -> Load:
     cfg, ok = result.config, part.ok
     target = part.agg.get("target") or {}
-    rate, conc = finite(target.get("rate")), target.get("concurrency")
-    args = load_args(result, part)
+    rate, conc = parts.finite(target.get("rate")), target.get("concurrency")
+    args = parts.load_args(result, part)
     prompts = [float(r.prompt_tokens) for r in ok if r.prompt_tokens is not None]
     input_len = _length(cfg.get("input_tokens"), prompts) or SequenceLength(
         distribution=Distribution.OTHER, value=0, std_dev=None, min=None, max=None
@@ -267,7 +259,7 @@ def _load(result: RunResult, part: LevelPart) -> Load:
     )
 
 
-def report_v02(result: RunResult, part: LevelPart) -> BenchmarkReportV02:
+def report_v02(result: RunResult, part: parts.LevelPart) -> BenchmarkReportV02:
     """The 0.2.1 report of one level of ``result``."""
     run_key = result.run_id or f"{result.kind}-{result.created:.6f}"
     model = str(result.config.get("model") or "unknown")

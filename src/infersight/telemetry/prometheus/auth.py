@@ -32,7 +32,7 @@ import yaml
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import SettingsConfigDict
 
-from infersight.core.errors import ConfigError, file_error
+from infersight.core.errors import ConfigError, read_user_file
 from infersight.core.settings import BaseConfig, config_error
 
 __all__ = ["PrometheusAuth", "PrometheusEnv", "load_auth"]
@@ -114,11 +114,7 @@ class PrometheusEnv(BaseConfig):
 
 def _secret_file(path: Any, what: str) -> str:
     p = Path(str(path)).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise file_error(p, e, what) from None
-    value = text.strip()
+    value = read_user_file(p, what).decode().strip()
     if not value:
         raise ConfigError(f"{what} {p} is empty")
     return value
@@ -155,10 +151,9 @@ def _section(doc: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
 
 
 def _from_file(path: Path) -> PrometheusAuth:
+    text = read_user_file(path, "--http-config").decode()
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except OSError as e:
-        raise file_error(path, e, "--http-config") from None
+        doc = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"--http-config {path}: not valid YAML ({type(e).__name__})") from None
     if not isinstance(doc, dict):

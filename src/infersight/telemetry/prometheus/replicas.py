@@ -124,6 +124,21 @@ class Inventory:
         return (rids[0], self.replicas[rids[0]].engine) if len(rids) == 1 else None
 
 
+def _replica(rid: str, engine: str, lab: dict[str, str], sources: list[str]) -> ReplicaInfo:
+    """A replica first seen in one series, named from its labels."""
+    return ReplicaInfo(
+        id=rid,
+        engine=engine,
+        model=lab.get("model_name") or lab.get("job", ""),
+        job=lab.get("job", ""),
+        instance=lab.get("instance", ""),
+        namespace=lab.get("namespace", ""),
+        pod=lab.get("pod", ""),
+        host=_host(lab),
+        sources=sources,
+    )
+
+
 def _add_engines(inv: Inventory, engine_sets: dict[str, list[dict[str, str]]]) -> None:
     specs = engine_specs()
     for eng, sets in engine_sets.items():
@@ -136,17 +151,7 @@ def _add_engines(inv: Inventory, engine_sets: dict[str, list[dict[str, str]]]) -
             inv.engine_alias[(eng, *key)] = rid
             inv.scraped.add(rid)
             if rid not in inv.replicas:
-                inv.replicas[rid] = ReplicaInfo(
-                    id=rid,
-                    engine=eng,
-                    model=lab.get("model_name") or lab.get("job", ""),
-                    job=lab.get("job", ""),
-                    instance=lab.get("instance", ""),
-                    namespace=lab.get("namespace", ""),
-                    pod=lab.get("pod", ""),
-                    host=_host(lab),
-                    sources=[f"{label} /metrics"],
-                )
+                inv.replicas[rid] = _replica(rid, eng, lab, [f"{label} /metrics"])
 
 
 def _add_exporter(inv: Inventory, sets: list[dict[str, str]]) -> None:
@@ -161,16 +166,7 @@ def _add_exporter(inv: Inventory, sets: list[dict[str, str]]) -> None:
             if rid is None:
                 rid = base if len(labs) == 1 else f"{base} {_netloc(src) or src}"
                 if rid not in inv.replicas:
-                    inv.replicas[rid] = ReplicaInfo(
-                        id=rid,
-                        engine=lab.get("engine", "unknown"),
-                        model=lab.get("model_name") or lab.get("job", ""),
-                        job=lab.get("job", ""),
-                        instance=lab.get("instance", ""),
-                        namespace=lab.get("namespace", ""),
-                        pod=lab.get("pod", ""),
-                        host=_host(lab),
-                    )
+                    inv.replicas[rid] = _replica(rid, lab.get("engine", "unknown"), lab, [])
             if "infersight exporter" not in inv.replicas[rid].sources:
                 inv.replicas[rid].sources.append("infersight exporter")
             inv.exporter_alias[(_key(lab), src)] = rid
