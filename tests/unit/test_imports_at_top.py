@@ -42,8 +42,15 @@ LAZY_LIBRARIES = {
 #: A comment giving a measured cost: "# ... ~1.8 s ...".
 COST = re.compile(r"^# .*~\d[\d.-]* s\b", re.M)
 
-#: What ``infersight --help`` must not load (each adds 0.2 s or more to it).
-NOT_AT_START = ("infersight.entrypoints", "aiohttp", "scipy", "ray", "llmd_benchmark_report")
+#: What ``infersight --help`` must not load (rich would add ~20 ms, the others 0.2 s or more).
+NOT_AT_START = (
+    "infersight.entrypoints",
+    "aiohttp",
+    "scipy",
+    "ray",
+    "llmd_benchmark_report",
+    "rich",
+)
 
 
 def _function_imports(tree: ast.Module) -> list[tuple[int, str]]:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from infersight.cli import _prometheus as P
 from infersight.cli._conventions import command_help, duration_option, out_option
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
     from infersight.core.records import RunResult
     from infersight.entrypoints.prometheus import FleetQuery
 
-# In the commands, not here: entrypoints (~1.8 s), report, diagnose (~0.2-0.45 s each).
+# In the commands, not here: entrypoints (~1.8 s), report, diagnose (~0.2-0.45 s), rich (~20 ms).
 
 
 _HELP = command_help(
@@ -138,6 +137,8 @@ def register(app: typer.Typer) -> None:
             loaded, out, markdown=markdown, labels=labels, threshold=delta
         )
         if len(loaded) > 1:
+            from rich.console import Console
+
             from infersight.report import render_comparison
 
             console = Console()
