@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
             show_default="a sixtieth of the range, at most 15m",
         ),
     ) -> None:
-        from infersight.entrypoints.results import load_results
+        from infersight.importers import load_results
         from infersight.report import write_report
 
         if prometheus:

@@ -38,8 +38,8 @@ from infersight.entrypoints.prometheus import (
     print_fleet,
     write_fleet_html,
 )
-from infersight.entrypoints.results import load_result, load_results
 from infersight.entrypoints.serve import ServeSettings, serve_engine
+from infersight.importers import load_result, load_results
 
 __all__ = [
     "EngineOptions",

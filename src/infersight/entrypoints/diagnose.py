@@ -14,8 +14,7 @@ from infersight.client import resolve_api_key
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult, Sample
 from infersight.diagnose import diagnose_run
-from infersight.entrypoints.results import load_result
-from infersight.importers import merge_reports, missing_evidence
+from infersight.importers import load_result, merge_reports, missing_evidence
 from infersight.report import render_diagnosis
 from infersight.report.llmd.writer import llmd_reports
 from infersight.telemetry import read_samples, sample_url
@@ -27,7 +26,7 @@ __all__ = ["load_inputs", "print_diagnoses", "watch_url"]
 
 
 def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
-    """RunResult files and other tools' results (entrypoints.results) as they are,
+    """RunResult files and other tools' results (importers.load_result) as they are,
     except llm-d benchmark reports of one run, joined into one; monitor recordings
     (JSONL) merged into one result."""
     results: list[tuple[str, RunResult]] = []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.records import RunResult
-from infersight.importers import detect, import_bytes
+from infersight.importers.detect import detect, import_bytes
 
 __all__ = ["load_result", "load_results"]
 
