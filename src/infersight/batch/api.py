@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -19,6 +20,7 @@ from infersight.batch.prepare import BatchJob, make_meter, prepare_job, prior_co
 from infersight.batch.progress import BatchProgress, make_progress
 from infersight.batch.runner import RowRunner
 from infersight.batch.summary import BatchSummary
+from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
 from infersight.control.adaptive import AdaptiveConcurrency
 from infersight.control.controller import ConcurrencyController, FixedConcurrency
 from infersight.core.endpoint import Endpoint, EndpointOpener
@@ -37,10 +39,6 @@ def _rows(job: BatchJob, model: str | None) -> Iterator[BatchRow]:
 
 def _api_key(cfg: BatchConfig) -> str | None:
     """--api-key-env/--api-key-file (then required), else $INFERSIGHT_API_KEY(_FILE)."""
-    import os
-
-    from infersight.client import resolve_api_key
-
     if cfg.api_key_env or cfg.api_key_file:
         return resolve_api_key(env=cfg.api_key_env, file=cfg.api_key_file, required=True)
     return resolve_api_key(env="INFERSIGHT_API_KEY", file=os.environ.get("INFERSIGHT_API_KEY_FILE"))
@@ -181,8 +179,6 @@ async def _run_job(
     on_runner: Callable[[RowRunner], None] | None,
     opener: EndpointOpener,
 ) -> BatchSummary:
-    from infersight.client import Client, RetryPolicy, Timeouts
-
     cfg = job.cfg
     if not job.todo:
         return _summary(job, None, None, None, stopped="nothing-to-do")

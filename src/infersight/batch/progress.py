@@ -7,6 +7,16 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
 from infersight.control.controller import Decision
 from infersight.core.durations import format_elapsed
 from infersight.core.wording import counted
@@ -85,16 +95,6 @@ class _RichProgress(BatchProgress):
     """Progress bar with rows/s, output tokens/s, ETA, errors and concurrency."""
 
     def __init__(self, stream: TextIO) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
         self.console = Console(file=stream)
         self.progress = Progress(
             TextColumn("[bold]batch"),

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
 
 from infersight.core.wording import counted
 
@@ -100,10 +103,6 @@ def _money(v: float | None) -> str:
 
 def render_summary(s: BatchSummary) -> Any:
     """A rich renderable: the headline numbers and the concurrency decisions."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
     t = Table(title=f"batch {s.input} -> {s.output}", show_header=False, title_justify="left")
     t.add_column(style="bold")
     t.add_column()

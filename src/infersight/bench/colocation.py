@@ -13,14 +13,13 @@ import os
 import psutil
 
 from infersight.core.endpoint import is_loopback
+from infersight.telemetry.server_process import computing_pid, listening_pid
 
 __all__ = ["cpu_contention", "is_loopback", "loopback_server_pid"]
 
 
 def loopback_server_pid(url: str) -> int | None:
     """The pid listening on a loopback URL's port, when this user may see it."""
-    from infersight.telemetry.server_process import listening_pid
-
     return listening_pid(url)
 
 
@@ -43,8 +42,6 @@ def cpu_contention(base_url: str, engine_pid: int | None) -> str | None:
         if found == os.getpid():
             who, pid = "the server under test (in the client's own process)", found
         else:  # the process that computes: for `infersight serve`, its llama.cpp child
-            from infersight.telemetry.server_process import computing_pid
-
             pid = computing_pid(found)
             who = f"the server under test (pid {pid}, on this machine)"
     shared = _cores(os.getpid()) & _cores(pid)

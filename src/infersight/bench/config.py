@@ -18,10 +18,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError, ValidationInfo, field_validator
 from pydantic_settings import SettingsConfigDict
 
+from infersight.bench.datasets import load_dataset
+from infersight.bench.distributed.ray_extra import INSTALL_HINT, ray_installed
 from infersight.bench.flag_syntax import parse_levels, parse_slo
 from infersight.bench.level_spec import LevelSpec, fixed_levels
 from infersight.bench.replay.rules import check_replay
+from infersight.bench.workload import Distribution
 from infersight.core.errors import ConfigError
+from infersight.core.pricing import PriceTable
 from infersight.core.settings import BaseConfig, config_error
 from infersight.flags.bench import (
     ENDPOINTS,
@@ -71,8 +75,6 @@ class _Checks(BaseConfig):
     @field_validator("input_tokens", "output_tokens", check_fields=False)
     @classmethod
     def _lengths(cls, v: str | None, info: ValidationInfo) -> str | None:
-        from infersight.bench.workload import Distribution
-
         if v is not None:
             Distribution.parse(v, _FLAGS[str(info.field_name)])
         return v
@@ -81,8 +83,6 @@ class _Checks(BaseConfig):
     @classmethod
     def _dataset(cls, v: str | None) -> str | None:
         """Read before anything starts: an unreadable file fails here, not mid-run."""
-        from infersight.bench.datasets import load_dataset
-
         if v:
             load_dataset(v)
         return v
@@ -91,8 +91,6 @@ class _Checks(BaseConfig):
     @classmethod
     def _ray(cls, v: str | None) -> str | None:
         """Checked before anything starts: without the extra, say how to install it."""
-        from infersight.bench.distributed.ray_extra import INSTALL_HINT, ray_installed
-
         if v is not None and not v.strip():
             raise ConfigError("--ray: give 'auto' or the cluster's address (HOST:PORT)")
         if v is not None and not ray_installed():
@@ -102,8 +100,6 @@ class _Checks(BaseConfig):
     @field_validator("prices", check_fields=False)
     @classmethod
     def _prices(cls, v: str | None) -> str | None:
-        from infersight.core.pricing import PriceTable
-
         if v:
             PriceTable.load(v)
         return v

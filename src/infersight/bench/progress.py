@@ -15,6 +15,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from rich.console import Console
+from rich.live import Live
+
 from infersight.core.records import RequestRecord
 
 __all__ = ["LiveDisplay", "LiveStats", "ReportingStats"]
@@ -144,9 +147,6 @@ class LiveDisplay:
 
     def __enter__(self) -> LiveDisplay:
         if self._enabled:
-            from rich.console import Console
-            from rich.live import Live
-
             console = Console(stderr=True)
             if console.is_terminal:
                 try:

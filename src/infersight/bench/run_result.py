@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+from importlib import metadata
 from typing import Any
 
+from infersight import __version__
 from infersight.bench.datasets import PromptSource
 from infersight.bench.level_order import LevelOrder
 from infersight.bench.stop import Stop
@@ -31,8 +33,6 @@ def finish_result(
 ) -> None:
     """Complete ``result``; ``flat`` is the configuration as the user gave it (every
     field, flat, without the API key's source): the RunResult keeps it so."""
-    from infersight import __version__
-
     result.config = {
         **flat,
         "api_key": "set" if target.api_key else "none",
@@ -77,8 +77,6 @@ def finish_result(
 
 
 def _versions(ours: str) -> dict[str, str]:
-    from importlib import metadata
-
     out = {"infersight": ours, "python": platform.python_version()}
     for pkg in ("aiohttp", "uvloop", "numpy", "xllamacpp"):
         with contextlib.suppress(metadata.PackageNotFoundError):

@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from infersight.client import Client
+from infersight.client import Client, RetryPolicy, Timeouts
 
 __all__ = ["ClientSpec", "make_client", "run_coroutine"]
 
@@ -44,8 +43,6 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
 
 def make_client(spec: ClientSpec) -> Client:
     """A client for measuring: no retries (a retry would hide the error it answers)."""
-    from infersight.client import Client, RetryPolicy, Timeouts
-
     return Client(
         spec.base_url,
         api_key=spec.api_key,

@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from infersight.bench.target import Target
+from infersight.client import Client, RetryPolicy, Timeouts, resolve_api_key
 from infersight.core import errors as E
 from infersight.core.endpoint import Endpoint
 from infersight.flags.bench import TargetSection, TelemetrySection
+from infersight.telemetry import detect_engine, metrics_url, parse_metrics
 
 __all__ = ["open_target"]
 
@@ -24,8 +26,6 @@ PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
 def _given_key(cfg: TargetSection) -> tuple[str | None, str | None]:
     """(key, where it came from) from --api-key-env / --api-key-file."""
-    from infersight.client import resolve_api_key
-
     key = resolve_api_key(env=cfg.api_key_env, file=cfg.api_key_file)
     source = (
         f"environment variable {cfg.api_key_env}"
@@ -40,8 +40,6 @@ async def open_target(
 ) -> Target:
     """Check the server at ``endpoint`` (one-line errors) and describe it; whether its
     ``/metrics`` is scraped follows ``telemetry``."""
-    from infersight.client import Client, RetryPolicy, Timeouts
-
     url = endpoint.url
     if endpoint.started:
         key, source = endpoint.api_key, None
@@ -121,8 +119,6 @@ async def _check(
 
 async def _find_metrics(cfg: TelemetrySection, target: Target, client: Any) -> None:
     """Detect the engine from the target's /metrics and scrape it during the run."""
-    from infersight.telemetry import detect_engine, metrics_url, parse_metrics
-
     url = metrics_url(target.base_url)
     try:
         status, data = await client.get("/metrics")

@@ -14,6 +14,8 @@ from typing import Any
 from infersight.bench.target import Target
 from infersight.core.records import Sample
 from infersight.flags.bench import TelemetrySection
+from infersight.telemetry import build_recorder
+from infersight.telemetry.server_process import computing_pid, listening_pid
 
 __all__ = ["BenchTelemetry"]
 
@@ -23,8 +25,6 @@ log = logging.getLogger(__name__)
 def _local_server(url: str) -> int | None:
     """The process that computes for a server on this machine's loopback (for
     ``infersight serve``, its llama.cpp child, not the front), unless it is this one."""
-    from infersight.telemetry.server_process import computing_pid, listening_pid
-
     pid = listening_pid(url)
     return None if pid is None or pid == os.getpid() else computing_pid(pid)
 
@@ -42,8 +42,6 @@ class BenchTelemetry:
         self.gpu_note: str | None = None
 
     async def start(self) -> None:
-        from infersight.telemetry import build_recorder
-
         procs = {"loadgen": os.getpid()}
         engine = self.target.engine_pid
         if engine is None:

@@ -10,7 +10,9 @@ import typer
 
 from infersight import __version__
 from infersight.cli._conventions import MAX_WIDTH, apply_conventions
+from infersight.cli._fail import fail
 from infersight.cli._help_format import Group
+from infersight.core.errors import InfersightError
 
 __all__ = ["app", "fail", "main"]
 
@@ -61,16 +63,8 @@ for _name in COMMAND_MODULES:
 apply_conventions(app)
 
 
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print one clear ``error:`` line on stderr; return an Exit to raise."""
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
 def main() -> None:
     """Entry point: run the app; map every failure to one line and a non-zero exit."""
-    from infersight.core.errors import InfersightError
-
     debug = bool(os.environ.get("INFERSIGHT_DEBUG"))
     try:
         app(standalone_mode=True)

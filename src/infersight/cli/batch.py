@@ -11,6 +11,8 @@ from infersight.cli._conventions import command_help
 from infersight.cli.flag_options import command, declared_options, parameter
 from infersight.flags.batch import BatchConfig
 
+# entrypoints is imported in the command: at the top it adds ~1.8 s to `infersight --help`.
+
 _HELP = command_help(
     "Run a file of prompts through an endpoint, resumably.",
     "Every line is validated before anything is sent. Results stream to OUT as they "

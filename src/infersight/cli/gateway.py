@@ -8,6 +8,7 @@ With no upstream the embedded engine is started and fronted, so plain
 from __future__ import annotations
 
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from infersight.cli._conventions import (
     port_option,
 )
 from infersight.core.errors import ConfigError
+
+# In the commands, not here: entrypoints (~1.8 s), client (~0.2 s), gateway (~0.25 s).
 
 _HELP = command_help(
     "OpenAI API gateway: admission control, failover, cost.",
@@ -165,8 +168,6 @@ def client_key(env: str | None, file: Path | None) -> str | None:
 
 
 def _print_example_config() -> None:
-    from importlib import resources
-
     text = resources.files("infersight.data").joinpath("gateway/example.toml")
     typer.echo(text.read_text(), nl=False)
 

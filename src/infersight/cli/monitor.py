@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,9 +16,12 @@ from infersight.cli._conventions import (
     out_option,
     port_option,
 )
+from infersight.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from infersight.telemetry import ExporterServer, Telemetry
+
+# In the commands, not here: monitor, telemetry (~0.3-0.4 s each) would slow `--help`.
 
 __all__ = ["register"]
 
@@ -65,8 +69,6 @@ _DASHBOARDS_HELP = command_help(
 
 
 def _processes(items: list[str] | None) -> dict[str, int]:
-    from infersight.core.errors import ConfigError
-
     out: dict[str, int] = {}
     for item in items or []:
         name, sep, pid = item.partition("=")
@@ -85,8 +87,6 @@ def _api_key(env: str | None, file: Path | None) -> str | None:
 
 
 def _interval(v: float | None, default: float) -> float:
-    from infersight.core.errors import ConfigError
-
     if v is None:
         return default
     if not 0.05 <= v <= 3600:
@@ -113,8 +113,6 @@ def monitor(
     duration: float = duration_option(None, "--duration", help="Stop after this long."),
     once: bool = typer.Option(False, help="Print one snapshot and exit."),
 ) -> None:
-    import asyncio
-
     from infersight.monitor import default_url, run_monitor
     from infersight.telemetry.settings import load_settings
 
@@ -159,9 +157,6 @@ def exporter(
     api_key_env: str = api_key_env_option(),
     api_key_file: Path = api_key_file_option(),
 ) -> None:
-    import asyncio
-
-    from infersight.core.errors import ConfigError
     from infersight.telemetry.settings import load_settings
 
     cfg = load_settings()
@@ -201,7 +196,6 @@ def dashboards(
     what: str = typer.Argument(..., metavar="WHAT", help="grafana, alerts or alerts-test."),
     out: Path = out_option(None, help="Write to this file instead of stdout."),
 ) -> None:
-    from infersight.core.errors import ConfigError
     from infersight.telemetry import dashboards as d
 
     getters = {

@@ -14,6 +14,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from infersight.core.errors import ConfigError
+
 __all__ = ["Endpoint", "EndpointOpener", "is_loopback", "server_root", "shown_url"]
 
 
@@ -90,8 +92,6 @@ class Endpoint:
         """:meth:`given`; without a URL, the ConfigError a library caller gets (only
         the CLI layer starts the embedded engine)."""
         if url is None:
-            from infersight.core.errors import ConfigError
-
             raise ConfigError(
                 f"no server URL: give url (the `infersight {command}` command starts the "
                 "embedded engine when --url is not given)"

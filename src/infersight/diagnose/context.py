@@ -10,6 +10,7 @@ from typing import Any
 
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult
+from infersight.diagnose.physics.capacity import load_shape
 from infersight.diagnose.physics.gpus import find_gpu, with_nvml_memory
 from infersight.diagnose.physics.hardware import GIB, Device, measure_cpu
 from infersight.diagnose.physics.loaders import shape_from_hf_config
@@ -172,8 +173,6 @@ def _gpu_name(result: RunResult) -> str | None:
 
 
 def _load_shape(spec: Any) -> ModelShape | None:
-    from infersight.diagnose.physics.capacity import load_shape
-
     try:
         if isinstance(spec, ModelShape):
             return spec

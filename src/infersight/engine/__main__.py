@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import sys
 
+from infersight.engine.server_main import main
+
 
 def _run() -> int:
     if sys.argv[1:] != ["--child"]:
         sys.stderr.write("internal entry point; use `infersight serve` to run the engine\n")
         return 2
-    from infersight.engine.server_main import main
 
     return main()
 

@@ -27,6 +27,8 @@ from infersight.core.listen import check_can_listen
 from infersight.engine.config import EngineConfig
 from infersight.engine.locate import validate_gguf
 
+# xllamacpp is imported inside main's try: a native load that fails becomes one diagnosed line.
+
 __all__ = ["client_url", "diagnose_start_failure", "main", "openmp_runtime"]
 
 #: Seconds the llama.cpp server gets to stop by itself before the process just exits.

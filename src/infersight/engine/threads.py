@@ -26,6 +26,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import psutil
+
 from infersight.core.errors import ConfigError
 
 __all__ = [
@@ -56,8 +58,6 @@ def default_threads() -> int:
         allowed = os.cpu_count() or 1
     physical: int | None = None
     try:
-        import psutil
-
         physical = psutil.cpu_count(logical=False)
     except Exception:  # psutil may not know the topology (containers)
         physical = None

@@ -10,68 +10,36 @@ output writers here too.
     from infersight.entrypoints import bench_and_diagnose
     result = bench_and_diagnose(BenchConfig(concurrency=[1, 4], requests=32))
 
-Names are imported on first use, so ``infersight --help`` stays fast.
+The CLI imports this package inside its commands, so ``infersight --help`` stays fast.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from infersight.entrypoints.batch import dry_run_batch, run_batch_command
-    from infersight.entrypoints.bench import bench_and_diagnose, run_bench
-    from infersight.entrypoints.diagnose import load_inputs, print_diagnoses, watch_url
-    from infersight.entrypoints.engine import (
-        EngineOptions,
-        describe,
-        endpoint,
-        engine_opener,
-        new_engine,
-        running_engine,
-    )
-    from infersight.entrypoints.gateway import (
-        engine_upstream,
-        fronting_engine,
-        gateway_config,
-        run_gateway,
-    )
-    from infersight.entrypoints.prometheus import (
-        FleetQuery,
-        diagnose_prometheus,
-        print_fleet,
-        write_fleet_html,
-    )
-    from infersight.entrypoints.results import load_result, load_results
-    from infersight.entrypoints.serve import ServeSettings, serve_engine
-
-_WHERE = {
-    "dry_run_batch": "batch",
-    "run_batch_command": "batch",
-    "bench_and_diagnose": "bench",
-    "run_bench": "bench",
-    "load_inputs": "diagnose",
-    "print_diagnoses": "diagnose",
-    "watch_url": "diagnose",
-    "EngineOptions": "engine",
-    "describe": "engine",
-    "endpoint": "engine",
-    "engine_opener": "engine",
-    "new_engine": "engine",
-    "running_engine": "engine",
-    "engine_upstream": "gateway",
-    "fronting_engine": "gateway",
-    "gateway_config": "gateway",
-    "run_gateway": "gateway",
-    "ServeSettings": "serve",
-    "serve_engine": "serve",
-    "load_result": "results",
-    "load_results": "results",
-    "FleetQuery": "prometheus",
-    "diagnose_prometheus": "prometheus",
-    "print_fleet": "prometheus",
-    "write_fleet_html": "prometheus",
-}
+from infersight.entrypoints.batch import dry_run_batch, run_batch_command
+from infersight.entrypoints.bench import bench_and_diagnose, run_bench
+from infersight.entrypoints.diagnose import load_inputs, print_diagnoses, watch_url
+from infersight.entrypoints.engine import (
+    EngineOptions,
+    describe,
+    endpoint,
+    engine_opener,
+    new_engine,
+    running_engine,
+)
+from infersight.entrypoints.gateway import (
+    engine_upstream,
+    fronting_engine,
+    gateway_config,
+    run_gateway,
+)
+from infersight.entrypoints.prometheus import (
+    FleetQuery,
+    diagnose_prometheus,
+    print_fleet,
+    write_fleet_html,
+)
+from infersight.entrypoints.serve import ServeSettings, serve_engine
+from infersight.importers import load_result, load_results
 
 __all__ = [
     "EngineOptions",
@@ -100,11 +68,3 @@ __all__ = [
     "watch_url",
     "write_fleet_html",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'infersight.entrypoints' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"infersight.entrypoints.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value

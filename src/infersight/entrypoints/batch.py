@@ -5,8 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from infersight.batch import BatchConfig
+from rich.console import Console
+
+from infersight.batch import BatchConfig, render_summary, run_batch
+from infersight.batch.input import BadInput
+from infersight.batch.prepare import prepare_job
+from infersight.batch.progress import make_progress
 from infersight.entrypoints.engine import EngineOptions, engine_opener
+from infersight.report import write_json
 
 __all__ = ["dry_run_batch", "run_batch_command"]
 
@@ -20,8 +26,6 @@ def _err(line: str) -> None:
 
 def dry_run_batch(cfg: BatchConfig) -> None:
     """Validate the input and say what a run would do; send nothing."""
-    from infersight.batch.prepare import prepare_job
-
     job = prepare_job(cfg, lock=False)
     for b in job.scan.bad:
         _err(f"{cfg.input}: {b}")
@@ -35,12 +39,6 @@ def run_batch_command(cfg: BatchConfig, *, summary_json: Path | None = None) -> 
     """Run the batch on ``cfg.url``, or on the embedded engine started once there are
     rows to run; print the summary; return the exit code (0 all done, 1 rows failed or
     left)."""
-    from rich.console import Console
-
-    from infersight.batch import render_summary, run_batch
-    from infersight.batch.input import BadInput
-    from infersight.batch.progress import make_progress
-
     progress = make_progress(quiet=cfg.quiet, interval=cfg.progress_interval)
     opener = None
     if cfg.url is None:
@@ -61,8 +59,6 @@ def run_batch_command(cfg: BatchConfig, *, summary_json: Path | None = None) -> 
         for bad in summary.bad_lines[:_SHOWN_BAD_LINES]:
             _err(f"{cfg.input}: skipped line {bad['line']}: {bad['reason']}")
     if summary_json is not None:
-        from infersight.report import write_json
-
         write_json(summary_json, summary)
     Console(file=sys.stdout).print(render_summary(summary))
     return summary.exit_code

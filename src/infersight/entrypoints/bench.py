@@ -7,12 +7,20 @@ writers print and save it. Only this layer starts the embedded engine.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
 from infersight.bench import BenchConfig
+from infersight.bench.progress import LiveDisplay
+from infersight.bench.runner import run_async
+from infersight.bench.runtime import run_coroutine
 from infersight.core.endpoint import Endpoint
 from infersight.core.records import RunResult
+from infersight.diagnose import embed_diagnosis
 from infersight.entrypoints.engine import EngineOptions, endpoint
+from infersight.report import render_console, render_percentiles, write_outputs
+from infersight.report.llmd.writer import write_llmd
 
 __all__ = ["bench_and_diagnose", "bench_on", "run_bench"]
 
@@ -30,8 +38,6 @@ def run_bench(
     """``infersight bench``: :func:`bench_and_diagnose`, then print the result and
     write ``cfg.out`` (with ``llmd``, a version, also llm-d-benchmark's reports of that
     version in ``out/llm-d``)."""
-    from infersight.report import render_console, render_percentiles, write_outputs
-
     con = console or _console()
     result = bench_and_diagnose(cfg, console=con)
     output = cfg.output
@@ -42,10 +48,6 @@ def run_bench(
         paths = write_outputs(result, output.out, json_name=output.result_filename)
         con.print(f"wrote {paths['json']} and {paths['csv']}")
         if llmd:
-            from pathlib import Path
-
-            from infersight.report.llmd.writer import write_llmd
-
             written = write_llmd(result, Path(output.out) / "llm-d", version=llmd)
             con.print(
                 f"wrote {len(written)} llm-d benchmark reports in {Path(output.out) / 'llm-d'}"
@@ -66,8 +68,6 @@ def bench_and_diagnose(cfg: BenchConfig, *, console: Console | None = None) -> R
     with endpoint(target.url, opts, command="bench", on_start=say_starting) as ep:
         result = bench_on(cfg, ep)
     if cfg.output.diagnose:
-        from infersight.diagnose import embed_diagnosis
-
         # store_physics: the peaks and floors measured here travel with the file
         embed_diagnosis(result, store_physics=True)
     return result
@@ -75,8 +75,4 @@ def bench_and_diagnose(cfg: BenchConfig, *, console: Console | None = None) -> R
 
 def bench_on(cfg: BenchConfig, ep: Endpoint) -> RunResult:
     """Benchmark a server that is running already (no diagnosis)."""
-    from infersight.bench.progress import LiveDisplay
-    from infersight.bench.runner import run_async
-    from infersight.bench.runtime import run_coroutine
-
     return run_coroutine(run_async(cfg, endpoint=ep, display=LiveDisplay(cfg.output.progress)))

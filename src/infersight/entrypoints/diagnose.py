@@ -7,8 +7,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import orjson
+from rich.console import Console
+
+from infersight.client import resolve_api_key
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult, Sample
+from infersight.diagnose import diagnose_run
+from infersight.importers import load_result, merge_reports, missing_evidence
+from infersight.report import render_diagnosis
+from infersight.report.llmd.writer import llmd_reports
+from infersight.telemetry import read_samples, sample_url
 
 if TYPE_CHECKING:
     from infersight.diagnose.physics import Device
@@ -17,12 +26,9 @@ __all__ = ["load_inputs", "print_diagnoses", "watch_url"]
 
 
 def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
-    """RunResult files and other tools' results (entrypoints.results) as they are,
+    """RunResult files and other tools' results (importers.load_result) as they are,
     except llm-d benchmark reports of one run, joined into one; monitor recordings
     (JSONL) merged into one result."""
-    from infersight.entrypoints.results import load_result
-    from infersight.importers import merge_reports
-
     results: list[tuple[str, RunResult]] = []
     samples: list[Sample] = []
     rec_names: list[str] = []
@@ -33,8 +39,6 @@ def load_inputs(paths: list[Path]) -> list[tuple[str, RunResult]]:
         except OSError as e:
             raise ConfigError(f"{p}: cannot read ({e.strerror})") from None
         if b"infersight_samples" in head:
-            from infersight.telemetry import read_samples
-
             s, _ = read_samples(p)
             samples.extend(s)
             rec_names.append(p.name)
@@ -61,12 +65,8 @@ def watch_url(
     api_key_file: Path | None = None,
 ) -> list[tuple[str, RunResult]]:
     """What telemetry sees of a live server in ``seconds``, as the one input."""
-    from infersight.telemetry import sample_url
-
     key = None
     if api_key_env or api_key_file:
-        from infersight.client import resolve_api_key
-
         key = resolve_api_key(
             env=api_key_env, file=str(api_key_file) if api_key_file else None, required=True
         )
@@ -88,13 +88,6 @@ def print_diagnoses(
     or JSON (``{"recommendation", "capacity_curve", "verdicts"}`` per input), or with
     with ``llmd`` (a version) one JSON array of llm-d-benchmark reports, one per level of
     every input."""
-    import orjson
-    from rich.console import Console
-
-    from infersight.diagnose import diagnose_run
-    from infersight.importers import missing_evidence
-    from infersight.report import render_diagnosis
-
     out: dict[str, dict[str, object]] = {}
     con = Console()
     for name, result in inputs:
@@ -124,8 +117,6 @@ def print_diagnoses(
         if not as_json and not llmd:
             render_diagnosis(result, found.verdicts, console=con, title=name)
     if llmd:
-        from infersight.report.llmd.writer import llmd_reports
-
         reports = [rep.dump() for _, result in inputs for rep in llmd_reports(result, llmd)]
         sys.stdout.buffer.write(orjson.dumps(reports, option=orjson.OPT_INDENT_2) + b"\n")
     elif as_json:

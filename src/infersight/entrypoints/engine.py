@@ -17,12 +17,9 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from infersight.core.endpoint import Endpoint, EndpointOpener
-
-if TYPE_CHECKING:
-    from infersight.engine import EmbeddedEngine
+from infersight.engine import EmbeddedEngine
 
 __all__ = [
     "EngineOptions",
@@ -58,8 +55,6 @@ def internal_key() -> str:
 
 def new_engine(opts: EngineOptions) -> EmbeddedEngine:
     """The engine, configured (its settings are checked) but not started."""
-    from infersight.engine import EmbeddedEngine
-
     return EmbeddedEngine(
         model=opts.model,
         parallel=opts.parallel,

@@ -15,6 +15,7 @@ from infersight.core.endpoint import Endpoint
 from infersight.core.errors import ConfigError
 from infersight.core.listen import check_can_listen
 from infersight.entrypoints.engine import EngineOptions, endpoint, internal_key
+from infersight.gateway import serve
 from infersight.gateway.config import (
     GatewayConfig,
     KeyConfig,
@@ -147,8 +148,6 @@ def run_gateway(
 ) -> None:
     """Serve ``cfg`` (fronting the embedded engine when it has no upstream) until
     SIGINT/SIGTERM. ``on_ready(gateway)`` runs once it listens."""
-    from infersight.gateway import serve
-
     check_can_listen(cfg.host, cfg.port)  # a taken port: one line, before the engine starts
     with fronting_engine(cfg, on_start=on_start) as real:
         serve(real, on_ready)

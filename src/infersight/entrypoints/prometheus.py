@@ -13,7 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from infersight.core.errors import ConfigError
 from infersight.core.fleet import FleetReport
+from infersight.diagnose import FleetDiagnoser
+from infersight.report.files import write_text
+from infersight.report.fleet.console import render_fleet
+from infersight.report.fleet.html import render_fleet_html
+from infersight.telemetry.prometheus.auth import PrometheusAuth, load_auth
+from infersight.telemetry.prometheus.fleet import DEFAULT_PAGE_POINTS, discover_fleet
+from infersight.telemetry.prometheus.http import PrometheusClient
+from infersight.telemetry.prometheus.times import parse_duration, resolve_range
 
 if TYPE_CHECKING:
     from infersight.diagnose.physics import Device
@@ -54,10 +66,6 @@ def diagnose_prometheus(
     progress: bool = True,
 ) -> FleetReport:
     """Diagnose every replica the Prometheus at ``q.url`` holds in the range."""
-    from infersight.core.errors import ConfigError
-    from infersight.telemetry.prometheus.auth import load_auth
-    from infersight.telemetry.prometheus.times import parse_duration, resolve_range
-
     step = parse_duration(q.step, "--step")
     start, end = resolve_range(since=q.since, start=q.start, end=q.end, step=step)
     if q.window is not None and q.window < step:
@@ -77,14 +85,6 @@ async def _run(
     gpu: object,
     progress: bool,
 ) -> FleetReport:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from infersight.diagnose import FleetDiagnoser
-    from infersight.telemetry.prometheus.auth import PrometheusAuth
-    from infersight.telemetry.prometheus.fleet import DEFAULT_PAGE_POINTS, discover_fleet
-    from infersight.telemetry.prometheus.http import PrometheusClient
-
     assert isinstance(auth, PrometheusAuth)
     t_begin = time.perf_counter()
     points = q.page_points or DEFAULT_PAGE_POINTS
@@ -145,16 +145,10 @@ def print_fleet(report: FleetReport, *, as_json: bool = False) -> None:
     if as_json:
         sys.stdout.buffer.write(report.model_dump_json(indent=2).encode() + b"\n")
         return
-    from rich.console import Console
-
-    from infersight.report.fleet.console import render_fleet
 
     render_fleet(report, Console())
 
 
 def write_fleet_html(report: FleetReport, out: Path | str) -> Path:
     """The self-contained HTML page of the fleet diagnosis."""
-    from infersight.report.files import write_text
-    from infersight.report.fleet.html import render_fleet_html
-
     return write_text(out, render_fleet_html(report))

@@ -8,9 +8,10 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import SettingsConfigDict
 
+from infersight.client import resolve_api_key
 from infersight.core.listen import check_can_listen
 from infersight.core.settings import BaseConfig, config_error
 from infersight.entrypoints.banner import startup_banner
@@ -21,6 +22,8 @@ from infersight.entrypoints.engine import (
     new_engine,
     running_engine,
 )
+from infersight.entrypoints.gateway import engine_upstream, key_name
+from infersight.gateway import KeyConfig, hash_key, load_config, serve
 
 if TYPE_CHECKING:
     from infersight.engine import EmbeddedEngine
@@ -67,8 +70,6 @@ class ServeSettings(BaseConfig):
 
 def load_serve_settings() -> ServeSettings:
     """The environment's defaults; a bad value is one ConfigError line."""
-    from pydantic import ValidationError
-
     try:
         return ServeSettings()
     except ValidationError as e:
@@ -80,8 +81,6 @@ def resolve_key(
 ) -> tuple[str | None, str | None]:
     """(key, where it came from). The variable a flag names wins, then a file, then
     ``INFERSIGHT_API_KEY``."""
-    from infersight.client import resolve_api_key
-
     if api_key_env:
         return resolve_api_key(env=api_key_env, required=True), f"${api_key_env}"
     if api_key_file:
@@ -129,8 +128,6 @@ def _check_public(host: str, port: int, key: str | None) -> None:
 def _key_label(key_source: str | None) -> str:
     """The name the key goes by in metrics, logs and ``/stats``, as the gateway names a
     key from the command line: its variable (``INFERSIGHT_API_KEY``), else ``file:NAME``."""
-    from infersight.entrypoints.gateway import key_name
-
     if key_source and key_source.startswith("$"):
         return key_name(key_source[1:], None)
     if key_source and key_source.startswith("file "):
@@ -143,9 +140,6 @@ def _gateway_config(
 ) -> GatewayConfig:
     """The gateway in front of ``engine``: the public address, the key and the limits
     of ``serve``, no access log (stdout carries the start-up lines)."""
-    from infersight.entrypoints.gateway import engine_upstream
-    from infersight.gateway import KeyConfig, hash_key, load_config
-
     key = opts.api_key
     return load_config(
         None,
@@ -168,8 +162,6 @@ def serve_engine(opts: EngineOptions, key_source: str | None, limits: ServeSetti
     checks ``opts.api_key``; the engine itself is private (loopback, a free port, an
     internal key only the gateway holds). Serve until SIGINT/SIGTERM (exit code 0), or
     until the engine dies (1)."""
-    from infersight.gateway import serve
-
     new_engine(opts)  # every setting checked as given (--port, --host...), one line each
     _check_public(opts.host, opts.port, opts.api_key)
     engine = new_engine(dataclasses.replace(opts, host="127.0.0.1", port=0, api_key=internal_key()))

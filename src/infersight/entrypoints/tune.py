@@ -16,11 +16,17 @@ from pathlib import Path
 from rich.console import Console
 
 from infersight.bench import BenchConfig
+from infersight.client import resolve_api_key
 from infersight.core.errors import ConfigError, InfersightError
 from infersight.core.records import RunResult
 from infersight.core.tune_result import TrialRecord, TuneResult, save_tune_result
+from infersight.entrypoints.bench import bench_on
+from infersight.entrypoints.tune_ray import RayTrials
 from infersight.entrypoints.tune_targets import Target, make_target
 from infersight.entrypoints.tune_trial import diagnose, trial_bench
+from infersight.report import write_outputs, write_text
+from infersight.report.llmd.writer import write_llmd
+from infersight.report.tune_html import render_tune_html
 from infersight.tune import (
     ParallelTuneSession,
     TrialRun,
@@ -52,8 +58,6 @@ class _Trials:
         self.runs: dict[str, RunResult] = {}
 
     def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
-        from infersight.entrypoints.bench import bench_on
-
         trial_dir = self.out / "trials" / name
         t0 = time.monotonic()
         bench, levels = trial_bench(self.bench, setting, self.kind, role)
@@ -75,13 +79,9 @@ class _Trials:
         node: str | None = None,
     ) -> TrialRun:
         """Write a trial's RunResult (and llm-d reports) under ``trial_dir``."""
-        from infersight.report import write_outputs
-
         result.config["tune_setting"] = dict(setting)
         path = write_outputs(result, trial_dir)["json"].relative_to(self.out).as_posix()
         if self.llmd:
-            from infersight.report.llmd.writer import write_llmd
-
             write_llmd(result, trial_dir / "llm-d", version=self.llmd)
         self.runs[path] = result
         return TrialRun(result=result, path=path, wall=wall, levels=levels, node=node)
@@ -110,10 +110,6 @@ def run_tune(
 ) -> TuneResult:
     """Tune the target the flags name; print and save the result (with ``llmd``, a
     version, each trial also gets llm-d-benchmark's reports in its folder's ``llm-d/``)."""
-    from infersight.client import resolve_api_key
-    from infersight.report import write_text
-    from infersight.report.tune_html import render_tune_html
-
     con = console or _console()
     api_key = resolve_api_key(env=bench.target.api_key_env, file=bench.target.api_key_file)
     target = make_target(cfg, api_key)
@@ -126,8 +122,6 @@ def run_tune(
     trials = _Trials(target, bench, cfg.target_kind, out, llmd)
     pool = None
     if cfg.ray:
-        from infersight.entrypoints.tune_ray import RayTrials
-
         pool = RayTrials(cfg, bench, trials, api_key)
     opts = TuneOptions(
         baseline=dict(target.baseline),

@@ -17,9 +17,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from infersight.bench.runtime import run_coroutine
+from infersight.client import Client
+from infersight.client.errors_map import is_out_of_memory
 from infersight.core.endpoint import Endpoint, server_root, shown_url
 from infersight.core.errors import ConfigError, LaunchError, OutOfMemory
+from infersight.engine import EngineStartError, default_threads
+from infersight.engine.config import DEFAULT_CTX_PER_SLOT, MIN_CTX_PER_SLOT
+from infersight.entrypoints.engine import EngineOptions, describe, new_engine, running_engine
 from infersight.flags.tune import TuneConfig
+from infersight.tune.launch import launched, template_knobs
 
 __all__ = ["Target", "make_target"]
 
@@ -45,9 +52,6 @@ class EmbeddedTarget:
     """The embedded llama.cpp engine, started afresh for each trial."""
 
     def __init__(self, cfg: TuneConfig) -> None:
-        from infersight.engine import default_threads
-        from infersight.engine.config import DEFAULT_CTX_PER_SLOT, MIN_CTX_PER_SLOT
-
         cores = os.cpu_count() or 1
         self.model = cfg.model
         self.knobs = {
@@ -66,15 +70,6 @@ class EmbeddedTarget:
 
     @contextlib.contextmanager
     def open(self, setting: Mapping[str, int], trial_dir: Path) -> Iterator[Endpoint]:
-        from infersight.client.errors_map import is_out_of_memory
-        from infersight.engine import EngineStartError
-        from infersight.entrypoints.engine import (
-            EngineOptions,
-            describe,
-            new_engine,
-            running_engine,
-        )
-
         opts = EngineOptions(
             parallel=setting["slots"],
             ctx=setting["ctx"] * setting["slots"],
@@ -98,8 +93,6 @@ class LaunchTarget:
     """Any server, from a command template, restarted for each trial."""
 
     def __init__(self, cfg: TuneConfig) -> None:
-        from infersight.tune.launch import template_knobs
-
         assert cfg.launch is not None
         self.template = cfg.launch
         self.cfg = cfg
@@ -130,8 +123,6 @@ class LaunchTarget:
     def open(
         self, setting: Mapping[str, int], trial_dir: Path
     ) -> contextlib.AbstractContextManager[Endpoint]:
-        from infersight.tune.launch import launched
-
         return launched(
             self.template,
             setting,
@@ -162,9 +153,6 @@ class GatewayTarget:
         self.baseline = {"slots": cfg.slots or self.original}
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        from infersight.bench.runtime import run_coroutine
-        from infersight.client import Client
-
         async def call() -> Any:
             async with Client(self.url, api_key=self.key) as c:
                 return await (c.get_json(path) if method == "GET" else c.put_json(path, body))

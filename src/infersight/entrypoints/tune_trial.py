@@ -8,6 +8,7 @@ from typing import Any
 
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
+from infersight.diagnose import embed_diagnosis
 
 __all__ = ["DIAGNOSIS_LOAD", "diagnose", "trial_bench"]
 
@@ -39,6 +40,4 @@ def trial_bench(
 def diagnose(result: RunResult, bench: BenchConfig) -> None:
     """Embed the run's diagnosis (unless --no-diagnose, or nothing was recorded)."""
     if bench.output.diagnose and result.records:
-        from infersight.diagnose import embed_diagnosis
-
         embed_diagnosis(result, store_physics=True)

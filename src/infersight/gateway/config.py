@@ -42,6 +42,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
+from infersight.client import resolve_api_key
 from infersight.core.durations import parse_duration
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, read_user_file
@@ -296,7 +297,6 @@ def _with_master_key(data: dict[str, Any]) -> dict[str, Any]:
     var = data.pop("master_key_env", None)
     if var is None:
         return data
-    from infersight.client import resolve_api_key
 
     key = resolve_api_key(env=var, required=True)
     assert key is not None

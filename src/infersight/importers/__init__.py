@@ -3,6 +3,7 @@
     from infersight.importers import detect, import_file
     result = import_file("benchmarks.json")   # GuideLLM, AIPerf, vLLM, inference-perf, llm-d
     detect(data)                              # the format id, or None for a RunResult
+    load_result("run.json")                   # ours or another tool's, told apart by content
 
 Each format has one module (``guidellm``, ``aiperf``, ``vllm``, ``inference_perf``,
 ``llmd`` for llm-d-benchmark's benchmark report, whose levels :func:`merge_reports`
@@ -17,6 +18,7 @@ decided from it.
 from infersight.importers.detect import FORMATS, detect, import_bytes, import_file
 from infersight.importers.evidence import is_imported, missing_evidence
 from infersight.importers.llmd import merge_reports
+from infersight.importers.result_file import load_result, load_results
 
 __all__ = [
     "FORMATS",
@@ -24,6 +26,8 @@ __all__ = [
     "import_bytes",
     "import_file",
     "is_imported",
+    "load_result",
+    "load_results",
     "merge_reports",
     "missing_evidence",
 ]

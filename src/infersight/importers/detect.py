@@ -9,6 +9,7 @@ the file, the format and what is wrong.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -79,8 +80,6 @@ def _first_document(data: bytes) -> Any:
     except orjson.JSONDecodeError:
         pass
     try:
-        import json
-
         return json.loads(line)  # vLLM writes NaN and Infinity
     except (ValueError, UnicodeDecodeError):
         return None

@@ -28,6 +28,8 @@ from infersight.telemetry import EngineScraper, build_recorder, metrics_url
 from infersight.telemetry.process_tree import ProcessTree
 from infersight.telemetry.server_process import computing_pid, listening_pid
 
+# termios and tty (POSIX only) are imported in _keys, where stdin is a terminal.
+
 __all__ = ["DEFAULT_URLS", "MonitorResult", "default_url", "listening_pid", "run_monitor"]
 
 #: Tried in order when no URL is given: `infersight serve`, then `infersight gateway`

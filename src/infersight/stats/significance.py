@@ -104,7 +104,8 @@ def ratio_interval(
 
 def _t_quantile(p: float, df: float) -> float:
     """Student's t quantile. scipy.stats is imported here, not at the top: importing it
-    takes tens of MiB, and every bench run imports this module but few compare runs."""
+    takes ~1.3 s and tens of MiB, and every bench run imports this module but few compare
+    runs."""
     from scipy import stats
 
     return float(stats.t.ppf(p, df))

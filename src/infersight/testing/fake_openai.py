@@ -41,6 +41,7 @@ from infersight.testing.fake_responses import (
     request_shape,
 )
 from infersight.testing.fake_slots import record_timeline
+from infersight.testing.fake_stream import stream_answer
 
 __all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess"]
 
@@ -286,7 +287,6 @@ class FakeOpenAI(ExtraEndpoints):
             if b.body_stall:
                 return await stalled_json(request, doc, headers, b.body_stall), gen
             return json_response(doc, headers=headers), gen
-        from infersight.testing.fake_stream import stream_answer
 
         so = body.get("stream_options")
         want_usage = cfg.include_usage == "always" or (

@@ -3,8 +3,10 @@ the before/after with each metric's call."""
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from infersight.core.tune_result import TuneResult
 from infersight.stats.significance import BETTER, SAME, WORSE
@@ -20,9 +22,6 @@ def _ms(v: float | None) -> str:
 
 
 def _trials_table(result: TuneResult) -> object:
-    from rich import box
-    from rich.table import Table
-
     what = "goodput" if result.objective == "goodput" else "req/s"
     table = Table(
         title=f"tune · {result.knob or 'baseline'} · {result.search}",
@@ -87,9 +86,6 @@ def _trials_table(result: TuneResult) -> object:
 
 
 def _before_after(result: TuneResult, console: Console) -> None:
-    from rich import box
-    from rich.table import Table
-
     if not result.before_after:
         return
     table = Table(

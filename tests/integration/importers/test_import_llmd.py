@@ -21,8 +21,7 @@ from infersight.core.records import RunResult
 from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.entrypoints.diagnose import load_inputs
-from infersight.entrypoints.results import load_result
-from infersight.importers import detect, import_file, missing_evidence
+from infersight.importers import detect, import_file, load_result, missing_evidence
 from infersight.report.llmd.writer import write_llmd
 from infersight.testing.agreement import advice
 from infersight.testing.fake_openai import FakeConfig, FakeOpenAI

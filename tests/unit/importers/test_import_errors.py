@@ -20,8 +20,7 @@ from typer.testing import CliRunner
 from infersight.cli._app import app
 from infersight.core.errors import ConfigError
 from infersight.diagnose import diagnose_run
-from infersight.entrypoints.results import load_result
-from infersight.importers import detect, import_bytes, missing_evidence
+from infersight.importers import detect, import_bytes, load_result, missing_evidence
 from infersight.importers.common import Malformed
 from infersight.importers.tool_stats import tool_metric
 

@@ -21,8 +21,7 @@ from infersight.cli._app import app
 from infersight.core.errors import ConfigError
 from infersight.diagnose import diagnose_run
 from infersight.entrypoints.diagnose import load_inputs
-from infersight.entrypoints.results import load_result
-from infersight.importers import detect, missing_evidence
+from infersight.importers import detect, load_result, missing_evidence
 from infersight.report.llmd.writer import write_llmd
 from infersight.report.view import build_view
 from infersight.testing.agreement import advice

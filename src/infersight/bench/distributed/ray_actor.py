@@ -31,11 +31,13 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from infersight import __version__
 from infersight.bench.executor import run_level
 from infersight.bench.level_work import LevelOutcome, LevelWork
 from infersight.bench.progress import ReportingStats
-from infersight.bench.runtime import ClientSpec
+from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.core.records import Sample
+from infersight.telemetry.host import HostSampler
 
 __all__ = ["LoadWorker", "node_facts", "owned_indices"]
 
@@ -50,8 +52,6 @@ def node_facts() -> dict[str, Any]:
     what ``tune --ray`` records of each trial's node)."""
     import ray
     from ray.util import get_node_ip_address
-
-    from infersight import __version__
 
     return {
         "host": platform.node(),
@@ -91,10 +91,6 @@ class LoadWorker:
         self._ready = threading.Event()
         self._t0: float | None = None
         self._progress: deque[dict[str, Any]] = deque()
-        # Import the request path now: a first import inside a level would be late.
-        import infersight.bench.runtime
-        import infersight.client
-        import infersight.telemetry.host  # noqa: F401
 
     def where(self) -> dict[str, Any]:
         """Where this worker runs: host, Ray node, pid, cores."""
@@ -143,17 +139,12 @@ class LoadWorker:
     def run(self) -> tuple[LevelOutcome, list[Sample]]:
         """Run the prepared share from the time ``go`` gives; return the records, the
         worker's CPU and its samples, all on this worker's clock."""
-        from infersight.bench.runtime import run_coroutine
-
         return run_coroutine(_run_share(self))
 
 
 # Module level, not a method: Ray treats an actor with any coroutine method as an
 # asyncio actor and would then run every call on one event loop, one at a time.
 async def _run_share(w: LoadWorker) -> tuple[LevelOutcome, list[Sample]]:
-    from infersight.bench.runtime import make_client
-    from infersight.telemetry.host import HostSampler
-
     work = w._work
     assert work is not None, "prepare() comes before run()"
     stats = ReportingStats()

@@ -23,6 +23,8 @@ from infersight.bench.runtime import ClientSpec
 from infersight.core.endpoint import is_loopback
 from infersight.core.errors import ConfigError, InfersightError
 
+# Ray, an optional extra (~0.4 s to import), is imported only in the functions that use it.
+
 __all__ = [
     "INSTALL_HINT",
     "START_TIMEOUT",

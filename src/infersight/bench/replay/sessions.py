@@ -25,6 +25,7 @@ from infersight.bench.level_work import FeedItem
 from infersight.bench.replay.feed import RequestShape, split_feed
 from infersight.bench.replay.text import TextBuilder
 from infersight.bench.replay.think import ThinkTime
+from infersight.bench.schedule import open_loop_schedule
 from infersight.bench.workload import Distribution
 
 __all__ = ["SessionFeed", "session_starts"]
@@ -126,8 +127,6 @@ def session_starts(
     rate: float, n: int, arrival: str, burstiness: float, seed: int
 ) -> tuple[float, ...]:
     """Open-loop conversation starts (the bench's arrival processes)."""
-    from infersight.bench.schedule import open_loop_schedule
-
     if math.isinf(rate):
         return tuple([0.0] * n)
     return tuple(

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 __all__ = ["GIB", "Device", "cpu_device", "measure_cpu"]
 
 GIB = 1024**3
@@ -191,12 +193,7 @@ def measure_cpu(seconds: float = 1.0) -> Device:
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps({**cache, host: best}))
             tmp.replace(path)
-    try:
-        import psutil
-
-        mem = float(psutil.virtual_memory().total)
-    except ImportError:  # pragma: no cover - psutil is a dependency
-        mem = 0.0
+    mem = float(psutil.virtual_memory().total)
     cores = _cores()
     fl = best["flops_per_core"] * cores
     return Device(

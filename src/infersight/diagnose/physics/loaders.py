@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from infersight.core.errors import ConfigError, file_error, read_user_file
+from infersight.diagnose.physics.gguf import read_gguf
 from infersight.diagnose.physics.shape import ModelShape, dtype_bytes
 
 __all__ = ["shape_from_gguf", "shape_from_hf_config"]
@@ -180,8 +181,6 @@ def shape_from_gguf(path: str | Path) -> ModelShape:
 
 @functools.lru_cache(maxsize=16)
 def _shape_from_gguf(path: str, size: int, mtime: int) -> ModelShape:
-    from infersight.diagnose.physics.gguf import read_gguf
-
     g = read_gguf(path)
     arch = g.architecture
     if arch is None:

@@ -15,13 +15,15 @@ it back (``importers.llmd``) gives the run's verdict. docs/design.md section 2
 from __future__ import annotations
 
 from pathlib import Path
-
-from llmd_benchmark_report import BenchmarkReport
+from typing import TYPE_CHECKING
 
 from infersight.core.errors import ConfigError
 from infersight.core.records import RunResult
 from infersight.report.files import write_json
 from infersight.report.llmd.parts import level_parts
+
+if TYPE_CHECKING:
+    from llmd_benchmark_report import BenchmarkReport
 
 __all__ = ["LLMD_VERSION", "LLMD_VERSIONS", "llmd_reports", "write_llmd"]
 

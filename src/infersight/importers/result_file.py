@@ -9,6 +9,7 @@ from pathlib import Path
 
 from infersight.core.errors import ConfigError, file_error
 from infersight.core.records import RunResult
+from infersight.importers.detect import detect, import_bytes
 
 __all__ = ["load_result", "load_results"]
 
@@ -16,8 +17,6 @@ __all__ = ["load_result", "load_results"]
 def load_result(path: str | Path) -> RunResult:
     """One result file; every problem is one ConfigError line naming the file (and,
     for another tool's file, the format its content showed and what is wrong)."""
-    from infersight.importers import detect, import_bytes
-
     p = Path(path)
     try:
         data = p.read_bytes()
