@@ -15,8 +15,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from realparts import REQUIRE_REAL_PARTS, real_part_path
+
+# Hypothesis's default 200 ms deadline per example is a wall-clock assert: on two busy
+# cores a property test failed on it with nothing wrong. Examples are judged on their
+# results alone.
+settings.register_profile("infersight", deadline=None)
+settings.load_profile("infersight")
 
 #: Missing program -> ids of the tests skipped for it (for the summary).
 _skipped: dict[str, list[str]] = {}
