@@ -31,23 +31,12 @@ class Slots:
     source: str
 
 
-def _floor(
-    first: np.ndarray, sent: np.ndarray, last: np.ndarray, output: np.ndarray
-) -> tuple[float, float]:
+def _floor(first: np.ndarray, sent: np.ndarray) -> tuple[float, float]:
     """The fastest first token from send (a request that did not wait), and how far
     below it a replayed admission may put one before it counts as impossible (the
-    client sees an answer end a little after the server freed its slot).
-
-    The floor is at most the run's median gap between tokens: one step can make a
-    first token. A fastest first token slower than that was stamped late by more than
-    the server (a client short of CPU, as at a run's start on cores shared with the
-    server) and would make an admission one step after a slot freed look impossible."""
+    client sees an answer end a little after the server freed its slot)."""
     f = (first - sent)[np.isfinite(first - sent)]
     floor = float(f.min()) if f.size else 0.0
-    many = output > 1
-    gaps = ((last - first)[many] / (output[many] - 1))[np.isfinite((last - first)[many])]
-    if gaps.size:
-        floor = min(floor, float(np.median(gaps)))
     return floor, max(0.002, 0.5 * floor)
 
 
@@ -79,7 +68,7 @@ def find_slots(d: RunData, use: np.ndarray) -> Slots:
     top = int(inflight.max()) if inflight.size else 1
     if d.stated_slots:
         return Slots(d.stated_slots, d.stated_slots, d.stated_slots, d.stated_source)
-    floor, tol = _floor(first, arrival, d.last[use], d.output[use])
+    floor, tol = _floor(first, arrival)
     allowed = max(1, int(VIOLATION_SHARE * use.size))
 
     def consistent(s: int) -> bool:
