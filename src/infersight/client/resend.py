@@ -104,7 +104,8 @@ def peer_closed(transport: Any) -> bool:
 
 
 class ResendConnector(aiohttp.TCPConnector):
-    """aiohttp's connector, handing out no pooled connection the server has closed."""
+    """aiohttp's connector, handing out no pooled connection the server has closed
+    or is known to close (after a streamed answer)."""
 
     async def connect(
         self, req: aiohttp.ClientRequest, traces: list[Any], timeout: aiohttp.ClientTimeout
@@ -117,6 +118,12 @@ class ResendConnector(aiohttp.TCPConnector):
             if st is None or proto is None:
                 return conn
             prev = _last.get(proto)
+            if prev is not None and prev.streamed and st.keepalive.closes_after_stream:
+                # The server closes such a connection: never write into it. A short
+                # answer can end (and aiohttp pool its connection) before the client
+                # learns this from its headers and marks the connection to close.
+                conn.close()
+                continue
             if prev is not None and resends < MAX_RESENDS and peer_closed(conn.transport):
                 # Closed by the server before any byte of this request was written.
                 conn.close()
