@@ -88,15 +88,9 @@ def reconstruct(
 
 def violations(start: np.ndarray, first: np.ndarray, tolerance: float) -> int:
     """Requests whose first token came sooner after their admission than any request
-    can make one: before ``start - tolerance`` (a negative tolerance: a floor).
-
-    A first token stamped within :data:`TIE` of the end that freed its slot is no
-    violation: the client saw the two together (a client starved of CPU wakes to both
-    at once), so which came first is unknown. A server makes them a step apart at least.
-    """
-    ok = np.isfinite(first) & np.isfinite(start)
-    f, s = first[ok], start[ok]
-    return int(np.count_nonzero((f < s - tolerance) & (np.abs(f - s) > TIE)))
+    can make one: before ``start - tolerance`` (a negative tolerance: a floor)."""
+    ok = np.isfinite(first)
+    return int(np.count_nonzero(first[ok] < start[ok] - tolerance))
 
 
 def running_at(start: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarray:
