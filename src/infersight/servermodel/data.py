@@ -17,7 +17,7 @@ import numpy as np
 
 from infersight.core.records import RunResult, Sample
 from infersight.stats.aggregate import aggregate
-from infersight.stats.level_flags import flagged
+from infersight.stats.level_flags import RATE_RATIO_LIMIT, flagged
 
 __all__ = ["LevelData", "RunData", "level_figures", "level_rate", "merge_runs", "run_data"]
 
@@ -34,9 +34,9 @@ class LevelData:
     client_limited: bool
     #: The load generator was the limit, not only late: it fell short of the rate asked
     #: (5% or more) while the server kept up with what it sent, used over 90% of a
-    #: core, or its lag outgrew the server's first
-    #: token. Such a level says nothing about the server and is not fitted; one that
-    #: was only late is, since the model replays the times requests were really sent.
+    #: core, or its lag outgrew the server's first token. Such a level says nothing
+    #: about the server and is not fitted; one that was only late is, since the model
+    #: replays the times requests were really sent.
     at_ceiling: bool
     sustainable: bool | None
     figures: dict[str, float | None]
@@ -136,11 +136,11 @@ def _at_ceiling(agg: dict[str, Any], scheduled: np.ndarray, sent: np.ndarray) ->
     # replays. Sends starved of the cores the client shares with the server fall behind
     # this way. (The level's sustainability counts the client's held sends as queued.)
     sends, answers = _num(agg.get("achieved_rate")), _num(agg.get("request_throughput"))
-    server_behind = bool(sends and answers is not None and answers < 0.95 * sends)
+    server_behind = bool(sends and answers is not None and answers < RATE_RATIO_LIMIT * sends)
     if ok.sum() > 2 and not server_behind:
         meant = float(np.ptp(scheduled[ok]))
         took = float(np.ptp(sent[ok]))
-        behind = meant > 0 and took > meant / 0.95
+        behind = meant > 0 and took > meant / RATE_RATIO_LIMIT
     cpu = _num(agg.get("loadgen_cpu_percent"))
     lag, ttft = _stat(agg, "schedule_lag", "p99"), _stat(agg, "ttft_from_sent", "p50")
     return bool(
