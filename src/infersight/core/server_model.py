@@ -70,7 +70,10 @@ class ServerModel(BaseModel):
     The step time while ``n`` sequences run is ``a + b·max(0, n - k)`` seconds (``k``
     0: the linear ``a + b·n``); each prompt token prefilled in a step adds ``c``
     seconds to it. A request's first token comes ``e + κ·step(n) + c_first·p`` after it
-    is admitted, with ``p`` its prompt tokens; then one token per step.
+    is admitted, with ``p`` its prompt tokens; then one token per step. An engine that
+    prefills in batches (``prefill_mode`` "batched": vLLM's scheduler, llama.cpp's
+    server) computes the prompts admitted together in one step, so ``p`` is then their
+    sum, and each of them gets its first token when that step ends.
     """
 
     slots: Param = Field(default_factory=Param)
@@ -85,6 +88,9 @@ class ServerModel(BaseModel):
     e: Param = Field(default_factory=Param)
     kappa: Param = Field(default_factory=Param)
     c_first: Param = Field(default_factory=Param)
+    #: "each" (a prompt's first token takes its own prefill) or "batched" (the prompts
+    #: admitted together share one prefill step and its first-token time).
+    prefill_mode: str = "each"
     #: Share of requests answered with an error, over the fitted levels.
     error_share: float = 0.0
     #: Closed-loop think time per level name (seconds between an answer and the
@@ -137,11 +143,16 @@ class Prediction(BaseModel):
     throughput: float | None = None
     goodput: float | None = None
     ttft_p50: float | None = None
+    #: Where the median of a measured level of ``band_n`` requests falls 95% of the
+    #: time (order statistics of the predicted first tokens): a level whose share of
+    #: waiting requests is near half has its median on a cliff, anywhere in between.
+    ttft_p50_band: tuple[float, float] | None = None
     ttft_p99: float | None = None
     tpot_p50: float | None = None
     e2e_p50: float | None = None
     e2e_p99: float | None = None
-    #: Mean requests running and waiting in one replica, and the share of requests
+    #: Mean requests running and waiting in one replica while the load was applied
+    #: (up to the last send, not through the drain after it), and the share of requests
     #: that waited for admission at all (bursts queue even when the mean is low).
     running: float | None = None
     waiting: float | None = None

@@ -25,6 +25,9 @@ def model_text(m: ServerModel) -> str:
     parts = [f"slots {m.slots.text()} ({m.slots.source})", step]
     if m.c.value:
         parts.append(f"prefill {fmt_value(m.c.value * 1000, 's')} per 1k prompt tokens")
+    if m.prefill_mode == "batched":
+        first = fmt_value((m.c_first.value or 0.0) * 1000, "s")
+        parts.append(f"prompts admitted together share one prefill step ({first} per 1k)")
     if m.kv_tokens is not None:
         how = "reserved at admission" if m.kv_mode == "reserve" else "on demand, as tokens are made"
         parts.append(f"KV {m.kv_tokens.text()} ({how})")
@@ -114,7 +117,11 @@ def model_html(result: RunResult) -> str:
         ("prefill c (per token, in a step)", m.c),
         ("first token e", m.e),
         ("first token κ (steps)", m.kappa),
-        ("first token c_first (per token)", m.c_first),
+        (
+            "first token c_first (per token"
+            + (", summed over a batch)" if m.prefill_mode == "batched" else ")"),
+            m.c_first,
+        ),
     ]
     if m.kv_tokens is not None:
         rows.insert(1, ("KV capacity", m.kv_tokens))

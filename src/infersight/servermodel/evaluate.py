@@ -53,6 +53,7 @@ def engine_of(
         e=v(m.e),
         kappa=v(m.kappa),
         c_first=v(m.c_first),
+        batch_prefill=m.prefill_mode == "batched",
         error_share=m.error_share,
         saturate=saturate,
         flat=flat,
@@ -102,8 +103,10 @@ def figures(
     rate: float | None = None,
     slo: dict[str, float] | None = None,
     lag: np.ndarray | None = None,
+    band_n: int | None = None,
 ) -> Prediction:
-    """Bench's figures of a simulated level (``lag``: see :func:`records_of`)."""
+    """Bench's figures of a simulated level (``lag``: see :func:`records_of`;
+    ``band_n``: the requests of the measured level the TTFT median's band is for)."""
     recs = records_of(sim, "model", lag)
     if not recs:
         return Prediction()
@@ -111,7 +114,14 @@ def figures(
         recs, target_concurrency=concurrency, target_rate=rate, slo=slo or None, check_lag=False
     )
     f = level_figures(agg)
-    t = np.linspace(float(sim.arrival.min()), float(np.nanmax(sim.end)), 200)
+    # while the load was applied: the drain after the last send is no operating point
+    # (how many ran in it depends on where the last answers happen to end)
+    last = float(sim.arrival.max())
+    t = np.linspace(
+        float(sim.arrival.min()),
+        last if last > sim.arrival.min() else float(np.nanmax(sim.end)),
+        200,
+    )
     run = np.searchsorted(
         np.sort(sim.start[np.isfinite(sim.start)]), t, side="right"
     ) - np.searchsorted(np.sort(sim.end[np.isfinite(sim.start)]), t, side="right")
@@ -127,6 +137,7 @@ def figures(
         throughput=f["throughput"],
         goodput=good,
         ttft_p50=f["ttft_p50"],
+        ttft_p50_band=_median_band(sim, band_n) if band_n else None,
         ttft_p99=f["ttft_p99"],
         tpot_p50=f["tpot_p50"],
         e2e_p50=f["e2e_p50"],
@@ -139,6 +150,18 @@ def figures(
         sustainable=bool(sus.get("sustainable")) if sus.get("judged") else None,
         slo_met=met,
     )
+
+
+def _median_band(sim: Simulated, n: int) -> tuple[float, float] | None:
+    """The 95% band of the median of ``n`` requests drawn from the simulated first
+    tokens: the quantiles 0.5 ± 1.96·√(0.25/n) (the median's order statistics)."""
+    ok = sim.ok & np.isfinite(sim.first)
+    if not ok.any():
+        return None
+    ttft = sim.first[ok] - sim.arrival[ok]
+    half = 1.96 * math.sqrt(0.25 / max(1, n))
+    lo, hi = np.quantile(ttft, [max(0.0, 0.5 - half), min(1.0, 0.5 + half)])
+    return float(lo), float(hi)
 
 
 def poisson_arrivals(rate: float, duration: float, seed: int = 0) -> np.ndarray:
@@ -178,11 +201,13 @@ def predict_load(
     saturate: float | None = None,
     max_tokens: float | None = None,
     flat: float | None = None,
+    band_n: int | None = None,
 ) -> Prediction:
     """The model's figures at a load: ``rate`` req/s (Poisson) or ``concurrency``
     clients, spread evenly over ``replicas`` (throughput and goodput are the fleet's);
     ``saturate``, ``flat``: see ``engine_of``; ``max_tokens``: what each request asks for (the
-    run's own by default), which an engine reserving KV at admission holds."""
+    run's own by default), which an engine reserving KV at admission holds; ``band_n``:
+    see :func:`figures`."""
     eng = engine_of(m, slots=slots, kv=kv, saturate=saturate, flat=flat)
     reps = max(1, replicas)
     cap = max_tokens if max_tokens is not None else m.measured.get("max_tokens")
@@ -195,7 +220,7 @@ def predict_load(
             arrivals=poisson_arrivals(per, max(5.0, requests / per), seed),
             max_tokens=cap,
         )
-        p = figures(simulate(eng, load), rate=per, slo=slo)
+        p = figures(simulate(eng, load), rate=per, slo=slo, band_n=band_n)
     else:
         n = max(1, math.ceil((concurrency or 1) / reps))
         load = Load(
@@ -207,7 +232,7 @@ def predict_load(
             seed=seed,
             max_tokens=cap,
         )
-        p = figures(simulate(eng, load), concurrency=n, slo=slo)
+        p = figures(simulate(eng, load), concurrency=n, slo=slo, band_n=band_n)
     if reps > 1:
         p.throughput = None if p.throughput is None else p.throughput * reps
         p.goodput = None if p.goodput is None else p.goodput * reps

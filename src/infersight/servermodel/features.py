@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DecodeFeatures", "decode_features", "time_at_counts"]
+__all__ = ["DecodeFeatures", "decode_features", "prefilled_during", "time_at_counts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +99,20 @@ def time_at_counts(
     times, col, counts, cum_full = _cumulative(start, end)
     cum = cum_full[:-1]
     return counts, np.clip(_at(b, times, col, cum) - _at(a, times, col, cum), 0.0, None)
+
+
+def prefilled_during(
+    start: np.ndarray, first: np.ndarray, prompt: np.ndarray, tol: float
+) -> np.ndarray:
+    """Prompt tokens whose first token came while each request waited for its own
+    (after its admission, up to ``tol`` after its first token, its own included): the
+    prefill work ahead of and beside it where the engine prefills in batches, as the
+    prompts of one step share its end up to the client's time stamps' jitter."""
+    ps = np.where(np.isfinite(prompt), prompt, 0.0)
+    f = np.where(np.isfinite(first), first, np.inf)
+    order = np.argsort(f, kind="stable")
+    fs = f[order]
+    cs = np.concatenate([[0.0], np.cumsum(ps[order])])
+    upto = cs[np.searchsorted(fs, f + tol, side="right")]
+    before = cs[np.searchsorted(fs, start, side="right")]
+    return np.asarray(np.maximum(upto - before, ps), dtype=float)

@@ -77,9 +77,14 @@ def _model(result: RunResult, d: RunData) -> tuple[ServerModel, SelfCheck]:
 def _ranges(
     *preds: Prediction | None,
 ) -> dict[str, tuple[float | None, float | None]]:
+    """Each figure from its lowest to its highest reading; the TTFT median's span
+    includes each reading's band (where a measured level's median may fall)."""
     out: dict[str, tuple[float | None, float | None]] = {}
     for k in CHECKED_METRICS:
-        vals = sorted(v for p in preds if p is not None and (v := getattr(p, k)) is not None)
+        vals = [v for p in preds if p is not None and (v := getattr(p, k)) is not None]
+        if k == "ttft_p50":
+            vals += [b for p in preds if p is not None and p.ttft_p50_band for b in p.ttft_p50_band]
+        vals.sort()
         out[k] = (vals[0], vals[-1]) if vals else (None, None)
     return out
 
@@ -141,6 +146,7 @@ def forecast(
             max_tokens=max_tokens,
             kv=kv_tokens,
             flat=flat,
+            band_n=base.idx.size,
         )
 
     p = at()

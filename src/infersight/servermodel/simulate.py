@@ -4,11 +4,14 @@ section 9).
 Requests arrive (open loop: at given times; closed loop: N clients, each sending again
 a think time after its answer), wait FIFO for a slot and, where KV is known, for their
 tokens to fit, then take ``e + κ·step(n) + c_first·p`` to their first token and one
-token per decode step after it. All running requests share the decode steps: the
-engine's work clock advances at one step per ``step(n)`` seconds, and stops for
-``c·p`` seconds whenever a request with ``p`` prompt tokens is admitted (its prefill
-step). Events are arrivals, first tokens and ends, so the cost grows with requests,
-not tokens.
+token per decode step after it. An engine that prefills in batches (``batch_prefill``)
+computes the prompts admitted together in one step of ``κ·step(n) + c_first·Σp``
+(those admitted within a step of each other are together) and each gets its first token
+``e`` after that step ends; a prompt admitted while the step runs waits for it to end. All running
+requests share the decode steps: the engine's work clock advances at one step per
+``step(n)`` seconds, and stops for ``c·p`` seconds whenever a request with ``p`` prompt
+tokens is admitted (its prefill step). Events are arrivals, first tokens and ends, so
+the cost grows with requests, not tokens.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class Engine:
     #: Past this many running sequences the step time stays what it is there (None: as
     #: fitted): every added sequence is free, the optimistic reading of the same gap.
     flat: float | None = None
+    #: Prompts admitted together are prefilled in one step and share its first token.
+    batch_prefill: bool = False
 
     def step(self, n: int) -> float:
         if self.flat is not None and n > self.flat:
@@ -114,6 +119,11 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     horizon = float("inf") if load.duration is None else load.duration
     queue: deque[int] = deque()
     prefill: list[tuple[float, int, int]] = []  # (time, request, its admission number)
+    # batched prefill: the latest group's (start, end) and members, and a heap of
+    # (end, group, version) where a member joining later moves the group's end
+    group: list[float] = [-1.0, -1.0]
+    members: list[list[tuple[int, int]]] = []
+    groups: list[tuple[float, int, int]] = []
     decode: list[tuple[float, int, int]] = []  # (work at its end, request, admission)
     client_of: dict[int, int] = {}
     grow = eng.kv is not None and not eng.kv_reserve  # on-demand KV (vLLM)
@@ -147,6 +157,35 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         if c >= 0 and sent < limit and when + load.think < horizon:
             heapq.heappush(arrivals, (when + load.think, c))
 
+    def first_token(i: int) -> None:
+        if math.isnan(first[i]):  # the first time, not a recompute
+            first[i] = t
+        m = out[i] - 1.0 - made[i]
+        if m <= 0:
+            finish(i, t)
+        else:
+            heapq.heappush(decode, (work + m, i, gen[i]))
+            if grow:
+                since[i] = work
+
+    def prefill_at(i: int, p: float) -> None:
+        """Schedule request ``i``'s first token, its prompt (``p`` tokens) admitted now."""
+        if not eng.batch_prefill:
+            due = t + eng.e + eng.kappa * eng.step(running) + eng.c_first * p
+            heapq.heappush(prefill, (due, i, gen[i]))
+            return
+        # the scheduler gathers what arrives during the step before the group's own
+        # (requests that end in one step send again together, a prefill stall apart)
+        if members and group[0] >= t - eng.a:
+            group[1] += eng.c_first * p
+            members[-1].append((i, gen[i]))
+        else:  # a new group, after the one computing now
+            group[0] = max(t, group[1])
+            group[1] = group[0] + eng.kappa * eng.step(running) + eng.c_first * p
+            members.append([(i, gen[i])])
+        # e is each answer's own latency (not the engine's step): it holds up no one
+        heapq.heappush(groups, (group[1] + eng.e, len(members) - 1, len(members[-1])))
+
     def t_full(d: float) -> float:
         """When the decoding requests' tokens fill the KV cache (on demand)."""
         if not grow or not since or len(live) < 2:
@@ -154,14 +193,18 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         room = budget - held - sum(work - w for w in since.values())
         return max(t, stall) + max(0.0, room) / len(since) * d
 
-    while arrivals or queue or prefill or decode:
+    while arrivals or queue or prefill or groups or decode:
         while prefill and prefill[0][2] != gen[prefill[0][1]]:
             heapq.heappop(prefill)
         while decode and decode[0][2] != gen[decode[0][1]]:
             heapq.heappop(decode)
+        while groups and groups[0][2] != len(members[groups[0][1]]):
+            heapq.heappop(groups)
         d = eng.step(running) if running else eng.a
         t_dec = (max(t, stall) + (decode[0][0] - work) * d) if decode else float("inf")
-        t_pre = prefill[0][0] if prefill else float("inf")
+        t_pre = min(
+            prefill[0][0] if prefill else float("inf"), groups[0][0] if groups else float("inf")
+        )
         t_arr = arrivals[0][0] if arrivals else float("inf")
         t_pmt = t_full(d)
         t_next = min(t_dec, t_pre, t_arr, t_pmt)
@@ -179,19 +222,20 @@ def simulate(eng: Engine, load: Load) -> Simulated:
             gen[v] += 1
             queue.appendleft(v)
         elif t_dec <= t_next and decode:
-            _, i, _ = heapq.heappop(decode)
-            finish(i, t)
+            # every answer whose last token is in this step ends now: one admitted in
+            # between would stall the step the others' last tokens are already in
+            w_end = decode[0][0]
+            while decode and decode[0][0] <= w_end + 1e-9:
+                _, i, g = heapq.heappop(decode)
+                if g == gen[i]:
+                    finish(i, t)
         elif t_pre <= t_next:
-            _, i, _ = heapq.heappop(prefill)
-            if math.isnan(first[i]):  # the first time, not a recompute
-                first[i] = t
-            m = out[i] - 1.0 - made[i]
-            if m <= 0:
-                finish(i, t)
+            if prefill and prefill[0][0] <= t_next:
+                first_token(heapq.heappop(prefill)[1])
             else:
-                heapq.heappush(decode, (work + m, i, gen[i]))
-                if grow:
-                    since[i] = work
+                for i, g in members[heapq.heappop(groups)[1]]:
+                    if gen[i] == g:  # not preempted meanwhile
+                        first_token(i)
         else:
             ta, c = heapq.heappop(arrivals)
             i = len(arr)
@@ -234,9 +278,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
                 start[i] = t
             # a recompute prefills the prompt and the tokens made so far
             p = prm[i] + made[i]
-            heapq.heappush(
-                prefill, (t + eng.e + eng.kappa * eng.step(running) + eng.c_first * p, i, gen[i])
-            )
+            prefill_at(i, p)
             stall = max(stall, t) + eng.c * p
     return Simulated(
         arrival=np.asarray(arr),

@@ -117,9 +117,35 @@ def test_mixed_prompt_lengths_are_prefill_not_queueing() -> None:
     m = fit_model(d)
     assert m.slots.value is None  # 8 clients never waited
     assert m.c_first.value == pytest.approx(2e-4, rel=0.05)
+    assert m.prefill_mode == "each"  # no first token waited on another's prompt
     sc = self_check(d, m)
     assert sc.trusted
     assert advise(d, m, sc)[0] == "none"
+
+
+def test_prompts_prefilled_in_batches_are_read_as_one_step() -> None:
+    """Closed-loop clients that send together (vLLM, llama.cpp) get their first tokens
+    together, after all their prompts: the time per prompt token is read from the
+    batch, and the held-out levels' first tokens follow it."""
+    eng = Engine(
+        slots=8.0,
+        kv=None,
+        kv_reserve=True,
+        a=0.01,
+        b=0.004,
+        k=1.0,
+        c=0.0,
+        e=0.0,
+        kappa=1.0,
+        c_first=2e-3,
+        batch_prefill=True,
+    )
+    d = run_data(_simulated_run(eng, np.array([90.0]), (1, 2, 4, 8)))
+    m = fit_model(d)
+    assert m.prefill_mode == "batched"
+    assert m.c_first.value == pytest.approx(2e-3, rel=0.1)
+    sc = self_check(d, m)
+    assert sc.mape["ttft_p50"] is not None and sc.mape["ttft_p50"] < 0.1
 
 
 @pytest.mark.parametrize("knee", [5, 6])

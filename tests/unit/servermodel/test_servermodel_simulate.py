@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from infersight.servermodel.evaluate import figures, poisson_arrivals
 from infersight.servermodel.simulate import Engine, Load, Simulated, simulate
@@ -134,3 +136,43 @@ def test_kv_on_demand_preempts_and_recomputes() -> None:
     # a request evicted mid-answer keeps its first token: its end is later, never its first
     assert np.all(np.isfinite(grow.first)) and np.all(grow.end > grow.first)
     assert float(np.max(grow.end - grow.first)) > 2 * float(np.min(grow.end - grow.first))
+
+
+def test_prompts_admitted_together_share_one_batched_prefill() -> None:
+    """vLLM's and llama.cpp's schedulers prefill every waiting prompt in one step: four
+    clients sending at once all get their first token when the four prompts are done,
+    and a prompt admitted while that step runs waits for it to end."""
+    eng = _engine(slots=8.0, e=0.0, kappa=0.0, c_first=1e-3, batch_prefill=True)
+    sim = simulate(eng, _load(clients=4, count=4))
+    assert np.allclose(sim.first - sim.start, 4 * 32 * 1e-3)
+    each = simulate(_engine(slots=8.0, e=0.0, kappa=0.0, c_first=1e-3), _load(clients=4, count=4))
+    assert np.allclose(each.first - each.start, 32 * 1e-3)
+    late = simulate(eng, _load(arrivals=np.array([0.0, 0.02, 0.02])))
+    # the first prompt's step ends at 0.032; the two admitted during it (a step, 0.01 s,
+    # after it began) share the next
+    assert late.first[0] == pytest.approx(0.032)
+    assert np.allclose(late.first[1:], 0.032 + 2 * 0.032)
+
+
+@given(
+    waited=st.floats(min_value=0.0, max_value=1.0),
+    n=st.integers(min_value=4, max_value=400),
+)
+def test_the_medians_band_spans_the_cliff_a_level_of_its_size_may_land_on(
+    waited: float, n: int
+) -> None:
+    """Requests that either start at once (0.1 s) or wait a whole service (1.1 s): a
+    measured level of ``n`` requests may find its median on either side where the share
+    that waits is within the median's sampling error of one half."""
+    m = 2000
+    late = np.arange(m) < round(waited * m)
+    first = np.where(late, 1.1, 0.1)
+    zeros = np.zeros(m)
+    sim = Simulated(zeros, zeros, first, first + 1.0, zeros + 8, zeros + 4, np.ones(m, bool))
+    band = figures(sim, concurrency=1, band_n=n).ttft_p50_band
+    assert band is not None and band[0] <= band[1]
+    half = 1.96 * np.sqrt(0.25 / n)
+    if abs(waited - 0.5) < half - 0.01:
+        assert band == (pytest.approx(0.1), pytest.approx(1.1))  # either side
+    elif abs(waited - 0.5) > half + 0.01:
+        assert band[0] == band[1]  # one side, whatever the sample
