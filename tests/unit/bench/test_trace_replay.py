@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.bench.level_work import FeedItem, LevelWork
+from infersight.bench.level.work import FeedItem, LevelWork
 from infersight.bench.replay.check import check_trace
 from infersight.bench.replay.feed import Overhead, RequestShape, TraceFeed
 from infersight.bench.replay.formats import TraceEntry
