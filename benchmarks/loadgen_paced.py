@@ -37,7 +37,7 @@ import psutil
 
 from infersight.bench import BenchConfig, run, runner
 from infersight.bench.runtime import run_coroutine
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing import FakeConfig, FakeOpenAI
 from infersight.testing.realtime import realtime as sched_fifo
 
 try:  # the module whose run_level the profiler wraps (the runner's, before the split)
