@@ -38,7 +38,7 @@ from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import import_file
 from infersight.testing.agreement import Advice, advice, disagreements
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 from infersight.testing.tool_runs import run_guidellm, tool_path
 
 

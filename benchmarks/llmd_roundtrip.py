@@ -40,7 +40,7 @@ from infersight.entrypoints.diagnose import load_inputs
 from infersight.importers import load_result, missing_evidence
 from infersight.report.llmd.writer import write_llmd
 from infersight.testing.agreement import advice
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 from infersight.testing.synthetic_runs import make_run
 
 SCENARIOS: list[tuple[str, dict[str, Any], list[int]]] = [

@@ -37,13 +37,16 @@ import psutil
 
 from infersight.bench import BenchConfig, run, runner
 from infersight.bench.runtime import run_coroutine
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing import FakeConfig, FakeOpenAI
 from infersight.testing.realtime import realtime as sched_fifo
 
 try:  # the module whose run_level the profiler wraps (the runner's, before the split)
-    from infersight.bench import level_run as _hot
-except ImportError:  # an older infersight on PYTHONPATH
-    _hot = runner  # type: ignore[assignment]
+    from infersight.bench.level import run as _hot
+except ImportError:  # an older infersight on PYTHONPATH (before bench/level/)
+    try:
+        from infersight.bench import level_run as _hot  # type: ignore[no-redef]
+    except ImportError:
+        _hot = runner  # type: ignore[assignment]
 
 try:
     from infersight.bench.pacer import Pacer

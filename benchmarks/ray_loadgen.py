@@ -34,7 +34,7 @@ from typing import Any
 from infersight.bench import BenchConfig, run
 from infersight.core.listen import free_port
 from infersight.core.records import RunResult
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 from infersight.testing.ray_cluster import LocalRayCluster
 
 

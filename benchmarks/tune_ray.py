@@ -32,7 +32,7 @@ from infersight.testing.ray_cluster import LocalRayCluster
 
 KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 TEMPLATE = (
-    f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
+    f"{sys.executable} -m infersight.testing.fake.openai --port {{port}} "
     f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
     f"--tokens {TOKENS} --metrics-dialect vllm"
 )

@@ -250,8 +250,8 @@ def test_no_import_cycle_between_modules() -> None:
 
 #: The deepest chain of imports inside ``bench``, in modules. Today's deepest are the
 #: distributed package -> ray_workers -> ray_actor -> executor -> replay.dispatch ->
-#: level_work; runner -> level_run -> distributed.workers -> executor -> replay.dispatch
-#: -> level_work; and runner -> config -> replay.rules -> replay.check -> replay.read ->
+#: level.work; runner -> level.run -> distributed.workers -> executor -> replay.dispatch
+#: -> level.work; and runner -> config -> replay.rules -> replay.check -> replay.read ->
 #: replay.formats: BenchConfig checks a trace when it is built. The modules that run the
 #: benchmark take the configuration's sections (``flags.bench``, a leaf), not
 #: BenchConfig, so only the runner sits above those checks; the types handed around

@@ -10,7 +10,7 @@ its sample count, and a run the load generator limited says so.
 """
 
 from infersight.bench.config import BenchConfig, parse_levels, parse_slo
-from infersight.bench.level_spec import LevelSpec
+from infersight.bench.level import LevelSpec
 from infersight.bench.runner import run, run_async
 from infersight.bench.schedule import open_loop_schedule
 from infersight.bench.workload import Distribution

@@ -21,7 +21,7 @@ from pydantic_settings import SettingsConfigDict
 from infersight.bench.datasets import load_dataset
 from infersight.bench.distributed.ray_extra import INSTALL_HINT, ray_installed
 from infersight.bench.flag_syntax import parse_levels, parse_slo
-from infersight.bench.level_spec import LevelSpec, fixed_levels
+from infersight.bench.level.spec import LevelSpec, fixed_levels
 from infersight.bench.replay.rules import check_replay
 from infersight.bench.workload import Distribution
 from infersight.core.errors import ConfigError
@@ -200,7 +200,7 @@ class BenchConfig:
         return Window.parse(self.load.warmup, self.load.cooldown)
 
     def levels(self) -> list[LevelSpec]:
-        """The fixed levels to run (:func:`~infersight.bench.level_spec.fixed_levels`)."""
+        """The fixed levels to run (:func:`~infersight.bench.level.spec.fixed_levels`)."""
         return fixed_levels(self.load, self.replay)
 
     def effective_requests(self) -> int | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import psutil
 
-from infersight.bench.level_work import LevelOutcome, LevelWork, RequestSender, spawn
+from infersight.bench.level.work import LevelOutcome, LevelWork, RequestSender, spawn
 from infersight.bench.pacer import Pacer
 from infersight.bench.progress import LiveStats
 from infersight.bench.replay.dispatch import dispatch_conversations, dispatch_feed

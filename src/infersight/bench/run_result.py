@@ -11,7 +11,7 @@ from typing import Any
 
 from infersight import __version__
 from infersight.bench.datasets import PromptSource
-from infersight.bench.level_order import LevelOrder
+from infersight.bench.level.order import LevelOrder
 from infersight.bench.stop import Stop
 from infersight.bench.target import Target
 from infersight.core.interrupts import stop_text

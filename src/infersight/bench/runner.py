@@ -21,12 +21,12 @@ from infersight.bench.colocation import cpu_contention
 from infersight.bench.config import BenchConfig
 from infersight.bench.datasets import PromptSource
 from infersight.bench.distributed.ray_workers import RayLevelOutcome, ray_pool
-from infersight.bench.level_order import LevelOrder
-from infersight.bench.level_run import Executor, run_fixed_level
-from infersight.bench.level_spec import fixed_levels
+from infersight.bench.level.order import LevelOrder
+from infersight.bench.level.run import Executor, run_fixed_level
+from infersight.bench.level.spec import fixed_levels
 from infersight.bench.progress import LiveDisplay
-from infersight.bench.replay_level import replay_aggregate, shared_prefix_sharing
-from infersight.bench.replay_prepare import ReplaySetup, prepare_replay, run_replay_level
+from infersight.bench.replay.aggregate import replay_aggregate, shared_prefix_sharing
+from infersight.bench.replay.prepare import ReplaySetup, prepare_replay, run_replay_level
 from infersight.bench.run_result import finish_result
 from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.bench.stop import Stop

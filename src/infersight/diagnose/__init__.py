@@ -13,7 +13,7 @@ and the capacity planner of section 6.
 from infersight.core.verdicts import VERDICT_IDS, Evidence, Verdict, VerdictWindow
 from infersight.diagnose.analyze import Diagnosis, diagnose, diagnose_run
 from infersight.diagnose.embed import embed_diagnosis
-from infersight.diagnose.fleet_diagnoser import FleetDiagnoser, diagnose_fleet
+from infersight.diagnose.fleet import FleetDiagnoser, diagnose_fleet
 
 __all__ = [
     "VERDICT_IDS",

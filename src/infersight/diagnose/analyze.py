@@ -21,7 +21,7 @@ from infersight.diagnose.model_numbers import FixNumbers, model_numbers
 from infersight.diagnose.one_voice import Voice, speak
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.recommend import recommend, reconcile
-from infersight.diagnose.rules import RuleInput, evaluate
+from infersight.diagnose.rules.registry import RuleInput, evaluate
 from infersight.diagnose.signals import RecordArrays, SampleIndex, WindowStats, window_stats
 from infersight.diagnose.signals_engine import EngineSignals, engine_signals, floor_record
 from infersight.stats.level_flags import CLIENT_CPU_LIMIT, LAG_P99_LIMIT, over_limit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from infersight.core.engines import engine_specs
 from infersight.core.server_model import action
-from infersight.diagnose.rules_base import FixLine
+from infersight.diagnose.rules.base import FixLine
 
 __all__ = ["kv_fixes", "kv_flag", "replica_fixes", "slot_fix", "slot_flag", "under_loaded_fixes"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infersight.testing.fake_config import FakeConfig
+from infersight.testing.fake.config import FakeConfig
 
 __all__ = ["CASES", "KV_ON_DEMAND", "KV_SERVER", "Case"]
 

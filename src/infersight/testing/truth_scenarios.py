@@ -8,7 +8,7 @@ server really is: its limits, its step times, its capacity and the limiter the r
 should find. ``benchmarks/model_truth.py`` runs them and saves the runs beside the
 truth.
 
-The fake's engine model (see ``fake_openai``): a request holds a slot (and, with a KV
+The fake's engine model (see ``fake.openai``): a request holds a slot (and, with a KV
 capacity, its prompt plus answer tokens) from admission to its last token; its first
 step takes ``ttft + prefill_per_token * prompt_tokens``, every later one ``itl``, and
 while more than ``compute_knee`` requests run every step takes ``running / knee``
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infersight.testing.fake_config import FakeConfig
+from infersight.testing.fake.config import FakeConfig
 
 __all__ = ["LIMITERS", "SCENARIOS", "Scenario", "bursty_trace_rows", "scenario", "write_trace"]
 

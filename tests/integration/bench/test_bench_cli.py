@@ -16,7 +16,7 @@ import pytest
 from infersight.bench import BenchConfig, run
 from infersight.core.listen import free_port
 from infersight.core.records import RunResult, load_run_result
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 from support.waiting import until_blocking
 
 pytestmark = pytest.mark.timeout(120)

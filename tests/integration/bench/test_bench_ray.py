@@ -18,7 +18,7 @@ from infersight.bench import BenchConfig, run
 from infersight.bench.schedule import open_loop_schedule
 from infersight.core.listen import free_port
 from infersight.core.records import RunResult, load_run_result
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 from infersight.testing.ray_cluster import LocalRayCluster
 from realparts import real_part_path
 

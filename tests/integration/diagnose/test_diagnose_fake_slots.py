@@ -14,7 +14,7 @@ from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from infersight.testing.cli_process import CLI, interrupt, start_cli
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 
 
 def test_cli_serves_and_stops_on_ctrl_c() -> None:

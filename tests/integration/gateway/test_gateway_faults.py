@@ -8,7 +8,7 @@ import orjson
 from gateway_stack import CHAT, StackFactory
 
 from infersight.core.listen import free_port
-from infersight.testing.fake_openai import FakeConfig
+from infersight.testing.fake.openai import FakeConfig
 from support.waiting import until, until_awaited
 
 STREAM = {**CHAT, "stream": True}

@@ -16,7 +16,7 @@ from rich.console import Console
 from infersight.bench import BenchConfig
 from infersight.entrypoints.tune import run_tune
 from infersight.gateway import hash_key
-from infersight.testing.fake_openai import FakeConfig
+from infersight.testing.fake.openai import FakeConfig
 from infersight.tune import TuneConfig
 from support.waiting import until_awaited
 

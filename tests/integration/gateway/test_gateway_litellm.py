@@ -13,7 +13,7 @@ import pytest
 from infersight.gateway import load_config
 from infersight.testing.cli_process import CLI as _CLI
 from infersight.testing.cli_process import start_cli
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -10,8 +10,8 @@ import orjson
 import pytest
 from gateway_stack import CHAT, StackFactory
 
-from infersight.testing.fake_faults import OOM_ANSWERS
-from infersight.testing.fake_openai import FakeConfig
+from infersight.testing.fake.faults import OOM_ANSWERS
+from infersight.testing.fake.openai import FakeConfig
 
 
 @pytest.mark.parametrize("engine", sorted(OOM_ANSWERS))

@@ -20,7 +20,7 @@ import redis as redis_py
 from replicas import Replicas, write_config
 
 from infersight.testing import FakeConfig, FakeOpenAI
-from infersight.testing.fake_process import FakeProcess
+from infersight.testing.fake.process import FakeProcess
 from infersight.testing.redis_server import RedisServer
 from support.waiting import until, until_blocking
 

@@ -16,7 +16,7 @@ from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import detect, import_file
 from infersight.testing.agreement import advice, disagreements
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 from infersight.testing.tool_runs import run_guidellm
 
 pytestmark = [pytest.mark.needs("guidellm"), pytest.mark.slow, pytest.mark.timeout(600)]

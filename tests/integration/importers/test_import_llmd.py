@@ -24,7 +24,7 @@ from infersight.entrypoints.diagnose import load_inputs
 from infersight.importers import detect, import_file, load_result, missing_evidence
 from infersight.report.llmd.writer import write_llmd
 from infersight.testing.agreement import advice
-from infersight.testing.fake_openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
 from infersight.testing.tool_runs import (
     run_aiperf,
     run_guidellm,

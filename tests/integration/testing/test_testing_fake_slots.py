@@ -100,7 +100,7 @@ def test_cli_slots_and_llamacpp_dialect() -> None:
     cmd = [
         sys.executable,
         "-m",
-        "infersight.testing.fake_openai",
+        "infersight.testing.fake.openai",
         "--port",
         "0",
         "--slots",
@@ -129,7 +129,7 @@ def test_cli_slots_and_llamacpp_dialect() -> None:
         proc.terminate()
         proc.wait(10)
     bad = subprocess.run(
-        [sys.executable, "-m", "infersight.testing.fake_openai", "--metrics-dialect", "triton"],
+        [sys.executable, "-m", "infersight.testing.fake.openai", "--metrics-dialect", "triton"],
         capture_output=True,
         text=True,
         timeout=30,

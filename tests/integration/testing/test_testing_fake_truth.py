@@ -142,7 +142,7 @@ def test_cli_flags_for_prefill_kv_and_errors() -> None:
     cmd = [
         sys.executable,
         "-m",
-        "infersight.testing.fake_openai",
+        "infersight.testing.fake.openai",
         "--port",
         "0",
         "--kv-capacity",
@@ -173,7 +173,7 @@ def test_cli_flags_for_prefill_kv_and_errors() -> None:
         proc.terminate()
         proc.wait(10)
     bad = subprocess.run(
-        [sys.executable, "-m", "infersight.testing.fake_openai", "--error-rate", "2"],
+        [sys.executable, "-m", "infersight.testing.fake.openai", "--error-rate", "2"],
         capture_output=True,
         text=True,
         timeout=30,

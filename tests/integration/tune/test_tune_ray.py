@@ -30,7 +30,7 @@ KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 # is on the median: the two local "nodes" share this machine's cores, and a p99 there
 # catches the other node's trial (benchmarks/tune_ray.py shows it).
 TEMPLATE = (
-    f"{sys.executable} -m infersight.testing.fake_openai --port {{port}} "
+    f"{sys.executable} -m infersight.testing.fake.openai --port {{port}} "
     f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
     f"--tokens {TOKENS} --metrics-dialect vllm"
 )

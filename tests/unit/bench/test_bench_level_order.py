@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infersight.bench.config import BenchConfig
-from infersight.bench.level_order import LevelOrder
+from infersight.bench.level.order import LevelOrder
 from infersight.core.errors import ConfigError
 
 
@@ -139,7 +139,7 @@ def test_sweep_stops_after_an_unsustainable_rate() -> None:
 def test_find_max_fails_a_level_that_answers_with_errors() -> None:
     """Fast errors are answers (the level is sustainable), but not a rate that meets the
     SLO: its percentiles cover only the requests that succeeded."""
-    from infersight.bench.level_order import level_passed
+    from infersight.bench.level.order import level_passed
 
     good = {
         "slo": {"met": True},

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from infersight.bench.executor import run_level
-from infersight.bench.level_work import LevelWork
+from infersight.bench.level.work import LevelWork
 from infersight.bench.pacer import Pacer
 from infersight.bench.runtime import run_coroutine
 from infersight.core.records import RequestRecord

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from infersight.bench.config import BenchConfig
-from infersight.bench.level_spec import fixed_levels
+from infersight.bench.level.spec import fixed_levels
 from infersight.flags.bench import (
     SECTIONS,
     DistributionSection,

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersight.bench.level_work import FeedItem, LevelWork
+from infersight.bench.level.work import FeedItem, LevelWork
 from infersight.bench.replay.check import check_trace
 from infersight.bench.replay.feed import Overhead, RequestShape, TraceFeed
 from infersight.bench.replay.formats import TraceEntry
+from infersight.bench.replay.prepare import survey
 from infersight.bench.replay.sessions import SessionFeed
 from infersight.bench.replay.text import TextBuilder, allot
 from infersight.bench.replay.think import ThinkTime
-from infersight.bench.replay_prepare import survey
 
 WORDS = tuple(
     [

@@ -9,7 +9,7 @@ import pytest
 
 from infersight.core.fleet import FleetPage, ReplicaInfo, SeriesArrays
 from infersight.diagnose import diagnose_fleet
-from infersight.diagnose.fleet_balance import classify
+from infersight.diagnose.fleet.balance import classify
 
 STEP = 5.0
 T0 = 1_700_000_000.0
@@ -167,7 +167,7 @@ def test_the_issue_sentence_for_idle_and_slot_bound_peers() -> None:
 
 
 def test_classify_reads_the_window_verdicts() -> None:
-    from infersight.diagnose.fleet_diagnoser import FleetDiagnoser
+    from infersight.diagnose.fleet.diagnoser import FleetDiagnoser
 
     replicas, series = _fleet()
     diag = FleetDiagnoser(replicas, start=T0, end=T0 + N * STEP, step=STEP, window=60.0)

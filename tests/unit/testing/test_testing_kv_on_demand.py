@@ -8,8 +8,8 @@ import asyncio
 
 from infersight.telemetry.promtext import parse_metrics
 from infersight.testing import FakeConfig
-from infersight.testing.fake_metrics import EngineMetrics
-from infersight.testing.fake_slots import SlotPool
+from infersight.testing.fake.metrics import EngineMetrics
+from infersight.testing.fake.slots import SlotPool
 
 
 async def test_growth_past_the_capacity_preempts_the_latest_admitted() -> None:

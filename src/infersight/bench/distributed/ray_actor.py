@@ -33,7 +33,7 @@ from typing import Any
 
 from infersight import __version__
 from infersight.bench.executor import run_level
-from infersight.bench.level_work import LevelOutcome, LevelWork
+from infersight.bench.level.work import LevelOutcome, LevelWork
 from infersight.bench.progress import ReportingStats
 from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.core.records import Sample

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infersight.bench.clock import OffsetEstimate, proven_drift, shift_record, shift_sample
-from infersight.bench.level_work import LevelOutcome
+from infersight.bench.level.work import LevelOutcome
 from infersight.core.records import Sample
 
 __all__ = ["DRIFT_NOTE_S", "RayLevelOutcome", "on_driver_clock"]

@@ -38,7 +38,7 @@ from infersight.bench.distributed.ray_place import (
     resolve,
 )
 from infersight.bench.distributed.workers import merge_outcomes, split_work
-from infersight.bench.level_work import LevelOutcome, LevelWork
+from infersight.bench.level.work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveStats
 from infersight.bench.runtime import ClientSpec
 from infersight.core.errors import InfersightError

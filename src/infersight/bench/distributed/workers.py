@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from infersight.bench.executor import run_level
-from infersight.bench.level_work import LevelOutcome, LevelWork
+from infersight.bench.level.work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveStats, ReportingStats
 from infersight.bench.runtime import ClientSpec, make_client, run_coroutine
 from infersight.core.records import RequestRecord

@@ -7,10 +7,12 @@
   streamed schedule of one level;
 - ``sessions``, ``think``: synthetic conversations and the pause between turns;
 - ``dispatch``: sending a streamed schedule, conversation turns after their answers;
-- ``survey``: the sharing and lengths of what a level will send, measured before it.
+- ``survey``: the sharing and lengths of what a level will send, measured before it;
+- ``prepare``: a replay's or a conversation run's levels planned, surveyed and run;
+- ``aggregate``: one such level's aggregate (fidelity, prefix sharing, TTFT per turn).
 
-Planning and running a replay level (``bench.replay_prepare``) and its aggregate
-(``bench.replay_level``) stay with the other levels in :mod:`infersight.bench`.
+The runner imports ``prepare`` and ``aggregate`` itself (they sit above the rest: prepare
+imports the workload, the target and the level types); they are not re-exported here.
 """
 
 from infersight.bench.replay.check import TraceSummary, check_trace

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from infersight.bench.level_work import FeedItem, LevelWork, spawn
+from infersight.bench.level.work import FeedItem, LevelWork, spawn
 from infersight.bench.pacer import Pacer
 
 __all__ = ["AHEAD", "AHEAD_S", "Conversations", "dispatch_conversations", "dispatch_feed"]

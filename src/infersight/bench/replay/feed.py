@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from infersight.bench.level_work import FeedItem
+from infersight.bench.level.work import FeedItem
 from infersight.bench.replay.formats import TraceEntry
 from infersight.bench.replay.read import Problem, in_arrival_order, read_trace
 from infersight.bench.replay.text import TextBuilder

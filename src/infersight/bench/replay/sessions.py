@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from infersight.bench.level_work import FeedItem
+from infersight.bench.level.work import FeedItem
 from infersight.bench.replay.feed import RequestShape, split_feed
 from infersight.bench.replay.text import TextBuilder
 from infersight.bench.replay.think import ThinkTime

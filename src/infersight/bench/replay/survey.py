@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infersight.bench.level_work import LevelWork
+from infersight.bench.level.work import LevelWork
 from infersight.bench.replay.feed import SHARING_COUNTED
 from infersight.bench.workload import Tokenize
 

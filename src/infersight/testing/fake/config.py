@@ -10,7 +10,7 @@ first chunks), a status code such as ``"429"`` or ``"503"``, and ``"cut:5"`` /
 ``"oom:vllm"`` (that engine's real out-of-memory answer: vllm, sglang, tgi, llamacpp,
 llamacpp_old), ``"garbage:bad_chunk"`` (broken HTTP framing: status_line, bad_chunk,
 short_body, bad_header) and ``"stall_body:30"`` (a non-streamed answer whose body
-stops halfway for 30 s); see :mod:`infersight.testing.fake_faults`.
+stops halfway for 30 s); see :mod:`infersight.testing.fake.faults`.
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ class Behavior:
     #: Pause this long before chunk index ``stall_at`` (for idle timeouts).
     stall: float = 0.0
     stall_at: int = 1
-    #: Answer with this engine's real out-of-memory error (fake_faults.OOM_ANSWERS).
+    #: Answer with this engine's real out-of-memory error (faults.OOM_ANSWERS).
     oom: str | None = None
-    #: Write this broken HTTP answer instead of a response (fake_faults.GARBAGE).
+    #: Write this broken HTTP answer instead of a response (faults.GARBAGE).
     garbage: str | None = None
     #: Non-streamed: send the head and half the body, pause this long, then the rest.
     body_stall: float = 0.0

@@ -13,7 +13,7 @@ from infersight.diagnose.fixes import (
     slot_flag,
 )
 from infersight.diagnose.physics.slots import recommend_slots
-from infersight.diagnose.rules_base import (
+from infersight.diagnose.rules.base import (
     ILLUSION_SM,
     KV_FULL,
     R_NEAR_S,

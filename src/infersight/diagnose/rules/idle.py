@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import under_loaded_fixes
-from infersight.diagnose.rules_base import (
+from infersight.diagnose.rules.base import (
     BUSY_LOW,
     UNDER_R_OF_S,
     RuleInput,

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 from infersight.bench.datasets import PromptSource
 from infersight.bench.distributed.workers import run_level_in_workers
 from infersight.bench.executor import run_level
-from infersight.bench.level_spec import LevelSpec
-from infersight.bench.level_work import LevelOutcome, LevelWork
+from infersight.bench.level.spec import LevelSpec
+from infersight.bench.level.work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.bench.runtime import ClientSpec
 from infersight.bench.schedule import open_loop_schedule

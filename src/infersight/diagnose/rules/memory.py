@@ -13,7 +13,7 @@ from infersight.core.errors import ConfigError
 from infersight.core.verdicts import Evidence, Verdict
 from infersight.diagnose.fixes import kv_fixes, slot_flag
 from infersight.diagnose.physics.capacity import plan_capacity
-from infersight.diagnose.rules_base import RuleInput, evidence, make_verdict, rq_evidence
+from infersight.diagnose.rules.base import RuleInput, evidence, make_verdict, rq_evidence
 
 __all__ = ["memory_pressure"]
 

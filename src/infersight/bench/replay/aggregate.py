@@ -1,5 +1,5 @@
 """The aggregate of one level of a trace replay or of conversations (planned and run
-by :mod:`infersight.bench.replay_prepare`): fidelity, prefix sharing intended against
+by :mod:`infersight.bench.replay.prepare`): fidelity, prefix sharing intended against
 sent, and TTFT per conversation turn; and the prefix sharing of ``--shared-prefix``.
 """
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from infersight.bench.level_spec import LevelSpec
-from infersight.bench.level_work import LevelOutcome, LevelWork
+from infersight.bench.level.spec import LevelSpec
+from infersight.bench.level.work import LevelOutcome, LevelWork
 from infersight.bench.progress import LiveDisplay, LiveStats
 from infersight.bench.replay.check import parse_window, trace_summary
 from infersight.bench.replay.feed import Overhead, RequestShape, TraceFeed

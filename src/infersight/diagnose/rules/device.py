@@ -7,7 +7,7 @@ from infersight.core.server_model import action
 from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import slot_flag
 from infersight.diagnose.physics.floors import compute_knee
-from infersight.diagnose.rules_base import (
+from infersight.diagnose.rules.base import (
     BW_RATIO,
     HOST_BUSY_MAX,
     HOST_CPU,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from infersight.core.fleet import FleetGroup, FleetReport, WorstWindow
 from infersight.core.verdicts import VERDICT_IDS
-from infersight.diagnose.fleet_window import WindowRow
+from infersight.diagnose.fleet.window import WindowRow
 
 __all__ = ["WORST", "summarize"]
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from infersight.core.fleet import ReplicaInfo
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.diagnose.analyze import _merge
-from infersight.diagnose.fleet_window import WindowRow
-from infersight.diagnose.rules_base import BUSY_LOW, SATURATED, UNDER_R_OF_S, evidence, fmt
+from infersight.diagnose.fleet.window import WindowRow
+from infersight.diagnose.rules.base import BUSY_LOW, SATURATED, UNDER_R_OF_S, evidence, fmt
 
 __all__ = ["QUEUE_VERDICTS", "SPREAD", "classify", "imbalance_verdicts"]
 

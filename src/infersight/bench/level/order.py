@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infersight.bench.level_spec import LevelSpec, rate_name
+from infersight.bench.level.spec import LevelSpec, rate_name
 from infersight.flags.bench import LoadSection
 
 __all__ = ["LevelOrder", "level_passed", "unsustainable"]
@@ -59,7 +59,7 @@ class LevelOrder:
 
     def __init__(self, load: LoadSection, fixed: list[LevelSpec]) -> None:
         """``fixed``: the configuration's fixed levels
-        (:func:`~infersight.bench.level_spec.fixed_levels`), run first and in order."""
+        (:func:`~infersight.bench.level.spec.fixed_levels`), run first and in order."""
         self.load = load
         self._fixed = list(fixed)
         self._done: list[tuple[LevelSpec, dict[str, Any]]] = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from infersight.core.verdicts import Evidence, Verdict
-from infersight.diagnose.rules_base import RuleInput, evidence, make_verdict
+from infersight.diagnose.rules.base import RuleInput, evidence, make_verdict
 
 __all__ = ["CACHE_NAMES", "MISS_FRACTION", "SHARING_MIN", "prefix_cache"]
 

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from infersight.core.verdicts import Verdict
-from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
-from infersight.diagnose.rules_cache import prefix_cache
-from infersight.diagnose.rules_client import client_limited, error_driven
-from infersight.diagnose.rules_device import (
+from infersight.diagnose.rules.base import RuleInput, evidence, fmt, make_verdict, rq_evidence
+from infersight.diagnose.rules.cache import prefix_cache
+from infersight.diagnose.rules.client import client_limited, error_driven
+from infersight.diagnose.rules.device import (
     bandwidth_decode,
     busy_illusion,
     compute_prefill,
     host_starved,
 )
-from infersight.diagnose.rules_idle import under_loaded
-from infersight.diagnose.rules_memory import memory_pressure
-from infersight.diagnose.rules_overload import overloaded
-from infersight.diagnose.rules_queue import queueing
+from infersight.diagnose.rules.idle import under_loaded
+from infersight.diagnose.rules.memory import memory_pressure
+from infersight.diagnose.rules.overload import overloaded
+from infersight.diagnose.rules.queue import queueing
 
 __all__ = ["RULES", "RuleInput", "evaluate"]
 

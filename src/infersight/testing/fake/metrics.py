@@ -1,5 +1,5 @@
 """The fake server's ``/metrics`` in a real engine's dialect (``vllm`` V1, ``sglang``,
-``tgi``, ``llamacpp``; the families themselves are in :mod:`.fake_dialects`).
+``tgi``, ``llamacpp``; the families themselves are in :mod:`.dialects`).
 
 The names, types, labels and bucket bounds are the engines' own, so infersight's
 scraper, name map (``data/telemetry/engines.toml``), exporter, dashboard and diagnosis
@@ -22,9 +22,9 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from infersight.core.errors import ConfigError
-from infersight.testing.fake_config import FakeConfig
-from infersight.testing.fake_dialects import BOUNDS, DIALECTS, families
-from infersight.testing.fake_slots import SlotPool
+from infersight.testing.fake.config import FakeConfig
+from infersight.testing.fake.dialects import BOUNDS, DIALECTS, families
+from infersight.testing.fake.slots import SlotPool
 
 __all__ = ["DIALECTS", "EngineMetrics"]
 

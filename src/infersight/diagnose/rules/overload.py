@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from infersight.core.verdicts import Verdict, is_marginal
-from infersight.diagnose.rules_base import RuleInput, evidence, fmt, make_verdict, rq_evidence
+from infersight.diagnose.rules.base import RuleInput, evidence, fmt, make_verdict, rq_evidence
 from infersight.stats.sustain import SHORTFALL_LIMIT
 
 __all__ = ["overloaded"]

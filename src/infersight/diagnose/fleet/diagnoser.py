@@ -27,9 +27,9 @@ from infersight.core.records import RunResult
 from infersight.core.verdicts import VERDICT_IDS, Verdict
 from infersight.diagnose.analyze import _merge
 from infersight.diagnose.context import RunContext, resolve_context
-from infersight.diagnose.fleet_balance import imbalance_verdicts
-from infersight.diagnose.fleet_summary import summarize
-from infersight.diagnose.fleet_window import Pending, WindowRow, judge, window_signals
+from infersight.diagnose.fleet.balance import imbalance_verdicts
+from infersight.diagnose.fleet.summary import summarize
+from infersight.diagnose.fleet.window import Pending, WindowRow, judge, window_signals
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.signals import SampleIndex
 

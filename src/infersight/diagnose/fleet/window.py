@@ -16,7 +16,7 @@ import numpy as np
 
 from infersight.core.verdicts import VERDICT_IDS, Verdict, VerdictWindow
 from infersight.diagnose.context import RunContext
-from infersight.diagnose.rules import RuleInput, evaluate
+from infersight.diagnose.rules.registry import RuleInput, evaluate
 from infersight.diagnose.signals import SampleIndex, WindowStats
 from infersight.diagnose.signals_engine import EngineSignals, engine_signals
 

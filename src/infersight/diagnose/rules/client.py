@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infersight.core.verdicts import Verdict, is_marginal
-from infersight.diagnose.rules_base import (
+from infersight.diagnose.rules.base import (
     ERROR_RATE,
     RuleInput,
     evidence,

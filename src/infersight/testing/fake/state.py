@@ -1,7 +1,7 @@
 """What the fake server holds: its config, counters, scripted faults and slots.
 
-:class:`FakeState` is the base of :class:`~infersight.testing.fake_openai.FakeOpenAI`:
-the endpoints (generation there, the secondary ones in ``fake_extras``) read and
+:class:`FakeState` is the base of :class:`~infersight.testing.fake.openai.FakeOpenAI`:
+the endpoints (generation there, the secondary ones in ``extras``) read and
 update it; tests read ``stats`` and drive ``set_script``/``reset_stats``.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 from aiohttp import web
 
 from infersight.core.errors import ConfigError
-from infersight.testing.fake_config import Behavior, FakeConfig, parse_behavior
-from infersight.testing.fake_metrics import EngineMetrics
-from infersight.testing.fake_responses import error_response
-from infersight.testing.fake_slots import SlotPool
+from infersight.testing.fake.config import Behavior, FakeConfig, parse_behavior
+from infersight.testing.fake.metrics import EngineMetrics
+from infersight.testing.fake.responses import error_response
+from infersight.testing.fake.slots import SlotPool
 
 __all__ = ["FakeState"]
 

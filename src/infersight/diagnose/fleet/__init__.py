@@ -1,0 +1,13 @@
+"""infersight.diagnose.fleet: the rules per replica and per window over a metrics store.
+
+- ``window``: one replica's window read from the engine's counters and histograms, and
+  judged by the same rules as a run's;
+- ``balance``: the load-imbalance verdict across replicas of one model;
+- ``summary``: replicas grouped by their main verdict, the worst windows, the headline;
+- ``diagnoser``: ``FleetDiagnoser`` / ``diagnose_fleet``, which page through the series
+  and put the three together.
+"""
+
+from infersight.diagnose.fleet.diagnoser import FleetDiagnoser, diagnose_fleet
+
+__all__ = ["FleetDiagnoser", "diagnose_fleet"]
