@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import math
 
-from infersight.control.controller import Decision, _Base
+from infersight.control.controller import ConcurrencyController, Decision
 from infersight.control.window import LimitWindow
 from infersight.core.errors import ConfigError
 
 __all__ = ["AdaptiveConcurrency"]
 
 
-class AdaptiveConcurrency(_Base):
+class AdaptiveConcurrency(ConcurrencyController):
     """Finds the concurrency that maximises throughput within the latency limits."""
 
     def __init__(

@@ -12,7 +12,6 @@ testable without a server: the unit tests drive them with a simulated server.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from infersight.core.errors import ConfigError
 
@@ -34,38 +33,12 @@ class Decision:
         return {"t": round(self.t, 3), "old": self.old, "new": self.new, "reason": self.reason}
 
 
-class ConcurrencyController(Protocol):
-    """What the runner needs from a controller."""
-
-    limit: int
-    pause_until: float
-    decisions: list[Decision]
-
-    def on_send(self, now: float) -> None: ...
-    def on_success(
-        self,
-        now: float,
-        *,
-        started: float,
-        latency: float,
-        ttft: float | None = None,
-        tpot: float | None = None,
-    ) -> None: ...
-    def on_error(
-        self,
-        now: float,
-        *,
-        started: float,
-        kind: str,
-        congestion: bool,
-        retry_after: float | None = None,
-    ) -> None: ...
-    def settled(self, now: float) -> float: ...
-
-
 @dataclass
-class _Base:
-    """Shared bookkeeping: in-flight count, Retry-After pauses, the limit history."""
+class ConcurrencyController:
+    """What the runner needs from a controller, and the bookkeeping every controller
+    shares: the in-flight count, Retry-After pauses, the limit history. As it stands the
+    limit never changes (:class:`FixedConcurrency`); a law overrides ``on_success`` and
+    ``on_error``."""
 
     limit: int
     t0: float
@@ -90,38 +63,6 @@ class _Base:
     def on_send(self, now: float) -> None:
         self.inflight += 1
 
-    def settled(self, now: float) -> float:
-        """Time-weighted median of the limit over the last half of the run."""
-        if not self.history:
-            return float(self.limit)
-        start = self.t0 + (now - self.t0) / 2
-        spans: dict[int, float] = {}
-        for i, (t, lim) in enumerate(self.history):
-            end = self.history[i + 1][0] if i + 1 < len(self.history) else now
-            a, b = max(t, start), end
-            if b > a:
-                spans[lim] = spans.get(lim, 0.0) + (b - a)
-        if not spans:
-            return float(self.limit)
-        total = sum(spans.values())
-        acc = 0.0
-        for lim in sorted(spans):
-            acc += spans[lim]
-            if acc >= total / 2:
-                return float(lim)
-        return float(self.limit)  # pragma: no cover - unreachable
-
-
-class FixedConcurrency(_Base):
-    """``--concurrency N``: the limit never changes; Retry-After is still honoured."""
-
-    def __init__(self, limit: int, *, now: float, max_pause: float = 120.0) -> None:
-        if limit < 1:
-            raise ConfigError("concurrency must be >= 1")
-        super().__init__(limit=limit, t0=now, max_pause=max_pause)
-        self.history.append((now, limit))
-        self.decisions.append(Decision(0.0, limit, limit, "fixed by --concurrency"))
-
     def on_success(
         self,
         now: float,
@@ -145,3 +86,35 @@ class FixedConcurrency(_Base):
         self.inflight = max(0, self.inflight - 1)
         if congestion:
             self._pause(now, retry_after)
+
+    def settled(self, now: float) -> float:
+        """Time-weighted median of the limit over the last half of the run."""
+        if not self.history:
+            return float(self.limit)
+        start = self.t0 + (now - self.t0) / 2
+        spans: dict[int, float] = {}
+        for i, (t, lim) in enumerate(self.history):
+            end = self.history[i + 1][0] if i + 1 < len(self.history) else now
+            a, b = max(t, start), end
+            if b > a:
+                spans[lim] = spans.get(lim, 0.0) + (b - a)
+        if not spans:
+            return float(self.limit)
+        total = sum(spans.values())
+        acc = 0.0
+        for lim in sorted(spans):
+            acc += spans[lim]
+            if acc >= total / 2:
+                return float(lim)
+        return float(self.limit)  # pragma: no cover - unreachable
+
+
+class FixedConcurrency(ConcurrencyController):
+    """``--concurrency N``: the limit never changes; Retry-After is still honoured."""
+
+    def __init__(self, limit: int, *, now: float, max_pause: float = 120.0) -> None:
+        if limit < 1:
+            raise ConfigError("concurrency must be >= 1")
+        super().__init__(limit=limit, t0=now, max_pause=max_pause)
+        self.history.append((now, limit))
+        self.decisions.append(Decision(0.0, limit, limit, "fixed by --concurrency"))
