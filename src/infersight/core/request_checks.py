@@ -17,10 +17,10 @@ Every refusal is an :class:`~infersight.core.errors.InvalidRequest` naming the f
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from infersight.core.errors import InvalidRequest
+from infersight.core.numbers import as_float
 
 __all__ = [
     "check_body",
@@ -142,10 +142,6 @@ def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_num(v: Any) -> bool:
-    return (isinstance(v, int | float) and not isinstance(v, bool)) and math.isfinite(v)
-
-
 def check_text_or_tokens(v: Any, param: str) -> None:
     """str | list[str] | list[int] | list[list[int]], non-empty."""
     if isinstance(v, str):
@@ -175,7 +171,7 @@ def check_options(body: dict[str, Any]) -> None:
             if not is_int(v) or v < 0:
                 raise _bad(f"'{name}' must be a non-negative integer", name)
         elif name in _NUMBERS:
-            if not _is_num(v):
+            if as_float(v) is None:
                 raise _bad(f"'{name}' must be a number", name)
         elif name == "n":
             if not is_int(v) or not 1 <= v <= 128:
