@@ -37,8 +37,7 @@ class Decision:
 class ConcurrencyController:
     """What the runner needs from a controller, and the bookkeeping every controller
     shares: the in-flight count, Retry-After pauses, the limit history. As it stands the
-    limit never changes (:class:`FixedConcurrency`); a law overrides ``on_success`` and
-    ``on_error``."""
+    limit never changes (:class:`FixedConcurrency`); a law overrides the hooks below."""
 
     limit: int
     t0: float
@@ -61,6 +60,7 @@ class ConcurrencyController:
             self.pause_until = max(self.pause_until, now + min(retry_after, self.max_pause))
 
     def on_send(self, now: float) -> None:
+        self._tick(now)
         self.inflight += 1
 
     def on_success(
@@ -72,7 +72,9 @@ class ConcurrencyController:
         ttft: float | None = None,
         tpot: float | None = None,
     ) -> None:
+        self._tick(now)
         self.inflight = max(0, self.inflight - 1)
+        self._answered(now, started, latency, ttft, tpot)
 
     def on_error(
         self,
@@ -83,9 +85,23 @@ class ConcurrencyController:
         congestion: bool,
         retry_after: float | None = None,
     ) -> None:
+        self._tick(now)
         self.inflight = max(0, self.inflight - 1)
         if congestion:
             self._pause(now, retry_after)
+            self._congested(now, started, kind, retry_after)
+
+    # What a law adds: each is called after the bookkeeping above.
+    def _tick(self, now: float) -> None:
+        """Before the in-flight count changes (a send, an answer, an error)."""
+
+    def _answered(
+        self, now: float, started: float, latency: float, ttft: float | None, tpot: float | None
+    ) -> None:
+        """An answer came back (the in-flight count already lowered)."""
+
+    def _congested(self, now: float, started: float, kind: str, retry_after: float | None) -> None:
+        """A congestion error came back (the Retry-After pause already taken)."""
 
     def settled(self, now: float) -> float:
         """Time-weighted median of the limit over the last half of the run."""
