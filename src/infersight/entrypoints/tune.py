@@ -21,7 +21,7 @@ from infersight.core.tune_result import TrialRecord, TuneResult, save_tune_resul
 from infersight.entrypoints.tune_ray import RayTrials
 from infersight.entrypoints.tune_targets import make_target
 from infersight.entrypoints.tune_trial import Trials
-from infersight.report import write_text
+from infersight.report import table_console, write_text
 from infersight.report.tune_html import render_tune_html
 from infersight.tune import (
     ParallelTuneSession,
@@ -33,13 +33,6 @@ from infersight.tune import (
 )
 
 __all__ = ["run_tune"]
-
-
-def _console() -> Console:
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    return console
 
 
 class _Watch(TuneProgress):
@@ -65,7 +58,7 @@ def run_tune(
 ) -> TuneResult:
     """Tune the target the flags name; print and save the result (with ``llmd``, a
     version, each trial also gets llm-d-benchmark's reports in its folder's ``llm-d/``)."""
-    con = console or _console()
+    con = console or table_console()
     api_key = resolve_api_key(env=bench.target.api_key_env, file=bench.target.api_key_file)
     target = make_target(cfg, api_key)
     if "slots" not in target.baseline and not bench.load.concurrency and not bench.load.rate:
