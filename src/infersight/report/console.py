@@ -17,7 +17,7 @@ from rich.table import Table
 
 from infersight.core.records import RunResult
 from infersight.report.headline.answer import build_headline, verdict_where
-from infersight.stats.aggregate import client_headline, level_notes, level_state
+from infersight.stats.level_flags import client_headline, level_notes, level_state
 
 __all__ = ["headline", "render_console", "table_console"]
 

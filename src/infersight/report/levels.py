@@ -16,7 +16,7 @@ from infersight.core.numbers import number_at
 from infersight.report.md_text import md_cell
 from infersight.report.svg.charts import fmt_value
 from infersight.report.view import LevelView, RunView
-from infersight.stats.aggregate import level_notes, level_state
+from infersight.stats.level_flags import level_notes, level_state
 
 __all__ = ["fmt_cell", "level_notes_html", "level_notes_md", "summary_table"]
 

@@ -23,7 +23,7 @@ from infersight.report.md_text import md_cell
 from infersight.report.svg.charts import fmt_value
 from infersight.report.verdicts.html import ev_value
 from infersight.report.view import NOT_DIAGNOSED, RunView, build_views, no_price_text
-from infersight.stats.aggregate import client_headline, level_state
+from infersight.stats.level_flags import client_headline, level_state
 from infersight.stats.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
 
 __all__ = ["md_cell", "render_markdown", "render_views_markdown"]
