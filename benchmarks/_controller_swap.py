@@ -8,8 +8,8 @@
   shared; the gateway runs it as ``gateway.limiter.AdaptiveLimit``.
 
 :class:`GradientForBatch` runs the gradient law as a batch ``ConcurrencyController``. It
-keeps the batch runner's bookkeeping (``_Base``: the in-flight count and the server's
-Retry-After pause, which ``--concurrency N`` honours too), so only the law differs.
+keeps the batch runner's bookkeeping (the in-flight count and the server's Retry-After
+pause, which ``--concurrency N`` honours too), so only the law differs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 import time
 from collections.abc import Callable
 
-from infersight.control.controller import _Base
+from infersight.control.controller import ConcurrencyController
 from infersight.gateway.limiter import Limiter
 
 
@@ -72,7 +72,7 @@ class GradientLimit(Limiter):
         self._set((1 - self.smoothing) * self._value + self.smoothing * target)
 
 
-class GradientForBatch(_Base):
+class GradientForBatch(ConcurrencyController):
     """The gradient law, fed by the batch runner."""
 
     def __init__(self, *, now: float, initial: int, minimum: int, maximum: int) -> None:

@@ -10,11 +10,10 @@ import typer
 
 from infersight import __version__
 from infersight.cli._conventions import MAX_WIDTH, apply_conventions
-from infersight.cli._fail import fail
 from infersight.cli._help_format import Group
 from infersight.core.errors import InfersightError
 
-__all__ = ["app", "fail", "main"]
+__all__ = ["app", "main"]
 
 #: Command modules, each exposing ``register(app: typer.Typer) -> None``.
 COMMAND_MODULES = (

@@ -67,10 +67,6 @@ _PLAN_HELP = command_help(
 )
 
 
-def _err(msg: str) -> Exception:
-    return ConfigError(msg)
-
-
 def diagnose_cmd(
     files: list[Path] = typer.Argument(
         None, metavar="FILE", help="RunResult JSON, monitor JSONL, or another tool's result files."
@@ -124,17 +120,19 @@ def diagnose_cmd(
     from infersight.entrypoints.diagnose import load_inputs, print_diagnoses, watch_url
 
     if window is not None and window <= 0:
-        raise _err("--window must be > 0 seconds")
+        raise ConfigError("--window must be > 0 seconds")
     if engine_slots is not None and engine_slots < 1:
-        raise _err("--engine-slots must be >= 1")
+        raise ConfigError("--engine-slots must be >= 1")
     device = _check_gpu(gpu) if gpu else None
     if prometheus and llmd_version(output_format):
-        raise _err("--format llm-d describes runs: give result files or --url, not --prometheus")
+        raise ConfigError(
+            "--format llm-d describes runs: give result files or --url, not --prometheus"
+        )
     if prometheus:
         from infersight.entrypoints.prometheus import diagnose_prometheus, print_fleet
 
         if files or url:
-            raise _err("give result files, --url or --prometheus, one of them")
+            raise ConfigError("give result files, --url or --prometheus, one of them")
         q = P.fleet_query(
             prometheus,
             since=since,
@@ -152,9 +150,9 @@ def diagnose_cmd(
         return
     if url:
         if files:
-            raise _err("give either result files or --url, not both")
+            raise ConfigError("give either result files or --url, not both")
         if seconds <= 0:
-            raise _err("--seconds must be > 0")
+            raise ConfigError("--seconds must be > 0")
         inputs = watch_url(
             url,
             seconds,
@@ -165,7 +163,7 @@ def diagnose_cmd(
         )
     else:
         if not files:
-            raise _err(
+            raise ConfigError(
                 "give a RunResult file (or monitor recording), --url URL or --prometheus URL"
             )
         inputs = load_inputs(list(files))
@@ -216,17 +214,17 @@ def plan_cmd(
     from infersight.diagnose.plan_console import print_plan
 
     if ctx <= 0:
-        raise _err("--ctx must be a positive number of tokens")
+        raise ConfigError("--ctx must be a positive number of tokens")
     if gpus < 1:
-        raise _err("--gpus must be >= 1")
+        raise ConfigError("--gpus must be >= 1")
     if concurrency is not None and concurrency < 1:
-        raise _err("--concurrency must be >= 1")
+        raise ConfigError("--concurrency must be >= 1")
     if tokens is not None and tokens < 1:
-        raise _err("--tokens must be >= 1")
+        raise ConfigError("--tokens must be >= 1")
     if prompt_tokens is not None and prompt_tokens < 1:
-        raise _err("--prompt-tokens must be >= 1")
+        raise ConfigError("--prompt-tokens must be >= 1")
     if threads is not None and threads < 1:
-        raise _err("--threads must be >= 1")
+        raise ConfigError("--threads must be >= 1")
     device = _check_gpu(gpu)
     engine_threads = None
     if device.kind != "cpu":
@@ -238,7 +236,7 @@ def plan_cmd(
     try:
         shape = load_shape(model)
     except ConfigError as e:
-        raise _err(f"--model {model}: cannot read the model shape: {e}") from None
+        raise ConfigError(f"--model {model}: cannot read the model shape: {e}") from None
     try:
         wb = dtype_bytes(weights) if weights else None
         plan = plan_capacity(
@@ -253,7 +251,7 @@ def plan_cmd(
             threads=engine_threads,
         )
     except ConfigError as e:
-        raise _err(str(e)) from None
+        raise ConfigError(str(e)) from None
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(plan.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
     else:
@@ -273,7 +271,7 @@ def _check_gpu(name: str) -> Device:
         return measure_cpu()
     dev = find_gpu(name)
     if dev is None:
-        raise _err(
+        raise ConfigError(
             f"unknown GPU {name!r}; close names: {', '.join(close_gpu_names(name))} "
             "(or 'cpu' for this host)"
         )

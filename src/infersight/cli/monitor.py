@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -86,6 +86,18 @@ def _api_key(env: str | None, file: Path | None) -> str | None:
     return resolve_api_key(env=env, file=None if file is None else str(file))
 
 
+# The options monitor and exporter share.
+_INTERVAL: Any = duration_option(
+    None, "--interval", help="Time between samples.", show_default="1s"
+)
+_PROCESS: Any = typer.Option(
+    None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."
+)
+_GPU: Any = typer.Option(
+    None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"
+)
+
+
 def _interval(v: float | None, default: float) -> float:
     if v is None:
         return default
@@ -96,18 +108,12 @@ def _interval(v: float | None, default: float) -> float:
 
 def monitor(
     url: str = typer.Argument(None, metavar="URL", help="Engine or gateway root URL."),
-    interval: float = duration_option(
-        None, "--interval", help="Time between samples.", show_default="1s"
-    ),
+    interval: float = _INTERVAL,
     record: Path = out_option(
         None, "--record", help="Append every sample to this JSONL file (read it with diagnose)."
     ),
-    process: list[str] = typer.Option(
-        None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."
-    ),
-    gpu: bool = typer.Option(
-        None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"
-    ),
+    process: list[str] = _PROCESS,
+    gpu: bool = _GPU,
     api_key_env: str = api_key_env_option(),
     api_key_file: Path = api_key_file_option(),
     duration: float = duration_option(None, "--duration", help="Stop after this long."),
@@ -145,15 +151,9 @@ def exporter(
     port: int = port_option(
         None, help="Port to listen on; 0 picks a free one.", show_default="9400"
     ),
-    interval: float = duration_option(
-        None, "--interval", help="Time between samples.", show_default="1s"
-    ),
-    process: list[str] = typer.Option(
-        None, metavar="NAME=PID", help="Watch a process's CPU and memory (repeatable)."
-    ),
-    gpu: bool = typer.Option(
-        None, "--gpu/--no-gpu", help="Sample GPUs through NVML.", show_default="--gpu"
-    ),
+    interval: float = _INTERVAL,
+    process: list[str] = _PROCESS,
+    gpu: bool = _GPU,
     api_key_env: str = api_key_env_option(),
     api_key_file: Path = api_key_file_option(),
 ) -> None:

@@ -137,14 +137,9 @@ def register(app: typer.Typer) -> None:
             loaded, out, markdown=markdown, labels=labels, threshold=delta
         )
         if len(loaded) > 1:
-            from rich.console import Console
+            from infersight.report import render_comparison, table_console
 
-            from infersight.report import render_comparison
-
-            console = Console()
-            if not console.is_terminal:
-                console = Console(width=160)  # a file or pipe: keep the tables' columns whole
-            render_comparison(loaded, console, labels=labels, threshold=delta)
+            render_comparison(loaded, table_console(), labels=labels, threshold=delta)
         n = sum(len(r.records) for r in loaded)
         typer.echo(
             f"wrote {html_path} ({html_path.stat().st_size / 1024:.0f} KiB, {n:,} requests, "

@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import math
 
-from infersight.control.controller import Decision, _Base
+from infersight.control.controller import ConcurrencyController, Decision
 from infersight.control.window import LimitWindow
 from infersight.core.errors import ConfigError
 
 __all__ = ["AdaptiveConcurrency"]
 
 
-class AdaptiveConcurrency(_Base):
+class AdaptiveConcurrency(ConcurrencyController):
     """Finds the concurrency that maximises throughput within the latency limits."""
 
     def __init__(
@@ -94,21 +94,12 @@ class AdaptiveConcurrency(_Base):
     def _begin(self, now: float) -> None:
         self.win = LimitWindow.opened(now)
 
-    def on_send(self, now: float) -> None:
+    def _tick(self, now: float) -> None:
         self.win.tick(now, self.inflight)
-        self.inflight += 1
 
-    def on_success(
-        self,
-        now: float,
-        *,
-        started: float,
-        latency: float,
-        ttft: float | None = None,
-        tpot: float | None = None,
+    def _answered(
+        self, now: float, started: float, latency: float, ttft: float | None, tpot: float | None
     ) -> None:
-        self.win.tick(now, self.inflight)
-        self.inflight = max(0, self.inflight - 1)
         if started < self.win.epoch:
             return  # sent under an earlier limit: says nothing about this one
         self.win.add(latency, ttft, tpot)
@@ -116,20 +107,7 @@ class AdaptiveConcurrency(_Base):
         if done is not None:
             self._decide(now, *done)
 
-    def on_error(
-        self,
-        now: float,
-        *,
-        started: float,
-        kind: str,
-        congestion: bool,
-        retry_after: float | None = None,
-    ) -> None:
-        self.win.tick(now, self.inflight)
-        self.inflight = max(0, self.inflight - 1)
-        if not congestion:
-            return
-        self._pause(now, retry_after)
+    def _congested(self, now: float, started: float, kind: str, retry_after: float | None) -> None:
         if started < self.last_cut:
             # Sent before the last cut: no reason to cut again, but every extra error
             # of the same burst means the server admitted one request fewer.

@@ -12,7 +12,6 @@ testable without a server: the unit tests drive them with a simulated server.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from infersight.core.errors import ConfigError
 
@@ -34,38 +33,11 @@ class Decision:
         return {"t": round(self.t, 3), "old": self.old, "new": self.new, "reason": self.reason}
 
 
-class ConcurrencyController(Protocol):
-    """What the runner needs from a controller."""
-
-    limit: int
-    pause_until: float
-    decisions: list[Decision]
-
-    def on_send(self, now: float) -> None: ...
-    def on_success(
-        self,
-        now: float,
-        *,
-        started: float,
-        latency: float,
-        ttft: float | None = None,
-        tpot: float | None = None,
-    ) -> None: ...
-    def on_error(
-        self,
-        now: float,
-        *,
-        started: float,
-        kind: str,
-        congestion: bool,
-        retry_after: float | None = None,
-    ) -> None: ...
-    def settled(self, now: float) -> float: ...
-
-
 @dataclass
-class _Base:
-    """Shared bookkeeping: in-flight count, Retry-After pauses, the limit history."""
+class ConcurrencyController:
+    """What the runner needs from a controller, and the bookkeeping every controller
+    shares: the in-flight count, Retry-After pauses, the limit history. As it stands the
+    limit never changes (:class:`FixedConcurrency`); a law overrides the hooks below."""
 
     limit: int
     t0: float
@@ -88,7 +60,48 @@ class _Base:
             self.pause_until = max(self.pause_until, now + min(retry_after, self.max_pause))
 
     def on_send(self, now: float) -> None:
+        self._tick(now)
         self.inflight += 1
+
+    def on_success(
+        self,
+        now: float,
+        *,
+        started: float,
+        latency: float,
+        ttft: float | None = None,
+        tpot: float | None = None,
+    ) -> None:
+        self._tick(now)
+        self.inflight = max(0, self.inflight - 1)
+        self._answered(now, started, latency, ttft, tpot)
+
+    def on_error(
+        self,
+        now: float,
+        *,
+        started: float,
+        kind: str,
+        congestion: bool,
+        retry_after: float | None = None,
+    ) -> None:
+        self._tick(now)
+        self.inflight = max(0, self.inflight - 1)
+        if congestion:
+            self._pause(now, retry_after)
+            self._congested(now, started, kind, retry_after)
+
+    # What a law adds: each is called after the bookkeeping above.
+    def _tick(self, now: float) -> None:
+        """Before the in-flight count changes (a send, an answer, an error)."""
+
+    def _answered(
+        self, now: float, started: float, latency: float, ttft: float | None, tpot: float | None
+    ) -> None:
+        """An answer came back (the in-flight count already lowered)."""
+
+    def _congested(self, now: float, started: float, kind: str, retry_after: float | None) -> None:
+        """A congestion error came back (the Retry-After pause already taken)."""
 
     def settled(self, now: float) -> float:
         """Time-weighted median of the limit over the last half of the run."""
@@ -112,7 +125,7 @@ class _Base:
         return float(self.limit)  # pragma: no cover - unreachable
 
 
-class FixedConcurrency(_Base):
+class FixedConcurrency(ConcurrencyController):
     """``--concurrency N``: the limit never changes; Retry-After is still honoured."""
 
     def __init__(self, limit: int, *, now: float, max_pause: float = 120.0) -> None:
@@ -121,27 +134,3 @@ class FixedConcurrency(_Base):
         super().__init__(limit=limit, t0=now, max_pause=max_pause)
         self.history.append((now, limit))
         self.decisions.append(Decision(0.0, limit, limit, "fixed by --concurrency"))
-
-    def on_success(
-        self,
-        now: float,
-        *,
-        started: float,
-        latency: float,
-        ttft: float | None = None,
-        tpot: float | None = None,
-    ) -> None:
-        self.inflight = max(0, self.inflight - 1)
-
-    def on_error(
-        self,
-        now: float,
-        *,
-        started: float,
-        kind: str,
-        congestion: bool,
-        retry_after: float | None = None,
-    ) -> None:
-        self.inflight = max(0, self.inflight - 1)
-        if congestion:
-            self._pause(now, retry_after)

@@ -17,10 +17,10 @@ Every refusal is an :class:`~infersight.core.errors.InvalidRequest` naming the f
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from infersight.core.errors import InvalidRequest
+from infersight.core.numbers import as_float
 
 __all__ = [
     "check_body",
@@ -42,13 +42,9 @@ _NUMBERS = frozenset({"temperature", "top_p", "presence_penalty", "frequency_pen
 _OPTIONS = _COUNTS | _NUMBERS | {"n", "stop", "stream_options"}
 
 
-def _bad(message: str, param: str) -> InvalidRequest:
-    return InvalidRequest(message, param, "invalid_request")
-
-
 def _function(fn: Any, where: str, param: str) -> dict[str, Any]:
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-        raise _bad(f"'{where}.function' must be an object with a string 'name'", param)
+        raise InvalidRequest(f"'{where}.function' must be an object with a string 'name'", param)
     return fn
 
 
@@ -56,7 +52,7 @@ def _content(i: int, c: Any) -> None:
     if c is None or isinstance(c, str):
         return
     if not isinstance(c, list):
-        raise _bad(f"'messages[{i}].content' must be a string or a list", "messages")
+        raise InvalidRequest(f"'messages[{i}].content' must be a string or a list", "messages")
     for j, part in enumerate(c):
         # A content part is an object naming its type; a text part carries its text.
         if (
@@ -64,7 +60,7 @@ def _content(i: int, c: Any) -> None:
             or not isinstance(part.get("type"), str)
             or (part["type"] == "text" and not isinstance(part.get("text"), str))
         ):
-            raise _bad(
+            raise InvalidRequest(
                 f"'messages[{i}].content[{j}]' must be an object with a string 'type' "
                 "(and a string 'text' for a text part)",
                 "messages",
@@ -75,13 +71,13 @@ def _tool_calls(i: int, calls: Any) -> None:
     if calls is None:
         return
     if not isinstance(calls, list):
-        raise _bad(f"'messages[{i}].tool_calls' must be a list", "messages")
+        raise InvalidRequest(f"'messages[{i}].tool_calls' must be a list", "messages")
     for j, call in enumerate(calls):
         where = f"messages[{i}].tool_calls[{j}]"
         if not isinstance(call, dict) or not isinstance(call.get("type"), str):
-            raise _bad(f"'{where}' must be an object with a string 'type'", "messages")
+            raise InvalidRequest(f"'{where}' must be an object with a string 'type'", "messages")
         if call.get("id") is not None and not isinstance(call["id"], str):
-            raise _bad(f"'{where}.id' must be a string", "messages")
+            raise InvalidRequest(f"'{where}.id' must be a string", "messages")
         if call["type"] == "function":
             _function(call.get("function"), where, "messages")
 
@@ -89,7 +85,7 @@ def _tool_calls(i: int, calls: Any) -> None:
 def check_messages(msgs: Any) -> None:
     """A non-empty list of message objects with a string role and well-typed fields."""
     if not isinstance(msgs, list) or not msgs:
-        raise _bad("'messages' must be a non-empty list", "messages")
+        raise InvalidRequest("'messages' must be a non-empty list", "messages")
     for i, m in enumerate(msgs):
         if (
             type(m) is dict
@@ -99,13 +95,15 @@ def check_messages(msgs: Any) -> None:
         ):
             continue  # the usual message, a role and its text: nothing more to check
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise _bad(f"'messages[{i}]' must be an object with a string 'role'", "messages")
+            raise InvalidRequest(
+                f"'messages[{i}]' must be an object with a string 'role'", "messages"
+            )
         _content(i, m.get("content"))
         _tool_calls(i, m.get("tool_calls"))
         for name in _STRING_FIELDS:
             v = m.get(name)
             if v is not None and not isinstance(v, str):
-                raise _bad(f"'messages[{i}].{name}' must be a string", "messages")
+                raise InvalidRequest(f"'messages[{i}].{name}' must be a string", "messages")
 
 
 def check_tools(body: dict[str, Any]) -> None:
@@ -114,24 +112,26 @@ def check_tools(body: dict[str, Any]) -> None:
     tools = body.get("tools")
     if tools is not None:
         if not isinstance(tools, list):
-            raise _bad("'tools' must be a list", "tools")
+            raise InvalidRequest("'tools' must be a list", "tools")
         for j, tool in enumerate(tools):
             if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
-                raise _bad(f"'tools[{j}]' must be an object with a string 'type'", "tools")
+                raise InvalidRequest(
+                    f"'tools[{j}]' must be an object with a string 'type'", "tools"
+                )
             if tool["type"] != "function":
                 continue
             fn = _function(tool.get("function"), f"tools[{j}]", "tools")
             if fn.get("description") is not None and not isinstance(fn["description"], str):
-                raise _bad(f"'tools[{j}].function.description' must be a string", "tools")
+                raise InvalidRequest(f"'tools[{j}].function.description' must be a string", "tools")
             params = fn.get("parameters")
             if params is not None and not isinstance(params, dict):
-                raise _bad(f"'tools[{j}].function.parameters' must be an object", "tools")
+                raise InvalidRequest(f"'tools[{j}].function.parameters' must be an object", "tools")
     choice = body.get("tool_choice")
     if choice is not None and not (
         choice in _TOOL_CHOICES
         or (isinstance(choice, dict) and isinstance(choice.get("type"), str))
     ):
-        raise _bad(
+        raise InvalidRequest(
             "'tool_choice' must be none, auto, required, or an object with a string 'type'",
             "tool_choice",
         )
@@ -140,10 +140,6 @@ def check_tools(body: dict[str, Any]) -> None:
 def is_int(v: Any) -> bool:
     """An integer (a JSON number without a fraction), not a boolean."""
     return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return (isinstance(v, int | float) and not isinstance(v, bool)) and math.isfinite(v)
 
 
 def check_text_or_tokens(v: Any, param: str) -> None:
@@ -155,7 +151,7 @@ def check_text_or_tokens(v: Any, param: str) -> None:
             return
         if all(isinstance(x, list) and x and all(is_int(t) for t in x) for x in v):
             return
-    raise _bad(
+    raise InvalidRequest(
         f"'{param}' must be a string, a non-empty list of strings, or token id list(s)",
         param,
     )
@@ -173,20 +169,20 @@ def check_options(body: dict[str, Any]) -> None:
             continue
         if name in _COUNTS:
             if not is_int(v) or v < 0:
-                raise _bad(f"'{name}' must be a non-negative integer", name)
+                raise InvalidRequest(f"'{name}' must be a non-negative integer", name)
         elif name in _NUMBERS:
-            if not _is_num(v):
-                raise _bad(f"'{name}' must be a number", name)
+            if as_float(v) is None:
+                raise InvalidRequest(f"'{name}' must be a number", name)
         elif name == "n":
             if not is_int(v) or not 1 <= v <= 128:
-                raise _bad("'n' must be an integer from 1 to 128", "n")
+                raise InvalidRequest("'n' must be an integer from 1 to 128", "n")
         elif name == "stop":
             if not (
                 isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
             ):
-                raise _bad("'stop' must be a string or a list of strings", "stop")
+                raise InvalidRequest("'stop' must be a string or a list of strings", "stop")
         elif not isinstance(v, dict) or not isinstance(v.get("include_usage", False), bool):
-            raise _bad(
+            raise InvalidRequest(
                 "'stream_options' must be an object; 'include_usage' a boolean", "stream_options"
             )
 
@@ -213,10 +209,10 @@ def check_llama_chat(doc: dict[str, Any]) -> None:
         if len(m) == 2 and type(m.get("content")) is str:
             continue  # a role and its text (check_messages saw the role): nothing to add
         if "content" not in m and "tool_calls" not in m:
-            raise _bad(f"'messages[{i}]' needs 'content' or 'tool_calls'", "messages")
+            raise InvalidRequest(f"'messages[{i}]' needs 'content' or 'tool_calls'", "messages")
         for name in _STRING_FIELDS:  # null too: llama.cpp takes a present field as a string
             if name in m and not isinstance(m[name], str):
-                raise _bad(f"'messages[{i}].{name}' must be a string", "messages")
+                raise InvalidRequest(f"'messages[{i}].{name}' must be a string", "messages")
         c = m.get("content")
         if isinstance(c, list) and any(p["type"] != "text" for p in c):
             raise InvalidRequest(
@@ -226,13 +222,13 @@ def check_llama_chat(doc: dict[str, Any]) -> None:
             )
         for j, call in enumerate(m.get("tool_calls") or ()):
             if call["type"] != "function" or "arguments" not in call.get("function", {}):
-                raise _bad(
+                raise InvalidRequest(
                     f"'messages[{i}].tool_calls[{j}]' must be a function call with 'arguments'",
                     "messages",
                 )
     for j, tool in enumerate(doc.get("tools") or ()):
         if tool["type"] != "function":
-            raise _bad(f"'tools[{j}]': this server supports function tools only", "tools")
+            raise InvalidRequest(f"'tools[{j}]': this server supports function tools only", "tools")
 
 
 def check_llama_tokens(endpoint: str, doc: dict[str, Any], n_vocab: int | None = None) -> None:
@@ -245,18 +241,20 @@ def check_llama_tokens(endpoint: str, doc: dict[str, Any], n_vocab: int | None =
             isinstance(c, str)
             or (isinstance(c, list) and all(isinstance(x, str) or is_int(x) for x in c))
         ):
-            raise _bad("'content' must be a string or a list of strings and token ids", "content")
+            raise InvalidRequest(
+                "'content' must be a string or a list of strings and token ids", "content"
+            )
         for flag in ("add_special", "with_pieces", "parse_special"):
             if flag in doc and not isinstance(doc[flag], bool):
-                raise _bad(f"'{flag}' must be a boolean", flag)
+                raise InvalidRequest(f"'{flag}' must be a boolean", flag)
         return
     toks = doc.get("tokens")
     if not isinstance(toks, list) or not all(is_int(t) and t >= 0 for t in toks):
-        raise _bad("'tokens' must be a list of token ids", "tokens")
+        raise InvalidRequest("'tokens' must be a list of token ids", "tokens")
     if n_vocab is not None:
         for i, t in enumerate(toks):
             if t >= n_vocab:
-                raise _bad(
+                raise InvalidRequest(
                     f"'tokens[{i}]' = {t} is not a token id of this model (0 to {n_vocab - 1})",
                     "tokens",
                 )

@@ -10,11 +10,9 @@ import re
 from pathlib import Path
 
 from infersight.core.errors import ConfigError, file_error
-from infersight.core.model_file import DEFAULT_MODEL_FILE, DEFAULT_MODEL_PACKAGE, default_model_path
+from infersight.core.model_file import default_model_path
 
 __all__ = [
-    "DEFAULT_MODEL_FILE",
-    "DEFAULT_MODEL_PACKAGE",
     "GGUF_MAGIC",
     "default_model_path",
     "model_alias",

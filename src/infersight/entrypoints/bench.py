@@ -19,17 +19,10 @@ from infersight.core.endpoint import Endpoint
 from infersight.core.records import RunResult
 from infersight.diagnose import embed_diagnosis
 from infersight.entrypoints.engine import EngineOptions, endpoint
-from infersight.report import render_console, render_percentiles, write_outputs
+from infersight.report import render_console, render_percentiles, table_console, write_outputs
 from infersight.report.llmd.writer import write_llmd
 
 __all__ = ["bench_and_diagnose", "bench_on", "run_bench"]
-
-
-def _console() -> Console:
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)  # a file or pipe: keep the table's columns whole
-    return console
 
 
 def run_bench(
@@ -38,7 +31,7 @@ def run_bench(
     """``infersight bench``: :func:`bench_and_diagnose`, then print the result and
     write ``cfg.out`` (with ``llmd``, a version, also llm-d-benchmark's reports of that
     version in ``out/llm-d``)."""
-    con = console or _console()
+    con = console or table_console()
     result = bench_and_diagnose(cfg, console=con)
     output = cfg.output
     render_console(result, con)

@@ -10,7 +10,6 @@ search itself is :class:`infersight.tune.TuneSession`'s; this module only wires 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
@@ -18,18 +17,14 @@ from rich.console import Console
 from infersight.bench import BenchConfig
 from infersight.client import resolve_api_key
 from infersight.core.errors import ConfigError, InfersightError
-from infersight.core.records import RunResult
 from infersight.core.tune_result import TrialRecord, TuneResult, save_tune_result
-from infersight.entrypoints.bench import bench_on
 from infersight.entrypoints.tune_ray import RayTrials
-from infersight.entrypoints.tune_targets import Target, make_target
-from infersight.entrypoints.tune_trial import diagnose, trial_bench
-from infersight.report import write_outputs, write_text
-from infersight.report.llmd.writer import write_llmd
+from infersight.entrypoints.tune_targets import make_target
+from infersight.entrypoints.tune_trial import Trials
+from infersight.report import table_console, write_text
 from infersight.report.tune_html import render_tune_html
 from infersight.tune import (
     ParallelTuneSession,
-    TrialRun,
     TuneConfig,
     TuneOptions,
     TuneProgress,
@@ -38,53 +33,6 @@ from infersight.tune import (
 )
 
 __all__ = ["run_tune"]
-
-
-def _console() -> Console:
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    return console
-
-
-class _Trials:
-    """Runs one trial: the target at a setting, bench, diagnose, save."""
-
-    def __init__(
-        self, target: Target, bench: BenchConfig, kind: str, out: Path, llmd: str | None = None
-    ) -> None:
-        self.target, self.bench, self.kind, self.out = target, bench, kind, out
-        self.llmd = llmd
-        self.runs: dict[str, RunResult] = {}
-
-    def __call__(self, setting: Mapping[str, int], name: str, role: str) -> TrialRun:
-        trial_dir = self.out / "trials" / name
-        t0 = time.monotonic()
-        bench, levels = trial_bench(self.bench, setting, self.kind, role)
-        try:
-            with self.target.open(setting, trial_dir) as ep:
-                result = bench_on(bench, ep)
-        except InfersightError as e:
-            return TrialRun(error=e, wall=time.monotonic() - t0)
-        diagnose(result, self.bench)
-        return self.save(result, setting, trial_dir, time.monotonic() - t0, levels)
-
-    def save(
-        self,
-        result: RunResult,
-        setting: Mapping[str, int],
-        trial_dir: Path,
-        wall: float,
-        levels: list[str] | None,
-        node: str | None = None,
-    ) -> TrialRun:
-        """Write a trial's RunResult (and llm-d reports) under ``trial_dir``."""
-        result.config["tune_setting"] = dict(setting)
-        path = write_outputs(result, trial_dir)["json"].relative_to(self.out).as_posix()
-        if self.llmd:
-            write_llmd(result, trial_dir / "llm-d", version=self.llmd)
-        self.runs[path] = result
-        return TrialRun(result=result, path=path, wall=wall, levels=levels, node=node)
 
 
 class _Watch(TuneProgress):
@@ -110,7 +58,7 @@ def run_tune(
 ) -> TuneResult:
     """Tune the target the flags name; print and save the result (with ``llmd``, a
     version, each trial also gets llm-d-benchmark's reports in its folder's ``llm-d/``)."""
-    con = console or _console()
+    con = console or table_console()
     api_key = resolve_api_key(env=bench.target.api_key_env, file=bench.target.api_key_file)
     target = make_target(cfg, api_key)
     if "slots" not in target.baseline and not bench.load.concurrency and not bench.load.rate:
@@ -119,7 +67,7 @@ def run_tune(
             "trial's load by: give --concurrency or --rate"
         )
     out = Path(cfg.out or time.strftime("runs/tune-%Y%m%d-%H%M%S"))
-    trials = _Trials(target, bench, cfg.target_kind, out, llmd)
+    trials = Trials(target, bench, cfg.target_kind, out, llmd)
     pool = None
     if cfg.ray:
         pool = RayTrials(cfg, bench, trials, api_key)

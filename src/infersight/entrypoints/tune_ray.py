@@ -6,7 +6,7 @@ not soft): it starts the trial's server there from the ``--launch`` template (on
 node's loopback), measures it with bench from the same process (the load generator on
 the same node), diagnoses the run and sends the RunResult back, with the server's log.
 The driver saves each under ``OUT/trials/`` as the serial tune does
-(``entrypoints.tune._Trials.save``). Joining the cluster and stopping
+(``entrypoints.tune_trial.Trials.save``). Joining the cluster and stopping
 the actors are bench --ray's (:mod:`infersight.bench.distributed.ray_place`), and so is what each
 actor says of its node (:func:`infersight.bench.distributed.ray_actor.node_facts`).
 
@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from infersight.bench import BenchConfig
 from infersight.bench.distributed.ray_actor import node_facts
@@ -39,28 +39,10 @@ from infersight.core.errors import ConfigError, InfersightError
 from infersight.core.records import RunResult
 from infersight.entrypoints.bench import bench_on
 from infersight.entrypoints.tune_targets import make_target
-from infersight.entrypoints.tune_trial import diagnose, trial_bench
+from infersight.entrypoints.tune_trial import Trials, diagnose, trial_bench
 from infersight.tune import NextTrial, TrialDone, TrialRun, TrialSpec, TuneConfig
 
 # Ray, an optional extra (~0.4 s to import), is imported only in the functions that use it.
-
-
-class TrialSaver(Protocol):
-    """What the driver needs of serial tune's trials (``entrypoints.tune._Trials``):
-    where they go and how one is saved. A protocol, so that the two modules do not
-    import each other."""
-
-    out: Path
-
-    def save(
-        self,
-        result: RunResult,
-        setting: Mapping[str, int],
-        trial_dir: Path,
-        wall: float,
-        levels: list[str] | None,
-        node: str | None = None,
-    ) -> TrialRun: ...
 
 
 __all__ = ["RayTrials", "TrialWorker", "comparable_key"]
@@ -117,7 +99,7 @@ class RayTrials:
     """The worker slots on the cluster; ``run_trials`` keeps them busy."""
 
     def __init__(
-        self, cfg: TuneConfig, bench: BenchConfig, trials: TrialSaver, api_key: str | None
+        self, cfg: TuneConfig, bench: BenchConfig, trials: Trials, api_key: str | None
     ) -> None:
         assert cfg.ray is not None
         self.bench, self.trials, self.kind = bench, trials, cfg.target_kind

@@ -47,12 +47,12 @@ class Accounting:
             self.keys.authenticate(request.headers.get(hdrs.AUTHORIZATION))
         except KeyRefused as e:
             rid = request_id()
-            resp = self._error(None, rid, e, "-")
-            self._finish(None, "admin", "-", rid, arrival, resp.status, e.kind)
+            resp = self._error(None, rid, e)
+            self._finish(None, "admin", rid, arrival, resp.status, e.kind)
             return resp
         return None
 
-    def _error(self, call: Call | None, rid: str, e: InfersightError, model: str) -> web.Response:
+    def _error(self, call: Call | None, rid: str, e: InfersightError) -> web.Response:
         resp = error_response(e, rid, (call.queue_delay * 1000.0) if call else 0.0)
         if call is not None:
             call.status, call.error = resp.status, e.kind
@@ -69,7 +69,6 @@ class Accounting:
         self,
         call: Call | None,
         endpoint: str,
-        model: str,
         rid: str,
         arrival: float,
         status: int | None = None,

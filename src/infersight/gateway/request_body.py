@@ -34,22 +34,18 @@ ENDPOINTS = {
 }
 
 
-def _bad(message: str, param: str | None = None, code: str = "invalid_request") -> InputError:
-    return InputError(message, param, code)
-
-
 def parse_body(raw: bytes) -> dict[str, Any]:
     """Decode a JSON object body or raise BadRequest (400) with a clear message."""
     if not raw:
-        raise _bad("request body is empty; send a JSON object", code="empty_body")
+        raise InputError("request body is empty; send a JSON object", code="empty_body")
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         if "UTF-8" in str(e) or "utf-8" in str(e):
-            raise _bad("request body is not valid UTF-8", code="invalid_utf8") from None
-        raise _bad(f"request body is not valid JSON: {e}", code="invalid_json") from None
+            raise InputError("request body is not valid UTF-8", code="invalid_utf8") from None
+        raise InputError(f"request body is not valid JSON: {e}", code="invalid_json") from None
     if not isinstance(doc, dict):
-        raise _bad("request body must be a JSON object", code="invalid_json")
+        raise InputError("request body must be a JSON object", code="invalid_json")
     return doc
 
 
@@ -57,14 +53,14 @@ def validate(endpoint: str, body: dict[str, Any]) -> tuple[str, bool]:
     """Check the fields the gateway relies on; return (model, stream)."""
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
-        raise _bad("'model' is required and must be a non-empty string", "model")
+        raise InputError("'model' is required and must be a non-empty string", "model")
     stream = body.get("stream", False)
     if stream is None:
         stream = False
     if not isinstance(stream, bool):
-        raise _bad("'stream' must be a boolean", "stream")
+        raise InputError("'stream' must be a boolean", "stream")
     if endpoint == "embeddings" and stream:
-        raise _bad("embeddings cannot be streamed", "stream")
+        raise InputError("embeddings cannot be streamed", "stream")
     check_body(endpoint, body)
     return model, stream
 

@@ -268,12 +268,12 @@ class Gateway(AdminEndpoints):
                 doc = await self.proxy.fetch_json(call)
                 resp = self.proxy.json_response(call, doc)
         except TimeoutError:  # the batch wait ran past the deadline
-            resp = self._error(call, rid, DeadlineExceeded("request deadline passed"), model)
+            resp = self._error(call, rid, DeadlineExceeded("request deadline passed"))
             kind = "DeadlineExceeded"
         except InfersightError as e:
             if call is not None and call.committed:
                 raise  # headers already sent; nothing sensible left to answer
-            resp, kind = self._error(call, rid, e, model), e.kind
+            resp, kind = self._error(call, rid, e), e.kind
             if isinstance(e, ClientFault):
                 resp.force_close()  # the rest of the body can no longer be trusted
         except (ConnectionError, Cancelled):
@@ -287,7 +287,7 @@ class Gateway(AdminEndpoints):
             # let the cancellation finish.
             if call is not None:
                 call.status, call.error = 499, "Cancelled"
-            self._finish(call, endpoint, model, rid, arrival, 499, "Cancelled")
+            self._finish(call, endpoint, rid, arrival, 499, "Cancelled")
             raise
-        self._finish(call, endpoint, model, rid, arrival, resp.status, kind)
+        self._finish(call, endpoint, rid, arrival, resp.status, kind)
         return resp

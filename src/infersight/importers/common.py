@@ -12,13 +12,13 @@ differ from ours.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from infersight.core.numbers import as_float
 from infersight.core.records import ClockAnchor, RequestRecord, RunResult
 from infersight.stats.aggregate import aggregate
 
@@ -87,14 +87,6 @@ def obj(doc: Any, key: str) -> dict[str, Any]:
     """``doc[key]`` when both are objects, else an empty one (an optional part)."""
     value = doc.get(key) if isinstance(doc, dict) else None
     return value if isinstance(value, dict) else {}
-
-
-def as_float(value: Any) -> float | None:
-    """A finite number as float; None for anything else (null, NaN, text, bool)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
 
 
 def as_int(value: Any) -> int | None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from infersight.core.records import RunResult, load_run_result
 from infersight.report.compare.console import render_comparison
-from infersight.report.console import headline, render_console
+from infersight.report.console import headline, render_console, table_console
 from infersight.report.files import write_csv, write_json, write_outputs, write_text
 from infersight.report.fleet.console import render_fleet
 from infersight.report.fleet.html import render_fleet_html
@@ -47,6 +47,7 @@ __all__ = [
     "render_markdown",
     "render_percentiles",
     "render_verdicts",
+    "table_console",
     "write_csv",
     "write_json",
     "write_outputs",

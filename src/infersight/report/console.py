@@ -17,9 +17,9 @@ from rich.table import Table
 
 from infersight.core.records import RunResult
 from infersight.report.headline.answer import build_headline, verdict_where
-from infersight.stats.aggregate import client_headline, level_notes, level_state
+from infersight.stats.level_flags import client_headline, level_notes, level_state
 
-__all__ = ["headline", "render_console"]
+__all__ = ["headline", "render_console", "table_console"]
 
 #: The note under the table: what each column counts.
 TABLE_NOTE = (
@@ -27,6 +27,13 @@ TABLE_NOTE = (
     "over the requests sent in each level's window (in stats), throughput over its "
     "completions until the window's requests drained[/]"
 )
+
+
+def table_console() -> Console:
+    """A console for the tables: a terminal's width, or 160 columns for a file or pipe
+    (so the tables' columns stay whole)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
 
 
 def headline(result: RunResult) -> str | None:

@@ -17,7 +17,7 @@ from infersight.report.sections import SECTIONS, run_section
 from infersight.report.view import RunView, build_views
 from infersight.stats.significance import DEFAULT_DELTA
 
-__all__ = ["comparison_html", "html_page", "render_html", "render_views_html"]
+__all__ = ["html_page", "render_html", "render_views_html"]
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;

@@ -12,11 +12,11 @@ import math
 from html import escape
 from typing import Any
 
-from infersight.report.compare.rows import _get
+from infersight.core.numbers import number_at
 from infersight.report.md_text import md_cell
 from infersight.report.svg.charts import fmt_value
 from infersight.report.view import LevelView, RunView
-from infersight.stats.aggregate import level_notes, level_state
+from infersight.stats.level_flags import level_notes, level_state
 
 __all__ = ["fmt_cell", "level_notes_html", "level_notes_md", "summary_table"]
 
@@ -42,7 +42,7 @@ def _row(lv: LevelView) -> str:
     state = level_state(a)
     cls = ' class="bad"' if state == "unsustainable" else ""
     lat = "".join(
-        f"<td class=num>{fmt_cell(_get(a, m, q), 's')}</td>"
+        f"<td class=num>{fmt_cell(number_at(a, m, q), 's')}</td>"
         for m, q in (
             ("ttft", "p50"),
             ("ttft", "p99"),

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from infersight.core.numbers import number_at
 from infersight.core.records import RunResult
 from infersight.report.capacity_curve import curve_markdown
 from infersight.report.compare.html import OVERVIEW_METRICS, call_text, threshold_text
 from infersight.report.compare.rows import (
     CompareRow,
-    _get,
     delta,
     fmt_delta,
     matched_rows,
@@ -23,7 +23,7 @@ from infersight.report.md_text import md_cell
 from infersight.report.svg.charts import fmt_value
 from infersight.report.verdicts.html import ev_value
 from infersight.report.view import NOT_DIAGNOSED, RunView, build_views, no_price_text
-from infersight.stats.aggregate import client_headline, level_state
+from infersight.stats.level_flags import client_headline, level_state
 from infersight.stats.significance import BETTER, DEFAULT_DELTA, SAME, WORSE
 
 __all__ = ["md_cell", "render_markdown", "render_views_markdown"]
@@ -77,14 +77,14 @@ def _run_md(view: RunView) -> list[str]:
                 md_cell(lv.name),
                 f"{req.get('total', len(lv.records)):,}",
                 f"{req['in_window']:,}" if isinstance(req.get("in_window"), int) else "-",
-                _num(_get(a, "success_rate"), "frac"),
-                _num(_get(a, "output_token_throughput")),
-                _num(_get(a, "request_throughput")),
-                _num(_get(a, "ttft", "p50"), "s"),
-                _num(_get(a, "ttft", "p99"), "s"),
-                _num(_get(a, "itl", "p50"), "s"),
-                _num(_get(a, "itl", "p99"), "s"),
-                _num(_get(a, "e2e", "p99"), "s"),
+                _num(number_at(a, "success_rate"), "frac"),
+                _num(number_at(a, "output_token_throughput")),
+                _num(number_at(a, "request_throughput")),
+                _num(number_at(a, "ttft", "p50"), "s"),
+                _num(number_at(a, "ttft", "p99"), "s"),
+                _num(number_at(a, "itl", "p50"), "s"),
+                _num(number_at(a, "itl", "p99"), "s"),
+                _num(number_at(a, "e2e", "p99"), "s"),
                 *(
                     [_num((lv.cost or {}).get("usd_per_million_output_tokens"), "$")]
                     if priced

@@ -4,11 +4,11 @@ table, folded under the run's identity: people open it when a floor looks wrong.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from infersight.core.numbers import as_float
 from infersight.report.svg.axes import fmt_value
 
 __all__ = ["physics_html"]
@@ -25,17 +25,12 @@ _FLOOR_COLUMNS = (
 )
 
 
-def _num(v: Any) -> float | None:
-    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-    return float(v) if ok else None
-
-
 def _text(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, str):
         return v
-    n = _num(v)
+    n = as_float(v)
     if n is not None:
         return f"{n:.4g}" if not n.is_integer() else f"{n:,.0f}"
     return json.dumps(v, default=str)
@@ -45,7 +40,7 @@ def _flops(flops: Mapping[str, Any]) -> str:
     """``208 GFLOP/s (bf16, fp16, fp32)``: equal peaks are listed once."""
     by_value: dict[float, list[str]] = {}
     for dtype, v in flops.items():
-        n = _num(v)
+        n = as_float(v)
         if n is not None:
             by_value.setdefault(n, []).append(str(dtype))
     return "; ".join(f"{_si(v)}FLOP/s ({', '.join(d)})" for v, d in by_value.items())
@@ -61,7 +56,7 @@ def _si(v: float) -> str:
 
 def _device_rows(dev: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows = [("device", _text(dev.get("name") or dev.get("key") or "unknown"))]
-    mem, bw = _num(dev.get("memory_bytes")), _num(dev.get("bandwidth"))
+    mem, bw = as_float(dev.get("memory_bytes")), as_float(dev.get("bandwidth"))
     if mem is not None:
         rows.append(("memory", f"{mem / 2**30:.1f} GiB"))
     if bw is not None:
@@ -87,7 +82,7 @@ def _floors_table(floors: Mapping[str, Any]) -> str:
     for name, f in levels:
         cells = []
         for key, _, unit in cols:
-            n = _num(f.get(key))
+            n = as_float(f.get(key))
             cells.append(
                 f"<td class=num>{escape(fmt_value(n, unit) if n is not None else '-')}</td>"
             )

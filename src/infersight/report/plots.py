@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from infersight.core.numbers import number_at
 from infersight.report.cdf import cdf_points
-from infersight.report.compare.rows import _get
 from infersight.report.svg.charts import PALETTE, Band, Series, chart
 from infersight.report.timeline import Timeline, binned_means, build_timeline
 from infersight.report.view import LevelView, RunView
@@ -91,13 +91,13 @@ def throughput_latency_charts(view: RunView) -> list[str]:
     """Latency percentiles against output token throughput, one point per level."""
     out = []
     names = [lv.name for lv in view.levels]
-    thr = [_get(lv.agg, "output_token_throughput") for lv in view.levels]
+    thr = [number_at(lv.agg, "output_token_throughput") for lv in view.levels]
     for metric, title in (("ttft", "TTFT"), ("e2e", "e2e latency")):
         series = []
         for j, (q, dash) in enumerate((("p50", False), ("p99", True))):
             pairs: list[tuple[float, float, str]] = []
             for t, lv, n in zip(thr, view.levels, names, strict=True):
-                y = _get(lv.agg, metric, q)
+                y = number_at(lv.agg, metric, q)
                 if t is not None and y is not None:
                     pairs.append((t, y, n))
             series.append(

@@ -11,8 +11,9 @@ the prefix cache's hit rate and a replay's fidelity.
 ``stats`` imports only ``core``; the features, ``servermodel`` and ``report`` read it.
 """
 
-from infersight.stats.aggregate import aggregate, level_state, meets_slo
+from infersight.stats.aggregate import aggregate, meets_slo
 from infersight.stats.cost import price_run
+from infersight.stats.level_flags import level_state
 from infersight.stats.operating_point import best_level
 from infersight.stats.significance import compare, compare_metric
 from infersight.stats.summary import PERCENTILES, summarize

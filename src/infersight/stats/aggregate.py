@@ -16,35 +16,19 @@ from typing import Any
 from infersight.core.errors import ConfigError
 from infersight.core.records import RequestRecord
 from infersight.stats.chunks import pooled_itl
-from infersight.stats.level_flags import (
-    CLIENT_CPU_LIMIT,
-    LAG_P99_LIMIT,
-    LAG_TTFT_FRACTION,
-    RATE_RATIO_LIMIT,
-    client_headline,
-    client_limited,
-    level_notes,
-    level_state,
-)
+from infersight.stats.level_flags import client_headline, client_limited, level_notes
 from infersight.stats.prefix_cache import client_cache
 from infersight.stats.summary import PERCENTILES, summarize
 from infersight.stats.sustain import judge_sustainability
 from infersight.stats.validity import check_level
-from infersight.stats.windows import LevelWindow, Window, finish_time
+from infersight.stats.windows import Window, finish_time
 
 __all__ = [
-    "CLIENT_CPU_LIMIT",
-    "LAG_P99_LIMIT",
-    "LAG_TTFT_FRACTION",
-    "RATE_RATIO_LIMIT",
     "SLO_METRICS",
-    "LevelWindow",
     "Window",
     "aggregate",
     "client_headline",
-    "client_limited",
     "level_notes",
-    "level_state",
     "meets_slo",
     "parse_slo_key",
     "request_metric",

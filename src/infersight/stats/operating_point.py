@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from infersight.core.numbers import as_float
 from infersight.stats.level_flags import flagged, level_state
 
 __all__ = ["WITHIN", "best_level", "counts", "growth_per_doubling"]
@@ -32,12 +33,6 @@ def growth_per_doubling(x0: float, y0: float, x1: float, y1: float) -> float:
     return float((max(y1, 0.0) / y0) ** (1.0 / math.log2(x1 / x0)) - 1.0)
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return None
-    return float(v)
-
-
 def _answers(agg: Mapping[str, Any]) -> bool:
     req = agg.get("requests") or {}
     return bool(req.get("ok")) and level_state(dict(agg)) != "unsustainable"
@@ -50,12 +45,16 @@ def counts(agg: Mapping[str, Any]) -> bool:
 
 
 def _throughput(agg: Mapping[str, Any]) -> float:
-    return _num(agg.get("output_token_throughput")) or _num(agg.get("request_throughput")) or 0.0
+    return (
+        as_float(agg.get("output_token_throughput"))
+        or as_float(agg.get("request_throughput"))
+        or 0.0
+    )
 
 
 def _latency(agg: Mapping[str, Any]) -> float:
     for key in ("ttft", "e2e"):
-        v = _num((agg.get(key) or {}).get("p99"))
+        v = as_float((agg.get(key) or {}).get("p99"))
         if v is not None:
             return v
     return math.inf

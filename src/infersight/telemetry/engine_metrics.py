@@ -27,8 +27,6 @@ from infersight.telemetry.promtext import (
 
 __all__ = [
     "QUANTILES",
-    "EngineSpec",
-    "MetricRule",
     "Normalizer",
     "detect_engine",
     "engine_specs",

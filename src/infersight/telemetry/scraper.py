@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -20,6 +19,7 @@ import aiohttp
 from infersight.client import map_transport_error
 from infersight.core.endpoint import server_root
 from infersight.core.errors import ConfigError, MalformedStream
+from infersight.core.numbers import number_at
 from infersight.core.records import Sample
 from infersight.telemetry.engine_metrics import Normalizer, engine_specs
 
@@ -41,14 +41,6 @@ def metrics_url(url: str) -> str:
     if not server_root(path):  # the root, or the OpenAI base URL (/v1)
         path = "/metrics"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-
-
-def _dig(doc: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(part)
-    return doc
 
 
 class EngineScraper:
@@ -153,9 +145,9 @@ class EngineScraper:
             v = (
                 (len(doc) if isinstance(doc, list) else None)
                 if field == "#count"
-                else _dig(doc, field)
+                else number_at(doc, *field.split("."))
             )
-            if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            if v is not None and v > 0:
                 self._slots = int(v)
                 return self._slots
         return None

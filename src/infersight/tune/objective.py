@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from infersight.core.numbers import number_at
 from infersight.core.records import RunResult
 from infersight.stats.level_flags import level_state
 from infersight.stats.significance import compare_metric, mean_interval, noise_floor
@@ -58,13 +59,6 @@ def _margin(agg: Mapping[str, Any]) -> float:
     return worst
 
 
-def _num(agg: Mapping[str, Any], *path: str) -> float | None:
-    cur: Any = agg
-    for p in path:
-        cur = cur.get(p) if isinstance(cur, Mapping) else None
-    return float(cur) if isinstance(cur, int | float) and not isinstance(cur, bool) else None
-
-
 def score(
     result: RunResult, slo: Mapping[str, float], *, levels: Sequence[str] | None = None
 ) -> Scored:
@@ -77,16 +71,16 @@ def score(
     if slo:
         met = {n: a for n, a in steady.items() if (a.get("slo") or {}).get("met")}
         if met:
-            name = max(met, key=lambda n: _num(met[n], "goodput") or 0.0)
+            name = max(met, key=lambda n: number_at(met[n], "goodput") or 0.0)
         else:
             name = min(aggs, key=lambda n: _margin(aggs[n]))
         key = "goodput"
     else:
-        name = max(steady, key=lambda n: _num(steady[n], "request_throughput") or 0.0)
+        name = max(steady, key=lambda n: number_at(steady[n], "request_throughput") or 0.0)
         key = "request_throughput"
     agg = aggs[name]
     data = LevelData([r for r in result.records if r.labels.get("level") == name], agg)
-    value = _num(agg, key)
+    value = number_at(agg, key)
     low = high = None
     if value is not None:
         m, lo, _ = mean_interval(slice_values(data, objective_metric(slo), slo=slo))
@@ -101,8 +95,8 @@ def score(
         high=high,
         slo_met=(bool((agg.get("slo") or {}).get("met")) and name in steady) if slo else None,
         margin=None if margin is None or math.isinf(margin) else margin,
-        ttft_p99=_num(agg, "ttft", "p99"),
-        tpot_p99=_num(agg, "tpot", "p99"),
+        ttft_p99=number_at(agg, "ttft", "p99"),
+        tpot_p99=number_at(agg, "tpot", "p99"),
     )
 
 

@@ -12,6 +12,7 @@ gateway's limits, and the tests drive it with fakes.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from infersight.core.tune_result import ModelPoint, TuneResult
 from infersight.stats.significance import DEFAULT_DELTA, compare
@@ -114,26 +115,15 @@ class TuneSession(TrialBook):
     def _space_from(self, base: Measured) -> SearchSpace | None:
         """The search space from the baseline's diagnosis (None: nothing to tune)."""
         assert base.result is not None
-        rec, curve = base.result.recommendation, base.result.capacity_curve
-        space = search_space(
-            rec,
-            curve,
-            self.opts.baseline,
-            self.opts.knobs,
-            knob=self.opts.knob,
-            values=self.opts.values,
+        o, r = self.opts, base.result
+        space_for = partial(
+            search_space, r.recommendation, r.capacity_curve, o.baseline, o.knobs, values=o.values
         )
-        if isinstance(space, str) and (self.opts.search == "grid" or self.opts.values):
+        space = space_for(knob=o.knob)
+        if isinstance(space, str) and (o.search == "grid" or o.values):
             # The user asked for these values: try them, whatever the diagnosis says.
             self.result.notes.append(space)
-            space = search_space(
-                rec,
-                curve,
-                self.opts.baseline,
-                self.opts.knobs,
-                knob=next(iter(self.opts.knobs)),
-                values=self.opts.values,
-            )
+            space = space_for(knob=next(iter(o.knobs)))
         if isinstance(space, str):
             self.result.stopped = "nothing to tune"
             self.result.notes.append(space)

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from llmd_benchmark_report import import_benchmark_report
 
-from infersight.entrypoints.tune import _Trials
+from infersight.entrypoints.tune_trial import Trials
 from infersight.testing.synthetic_runs import make_run
 
 
 @pytest.mark.parametrize("version", ["0.2.1", "0.1"])
 def test_a_trial_writes_its_reports_with_its_setting(version: str, tmp_path: Path) -> None:
-    trials = _Trials(None, None, "launch", tmp_path, llmd=version)  # type: ignore[arg-type]
+    trials = Trials(None, None, "launch", tmp_path, llmd=version)  # type: ignore[arg-type]
     trial = tmp_path / "trials" / "parallel-4"
     trials.save(make_run(300, levels=(1, 4), seed=8), {"parallel": 4}, trial, 1.0, None)
     files = sorted((trial / "llm-d").glob("*.json"))

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from infersight.core.numbers import number_at
 from infersight.report.compare.match import match_levels
 from infersight.report.svg.charts import fmt_value
 from infersight.report.view import LevelView, RunView
@@ -87,25 +88,16 @@ def fmt_delta(d: float | None, unit: str) -> str:
     return sign + fmt_value(abs(d), unit)
 
 
-def _get(agg: dict[str, Any], *path: str) -> float | None:
-    cur: Any = agg
-    for p in path:
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(p)
-    return float(cur) if isinstance(cur, int | float) and not isinstance(cur, bool) else None
-
-
 _METRICS: list[tuple[str, str, str | None, Callable[[LevelView], float | None]]] = [
-    ("output tok/s", "", "higher", lambda lv: _get(lv.agg, "output_token_throughput")),
-    ("requests/s", "", "higher", lambda lv: _get(lv.agg, "request_throughput")),
-    ("success rate", "frac", "higher", lambda lv: _get(lv.agg, "success_rate")),
-    ("TTFT p50", "s", "lower", lambda lv: _get(lv.agg, "ttft", "p50")),
-    ("TTFT p99", "s", "lower", lambda lv: _get(lv.agg, "ttft", "p99")),
-    ("ITL p99", "s", "lower", lambda lv: _get(lv.agg, "itl", "p99")),
-    ("TPOT p99", "s", "lower", lambda lv: _get(lv.agg, "tpot", "p99")),
-    ("e2e p50", "s", "lower", lambda lv: _get(lv.agg, "e2e", "p50")),
-    ("e2e p99", "s", "lower", lambda lv: _get(lv.agg, "e2e", "p99")),
+    ("output tok/s", "", "higher", lambda lv: number_at(lv.agg, "output_token_throughput")),
+    ("requests/s", "", "higher", lambda lv: number_at(lv.agg, "request_throughput")),
+    ("success rate", "frac", "higher", lambda lv: number_at(lv.agg, "success_rate")),
+    ("TTFT p50", "s", "lower", lambda lv: number_at(lv.agg, "ttft", "p50")),
+    ("TTFT p99", "s", "lower", lambda lv: number_at(lv.agg, "ttft", "p99")),
+    ("ITL p99", "s", "lower", lambda lv: number_at(lv.agg, "itl", "p99")),
+    ("TPOT p99", "s", "lower", lambda lv: number_at(lv.agg, "tpot", "p99")),
+    ("e2e p50", "s", "lower", lambda lv: number_at(lv.agg, "e2e", "p50")),
+    ("e2e p99", "s", "lower", lambda lv: number_at(lv.agg, "e2e", "p99")),
 ]
 
 _COST = [

@@ -13,6 +13,7 @@ from typing import Any
 
 from infersight.core.durations import format_duration
 from infersight.core.errors import ConfigError
+from infersight.core.numbers import number_at
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.report.capacity_curve import advice_lines
@@ -86,18 +87,14 @@ class Headline:
         return out
 
 
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
 def point_figures(agg: Mapping[str, Any]) -> str:
     """``5.1 req/s, 412 output tok/s, TTFT p99 820 ms, ITL p99 41 ms``."""
     parts = [
-        f"{_num(agg.get('request_throughput')) or 0:.3g} req/s",
-        f"{_num(agg.get('output_token_throughput')) or 0:.4g} output tok/s",
+        f"{number_at(agg.get('request_throughput')) or 0:.3g} req/s",
+        f"{number_at(agg.get('output_token_throughput')) or 0:.4g} output tok/s",
     ]
     for metric, label in (("ttft", "TTFT p99"), ("itl", "ITL p99"), ("e2e", "e2e p99")):
-        v = _num((agg.get(metric) or {}).get("p99"))
+        v = number_at((agg.get(metric) or {}).get("p99"))
         if v is not None:
             parts.append(f"{label} {fmt_value(v, 's')}")
     return ", ".join(parts)
@@ -119,9 +116,9 @@ def slo_text(slo: Mapping[str, float]) -> str:
 def find_max_text(fm: Mapping[str, Any]) -> str:
     """The ``--find-max`` answer as a sentence."""
     goal = slo_text(fm.get("slo") or {}) or "the goals"
-    cap = _num(fm.get("capacity"))
+    cap = number_at(fm.get("capacity"))
     cap_txt = f" (capacity without goals: {cap:.3g} req/s)" if cap else ""
-    best = _num(fm.get("max_rate"))
+    best = number_at(fm.get("max_rate"))
     if best is None:
         return f"none of the rates tried meets {goal}{cap_txt}"
     return f"the highest sustainable rate meeting {goal} is {best:.3g} req/s{cap_txt}"

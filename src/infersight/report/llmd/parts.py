@@ -8,13 +8,13 @@ package's own models from these; docs/design.md section 2 ("Export") maps each f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from infersight.core.numbers import as_float
 from infersight.core.records import RequestRecord, RunResult
 from infersight.report.view import build_view
 
@@ -25,7 +25,6 @@ __all__ = [
     "engine_args",
     "engine_gauges",
     "engine_name",
-    "finite",
     "level_parts",
     "load_args",
     "stat_values",
@@ -61,21 +60,14 @@ _LOAD_FLAGS = (
 )
 
 
-def finite(x: Any) -> float | None:
-    """``x`` as a float when it is a finite number, else None."""
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    return float(x) if math.isfinite(x) else None
-
-
 def stat_values(agg: Any, scale: float = 1.0) -> dict[str, float] | None:
     """One of our summaries (``{"mean", "std", "p50", ...}``) under the format's keys,
     times ``scale``; None without a mean (nothing measured)."""
-    if not isinstance(agg, Mapping) or finite(agg.get("mean")) is None:
+    if not isinstance(agg, Mapping) or as_float(agg.get("mean")) is None:
         return None
     out: dict[str, float] = {}
     for ours, theirs in _STAT_KEYS:
-        v = finite(agg.get(ours))
+        v = as_float(agg.get(ours))
         if v is not None:
             out[theirs] = max(v * scale, 0.0) if theirs == "stddev" else v * scale
     return out
@@ -122,7 +114,7 @@ class LevelPart:
 
     @property
     def input_tokens_per_s(self) -> float:
-        prompt = finite((self.agg.get("tokens") or {}).get("prompt")) or 0.0
+        prompt = as_float((self.agg.get("tokens") or {}).get("prompt")) or 0.0
         return prompt / self.duration if self.duration > 0 else 0.0
 
 
@@ -136,7 +128,7 @@ def level_parts(result: RunResult) -> list[LevelPart]:
             continue  # a level without an answer has no TTFT
         window = lv.agg.get("window") or {}
         span = window.get("throughput_span") or [window.get("start"), window.get("end")]
-        lo, hi = (finite(span[0]), finite(span[1])) if len(span) == 2 else (None, None)
+        lo, hi = (as_float(span[0]), as_float(span[1])) if len(span) == 2 else (None, None)
         out.append(
             LevelPart(
                 index=i,
@@ -186,7 +178,7 @@ def engine_gauges(result: RunResult, span: tuple[float, float] | None) -> dict[s
     out: dict[str, list[Any]] = {}
     for s in result.samples:
         inside = span is None or span[0] <= s.t <= span[1]
-        if s.name in ENGINE_GAUGES and inside and (v := finite(s.value)) is not None:
+        if s.name in ENGINE_GAUGES and inside and (v := as_float(s.value)) is not None:
             out.setdefault(s.name, []).append((s.t, v))
     return out
 

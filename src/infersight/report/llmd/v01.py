@@ -33,6 +33,7 @@ from llmd_benchmark_report.schema_v0_1 import (
 )
 
 import infersight.report.llmd.parts as parts
+from infersight.core.numbers import as_float
 from infersight.core.records import RunResult
 
 __all__ = ["report_v01"]
@@ -62,7 +63,7 @@ def _host(result: RunResult) -> Host | None:
     if not gpus:
         return None  # the format's host describes accelerators; a CPU run has none
     first = gpus[0] if isinstance(gpus[0], dict) else {}
-    mem = parts.finite(first.get("memory_total_bytes"))
+    mem = as_float(first.get("memory_total_bytes"))
     acc = HostAccelerator(
         model=str(first.get("name") or "unknown"),
         count=len(gpus),
@@ -106,7 +107,7 @@ def report_v01(result: RunResult, part: parts.LevelPart) -> BenchmarkReportV01:
     """The 0.1 report of one level of ``result``."""
     ok = part.ok
     requests = part.agg.get("requests") or {}
-    out_tps = parts.finite(part.agg.get("output_token_throughput")) or 0.0
+    out_tps = as_float(part.agg.get("output_token_throughput")) or 0.0
     in_tps = part.input_tokens_per_s
     time = Time(duration=part.duration)
     if part.span is not None:
@@ -130,7 +131,7 @@ def report_v01(result: RunResult, part: parts.LevelPart) -> BenchmarkReportV01:
             input_tokens_per_sec=in_tps,
             output_tokens_per_sec=out_tps,
             total_tokens_per_sec=in_tps + out_tps,
-            requests_per_sec=parts.finite(part.agg.get("request_throughput")) or 0.0,
+            requests_per_sec=as_float(part.agg.get("request_throughput")) or 0.0,
         ),
         service=_service(result, part),
     )

@@ -59,6 +59,7 @@ from llmd_benchmark_report.schema_v0_2_components import (
 )
 
 import infersight.report.llmd.parts as parts
+from infersight.core.numbers import as_float
 from infersight.core.records import RequestRecord, RunResult
 
 __all__ = ["ENGINE_LABEL", "report_v02"]
@@ -86,7 +87,7 @@ def _one(value: float, units: Units) -> Statistics:
 def _aggregate(part: parts.LevelPart) -> AggregateRequestPerformance:
     agg, ok = part.agg, part.ok
     requests = agg.get("requests") or {}
-    out_tps = parts.finite(agg.get("output_token_throughput")) or 0.0
+    out_tps = as_float(agg.get("output_token_throughput")) or 0.0
     in_tps = part.input_tokens_per_s
     prompts = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
     return AggregateRequestPerformance(
@@ -107,9 +108,7 @@ def _aggregate(part: parts.LevelPart) -> AggregateRequestPerformance:
             input_token_rate=_one(in_tps, Units.TOKEN_PER_S),
             output_token_rate=_one(out_tps, Units.TOKEN_PER_S),
             total_token_rate=_one(in_tps + out_tps, Units.TOKEN_PER_S),
-            request_rate=_one(
-                parts.finite(agg.get("request_throughput")) or 0.0, Units.QUERY_PER_S
-            ),
+            request_rate=_one(as_float(agg.get("request_throughput")) or 0.0, Units.QUERY_PER_S),
         ),
     )
 
@@ -235,7 +234,7 @@ def _length(configured: Any, measured: Sequence[float]) -> SequenceLength | None
 def _load(result: RunResult, part: parts.LevelPart) -> Load:
     cfg, ok = result.config, part.ok
     target = part.agg.get("target") or {}
-    rate, conc = parts.finite(target.get("rate")), target.get("concurrency")
+    rate, conc = as_float(target.get("rate")), target.get("concurrency")
     args = parts.load_args(result, part)
     prompts = [float(r.prompt_tokens) for r in ok if r.prompt_tokens is not None]
     input_len = _length(cfg.get("input_tokens"), prompts) or SequenceLength(

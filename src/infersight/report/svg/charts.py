@@ -189,9 +189,8 @@ def chart(
         f'<rect x="{f.ml}" y="{f.mt}" width="{width - f.ml - f.mr}" '
         f'height="{height - f.mt - f.mb}" fill="none" stroke="#888"/>'
     )
-    n_bars = sum(1 for s in series if s.kind == "bars")
     for s in series:
-        body.extend(draw_series(s, pts[id(s)], xa, ra if s.right and ra else ya, n_bars))
+        body.extend(draw_series(s, pts[id(s)], xa, ra if s.right and ra else ya))
     body.extend(_axis_labels(f, xlabel, ylabel, y2label if right else ""))
     two_axes = ra is not None and any(not s.right for s in series)
     marks, rows = legend(series, f.ml, height - 12, width - f.mr, axes=two_axes)

@@ -13,9 +13,7 @@ from infersight.report.svg.series import Series
 __all__ = ["draw_series", "legend"]
 
 
-def draw_series(
-    s: Series, pts: list[tuple[float, float]], xa: Axis, ya: Axis, n_bars: int
-) -> list[str]:
+def draw_series(s: Series, pts: list[tuple[float, float]], xa: Axis, ya: Axis) -> list[str]:
     if not pts:
         return []
     col = escape(s.color)

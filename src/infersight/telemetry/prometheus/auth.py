@@ -24,7 +24,9 @@ from files or the environment only and never appear in messages.
 from __future__ import annotations
 
 import base64
+import contextlib
 import ssl
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,27 +74,27 @@ class PrometheusAuth(BaseModel):
 
     def ssl_context(self) -> ssl.SSLContext:
         """A client TLS context: the system CAs or ``ca_file``, the client certificate."""
-        try:
+        with _tls_file(f"tls_config.ca_file {self.ca_file}: not a readable PEM CA"):
             ctx = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
-        except (OSError, ssl.SSLError) as e:
-            raise ConfigError(
-                f"tls_config.ca_file {self.ca_file}: not a readable PEM CA "
-                f"({getattr(e, 'strerror', None) or type(e).__name__})"
-            ) from None
         if self.cert_file:
-            try:
-                ctx.load_cert_chain(
-                    str(self.cert_file), str(self.key_file) if self.key_file else None
-                )
-            except (OSError, ssl.SSLError) as e:
-                raise ConfigError(
-                    f"tls_config.cert_file {self.cert_file}: cannot load the client "
-                    f"certificate and key ({getattr(e, 'strerror', None) or type(e).__name__})"
-                ) from None
+            key = str(self.key_file) if self.key_file else None
+            with _tls_file(
+                f"tls_config.cert_file {self.cert_file}: cannot load the client certificate and key"
+            ):
+                ctx.load_cert_chain(str(self.cert_file), key)
         if self.insecure_skip_verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         return ctx
+
+
+@contextlib.contextmanager
+def _tls_file(what: str) -> Iterator[None]:
+    """A TLS file that cannot be read or loaded: a ConfigError that says which and why."""
+    try:
+        yield
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigError(f"{what} ({getattr(e, 'strerror', None) or type(e).__name__})") from None
 
 
 class PrometheusEnv(BaseConfig):

@@ -225,12 +225,12 @@ async def discover_fleet(
         inventory=inv,
         signals=signals,
         scrape_interval=await _scrape_interval(client),
-        notes=[*inv.notes, *_coverage_notes(inv, names, gpu_names, gpu_sets)],
+        notes=[*inv.notes, *_coverage_notes(inv, gpu_names, gpu_sets)],
     )
 
 
 def _coverage_notes(
-    inv: Inventory, names: set[str], gpu_names: set[str], gpu_sets: list[dict[str, str]]
+    inv: Inventory, gpu_names: set[str], gpu_sets: list[dict[str, str]]
 ) -> list[str]:
     notes = []
     if gpu_sets and "DCGM_FI_PROF_SM_ACTIVE" not in gpu_names:
