@@ -11,13 +11,13 @@ best operating point is picked as ``stats.operating_point`` says.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from infersight.core.curve import CapacityCurve, CurvePoint
+from infersight.core.numbers import as_float, number_at
 from infersight.core.records import RunResult
 from infersight.diagnose.knee import find_knee
 from infersight.diagnose.plateau import MIN_SCRAPES
@@ -29,25 +29,14 @@ from infersight.stats.operating_point import best_level
 __all__ = ["build_curve", "level_aggregates", "level_point"]
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return None
-    return float(v)
-
-
-def _stat(agg: Mapping[str, Any], key: str, stat: str) -> float | None:
-    s = agg.get(key)
-    return _num(s.get(stat)) if isinstance(s, dict) else None
-
-
 def _window(agg: Mapping[str, Any], ra: RecordArrays, idx: np.ndarray) -> tuple[float, float]:
     """The level's window of sends; when that is short against the span its throughput
     was counted over (everything sent at once), that span; else its records' span."""
     win = agg.get("window") if isinstance(agg.get("window"), dict) else {}
     assert isinstance(win, dict)
-    a, b = _num(win.get("start")), _num(win.get("end"))
+    a, b = as_float(win.get("start")), as_float(win.get("end"))
     span = win.get("throughput_span")
-    c = _num(span[1]) if isinstance(span, list) and len(span) == 2 else None
+    c = as_float(span[1]) if isinstance(span, list) and len(span) == 2 else None
     if a is not None and c is not None and c > a and (b is None or b - a < 0.5 * (c - a)):
         return a, c
     if a is not None and b is not None and b > a:
@@ -92,7 +81,7 @@ def level_point(
     # handover reads R far below the requests the engine runs.
     enough = sidx.times("engine.requests_running", a, b).size >= MIN_SCRAPES
     running = sidx.mean_sum("engine.requests_running", a, b) if enough else None
-    thr = _num(agg.get("request_throughput"))
+    thr = as_float(agg.get("request_throughput"))
     inflight, source = (running, "engine") if running is not None else (client, "client")
     queue = max(0.0, client - running) if running is not None else None
     waiting = sidx.mean_sum("engine.requests_waiting", t0, t1)
@@ -102,7 +91,7 @@ def level_point(
         inflight, queue = client, 0.0
     in_engine = inflight / thr if thr and inflight else None
     if running is None and in_engine is not None and thr:
-        alone = _unqueued_time(ra, idx, _stat(agg, "tpot", "p50"))
+        alone = _unqueued_time(ra, idx, as_float(number_at(agg, "tpot", "p50")))
         if alone is not None and alone < in_engine:
             in_engine = alone
             queue = max(0.0, client - thr * alone)
@@ -120,13 +109,13 @@ def level_point(
         inflight_source=source,
         client_inflight=client or None,
         concurrency=int(conc) if isinstance(conc, int | float) and conc else None,
-        offered_rate=_num(sus.get("offered_rate")) or _num(target.get("rate")),
+        offered_rate=as_float(sus.get("offered_rate")) or as_float(target.get("rate")),
         throughput=thr,
-        token_throughput=_num(agg.get("output_token_throughput")),
-        tpot_p50=_stat(agg, "tpot", "p50"),
-        itl_p50=_stat(agg, "itl", "p50"),
-        ttft_p50=_stat(agg, "ttft", "p50"),
-        ttft_p99=_stat(agg, "ttft", "p99"),
+        token_throughput=as_float(agg.get("output_token_throughput")),
+        tpot_p50=as_float(number_at(agg, "tpot", "p50")),
+        itl_p50=as_float(number_at(agg, "itl", "p50")),
+        ttft_p50=as_float(number_at(agg, "ttft", "p50")),
+        ttft_p99=as_float(number_at(agg, "ttft", "p99")),
         queue=queue,
         time_in_engine=in_engine,
         steady=bool((agg.get("window") or {}).get("steady")),

@@ -8,13 +8,13 @@ and its measured figures (from the stored aggregates, as every output shows them
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from infersight.core.numbers import as_float, number_at
 from infersight.core.records import RunResult, Sample
 from infersight.stats.aggregate import aggregate
 from infersight.stats.level_flags import RATE_RATIO_LIMIT, flagged
@@ -97,29 +97,18 @@ class RunData:
         return np.concatenate(keep) if keep else np.zeros(0, dtype=int)
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return None
-    return float(v)
-
-
-def _stat(agg: dict[str, Any], key: str, stat: str) -> float | None:
-    s = agg.get(key)
-    return _num(s.get(stat)) if isinstance(s, dict) else None
-
-
 def level_figures(agg: dict[str, Any]) -> dict[str, float | None]:
     """The figures the model predicts, as bench reported them for a level."""
     return {
-        "throughput": _num(agg.get("request_throughput")),
-        "goodput": _num(agg.get("goodput"))
+        "throughput": as_float(agg.get("request_throughput")),
+        "goodput": as_float(agg.get("goodput"))
         if not isinstance(agg.get("goodput"), dict)
-        else _num(agg["goodput"].get("rate")),
-        "ttft_p50": _stat(agg, "ttft", "p50"),
-        "ttft_p99": _stat(agg, "ttft", "p99"),
-        "tpot_p50": _stat(agg, "tpot", "p50"),
-        "e2e_p50": _stat(agg, "e2e", "p50"),
-        "e2e_p99": _stat(agg, "e2e", "p99"),
+        else as_float(agg["goodput"].get("rate")),
+        "ttft_p50": as_float(number_at(agg, "ttft", "p50")),
+        "ttft_p99": as_float(number_at(agg, "ttft", "p99")),
+        "tpot_p50": as_float(number_at(agg, "tpot", "p50")),
+        "e2e_p50": as_float(number_at(agg, "e2e", "p50")),
+        "e2e_p99": as_float(number_at(agg, "e2e", "p99")),
     }
 
 
@@ -135,14 +124,17 @@ def _at_ceiling(agg: dict[str, Any], scheduled: np.ndarray, sent: np.ndarray) ->
     # set the pace itself: its queue grew at the rate really offered, which the model
     # replays. Sends starved of the cores the client shares with the server fall behind
     # this way. (The level's sustainability counts the client's held sends as queued.)
-    sends, answers = _num(agg.get("achieved_rate")), _num(agg.get("request_throughput"))
+    sends, answers = as_float(agg.get("achieved_rate")), as_float(agg.get("request_throughput"))
     server_behind = bool(sends and answers is not None and answers < RATE_RATIO_LIMIT * sends)
     if ok.sum() > 2 and not server_behind:
         meant = float(np.ptp(scheduled[ok]))
         took = float(np.ptp(sent[ok]))
         behind = meant > 0 and took > meant / RATE_RATIO_LIMIT
-    cpu = _num(agg.get("loadgen_cpu_percent"))
-    lag, ttft = _stat(agg, "schedule_lag", "p99"), _stat(agg, "ttft_from_sent", "p50")
+    cpu = as_float(agg.get("loadgen_cpu_percent"))
+    lag, ttft = (
+        as_float(number_at(agg, "schedule_lag", "p99")),
+        as_float(number_at(agg, "ttft_from_sent", "p50")),
+    )
     return bool(
         behind
         or (cpu is not None and cpu > 90.0)
@@ -224,7 +216,7 @@ def level_rate(t: np.ndarray, n: np.ndarray, d: RunData, lv: LevelData) -> float
 
 
 def _stated_max_tokens(config: dict[str, Any]) -> float | None:
-    v = _num(config.get("max_tokens"))
+    v = as_float(config.get("max_tokens"))
     return v if v is not None and v > 0 and not config.get("dataset") else None
 
 
@@ -264,12 +256,16 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
             agg = aggregate(
                 [recs[int(i)] for i in idx],
                 target_concurrency=int(conc) if isinstance(conc, int) else None,
-                target_rate=_num(rate),
+                target_rate=as_float(rate),
             )
         target = agg.get("target") if isinstance(agg.get("target"), dict) else {}
         sus = agg.get("sustainability") if isinstance(agg.get("sustainability"), dict) else {}
         c = (target or {}).get("concurrency", conc)
-        r = _num((sus or {}).get("offered_rate")) or _num((target or {}).get("rate")) or _num(rate)
+        r = (
+            as_float((sus or {}).get("offered_rate"))
+            or as_float((target or {}).get("rate"))
+            or as_float(rate)
+        )
         levels.append(
             LevelData(
                 name=name,
