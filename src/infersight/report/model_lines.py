@@ -118,8 +118,9 @@ def model_html(result: RunResult) -> str:
         ("first token e", m.e),
         ("first token κ (steps)", m.kappa),
         (
-            "first token c_first (per token"
-            + (", summed over a batch)" if m.prefill_mode == "batched" else ")"),
+            "first token c_first (per batch token)"
+            if m.prefill_mode == "batched"
+            else "first token c_first (per token)",
             m.c_first,
         ),
     ]

@@ -15,8 +15,9 @@
 4. **First token.** ``e + κ·step(n) + c_first·p`` after admission (bounded linear
    least squares), with ``p`` the request's own prompt, or the prompts prefilled in
    batch with and ahead of it where the run had such batches and they explain the
-   first tokens better by more than a parameter they add costs (BIC), and the prompts
-   ahead of it in its batch take 5% of the mean wait for a first token or more.
+   first tokens clearly better (``BATCHED_GAIN``), by more than a parameter they add
+   costs (BIC), and the prompts ahead of it in its batch take 5% of the mean wait for a
+   first token or more.
 Intervals are 95%, from the fit's Jacobian (step and first token), the profile of
 ``k``, and the range of S consistent with the records.
 """
@@ -39,10 +40,15 @@ from infersight.servermodel.features import (
 )
 from infersight.servermodel.limits import Slots, find_slots, fit_kv, kv_need, level_slots
 
-__all__ = ["MAX_FIT_REQUESTS", "fit_model"]
+__all__ = ["BATCHED_GAIN", "MAX_FIT_REQUESTS", "fit_model"]
 
 #: Requests used by the step-time fit (a random subset beyond this: the fit's cost).
 MAX_FIT_REQUESTS = 3000
+#: Batched prefill is read only where it leaves at most this share of the squared error
+#: of each prompt read alone: a clear gain, as a server whose first tokens slow with its
+#: load (more running, more admitted together) would otherwise lend the batches its
+#: step's growth.
+BATCHED_GAIN = 0.85
 
 
 def step_time(n: np.ndarray | float, a: float, b: float, k: float) -> np.ndarray:
@@ -261,7 +267,7 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         # and the batches' prompts must matter: 5% of the mean wait for a first token
         ahead = (cf_b.value or 0.0) * float(np.mean(batched - own))
         if (
-            sse_b < sse_own
+            sse_b <= BATCHED_GAIN * sse_own
             and gain > math.log(wait.size) * (n_b - n_own)
             and ahead >= 0.05 * float(np.mean(wait))
         ):
