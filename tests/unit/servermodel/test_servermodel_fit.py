@@ -96,23 +96,17 @@ def _simulated_run(eng: Engine, prompt: np.ndarray, clients: tuple[int, ...]) ->
     return RunResult(records=recs, aggregates=aggs, config={"levels": levels})
 
 
+def _eight_slots(**kw: float | bool) -> Engine:
+    """An engine of 8 slots, no KV limit, no prefill stall, one step to a first token."""
+    return Engine(slots=8.0, kv=None, kv_reserve=True, c=0.0, kappa=1.0, **kw)  # type: ignore[arg-type]
+
+
 def test_mixed_prompt_lengths_are_prefill_not_queueing() -> None:
     """Prompts of 16 to 1,024 tokens on 8 slots that never fill: the long prompts'
     first tokens are their prefill (c_first per token), not a queue."""
     rng = np.random.default_rng(0)
     prompt = rng.integers(16, 1024, 400).astype(float)
-    eng = Engine(
-        slots=8.0,
-        kv=None,
-        kv_reserve=True,
-        a=0.005,
-        b=0.0,
-        k=0.0,
-        c=0.0,
-        e=0.03,
-        kappa=1.0,
-        c_first=2e-4,
-    )
+    eng = _eight_slots(a=0.005, b=0.0, k=0.0, e=0.03, c_first=2e-4)
     d = run_data(_simulated_run(eng, prompt, (1, 2, 4, 8)))
     m = fit_model(d)
     assert m.slots.value is None  # 8 clients never waited
@@ -127,19 +121,7 @@ def test_prompts_prefilled_in_batches_are_read_as_one_step() -> None:
     """Closed-loop clients that send together (vLLM, llama.cpp) get their first tokens
     together, after all their prompts: the time per prompt token is read from the
     batch, and the held-out levels' first tokens follow it."""
-    eng = Engine(
-        slots=8.0,
-        kv=None,
-        kv_reserve=True,
-        a=0.01,
-        b=0.004,
-        k=1.0,
-        c=0.0,
-        e=0.0,
-        kappa=1.0,
-        c_first=2e-3,
-        batch_prefill=True,
-    )
+    eng = _eight_slots(a=0.01, b=0.004, k=1.0, e=0.0, c_first=2e-3, batch_prefill=True)
     d = run_data(_simulated_run(eng, np.array([90.0]), (1, 2, 4, 8)))
     m = fit_model(d)
     assert m.prefill_mode == "batched"
