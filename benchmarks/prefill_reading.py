@@ -26,7 +26,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-import infersight.servermodel.fit as fitting
+import infersight.servermodel.first_token as fitting
 from infersight.bench import BenchConfig
 from infersight.core.records import load_run_result
 from infersight.core.server_model import CHECKED_METRICS

@@ -13,7 +13,7 @@ from infersight.core.server_model import Basis, Fix, Prediction, SelfCheck, Serv
 from infersight.servermodel.binding import RANGE, at_level, level_limiters, limiter, operating
 from infersight.servermodel.bounds import beyond_measured
 from infersight.servermodel.data import LevelData, RunData
-from infersight.servermodel.fit import step_time
+from infersight.servermodel.features import step_time
 
 __all__ = ["HELD", "advise", "level_limiters", "limiter", "meets"]
 

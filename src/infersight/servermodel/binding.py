@@ -23,7 +23,7 @@ from infersight.servermodel.evaluate import (
     predict_load,
     prompt_fill,
 )
-from infersight.servermodel.fit import step_time
+from infersight.servermodel.features import step_time
 from infersight.servermodel.simulate import Load, simulate
 from infersight.stats.operating_point import growth_per_doubling
 

@@ -12,7 +12,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DecodeFeatures", "decode_features", "prefilled_during", "time_at_counts"]
+__all__ = [
+    "DecodeFeatures",
+    "decode_features",
+    "prefilled_during",
+    "step_time",
+    "time_at_counts",
+]
+
+
+def step_time(n: np.ndarray | float, a: float, b: float, k: float) -> np.ndarray:
+    """Seconds of one decode step with ``n`` sequences running."""
+    return a + b * np.maximum(0.0, np.asarray(n, dtype=float) - k)
 
 
 @dataclass(frozen=True, slots=True)

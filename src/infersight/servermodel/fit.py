@@ -15,9 +15,7 @@
 4. **First token.** ``e + κ·step(n) + c_first·p`` after admission (bounded linear
    least squares), with ``p`` the request's own prompt, or the prompts prefilled in
    batch with and ahead of it where the run had such batches and they explain the
-   first tokens clearly better (``BATCHED_GAIN``), by more than a parameter they add
-   costs (BIC), and the prompts ahead of it in its batch take 5% of the mean wait for a
-   first token or more.
+   first tokens clearly better (:mod:`.first_token`).
 Intervals are 95%, from the fit's Jacobian (step and first token), the profile of
 ``k``, and the range of S consistent with the records.
 """
@@ -27,33 +25,28 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import least_squares, lsq_linear, nnls
+from scipy.optimize import least_squares, nnls
 
 from infersight.core.server_model import Param, ServerModel
-from infersight.servermodel.admission import reconstruct, running_at
+from infersight.servermodel.admission import reconstruct
 from infersight.servermodel.data import RunData
-from infersight.servermodel.features import (
-    DecodeFeatures,
-    decode_features,
-    prefilled_during,
-    time_at_counts,
-)
+from infersight.servermodel.features import DecodeFeatures, decode_features, step_time
+from infersight.servermodel.first_token import estimate, fit_first_token
 from infersight.servermodel.limits import Slots, find_slots, fit_kv, kv_need, level_slots
 
-__all__ = ["BATCHED_GAIN", "MAX_FIT_REQUESTS", "fit_model"]
+__all__ = ["MAX_FIT_REQUESTS", "fit_model"]
 
 #: Requests used by the step-time fit (a random subset beyond this: the fit's cost).
 MAX_FIT_REQUESTS = 3000
-#: Batched prefill is read only where it leaves at most this share of the squared error
-#: of each prompt read alone: a clear gain, as a server whose first tokens slow with its
-#: load (more running, more admitted together) would otherwise lend the batches its
-#: step's growth.
-BATCHED_GAIN = 0.85
 
 
-def step_time(n: np.ndarray | float, a: float, b: float, k: float) -> np.ndarray:
-    """Seconds of one decode step with ``n`` sequences running."""
-    return a + b * np.maximum(0.0, np.asarray(n, dtype=float) - k)
+def _misfit(f: DecodeFeatures, a: float, b: float, c: float, k: float) -> np.ndarray:
+    """Per request, the log of the tokens the step ``(a, b, c, k)`` makes in its decode
+    span over the tokens it made."""
+    d = step_time(f.counts, a, b, k)
+    scale = np.clip(1.0 - c * f.prefill / np.maximum(f.span, 1e-9), 1e-3, 1.0)
+    made = (f.tau / d[None, :]).sum(axis=1) * scale
+    return np.asarray(np.log(np.maximum(made, 1e-9) / f.steps), dtype=float)
 
 
 def _decode_fit(
@@ -71,28 +64,28 @@ def _decode_fit(
     top = float(f.counts.max()) if f.counts.size else 1.0
 
     def solve(k: float | None) -> tuple[float, np.ndarray, np.ndarray]:
-        def resid(x: np.ndarray) -> np.ndarray:
-            a, b, c = x if k is not None else (x[0], 0.0, x[1])
-            d = step_time(f.counts, a, b, k or 0.0)
-            scale = np.clip(1.0 - c * f.prefill / np.maximum(f.span, 1e-9), 1e-3, 1.0)
-            made = (f.tau / d[None, :]).sum(axis=1) * scale
-            return np.asarray(np.log(np.maximum(made, 1e-9) / f.steps), dtype=float)
+        free = np.array([True, k is not None, True])  # a, b (flat: none), c
 
-        x0 = [a0, a0 * 0.1, 0.0] if k is not None else [a0, 0.0]
+        def full(x: np.ndarray) -> np.ndarray:
+            v = np.zeros(3)
+            v[free] = x
+            return v
+
+        def resid(x: np.ndarray) -> np.ndarray:
+            a, b, c = full(x)
+            return _misfit(f, a, b, c, k or 0.0)
+
+        x0 = np.array([a0, a0 * 0.1, 0.0])[free]
         r = least_squares(
             resid,
             x0=x0,
-            bounds=([1e-6] + [0.0] * (len(x0) - 1), [np.inf] * len(x0)),
+            bounds=([1e-6] + [0.0] * (x0.size - 1), [np.inf] * x0.size),
             loss="soft_l1",
             f_scale=0.1,
         )
-        x = r.x if k is not None else np.array([r.x[0], 0.0, r.x[1]])
-        jac = (
-            r.jac
-            if k is not None
-            else np.column_stack([r.jac[:, 0], np.zeros(len(r.fun)), r.jac[:, 1]])
-        )
-        return float(np.sum(r.fun**2)), x, jac
+        jac = np.zeros((r.fun.size, 3))
+        jac[:, free] = r.jac
+        return float(np.sum(r.fun**2)), full(r.x), jac
 
     m = max(1, f.steps.size)
     sse_flat, x_flat, jac_flat = solve(None)
@@ -134,56 +127,6 @@ def _decode_fit(
     # k's interval: the values whose fit is within a chi-square(1) step of the best
     near = [kk for kk, s in sse_by_k if (s - sse) / max(sigma2, 1e-12) <= 3.84]
     return (float(x[0]), float(x[1]), float(x[2]), float(k)), cov, (min(near), max(near))
-
-
-def _varies(x: np.ndarray) -> bool:
-    """Whether a regressor varies enough to be told from the constant."""
-    return x.size > 3 and float(np.std(x)) > 0.02 * max(float(np.mean(np.abs(x))), 1e-12)
-
-
-def _first_token_fit(
-    big_f: np.ndarray, steps: np.ndarray, p: np.ndarray
-) -> tuple[Param, Param, Param, float, int]:
-    """``e + κ·step(n) + c_first·p`` by bounded least squares. A regressor that does not
-    vary in the run cannot be told from ``e``: κ is then one step (a first token needs
-    at least the step that computes it) and ``c_first`` 0, each marked "assumed". The
-    last two values are the sum of squared residuals and the parameters fitted."""
-    ok = np.isfinite(big_f)
-    y, s, pp = big_f[ok], steps[ok], p[ok]
-    cols, names = [np.ones(y.size)], ["e"]
-    fixed = np.zeros(y.size)
-    assumed: dict[str, float] = {}
-    if _varies(s):
-        cols.append(s)
-        names.append("kappa")
-    else:
-        assumed["kappa"] = 1.0
-        fixed += s
-    if _varies(pp):
-        cols.append(pp)
-        names.append("c_first")
-    else:
-        assumed["c_first"] = 0.0
-    design = np.column_stack(cols)
-    target = y - fixed
-    if float(np.median(target)) < 0 and "kappa" in assumed:
-        assumed["kappa"], target = 0.0, y  # the first token came faster than one step
-    sol = lsq_linear(design, target, bounds=(np.zeros(len(cols)), np.full(len(cols), np.inf)))
-    res = target - design @ sol.x
-    s2 = float(np.sum(res**2)) / max(1, y.size - len(cols))
-    sd = np.sqrt(np.clip(np.diag(np.linalg.pinv(design.T @ design) * s2), 0.0, None))
-    units = {"e": "s", "kappa": "steps", "c_first": "s per prompt token"}
-    out = {
-        n: _param(float(v), float(e), units[n]) for n, v, e in zip(names, sol.x, sd, strict=True)
-    }
-    for n, v in assumed.items():
-        out[n] = Param(value=v, low=v, high=v, unit=units[n], source="assumed (no variation)")
-    return out["e"], out["kappa"], out["c_first"], float(np.sum(res**2)), len(cols)
-
-
-def _param(v: float, sd: float, unit: str, lo_bound: float = 0.0) -> Param:
-    sd = sd if math.isfinite(sd) else 0.0
-    return Param(value=v, low=max(lo_bound, v - 1.96 * sd), high=v + 1.96 * sd, unit=unit)
 
 
 def _sample(rng: np.random.Generator, idx: np.ndarray) -> np.ndarray:
@@ -243,38 +186,12 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         start, d.end[okidx], d.first[okidx], d.last[okidx], d.output[okidx], d.prompt[okidx], pick
     )
     (a, b, c, k), cov, (k_lo, k_hi) = _decode_fit(feats)
-    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    # the step time a request's first token was computed at: the mean over its wait
-    # for it (the running count at its admission alone misreads a handover)
-    counts, tau = time_at_counts(start, d.end[okidx], start, d.first[okidx])
-    span = tau.sum(axis=1)
-    at_admit = step_time(running_at(start, d.end[okidx], start), a, b, k)
-    mean_step = np.where(
-        span > 0,
-        (tau * step_time(counts, a, b, k)[None, :]).sum(axis=1) / np.maximum(span, 1e-12),
-        at_admit,
-    )
-    own = np.nan_to_num(d.prompt[okidx])
-    wait = d.first[okidx] - start
-    e_p, kappa_p, cf_p, sse_own, n_own = _first_token_fit(wait, mean_step, own)
     # prompts of one step get first tokens stamped within the client's jitter: half a
     # decode step apart at most
     tol = 0.5 * float(np.median(feats.span / feats.steps))
-    batched = prefilled_during(start, d.first[okidx], own, tol)
-    prefill_mode = "each"
-    if np.any(batched > own):
-        e_b, kappa_b, cf_b, sse_b, n_b = _first_token_fit(wait, mean_step, batched)
-        # better by more than a parameter it adds costs (BIC: a constant prompt leaves
-        # the request's own reading one parameter short)
-        gain = wait.size * math.log(max(sse_own, 1e-12) / max(sse_b, 1e-12))
-        # and the batches' prompts must matter: 5% of the mean wait for a first token
-        ahead = (cf_b.value or 0.0) * float(np.mean(batched - own))
-        if (
-            sse_b <= BATCHED_GAIN * sse_own
-            and gain > math.log(wait.size) * (n_b - n_own)
-            and ahead >= 0.05 * float(np.mean(wait))
-        ):
-            e_p, kappa_p, cf_p, prefill_mode = e_b, kappa_b, cf_b, "batched"
+    ends, firsts = d.end[okidx], d.first[okidx]
+    ft = fit_first_token(start, ends, firsts, d.prompt[okidx], (a, b, k), tol)
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     think: dict[str, float] = {}
     for lv in d.levels:
         if lv.closed and lv.name in names and lv.figures.get("throughput"):
@@ -309,14 +226,14 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         ),
         kv_tokens=kv,
         kv_mode=kv_mode,
-        a=_param(a, float(sd[0]), "s"),
-        b=_param(b, float(sd[1]), "s per sequence"),
+        a=estimate(a, float(sd[0]), "s"),
+        b=estimate(b, float(sd[1]), "s per sequence"),
         k=Param(value=k, low=k_lo, high=k_hi, unit="sequences"),
-        c=_param(c, float(sd[2]), "s per prompt token"),
-        e=e_p,
-        kappa=kappa_p,
-        c_first=cf_p,
-        prefill_mode=prefill_mode,
+        c=estimate(c, float(sd[2]), "s per prompt token"),
+        e=ft.e,
+        kappa=ft.kappa,
+        c_first=ft.c_first,
+        prefill_mode=ft.mode,
         error_share=errors,
         think=think,
         client_ceiling=ceiling,
