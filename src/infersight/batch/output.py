@@ -34,7 +34,6 @@ import orjson
 from infersight.core.errors import ConfigError, InfersightError, StatusError, file_error
 
 __all__ = [
-    "INPUT_ERROR_CODES",
     "OutputState",
     "OutputWriter",
     "compact_output",

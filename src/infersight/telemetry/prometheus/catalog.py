@@ -22,8 +22,6 @@ from infersight.core.errors import ConfigError
 from infersight.telemetry.exporter.names import exported_name
 
 __all__ = [
-    "ENGINE_BY",
-    "GPU_BY",
     "GpuExporterSpec",
     "Signal",
     "dcgm_signals",
