@@ -246,8 +246,6 @@ class OutputWriter:
         self.max_rows = max_rows
         self._buf: list[bytes] = []
         self._lock = asyncio.Lock()
-        #: Checkpoints (write + fsync) done so far.
-        self.flushes = 0
         created = not self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -287,7 +285,6 @@ class OutputWriter:
             except asyncio.CancelledError:
                 await asyncio.wait({fut})
                 raise
-            self.flushes += 1
             return len(batch)
 
     def flush_sync(self) -> None:
