@@ -97,7 +97,6 @@ class InputScan:
 
     path: Path
     rows: int = 0
-    blank: int = 0
     bad: list[BadLine] = field(default_factory=list)
     #: Distinct models the rows name (None = a row relies on the default model).
     models: set[str | None] = field(default_factory=set)
@@ -250,7 +249,6 @@ def scan_input(path: str | Path, defaults: RowDefaults | None = None) -> InputSc
             scan.bad.append(BadLine(n, str(e)))
             continue
         if row is None:
-            scan.blank += 1
             continue
         if row.custom_id in first_seen:
             scan.bad.append(

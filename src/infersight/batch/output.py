@@ -34,7 +34,6 @@ import orjson
 from infersight.core.errors import ConfigError, InfersightError, StatusError, file_error
 
 __all__ = [
-    "INPUT_ERROR_CODES",
     "OutputState",
     "OutputWriter",
     "compact_output",
@@ -247,8 +246,6 @@ class OutputWriter:
         self.max_rows = max_rows
         self._buf: list[bytes] = []
         self._lock = asyncio.Lock()
-        #: Checkpoints (write + fsync) done so far.
-        self.flushes = 0
         created = not self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -288,7 +285,6 @@ class OutputWriter:
             except asyncio.CancelledError:
                 await asyncio.wait({fut})
                 raise
-            self.flushes += 1
             return len(batch)
 
     def flush_sync(self) -> None:

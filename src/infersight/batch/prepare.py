@@ -32,8 +32,6 @@ class BatchJob:
     prices: PriceTable
     todo: set[str]
     compacted: int = 0
-    #: Error lines written for invalid input lines (``--on-bad-line skip``) by this run.
-    bad_lines_written: int = 0
     foreign: int = 0
     notes: list[str] = field(default_factory=list)
     #: Held while the run writes the output (None for a dry run).
@@ -102,7 +100,7 @@ def _plan_output(
         out_lock.relock()
         job.notes.append(f"{out}: compacted {job.compacted} superseded lines (last wins)")
     if out_lock is not None:
-        job.bad_lines_written = _write_bad_lines(out, scan, state)
+        _write_bad_lines(out, scan, state)
     job.foreign = len(set(state.done) - scan.ids - scan.bad_ids)
     if job.foreign:
         job.notes.append(
@@ -131,7 +129,7 @@ def _plan_output(
     return job
 
 
-def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
+def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> None:
     """One error line per skipped input line (kind ``DataError``, docs/design.md
     section 7: the row was never sent), so the output accounts for every input row;
     lines an earlier run wrote are not written again."""
@@ -155,7 +153,6 @@ def _write_bad_lines(out: Path, scan: InputScan, state: OutputState) -> int:
         for b in scan.bad:
             state.done[b.custom_id] = False
             state.input_errors.add(b.custom_id)
-    return len(lines)
 
 
 def make_meter(job: BatchJob, default_model: str | None) -> CostMeter:

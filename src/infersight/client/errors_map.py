@@ -24,9 +24,7 @@ from infersight.client.resend import SentThenDropped
 from infersight.core import errors as E
 
 __all__ = [
-    "OOM_MARKERS",
     "auth_hint",
-    "connect_failure",
     "error_from_event",
     "extract_message",
     "is_out_of_memory",

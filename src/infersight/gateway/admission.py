@@ -106,12 +106,6 @@ class AdmissionController:
             return 1
         return int(min(_MAX_RETRY_AFTER_S, max(1, math.ceil(wait))))
 
-    @property
-    def typical_latency(self) -> float | None:
-        """Seconds a typical answer takes (the EWMA of the samples fed to the limiter:
-        time to first content on streams); None before the first one."""
-        return self._lat_ewma
-
     def cut_short(self, given: float) -> bool:
         """Whether a deadline that passed ``given`` seconds into an upstream call says
         nothing about the upstream (docs/design.md section 4): it had less time than a

@@ -149,7 +149,7 @@ class KeyStore:
             raise KeyRefused("invalid gateway API key", status=401)
         return found.cfg.name
 
-    async def admit(self, name: str | None, estimated_tokens: int = 0) -> None:
+    async def admit(self, name: str | None) -> None:
         """Charge one request against ``name``'s limits; raise KeyThrottled when over."""
         k = self._find(name)
         if k is None or not k.limited:

@@ -24,7 +24,6 @@ from infersight.gateway.public import passthrough, public_message, upstream_of
 __all__ = [
     "error_body",
     "error_response",
-    "http_status",
     "json_error",
     "openai_error_body",
     "raw_error",

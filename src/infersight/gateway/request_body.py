@@ -18,7 +18,6 @@ from infersight.gateway.errors import InputError
 
 __all__ = [
     "ENDPOINTS",
-    "closest_name",
     "estimate_prompt_tokens",
     "estimate_tokens",
     "model_not_found",

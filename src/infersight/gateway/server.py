@@ -257,7 +257,7 @@ class Gateway(AdminEndpoints):
                 self.router.known(m) for m in self.router.chain(model, call.est_tokens)
             ):
                 raise model_not_found(model, "this gateway", self.model_names())
-            await self.keys.admit(key, call.est_tokens)
+            await self.keys.admit(key)
             if stream:
                 resp = await self.proxy.stream(call, request)
             elif self.merger.batchable(call):

@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 __all__ = [
-    "FULL_SHARE",
     "MIN_SAMPLES",
     "MIN_WEIGHT",
     "WINDOW_S",

@@ -10,10 +10,23 @@ from infersight.core.durations import format_elapsed
 from infersight.monitor.history import sparkline
 from infersight.monitor.state import MonitorState
 
-__all__ = ["LABEL_WIDTH", "VALUE_WIDTH", "history_table", "process_table"]
+__all__ = ["LABEL_WIDTH", "VALUE_WIDTH", "history_table", "process_table", "section_table"]
 
 LABEL_WIDTH, VALUE_WIDTH = 24, 24
 NA = "n/a"
+
+
+def section_table(title: str, *, header: bool = True, expand: bool = False, pad: int = 1) -> Table:
+    """A section of the monitor view: a borderless table under its title, flush left."""
+    return Table(
+        title=title,
+        title_justify="left",
+        expand=expand,
+        box=None,
+        show_header=header,
+        header_style="bold",
+        padding=(0, pad),
+    )
 
 
 def _last(values: list[float | None]) -> float | None:
@@ -30,13 +43,7 @@ def history_table(st: MonitorState, width: int) -> tuple[Table, int]:
     h = st.history
     cells = max(8, width - LABEL_WIDTH - VALUE_WIDTH - 6)
     reach = h.seconds("busy")
-    t = Table(
-        title=f"History (last {format_elapsed(reach)}, now at the right)",
-        title_justify="left",
-        box=None,
-        show_header=False,
-        padding=(0, 1),
-    )
+    t = section_table(f"History (last {format_elapsed(reach)}, now at the right)", header=False)
     t.add_column(width=LABEL_WIDTH, no_wrap=True, style="bold")
     t.add_column(width=cells, no_wrap=True)
     t.add_column(width=VALUE_WIDTH, no_wrap=True)
@@ -89,13 +96,7 @@ def process_table(st: MonitorState, max_rows: int) -> tuple[Table | Text, int]:
         return Text(
             "processes: the server is not a local process this user can see", style="dim"
         ), 1
-    t = Table(
-        title="Server processes",
-        title_justify="left",
-        box=None,
-        header_style="bold",
-        padding=(0, 1),
-    )
+    t = section_table("Server processes")
     for col in ("pid", "CPU", "RSS", "threads"):  # numbers keep their width...
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     t.add_column("process", no_wrap=True, overflow="ellipsis", ratio=1)  # ...the command gives way

@@ -9,14 +9,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from infersight.monitor.history_view import history_table, process_table
+from infersight.monitor.history_view import NA, history_table, process_table, section_table
 from infersight.monitor.state import LATENCIES, MonitorState
 from infersight.telemetry.engine_metrics import engine_specs
 from infersight.telemetry.gpu import throttle_reason_names
 
 __all__ = ["ViewInfo", "render"]
-
-NA = "n/a"
 
 
 @dataclass
@@ -69,7 +67,7 @@ def _gpu(st: MonitorState, info: ViewInfo) -> RenderableType:
     gpus = sorted({s.labels.get("gpu", "") for s in st.values("gpu.utilization")})
     if not gpus:
         return Text(f"GPU: {info.gpu_message or 'no GPU metrics'}", style="dim")
-    t = Table(title="GPU", title_justify="left", expand=True, box=None, header_style="bold")
+    t = section_table("GPU", expand=True)
     for col in (
         "gpu",
         "util",
@@ -111,13 +109,7 @@ def _engine(st: MonitorState, info: ViewInfo) -> RenderableType:
     up = st.value("engine.up")
     spec = engine_specs().get(st.engine or "")
     label = spec.label if spec else "unknown engine"
-    t = Table(
-        title=f"Engine: {label}  {info.url}",
-        title_justify="left",
-        box=None,
-        show_header=False,
-        padding=(0, 2),
-    )
+    t = section_table(f"Engine: {label}  {info.url}", header=False, pad=2)
     t.add_column(style="bold")
     t.add_column()
     t.add_column(style="bold")
@@ -161,13 +153,7 @@ def _latency(st: MonitorState) -> RenderableType:
     rows = [(k, st.latencies[k]) for k in LATENCIES if k in st.latencies]
     if not rows:
         return Text("latency: the engine exports no latency histograms", style="dim")
-    t = Table(
-        title="Latency (engine, last interval with requests)",
-        title_justify="left",
-        expand=True,
-        box=None,
-        header_style="bold",
-    )
+    t = section_table("Latency (engine, last interval with requests)", expand=True)
     for col in ("", "p50", "p90", "p99", "mean (30 s)"):
         t.add_column(col)
     for k, lv in rows:
@@ -182,7 +168,7 @@ def _latency(st: MonitorState) -> RenderableType:
 
 
 def _host(st: MonitorState) -> RenderableType:
-    t = Table(title="Host", title_justify="left", box=None, show_header=False, padding=(0, 2))
+    t = section_table("Host", header=False, pad=2)
     t.add_column(style="bold")
     t.add_column()
     cpu = st.value("host.cpu_percent", cpu="all")

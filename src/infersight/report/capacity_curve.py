@@ -22,11 +22,8 @@ from infersight.report.svg.charts import Series, chart
 
 __all__ = [
     "advice_lines",
-    "curve_chart",
     "curve_html",
     "curve_markdown",
-    "curve_rows",
-    "knee_text",
     "print_curve",
 ]
 

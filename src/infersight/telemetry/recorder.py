@@ -80,7 +80,7 @@ class Recorder:
         await self.sample_once()
         self._task = asyncio.create_task(self._run(), name="infersight-recorder")
 
-    async def stop(self, *, close_samplers: bool = True) -> None:
+    async def stop(self) -> None:
         """Stop sampling, flush the file and close the samplers."""
         if self._task is not None:
             self._task.cancel()
@@ -90,12 +90,11 @@ class Recorder:
         if self._file is not None:
             self._file.close()
             self._file = None
-        if close_samplers:
-            for s in self.samplers:
-                try:
-                    await s.close()
-                except Exception as e:
-                    log.debug("closing sampler %s: %s", s.name, e)
+        for s in self.samplers:
+            try:
+                await s.close()
+            except Exception as e:
+                log.debug("closing sampler %s: %s", s.name, e)
 
     async def __aenter__(self) -> Recorder:
         await self.start()

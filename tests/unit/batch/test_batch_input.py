@@ -110,7 +110,7 @@ def test_scan_reports_line_numbers_and_duplicates(tmp_path: Path) -> None:
     lines = [openai_line("a"), "", "{broken", openai_line("b"), openai_line("a"), '"plain"']
     p.write_text("\n".join(lines) + "\n")
     scan = scan_input(p)
-    assert scan.rows == 3 and scan.blank == 1
+    assert scan.rows == 3
     assert [(b.line, "duplicates line 1" in b.reason) for b in scan.bad] == [(3, False), (5, True)]
     assert scan.ids == {"a", "b", "line-6"}
     rows = list(iter_rows(p, skip_lines=scan.bad_line_numbers))

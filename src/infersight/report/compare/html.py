@@ -34,8 +34,6 @@ OVERVIEW_METRICS = (
     "e2e p99",
     "$ per Mtok out",
 )
-#: Levels whose details are open by default: the first and the last (lightest, heaviest).
-OPEN_LEVELS = 2
 
 
 def threshold_text(threshold: float, comparisons: int = 1) -> str:

@@ -15,14 +15,7 @@ from typing import Any
 
 from infersight.report.view import LevelView
 
-__all__ = [
-    "RATE_TOLERANCE",
-    "WORKLOAD_P",
-    "Unmatched",
-    "match_levels",
-    "same_load",
-    "same_workload",
-]
+__all__ = ["match_levels"]
 
 #: Two open-loop levels offer the same load when their rates differ by at most this.
 RATE_TOLERANCE = 0.05

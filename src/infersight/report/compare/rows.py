@@ -37,13 +37,11 @@ from infersight.stats.slices import METRICS, LevelData
 __all__ = [
     "CALL_CLASS",
     "CompareRow",
-    "compare_groups",
     "comparison_rows",
     "delta",
     "fmt_delta",
     "level_calls",
     "matched_rows",
-    "merged_level",
     "unmatched_levels",
 ]
 

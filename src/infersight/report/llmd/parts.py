@@ -19,7 +19,6 @@ from infersight.core.records import RequestRecord, RunResult
 from infersight.report.view import build_view
 
 __all__ = [
-    "ENGINE_GAUGES",
     "LevelPart",
     "count_stats",
     "engine_args",

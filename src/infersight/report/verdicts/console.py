@@ -60,18 +60,17 @@ def render_verdicts(
     *,
     console: Console | None = None,
     title: str = "",
-    t_origin: float | None = None,
     window_text: Callable[[Verdict], str] | None = None,
 ) -> None:
-    """One panel per verdict; windows in seconds from ``t_origin`` (default: the first),
-    or as ``window_text(verdict)`` says (e.g. wall-clock times)."""
+    """One panel per verdict; windows in seconds from the first verdict's start, or as
+    ``window_text(verdict)`` says (e.g. wall-clock times)."""
     con = console or Console()
     if title:
         con.print(f"[bold]{escape(title)}[/bold]")
     if not verdicts:
         con.print("no requests or samples to diagnose")
         return
-    origin = t_origin if t_origin is not None else min(v.window.start for v in verdicts)
+    origin = min(v.window.start for v in verdicts)
     for v in verdicts:
         con.print(_panel(v, origin, window_text))
 

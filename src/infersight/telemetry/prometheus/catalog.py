@@ -22,8 +22,6 @@ from infersight.core.errors import ConfigError
 from infersight.telemetry.exporter.names import exported_name
 
 __all__ = [
-    "ENGINE_BY",
-    "GPU_BY",
     "GpuExporterSpec",
     "Signal",
     "dcgm_signals",
@@ -125,7 +123,6 @@ class GpuExporterSpec:
     key: str
     label: str
     detect: tuple[str, ...]
-    checked_against: str
     gpu_labels: tuple[str, ...]
     host_labels: tuple[str, ...]
     pod_labels: tuple[tuple[str, str], ...]
@@ -149,7 +146,6 @@ def dcgm_spec() -> GpuExporterSpec:
         key="dcgm",
         label=str(t["label"]),
         detect=tuple(t["detect"]),
-        checked_against=str(t["checked_against"]),
         gpu_labels=tuple(t["gpu_labels"]),
         host_labels=tuple(t["host_labels"]),
         pod_labels=tuple((str(a), str(b)) for a, b in t["pod_labels"]),
