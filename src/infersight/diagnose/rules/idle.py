@@ -8,6 +8,7 @@ from infersight.diagnose.rules.base import (
     BUSY_LOW,
     UNDER_R_OF_S,
     RuleInput,
+    busy_evidence,
     evidence,
     fmt,
     make_verdict,
@@ -58,20 +59,7 @@ def under_loaded(ri: RuleInput) -> Verdict | None:
         )
     if not low or min(low) >= BUSY_LOW:
         return None
-    ev = [
-        *rq_evidence(ri),
-        evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source),
-    ]
-    if s.U is not None:
-        ev.append(
-            evidence(
-                "utilisation",
-                "utilisation (U)",
-                s.U,
-                "fraction",
-                "NVML gpu.utilization / engine process CPU",
-            )
-        )
+    ev = [*rq_evidence(ri), *busy_evidence(s)]
     if s.SM is not None:
         ev.append(evidence("sm_activity", "SM activity / MFU", s.SM, "fraction", s.busy_source))
     return make_verdict(
