@@ -203,9 +203,6 @@ class BenchConfig:
         """The fixed levels to run (:func:`~infersight.bench.level.spec.fixed_levels`)."""
         return fixed_levels(self.load, self.replay)
 
-    def effective_requests(self) -> int | None:
-        return self.load.effective_requests()
-
 
 def _check(cfg: BenchConfig) -> None:
     """The rules that join several fields, one ConfigError line each."""
