@@ -41,7 +41,7 @@ from infersight.flags.bench import (
 from infersight.flags.declare import Flag, declared, flag_names, settings_model
 from infersight.stats.aggregate import Window
 
-__all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
+__all__ = ["BenchConfig", "parse_levels", "parse_slo"]
 
 
 #: Each field's declaration and the section that holds it, by field name.

@@ -20,7 +20,6 @@ from infersight.diagnose.voice_terms import DECIDED, KNOBS, LIMITER_VERDICT, TIT
 
 __all__ = [
     "DECIDED",
-    "LIMITER_VERDICT",
     "Voice",
     "agreement",
     "settle_levels",
