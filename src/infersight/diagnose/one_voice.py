@@ -22,7 +22,6 @@ __all__ = [
     "DECIDED",
     "Voice",
     "agreement",
-    "settle_levels",
     "speak",
     "spoken_once",
 ]

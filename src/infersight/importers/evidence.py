@@ -16,7 +16,7 @@ from typing import Any
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 
-__all__ = ["UNDECIDED", "missing_evidence"]
+__all__ = ["missing_evidence"]
 
 #: The id of the verdict this module gives.
 UNDECIDED = "undecided"

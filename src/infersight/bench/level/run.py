@@ -25,7 +25,7 @@ from infersight.bench.target import Target
 from infersight.bench.workload import build_bodies
 from infersight.flags.bench import LoadSection, TargetSection, WorkloadSection
 
-__all__ = ["Executor", "LevelPool", "run_fixed_level"]
+__all__ = ["Executor", "run_fixed_level"]
 
 
 class LevelPool(Protocol):

@@ -26,7 +26,7 @@ from typing import Any
 from infersight.bench.level.work import FeedItem, LevelWork, spawn
 from infersight.bench.pacer import Pacer
 
-__all__ = ["AHEAD", "AHEAD_S", "Conversations", "dispatch_conversations", "dispatch_feed"]
+__all__ = ["Conversations", "dispatch_conversations", "dispatch_feed"]
 
 #: Requests built ahead of their send time, at most.
 AHEAD = 256

@@ -29,7 +29,7 @@ import numpy as np
 
 from infersight.bench.replay.formats import TraceEntry
 
-__all__ = ["DEFAULT_BLOCK_TOKENS", "TextBuilder", "allot"]
+__all__ = ["TextBuilder", "allot"]
 
 #: Mooncake's block size: a hash id stands for this many tokens.
 DEFAULT_BLOCK_TOKENS = 512

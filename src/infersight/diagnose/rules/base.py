@@ -15,7 +15,6 @@ from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
 
 __all__ = [
-    "TTFT_FLOOR_LABEL",
     "FixLine",
     "RuleInput",
     "busy_evidence",
