@@ -47,29 +47,22 @@ def under_loaded(ri: RuleInput) -> Verdict | None:
         idle, busy_txt, conf = _idle_by_knee(ri, cpu)
         if not idle:
             return None
-        return make_verdict(
-            ri,
-            "under_loaded",
-            "Under-loaded (request-starved)",
-            f"The server waits for work: {fmt(s.R)} of {s.S:.0f} slots busy, nothing queued, "
-            f"{busy_txt}; throughput is limited by the offered load.",
-            rq_evidence(ri),
-            conf,
-            under_loaded_fixes(ri.ctx.engine, s.S),
-        )
-    if not low or min(low) >= BUSY_LOW:
-        return None
-    ev = [*rq_evidence(ri), *busy_evidence(s)]
-    if s.SM is not None:
-        ev.append(evidence("sm_activity", "SM activity / MFU", s.SM, "fraction", s.busy_source))
+        ev = rq_evidence(ri)
+    else:
+        if not low or min(low) >= BUSY_LOW:
+            return None
+        ev = [*rq_evidence(ri), *busy_evidence(s)]
+        if s.SM is not None:
+            ev.append(evidence("sm_activity", "SM activity / MFU", s.SM, "fraction", s.busy_source))
+        used = "compute used (MFU)" if s.busy_source.startswith("model FLOP") else "device busy"
+        busy_txt, conf = f"{used} {min(low) * 100:.1f}%", 0.85
     return make_verdict(
         ri,
         "under_loaded",
         "Under-loaded (request-starved)",
         f"The server waits for work: {fmt(s.R)} of {s.S:.0f} slots busy, nothing queued, "
-        f"{'compute used (MFU)' if s.busy_source.startswith('model FLOP') else 'device busy'} "
-        f"{min(low) * 100:.1f}%; throughput is limited by the offered load.",
+        f"{busy_txt}; throughput is limited by the offered load.",
         ev,
-        0.85,
+        conf,
         under_loaded_fixes(ri.ctx.engine, s.S),
     )
