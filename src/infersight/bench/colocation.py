@@ -12,15 +12,9 @@ import os
 
 import psutil
 
-from infersight.core.endpoint import is_loopback
 from infersight.telemetry.server_process import computing_pid, listening_pid
 
-__all__ = ["cpu_contention", "is_loopback", "loopback_server_pid"]
-
-
-def loopback_server_pid(url: str) -> int | None:
-    """The pid listening on a loopback URL's port, when this user may see it."""
-    return listening_pid(url)
+__all__ = ["cpu_contention"]
 
 
 def _cores(pid: int) -> set[int]:
@@ -36,7 +30,7 @@ def cpu_contention(base_url: str, engine_pid: int | None) -> str | None:
     if engine_pid is not None:
         who, pid = "the embedded engine", engine_pid
     else:
-        found = loopback_server_pid(base_url)
+        found = listening_pid(base_url)
         if found is None:
             return None
         if found == os.getpid():

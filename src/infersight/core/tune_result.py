@@ -22,7 +22,6 @@ from infersight.core.server_model import ServerModel
 from infersight.core.settings import config_error
 
 __all__ = [
-    "TUNE_SCHEMA_VERSION",
     "ModelPoint",
     "TrialRecord",
     "TuneResult",

@@ -33,16 +33,11 @@ __all__ = [
 MARGINAL = 0.20
 
 
-def is_marginal(value: float, limit: float, *, below: bool = False) -> bool:
-    """Whether ``value`` is past ``limit`` by less than :data:`MARGINAL` of it.
-
-    ``below``: the flag is for values under the limit (a shortfall); the margin is then
-    how far under it, relative to the limit.
-    """
+def is_marginal(value: float, limit: float) -> bool:
+    """Whether ``value`` is past ``limit`` by less than :data:`MARGINAL` of it."""
     if limit == 0:
         return False
-    past = (limit - value) / abs(limit) if below else (value - limit) / abs(limit)
-    return 0.0 <= past < MARGINAL
+    return 0.0 <= (value - limit) / abs(limit) < MARGINAL
 
 
 #: Every verdict id, in the order outputs list them (most actionable first).

@@ -4,7 +4,7 @@
 applies the rules of section 5 per time window and gives the run's one recommendation;
 ``diagnose(result)`` returns its verdicts; ``embed_diagnosis(result)`` stores all three
 in the RunResult;
-``FleetDiagnoser`` / ``diagnose_fleet`` apply the same rules per replica and per
+``FleetDiagnoser`` applies the same rules per replica and per
 window to series read from a metrics store, with a fleet summary and the load-imbalance
 verdict; ``infersight.diagnose.physics`` holds the model shapes, peak table, roofline floors
 and the capacity planner of section 6.
@@ -13,7 +13,7 @@ and the capacity planner of section 6.
 from infersight.core.verdicts import VERDICT_IDS, Evidence, Verdict, VerdictWindow
 from infersight.diagnose.analyze import Diagnosis, diagnose, diagnose_run
 from infersight.diagnose.embed import embed_diagnosis
-from infersight.diagnose.fleet import FleetDiagnoser, diagnose_fleet
+from infersight.diagnose.fleet import FleetDiagnoser
 
 __all__ = [
     "VERDICT_IDS",
@@ -23,7 +23,6 @@ __all__ = [
     "Verdict",
     "VerdictWindow",
     "diagnose",
-    "diagnose_fleet",
     "diagnose_run",
     "embed_diagnosis",
 ]

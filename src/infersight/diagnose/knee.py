@@ -31,10 +31,6 @@ from infersight.core.verdicts import Evidence
 from infersight.stats.operating_point import growth_per_doubling
 
 __all__ = [
-    "FLAT_GROWTH",
-    "MIN_STEP",
-    "TPOT_GROWS",
-    "TTFT_GROWS",
     "find_knee",
     "knee_evidence",
 ]

@@ -6,7 +6,6 @@ itself, and names the limiter and the model's typed fix.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 from infersight.core.records import RunResult
@@ -17,8 +16,6 @@ from infersight.servermodel.binding import level_limiters, operating
 
 __all__ = ["ModelAdvice", "model_advice"]
 
-log = logging.getLogger(__name__)
-
 
 @dataclass(slots=True)
 class ModelAdvice:
@@ -27,15 +24,15 @@ class ModelAdvice:
     limiter: str | None
     evidence: str
     fix: Fix | None
-    why_not_fitted: str = ""
     #: Each fitted level's limiter and its evidence (the operating level's is the run's).
     levels: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdvice:
-    """Fit, check and advise; a run the model cannot be fitted to says why."""
+    """Fit, check and advise; no model for a run it cannot be fitted to (the client-limited
+    one says so in its evidence)."""
     if not result.records:
-        return ModelAdvice(None, None, None, "", None, "the run has no requests")
+        return ModelAdvice(None, None, None, "", None)
     d = run_data(result, engine_slots=engine_slots)
     if d.levels and all(lv.at_ceiling for lv in d.levels):
         return ModelAdvice(
@@ -45,12 +42,11 @@ def model_advice(result: RunResult, engine_slots: int | None = None) -> ModelAdv
             "every level was client-limited: the load "
             "generator, not the server, set the pace; nothing to fit",
             None,
-            "every level was client-limited",
         )
     try:
         m = fit_model(d)
-    except ValueError as e:
-        return ModelAdvice(None, None, None, "", None, str(e))
+    except ValueError:
+        return ModelAdvice(None, None, None, "", None)
     sc = self_check(d, m)
     lim, why, fix = advise(d, m, sc)
     levels = level_limiters(d, m)

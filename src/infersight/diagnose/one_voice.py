@@ -20,10 +20,8 @@ from infersight.diagnose.voice_terms import DECIDED, KNOBS, LIMITER_VERDICT, TIT
 
 __all__ = [
     "DECIDED",
-    "LIMITER_VERDICT",
     "Voice",
     "agreement",
-    "settle_levels",
     "speak",
     "spoken_once",
 ]

@@ -15,7 +15,7 @@ import numpy as np
 
 from infersight.diagnose.signals import SampleIndex
 
-__all__ = ["FLAT_RATIO", "MIN_SCRAPES", "Plateau", "infer_slots"]
+__all__ = ["MIN_SCRAPES", "Plateau", "infer_slots"]
 
 #: R is flat when its p10 is at least this fraction of its p90.
 FLAT_RATIO = 0.9

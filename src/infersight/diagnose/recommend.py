@@ -21,7 +21,7 @@ from infersight.core.verdicts import Verdict
 from infersight.diagnose.fixes import slot_flag
 from infersight.diagnose.model_numbers import FixNumbers
 
-__all__ = ["ORDER", "recommend", "reconcile"]
+__all__ = ["recommend", "reconcile"]
 
 #: Which verdict gives the run's fix, first to last.
 ORDER = (

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from infersight.core.numbers import number_at
 from infersight.diagnose.context import RunContext
 from infersight.diagnose.physics.floors import decode_floor, prefill_floor
 from infersight.diagnose.plateau import MIN_SCRAPES, Plateau, infer_slots
@@ -162,10 +163,6 @@ def floor_record(s: EngineSignals) -> dict[str, Any]:
     }
 
 
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
 def _floors(s: EngineSignals, w: WindowStats, ctx: RunContext, level: str | None) -> None:
     """ITL and prefill floors (docs/design.md section 6): the run's stored ones for this
     level when it has them, else computed from the model shape and device peaks."""
@@ -176,14 +173,14 @@ def _floors(s: EngineSignals, w: WindowStats, ctx: RunContext, level: str | None
         peak = dev.peak_flops("bf16")
         s.mfu = flops / peak if peak else None
     stored = ctx.stored_floors.get(level) if level is not None else None
-    if isinstance(stored, dict) and _num(stored.get("itl_floor_s")) is not None:
-        s.itl_floor = _num(stored.get("itl_floor_s"))
-        s.itl_floor_bw = _num(stored.get("itl_floor_bandwidth_s"))
-        s.itl_floor_compute = _num(stored.get("itl_floor_compute_s"))
-        s.ttft_floor = _num(stored.get("ttft_floor_s"))
-        s.floor_batch = _num(stored.get("batch"))
-        s.floor_context = _num(stored.get("context_tokens"))
-        s.floor_prompt = _num(stored.get("prompt_tokens"))
+    if isinstance(stored, dict) and number_at(stored, "itl_floor_s") is not None:
+        s.itl_floor = number_at(stored, "itl_floor_s")
+        s.itl_floor_bw = number_at(stored, "itl_floor_bandwidth_s")
+        s.itl_floor_compute = number_at(stored, "itl_floor_compute_s")
+        s.ttft_floor = number_at(stored, "ttft_floor_s")
+        s.floor_batch = number_at(stored, "batch")
+        s.floor_context = number_at(stored, "context_tokens")
+        s.floor_prompt = number_at(stored, "prompt_tokens")
         s.floor_source = f"{stored.get('source') or 'roofline'} (stored in the run)"
     elif shape is not None and dev is not None:
         ctx_tokens = (w.prompt_mean or 0.0) + (w.output_mean or 0.0) / 2

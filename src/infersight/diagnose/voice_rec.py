@@ -18,7 +18,7 @@ from infersight.diagnose.model_advice import ModelAdvice
 from infersight.diagnose.model_numbers import FixNumbers
 from infersight.diagnose.voice_terms import DECIDED, LIMITER_VERDICT, TITLES
 
-__all__ = ["Voice", "kv_recommendation", "model_recommendation"]
+__all__ = ["Voice", "model_recommendation"]
 
 
 @dataclass(frozen=True, slots=True)

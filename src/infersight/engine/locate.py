@@ -13,7 +13,6 @@ from infersight.core.errors import ConfigError, file_error
 from infersight.core.model_file import default_model_path
 
 __all__ = [
-    "GGUF_MAGIC",
     "default_model_path",
     "model_alias",
     "validate_gguf",

@@ -29,7 +29,7 @@ from infersight.engine.locate import validate_gguf
 
 # xllamacpp is imported inside main's try: a native load that fails becomes one diagnosed line.
 
-__all__ = ["client_url", "diagnose_start_failure", "main", "openmp_runtime"]
+__all__ = ["client_url", "main", "openmp_runtime"]
 
 #: Seconds the llama.cpp server gets to stop by itself before the process just exits.
 _SHUTDOWN_GRACE_S = 3

@@ -33,7 +33,6 @@ from infersight.core.errors import ConfigError
 __all__ = [
     "INFINITE_SPIN",
     "SPIN_COUNT",
-    "WaitPolicy",
     "default_threads",
     "describe_wait",
     "parse_spin_count",

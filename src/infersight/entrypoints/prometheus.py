@@ -30,7 +30,7 @@ from infersight.telemetry.prometheus.times import parse_duration, resolve_range
 if TYPE_CHECKING:
     from infersight.diagnose.physics import Device
 
-__all__ = ["FleetQuery", "default_window", "diagnose_prometheus", "print_fleet", "write_fleet_html"]
+__all__ = ["FleetQuery", "diagnose_prometheus", "print_fleet", "write_fleet_html"]
 
 
 @dataclass(slots=True)

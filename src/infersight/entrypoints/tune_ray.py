@@ -45,7 +45,7 @@ from infersight.tune import NextTrial, TrialDone, TrialRun, TrialSpec, TuneConfi
 # Ray, an optional extra (~0.4 s to import), is imported only in the functions that use it.
 
 
-__all__ = ["RayTrials", "TrialWorker", "comparable_key"]
+__all__ = ["RayTrials", "comparable_key"]
 
 
 def comparable_key(resources: Mapping[str, float]) -> str:

@@ -18,7 +18,7 @@ from infersight.report import write_outputs
 from infersight.report.llmd.writer import write_llmd
 from infersight.tune import TrialRun
 
-__all__ = ["DIAGNOSIS_LOAD", "Trials", "diagnose", "trial_bench"]
+__all__ = ["Trials", "diagnose", "trial_bench"]
 
 #: The baseline's extra level for its diagnosis: this many times its slots in flight.
 DIAGNOSIS_LOAD = 4

@@ -16,7 +16,7 @@ decided from it.
 """
 
 from infersight.importers.detect import FORMATS, detect, import_bytes, import_file
-from infersight.importers.evidence import is_imported, missing_evidence
+from infersight.importers.evidence import missing_evidence
 from infersight.importers.llmd import merge_reports
 from infersight.importers.result_file import load_result, load_results
 
@@ -25,7 +25,6 @@ __all__ = [
     "detect",
     "import_bytes",
     "import_file",
-    "is_imported",
     "load_result",
     "load_results",
     "merge_reports",

@@ -16,7 +16,7 @@ from typing import Any
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 
-__all__ = ["UNDECIDED", "is_imported", "missing_evidence"]
+__all__ = ["missing_evidence"]
 
 #: The id of the verdict this module gives.
 UNDECIDED = "undecided"
@@ -30,11 +30,6 @@ _NEED_REQUESTS = (
 )
 #: Verdicts that need engine or device telemetry, which no imported file holds.
 _NEED_TELEMETRY = "KV-bound, memory pressure, host-starved, busy illusion, under-loaded"
-
-
-def is_imported(result: RunResult) -> bool:
-    """Whether the run was read from another tool's file."""
-    return isinstance(result.config.get("imported"), dict)
 
 
 def _value(agg: dict[str, Any], key: str, stat: str) -> float | None:

@@ -10,7 +10,7 @@ from infersight.importers.common import MAX_SPAN_S, Malformed, as_float, as_int
 from infersight.stats.aggregate import aggregate
 from infersight.stats.summary import empty_summary, summarize
 
-__all__ = ["aggregate_from_stats", "flat_stats", "summary_from_stats", "tool_metric"]
+__all__ = ["aggregate_from_stats", "tool_metric"]
 
 #: Our summary key -> the names tools give it (first found wins).
 _ALIASES: dict[str, tuple[str, ...]] = {

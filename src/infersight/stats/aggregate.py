@@ -31,7 +31,6 @@ __all__ = [
     "level_notes",
     "meets_slo",
     "parse_slo_key",
-    "request_metric",
 ]
 
 #: Per-request metrics an SLO may name, e.g. ``ttft_p99``.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["BOOTSTRAP_REPS", "quantile_ratio_interval"]
+__all__ = ["quantile_ratio_interval"]
 
 #: Resamples per interval: enough for the 2.5% and 97.5% points to be stable.
 BOOTSTRAP_REPS = 2000

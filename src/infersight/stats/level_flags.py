@@ -22,14 +22,12 @@ from infersight.stats.validity import validity_lines
 __all__ = [
     "CLIENT_CPU_LIMIT",
     "LAG_P99_LIMIT",
-    "LAG_TTFT_FRACTION",
     "RATE_RATIO_LIMIT",
     "client_headline",
     "client_limited",
     "flagged",
     "level_notes",
     "level_state",
-    "marginal_run",
     "over_limit",
 ]
 

@@ -48,7 +48,6 @@ from infersight.stats.validity import invalid_metrics
 __all__ = [
     "BETTER",
     "DEFAULT_DELTA",
-    "MIN_DELTA",
     "NOT_COMPARED",
     "P99_MIN_REQUESTS",
     "RUN_MORE",

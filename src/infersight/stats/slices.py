@@ -31,7 +31,6 @@ from infersight.stats.summary import summarize
 
 __all__ = [
     "METRICS",
-    "SLICES",
     "LevelData",
     "SliceMetric",
     "metric_named",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from infersight.core.errors import ConfigError
 from infersight.core.records import RequestRecord
 
-__all__ = ["MIN_REQUESTS", "MIN_SECONDS", "LevelWindow", "Window", "fill_time", "finish_time"]
+__all__ = ["MIN_REQUESTS", "LevelWindow", "Window", "fill_time", "finish_time"]
 
 #: A steady-state window needs this many requests ...
 MIN_REQUESTS = 20

@@ -26,7 +26,7 @@ from typing import Protocol
 from infersight.core.curve import Recommendation
 from infersight.core.server_model import ServerModel
 
-__all__ = ["Advice", "Diagnosed", "advice", "disagreements"]
+__all__ = ["Advice", "advice", "disagreements"]
 
 
 class _Fitted(Protocol):

@@ -18,7 +18,7 @@ from typing import Any
 
 from infersight.testing.fake.config import FakeConfig
 
-__all__ = ["CASES", "KV_ON_DEMAND", "KV_SERVER", "Case"]
+__all__ = ["CASES", "Case"]
 
 
 def _srv(**kw: Any) -> FakeConfig:

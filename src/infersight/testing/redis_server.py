@@ -22,7 +22,7 @@ from infersight.core.errors import ConfigError
 from infersight.core.listen import free_port
 from infersight.core.processes import stop_process
 
-__all__ = ["RedisServer", "redis_server_path"]
+__all__ = ["RedisServer"]
 
 
 def redis_server_path() -> str | None:

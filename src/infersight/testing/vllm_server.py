@@ -31,7 +31,7 @@ from infersight.core.listen import free_port
 from infersight.core.processes import stop_process
 from infersight.testing.tool_runs import OFFLINE, tool_venvs, vllm_python
 
-__all__ = ["MODEL_NAME", "VLLMServer", "VLLMSetting", "vllm_model_dir"]
+__all__ = ["VLLMServer", "VLLMSetting", "vllm_model_dir"]
 
 #: The name the server serves the model under.
 MODEL_NAME = "smollm2"

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from infersight.core.tune_result import TrialRecord
 from infersight.tune.summary import setting_text
 
-__all__ = ["TuneProgress", "trial_line"]
+__all__ = ["TuneProgress"]
 
 
 def trial_line(t: TrialRecord, objective: str) -> str:

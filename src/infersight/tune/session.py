@@ -24,7 +24,7 @@ from infersight.tune.search import StopSearch, choose, grid, guided, planned_tri
 from infersight.tune.summary import setting_text, summarize
 from infersight.tune.trial import Measured
 
-__all__ = ["MAX_NOISE", "TuneSession"]
+__all__ = ["TuneSession"]
 
 #: Past this A/A spread no setting can be shown better: tune says so instead of guessing.
 MAX_NOISE = 0.25

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from infersight.core.tune_result import TrialRecord, TuneResult
 from infersight.stats.significance import MetricCall
 
-__all__ = ["objective_call", "setting_text", "summarize"]
+__all__ = ["setting_text", "summarize"]
 
 
 def setting_text(setting: Mapping[str, int] | None, knob: str | None = None) -> str:

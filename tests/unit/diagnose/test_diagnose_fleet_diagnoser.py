@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infersight.core.fleet import FleetPage, ReplicaInfo, SeriesArrays
-from infersight.diagnose import diagnose_fleet
+from infersight.core.fleet import FleetPage, FleetReport, ReplicaInfo, SeriesArrays
+from infersight.diagnose import FleetDiagnoser
 from infersight.diagnose.fleet.balance import classify
 
 STEP = 5.0
@@ -76,11 +76,16 @@ def _pages(series: dict[str, list[SeriesArrays]], per_page: int) -> list[FleetPa
     return pages
 
 
+def _diagnose(replicas: dict[str, ReplicaInfo], pages: list[FleetPage]) -> FleetReport:
+    diag = FleetDiagnoser(replicas, start=T0, end=T0 + N * STEP, step=STEP, window=60.0)
+    for page in pages:
+        diag.add_page(page)
+    return diag.finish()
+
+
 def _run(per_page: int = N) -> object:
     replicas, series = _fleet()
-    return diagnose_fleet(
-        replicas, _pages(series, per_page), start=T0, end=T0 + N * STEP, step=STEP, window=60.0
-    )
+    return _diagnose(replicas, _pages(series, per_page))
 
 
 def test_each_replica_gets_the_rule_verdict() -> None:
@@ -142,14 +147,7 @@ def test_pages_do_not_change_the_answer() -> None:
 def _subset(*rids: str) -> object:
     replicas, series = _fleet()
     keep = {k: series[k] for k in rids}
-    return diagnose_fleet(
-        {k: replicas[k] for k in keep},
-        _pages(keep, N),
-        start=T0,
-        end=T0 + N * STEP,
-        step=STEP,
-        window=60.0,
-    )
+    return _diagnose({k: replicas[k] for k in keep}, _pages(keep, N))
 
 
 def test_two_queueing_replicas_are_not_an_imbalance() -> None:
@@ -167,8 +165,6 @@ def test_the_issue_sentence_for_idle_and_slot_bound_peers() -> None:
 
 
 def test_classify_reads_the_window_verdicts() -> None:
-    from infersight.diagnose.fleet.diagnoser import FleetDiagnoser
-
     replicas, series = _fleet()
     diag = FleetDiagnoser(replicas, start=T0, end=T0 + N * STEP, step=STEP, window=60.0)
     for p in _pages(series, N):
@@ -189,9 +185,7 @@ def test_utilisation_spread_without_queues_is_an_imbalance() -> None:
         "llm/cold": _replica(6, 0, 0.3, 0.35, 0.2),
     }
     replicas = {rid: ReplicaInfo(id=rid, engine="vllm", model=MODEL) for rid in series}
-    rep = diagnose_fleet(
-        replicas, _pages(series, N), start=T0, end=T0 + N * STEP, step=STEP, window=60.0
-    )
+    rep = _diagnose(replicas, _pages(series, N))
     assert [v.id for v in rep.balance] == ["load_imbalance"]
     summary = rep.balance[0].summary
     assert summary.startswith("Device busy ranges from 20% (llm/cold) to 92% (llm/hot)")
@@ -199,12 +193,7 @@ def test_utilisation_spread_without_queues_is_an_imbalance() -> None:
     assert spread.value == pytest.approx(0.72)
     # equal load is no imbalance
     even = {"llm/a": _replica(6, 0, 0.3, 0.9, 0.8), "llm/b": _replica(6, 0, 0.3, 0.85, 0.7, seed=5)}
-    rep = diagnose_fleet(
-        {r: ReplicaInfo(id=r, engine="vllm", model=MODEL) for r in even},
-        _pages(even, N),
-        start=T0,
-        end=T0 + N * STEP,
-        step=STEP,
-        window=60.0,
+    rep = _diagnose(
+        {r: ReplicaInfo(id=r, engine="vllm", model=MODEL) for r in even}, _pages(even, N)
     )
     assert rep.balance == []

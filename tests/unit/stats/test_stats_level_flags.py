@@ -10,10 +10,11 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infersight.bench.colocation import cpu_contention, loopback_server_pid
+from infersight.bench.colocation import cpu_contention
 from infersight.core.records import RequestRecord, RunResult
 from infersight.stats.aggregate import Window, aggregate, client_headline, level_notes
 from infersight.stats.level_flags import over_limit
+from infersight.telemetry.server_process import listening_pid
 from support.queue_sim import simulate
 
 
@@ -116,10 +117,10 @@ def test_colocation_finds_the_server_on_this_machine() -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        assert loopback_server_pid(f"http://127.0.0.1:{port}") == os.getpid()
-        assert loopback_server_pid(f"http://localhost:{port}/v1") == os.getpid()
-    assert loopback_server_pid("http://10.255.255.1:8000") is None
-    assert loopback_server_pid("https://api.example.com") is None
+        assert listening_pid(f"http://127.0.0.1:{port}") == os.getpid()
+        assert listening_pid(f"http://localhost:{port}/v1") == os.getpid()
+    assert listening_pid("http://10.255.255.1:8000") is None
+    assert listening_pid("https://api.example.com") is None
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         phrase = cpu_contention("http://10.255.255.1:8000", child.pid)

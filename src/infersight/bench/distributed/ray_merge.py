@@ -11,7 +11,7 @@ from infersight.bench.clock import OffsetEstimate, proven_drift, shift_record, s
 from infersight.bench.level.work import LevelOutcome
 from infersight.core.records import Sample
 
-__all__ = ["DRIFT_NOTE_S", "RayLevelOutcome", "on_driver_clock"]
+__all__ = ["RayLevelOutcome", "on_driver_clock"]
 
 #: A proven clock drift above this is noted (cross-host timing is good to about it).
 DRIFT_NOTE_S = 0.001

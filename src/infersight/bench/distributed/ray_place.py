@@ -26,13 +26,11 @@ from infersight.core.errors import ConfigError, InfersightError
 # Ray, an optional extra (~0.4 s to import), is imported only in the functions that use it.
 
 __all__ = [
-    "INSTALL_HINT",
     "START_TIMEOUT",
     "Placement",
     "join_cluster",
     "last_line",
     "place_workers",
-    "ray_installed",
     "release",
     "resolve",
 ]

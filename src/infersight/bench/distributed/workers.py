@@ -19,7 +19,7 @@ import multiprocessing as mp
 import queue
 import signal
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from infersight.bench.executor import run_level
 from infersight.bench.level.work import LevelOutcome, LevelWork
@@ -30,19 +30,22 @@ from infersight.core.records import RequestRecord
 __all__ = ["merge_outcomes", "run_level_in_workers", "split_work"]
 
 
-def _worker_main(
-    index: int,
-    spec: ClientSpec,
-    work: LevelWork,
-    t0: Any,
-    counter: Any,
-    stop_ev: Any,
-    hard_ev: Any,
-    out: Any,
-) -> None:
+class _Shared(NamedTuple):
+    """The parent's handles every worker holds: the common start time (0 until every
+    worker is ready), the closed loop's request counter, the stop and hard-stop events,
+    and the queue of messages to the parent."""
+
+    t0: Any
+    counter: Any
+    stop_ev: Any
+    hard_ev: Any
+    out: Any
+
+
+def _worker_main(index: int, spec: ClientSpec, work: LevelWork, shared: _Shared) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    outcome = run_coroutine(_worker_async(index, spec, work, t0, counter, stop_ev, hard_ev, out))
-    out.put(
+    outcome = run_coroutine(_worker_async(index, spec, work, shared))
+    shared.out.put(
         (
             "done",
             index,
@@ -54,15 +57,9 @@ def _worker_main(
 
 
 async def _worker_async(
-    index: int,
-    spec: ClientSpec,
-    work: LevelWork,
-    t0: Any,
-    counter: Any,
-    stop_ev: Any,
-    hard_ev: Any,
-    out: Any,
+    index: int, spec: ClientSpec, work: LevelWork, shared: _Shared
 ) -> LevelOutcome:
+    t0, counter, stop_ev, hard_ev, out = shared
     stats = ReportingStats()
 
     def take() -> int | None:
@@ -149,7 +146,7 @@ async def run_level_in_workers(
     procs = [
         ctx.Process(
             target=_worker_main,
-            args=(i, spec, share, t0, counter, stop_ev, hard_ev, out),
+            args=(i, spec, share, _Shared(t0, counter, stop_ev, hard_ev, out)),
             daemon=True,
         )
         for i, share in enumerate(shares)

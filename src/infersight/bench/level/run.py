@@ -25,7 +25,7 @@ from infersight.bench.target import Target
 from infersight.bench.workload import build_bodies
 from infersight.flags.bench import LoadSection, TargetSection, WorkloadSection
 
-__all__ = ["Executor", "LevelPool", "fixed_level_work", "run_fixed_level"]
+__all__ = ["Executor", "run_fixed_level"]
 
 
 class LevelPool(Protocol):
@@ -80,15 +80,17 @@ class Executor:
         )
 
 
-async def fixed_level_work(
+async def run_fixed_level(
     load: LoadSection,
     workload: WorkloadSection,
     target_cfg: TargetSection,
     target: Target,
     level: LevelSpec,
     prompts: PromptSource,
-) -> tuple[LevelWork, LiveStats]:
-    """The work of a closed-loop or open-loop level, and its progress counter."""
+    execute: Executor,
+    display: LiveDisplay,
+) -> LevelOutcome:
+    """Plan a closed-loop or open-loop level, show its progress and run it."""
     n_req = load.effective_requests()
     slots: list[tuple[int, float]] = []
     if level.rate is not None:
@@ -127,20 +129,6 @@ async def fixed_level_work(
         timeout=target_cfg.timeout,
         grace=load.grace,
     )
-    return work, LiveStats(total=len(slots) if slots else n_req, duration=load.duration)
-
-
-async def run_fixed_level(
-    load: LoadSection,
-    workload: WorkloadSection,
-    target_cfg: TargetSection,
-    target: Target,
-    level: LevelSpec,
-    prompts: PromptSource,
-    execute: Executor,
-    display: LiveDisplay,
-) -> LevelOutcome:
-    """Plan the level, show its progress and run it."""
-    work, live = await fixed_level_work(load, workload, target_cfg, target, level, prompts)
+    live = LiveStats(total=len(slots) if slots else n_req, duration=load.duration)
     display.show(level.name, live)
     return await execute(work, live)

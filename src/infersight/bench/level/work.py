@@ -7,7 +7,7 @@ processes and the Ray workers all pass around, so none of them imports another f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -89,8 +89,9 @@ class FeedItem:
     tokens: int = 0
 
 
-def spawn(tasks: set[asyncio.Task[Any]], coro: Any) -> None:
-    """Run ``coro`` as a task kept in ``tasks`` until it ends."""
+def spawn(tasks: set[asyncio.Task[Any]], coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    """Run ``coro`` as a task kept in ``tasks`` until it ends; the task."""
     task = asyncio.ensure_future(coro)
     tasks.add(task)
     task.add_done_callback(tasks.discard)
+    return task

@@ -26,7 +26,7 @@ from typing import Any
 from infersight.bench.level.work import FeedItem, LevelWork, spawn
 from infersight.bench.pacer import Pacer
 
-__all__ = ["AHEAD", "AHEAD_S", "Conversations", "dispatch_conversations", "dispatch_feed"]
+__all__ = ["Conversations", "dispatch_conversations", "dispatch_feed"]
 
 #: Requests built ahead of their send time, at most.
 AHEAD = 256
@@ -114,10 +114,8 @@ async def dispatch_conversations(
                 return
             await convs.run(conv, stop)
 
-    users = [asyncio.ensure_future(user()) for _ in range(work.concurrency)]
-    for u in users:
-        tasks.add(u)
-        u.add_done_callback(tasks.discard)
+    for _ in range(work.concurrency):
+        spawn(tasks, user())
     while tasks and not stop():
         await asyncio.wait(tasks, timeout=0.1)
 
@@ -149,10 +147,7 @@ class Conversations:
         if len(self._convs) > KEEP_CONVERSATIONS:
             self._convs.popitem(last=False)
         prev = conv.tail
-        task = asyncio.ensure_future(self._send(conv, item, release, prev))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        conv.tail = task
+        conv.tail = spawn(self._tasks, self._send(conv, item, release, prev))
 
     async def run(self, items: list[FeedItem], stop: Callable[[], bool]) -> None:
         """One conversation from start to end (closed loop: a user's next conversation

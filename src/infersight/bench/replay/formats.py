@@ -41,8 +41,6 @@ __all__ = [
     "detect_format",
     "parse_burstgpt",
     "parse_csv_row",
-    "parse_gateway",
-    "parse_mooncake",
 ]
 
 FORMATS = ("gateway", "mooncake", "burstgpt", "csv")

@@ -32,14 +32,10 @@ from infersight.core import errors as E
 from infersight.flags.bench import LoadSection, ReplaySection, TargetSection, WorkloadSection
 
 __all__ = [
-    "LEAD_S",
-    "ReplayPrep",
     "ReplaySetup",
     "prepare_replay",
-    "replay_work",
     "run_replay_level",
     "survey",
-    "trace_times",
 ]
 
 #: A single process starts a replay this long after it is planned, so the requests due

@@ -10,7 +10,7 @@ from infersight.bench.level.work import LevelWork
 from infersight.bench.replay.feed import SHARING_COUNTED
 from infersight.bench.workload import Tokenize
 
-__all__ = ["SURVEY", "VERIFY", "survey"]
+__all__ = ["survey"]
 
 #: Requests built before a level to measure the sharing of the text sent.
 SURVEY = SHARING_COUNTED

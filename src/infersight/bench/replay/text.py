@@ -29,7 +29,7 @@ import numpy as np
 
 from infersight.bench.replay.formats import TraceEntry
 
-__all__ = ["DEFAULT_BLOCK_TOKENS", "TextBuilder", "allot"]
+__all__ = ["TextBuilder", "allot"]
 
 #: Mooncake's block size: a hash id stands for this many tokens.
 DEFAULT_BLOCK_TOKENS = 512
@@ -110,11 +110,11 @@ class TextBuilder:
         return " ".join(parts)
 
     # -- prompts --------------------------------------------------------------------
-    def mooncake(self, e: TraceEntry, own_key: int, n_tokens: int | None = None) -> str:
+    def mooncake(self, e: TraceEntry, own_key: int) -> str:
         """The prompt of a Mooncake line: its blocks' text, then its own tokens."""
         if e.text is not None:
             return e.text
-        left = e.input_tokens if n_tokens is None else n_tokens
+        left = e.input_tokens
         parts = []
         for h in e.hash_ids:
             if left <= 0:

@@ -4,10 +4,10 @@
   judged by the same rules as a run's;
 - ``balance``: the load-imbalance verdict across replicas of one model;
 - ``summary``: replicas grouped by their main verdict, the worst windows, the headline;
-- ``diagnoser``: ``FleetDiagnoser`` / ``diagnose_fleet``, which page through the series
-  and put the three together.
+- ``diagnoser``: ``FleetDiagnoser``, which pages through the series and puts the three
+  together.
 """
 
-from infersight.diagnose.fleet.diagnoser import FleetDiagnoser, diagnose_fleet
+from infersight.diagnose.fleet.diagnoser import FleetDiagnoser
 
-__all__ = ["FleetDiagnoser", "diagnose_fleet"]
+__all__ = ["FleetDiagnoser"]

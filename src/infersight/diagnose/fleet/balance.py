@@ -13,7 +13,7 @@ from infersight.diagnose.analyze import _merge
 from infersight.diagnose.fleet.window import WindowRow
 from infersight.diagnose.rules.base import BUSY_LOW, SATURATED, UNDER_R_OF_S, evidence, fmt
 
-__all__ = ["QUEUE_VERDICTS", "SPREAD", "classify", "imbalance_verdicts"]
+__all__ = ["SPREAD", "classify", "imbalance_verdicts"]
 
 #: Verdicts that mean requests wait on a replica.
 QUEUE_VERDICTS = ("slot_bound", "kv_bound", "capacity")

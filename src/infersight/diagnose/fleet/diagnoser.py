@@ -33,7 +33,7 @@ from infersight.diagnose.fleet.window import Pending, WindowRow, judge, window_s
 from infersight.diagnose.physics.hardware import Device
 from infersight.diagnose.signals import SampleIndex
 
-__all__ = ["FleetDiagnoser", "diagnose_fleet"]
+__all__ = ["FleetDiagnoser"]
 
 _ORDER = {vid: i for i, vid in enumerate(VERDICT_IDS)}
 
@@ -217,22 +217,3 @@ def _stats(rows: list[WindowRow]) -> dict[str, float | None]:
     out["ttft_p99_max"] = max(p99) if p99 else None
     out["windows"] = float(len(rows))
     return out
-
-
-def diagnose_fleet(
-    replicas: dict[str, ReplicaInfo],
-    pages: list[FleetPage] | tuple[FleetPage, ...],
-    *,
-    start: float,
-    end: float,
-    step: float,
-    window: float,
-    engine_slots: int | None = None,
-) -> FleetReport:
-    """Diagnose pages already in memory (tests, small ranges); see :class:`FleetDiagnoser`."""
-    diag = FleetDiagnoser(
-        replicas, start=start, end=end, step=step, window=window, engine_slots=engine_slots
-    )
-    for page in pages:
-        diag.add_page(page)
-    return diag.finish()

@@ -9,7 +9,7 @@ from infersight.core.fleet import FleetGroup, FleetReport, WorstWindow
 from infersight.core.verdicts import VERDICT_IDS
 from infersight.diagnose.fleet.window import WindowRow
 
-__all__ = ["WORST", "summarize"]
+__all__ = ["summarize"]
 
 #: How many worst windows the summary lists.
 WORST = 5

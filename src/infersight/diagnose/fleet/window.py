@@ -23,10 +23,7 @@ from infersight.diagnose.signals_engine import EngineSignals, engine_signals
 __all__ = [
     "Pending",
     "WindowRow",
-    "has_data",
     "judge",
-    "store_window_stats",
-    "window_end",
     "window_signals",
 ]
 

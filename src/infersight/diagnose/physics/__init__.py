@@ -14,7 +14,7 @@ from infersight.diagnose.physics.floors import (
 )
 from infersight.diagnose.physics.gguf import GGUFError, GGUFFile, GGUFTensor, read_gguf
 from infersight.diagnose.physics.gpus import close_gpu_names, find_gpu, gpu_table, with_nvml_memory
-from infersight.diagnose.physics.hardware import Device, cpu_device, measure_cpu
+from infersight.diagnose.physics.hardware import Device, measure_cpu
 from infersight.diagnose.physics.loaders import shape_from_gguf, shape_from_hf_config
 from infersight.diagnose.physics.shape import ModelShape, dtype_bytes
 from infersight.diagnose.physics.slots import SlotAdvice, memory_budget, recommend_slots
@@ -31,7 +31,6 @@ __all__ = [
     "SlotAdvice",
     "close_gpu_names",
     "compute_knee",
-    "cpu_device",
     "decode_floor",
     "dtype_bytes",
     "find_gpu",

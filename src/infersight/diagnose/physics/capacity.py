@@ -25,7 +25,7 @@ from infersight.diagnose.physics.slots import (
     recommend_slots,
 )
 
-__all__ = ["DEFAULT_OUTPUT_TOKENS", "KNEE_NEVER", "CapacityPlan", "load_shape", "plan_capacity"]
+__all__ = ["KNEE_NEVER", "CapacityPlan", "load_shape", "plan_capacity"]
 
 #: Output tokens per request of the estimate when ``--tokens`` is not given.
 DEFAULT_OUTPUT_TOKENS = 256

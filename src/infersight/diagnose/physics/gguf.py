@@ -225,7 +225,7 @@ class _Reader:
         raise GGUFError(f"unknown GGUF metadata value type {vtype}")
 
 
-def read_gguf_stream(f: BinaryIO, *, tensors: bool = True) -> GGUFFile:
+def read_gguf_stream(f: BinaryIO) -> GGUFFile:
     """Parse a GGUF header from an open binary stream positioned at the start."""
     if f.read(4) != MAGIC:
         raise GGUFError("not a GGUF file (bad magic)")
@@ -249,8 +249,6 @@ def read_gguf_stream(f: BinaryIO, *, tensors: bool = True) -> GGUFFile:
         vtype = int(r.scalar("I"))
         metadata[key] = r.value(vtype, wide)
     out = GGUFFile(version=version, metadata=metadata)
-    if not tensors:
-        return out
     for _ in range(n_tensors):
         name = r.string(wide)
         n_dims = int(r.scalar("I"))
@@ -263,12 +261,12 @@ def read_gguf_stream(f: BinaryIO, *, tensors: bool = True) -> GGUFFile:
     return out
 
 
-def read_gguf(path: str | Path, *, tensors: bool = True) -> GGUFFile:
+def read_gguf(path: str | Path) -> GGUFFile:
     """Read the header of the GGUF file at ``path`` (never the tensor data)."""
     p = Path(path)
     try:
         with p.open("rb") as f:
-            g = read_gguf_stream(f, tensors=tensors)
+            g = read_gguf_stream(f)
     except OSError as e:
         raise file_error(p, e) from None
     except struct.error as e:

@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 
-__all__ = ["GIB", "Device", "cpu_device", "measure_cpu"]
+__all__ = ["GIB", "Device", "measure_cpu"]
 
 GIB = 1024**3
 
@@ -211,8 +211,3 @@ def measure_cpu(seconds: float = 1.0) -> Device:
         cores=cores,
         measured=True,
     )
-
-
-def cpu_device(seconds: float = 1.0) -> Device:
-    """The host CPU as a device (measured once per process)."""
-    return measure_cpu(seconds)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from infersight.core.errors import ConfigError
 
-__all__ = ["DTYPE_BYTES", "ModelShape", "dtype_bytes"]
+__all__ = ["ModelShape", "dtype_bytes"]
 
 #: Bytes per element of the cache/weight dtypes infersight knows by name.
 DTYPE_BYTES: dict[str, float] = {

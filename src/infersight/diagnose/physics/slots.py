@@ -23,7 +23,7 @@ from infersight.diagnose.physics.floors import compute_knee
 from infersight.diagnose.physics.hardware import GIB, Device
 from infersight.diagnose.physics.shape import ModelShape
 
-__all__ = ["KNEE_NEVER", "MemoryBudget", "SlotAdvice", "memory_budget", "recommend_slots"]
+__all__ = ["KNEE_NEVER", "SlotAdvice", "memory_budget", "recommend_slots"]
 
 #: Fraction of device memory engines claim by default (vLLM --gpu-memory-utilization).
 GPU_UTILISATION = 0.90

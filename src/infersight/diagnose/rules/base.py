@@ -15,9 +15,9 @@ from infersight.diagnose.signals import WindowStats
 from infersight.diagnose.signals_engine import EngineSignals
 
 __all__ = [
-    "TTFT_FLOOR_LABEL",
     "FixLine",
     "RuleInput",
+    "busy_evidence",
     "evidence",
     "fmt",
     "loadgen_evidence",
@@ -68,6 +68,23 @@ def evidence(key: str, name: str, value: Any, unit: str = "", source: str = "") 
     if isinstance(value, float) and not math.isfinite(value):
         value = None
     return Evidence(key=key, name=name, value=value, unit=unit, source=source)
+
+
+def busy_evidence(s: EngineSignals) -> list[Evidence]:
+    """How busy the device was, and its utilisation U where busy was read from
+    something else (SM activity, the engine's FLOP/s): U alone can look busy."""
+    out = [evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source)]
+    if s.U is not None and s.busy is not s.U:
+        out.append(
+            evidence(
+                "utilisation",
+                "utilisation (U)",
+                s.U,
+                "fraction",
+                "NVML gpu.utilization / engine process CPU",
+            )
+        )
+    return out
 
 
 def loadgen_evidence(ri: RuleInput) -> Evidence:

@@ -23,7 +23,7 @@ from typing import Any
 from infersight.core.verdicts import Evidence, Verdict
 from infersight.diagnose.rules.base import RuleInput, evidence, make_verdict
 
-__all__ = ["CACHE_NAMES", "MISS_FRACTION", "SHARING_MIN", "prefix_cache"]
+__all__ = ["prefix_cache"]
 
 #: The workload counts as sharing prefixes from this share of its prompt tokens.
 SHARING_MIN = 0.2

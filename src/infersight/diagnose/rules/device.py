@@ -29,7 +29,6 @@ __all__ = [
     "busy_illusion",
     "compute_prefill",
     "host_starved",
-    "measured_batching",
 ]
 
 

@@ -8,6 +8,7 @@ from infersight.diagnose.rules.base import (
     BUSY_LOW,
     UNDER_R_OF_S,
     RuleInput,
+    busy_evidence,
     evidence,
     fmt,
     make_verdict,
@@ -46,42 +47,22 @@ def under_loaded(ri: RuleInput) -> Verdict | None:
         idle, busy_txt, conf = _idle_by_knee(ri, cpu)
         if not idle:
             return None
-        return make_verdict(
-            ri,
-            "under_loaded",
-            "Under-loaded (request-starved)",
-            f"The server waits for work: {fmt(s.R)} of {s.S:.0f} slots busy, nothing queued, "
-            f"{busy_txt}; throughput is limited by the offered load.",
-            rq_evidence(ri),
-            conf,
-            under_loaded_fixes(ri.ctx.engine, s.S),
-        )
-    if not low or min(low) >= BUSY_LOW:
-        return None
-    ev = [
-        *rq_evidence(ri),
-        evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source),
-    ]
-    if s.U is not None:
-        ev.append(
-            evidence(
-                "utilisation",
-                "utilisation (U)",
-                s.U,
-                "fraction",
-                "NVML gpu.utilization / engine process CPU",
-            )
-        )
-    if s.SM is not None:
-        ev.append(evidence("sm_activity", "SM activity / MFU", s.SM, "fraction", s.busy_source))
+        ev = rq_evidence(ri)
+    else:
+        if not low or min(low) >= BUSY_LOW:
+            return None
+        ev = [*rq_evidence(ri), *busy_evidence(s)]
+        if s.SM is not None:
+            ev.append(evidence("sm_activity", "SM activity / MFU", s.SM, "fraction", s.busy_source))
+        used = "compute used (MFU)" if s.busy_source.startswith("model FLOP") else "device busy"
+        busy_txt, conf = f"{used} {min(low) * 100:.1f}%", 0.85
     return make_verdict(
         ri,
         "under_loaded",
         "Under-loaded (request-starved)",
         f"The server waits for work: {fmt(s.R)} of {s.S:.0f} slots busy, nothing queued, "
-        f"{'compute used (MFU)' if s.busy_source.startswith('model FLOP') else 'device busy'} "
-        f"{min(low) * 100:.1f}%; throughput is limited by the offered load.",
+        f"{busy_txt}; throughput is limited by the offered load.",
         ev,
-        0.85,
+        conf,
         under_loaded_fixes(ri.ctx.engine, s.S),
     )

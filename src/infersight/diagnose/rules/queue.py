@@ -20,6 +20,7 @@ from infersight.diagnose.rules.base import (
     SATURATED,
     FixLine,
     RuleInput,
+    busy_evidence,
     evidence,
     fmt,
     make_verdict,
@@ -66,17 +67,7 @@ def queueing(ri: RuleInput) -> Verdict | None:
         return _slot_bound(ri, ev)
     kv_txt = "" if s.kv is not None else "; KV usage is unknown (the engine exports none)"
     saturated = _saturated(s)
-    ev.append(evidence("device_busy", "device busy", s.busy, "fraction", s.busy_source))
-    if s.U is not None and s.busy is not s.U:
-        ev.append(
-            evidence(
-                "utilisation",
-                "utilisation (U)",
-                s.U,
-                "fraction",
-                "NVML gpu.utilization / process CPU",
-            )
-        )
+    ev.extend(busy_evidence(s))
     if saturated:
         return make_verdict(
             ri,

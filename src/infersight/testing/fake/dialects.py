@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from infersight.testing.fake.config import FakeConfig
     from infersight.testing.fake.slots import SlotPool
 
-__all__ = ["BOUNDS", "DIALECTS", "EngineCounters", "Hist", "families"]
+__all__ = ["BOUNDS", "DIALECTS", "families"]
 
 
 class Hist(Protocol):

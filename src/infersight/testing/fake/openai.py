@@ -43,7 +43,7 @@ from infersight.testing.fake.responses import (
 from infersight.testing.fake.slots import record_timeline
 from infersight.testing.fake.stream import stream_answer
 
-__all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess"]
+__all__ = ["FakeConfig", "FakeOpenAI"]
 
 #: ttft, itl, prompt tokens, completion tokens, finish reason of one answer.
 _Gen = tuple[float, float, int, int, str]

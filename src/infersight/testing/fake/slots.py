@@ -18,7 +18,7 @@ from typing import Any
 
 from infersight.core.errors import ConfigError
 
-__all__ = ["Holder", "SlotPool", "record_timeline"]
+__all__ = ["SlotPool", "record_timeline"]
 
 #: The most timelines kept (a long soak must not grow the server without bound).
 _KEEP = 100_000
