@@ -11,7 +11,7 @@
    ``c`` seconds per prompt token prefilled in the step. Each request's tokens must
    be what its time at each running count, less the prefill steps of the requests
    admitted meanwhile, buys: least squares on the log of that ratio (scipy), profiled
-   over ``k`` (a knee above 1 only where the run spent time below it).
+   over ``k``.
 4. **First token.** ``e + κ·step(n) + c_first·p`` after admission (bounded linear
    least squares), with ``p`` the request's own prompt, or the prompts prefilled in
    batch with and ahead of it where the run had such batches and they explain the
@@ -95,10 +95,7 @@ def _decode_fit(
     per_step = f.prefill / np.maximum(f.steps, 1.0)
     # at most 24 candidates, spaced geometrically over the counts that occur
     grid = np.unique(np.floor(np.geomspace(1.0, max(top, 1.0), 24))) if top > 1 else np.zeros(0)
-    # a knee at k says the step does not grow below k: only where the run spent time
-    # there (5% of its decode time) can it say so
-    below = np.array([f.tau[:, f.counts < g].sum() for g in grid]) / max(f.tau.sum(), 1e-12)
-    cands = grid[(grid < top) & ((grid <= 1) | (below >= 0.05))]
+    cands = grid[grid < top]
     lin: list[tuple[float, float]] = []
     for k in [0.0, *cands.tolist()]:
         x_k = (w * np.maximum(0.0, f.counts[None, :] - k)).sum(axis=1)

@@ -101,18 +101,6 @@ def _eight_slots(**kw: float | bool) -> Engine:
     return Engine(slots=8.0, kv=None, kv_reserve=True, c=0.0, kappa=1.0, **kw)  # type: ignore[arg-type]
 
 
-def test_a_flat_stretch_the_run_never_measured_is_not_read() -> None:
-    """A step that grows from one sequence on (a CPU), measured at 2 and 4 clients: a
-    knee at 2 would claim that one sequence steps as slowly as two. The fit keeps the
-    linear step, which the level at 1 then confirms."""
-    eng = _eight_slots(a=0.004, b=0.005, k=0.0, e=0.02, c_first=0.0)
-    prompt = np.array([32.0])
-    m = fit_model(run_data(_simulated_run(eng, prompt, (2, 4))))
-    assert m.k.value <= 1
-    step_one = m.a.value + m.b.value * max(0.0, 1 - m.k.value)
-    assert step_one == pytest.approx(0.009, rel=0.1)
-
-
 def test_mixed_prompt_lengths_are_prefill_not_queueing() -> None:
     """Prompts of 16 to 1,024 tokens on 8 slots that never fill: the long prompts'
     first tokens are their prefill (c_first per token), not a queue."""
