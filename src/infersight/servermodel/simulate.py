@@ -7,7 +7,9 @@ tokens to fit, then take ``e + κ·step(n) + c_first·p`` to their first token a
 token per decode step after it. An engine that prefills in batches (``batch_prefill``)
 computes the prompts admitted together in one step of ``κ·step(n) + c_first·Σp``
 (those admitted within a step of each other are together) and each gets its first token
-``e`` after that step ends; a prompt admitted while the step runs waits for it to end. All running
+``e`` after that step ends; a prompt admitted while the step runs waits for it to end,
+and one that arrives while requests decode waits for the decode step in progress (the
+scheduler runs between steps). All running
 requests share the decode steps: the engine's work clock advances at one step per
 ``step(n)`` seconds, and stops for ``c·p`` seconds whenever a request with ``p`` prompt
 tokens is admitted (its prefill step). Events are arrivals, first tokens and ends, so
@@ -137,6 +139,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     t = 0.0
     work = 0.0
     stall = 0.0
+    gate = math.inf  # batched: new prompts wait for the step in progress to end
     sent = 0
     np_ = load.prompt.size
 
@@ -186,6 +189,14 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         # e is each answer's own latency (not the engine's step): it holds up no one
         heapq.heappush(groups, (group[1] + eng.e, len(members) - 1, len(members[-1])))
 
+    def step_end(d: float) -> float:
+        """When the decode step in progress ends (a hair after: an answer whose last
+        token it computes ends first, and its client's next prompt joins the batch)."""
+        left = decode[0][0] - work
+        whole = round(left)
+        part = 1.0 if abs(left - whole) < 1e-6 else left - math.floor(left)
+        return max(t, stall) + part * d + 1e-9
+
     def t_full(d: float) -> float:
         """When the decoding requests' tokens fill the KV cache (on demand)."""
         if not grow or not since or len(live) < 2:
@@ -207,7 +218,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         )
         t_arr = arrivals[0][0] if arrivals else float("inf")
         t_pmt = t_full(d)
-        t_next = min(t_dec, t_pre, t_arr, t_pmt)
+        t_next = min(t_dec, t_pre, t_arr, t_pmt, gate)
         if t_next == float("inf"):
             break  # only a queue that can never be admitted is left
         work += max(0.0, t_next - max(t, stall)) / d
@@ -229,6 +240,8 @@ def simulate(eng: Engine, load: Load) -> Simulated:
                 _, i, g = heapq.heappop(decode)
                 if g == gen[i]:
                     finish(i, t)
+        elif gate <= t_next:
+            pass  # the step in progress ended: the queue is admitted below
         elif t_pre <= t_next:
             if prefill and prefill[0][0] <= t_next:
                 first_token(heapq.heappop(prefill)[1])
@@ -264,11 +277,19 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         # admitted into a full cache would be preempted again before it made any
         grown = sum(work - w for w in since.values())
         spare = 1.0 if grow else 0.0
+        while decode and decode[0][2] != gen[decode[0][1]]:
+            heapq.heappop(decode)
+        opened = t >= gate
         while (
             queue
             and running < cap
             and (running == 0 or held + grown + holding(queue[0]) + spare <= budget)
         ):
+            if eng.batch_prefill and decode and not opened:
+                # the scheduler takes new prompts between steps, never inside one
+                if gate == math.inf:
+                    gate = step_end(eng.step(running))
+                break
             i = queue.popleft()
             running += 1
             held += holding(i)
@@ -280,6 +301,8 @@ def simulate(eng: Engine, load: Load) -> Simulated:
             p = prm[i] + made[i]
             prefill_at(i, p)
             stall = max(stall, t) + eng.c * p
+        if opened:
+            gate = math.inf
     return Simulated(
         arrival=np.asarray(arr),
         start=np.asarray(start),

@@ -154,6 +154,22 @@ def test_prompts_admitted_together_share_one_batched_prefill() -> None:
     assert np.allclose(late.first[1:], 0.032 + 2 * 0.032)
 
 
+def test_a_prompt_waits_for_the_step_in_progress_and_clients_stay_in_waves() -> None:
+    """Two clients whose answers end a step apart (47 and 48 tokens): the scheduler
+    takes the first one's next prompt only once the step in progress ends, which is
+    the other's last token, so both next prompts share one prefill and the clients keep
+    moving in waves (the embedded engine's c=2 level), instead of each prompt stalling
+    the other's last token and the two drifting apart."""
+    eng = _engine(slots=8.0, e=0.0, kappa=0.0, c=1e-3, c_first=3e-3, batch_prefill=True)
+    sim = simulate(eng, _load(clients=2, count=12, output=np.array([48.0, 47.0])))
+    order = np.argsort(sim.arrival, kind="stable")
+    first = sim.first[order].reshape(-1, 2)
+    assert np.allclose(first[:, 0], first[:, 1])
+    # every wave's prefill is both prompts (2 x 32 tokens x 3 ms) after the later send
+    later = sim.arrival[order].reshape(-1, 2).max(axis=1)
+    assert np.allclose(first[:, 0] - later, 2 * 32 * 3e-3)
+
+
 @given(
     waited=st.floats(min_value=0.0, max_value=1.0),
     n=st.integers(min_value=4, max_value=400),
