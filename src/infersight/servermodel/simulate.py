@@ -8,9 +8,9 @@ token per decode step after it. An engine that prefills in batches (``batch_pref
 computes the prompts admitted together in one step of ``κ·step(n) + c_first·Σp``
 (those admitted within a step of each other are together) and each gets its first token
 ``e`` after that step ends; a prompt admitted while the step runs waits for it to end,
-and one that arrives while requests decode waits for the decode step in progress (the
-scheduler runs between steps). All running
-requests share the decode steps: the engine's work clock advances at one step per
+and one admitted while requests decode is prefilled when the decode step in progress
+ends (the scheduler runs between steps). All running requests share the decode
+steps: the engine's work clock advances at one step per
 ``step(n)`` seconds, and stops for ``c·p`` seconds whenever a request with ``p`` prompt
 tokens is admitted (its prefill step). Events are arrivals, first tokens and ends, so
 the cost grows with requests, not tokens.
@@ -139,7 +139,10 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     t = 0.0
     work = 0.0
     stall = 0.0
-    gate = math.inf  # batched: new prompts wait for the step in progress to end
+    # batched: prompts admitted while requests decode are prefilled when the step in
+    # progress ends (``gate``): (request, its admission number, prompt tokens)
+    gate = math.inf
+    pending: list[tuple[int, int, float]] = []
     sent = 0
     np_ = load.prompt.size
 
@@ -204,7 +207,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         room = budget - held - sum(work - w for w in since.values())
         return max(t, stall) + max(0.0, room) / len(since) * d
 
-    while arrivals or queue or prefill or groups or decode:
+    while arrivals or queue or prefill or groups or decode or pending:
         while prefill and prefill[0][2] != gen[prefill[0][1]]:
             heapq.heappop(prefill)
         while decode and decode[0][2] != gen[decode[0][1]]:
@@ -241,7 +244,12 @@ def simulate(eng: Engine, load: Load) -> Simulated:
                 if g == gen[i]:
                     finish(i, t)
         elif gate <= t_next:
-            pass  # the step in progress ended: the queue is admitted below
+            gate = math.inf  # the step in progress ended: its waiting prompts start
+            for i, g, p in pending:
+                if gen[i] == g:  # not preempted meanwhile
+                    prefill_at(i, p)
+                    stall = max(stall, t) + eng.c * p
+            pending.clear()
         elif t_pre <= t_next:
             if prefill and prefill[0][0] <= t_next:
                 first_token(heapq.heappop(prefill)[1])
@@ -279,17 +287,11 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         spare = 1.0 if grow else 0.0
         while decode and decode[0][2] != gen[decode[0][1]]:
             heapq.heappop(decode)
-        opened = t >= gate
         while (
             queue
             and running < cap
             and (running == 0 or held + grown + holding(queue[0]) + spare <= budget)
         ):
-            if eng.batch_prefill and decode and not opened:
-                # the scheduler takes new prompts between steps, never inside one
-                if gate == math.inf:
-                    gate = step_end(eng.step(running))
-                break
             i = queue.popleft()
             running += 1
             held += holding(i)
@@ -299,10 +301,14 @@ def simulate(eng: Engine, load: Load) -> Simulated:
                 start[i] = t
             # a recompute prefills the prompt and the tokens made so far
             p = prm[i] + made[i]
+            if eng.batch_prefill and decode:
+                # the scheduler takes new prompts between steps, never inside one
+                if gate == math.inf:
+                    gate = step_end(eng.step(running))
+                pending.append((i, gen[i], p))
+                continue
             prefill_at(i, p)
             stall = max(stall, t) + eng.c * p
-        if opened:
-            gate = math.inf
     return Simulated(
         arrival=np.asarray(arr),
         start=np.asarray(start),
