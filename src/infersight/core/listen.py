@@ -50,8 +50,9 @@ def check_can_listen(host: str, port: int) -> None:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on at ``host`` now, for a server that must be told its
-    port before it binds (a child process, a test's fake). Another process could take it
-    in between; on loopback, where the kernel hands out ports in turn, none does."""
+    port before it binds (a child process, a test's fake). Another process, or a later
+    call, may be handed the same port once this one is closed: a port that must stay
+    dead has to be held bound."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         port: int = s.getsockname()[1]

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 from gateway_stack import CHAT, StackFactory
 
-from infersight.core.listen import free_port
 from infersight.testing.fake.openai import FakeConfig
 from support.waiting import until, until_awaited
 
 STREAM = {**CHAT, "stream": True}
 
 
-def closed_port_url() -> str:
-    return f"http://127.0.0.1:{free_port()}"
+@contextmanager
+def closed_port_url() -> Iterator[str]:
+    """A loopback URL that refuses connections for as long as it is held: its port is
+    bound without listening, so no fake started meanwhile can be handed the same port
+    (a port only looked up as free was, and the dead upstream answered 500)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 def sse_events(raw: bytes) -> list[Any]:
@@ -88,13 +96,16 @@ async def test_503_storm_fails_over_and_opens_the_circuit(make_stack: StackFacto
 
 
 async def test_connection_refused_fails_over(make_stack: StackFactory) -> None:
-    async with make_stack([closed_port_url(), FakeConfig(tokens=2)]) as s:
-        status, _, body = await s.post("/v1/chat/completions", CHAT)
-        assert status == 200, body
-        assert (
-            await s.metric("infersight_gateway_failovers_total", upstream="a", error="ConnectError")
-            == 1
-        )
+    with closed_port_url() as dead:
+        async with make_stack([dead, FakeConfig(tokens=2)]) as s:
+            status, _, body = await s.post("/v1/chat/completions", CHAT)
+            assert status == 200, body
+            assert (
+                await s.metric(
+                    "infersight_gateway_failovers_total", upstream="a", error="ConnectError"
+                )
+                == 1
+            )
 
 
 async def test_reset_before_headers_fails_over_without_a_retry(make_stack: StackFactory) -> None:

@@ -96,12 +96,13 @@ async def test_no_upstream_url_reaches_the_client(
     make_stack: StackFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="infersight.gateway")
-    dead = closed_port_url().replace("http://", "http://svc:s3cret@")
-    async with make_stack(
-        [dead, FakeConfig(script=[500, 500])], upstreams=[{}, {"name": "b"}]
-    ) as s:
-        status, _, raw = await s.post("/v1/chat/completions", CHAT)
-        b_url = s.fakes[0].base_url
+    with closed_port_url() as url:
+        dead = url.replace("http://", "http://svc:s3cret@")
+        async with make_stack(
+            [dead, FakeConfig(script=[500, 500])], upstreams=[{}, {"name": "b"}]
+        ) as s:
+            status, _, raw = await s.post("/v1/chat/completions", CHAT)
+            b_url = s.fakes[0].base_url
     assert status == 502
     err = orjson.loads(raw)["error"]
     text = raw.decode()
