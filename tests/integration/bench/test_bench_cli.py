@@ -14,9 +14,9 @@ import jsonschema
 import pytest
 
 from infersight.bench import BenchConfig, run
-from infersight.core.listen import free_port
 from infersight.core.records import RunResult, load_run_result
 from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from support.ports import closed_port
 from support.waiting import until_blocking
 
 pytestmark = pytest.mark.timeout(120)
@@ -106,8 +106,8 @@ def test_sigint_leaves_a_valid_partial_result(tmp_path: Path, sig: signal.Signal
 
 
 def test_unreachable_url() -> None:
-    port = free_port()
-    p = _bench("--url", f"http://127.0.0.1:{port}", "--requests", "1")
+    with closed_port() as port:
+        p = _bench("--url", f"http://127.0.0.1:{port}", "--requests", "1")
     # the address and the system's reason, not aiohttp's "ssl:default [Connect call ...]"
     _one_clear_line(p, f"error: cannot connect to 127.0.0.1:{port}: connection refused")
     assert "ssl:" not in p.stderr and "[" not in p.stderr and "Connect call" not in p.stderr

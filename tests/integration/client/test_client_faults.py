@@ -16,8 +16,8 @@ import pytest
 
 from infersight.client import Client, RetryBudget, RetryPolicy, Timeouts
 from infersight.core import errors as E
-from infersight.core.listen import free_port
 from infersight.testing import FakeConfig, FakeOpenAI
+from support.ports import closed_port
 from support.waiting import until
 
 MSG = [{"role": "user", "content": "hello world"}]
@@ -98,8 +98,9 @@ async def test_503_exhausts_attempts() -> None:
 
 
 async def test_connection_refused_is_connect_error() -> None:
-    async with Client(f"http://127.0.0.1:{free_port()}", retry=FAST) as c:
-        err = await fail(c)
+    with closed_port() as port:
+        async with Client(f"http://127.0.0.1:{port}", retry=FAST) as c:
+            err = await fail(c)
     assert isinstance(err, E.ConnectError)
     rec = err.record
     assert rec is not None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,6 +10,7 @@ import orjson
 from gateway_stack import CHAT, StackFactory
 
 from infersight.testing.fake.openai import FakeConfig
+from support.ports import closed_port
 from support.waiting import until, until_awaited
 
 STREAM = {**CHAT, "stream": True}
@@ -18,12 +18,9 @@ STREAM = {**CHAT, "stream": True}
 
 @contextmanager
 def closed_port_url() -> Iterator[str]:
-    """A loopback URL that refuses connections for as long as it is held: its port is
-    bound without listening, so no fake started meanwhile can be handed the same port
-    (a port only looked up as free was, and the dead upstream answered 500)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{s.getsockname()[1]}"
+    """A loopback URL that refuses connections for as long as it is held."""
+    with closed_port() as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def sse_events(raw: bytes) -> list[Any]:

@@ -20,7 +20,6 @@ from gateway_stack import CHAT, Stack, StackFactory
 from prometheus_client import CollectorRegistry
 
 from infersight.core.errors import ConfigError
-from infersight.core.listen import free_port
 from infersight.gateway import hash_key
 from infersight.gateway.config import KeyConfig
 from infersight.gateway.shared import (
@@ -32,6 +31,7 @@ from infersight.gateway.shared import (
 )
 from infersight.testing import FakeConfig
 from infersight.testing.redis_server import RedisServer
+from support.ports import closed_port
 from support.waiting import until_awaited
 
 KEY, FREE = "sk-shared-limited-0123", "sk-shared-free-4567"
@@ -44,9 +44,10 @@ needs_redis = pytest.mark.needs("redis-server")
 
 
 @pytest.fixture
-def closed_url() -> str:
-    """A redis:// URL on a port nothing listens on."""
-    return f"redis://:hunter2-secret@127.0.0.1:{free_port()}/0"
+def closed_url() -> Iterator[str]:
+    """A redis:// URL on a port that refuses connections."""
+    with closed_port() as port:
+        yield f"redis://:hunter2-secret@127.0.0.1:{port}/0"
 
 
 @pytest.fixture
