@@ -20,6 +20,7 @@ from infersight.core.server_model import Fix
 
 __all__ = [
     "MARGINAL",
+    "Q_SUSTAINED",
     "VERDICT_IDS",
     "Evidence",
     "Verdict",
@@ -31,6 +32,10 @@ __all__ = [
 #: A flag that clears its threshold by less than this fraction is "marginal"
 #: (docs/design.md section 5): shown as such, never the headline.
 MARGINAL = 0.20
+#: Fraction of a window's engine scrapes with requests waiting for its queue to count as
+#: sustained (docs/design.md section 5: "Q>0 sustained"): the queue rules, and the model
+#: judging whether a late client or the server set a level's pace.
+Q_SUSTAINED = 0.5
 
 
 def is_marginal(value: float, limit: float) -> bool:

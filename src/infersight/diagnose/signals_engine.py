@@ -10,16 +10,13 @@ from typing import Any
 import numpy as np
 
 from infersight.core.numbers import number_at
+from infersight.core.verdicts import Q_SUSTAINED
 from infersight.diagnose.context import RunContext
 from infersight.diagnose.physics.floors import decode_floor, prefill_floor
 from infersight.diagnose.plateau import MIN_SCRAPES, Plateau, infer_slots
 from infersight.diagnose.signals import SampleIndex, WindowStats
 
-__all__ = ["Q_SUSTAINED", "EngineSignals", "engine_signals", "floor_record"]
-
-#: Fraction of a window's scrapes with a queue for it to count as sustained (docs/design.md
-#: section 5: "Q>0 sustained"); the queueing rules cite it too.
-Q_SUSTAINED = 0.5
+__all__ = ["EngineSignals", "engine_signals", "floor_record"]
 
 
 @dataclass(slots=True)

@@ -16,6 +16,7 @@ import numpy as np
 
 from infersight.core.numbers import as_float, number_at
 from infersight.core.records import RunResult, Sample
+from infersight.core.verdicts import Q_SUSTAINED
 from infersight.stats.aggregate import aggregate
 from infersight.stats.level_flags import RATE_RATIO_LIMIT, flagged
 
@@ -34,9 +35,10 @@ class LevelData:
     client_limited: bool
     #: The load generator was the limit, not only late: it fell short of the rate asked
     #: (5% or more) while the server kept up with what it sent, used over 90% of a
-    #: core, or its lag outgrew the server's first token. Such a level says nothing
-    #: about the server and is not fitted; one that was only late is, since the model
-    #: replays the times requests were really sent.
+    #: core, or its lag outgrew the server's first token; and requests did not wait in
+    #: the engine through it (its own scrapes). Such a level says nothing about the
+    #: server and is not fitted; one that was only late is, since the model replays the
+    #: times requests were really sent.
     at_ceiling: bool
     sustainable: bool | None
     figures: dict[str, float | None]
@@ -112,11 +114,15 @@ def level_figures(agg: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def _at_ceiling(agg: dict[str, Any], scheduled: np.ndarray, sent: np.ndarray) -> bool:
+def _at_ceiling(
+    agg: dict[str, Any], scheduled: np.ndarray, sent: np.ndarray, engine_queued: bool
+) -> bool:
     """Whether the load generator, not the server, set the level's pace: its sends
     fell 5% or more behind its own schedule (while the server kept up with them), it
-    used over 90% of a core, or its lag outgrew the server's first token."""
-    if not flagged(agg):
+    used over 90% of a core, or its lag outgrew the server's first token. Never where
+    the engine's own scrapes show requests waiting in it through the level: a late
+    client only offered less than it meant, and the server still queued what came."""
+    if not flagged(agg) or engine_queued:
         return False
     ok = np.isfinite(sent)
     behind = False
@@ -191,8 +197,16 @@ def _engine_running(samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+def _queued(t: np.ndarray, waiting: np.ndarray, span: tuple[float, float]) -> bool:
+    """Whether requests waited in the engine at half or more of its scrapes in ``span``
+    (the queue rules' "sustained", docs/design.md section 5; two scrapes at least)."""
+    inside = (t >= span[0]) & (t <= span[1])
+    n = int(np.count_nonzero(inside))
+    return n >= 2 and float(np.count_nonzero(waiting[inside] >= 1)) >= Q_SUSTAINED * n
+
+
 def _engine_counter(samples: Sequence[Sample], name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A counter's value per scrape time, summed over its series."""
+    """A counter's (or gauge's) value per scrape time, summed over its series."""
     by_t: dict[float, float] = {}
     for s in samples:
         if s.name == name and s.value is not None:
@@ -244,6 +258,14 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
     lab_arr = np.asarray(labels, dtype=object)
     sched_all = arr(r.scheduled for r in recs)
     sent_all = arr(r.sent if r.sent is not None else nan for r in recs)
+    end_all = arr(r.end if r.end is not None else nan for r in recs)
+    wait_t, wait_n = _engine_counter(result.samples, "engine.requests_waiting")
+
+    def span(idx: np.ndarray) -> tuple[float, float]:
+        ends = end_all[idx][np.isfinite(end_all[idx])]
+        t0 = float(np.nanmin(sent_all[idx])) if np.isfinite(sent_all[idx]).any() else 0.0
+        return t0, float(ends.max()) if ends.size else t0
+
     levels: list[LevelData] = []
     for name in names:
         idx = np.flatnonzero(lab_arr == name)
@@ -273,7 +295,9 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
                 concurrency=int(c) if isinstance(c, int | float) and c else None,
                 rate=r,
                 client_limited=flagged(agg),
-                at_ceiling=_at_ceiling(agg, sched_all[idx], sent_all[idx]),
+                at_ceiling=_at_ceiling(
+                    agg, sched_all[idx], sent_all[idx], _queued(wait_t, wait_n, span(idx))
+                ),
                 sustainable=(sus or {}).get("sustainable") if (sus or {}).get("judged") else None,
                 figures=level_figures(agg),
                 agg=agg,

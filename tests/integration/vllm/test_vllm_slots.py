@@ -63,7 +63,8 @@ def _assert_slot_bound(result: RunResult, loaded: list[str], *, open_loop: bool 
     verdicts = diagnose(result)
     levels = _by_level(verdicts)
     for name in loaded:
-        assert "slot_bound" in levels.get(name, set()), levels
+        # the client-limited flag's reasons too: a late client must not hide the slots
+        assert "slot_bound" in levels.get(name, set()), (levels, result.aggregates[name])
     rec = result.recommendation
     assert rec is not None
     # one voice, as in the truth suite of fake servers (docs/design.md section 9)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from infersight.core.server_model import action
-from infersight.core.verdicts import Evidence, Verdict
+from infersight.core.verdicts import Q_SUSTAINED, Evidence, Verdict
 from infersight.diagnose.fixes import (
     kv_fixes,
     replica_fixes,
@@ -26,7 +26,7 @@ from infersight.diagnose.rules.base import (
     make_verdict,
     rq_evidence,
 )
-from infersight.diagnose.signals_engine import Q_SUSTAINED, EngineSignals
+from infersight.diagnose.signals_engine import EngineSignals
 
 __all__ = ["queueing"]
 
