@@ -5,52 +5,21 @@ server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.diagnose import diagnose_run
-from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import detect, import_file
 from infersight.testing.agreement import advice, disagreements
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
-from infersight.testing.tool_runs import run_guidellm
+from support.tool_server import REQUESTS
 
 pytestmark = [pytest.mark.needs("guidellm"), pytest.mark.slow, pytest.mark.timeout(600)]
 
-LEVELS = [1, 4, 8]
-REQUESTS = 24
 
-
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, RunResult]]:
-    """One server (4 slots, 50 ms to the first token, 10 ms a token, 16 tokens),
-    measured by GuideLLM and then by infersight at the same concurrencies."""
-    tmp = tmp_path_factory.mktemp("guidellm")
-    cfg = FakeConfig(ttft=0.05, itl=0.01, tokens=16, slots=4, metrics_dialect="vllm")
-    with FakeOpenAI.subprocess(cfg) as srv:
-        out = run_guidellm(
-            srv.base_url, tmp / "benchmarks.json", streams=LEVELS, requests=REQUESTS, tokens=16
-        )
-        ours = bench_and_diagnose(
-            BenchConfig(
-                url=srv.base_url,
-                concurrency=LEVELS,
-                requests=REQUESTS,
-                max_tokens=16,
-                input_tokens="fixed:16",
-                progress=False,
-                diagnose=True,
-            )
-        )
-    yield out, ours
-
-
-def test_guidellm_levels_and_timings_map_to_ours(measured: tuple[Path, RunResult]) -> None:
-    path, _ = measured
+def test_guidellm_levels_and_timings_map_to_ours(guidellm_measured: tuple[Path, RunResult]) -> None:
+    path, _ = guidellm_measured
     renamed = path.with_name("no-hint.dat")  # the format comes from the content
     renamed.write_bytes(path.read_bytes())
     assert detect(renamed.read_bytes()) == "guidellm"
@@ -92,10 +61,10 @@ def _levels(*runs: RunResult) -> list[dict[str, tuple[float | None, ...]]]:
 
 
 def test_guidellm_and_infersight_reach_the_same_verdict_and_fix(
-    measured: tuple[Path, RunResult],
+    guidellm_measured: tuple[Path, RunResult],
 ) -> None:
     """Same verdict, knob and direction, the same fitted model, fix numbers within 1."""
-    path, ours = measured
+    path, ours = guidellm_measured
     imported = import_file(path)
     theirs, mine = advice(diagnose_run(imported)), advice(diagnose_run(ours))
     # on failure, each side's levels say which measurement moved (a busy machine)

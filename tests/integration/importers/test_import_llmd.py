@@ -24,21 +24,16 @@ from infersight.entrypoints.diagnose import load_inputs
 from infersight.importers import detect, import_file, load_result, missing_evidence
 from infersight.report.llmd.writer import write_llmd
 from infersight.testing.agreement import advice
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight.testing.fake.openai import FakeOpenAI
 from infersight.testing.tool_runs import (
     run_aiperf,
-    run_guidellm,
     run_inference_perf,
     run_vllm_bench,
     word_tokenizer,
 )
+from support.tool_server import LEVELS, REQUESTS, SERVER
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-LEVELS = [1, 4, 8]
-REQUESTS = 24
-#: The server every tool measures: 4 slots, 50 ms to the first token, 10 ms a token.
-SERVER = FakeConfig(ttft=0.05, itl=0.01, tokens=16, slots=4, metrics_dialect="vllm")
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +102,10 @@ def test_our_reports_of_a_real_run_give_its_verdict_and_fix(
 
 
 @pytest.mark.needs("guidellm")
-def test_guidellm_converted_by_the_package(server: FakeOpenAI, tmp_path: Path) -> None:
-    native = run_guidellm(
-        server.base_url, tmp_path / "benchmarks.json", streams=LEVELS, requests=REQUESTS, tokens=16
-    )
+def test_guidellm_converted_by_the_package(
+    guidellm_measured: tuple[Path, RunResult], tmp_path: Path
+) -> None:
+    native, _ = guidellm_measured  # GuideLLM's run of SERVER, shared (conftest.py)
     runs = _converted(convert.import_guidellm_all(str(native)), tmp_path / "br")
     assert [r.config["levels"][0]["name"] for r in runs] == ["c=1", "c=4", "c=8"]
     theirs = import_file(native)  # per request: a full verdict

@@ -42,7 +42,10 @@ def test_the_model_finds_the_knee_of_a_launched_server_and_confirms_it(tmp_path:
         max_tokens=TOKENS,
         input_tokens="fixed:16",
         duration=3.0,
-        slo=f"tpot_p99<{2.5 * ITL * 1000:g}ms",
+        # p50, not p99: a 3-second trial's p99 is its one or two slowest requests, which
+        # a process beside the test can push past the SLO, and each such miss costs
+        # the search trials that no model could have spared (fresh-clone CI, stop 51).
+        slo=f"tpot_p50<{2.5 * ITL * 1000:g}ms",
         progress=False,
     )
     text = io.StringIO()
@@ -64,7 +67,9 @@ def test_the_model_finds_the_knee_of_a_launched_server_and_confirms_it(tmp_path:
     assert conf.setting == result.chosen and result.slo_met is True
     assert "the SLO was met by the chosen setting's confirmation run" in result.summary
     # A third of the grid's settings, or fewer.
-    assert len({t.setting["slots"] for t in result.trials}) <= len(values) // 3
+    assert len({t.setting["slots"] for t in result.trials}) <= len(values) // 3, [
+        (t.role, t.setting, t.objective, t.predicted, t.slo_met) for t in result.trials
+    ]
     # Each trial's measurement beside its prediction, in every output.
     saved = load_tune_result(tmp_path / "t" / "tune.json")
     assert saved.trials == result.trials and saved.model is not None and saved.model_curve
