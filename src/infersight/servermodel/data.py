@@ -197,6 +197,12 @@ def _engine_running(samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+def _span(sent: np.ndarray, end: np.ndarray) -> tuple[float, float]:
+    """A level's span: its first send to its last end (its first send when none ended)."""
+    t0 = float(np.nanmin(sent)) if np.isfinite(sent).any() else 0.0
+    return t0, float(np.nanmax(end)) if np.isfinite(end).any() else t0
+
+
 def _queued(t: np.ndarray, waiting: np.ndarray, span: tuple[float, float]) -> bool:
     """Whether requests waited in the engine at half or more of its scrapes in ``span``
     (the queue rules' "sustained", docs/design.md section 5; two scrapes at least)."""
@@ -220,8 +226,7 @@ def level_rate(t: np.ndarray, n: np.ndarray, d: RunData, lv: LevelData) -> float
     scrapes in it)."""
     if t.size < 2:
         return None
-    t0 = float(np.nanmin(d.sent[lv.idx]))
-    t1 = float(np.nanmax(d.end[lv.idx])) if np.isfinite(d.end[lv.idx]).any() else t0
+    t0, t1 = _span(d.sent[lv.idx], d.end[lv.idx])
     inside = (t >= t0) & (t <= t1)
     if np.count_nonzero(inside) < 2:
         return None
@@ -260,12 +265,6 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
     sent_all = arr(r.sent if r.sent is not None else nan for r in recs)
     end_all = arr(r.end if r.end is not None else nan for r in recs)
     wait_t, wait_n = _engine_counter(result.samples, "engine.requests_waiting")
-
-    def span(idx: np.ndarray) -> tuple[float, float]:
-        ends = end_all[idx][np.isfinite(end_all[idx])]
-        t0 = float(np.nanmin(sent_all[idx])) if np.isfinite(sent_all[idx]).any() else 0.0
-        return t0, float(ends.max()) if ends.size else t0
-
     levels: list[LevelData] = []
     for name in names:
         idx = np.flatnonzero(lab_arr == name)
@@ -288,6 +287,7 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
             or as_float((target or {}).get("rate"))
             or as_float(rate)
         )
+        queued = _queued(wait_t, wait_n, _span(sent_all[idx], end_all[idx]))
         levels.append(
             LevelData(
                 name=name,
@@ -295,9 +295,7 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
                 concurrency=int(c) if isinstance(c, int | float) and c else None,
                 rate=r,
                 client_limited=flagged(agg),
-                at_ceiling=_at_ceiling(
-                    agg, sched_all[idx], sent_all[idx], _queued(wait_t, wait_n, span(idx))
-                ),
+                at_ceiling=_at_ceiling(agg, sched_all[idx], sent_all[idx], queued),
                 sustainable=(sus or {}).get("sustainable") if (sus or {}).get("judged") else None,
                 figures=level_figures(agg),
                 agg=agg,
@@ -318,7 +316,7 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         sent=arr(r.sent if r.sent is not None else r.scheduled for r in recs),
         first=arr(r.chunk_times[0] if r.chunk_times else nan for r in recs),
         last=arr(r.chunk_times[-1] if r.chunk_times else nan for r in recs),
-        end=arr(r.end if r.end is not None else nan for r in recs),
+        end=end_all,
         prompt=arr(r.prompt_tokens if r.prompt_tokens is not None else nan for r in recs),
         output=arr(r.output_tokens for r in recs),
         ok=np.asarray([r.ok for r in recs], dtype=bool),
