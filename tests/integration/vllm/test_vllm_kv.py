@@ -91,8 +91,14 @@ def test_one_client_on_sixteen_sequences_is_under_loaded(vllm_kv: VLLMServer) ->
     it, so measure more loads (no knob turned, nothing lowered)."""
     run = _bench(vllm_kv, concurrency=[1], requests=6, max_tokens=16, engine_slots=16)
     real = [v for v in diagnose(run) if not v.marginal]
-    assert [v.id for v in real] == ["under_loaded"], [(v.id, v.summary) for v in real]
-    assert "compute use unknown" in real[0].summary, real[0].summary
+    # The client shares the cores with vLLM (in CI with other tests too): its schedule
+    # may slip a few ms. That is a flag about the client, beside the server's verdict,
+    # never in its place, and only on the lag the run measured.
+    server = [v for v in real if v.id != "client_limited"]
+    assert [v.id for v in server] == ["under_loaded"], [(v.id, v.summary) for v in real]
+    for reason in run.aggregates["c=1"]["client_limited"]["reasons"]:
+        assert reason.startswith("schedule lag p99"), reason
+    assert "compute use unknown" in server[0].summary, server[0].summary
     rec = run.recommendation
     assert rec is not None and (rec.limiter, rec.knob) == ("unknown", None), rec
     assert "Measure two loads or more" in rec.text, rec.text

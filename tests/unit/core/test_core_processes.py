@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from infersight.core.processes import stop_process
+from infersight.core.processes import stop_group, stop_process
 from support.waiting import until_blocking
 
 _IGNORES_TERM = (
@@ -95,3 +95,14 @@ def test_a_group_whose_leader_already_exited_is_still_stopped() -> None:
     stop_process(proc, grace=5, group=True)
     until_blocking(lambda: _gone(child), "the group's server to be gone")
     proc.stdout.close()
+
+
+def test_a_server_another_process_started_stops_by_its_group() -> None:
+    # `setsid` runs it in a session of its own and the shell that started it exits: the
+    # server is no child of ours (as the tests' vLLM servers, which a script starts).
+    script = f'setsid {sys.executable} -c "{_IGNORES_TERM}" >/dev/null & echo $!'
+    out = subprocess.run(["/bin/sh", "-c", script], stdout=subprocess.PIPE, check=True)
+    server = int(out.stdout.split()[0])
+    until_blocking(lambda: os.getpgid(server) == server, "the server to lead its own group")
+    stop_group(server, grace=0.5)  # it ignores SIGTERM: SIGKILL after the grace
+    until_blocking(lambda: _gone(server), "the server to be gone")
