@@ -8,19 +8,30 @@ bash scripts/setup.sh --system
 # unpacking) install while lint, types and the unit tests run; only the integration
 # tests use them.
 tools_log=$(mktemp)
-# A full run also starts the vLLM servers the integration tests share as soon as vLLM is
-# installed: their minutes of start-up overlap the unit tests instead of the heavy
-# integration tests (tests/integration/conftest.py adopts them; idle, they use no CPU).
 vllm_dir=$(mktemp -d)
+logs=$(mktemp -d)  # the integration sessions' logs and temporary files
 vllm_servers=(.venv/bin/python -m infersight.testing.vllm_server)
 if [ $# -eq 0 ]; then
-  { bash scripts/tool_venvs.sh && "${vllm_servers[@]}" start "$vllm_dir" slots_2 kv_16_blocks; } \
-    >"$tools_log" 2>&1 &
+  # A full run also starts the vLLM servers the integration tests share, as soon as vLLM
+  # is installed: vLLM first, at full priority, and the rest of this phase (the other
+  # tools, the unit tests) niced, so their minutes of start-up are over when the unit
+  # tests are and never on the heavy tests' path (tests/integration/conftest.py adopts
+  # them; idle, they use no CPU).
+  tools_and_vllm() {
+    nice -n 10 bash scripts/tool_venvs.sh guidellm aiperf inference-perf &
+    local others=$! rc=0
+    { bash scripts/tool_venvs.sh vllm && "${vllm_servers[@]}" start "$vllm_dir" slots_2 kv_16_blocks; } || rc=$?
+    wait $others || rc=$?
+    return $rc
+  }
+  tools_and_vllm >"$tools_log" 2>&1 &
+  later=(nice -n 10)
 else
   bash scripts/tool_venvs.sh >"$tools_log" 2>&1 &
+  later=()
 fi
 tools=$!
-trap 'pkill -P $tools 2>/dev/null; kill $tools 2>/dev/null || true; "${vllm_servers[@]}" stop "$vllm_dir"; rm -rf "$tools_log" "$vllm_dir"' EXIT
+trap 'pkill -P $tools 2>/dev/null || true; kill $tools 2>/dev/null || true; "${vllm_servers[@]}" stop "$vllm_dir"; rm -rf "$tools_log" "$vllm_dir" "$logs"' EXIT
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
 echo "== ruff format"; .venv/bin/ruff format --check src tests benchmarks
 echo "== mypy";  .venv/bin/mypy
@@ -35,23 +46,24 @@ if [ $# -gt 0 ]; then
   rc=$?
 else
   # Unit tests are CPU-bound and share nothing: one worker per core halves their time.
-  .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/unit
+  "${later[@]}" .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/unit
   rc=$?
+  # Integration tests mostly wait on real servers: two sessions side by side, the heavy
+  # tests (CPU load, noise judged) one at a time in one of them, the rest in the other
+  # (tests/integration/conftest.py says which and why). The rest need none of the tools:
+  # they start now, beside the tools' install and the vLLM servers' start-up, and the
+  # heavy ones once those are done, so no heavy test meets a starting vLLM.
+  .venv/bin/python -m pytest -q -p no:cacheprovider -m "not heavy" --durations=15 --basetemp "$logs/light" \
+    tests/integration >"$logs/light.log" 2>&1 &
+  light=$!
   echo "== benchmark tools and vLLM (scripts/tool_venvs.sh, then the tests' vLLM servers)"
   tools_rc=0; wait $tools || tools_rc=$?
   cat "$tools_log"
-  [ $tools_rc -eq 0 ] || { echo "installing the tools failed" >&2; exit $tools_rc; }
-  # Integration tests mostly wait on real servers: two sessions side by side, the heavy
-  # tests (CPU load, noise judged) one at a time in one of them, the rest in the other
-  # (tests/integration/conftest.py says which and why).
-  logs=$(mktemp -d)
+  [ $tools_rc -eq 0 ] || { echo "installing the tools failed" >&2; kill $light; exit $tools_rc; }
   export INFERSIGHT_TEST_VLLM_DIR=$vllm_dir
   .venv/bin/python -m pytest -q -p no:cacheprovider -m heavy --durations=15 --basetemp "$logs/heavy" \
     tests/integration >"$logs/heavy.log" 2>&1 &
   heavy=$!
-  .venv/bin/python -m pytest -q -p no:cacheprovider -m "not heavy" --durations=15 --basetemp "$logs/light" \
-    tests/integration >"$logs/light.log" 2>&1 &
-  light=$!
   wait $heavy; rc2=$?
   wait $light; rc3=$?
   echo "== integration tests, heavy (one at a time)"; cat "$logs/heavy.log"

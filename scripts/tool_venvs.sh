@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the benchmark tools whose result files the importer tests produce, each in a
-# venv of its own under .tool-venvs/ (idempotent; run by `scripts/setup.sh --tools`):
+# venv of its own under .tool-venvs/ (idempotent; run by `scripts/setup.sh --tools`;
+# `scripts/tool_venvs.sh vllm aiperf` installs only those named):
 #   .tool-venvs/guidellm        GuideLLM 0.8.x. It requires torch unconditionally: torch
 #                               is installed first, from pip's configured find-links
 #                               (here /opt/wheels holds the CPU-only wheel), so the
@@ -93,11 +94,20 @@ start() {
   PIDS+=("$!"); NAMES+=("$name"); TOOL_LOGS+=("$log")
 }
 
+# Arguments name the tools to install (all four without any): scripts/test.sh installs
+# vLLM ahead of the others, so the tests' vLLM servers start early.
+wanted=("$@")
+[ ${#wanted[@]} -gt 0 ] || wanted=(guidellm aiperf inference-perf vllm)
 PIDS=(); NAMES=(); TOOL_LOGS=()
-start guidellm "$GUIDELLM_SPEC" install_guidellm
-start aiperf "$AIPERF_SPEC" install_aiperf
-start inference-perf "$INFERENCE_PERF_SPEC" install_inference_perf
-start vllm "$VLLM_SPEC" install_vllm
+for tool in "${wanted[@]}"; do
+  case "$tool" in
+    guidellm) start guidellm "$GUIDELLM_SPEC" install_guidellm ;;
+    aiperf) start aiperf "$AIPERF_SPEC" install_aiperf ;;
+    inference-perf) start inference-perf "$INFERENCE_PERF_SPEC" install_inference_perf ;;
+    vllm) start vllm "$VLLM_SPEC" install_vllm ;;
+    *) echo "setup: unknown tool $tool (guidellm, aiperf, inference-perf, vllm)" >&2; exit 2 ;;
+  esac
+done
 failed=0
 for i in "${!PIDS[@]}"; do
   if ! wait "${PIDS[$i]}"; then
