@@ -59,6 +59,19 @@ def _explains_waits(
     return bool(with_limit < without)
 
 
+def _misfit(
+    start: np.ndarray, arrival: np.ndarray, first: np.ndarray, prompt: np.ndarray, tol: float
+) -> float:
+    """How far first tokens, counted from the replayed admission, lie from the line
+    (by prompt length) through those of requests that did not wait: the mean distance."""
+    waited = start > arrival + tol
+    base = ~waited if np.count_nonzero(~waited) >= 2 else np.ones(start.size, dtype=bool)
+    p = np.nan_to_num(prompt)
+    design = np.column_stack([np.ones(p.size), p])
+    coef, *_ = np.linalg.lstsq(design[base], (first - arrival)[base], rcond=None)
+    return float(np.nanmean(np.abs(first - start - design @ coef)))
+
+
 def find_slots(d: RunData, use: np.ndarray) -> Slots:
     """Stated or exported slots as given; else the smallest S whose FIFO replay leaves
     no request with its first token before its admission (section 9, step 1), and no
@@ -84,6 +97,20 @@ def find_slots(d: RunData, use: np.ndarray) -> Slots:
             lo = mid + 1
     if lo < top:
         start = reconstruct(arrival, end, lo, first=first)
+        # A client short of CPU stamps the ends that free slots late, so a few first
+        # tokens come sooner after their replayed admission than any request makes
+        # one, though none before it: a lower limit stands when it breaks no more than
+        # that and explains the first tokens better.
+        prompt = d.prompt[use]
+        misfit = _misfit(start, arrival, first, prompt, tol)
+        while lo > 1:
+            below = reconstruct(arrival, end, lo - 1, first=first)
+            if violations(below, first, 0.0) > allowed:
+                break
+            fits = _misfit(below, arrival, first, prompt, tol)
+            if fits >= misfit:
+                break
+            lo, start, misfit = lo - 1, below, fits
         if _explains_waits(start, arrival, first, d.prompt[use], tol):
             cap = d.running_while_waiting
             if cap is not None and lo > cap:

@@ -42,7 +42,8 @@ class Forecast:
     #: checked" and why (a what-if on a knob the run held at one value).
     checked_on: str = ""
     #: Where not checked or past the measured top: each figure's range, from compute
-    #: saturating at the measured top to the step time staying flat there.
+    #: saturating at the measured top to the step time staying flat there, each end
+    #: widened by the model's held-out error on that figure.
     ranges: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,17 +76,20 @@ def _model(result: RunResult, d: RunData) -> tuple[ServerModel, SelfCheck]:
 
 
 def _ranges(
-    *preds: Prediction | None,
+    sc: SelfCheck, *preds: Prediction | None
 ) -> dict[str, tuple[float | None, float | None]]:
     """Each figure from its lowest to its highest reading; the TTFT median's span
-    includes each reading's band (where a measured level's median may fall)."""
+    includes each reading's band (where a measured level's median may fall). Each end
+    is itself the model's figure, so it is widened by the model's held-out error on
+    that figure (the self-check's): a range never claims more than the fit can."""
     out: dict[str, tuple[float | None, float | None]] = {}
     for k in CHECKED_METRICS:
         vals = [v for p in preds if p is not None and (v := getattr(p, k)) is not None]
         if k == "ttft_p50":
             vals += [b for p in preds if p is not None and p.ttft_p50_band for b in p.ttft_p50_band]
         vals.sort()
-        out[k] = (vals[0], vals[-1]) if vals else (None, None)
+        e = sc.mape.get(k) or 0.0
+        out[k] = (max(0.0, vals[0] * (1.0 - e)), vals[-1] * (1.0 + e)) if vals else (None, None)
     return out
 
 
@@ -177,7 +181,10 @@ def forecast(
         # stay flat (high); the measurement can fall anywhere between
         high = at(flat=top)
         notes.append(f"if the step time stays flat past {top:.0f}: {saturated_text(high)}")
-    ranges = _ranges(p, low, high) if low is not None else {}
+    ranges = _ranges(sc, p, low, high) if low is not None else {}
+    said = ", ".join(f"{k} {e:.0%}" for k in ranges if (e := sc.mape.get(k) or 0.0) >= 0.005)
+    if said:
+        notes.append(f"each range's ends widened by the model's held-out error ({said})")
     setting = {
         "slots": slots if slots is not None else m.slots.value,
         "rate": rate,
