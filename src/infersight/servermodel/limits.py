@@ -40,6 +40,19 @@ def _floor(first: np.ndarray, sent: np.ndarray) -> tuple[float, float]:
     return floor, max(0.002, 0.5 * floor)
 
 
+def _typical(
+    start: np.ndarray, arrival: np.ndarray, first: np.ndarray, prompt: np.ndarray, tol: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which requests a replay makes wait, and each request's typical first token after
+    admission: the line (by prompt length) through those of requests that did not wait."""
+    waited = start > arrival + tol
+    base = ~waited if (~waited).any() else np.ones(start.size, dtype=bool)
+    p = np.nan_to_num(prompt)
+    design = np.column_stack([np.ones(p.size), p])
+    coef, *_ = np.linalg.lstsq(design[base], (first - arrival)[base], rcond=None)
+    return waited, design @ coef
+
+
 def _explains_waits(
     start: np.ndarray, arrival: np.ndarray, first: np.ndarray, prompt: np.ndarray, tol: float
 ) -> bool:
@@ -47,29 +60,22 @@ def _explains_waits(
     counted from the replayed admission, look like those of requests that did not
     wait (for their prompt length), closer than counted from their send. A limit the
     run never reached squeezes a few requests' first tokens instead."""
-    waited = start > arrival + tol
+    waited, typical = _typical(start, arrival, first, prompt, tol)
     if not waited.any() or waited.all():
         return bool(waited.any())
-    p = np.nan_to_num(prompt)
-    design = np.column_stack([np.ones(p.size), p])
-    coef, *_ = np.linalg.lstsq(design[~waited], (first - arrival)[~waited], rcond=None)
-    typical = design[waited] @ coef
-    with_limit = np.median(np.abs(first[waited] - start[waited] - typical))
-    without = np.median(np.abs(first[waited] - arrival[waited] - typical))
+    w = waited
+    with_limit = np.median(np.abs(first[w] - start[w] - typical[w]))
+    without = np.median(np.abs(first[w] - arrival[w] - typical[w]))
     return bool(with_limit < without)
 
 
 def _misfit(
     start: np.ndarray, arrival: np.ndarray, first: np.ndarray, prompt: np.ndarray, tol: float
 ) -> float:
-    """How far first tokens, counted from the replayed admission, lie from the line
-    (by prompt length) through those of requests that did not wait: the mean distance."""
-    waited = start > arrival + tol
-    base = ~waited if np.count_nonzero(~waited) >= 2 else np.ones(start.size, dtype=bool)
-    p = np.nan_to_num(prompt)
-    design = np.column_stack([np.ones(p.size), p])
-    coef, *_ = np.linalg.lstsq(design[base], (first - arrival)[base], rcond=None)
-    return float(np.nanmean(np.abs(first - start - design @ coef)))
+    """How far first tokens, counted from the replayed admission, lie from their typical
+    ones (:func:`_typical`): the mean distance."""
+    _, typical = _typical(start, arrival, first, prompt, tol)
+    return float(np.nanmean(np.abs(first - start - typical)))
 
 
 def find_slots(d: RunData, use: np.ndarray) -> Slots:
