@@ -104,9 +104,8 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(baseline_src(a.baseline))}
         cmd = [sys.executable, __file__, *map(str, files), "--delay", str(a.delay), "--json"]
         base = json.loads(subprocess.run(cmd, env=env, capture_output=True, check=True).stdout)
-    print(
-        f"fitted slots (truth 2) with k freeing ends stamped {a.delay:g} x the fastest first token late"
-    )
+    late = f"{a.delay:g} x the fastest first token"
+    print(f"fitted slots (truth 2) with k freeing ends stamped {late} late")
     print("file".ljust(14) + "".join(f"k={k}".rjust(12) for k in LATE))
     for f in files:
         row = [
