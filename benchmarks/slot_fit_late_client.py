@@ -26,10 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
+from _baseline import baseline_src
 from infersight.importers import import_file
 from infersight.servermodel.admission import reconstruct
 from infersight.servermodel.data import run_data
 from infersight.servermodel.limits import find_slots
+from infersight.testing.tool_runs import run_vllm_bench
+from infersight.testing.vllm_server import VLLMServer, VLLMSetting, vllm_model_dir
 
 LATE = (0, 1, 2, 3, 5, 10)
 
@@ -53,9 +56,6 @@ def table(files: list[Path], delay: float) -> dict[str, list[float | None]]:
 
 
 def make(n: int, folder: Path) -> list[Path]:
-    from infersight.testing.tool_runs import run_vllm_bench
-    from infersight.testing.vllm_server import VLLMServer, VLLMSetting, vllm_model_dir
-
     tok = vllm_model_dir()
     assert tok is not None, "prepare the model: scripts/setup.sh --tools"
     out = []
@@ -98,9 +98,6 @@ def main() -> None:
         return
     base: dict[str, list[float | None]] = {}
     if a.baseline:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from _baseline import baseline_src
-
         env = {**os.environ, "PYTHONPATH": str(baseline_src(a.baseline))}
         cmd = [sys.executable, __file__, *map(str, files), "--delay", str(a.delay), "--json"]
         base = json.loads(subprocess.run(cmd, env=env, capture_output=True, check=True).stdout)
