@@ -66,7 +66,8 @@ def _start(folder: Path, names: list[str]) -> int:
     started: dict[str, tuple[VLLMServer, dict[str, object]]] = {}
     try:
         for name in names:
-            server = VLLMServer(SHARED[name])
+            # the log in the state folder: the test script's cleanup removes both
+            server = VLLMServer(SHARED[name], log_path=folder / f"{name}.log")
             server.spawn()
             doc = {
                 "setting": dataclasses.asdict(server.setting),

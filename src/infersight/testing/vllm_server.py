@@ -17,6 +17,7 @@ torch compile, whose cache vLLM 0.32 fails to load): tests share one server per 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -113,7 +114,12 @@ class VLLMServer:
             str(self.port),
             *setting.args(),
         ]
-        self.log_path = log_path or Path(tempfile.mkdtemp(prefix="infersight-vllm-")) / "vllm.log"
+        # A folder this object made for the log is its to remove at stop.
+        self._own_dir: Path | None = None
+        if log_path is None:
+            self._own_dir = Path(tempfile.mkdtemp(prefix="infersight-vllm-"))
+            log_path = self._own_dir / "vllm.log"
+        self.log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
         # A server another process started and will stop (``port``, ``log_path`` and
         # this pid describe it): ``stop`` leaves it running.
@@ -146,6 +152,7 @@ class VLLMServer:
 
     def spawn(self) -> None:
         """Start the process; ``wait_ready`` waits for it to serve."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 self._cmd,
@@ -170,6 +177,8 @@ class VLLMServer:
         if self._proc is not None:
             stop_process(self._proc, grace=20.0, group=True)
             self._proc = None
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
 
     def __enter__(self) -> VLLMServer:
         self.start()

@@ -4,8 +4,10 @@ written in the order requests end, come out in arrival order."""
 
 from __future__ import annotations
 
+import atexit
 import csv
 import itertools
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from infersight.bench.replay.feed import RequestShape, TraceFeed
 from infersight.bench.replay.formats import TraceEntry, detect_format
 
 _DIR = Path(tempfile.mkdtemp(prefix="infersight-trace-test-"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
 _NAMES = itertools.count()
 
 #: (gap ms, input tokens, output tokens, hash ids)

@@ -1,0 +1,34 @@
+"""A vLLM server's log folder: one the server object made is removed when it stops (each
+CI run left two in /tmp), one it was given is the giver's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infersight.testing import vllm_server
+from infersight.testing.vllm_server import VLLMServer, VLLMSetting
+
+
+@pytest.fixture(autouse=True)
+def _installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # no process starts here: only the paths it would use
+    monkeypatch.setattr(vllm_server, "vllm_python", lambda: tmp_path / "python")
+    monkeypatch.setattr(vllm_server, "vllm_model_dir", lambda: tmp_path / "model")
+
+
+def test_the_folder_it_made_goes_at_stop() -> None:
+    server = VLLMServer(VLLMSetting(max_num_seqs=2))
+    folder = server.log_path.parent
+    assert folder.is_dir() and folder.name.startswith("infersight-vllm-")
+    server.stop()
+    assert not folder.exists()
+
+
+def test_a_log_it_was_given_stays(tmp_path: Path) -> None:
+    log = tmp_path / "state" / "slots_2.log"
+    log.parent.mkdir()
+    log.write_text("started\n")
+    VLLMServer(VLLMSetting(max_num_seqs=2), log_path=log).stop()
+    assert log.read_text() == "started\n"
