@@ -196,12 +196,13 @@ def tune_launch(out: list[dict[str, Any]]) -> None:
     import os
     import subprocess
 
-    cmd = VLLMServer(SLOTS[2]).command()
-    i = cmd.index("--max-num-seqs")
-    cmd[i + 1] = "{max_num_seqs}"
-    cmd[cmd.index("--port") + 1] = "{port}"
-    env = {**os.environ, **VLLMServer(SLOTS[2]).environment()}
     with tempfile.TemporaryDirectory() as d:
+        # a template, never started: its folder (the servers' IPC sockets) is d
+        template = VLLMServer(SLOTS[2], log_path=Path(d) / "vllm.log")
+        cmd = template.command()
+        cmd[cmd.index("--max-num-seqs") + 1] = "{max_num_seqs}"
+        cmd[cmd.index("--port") + 1] = "{port}"
+        env = {**os.environ, **template.environment()}
         args = [
             str(Path(sys.executable).parent / "infersight"),
             "tune",

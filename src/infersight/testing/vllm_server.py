@@ -138,11 +138,13 @@ class VLLMServer:
         return list(self._cmd)
 
     def environment(self) -> dict[str, str]:
-        """What the server needs beyond the caller's environment: offline, KV space."""
+        """What the server needs beyond the caller's environment: offline, KV space, and
+        its IPC sockets beside its log (vLLM leaves them; in /tmp, dozens a test run)."""
         return {
             **OFFLINE,
             "VLLM_CPU_KVCACHE_SPACE": str(self.setting.kv_gib),
             "VLLM_NO_USAGE_STATS": "1",
+            "VLLM_RPC_BASE_PATH": str(self.log_path.parent),
         }
 
     def start(self) -> None:

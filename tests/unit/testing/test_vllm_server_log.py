@@ -1,5 +1,6 @@
-"""A vLLM server's log folder: one the server object made is removed when it stops (each
-CI run left two in /tmp), one it was given is the giver's."""
+"""A vLLM server's log folder, where its IPC sockets go too: one the server object made is
+removed when it stops (each CI run left two in /tmp, and dozens of sockets), one it was
+given is the giver's."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ def test_the_folder_it_made_goes_at_stop() -> None:
     server = VLLMServer(VLLMSetting(max_num_seqs=2))
     folder = server.log_path.parent
     assert folder.is_dir() and folder.name.startswith("infersight-vllm-")
+    # vLLM's IPC sockets go there too (it leaves them: in /tmp, dozens a test run)
+    assert server.environment()["VLLM_RPC_BASE_PATH"] == str(folder)
     server.stop()
     assert not folder.exists()
 
