@@ -63,9 +63,8 @@ def _explains_waits(
     waited, typical = _typical(start, arrival, first, prompt, tol)
     if not waited.any() or waited.all():
         return bool(waited.any())
-    w = waited
-    with_limit = np.median(np.abs(first[w] - start[w] - typical[w]))
-    without = np.median(np.abs(first[w] - arrival[w] - typical[w]))
+    with_limit = np.median(np.abs(first[waited] - start[waited] - typical[waited]))
+    without = np.median(np.abs(first[waited] - arrival[waited] - typical[waited]))
     return bool(with_limit < without)
 
 
@@ -117,7 +116,7 @@ def find_slots(d: RunData, use: np.ndarray) -> Slots:
             if fits >= misfit:
                 break
             lo, start, misfit = lo - 1, below, fits
-        if _explains_waits(start, arrival, first, d.prompt[use], tol):
+        if _explains_waits(start, arrival, first, prompt, tol):
             cap = d.running_while_waiting
             if cap is not None and lo > cap:
                 # A client short of CPU stamps its times late and spreads the replay;
