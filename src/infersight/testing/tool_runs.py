@@ -113,10 +113,14 @@ def word_tokenizer(where: Path) -> Path:
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
+    # The tools' temp files go beside their output: AIPerf leaves its IPC folders and
+    # ``aiperf_mmap_*`` datasets in the temp dir (dozens a test run in /tmp).
+    tmp = cwd / "tool-tmp"
+    tmp.mkdir(exist_ok=True)
     p = subprocess.run(
         cmd,
         cwd=cwd,
-        env={**os.environ, **OFFLINE, **env},
+        env={**os.environ, **OFFLINE, "TMPDIR": str(tmp), **env},
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -24,7 +24,8 @@ def test_the_folder_it_made_goes_at_stop() -> None:
     folder = server.log_path.parent
     assert folder.is_dir() and folder.name.startswith("infersight-vllm-")
     # vLLM's IPC sockets go there too (it leaves them: in /tmp, dozens a test run)
-    assert server.environment()["VLLM_RPC_BASE_PATH"] == str(folder)
+    env = server.environment()
+    assert env["VLLM_RPC_BASE_PATH"] == env["TMPDIR"] == str(folder)
     server.stop()
     assert not folder.exists()
 
