@@ -47,6 +47,8 @@ QUEUED = 0.10
 #: Throughput growth per doubling of the running count below which compute has bent
 #: (100%: each added sequence bought its full share; 68%: the step grew 19% a doubling).
 BENT = 2**0.75 - 1
+#: Share of the engine's time in batched prefill above which prefill may bind.
+PREFILL_BUSY = 0.5
 #: Requests simulated per candidate setting (enough for a stable p50 and p99).
 REQUESTS = 800
 
@@ -231,10 +233,36 @@ def _binding(d: RunData, m: ServerModel, lv: LevelData, here: Prediction | None)
                 f"{waited}, but more slots would not raise throughput: the step "
                 f"time is ×{grow:.2f} the single-sequence step at this load{shown}"
             )
+        prefill = _prefill_bound(d, m, lv, here)
+        if prefill:
+            return "compute", f"{waited}, but more slots would not raise throughput: {prefill}"
         return "slots", f"{waited}; more slots would change little at this load{shown}"
     if bent:
         return "compute", (
             f"the step time grew ×{grow:.2f} from one sequence to "
             f"{running:.1f} running while slots were free{shown}"
         )
+    prefill = _prefill_bound(d, m, lv, here)
+    if prefill:
+        return "compute", prefill
     return "none", f"{running:.1f} running, {waiting:.1f} waiting: nothing binds"
+
+
+def _prefill_bound(d: RunData, m: ServerModel, lv: LevelData, here: Prediction) -> str | None:
+    """Prompts prefilled together wait for each other's prefill: where that takes most of
+    the engine's time and the measured throughput stopped growing with the running
+    count, prefill compute binds though the decode step stayed flat (None: it does not)."""
+    c, tput = m.c_first.value or 0.0, lv.figures.get("throughput") or 0.0
+    if m.prefill_mode != "batched" or c <= 0.0 or tput <= 0.0:
+        return None
+    prompt, _ = level_workload(d, lv)
+    # a lower bound: each group's fixed part (κ steps) is left out
+    busy = tput * c * float(np.mean(prompt))
+    g = _measured_growth(d, m, lv, here)
+    if busy < PREFILL_BUSY or g is None or g >= BENT:
+        return None
+    return (
+        f"prefill takes {busy:.0%} of the engine's time at {tput:.2g} req/s ({c * 1e3:.2g} "
+        f"s per 1k prompt tokens, prompts prefilled together wait for each other), and "
+        f"throughput grew {g:.0%} per doubling of the running count with the decode step flat"
+    )

@@ -118,9 +118,11 @@ def find_slots(d: RunData, use: np.ndarray) -> Slots:
             lo, start, misfit = lo - 1, below, fits
         if _explains_waits(start, arrival, first, prompt, tol):
             cap = d.running_while_waiting
-            if cap is not None and lo > cap:
-                # A client short of CPU stamps its times late and spreads the replay;
-                # the engine's own count, with requests waiting, is the harder fact.
+            if cap is not None and lo != cap:
+                # The engine's own count, with requests waiting in it, is the harder
+                # fact: above it, a client short of CPU stamped its times late and spread
+                # the replay; below it, first tokens waited for other prompts' prefill
+                # (a batched prefill step), which the replay reads as a wait for a slot.
                 return Slots(cap, cap, cap, "fitted")
             return Slots(float(lo), float(lo), float(lo), "fitted")
     return Slots(None, float(top), None, "not reached")

@@ -4,8 +4,8 @@ the run's recommendation names that constraint with one voice: its verdict, limi
 knob and typed fix agree with each other (``diagnose.one_voice.agreement``) and the
 limiter is the one that binds.
 
-Slots, KV reserved at admission, KV on demand with preemption, a compute knee, mixed
-prompt lengths and errors; open and closed loop; one level and many.
+Slots, KV reserved at admission, KV on demand with preemption, a compute knee, prompts
+prefilled in batches, mixed prompt lengths and errors; open and closed loop; one level and many.
 A case is right when ``diagnose.one_voice.spoken_once`` finds nothing to say against
 the run's recommendation and its limiter is one of ``Case.binds``.
 ``benchmarks/one_voice_truth.py`` prints the table; the integration test asserts it.
@@ -107,6 +107,14 @@ CASES: tuple[Case, ...] = (
         _srv(slots=8, prefill_per_token=1e-4),
         {**_C, "input_tokens": "uniform:16:1024", "concurrency": [1, 2, 4, 8]},
         ("none",),
+    ),
+    Case(
+        "prefill_batched_open",
+        _srv(slots=8, ttft=0.02, itl=0.01, tokens=32, prefill_per_token=1e-3, batch_prefill=True),
+        {**_O, "input_tokens": "fixed:100", "rate": [3.0, 6.0, 14.0]},
+        ("compute",),
+        "prompts prefilled together wait for each other: 0.1 s each, 10 req/s at most; "
+        "the 8 slots fill past it, and more would not help",
     ),
     Case("light_load", _srv(slots=16), {**_C, "concurrency": [1, 2, 4]}, ("none",)),
     Case(

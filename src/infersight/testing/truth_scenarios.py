@@ -12,7 +12,8 @@ The fake's engine model (see ``fake.openai``): a request holds a slot (and, with
 capacity, its prompt plus answer tokens) from admission to its last token; its first
 step takes ``ttft + prefill_per_token * prompt_tokens``, every later one ``itl``, and
 while more than ``compute_knee`` requests run every step takes ``running / knee``
-times longer. So alone a request takes ``service_s``, and at most
+times longer; with ``batch_prefill`` the prompts admitted together share one prefill
+step, so prompts' prefill takes turns. So alone a request takes ``service_s``, and at most
 ``min(slots, fit, knee)`` requests' worth of work completes per ``service_s``.
 """
 
@@ -84,6 +85,11 @@ class Scenario:
             else None
         )
         capacity = None if width is None or service <= 0 else width / service
+        # prompts prefilled together take turns in one prefill step: at most one
+        # prompt's prefill a ``prefill_per_token * prompt`` seconds
+        own = s.prefill_per_token * prompt
+        if s.batch_prefill and own > 0:
+            capacity = min(capacity or float("inf"), 1.0 / own)
         return {
             "name": self.name,
             "description": self.description,
@@ -96,6 +102,7 @@ class Scenario:
             "step_time": {
                 "first_s": s.ttft,
                 "prefill_per_token_s": s.prefill_per_token,
+                "prefill": "batched" if s.batch_prefill else "each",
                 "decode_s": s.itl,
                 "pace": "max(1, running / compute_knee)" if s.compute_knee else "1",
             },
@@ -249,6 +256,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         _srv(slots=8, prefill_per_token=1e-4),
         {**_CLOSED, "input_tokens": "fixed:520", "concurrency": [1, 2, 4, 8], "duration": 5.0},
         "none",
+        quick={"duration": 3.0},
+    ),
+    Scenario(
+        "batched_prefill",
+        "8 slots, prompts prefilled together in one step (as vLLM and llama.cpp do), "
+        "1 ms per prompt token: 100-token prompts cap throughput at 10 req/s; closed loop",
+        _srv(slots=8, ttft=0.02, itl=0.01, prefill_per_token=1e-3, batch_prefill=True),
+        {**_CLOSED, "input_tokens": "fixed:100", "concurrency": [1, 2, 4, 8]},
+        "compute",
+        {"c=1": "none", "c=2": "none"},
         quick={"duration": 3.0},
     ),
     Scenario(

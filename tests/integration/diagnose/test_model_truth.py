@@ -80,3 +80,21 @@ def test_mixed_prompt_lengths_are_prefill_not_a_slot_limit(tmp_path: Path) -> No
     doc = json.loads(out.stdout)
     c4 = run.aggregates["c=4"]["request_throughput"]
     assert doc["prediction"]["throughput"] == pytest.approx(c4, rel=0.15)
+
+
+def test_prompts_prefilled_together_are_read_as_one_step_that_binds() -> None:
+    # vLLM's and llama.cpp's schedulers prefill the prompts admitted together in one
+    # step: 100-token prompts at 1 ms a token take turns, 10 req/s at most, while the
+    # decode step stays flat and 8 slots never fill
+    run = _run("batched_prefill")
+    m, sc, rec = run.server_model, run.self_check, run.recommendation
+    assert m is not None and sc is not None and rec is not None
+    assert m.prefill_mode == "batched"
+    assert m.c_first.value == pytest.approx(1e-3, rel=0.2)  # the server's 1 ms a token
+    assert m.slots.value is None
+    assert sc.mape["ttft_p50"] <= 0.15 and sc.mape["throughput"] <= 0.10
+    # prefill binds: no "healthy" run, no slot raise
+    assert rec.limiter == "compute" and rec.fix is not None and rec.fix.knob != "slots"
+    assert "prefill takes" in rec.fix.rests_on
+    verdicts = {v.level: v.id for v in run.diagnosis}
+    assert verdicts["c=8"] == "compute_bound" and verdicts["c=1"] == "healthy"

@@ -34,6 +34,7 @@ def test_the_suite_has_the_scenarios_the_issue_asks_for() -> None:
     kinds = {c.server.kv_mode for c in CASES if c.server.kv_capacity}
     assert kinds == {"reserve", "on_demand"}
     assert any(c.server.compute_knee for c in CASES)
+    assert {c.server.batch_prefill for c in CASES} == {True, False}  # as vLLM, and each alone
     assert any("uniform" in str(c.load.get("input_tokens")) for c in CASES)
     shapes = [
         ("rate" in c.load, len(c.load.get("concurrency") or c.load.get("rate") or []))

@@ -177,6 +177,11 @@ def test_the_engines_count_while_requests_waited_caps_the_slot_fit() -> None:
     # the engine ran while requests waited gives way to the engine's count.
     capped = fit_model(replace(d, running_while_waiting=3.0))
     assert capped.slots.value == 3 and capped.slots.source == "fitted"
+    # First tokens that waited for other prompts' prefill (a batched prefill step) read
+    # as waits for a slot, and the replay fits fewer slots than the engine ran at once:
+    # no engine runs more than its slots, so a fit below the count gives way to it too.
+    raised = fit_model(replace(d, running_while_waiting=5.0))
+    assert raised.slots.value == 5 and raised.slots.source == "fitted"
     # KV full at those scrapes: the queue may be the cache's, so no cap is read.
     full = [
         Sample(s.t, "engine.kv_cache_usage", 0.95, s.labels)

@@ -185,6 +185,12 @@ class FakeConfig:
     #: added to the first token's time and scaled by the compute pace like the rest
     #: of that step: long prompts get a later first token.
     prefill_per_token: float = 0.0
+    #: Prefill in batches, as vLLM and llama.cpp do (``fake.prefill``): prompts admitted
+    #: within one decode step (``itl``) of a prefill's start share it, one ``ttft`` and
+    #: each prompt's ``prefill_per_token``, and all get their first token at its end.
+    #: False: each prompt's first token comes ``ttft`` plus its own prefill after its
+    #: admission, whoever else is admitted.
+    batch_prefill: bool = False
     #: KV-cache capacity in tokens (None: unlimited). A request is admitted only when
     #: a slot is free and its prompt plus answer tokens fit beside those the running
     #: requests reserved; otherwise it waits (FIFO, head-of-line). The vllm and sglang

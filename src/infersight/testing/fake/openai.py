@@ -33,6 +33,7 @@ from aiohttp import web
 from infersight.testing.fake.config import Behavior, FakeConfig
 from infersight.testing.fake.extras import ExtraEndpoints
 from infersight.testing.fake.faults import garbage_answer, oom_answer, stalled_json
+from infersight.testing.fake.prefill import PrefillBatches
 from infersight.testing.fake.process import FakeProcess
 from infersight.testing.fake.responses import (
     RequestShape,
@@ -58,6 +59,7 @@ class FakeOpenAI(ExtraEndpoints):
         super().__init__(config)
         # The origin of ``FakeConfig.drift``.
         self._born = time.monotonic()
+        self.prefill = PrefillBatches()
         self.base_url = ""
         self.port = 0
 
@@ -250,12 +252,17 @@ class FakeOpenAI(ExtraEndpoints):
         cfg = self.config
         chat = request.path.endswith("/chat/completions")
         prompts, prompt_tokens, n, finish = shape
-        ttft = b.ttft if b.ttft is not None else cfg.ttft
+        first = b.ttft if b.ttft is not None else cfg.ttft
         # Prefill: the first step also reads the prompt (paced like the rest of it).
-        ttft += cfg.prefill_per_token * prompt_tokens
+        own = cfg.prefill_per_token * prompt_tokens
         itl = b.itl if b.itl is not None else cfg.itl
-        if cfg.drift:
-            ttft *= 1.0 + cfg.drift * (time.monotonic() - self._born)
+        slower = 1.0 + cfg.drift * (time.monotonic() - self._born) if cfg.drift else 1.0
+        ttft = (first + own) * slower
+        if cfg.batch_prefill:
+            # the prompt's first token comes when its group's prefill step ends; the
+            # stream then owes no first step of its own
+            pace = self._pace() * slower
+            ttft = await self.prefill.join(first=first * pace, per_prompt=own * pace, window=itl)
         # What the engine's counters need once the answer is done.
         gen: _Gen = (ttft, itl, prompt_tokens, n * len(prompts), finish)
         usage = {
@@ -269,8 +276,9 @@ class FakeOpenAI(ExtraEndpoints):
             "created": int(time.time()),
             "model": body.get("model") or cfg.model,
         }
+        due = 0.0 if cfg.batch_prefill else ttft  # what is still to wait for it
         if not body.get("stream"):
-            await asyncio.sleep((ttft + itl * max(0, n - 1)) * self._pace())
+            await asyncio.sleep((due + itl * max(0, n - 1)) * self._pace())
             text = cfg.token_text * n
             choices = [
                 {
@@ -301,7 +309,7 @@ class FakeOpenAI(ExtraEndpoints):
             chat=chat,
             n=n,
             n_prompts=len(prompts),
-            ttft=ttft,
+            ttft=due,
             itl=itl,
             finish=finish,
             usage=usage if want_usage else None,
