@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 __all__ = [
@@ -113,18 +114,20 @@ def word_tokenizer(where: Path) -> Path:
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
-    # The tools' temp files go beside their output: AIPerf leaves its IPC folders and
-    # ``aiperf_mmap_*`` datasets in the temp dir (dozens a test run in /tmp).
-    tmp = cwd / "tool-tmp"
-    tmp.mkdir(exist_ok=True)
-    p = subprocess.run(
-        cmd,
-        cwd=cwd,
-        env={**os.environ, **OFFLINE, "TMPDIR": str(tmp), **env},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    # The tools' temp files go in a folder of their own, removed after the run: AIPerf
+    # leaves its IPC folders and ``aiperf_mmap_*`` datasets in the temp dir (dozens a
+    # test run in /tmp). Its path stays short: AIPerf's IPC sockets are made in it, and a
+    # socket's path has at most 107 bytes (under a test's own folder it had 120, and
+    # AIPerf exited 0 having written nothing).
+    with tempfile.TemporaryDirectory(prefix="tool-") as tmp:
+        p = subprocess.run(
+            cmd,
+            cwd=cwd,
+            env={**os.environ, **OFFLINE, "TMPDIR": tmp, **env},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     assert p.returncode == 0, f"{cmd[0]} failed ({p.returncode}): {(p.stderr or p.stdout)[-3000:]}"
     return p.stdout
 
@@ -176,7 +179,7 @@ def run_aiperf(
     (repo / "refs" / "main").write_text(rev)
     word_tokenizer(repo / "snapshots" / rev)
     exe = _tool_exe("aiperf")
-    _run(
+    out = _run(
         [
             exe,
             "profile",
@@ -207,6 +210,8 @@ def run_aiperf(
         {"HF_HOME": str(home)},
         timeout,
     )
+    # AIPerf can exit 0 having exported nothing: say so here, with its own words
+    assert any(artifacts.rglob("profile_export_aiperf.json")), f"AIPerf exported nothing: {out}"
     return artifacts
 
 

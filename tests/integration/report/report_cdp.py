@@ -72,6 +72,9 @@ class Browser:
             "about:blank",
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
+            # its org.chromium.* folders go in the profile folder, removed below (in
+            # /tmp they were left, one a launch)
+            env={**os.environ, "TMPDIR": self._tmp.name},
         )
         port_file = Path(self._tmp.name) / "DevToolsActivePort"
 
