@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from infersight.core.server_model import Fix, SelfCheck, ServerModel
 from infersight.servermodel.advise import HELD
+from infersight.servermodel.binding import PREFILL_BOUND
 from infersight.servermodel.bounds import saturated_text
 
 __all__ = ["FixNumbers", "PhysicsBounds", "model_numbers"]
@@ -51,6 +52,8 @@ class FixNumbers:
     rests_on: list[str] = field(default_factory=list)
     no_number: str = ""
     closed_loop: bool = False
+    #: The limit is prefill's: prompts prefilled together wait for each other.
+    prefill: bool = False
 
     def why(self) -> str:
         """Everything the numbers rest on, for the evidence."""
@@ -135,4 +138,5 @@ def model_numbers(
             "tpot_p50": p.tpot_p50,
         },
         closed_loop=closed_loop,
+        prefill=fix.rests_on.startswith(PREFILL_BOUND) or f": {PREFILL_BOUND} " in fix.rests_on,
     )

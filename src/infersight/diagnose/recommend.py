@@ -102,7 +102,12 @@ def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Re
             if curve.knee_reached and curve.knee
             else ""
         )
-        head = f"Compute-bound{where}: more slots add latency, not throughput"
+        head = (
+            f"Compute-bound by prefill{where}: prompts admitted together wait for each "
+            "other's prefill, and more slots add latency, not throughput"
+            if fix.prefill
+            else f"Compute-bound{where}: more slots add latency, not throughput"
+        )
         if current and fix.slots is not None and current > fix.slots:
             act, knob, direction, target = (
                 f"lower {flag} {current} \u2192 {fix.slots}{reps}",
@@ -124,7 +129,13 @@ def _sized(v: Verdict, curve: CapacityCurve, fix: FixNumbers, engine: str) -> Re
                 "hold",
                 None,
             )
-        text = f"{head}; {act}."
+        less = (
+            "; less prefill per request helps too (prefix caching where prompts share a "
+            "head, shorter prompts)"
+            if fix.prefill
+            else ""
+        )
+        text = f"{head}; {act}{less}."
     elif fix.slots is None:
         text = (
             f"{v.title}{_where(v)}: raise {flag} above {current or 'its limit'}{_no_number(fix)}."

@@ -29,6 +29,7 @@ from infersight.stats.operating_point import growth_per_doubling
 
 __all__ = [
     "ERROR_LIMIT",
+    "PREFILL_BOUND",
     "QUEUED",
     "RANGE",
     "REQUESTS",
@@ -49,6 +50,8 @@ QUEUED = 0.10
 BENT = 2**0.75 - 1
 #: Share of the engine's time in batched prefill above which prefill may bind.
 PREFILL_BUSY = 0.5
+#: How the evidence of a prefill-bound limiter begins (the fix's wording keys on it).
+PREFILL_BOUND = "prefill takes"
 #: Requests simulated per candidate setting (enough for a stable p50 and p99).
 REQUESTS = 800
 
@@ -262,7 +265,7 @@ def _prefill_bound(d: RunData, m: ServerModel, lv: LevelData, here: Prediction) 
     if busy < PREFILL_BUSY or g is None or g >= BENT:
         return None
     return (
-        f"prefill takes {busy:.0%} of the engine's time at {tput:.2g} req/s ({c * 1e3:.2g} "
+        f"{PREFILL_BOUND} {busy:.0%} of the engine's time at {tput:.2g} req/s ({c * 1e3:.2g} "
         f"s per 1k prompt tokens, prompts prefilled together wait for each other), and "
         f"throughput grew {g:.0%} per doubling of the running count with the decode step flat"
     )

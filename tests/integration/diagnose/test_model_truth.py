@@ -96,5 +96,6 @@ def test_prompts_prefilled_together_are_read_as_one_step_that_binds() -> None:
     # prefill binds: no "healthy" run, no slot raise
     assert rec.limiter == "compute" and rec.fix is not None and rec.fix.knob != "slots"
     assert "prefill takes" in rec.fix.rests_on
+    assert rec.text.startswith("Compute-bound by prefill") and "prefix caching" in rec.text
     verdicts = {v.level: v.id for v in run.diagnosis}
     assert verdicts["c=8"] == "compute_bound" and verdicts["c=1"] == "healthy"
