@@ -13,35 +13,46 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["PrefillBatches"]
+__all__ = ["PrefillBatches", "PrefillGroup"]
 
 
 @dataclass(slots=True)
-class _Group:
+class PrefillGroup:
+    """One prefill step: when it starts and ends (its members' first tokens)."""
+
     start: float
     end: float
 
 
 class PrefillBatches:
-    """The fake's prefill groups; ``join`` waits for the first token of one prompt."""
+    """The fake's prefill groups on ``clock`` (the monotonic clock; a test's own):
+    ``admit`` places a prompt, ``join`` waits for its first token."""
 
-    def __init__(self) -> None:
-        self._last: _Group | None = None
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._last: PrefillGroup | None = None
 
-    async def join(self, *, first: float, per_prompt: float, window: float) -> float:
-        """Join (or open) a group with a prompt whose own prefill takes ``per_prompt``
-        seconds, ``first`` the step's fixed part; wait until the group's step ends.
-        Returns the seconds waited (this request's time to its first token)."""
-        now = time.monotonic()
+    def admit(self, *, first: float, per_prompt: float, window: float) -> PrefillGroup:
+        """Place a prompt whose own prefill takes ``per_prompt`` seconds (``first`` the
+        step's fixed part) in the open group or a new one; the group it joined."""
+        now = self._clock()
         g = self._last
         if g is not None and g.start >= now - window:
             g.end += per_prompt
-        else:
-            start = max(now, g.end) if g is not None else now
-            g = self._last = _Group(start, start + first + per_prompt)
+            return g
+        start = max(now, g.end) if g is not None else now
+        self._last = PrefillGroup(start, start + first + per_prompt)
+        return self._last
+
+    async def join(self, *, first: float, per_prompt: float, window: float) -> float:
+        """``admit``, then wait until the group's step ends; the seconds waited (this
+        request's time to its first token)."""
+        now = self._clock()
+        g = self.admit(first=first, per_prompt=per_prompt, window=window)
         # a prompt that joins later moves the end: wait until no one has moved it
-        while (left := g.end - time.monotonic()) > 0:
+        while (left := g.end - self._clock()) > 0:
             await asyncio.sleep(left)
-        return time.monotonic() - now
+        return self._clock() - now
