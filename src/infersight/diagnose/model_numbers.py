@@ -138,5 +138,5 @@ def model_numbers(
             "tpot_p50": p.tpot_p50,
         },
         closed_loop=closed_loop,
-        prefill=fix.rests_on.startswith(PREFILL_BOUND) or f": {PREFILL_BOUND} " in fix.rests_on,
+        prefill=PREFILL_BOUND in fix.rests_on,
     )

@@ -261,8 +261,10 @@ def _prefill_bound(d: RunData, m: ServerModel, lv: LevelData, here: Prediction) 
     prompt, _ = level_workload(d, lv)
     # a lower bound: each group's fixed part (κ steps) is left out
     busy = tput * c * float(np.mean(prompt))
+    if busy < PREFILL_BUSY:
+        return None  # before the growth, which simulates a lower level
     g = _measured_growth(d, m, lv, here)
-    if busy < PREFILL_BUSY or g is None or g >= BENT:
+    if g is None or g >= BENT:
         return None
     return (
         f"{PREFILL_BOUND} {busy:.0%} of the engine's time at {tput:.2g} req/s ({c * 1e3:.2g} "

@@ -4,6 +4,8 @@ given is the giver's."""
 
 from __future__ import annotations
 
+import getpass
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,19 @@ def test_a_log_it_was_given_stays(tmp_path: Path) -> None:
     log.write_text("started\n")
     VLLMServer(VLLMSetting(max_num_seqs=2), log_path=log).stop()
     assert log.read_text() == "started\n"
+
+
+def test_torchs_kernel_cache_is_linked_in_so_starts_reuse_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # the machine's temp dir, where torch keeps its compiled kernels between starts
+    machine = tmp_path / "machine-tmp"
+    machine.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(machine))
+    log = tmp_path / "state" / "slots_2.log"
+    server = VLLMServer(VLLMSetting(max_num_seqs=2), log_path=log)
+    with pytest.raises(FileNotFoundError):  # no vLLM here: the process cannot start
+        server.spawn()
+    shared = machine / f"torchinductor_{getpass.getuser()}"
+    link = log.parent / shared.name
+    assert link.is_symlink() and link.resolve() == shared.resolve() and shared.is_dir()
