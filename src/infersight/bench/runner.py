@@ -94,7 +94,9 @@ async def _run_with_target(
         timings_per_token=target.engine_info.get("engine") in ("llama.cpp", "llamacpp"),
     )
     result.notes.extend(target.notes)
-    order = LevelOrder(load, fixed_levels(load, setup.replay))
+    order = LevelOrder(
+        load, fixed_levels(load, setup.replay), cfg.target.engine_slots or target.slots
+    )
     window = Window.parse(load.warmup, load.cooldown)
     contention = cpu_contention(target.base_url, target.engine_pid)
     if contention:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 __all__ = [
     "CHECKED_METRICS",
     "MAPE_LIMIT",
+    "UNCOUNTED",
     "Basis",
     "Fix",
     "LevelCheck",
@@ -109,6 +110,10 @@ class ServerModel(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+#: Why a level's held-out error is not counted in the self-check's mean.
+UNCOUNTED = "not counted: the only level with one sequence at a time"
+
+
 class LevelCheck(BaseModel):
     """One level predicted by the model fitted without it (or with it: in-sample)."""
 
@@ -117,6 +122,9 @@ class LevelCheck(BaseModel):
     predicted: dict[str, float | None] = Field(default_factory=dict)
     #: Absolute percentage error per metric (0.1 = 10%).
     error: dict[str, float | None] = Field(default_factory=dict)
+    #: Whether the level's error counts in the MAPE: the single-client level held out is
+    #: shown but not counted (``UNCOUNTED``).
+    counted: bool = True
 
 
 class SelfCheck(BaseModel):
@@ -125,7 +133,7 @@ class SelfCheck(BaseModel):
     #: "leave-one-level-out" (3 levels or more), "in-sample" (2), "none" (fewer).
     method: str = "none"
     levels: list[LevelCheck] = Field(default_factory=list)
-    #: Mean absolute percentage error per metric, over the checked levels.
+    #: Mean absolute percentage error per metric, over the counted levels.
     mape: dict[str, float | None] = Field(default_factory=dict)
     #: Whether the model may give numbers beyond what was measured.
     trusted: bool = False

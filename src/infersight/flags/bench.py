@@ -112,8 +112,8 @@ class LoadSection(_Section):
     sweep: Literal["auto", "closed"] | None = flag(
         None,
         "'auto': sequential, saturation, then rates in between. 'closed': 1, 2, 4, ... clients "
-        "until throughput stops growing twice (the levels the server model needs to check "
-        "itself).",
+        "until throughput stops growing twice, with the engine's slots full where known "
+        "(the levels the server model needs to check itself).",
         metavar="MODE",
     )
     sweep_levels: Annotated[int, Ge(1), Le(20)] = flag(

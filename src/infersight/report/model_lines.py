@@ -7,7 +7,13 @@ from __future__ import annotations
 from html import escape
 
 from infersight.core.records import RunResult
-from infersight.core.server_model import CHECKED_METRICS, Fix, SelfCheck, ServerModel
+from infersight.core.server_model import (
+    CHECKED_METRICS,
+    UNCOUNTED,
+    Fix,
+    SelfCheck,
+    ServerModel,
+)
 from infersight.report.svg.axes import fmt_value
 
 __all__ = ["check_text", "fix_text", "model_html", "model_lines", "model_text"]
@@ -45,7 +51,7 @@ def check_text(sc: SelfCheck) -> str:
         f"{_NAMES[k]} {sc.mape[k]:.0%}" for k in CHECKED_METRICS if sc.mape.get(k) is not None
     )
     per = "; ".join(
-        f"{c.level}: "
+        f"{c.level}{'' if c.counted else f' ({UNCOUNTED})'}: "
         + ", ".join(
             f"{_NAMES[k]} {c.error[k]:.0%}" for k in CHECKED_METRICS if c.error.get(k) is not None
         )
@@ -141,7 +147,7 @@ def model_html(result: RunResult) -> str:
         f"<th>{escape(_NAMES[k])} measured / predicted / error</th>" for k in CHECKED_METRICS
     )
     body = "".join(
-        f"<tr><td>{escape(c.level)}</td>"
+        f"<tr><td>{escape(c.level + ('' if c.counted else f' ({UNCOUNTED})'))}</td>"
         + "".join(
             f"<td class=num>{escape(_cell(c.measured.get(k), k))} / "
             f"{escape(_cell(c.predicted.get(k), k))} / "

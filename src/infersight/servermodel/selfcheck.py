@@ -8,6 +8,13 @@ residual, labelled so). The error is the absolute percentage error of throughput
 TTFT p50 and TPOT p50; the model's numbers beyond the measured range are trusted only
 when every metric's mean error is within ``MAPE_LIMIT`` and the binding levels were
 not client-limited.
+
+The single-client level, held out, is shown but not counted in the mean: it alone
+runs one sequence at a time, so the others can only extrapolate to it, and no figure
+the model gives runs fewer than it did (a run that measured c=1 predicts each later
+setting from a fit that includes it). An engine whose step doubles from one sequence
+to two and then grows slowly (llama.cpp on a CPU) fails that extrapolation whatever
+the model's worth at the settings it is asked about.
 """
 
 from __future__ import annotations
@@ -82,7 +89,16 @@ def predict_level(
     return {k: getattr(p, k) for k in (*CHECKED_METRICS, "ttft_p99", "e2e_p50", "running")}
 
 
-def _check(lv: LevelData, pred: dict[str, float | None]) -> LevelCheck:
+def _counts(lv: LevelData, usable: list[LevelData]) -> bool:
+    """Whether ``lv``'s held-out error counts: not the single-client level of a run
+    whose other levels all ran more clients."""
+    return not (
+        lv.concurrency == 1
+        and all(o.concurrency is not None and o.concurrency > 1 for o in usable if o is not lv)
+    )
+
+
+def _check(lv: LevelData, pred: dict[str, float | None], counted: bool = True) -> LevelCheck:
     err: dict[str, float | None] = {}
     for k in CHECKED_METRICS:
         meas, got = lv.figures.get(k), pred.get(k)
@@ -94,6 +110,7 @@ def _check(lv: LevelData, pred: dict[str, float | None]) -> LevelCheck:
         measured={k: lv.figures.get(k) for k in CHECKED_METRICS},
         predicted={k: pred.get(k) for k in CHECKED_METRICS},
         error=err,
+        counted=counted,
     )
 
 
@@ -109,7 +126,7 @@ def self_check(d: RunData, m: ServerModel) -> SelfCheck:
                 sub = fit_model(d, others)
             except ValueError:
                 continue
-            checks.append(_check(lv, predict_level(sub, d, lv)))
+            checks.append(_check(lv, predict_level(sub, d, lv), _counts(lv, usable)))
     elif len(usable) == 2:
         method = "in-sample"
         checks = [_check(lv, predict_level(m, d, lv)) for lv in usable]
@@ -121,7 +138,7 @@ def self_check(d: RunData, m: ServerModel) -> SelfCheck:
         )
     mape: dict[str, float | None] = {}
     for k in CHECKED_METRICS:
-        vals = [v for c in checks if (v := c.error.get(k)) is not None]
+        vals = [v for c in checks if c.counted and (v := c.error.get(k)) is not None]
         mape[k] = float(np.mean(vals)) if vals else None
     sc = SelfCheck(method=method, levels=checks, mape=mape)
     worst = sc.worst()

@@ -150,10 +150,11 @@ def test_find_max_fails_a_level_that_answers_with_errors() -> None:
     assert not level_passed({**good, "success_rate": 0.9})
 
 
-def _closed(curve: list[float]) -> list[str]:
+def _closed(curve: list[float], slots: int | None = None) -> list[str]:
     """The levels --sweep closed runs against a server whose throughput at the k-th
-    level is curve[k]."""
-    p = order(BenchConfig(sweep="closed"))
+    level is curve[k] (and whose slots are ``slots``, where known)."""
+    cfg = BenchConfig(sweep="closed")
+    p = LevelOrder(cfg.load, cfg.levels(), slots)
     names = []
     while (lv := p.next()) is not None:
         assert lv.concurrency == 2 ** len(names) and lv.rate is None
@@ -173,10 +174,33 @@ def test_sweep_closed_doubles_until_throughput_stopped_growing_twice() -> None:
     assert _closed([2.0**k for k in range(12)]) == [f"c={2**k}" for k in range(6)]
 
 
-@given(st.lists(st.floats(0.0, 100.0), min_size=8, max_size=8))
-def test_sweep_closed_ends_on_two_flat_levels_or_the_cap(curve: list[float]) -> None:
-    names = _closed(curve)
+def test_sweep_closed_fills_the_engines_slots_before_it_calls_a_plateau() -> None:
+    # the embedded engine on 2 cores: flat from 2 to 4 clients, then 39% more at 8
+    curve = [1.54, 1.68, 1.69, 2.35, 2.2, 2.1]
+    assert _closed(curve) == ["c=1", "c=2", "c=4"]
+    assert _closed(curve, slots=8) == ["c=1", "c=2", "c=4", "c=8", "c=16", "c=32"]
+    # slots already filled where the plateau shows: the sweep ends as before
+    assert _closed([1.0, 1.9, 3.6, 3.7, 3.6, 9.0], slots=4) == [
+        "c=1",
+        "c=2",
+        "c=4",
+        "c=8",
+        "c=16",
+    ]
+
+
+@given(
+    st.lists(st.floats(0.0, 100.0), min_size=8, max_size=8),
+    st.none() | st.integers(1, 64),
+)
+def test_sweep_closed_ends_on_two_flat_levels_or_the_cap(
+    curve: list[float], slots: int | None
+) -> None:
+    names = _closed(curve, slots)
     thr = curve[: len(names)]
     flat = [thr[i] < max(thr[:i]) * 1.1 for i in range(1, len(thr))]
-    assert len(names) == 6 or flat[-2:] == [True, True]
-    assert not any(flat[i] and flat[i + 1] for i in range(len(flat) - 2))
+    top = 2 ** (len(names) - 1)
+    assert len(names) == 6 or (flat[-2:] == [True, True] and (slots is None or top >= slots))
+    # no earlier plateau once the clients filled the slots (level i + 2 ran 2**(i + 2))
+    filled = [slots is None or 2 ** (i + 2) >= slots for i in range(len(flat))]
+    assert not any(flat[i] and flat[i + 1] and filled[i] for i in range(len(flat) - 2))

@@ -61,6 +61,21 @@ def test_a_limit_the_run_never_reached_is_only_a_lower_bound() -> None:
     assert lim == "none" and fix is not None and fix.knob is None
 
 
+def test_the_single_client_level_held_out_is_shown_but_not_counted() -> None:
+    # the others can only extrapolate to one sequence at a time, and no figure the
+    # model gives runs fewer than a run that measured c=1
+    d = run_data(sweep_run(slots=4))
+    sc = self_check(d, fit_model(d))
+    assert [c.level for c in sc.levels if not c.counted] == ["c=1"]
+    counted = [c for c in sc.levels if c.counted]
+    assert len(counted) == 4
+    for k, v in sc.mape.items():
+        assert v == pytest.approx(np.mean([c.error[k] for c in counted]))
+    # without a c=1 level, the lowest one is extrapolated to as any other: it counts
+    d2 = run_data(sweep_run(slots=4, levels=(2, 4, 8)))
+    assert all(c.counted for c in self_check(d2, fit_model(d2)).levels)
+
+
 def test_one_level_checks_nothing_and_two_only_in_sample() -> None:
     one = run_data(rate_run(33.0))
     sc = self_check(one, fit_model(one))

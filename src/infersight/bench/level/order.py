@@ -8,7 +8,11 @@
 - ``--sweep closed``: the levels the server model needs (docs/design.md section 9):
   closed loop at 1, 2, 4, ... clients, doubling until two levels in a row add less
   than ``PLATEAU`` to the best throughput so far, so that leaving either out still
-  leaves a level that shows the limit; at most ``MAX_CLOSED`` levels.
+  leaves a level that shows the limit; at most ``MAX_CLOSED`` levels. Where the
+  engine's slots are known (stated, or the embedded engine's), a plateau counts only
+  once the clients fill them: an engine whose batching pays only at larger batches
+  (llama.cpp on a CPU: flat from 2 to 4 clients, then 39% more at 8) would otherwise
+  read as compute-bound at one sequence.
 - ``--find-max``: the throughput level bounds the search; then a bisection on the rate
   keeps the highest rate whose level met every SLO *and* was sustainable, with at most
   1% of its answers errors. An unsustainable level fails whatever its percentiles: they
@@ -57,10 +61,12 @@ MAX_CLOSED = 6
 class LevelOrder:
     """Hands out levels one at a time, deciding adaptive ones from earlier aggregates."""
 
-    def __init__(self, load: LoadSection, fixed: list[LevelSpec]) -> None:
+    def __init__(self, load: LoadSection, fixed: list[LevelSpec], slots: int | None = None) -> None:
         """``fixed``: the configuration's fixed levels
-        (:func:`~infersight.bench.level.spec.fixed_levels`), run first and in order."""
+        (:func:`~infersight.bench.level.spec.fixed_levels`), run first and in order;
+        ``slots``: the engine's slot count, where known."""
         self.load = load
+        self.slots = slots
         self._fixed = list(fixed)
         self._done: list[tuple[LevelSpec, dict[str, Any]]] = []
         self._arrival = load.open_arrival
@@ -113,7 +119,8 @@ class LevelOrder:
         # against the best so far, not the level before: one noisy level must not read
         # as growth resuming
         flat = [thr[i] < max(thr[:i]) * (1 + PLATEAU) for i in range(1, len(thr))]
-        if n >= MAX_CLOSED or flat[-2:] == [True, True]:
+        filled = self.slots is None or 2 ** (n - 1) >= self.slots
+        if n >= MAX_CLOSED or (flat[-2:] == [True, True] and filled):
             return None
         return LevelSpec(f"c={2**n}", concurrency=2**n)
 
