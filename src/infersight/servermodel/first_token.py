@@ -98,10 +98,13 @@ def fit_first_token(
     prompt: np.ndarray,
     step: tuple[float, float, float],
     tol: float,
+    use: np.ndarray | None = None,
 ) -> FirstToken:
     """Fit the first tokens of the requests admitted at ``start`` (each request's end,
     first token and prompt tokens beside it) under the step ``(a, b, k)``. ``tol``: how
-    far apart the client stamps the first tokens of one step (half a decode step)."""
+    far apart the client stamps the first tokens of one step (half a decode step);
+    ``use``: the requests whose first tokens are fitted (default: all; every request
+    still counts in the batches it was prefilled in)."""
     a, b, k = step
     # the step time a request's first token was computed at: the mean over its wait
     # for it (the running count at its admission alone misreads a handover)
@@ -114,20 +117,21 @@ def fit_first_token(
         at_admit,
     )
     own = np.nan_to_num(prompt)
-    wait = first - start
+    wait = first - start if use is None else np.where(use, first - start, np.nan)
+    fitted = int(np.count_nonzero(np.isfinite(wait)))
     e, kappa, c_first, sse_own, n_own = _least_squares(wait, mean_step, own)
     batched = prefilled_during(start, first, own, tol)
     if np.any(batched > own):
         e_b, kappa_b, cf_b, sse_b, n_b = _least_squares(wait, mean_step, batched)
         # better by more than a parameter it adds costs (BIC: a constant prompt leaves
         # the request's own reading one parameter short)
-        gain = wait.size * math.log(max(sse_own, 1e-12) / max(sse_b, 1e-12))
+        gain = fitted * math.log(max(sse_own, 1e-12) / max(sse_b, 1e-12))
         # and the batches' prompts must matter: 5% of the mean wait for a first token
         ahead = (cf_b.value or 0.0) * float(np.mean(batched - own))
         if (
             sse_b <= BATCHED_GAIN * sse_own
-            and gain > math.log(wait.size) * (n_b - n_own)
-            and ahead >= 0.05 * float(np.mean(wait))
+            and gain > math.log(max(fitted, 2)) * (n_b - n_own)
+            and ahead >= 0.05 * float(np.nanmean(wait))
         ):
             return FirstToken(e_b, kappa_b, cf_b, "batched")
     return FirstToken(e, kappa, c_first, "each")

@@ -7,6 +7,8 @@
 2. **KV.** Where the engine exports KV usage: the tokens held by the admitted
    requests at each scrape over the usage it reported, for both ways of holding
    tokens (reserved at admission, or grown as computed); the steadier one is kept.
+   Where the KV cache filled (usage ≥ 90%), admissions are replayed against KV and
+   the slots together.
 3. **Step time.** ``a + b·max(0, n - k)`` per decode step with ``n`` running, plus
    ``c`` seconds per prompt token prefilled in the step. Each request's tokens must
    be what its time at each running count, less the prefill steps of the requests
@@ -15,7 +17,9 @@
 4. **First token.** ``e + κ·step(n) + c_first·p`` after admission (bounded linear
    least squares), with ``p`` the request's own prompt, or the prompts prefilled in
    batch with and ahead of it where the run had such batches and they explain the
-   first tokens clearly better (:mod:`.first_token`).
+   first tokens clearly better (:mod:`.first_token`). Under KV allocated as tokens
+   are made, only the requests admitted when sent are fitted (their admission is
+   known).
 Intervals are 95%, from the fit's Jacobian (step and first token), the profile of
 ``k``, and the range of S consistent with the records.
 """
@@ -134,6 +138,21 @@ def _sample(rng: np.random.Generator, idx: np.ndarray) -> np.ndarray:
     )
 
 
+def _sure_admissions(
+    sent: np.ndarray, start: np.ndarray, grown: bool, tol: float
+) -> np.ndarray | None:
+    """The requests whose admission the replay knows (None: all of them). An engine
+    that allocates KV as tokens are made (vLLM) admits a prompt when its blocks fit
+    and preempts later; the replay, which reserves each request's tokens at
+    admission, only approximates when those that waited got in. Those that did not
+    wait were admitted when sent: the first-token fit takes them alone, when there
+    are 10 or more."""
+    if not grown:
+        return None
+    use = start - sent <= tol
+    return use if np.count_nonzero(use) >= 10 else None
+
+
 def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     """Fit the model to the requests of ``levels`` (default: every level where the
     load generator was not the limit; see ``LevelData.at_ceiling``). Raises ValueError
@@ -170,10 +189,14 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
             f"≥ 90%: KV binds there, the slot limit is above it"
         )
         slots = Slots(None, slots.low, None, "not reached")
-    if kv is not None and kv_full and slots.value is None:
-        # requests that waited for KV room were not running: replay the KV admission
+    if kv is not None and kv_full:
+        # requests that waited for KV room were not running: replay the KV admission,
+        # within the slots where they are known (stated or exported: a run whose
+        # admissions were replayed against the slots alone put every KV wait into the
+        # first token, 2.5 ms a prompt token where vLLM takes 1.3)
         need = kv_need(d, okidx)
-        start = reconstruct(d.sent[okidx], d.end[okidx], None, need, kv.value, first=d.first[okidx])
+        cap = per_level if per_level is not None else slots.value
+        start = reconstruct(d.sent[okidx], d.end[okidx], cap, need, kv.value, first=d.first[okidx])
     rng = np.random.default_rng(0)
     dec = (d.output[okidx] >= 2) & np.isfinite(d.last[okidx]) & (d.last[okidx] > d.first[okidx])
     pick = _sample(rng, np.flatnonzero(dec))
@@ -187,7 +210,15 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     # decode step apart at most
     tol = 0.5 * float(np.median(feats.span / feats.steps))
     ends, firsts = d.end[okidx], d.first[okidx]
-    ft = fit_first_token(start, ends, firsts, d.prompt[okidx], (a, b, k), tol)
+    ft = fit_first_token(
+        start,
+        ends,
+        firsts,
+        d.prompt[okidx],
+        (a, b, k),
+        tol,
+        _sure_admissions(d.sent[okidx], start, kv_full and kv_mode == "grow", tol),
+    )
     sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     think: dict[str, float] = {}
     for lv in d.levels:

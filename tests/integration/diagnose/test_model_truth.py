@@ -17,6 +17,7 @@ from infersight.bench import BenchConfig
 from infersight.core.records import RunResult, save_run_result
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.testing import FakeOpenAI
+from infersight.testing.one_voice_truth import CASES
 from infersight.testing.truth_scenarios import scenario
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -99,3 +100,23 @@ def test_prompts_prefilled_together_are_read_as_one_step_that_binds() -> None:
     assert rec.text.startswith("Compute-bound by prefill") and "prefix caching" in rec.text
     verdicts = {v.level: v.id for v in run.diagnosis}
     assert verdicts["c=8"] == "compute_bound" and verdicts["c=1"] == "healthy"
+
+
+def test_kv_waits_are_not_read_as_first_token_time_where_the_slots_are_stated() -> None:
+    # vLLM-like: 64 sequences, KV room for 400 tokens allocated as answers grow, the
+    # slots stated as a vLLM user states --max-num-seqs. Requests that waited for KV
+    # room were replayed as admitted when sent, and their waits read as first-token
+    # time (on real vLLM: 2.5 ms a prompt token where it takes 1.3).
+    case = next(c for c in CASES if c.name == "kv_on_demand")
+    with FakeOpenAI.subprocess(case.server) as srv:
+        cfg = BenchConfig(
+            url=srv.base_url, progress=False, diagnose=True, engine_slots=64, **case.load
+        )
+        run = bench_and_diagnose(cfg)
+    m = run.server_model
+    assert m is not None and m.kv_tokens is not None
+    assert m.slots.value == 64 and m.kv_mode == "grow"
+    # the server answers its first token 50 ms after admission, whatever the load (the
+    # replay against the slots alone read e = 0 and a first token of 21 decode steps)
+    assert m.e.value == pytest.approx(0.05, abs=0.02), m.e
+    assert m.kappa.value is not None and m.kappa.value <= 2, m.kappa
