@@ -2,20 +2,25 @@
 
 ``baseline_src("main")`` exports the revision's ``src`` with ``git archive`` into a
 temporary folder (removed at exit) and returns it; put it first on ``PYTHONPATH`` to run
-that revision's code with this checkout's virtual environment.
+that revision's code with this checkout's virtual environment. ``read_at(rev, script,
+args)`` runs a benchmark script so, and returns what it printed as JSON.
 """
 
 from __future__ import annotations
 
 import atexit
 import io
+import json
+import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["baseline_src"]
+__all__ = ["baseline_src", "read_at"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,3 +35,12 @@ def baseline_src(rev: str) -> Path:
     with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
         tf.extractall(tmp, filter="data")
     return tmp / "src"
+
+
+def read_at(rev: str, script: str, args: list[str]) -> Any:
+    """Run ``script`` with ``args`` on revision ``rev``'s src; its stdout, as JSON."""
+    env = {**os.environ, "PYTHONPATH": str(baseline_src(rev))}
+    out = subprocess.run(
+        [sys.executable, script, *args], env=env, capture_output=True, check=True
+    ).stdout
+    return json.loads(out)

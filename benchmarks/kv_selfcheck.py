@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,7 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from _baseline import baseline_src
+from _baseline import read_at
 from infersight.core.records import load_run_result, save_run_result
 from infersight.core.server_model import CHECKED_METRICS
 from infersight.servermodel import fit_model, run_data, self_check
@@ -81,9 +78,7 @@ def main() -> None:
         return
     base: dict[str, dict[str, Any]] = {}
     if a.baseline:
-        env = {**os.environ, "PYTHONPATH": str(baseline_src(a.baseline))}
-        cmd = [sys.executable, __file__, "--keep", str(folder), "--json"]
-        base = json.loads(subprocess.run(cmd, env=env, capture_output=True, check=True).stdout)
+        base = read_at(a.baseline, __file__, ["--keep", str(folder), "--json"])
     t = Table(title="self-check under KV preemption, real vLLM (goal 10% / 15% / 15%)")
     for col in ("workload", "reading", "prompt cost a token", *CHECKED_METRICS):
         t.add_column(col)

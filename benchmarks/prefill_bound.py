@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,7 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from _baseline import baseline_src
+from _baseline import read_at
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult, load_run_result, save_run_result
 from infersight.diagnose.model_advice import model_advice
@@ -143,9 +140,8 @@ def main() -> None:
         return
     base: dict[str, dict[str, Any]] = {}
     if a.baseline:
-        env = {**os.environ, "PYTHONPATH": str(baseline_src(a.baseline))}
-        cmd = [sys.executable, __file__, "--keep", str(folder), "--only", ",".join(paths), "--json"]
-        base = json.loads(subprocess.run(cmd, env=env, capture_output=True, check=True).stdout)
+        args = ["--keep", str(folder), "--only", ",".join(paths), "--json"]
+        base = read_at(a.baseline, __file__, args)
     t = Table(title="prefill that binds: the model's limiter (fix, fitted slots)")
     for col in (
         "case",

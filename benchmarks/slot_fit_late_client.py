@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from _baseline import baseline_src
+from _baseline import read_at
 from infersight.importers import import_file
 from infersight.servermodel.admission import reconstruct
 from infersight.servermodel.data import run_data
@@ -98,9 +95,8 @@ def main() -> None:
         return
     base: dict[str, list[float | None]] = {}
     if a.baseline:
-        env = {**os.environ, "PYTHONPATH": str(baseline_src(a.baseline))}
-        cmd = [sys.executable, __file__, *map(str, files), "--delay", str(a.delay), "--json"]
-        base = json.loads(subprocess.run(cmd, env=env, capture_output=True, check=True).stdout)
+        args = [*map(str, files), "--delay", str(a.delay), "--json"]
+        base = read_at(a.baseline, __file__, args)
     late = f"{a.delay:g} x the fastest first token"
     print(f"fitted slots (truth 2) with k freeing ends stamped {late} late")
     print("file".ljust(14) + "".join(f"k={k}".rjust(12) for k in LATE))

@@ -106,7 +106,7 @@ def scenarios(repeat: int, rows: list[dict[str, Any]], checks: list[dict[str, An
                         prompts=16,
                         input_len=32,
                         output_len=32,
-                        **kw2,  # type: ignore[arg-type]
+                        **kw2,
                     )
                     theirs = import_file(path)
                     embed_diagnosis(theirs)
@@ -318,12 +318,12 @@ def main() -> None:
     s = Table(title="self-check (leave one level out, MAPE)")
     s.add_column("run")
     s.add_column("throughput / TTFT p50 / TPOT p50")
-    for c in checks:
-        s.add_row(c["run"], c["self_check"])
+    for ck in checks:
+        s.add_row(ck["run"], ck["self_check"])
     con.print(s)
-    for t in tuned:
-        con.print(f"tune --launch over --max-num-seqs 2,4,8 (rc {t['rc']}): {t['choice']}")
-        con.print(t["tail"])
+    for tr in tuned:
+        con.print(f"tune --launch over --max-num-seqs 2,4,8 (rc {tr['rc']}): {tr['choice']}")
+        con.print(tr["tail"])
     if args.json:
         args.json.write_text(
             json.dumps(dict(verdicts=rows, predict=preds, self_check=checks, tune=tuned), indent=1)
