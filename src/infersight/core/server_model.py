@@ -82,6 +82,9 @@ class ServerModel(BaseModel):
     kv_tokens: Param | None = None
     #: "reserve" (prompt + output held from admission) or "grow" (what is computed).
     kv_mode: str = "reserve"
+    #: Tokens per KV block, the unit the engine allocates (vLLM's ``block_size``; 1: not
+    #: exported): each request holds whole blocks.
+    kv_block: float = 1.0
     a: Param = Field(default_factory=Param)
     b: Param = Field(default_factory=Param)
     k: Param = Field(default_factory=Param)

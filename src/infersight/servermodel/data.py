@@ -92,6 +92,9 @@ class RunData:
     #: The KV cache's size in tokens as the engine exports it (vLLM's
     #: ``cache_config_info``), None when it does not.
     kv_exported: float | None = None
+    #: Tokens per KV block, the unit the engine allocates (vLLM's ``block_size``; 1:
+    #: not exported).
+    kv_block: float = 1.0
 
     def subset(self, names: set[str]) -> np.ndarray:
         """Indices of the requests of these levels."""
@@ -336,6 +339,10 @@ def run_data(result: RunResult, *, engine_slots: int | None = None) -> RunData:
         kv_exported=max(
             (s.value for s in result.samples if s.name == "engine.kv_capacity_tokens" and s.value),
             default=None,
+        ),
+        kv_block=max(
+            (s.value for s in result.samples if s.name == "engine.kv_block_tokens" and s.value),
+            default=1.0,
         ),
     )
 

@@ -46,6 +46,7 @@ def engine_of(
         slots=slots if slots is not None else m.slots.value,
         kv=kv_tokens,
         kv_reserve=m.kv_mode == "reserve",
+        block=max(1.0, m.kv_block),
         a=max(v(m.a), 1e-6),
         b=v(m.b),
         k=v(m.k),

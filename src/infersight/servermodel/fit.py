@@ -194,7 +194,7 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         # within the slots where they are known (stated or exported: a run whose
         # admissions were replayed against the slots alone put every KV wait into the
         # first token, 2.5 ms a prompt token where vLLM takes 1.3)
-        need = kv_need(d, okidx)
+        need = np.ceil(kv_need(d, okidx) / d.kv_block) * d.kv_block  # whole blocks
         cap = per_level if per_level is not None else slots.value
         start = reconstruct(d.sent[okidx], d.end[okidx], cap, need, kv.value, first=d.first[okidx])
     rng = np.random.default_rng(0)
@@ -254,6 +254,7 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         ),
         kv_tokens=kv,
         kv_mode=kv_mode,
+        kv_block=d.kv_block,
         a=estimate(a, float(sd[0]), "s"),
         b=estimate(b, float(sd[1]), "s per sequence"),
         k=Param(value=k, low=k_lo, high=k_hi, unit="sequences"),

@@ -52,6 +52,8 @@ class Engine:
     flat: float | None = None
     #: Prompts admitted together are prefilled in one step and share its first token.
     batch_prefill: bool = False
+    #: Tokens per KV block: each request holds whole blocks (1: tokens, as fitted).
+    block: float = 1.0
 
     def step(self, n: int) -> float:
         if self.flat is not None and n > self.flat:
@@ -129,6 +131,9 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     decode: list[tuple[float, int, int]] = []  # (work at its end, request, admission)
     client_of: dict[int, int] = {}
     grow = eng.kv is not None and not eng.kv_reserve  # on-demand KV (vLLM)
+    # on demand, a request is admitted with room for its next token too: one admitted
+    # into a full cache would be preempted again before it made any
+    spare = 1.0 if grow else 0.0
     gen: list[int] = []  # each request's admission number: stale heap entries skip
     made: list[float] = []  # decode tokens made before the current admission
     since: dict[int, float] = {}  # decoding requests: work at their (re)start
@@ -200,12 +205,52 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         part = 1.0 if abs(left - whole) < 1e-6 else left - math.floor(left)
         return max(t, stall) + part * d + 1e-9
 
+    def tokens(i: int) -> float:
+        """What a running request holds now: one more token a step while it decodes."""
+        return holding(i) + (work - since[i] if i in since else 0.0)
+
+    def kv_blocks() -> tuple[int, list[float]]:
+        """Blocks the running requests hold (a decoding one at its last block's end
+        holds its next too: its next token needs it now), and each decoding one's room
+        before it needs another."""
+        used, rooms = 0, []
+        for i in live:
+            tok = tokens(i)
+            n = math.ceil(tok / eng.block - 1e-9)
+            if i in since:
+                r = n * eng.block - tok
+                if r < 1e-6:
+                    n, r = n + 1, r + eng.block
+                rooms.append(r)
+            used += n
+        return used, rooms
+
     def t_full(d: float) -> float:
         """When the decoding requests' tokens fill the KV cache (on demand)."""
         if not grow or not since or len(live) < 2:
             return float("inf")
-        room = budget - held - sum(work - w for w in since.values())
-        return max(t, stall) + max(0.0, room) / len(since) * d
+        if eng.block <= 1.0:
+            room = budget - held - sum(work - w for w in since.values())
+            return max(t, stall) + max(0.0, room) / len(since) * d
+        # whole blocks: full once the decoding requests' next blocks outnumber the free
+        # ones. Each needs one when it grows past its last block's room r, then one a
+        # block later: the needs come in the order of r, round after round.
+        used, rooms = kv_blocks()
+        free = math.floor(budget / eng.block + 1e-9) - used
+        if free < 0:
+            return max(t, stall)
+        rooms.sort()
+        rounds, nth = divmod(free, len(rooms))
+        return max(t, stall) + (rooms[nth] + rounds * eng.block) * d
+
+    def fits(i: int) -> bool:
+        """Whether the queue's head may be admitted: its tokens (and, on demand, room
+        for its next one) fit beside what the running requests hold."""
+        if eng.block <= 1.0:
+            grown = sum(work - w for w in since.values())
+            return held + grown + holding(i) + spare <= budget
+        want = math.ceil((holding(i) + spare) / eng.block - 1e-9)
+        return kv_blocks()[0] + want <= math.floor(budget / eng.block + 1e-9)
 
     while arrivals or queue or prefill or groups or decode or pending:
         while prefill and prefill[0][2] != gen[prefill[0][1]]:
@@ -281,17 +326,9 @@ def simulate(eng: Engine, load: Load) -> Simulated:
                 c2 = client_of.pop(i, -1)
                 if c2 >= 0 and sent < limit and ta + load.think < horizon:
                     heapq.heappush(arrivals, (ta + load.think, c2))
-        # on demand, a request is admitted with room for its next token too: one
-        # admitted into a full cache would be preempted again before it made any
-        grown = sum(work - w for w in since.values())
-        spare = 1.0 if grow else 0.0
         while decode and decode[0][2] != gen[decode[0][1]]:
             heapq.heappop(decode)
-        while (
-            queue
-            and running < cap
-            and (running == 0 or held + grown + holding(queue[0]) + spare <= budget)
-        ):
+        while queue and running < cap and (running == 0 or fits(queue[0])):
             i = queue.popleft()
             running += 1
             held += holding(i)

@@ -82,6 +82,8 @@ def test_kv_capacity_is_vllms_own(kv_run: RunResult) -> None:
     model = kv_run.server_model
     assert model is not None and model.kv_tokens is not None, model
     assert model.kv_tokens.value == 16 * 128, model.kv_tokens
+    # and its unit: each request holds whole blocks of 128 tokens (cache_config_info)
+    assert model.kv_block == 128, model.kv_block
 
 
 def test_one_client_on_sixteen_sequences_is_under_loaded(vllm_kv: VLLMServer) -> None:

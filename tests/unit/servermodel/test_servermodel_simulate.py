@@ -116,6 +116,36 @@ def test_kv_reserved_at_admission_follows_max_tokens() -> None:
     assert _running(simulate(_kv_engine(True), _kv_load(20))) == pytest.approx(10, abs=0.3)
 
 
+def test_kv_on_demand_is_held_in_whole_blocks() -> None:
+    """vLLM allocates blocks (128 tokens on its CPU build): 512 tokens of KV run 3
+    requests of 130 + 16 tokens where tokens count, 2 where each holds 2 blocks. At 120
+    + 16 each is admitted in one block and needs a second at its 128th token: those
+    past the cache's 4 blocks are preempted and recomputed, never lost."""
+
+    def run(prompt: float, block: float) -> Simulated:
+        eng = Engine(
+            slots=64,
+            kv=512,
+            kv_reserve=False,
+            a=0.005,
+            b=0,
+            k=0,
+            c=0,
+            e=0.045,
+            kappa=1,
+            c_first=0,
+            block=block,
+        )
+        load = Load(prompt=np.array([prompt]), output=np.array([16.0]), clients=8, count=200)
+        return simulate(eng, load)
+
+    assert _running(run(130.0, 1.0)) == pytest.approx(3, abs=0.2)
+    assert _running(run(130.0, 128.0)) == pytest.approx(2, abs=0.2)
+    edge = run(120.0, 128.0)
+    assert np.all(np.isfinite(edge.end)) and np.all(np.isfinite(edge.first))
+    assert _running(edge) <= 4.0
+
+
 def test_kv_on_demand_preempts_and_recomputes() -> None:
     """On demand (vLLM) more start than fit when grown; the latest admitted is evicted
     and recomputed, so throughput is well under what 16 unlimited sequences give, and
