@@ -246,7 +246,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     def fits(i: int) -> bool:
         """Whether the queue's head may be admitted: its tokens (and, on demand, room
         for its next one) fit beside what the running requests hold."""
-        if eng.block <= 1.0:
+        if eng.block <= 1.0 or eng.kv is None:
             grown = sum(work - w for w in since.values())
             return held + grown + holding(i) + spare <= budget
         want = math.ceil((holding(i) + spare) / eng.block - 1e-9)

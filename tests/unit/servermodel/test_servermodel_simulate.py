@@ -144,6 +144,25 @@ def test_kv_on_demand_is_held_in_whole_blocks() -> None:
     edge = run(120.0, 128.0)
     assert np.all(np.isfinite(edge.end)) and np.all(np.isfinite(edge.first))
     assert _running(edge) <= 4.0
+    # a block size with no KV capacity known (vLLM exports it whatever the fit found)
+    free = Engine(
+        slots=4,
+        kv=None,
+        kv_reserve=False,
+        a=0.005,
+        b=0,
+        k=0,
+        c=0,
+        e=0.045,
+        kappa=1,
+        c_first=0,
+        block=128.0,
+    )
+    assert _running(
+        simulate(
+            free, Load(prompt=np.array([130.0]), output=np.array([16.0]), clients=8, count=200)
+        )
+    ) == pytest.approx(4, abs=0.2)
 
 
 def test_kv_on_demand_preempts_and_recomputes() -> None:
