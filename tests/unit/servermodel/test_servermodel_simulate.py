@@ -122,20 +122,11 @@ def test_kv_on_demand_is_held_in_whole_blocks() -> None:
     + 16 each is admitted in one block and needs a second at its 128th token: those
     past the cache's 4 blocks are preempted and recomputed, never lost."""
 
-    def run(prompt: float, block: float) -> Simulated:
+    def run(prompt: float, block: float, kv: float | None = 512, slots: float = 64) -> Simulated:
         eng = Engine(
-            slots=64,
-            kv=512,
-            kv_reserve=False,
-            a=0.005,
-            b=0,
-            k=0,
-            c=0,
-            e=0.045,
-            kappa=1,
-            c_first=0,
-            block=block,
-        )
+            slots=slots, kv=kv, kv_reserve=False, a=0.005, b=0, k=0, c=0, e=0.045, kappa=1,
+            c_first=0, block=block,
+        )  # fmt: skip
         load = Load(prompt=np.array([prompt]), output=np.array([16.0]), clients=8, count=200)
         return simulate(eng, load)
 
@@ -145,24 +136,7 @@ def test_kv_on_demand_is_held_in_whole_blocks() -> None:
     assert np.all(np.isfinite(edge.end)) and np.all(np.isfinite(edge.first))
     assert _running(edge) <= 4.0
     # a block size with no KV capacity known (vLLM exports it whatever the fit found)
-    free = Engine(
-        slots=4,
-        kv=None,
-        kv_reserve=False,
-        a=0.005,
-        b=0,
-        k=0,
-        c=0,
-        e=0.045,
-        kappa=1,
-        c_first=0,
-        block=128.0,
-    )
-    assert _running(
-        simulate(
-            free, Load(prompt=np.array([130.0]), output=np.array([16.0]), clients=8, count=200)
-        )
-    ) == pytest.approx(4, abs=0.2)
+    assert _running(run(130.0, 128.0, kv=None, slots=4)) == pytest.approx(4, abs=0.2)
 
 
 def test_kv_on_demand_preempts_and_recomputes() -> None:
