@@ -134,6 +134,8 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     # on demand, a request is admitted with room for its next token too: one admitted
     # into a full cache would be preempted again before it made any
     spare = 1.0 if grow else 0.0
+    # whole KV blocks: only where both a block size and the capacity are known
+    blocked = eng.block > 1.0 and eng.kv is not None
     gen: list[int] = []  # each request's admission number: stale heap entries skip
     made: list[float] = []  # decode tokens made before the current admission
     since: dict[int, float] = {}  # decoding requests: work at their (re)start
@@ -229,7 +231,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
         """When the decoding requests' tokens fill the KV cache (on demand)."""
         if not grow or not since or len(live) < 2:
             return float("inf")
-        if eng.block <= 1.0:
+        if not blocked:
             room = budget - held - sum(work - w for w in since.values())
             return max(t, stall) + max(0.0, room) / len(since) * d
         # whole blocks: full once the decoding requests' next blocks outnumber the free
@@ -246,7 +248,7 @@ def simulate(eng: Engine, load: Load) -> Simulated:
     def fits(i: int) -> bool:
         """Whether the queue's head may be admitted: its tokens (and, on demand, room
         for its next one) fit beside what the running requests hold."""
-        if eng.block <= 1.0 or eng.kv is None:
+        if not blocked:
             grown = sum(work - w for w in since.values())
             return held + grown + holding(i) + spare <= budget
         want = math.ceil((holding(i) + spare) / eng.block - 1e-9)
