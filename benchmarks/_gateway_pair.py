@@ -23,8 +23,8 @@ import orjson
 from _gateway_load import CHAT, PAYLOAD
 from _gateway_targets import Target, gateway_process
 from infersight.telemetry.promtext import Series, parse_metrics
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
-from infersight.testing.fake.process import FakeProcess
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.process import FakeProcess
 
 __all__ = [
     "Pair",

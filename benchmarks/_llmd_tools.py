@@ -16,7 +16,7 @@ from pathlib import Path
 
 from llmd_benchmark_report import native_to_br0_2 as convert
 
-from infersight.testing.tool_runs import (
+from infersight_testkit.tool_runs import (
     run_aiperf,
     run_guidellm,
     run_inference_perf,

@@ -11,8 +11,8 @@ import numpy as np
 import orjson
 
 from infersight.bench import BenchConfig, run
-from infersight.testing import FakeConfig, FakeOpenAI
-from infersight.testing.cli_process import interrupt, start_cli
+from infersight_testkit import FakeConfig, FakeOpenAI
+from infersight_testkit.cli_process import interrupt, start_cli
 
 
 def _through_gateway(upstream: str, log: Path, cfg: dict[str, Any]) -> Any:

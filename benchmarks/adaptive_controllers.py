@@ -51,7 +51,7 @@ from _controller_swap import GradientForBatch, GradientLimit
 from infersight.batch import BatchConfig, run_batch_async
 from infersight.gateway import Gateway, load_config
 from infersight.gateway.limiter import Limiter
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 Row = dict[str, Any]
 CHAT = {"model": "fake", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}

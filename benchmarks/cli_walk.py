@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 
 import infersight
 from infersight.cli import app
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 SRC = Path(infersight.__file__).parent
 _created: dict[int, list[traceback.FrameSummary]] = {}

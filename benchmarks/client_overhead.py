@@ -47,7 +47,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 MSG = [{"role": "user", "content": "hello"}]
 Runner = Callable[[str, int], Awaitable[int]]

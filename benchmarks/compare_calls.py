@@ -32,7 +32,7 @@ from infersight.core.records import RunResult
 from infersight.report.compare.rows import matched_rows
 from infersight.report.view import build_views
 from infersight.stats.significance import BETTER, WORSE
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 TTFT, ITL, TOKENS = 0.1, 0.005, 8
 METRICS = ("requests/s", "TTFT p50", "TTFT p99", "e2e p50", "e2e p99")

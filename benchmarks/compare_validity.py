@@ -32,7 +32,7 @@ from infersight.core.records import RunResult
 from infersight.report.compare.rows import matched_rows, unmatched_levels
 from infersight.report.view import build_views
 from infersight.stats.significance import BETTER, WORSE
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 TTFT, ITL, TOKENS, RATE = 0.05, 0.002, 8, 100.0
 

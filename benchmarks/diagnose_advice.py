@@ -113,7 +113,7 @@ def scenarios() -> list[Scenario]:
 def run_scenario(sc: Scenario) -> RunResult:
     from infersight.bench import BenchConfig
     from infersight.entrypoints.bench import bench_and_diagnose
-    from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+    from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
     with FakeOpenAI.subprocess(FakeConfig(**SERVICE, **sc.server)) as srv:
         url = srv.base_url

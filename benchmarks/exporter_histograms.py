@@ -23,10 +23,10 @@ import time
 from infersight.core.records import Sample
 from infersight.telemetry import render
 from infersight.telemetry.engine_metrics import Normalizer
-from infersight.testing.fake.config import FakeConfig
-from infersight.testing.fake.dialects import DIALECTS
-from infersight.testing.fake.metrics import EngineMetrics
-from infersight.testing.fake.slots import SlotPool
+from infersight_testkit.fake.config import FakeConfig
+from infersight_testkit.fake.dialects import DIALECTS
+from infersight_testkit.fake.metrics import EngineMetrics
+from infersight_testkit.fake.slots import SlotPool
 
 
 def engine_round() -> list[Sample]:

@@ -52,7 +52,7 @@ from _gateway_targets import (
     litellm_process,
     nginx_process,
 )
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 #: The goal (issue 23): the gateway stays within 10% of the revision it replaces, measured
 #: side by side (``--baseline``); without one the figures are printed with no call.

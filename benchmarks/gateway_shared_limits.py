@@ -45,8 +45,8 @@ from infersight.gateway import hash_key
 from infersight.gateway.auth import KeyStore
 from infersight.gateway.config import KeyConfig
 from infersight.gateway.shared import RedisLink, SharedConfig, SharedLimits, SharedMetrics
-from infersight.testing import FakeConfig, FakeOpenAI
-from infersight.testing.redis_server import RedisServer
+from infersight_testkit import FakeConfig, FakeOpenAI
+from infersight_testkit.redis_server import RedisServer
 
 KEY = "sk-bench-shared-limits"
 LIMITS = {"requests_per_minute": 1e9, "tokens_per_minute": 1e12}

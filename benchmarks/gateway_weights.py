@@ -32,7 +32,7 @@ import aiohttp
 from _gateway_pair import Tally, fake_pair, gateway_for, metric, metrics, paced
 from _gateway_targets import Target
 from infersight.telemetry.promtext import Series
-from infersight.testing.fake.process import FakeProcess
+from infersight_testkit.fake.process import FakeProcess
 
 #: Goals: seconds until a's share of new requests falls below LOW once it fails, and
 #: until it is back to HIGH or more once it heals.

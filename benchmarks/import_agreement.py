@@ -5,7 +5,7 @@ slot limit or compute knee) is measured twice at the same concurrencies and requ
 counts: by GuideLLM (its own venv, ``scripts/setup.sh --tools``), whose benchmarks JSON
 infersight imports, and by ``infersight bench``. Both are diagnosed; the table shows
 each one's verdict, the knob and number of its fix, and the figures the fix rests on,
-side by side, and whether they agree (infersight.testing.agreement: the same verdict,
+side by side, and whether they agree (infersight_testkit.agreement: the same verdict,
 knob, direction and fitted model, fix numbers within one).
 
     .venv/bin/python benchmarks/import_agreement.py          # about two minutes
@@ -37,9 +37,9 @@ from infersight.core.records import RunResult
 from infersight.diagnose import diagnose_run
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import import_file
-from infersight.testing.agreement import Advice, advice, disagreements
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
-from infersight.testing.tool_runs import run_guidellm, tool_path
+from infersight_testkit.agreement import Advice, advice, disagreements
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.tool_runs import run_guidellm, tool_path
 
 
 @dataclass

@@ -28,7 +28,7 @@ from _baseline import read_at
 from infersight.core.records import load_run_result, save_run_result
 from infersight.core.server_model import CHECKED_METRICS
 from infersight.servermodel import fit_model, run_data, self_check
-from infersight.testing.vllm_server import VLLMServer
+from infersight_testkit.vllm_server import VLLMServer
 from vllm_truth import KV, bench
 
 #: The workloads: BenchConfig fields beside the sweep.

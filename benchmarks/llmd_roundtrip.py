@@ -39,9 +39,9 @@ from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.entrypoints.diagnose import load_inputs
 from infersight.importers import load_result, missing_evidence
 from infersight.report.llmd.writer import write_llmd
-from infersight.testing.agreement import advice
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.agreement import advice
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.synthetic_runs import make_run
 
 SCENARIOS: list[tuple[str, dict[str, Any], list[int]]] = [
     ("4 slots", dict(slots=4), [1, 4, 8]),

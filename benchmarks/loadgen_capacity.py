@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from infersight.bench import BenchConfig, run
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loadgen_paced as paced

@@ -37,8 +37,8 @@ import psutil
 
 from infersight.bench import BenchConfig, run, runner
 from infersight.bench.runtime import run_coroutine
-from infersight.testing import FakeConfig, FakeOpenAI
-from infersight.testing.realtime import realtime as sched_fifo
+from infersight_testkit import FakeConfig, FakeOpenAI
+from infersight_testkit.realtime import realtime as sched_fifo
 
 try:  # the module whose run_level the profiler wraps (the runner's, before the split)
     from infersight.bench.level import run as _hot

@@ -1,5 +1,5 @@
 """Ground truth for the performance model: real bench runs against servers whose
-true limits are known (``infersight.testing.truth_scenarios``).
+true limits are known (``infersight_testkit.truth_scenarios``).
 
 Each scenario's fake server runs in its own process on 127.0.0.1; bench offers it the
 scenario's load; the RunResult is saved as ``DIR/NAME.json`` and every scenario's true
@@ -27,8 +27,8 @@ from rich.table import Table
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult, save_run_result
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing import FakeOpenAI
-from infersight.testing.truth_scenarios import SCENARIOS, Scenario, write_trace
+from infersight_testkit import FakeOpenAI
+from infersight_testkit.truth_scenarios import SCENARIOS, Scenario, write_trace
 
 
 def run_scenario(sc: Scenario, *, quick: bool, scratch: Path) -> RunResult:

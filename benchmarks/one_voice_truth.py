@@ -1,4 +1,4 @@
-"""One voice against the truth: every case of ``infersight.testing.one_voice_truth``
+"""One voice against the truth: every case of ``infersight_testkit.one_voice_truth``
 (slots, KV reserved at admission, KV on demand with preemption, a compute knee, mixed
 prompts, errors; open and closed loop; one level and many) benched on its fake server,
 and a table: the recommendation's verdict, limiter, knob and fix knob, whether they
@@ -24,8 +24,8 @@ from infersight.core.records import RunResult, load_run_result, save_run_result
 from infersight.diagnose.one_voice import spoken_once
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.servermodel.predict import forecast
-from infersight.testing import FakeOpenAI
-from infersight.testing.one_voice_truth import CASES, Case
+from infersight_testkit import FakeOpenAI
+from infersight_testkit.one_voice_truth import CASES, Case
 
 
 def run_case(case: Case) -> RunResult:

@@ -24,7 +24,7 @@ from rich.table import Table
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 
 def _truth(srv: Any, result: RunResult) -> np.ndarray:

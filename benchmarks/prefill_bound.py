@@ -25,8 +25,8 @@ from infersight.bench import BenchConfig
 from infersight.core.records import RunResult, load_run_result, save_run_result
 from infersight.diagnose.model_advice import model_advice
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing import FakeOpenAI
-from infersight.testing.fake.config import FakeConfig
+from infersight_testkit import FakeOpenAI
+from infersight_testkit.fake.config import FakeConfig
 
 _CLOSED = {"max_tokens": 32, "duration": 4.0, "concurrency": [1, 2, 4, 8]}
 _OPEN = {"arrival": "poisson", "input_tokens": "fixed:100", "max_tokens": 32, "duration": 6.0}

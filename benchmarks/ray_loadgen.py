@@ -34,8 +34,8 @@ from typing import Any
 from infersight.bench import BenchConfig, run
 from infersight.core.listen import free_port
 from infersight.core.records import RunResult
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
-from infersight.testing.ray_cluster import LocalRayCluster
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.ray_cluster import LocalRayCluster
 
 
 def ray_cli() -> str:

@@ -30,7 +30,7 @@ from infersight.report.html import render_views_html
 from infersight.report.markdown import render_views_markdown
 from infersight.report.view import build_views
 from infersight.stats.aggregate import aggregate
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 LEVELS = (1, 2, 4, 8, 16, 32)
 

@@ -28,8 +28,8 @@ from infersight.importers import import_file
 from infersight.servermodel.admission import reconstruct
 from infersight.servermodel.data import run_data
 from infersight.servermodel.limits import find_slots
-from infersight.testing.tool_runs import run_vllm_bench
-from infersight.testing.vllm_server import VLLMServer, VLLMSetting, vllm_model_dir
+from infersight_testkit.tool_runs import run_vllm_bench
+from infersight_testkit.vllm_server import VLLMServer, VLLMSetting, vllm_model_dir
 
 LATE = (0, 1, 2, 3, 5, 10)
 

@@ -31,7 +31,7 @@ import _trace_cache as cache
 import _trace_memory as memory
 import _trace_roundtrip as roundtrip
 import _trace_timing as timing
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 SECTIONS = ("timing", "prefix", "roundtrip", "memory")
 

@@ -28,11 +28,11 @@ from pathlib import Path
 
 from infersight.core.listen import free_port
 from infersight.core.tune_result import TuneResult, load_tune_result
-from infersight.testing.ray_cluster import LocalRayCluster
+from infersight_testkit.ray_cluster import LocalRayCluster
 
 KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 TEMPLATE = (
-    f"{sys.executable} -m infersight.testing.fake.openai --port {{port}} "
+    f"{sys.executable} -m infersight_testkit.fake.openai --port {{port}} "
     f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
     f"--tokens {TOKENS} --metrics-dialect vllm"
 )

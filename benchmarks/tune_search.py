@@ -107,7 +107,7 @@ def fake_server(table: Table, con: Console, tmp: Path, quick: bool) -> None:
     top, seconds = (16, 3.0) if quick else (32, 4.0)
     values = list(range(1, top + 1))
     template = (
-        f"{sys.executable} -m infersight.testing.fake.openai --port {{port}} "
+        f"{sys.executable} -m infersight_testkit.fake.openai --port {{port}} "
         f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
         f"--tokens {TOKENS} --metrics-dialect vllm"
     )

@@ -44,8 +44,8 @@ from infersight.diagnose import diagnose, embed_diagnosis
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.importers import import_file
 from infersight.servermodel.predict import forecast
-from infersight.testing.tool_runs import run_vllm_bench
-from infersight.testing.vllm_server import VLLMServer, VLLMSetting, vllm_model_dir
+from infersight_testkit.tool_runs import run_vllm_bench
+from infersight_testkit.vllm_server import VLLMServer, VLLMSetting, vllm_model_dir
 
 SLOTS = {n: VLLMSetting(max_num_seqs=n) for n in (2, 4, 8)}
 KV = VLLMSetting(max_num_seqs=16, max_model_len=512, kv_blocks=16, extra=("--enforce-eager",))

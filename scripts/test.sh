@@ -34,8 +34,8 @@ tools=$!
 # Every step of the cleanup runs (set +e: under -e one failing step, a pkill that finds
 # nothing, would skip the rest and end a passing run with its status).
 trap 'set +e; pkill -P $tools 2>/dev/null; kill $tools 2>/dev/null; "${vllm_servers[@]}" stop "$vllm_dir"; rm -rf "$tools_log" "$vllm_dir" "$logs"' EXIT
-echo "== ruff";  .venv/bin/ruff check src tests benchmarks
-echo "== ruff format"; .venv/bin/ruff format --check src tests benchmarks
+echo "== ruff";  .venv/bin/ruff check src testkit tests benchmarks
+echo "== ruff format"; .venv/bin/ruff format --check src testkit tests benchmarks
 echo "== mypy";  .venv/bin/mypy
 echo "== pytest"
 # Tests that need prometheus, promtool, chromium... fail here when one is missing

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from infersight.testing.vllm_server import VLLMServer
+from infersight_testkit.vllm_server import VLLMServer
 from support.vllm_servers import SHARED, adopt
 
 HERE = Path(__file__).parent

@@ -5,4 +5,4 @@ simulated FIFO slot server that yields request records with their true queue wai
 real-time helpers for paced tests, and ``waiting.until`` (wait for an event, not for
 a number of seconds). The benchmarks keep their own copies (``benchmarks/_*.py``):
 they import only the installed package and their own helpers; what both share (the
-other tools' runs, the advice comparison) lives in ``infersight.testing``."""
+other tools' runs, the advice comparison) lives in ``infersight_testkit``."""

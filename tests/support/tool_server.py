@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 __all__ = ["LEVELS", "REQUESTS", "SERVER"]
 

@@ -10,7 +10,7 @@ and stops them at its end::
 ``DIR/NAME.json``: its port and pid first (so ``stop`` ends it even mid-start), then
 "ready", or the error that stopped it. A test session adopts it (``adopt``) and never
 stops it. (Test infrastructure, kept out of the package: a session without the script
-starts its servers itself, ``infersight.testing.vllm_server``.)
+starts its servers itself, ``infersight_testkit.vllm_server``.)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import orjson
 
 from infersight.core.errors import ConfigError
 from infersight.core.processes import stop_group
-from infersight.testing.vllm_server import VLLMServer, VLLMSetting
+from infersight_testkit.vllm_server import VLLMServer, VLLMSetting
 
 __all__ = ["SHARED", "adopt"]
 

@@ -15,8 +15,11 @@ import sys
 from pathlib import Path
 
 import infersight
+import infersight_testkit
 
 ROOT = Path(infersight.__file__).parent
+#: The test kit beside the package keeps the same rule.
+KIT = Path(infersight_testkit.__file__).parent
 
 #: Imported inside the functions that need them: optional extras (ray, redis), POSIX or
 #: non-Windows modules (termios, tty, fcntl, uvloop), a native library whose failing load
@@ -83,8 +86,8 @@ def test_the_reader_finds_imports_in_functions() -> None:
 
 def test_imports_inside_functions_are_only_the_allowed_ones() -> None:
     bad = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT)
+    for path in [*sorted(ROOT.rglob("*.py")), *sorted(KIT.rglob("*.py"))]:
+        rel = path.relative_to(ROOT if path.is_relative_to(ROOT) else KIT.parent)
         if rel.parts[0] == "cli":
             continue
         for line, module in _function_imports(ast.parse(path.read_text())):

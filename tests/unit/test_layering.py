@@ -40,8 +40,10 @@ LOWER_MAY_IMPORT = {
     "control": set(),
     "flags": set(),
 }
-#: Support packages: the fake servers for tests, and data files.
-SUPPORT = {"testing", "data"}
+#: Support packages: data files. (The fake servers and real-server launchers of the
+#: tests are a package of their own, ``infersight_testkit``, which the product never
+#: imports.)
+SUPPORT = {"data"}
 
 
 def _module_name(path: Path) -> str:
@@ -153,6 +155,20 @@ def test_entrypoints_do_not_import_the_cli() -> None:
 def test_support_packages_import_only_core(pkg: str) -> None:
     bad = [e for e in sorted(imports().get(pkg, set())) if not e.endswith(" -> core")]
     assert bad == []
+
+
+def test_the_product_never_imports_the_test_kit() -> None:
+    """The wheel ships no fake server: ``infersight_testkit`` lives beside the product
+    (``testkit/``), installed only in the development venv."""
+    users = []
+    for path in sorted(ROOT.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        module = _module_name(path)
+        for node in ast.walk(tree):
+            for target in _targets(node, module, path.name == "__init__.py"):
+                if target.split(".")[0] == "infersight_testkit":
+                    users.append(module)
+    assert users == []
 
 
 def test_only_the_entrypoints_start_the_engine() -> None:

@@ -159,9 +159,7 @@ class SSEParser:
             else:
                 self._line(buf[pos:end])
             pos = nxt
-        if start < pos:
-            self._raw += buf[start:pos]
-        return pos
+        return self._keep(buf, start, pos)
 
     def _lines_any(self, buf: bytes, out: list[SSEEvent]) -> int:
         """Like :meth:`_lines_lf` for LF, CRLF and CR line endings."""
@@ -179,6 +177,11 @@ class SSEParser:
             else:
                 self._line(buf[pos:end])
             pos = nxt
+        return self._keep(buf, start, pos)
+
+    def _keep(self, buf: bytes, start: int, pos: int) -> int:
+        """Keep the complete lines of an unfinished event (``buf[start:pos]``) as its raw
+        bytes; returns ``pos``, where the unread rest begins."""
         if start < pos:
             self._raw += buf[start:pos]
         return pos

@@ -5,6 +5,7 @@ engine's KV usage where it exports one.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -93,13 +94,7 @@ def find_slots(d: RunData, use: np.ndarray) -> Slots:
         return violations(reconstruct(arrival, end, s, first=first), first, tol - floor) <= allowed
 
     # fewer slots only add impossible first tokens: bisect for the smallest consistent S
-    lo, hi = 1, top
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if consistent(mid):
-            hi = mid
-        else:
-            lo = mid + 1
+    lo = 1 + bisect.bisect_left(range(1, top), True, key=consistent)
     if lo < top:
         start = reconstruct(arrival, end, lo, first=first)
         # A client short of CPU stamps the ends that free slots late, so a few first

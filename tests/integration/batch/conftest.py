@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 
 from infersight.batch.runner import CUSTOM_ID_HEADER
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 
 def write_rows(

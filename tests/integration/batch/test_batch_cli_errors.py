@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 Cli = Callable[..., Awaitable[tuple[int, str, str]]]
 

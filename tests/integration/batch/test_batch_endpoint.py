@@ -9,7 +9,7 @@ from pathlib import Path
 
 from infersight.batch import BatchConfig, read_output, run_batch_async
 from infersight.core.endpoint import Endpoint
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 Cli = Callable[..., Awaitable[tuple[int, str, str]]]
 

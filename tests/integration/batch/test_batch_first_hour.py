@@ -13,7 +13,7 @@ from urllib.parse import quote
 from infersight.batch import BatchConfig, read_output, run_batch_async
 from infersight.batch.progress import PlainProgress, progress_line
 from infersight.batch.summary import BatchSummary, concurrency_text
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 _LINE = re.compile(
     r"\[\s*(?P<t>[\d.]+)s\] (?P<done>\d+) of 24 rows done, (?P<left>\d+) left: "

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from infersight.batch import BatchConfig, read_output, run_batch_async
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 
 async def test_any_custom_id_and_every_input_form(tmp_path: Path, counting_server: Any) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from infersight.batch import BatchConfig, read_output, run_batch_async
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 
 async def test_oom_backs_off_and_the_rows_are_retried(

@@ -8,7 +8,7 @@ from pathlib import Path
 import aiohttp
 
 from infersight.batch import BatchConfig, read_output, run_batch_async
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 
 async def test_settles_near_the_server_limit_without_a_429_storm(

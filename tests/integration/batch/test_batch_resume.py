@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from infersight.batch import read_output
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.waiting import until
 
 Cli = Callable[..., Awaitable[tuple[int, str, str]]]

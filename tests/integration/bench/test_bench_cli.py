@@ -15,7 +15,7 @@ import pytest
 
 from infersight.bench import BenchConfig, run
 from infersight.core.records import RunResult, load_run_result
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 from support.ports import closed_port
 from support.waiting import until_blocking
 

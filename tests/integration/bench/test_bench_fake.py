@@ -14,8 +14,8 @@ from infersight.bench import BenchConfig, run
 from infersight.bench.schedule import open_loop_schedule
 from infersight.core.records import RequestRecord
 from infersight.stats.aggregate import aggregate
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
-from infersight.testing.realtime import realtime
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.realtime import realtime
 
 pytestmark = pytest.mark.timeout(120)
 

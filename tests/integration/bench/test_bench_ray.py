@@ -18,8 +18,8 @@ from infersight.bench import BenchConfig, run
 from infersight.bench.schedule import open_loop_schedule
 from infersight.core.listen import free_port
 from infersight.core.records import RunResult, load_run_result
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
-from infersight.testing.ray_cluster import LocalRayCluster
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.ray_cluster import LocalRayCluster
 from realparts import real_part_path
 
 pytestmark = pytest.mark.timeout(600)

@@ -21,7 +21,7 @@ from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.report import render_console
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -10,7 +10,7 @@ import pytest
 
 from infersight.bench import BenchConfig, run
 from infersight.core.errors import ConfigError
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -17,7 +17,7 @@ import pytest
 
 from infersight.bench import BenchConfig, run
 from infersight.diagnose import diagnose
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(120)
 

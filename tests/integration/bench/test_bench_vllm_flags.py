@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from infersight.core.records import load_run_result
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,7 +16,7 @@ import pytest
 
 from infersight.client import Client, RetryBudget, RetryPolicy, Timeouts
 from infersight.core import errors as E
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 from support.ports import closed_port
 from support.waiting import until
 

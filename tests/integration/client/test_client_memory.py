@@ -11,7 +11,7 @@ import gc
 
 from infersight.client import Client
 from infersight.core.records import RequestRecord
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 MSG = [{"role": "user", "content": "hi"}]
 

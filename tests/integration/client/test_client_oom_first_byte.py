@@ -2,7 +2,7 @@
 first byte (its head) is bound by the first-token limit and its body by the idle one.
 
 Against the fault-injecting FakeOpenAI on 127.0.0.1, which answers each engine's real
-OOM body (infersight.testing.fake.faults, recorded from the engines' sources)."""
+OOM body (infersight_testkit.fake.faults, recorded from the engines' sources)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from infersight.client import Client, RetryPolicy, Timeouts
 from infersight.core import errors as E
-from infersight.testing import FakeConfig, FakeOpenAI
-from infersight.testing.fake.faults import OOM_ANSWERS
+from infersight_testkit import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.faults import OOM_ANSWERS
 from support.waiting import until
 
 MSG = [{"role": "user", "content": "hello world"}]

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from infersight.client import Client, RetryPolicy, StreamResponse
 from infersight.core import errors as E
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 MSG = [{"role": "user", "content": "one two three"}]
 BODY = {"messages": MSG, "stream": True}

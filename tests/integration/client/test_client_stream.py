@@ -10,7 +10,7 @@ import pytest
 from infersight.client import Client, RetryPolicy, Timeouts
 from infersight.core import errors as E
 from infersight.core.records import RequestRecord
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 MSG = [{"role": "user", "content": "one two three"}]
 

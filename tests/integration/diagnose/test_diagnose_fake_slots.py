@@ -1,6 +1,6 @@
 """End to end: bench against a server with 4 slots that speaks vLLM's /metrics (no
 slot limit exported) ends with the slot-bound verdict and vLLM's setting; with a full
-KV cache it ends KV-bound (infersight.testing's fake server in its own process)."""
+KV cache it ends KV-bound (infersight_testkit's fake server in its own process)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.core.verdicts import Verdict
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(120)
 

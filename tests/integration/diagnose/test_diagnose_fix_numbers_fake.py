@@ -1,5 +1,5 @@
 """End to end, bench -> diagnose -> RunResult, against fake servers whose limits are
-known (infersight.testing's server in its own process): the number in each fix agrees
+known (infersight_testkit's server in its own process): the number in each fix agrees
 with the server and with the run's own levels, from the model fitted to it
 (docs/design.md section 9)."""
 
@@ -14,7 +14,7 @@ import pytest
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(150)
 

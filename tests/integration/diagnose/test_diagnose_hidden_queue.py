@@ -1,5 +1,5 @@
 """End to end: requests the engine's /metrics does not count, against a server that
-speaks llama.cpp's /metrics and /props (infersight.testing's fake server in its own
+speaks llama.cpp's /metrics and /props (infersight_testkit's fake server in its own
 process, bench over loopback).
 
 - Each request first spends 0.25 s in the engine's HTTP front (reading, tokenizing),
@@ -19,7 +19,7 @@ import pytest
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,5 +1,5 @@
 """The fitted model against real fake servers whose limits are known
-(``infersight.testing.truth_scenarios``), measured by a real ``bench`` over 127.0.0.1:
+(``infersight_testkit.truth_scenarios``), measured by a real ``bench`` over 127.0.0.1:
 the limiter it names, the slots it infers, the fix it gives (never a knob that does
 not bind), its self-check, and ``predict`` from the saved file."""
 
@@ -16,9 +16,9 @@ import pytest
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult, save_run_result
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing import FakeOpenAI
-from infersight.testing.one_voice_truth import CASES
-from infersight.testing.truth_scenarios import scenario
+from infersight_testkit import FakeOpenAI
+from infersight_testkit.one_voice_truth import CASES
+from infersight_testkit.truth_scenarios import scenario
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -1,4 +1,4 @@
-"""The one-voice truth suite (``infersight.testing.one_voice_truth``): each fake
+"""The one-voice truth suite (``infersight_testkit.one_voice_truth``): each fake
 server benched by a real ``bench``; the run's recommendation names the constraint that
 binds, and its verdict, limiter, knob and fix agree, with at most one limiter verdict
 per level. And the KV what-if of issue 44: a max_tokens-80 run predicted at
@@ -13,8 +13,8 @@ from infersight.core.records import RunResult
 from infersight.diagnose.one_voice import DECIDED, spoken_once
 from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.servermodel.predict import forecast
-from infersight.testing import FakeOpenAI
-from infersight.testing.one_voice_truth import CASES, Case
+from infersight_testkit import FakeOpenAI
+from infersight_testkit.one_voice_truth import CASES, Case
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -11,7 +11,7 @@ from multidict import CIMultiDict
 from prometheus_client.parser import text_string_to_metric_families
 
 from infersight.gateway import Gateway, load_config
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 CHAT = {"model": "fake", "messages": [{"role": "user", "content": "hello there"}]}
 

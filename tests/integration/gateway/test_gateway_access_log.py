@@ -13,7 +13,7 @@ import pytest
 from gateway_stack import CHAT, StackFactory
 
 from infersight.gateway.access_log_writer import AccessLineHandler, access_log, flush_all, line_sink
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 
 class CountingStream(io.BytesIO):

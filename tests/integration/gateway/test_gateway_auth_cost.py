@@ -10,7 +10,7 @@ import pytest
 from gateway_stack import CHAT, StackFactory
 
 from infersight.gateway import hash_key
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 GOOD = "sk-gw-test-good-0123456789"
 LIMITED = "sk-gw-test-limited-987654"

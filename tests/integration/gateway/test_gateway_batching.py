@@ -7,7 +7,7 @@ import asyncio
 import orjson
 from gateway_stack import StackFactory
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 
 async def test_embeddings_are_batched_and_each_caller_gets_its_own(

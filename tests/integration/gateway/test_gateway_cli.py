@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from infersight.testing.cli_process import CLI, interrupt, start_cli
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.cli_process import CLI, interrupt, start_cli
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 
 def test_cli_serves_and_stops_on_ctrl_c() -> None:

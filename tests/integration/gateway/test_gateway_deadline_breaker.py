@@ -16,7 +16,7 @@ from gateway_stack import CHAT, StackFactory
 from test_gateway_faults import STREAM, sse_events
 
 from infersight.gateway.breaker import BreakerState
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 #: One slot, 0.3 s an answer: 8 requests sent at once end at 0.3, 0.6, ... 2.4 s, so
 #: with a 1.5 s limit the first ones are answered and the rest miss at the upstream

@@ -12,7 +12,7 @@ import pytest
 from gateway_stack import CHAT, Stack, StackFactory
 
 from infersight.gateway.breaker import BreakerState
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.waiting import until
 
 LIMIT = 4

@@ -8,7 +8,7 @@ import pytest
 from gateway_stack import CHAT, StackFactory
 
 from infersight.gateway import hash_key
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 KEY = "sk-gw-exposure-0123456789"
 KEYS = [{"name": "ops", "sha256": hash_key(KEY)}]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from gateway_stack import CHAT, StackFactory
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 STREAM = {**CHAT, "stream": True}
 #: Retries allowed on every upstream: what failover-first must not spend while b is free.

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from gateway_stack import CHAT, StackFactory
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.ports import closed_port
 from support.waiting import until, until_awaited
 

@@ -14,8 +14,8 @@ from gateway_stack import CHAT, StackFactory
 
 from infersight.core.pricing import PriceTable
 from infersight.gateway.cost_stamp import stamp_usage
-from infersight.testing.cli_process import interrupt, start_cli
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.cli_process import interrupt, start_cli
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 PRICE = '[models."fake"]\ninput = 1000000.0\noutput = 2000000.0\n'  # $1 / $2 per token
 

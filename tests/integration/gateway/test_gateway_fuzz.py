@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infersight.testing.cli_process import interrupt, start_cli
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.cli_process import interrupt, start_cli
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 from support.http_fuzz import PATHS, check_answer, json_bodies, raw_requests
 from support.raw_http import exchange, request_bytes
 

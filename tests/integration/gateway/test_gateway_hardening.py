@@ -14,7 +14,7 @@ import pytest
 from gateway_stack import CHAT, StackFactory
 from test_gateway_faults import STREAM, closed_port_url, sse_events
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.waiting import until
 
 FALLBACK: dict[str, Any] = {"max_attempts": 2, "ttft_timeout_s": 1.0, "idle_timeout_s": 1.0}

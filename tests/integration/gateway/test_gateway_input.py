@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infersight.gateway import Gateway, load_config
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 
 def assert_openai_error(status: int, raw: bytes, expect: int) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from rich.console import Console
 from infersight.bench import BenchConfig
 from infersight.entrypoints.tune import run_tune
 from infersight.gateway import hash_key
-from infersight.testing.fake.openai import FakeConfig
 from infersight.tune import TuneConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.waiting import until_awaited
 
 KEY = "sk-gw-limit-0123456789"

@@ -11,9 +11,9 @@ import openai
 import pytest
 
 from infersight.gateway import load_config
-from infersight.testing.cli_process import CLI as _CLI
-from infersight.testing.cli_process import start_cli
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.cli_process import CLI as _CLI
+from infersight_testkit.cli_process import start_cli
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -12,7 +12,7 @@ import pytest
 from gateway_stack import CHAT, StackFactory
 from prometheus_client.parser import text_string_to_metric_families
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.waiting import until_awaited
 
 

@@ -10,8 +10,8 @@ import orjson
 import pytest
 from gateway_stack import CHAT, StackFactory
 
-from infersight.testing.fake.faults import OOM_ANSWERS
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.faults import OOM_ANSWERS
+from infersight_testkit.fake.openai import FakeConfig
 
 
 @pytest.mark.parametrize("engine", sorted(OOM_ANSWERS))

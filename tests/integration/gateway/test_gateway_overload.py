@@ -7,7 +7,7 @@ import asyncio
 import orjson
 from gateway_stack import CHAT, StackFactory
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.waiting import until
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from infersight.bench import BenchConfig, run
 from infersight.core.access_log_format import ACCESS_LOG_VERSION
-from infersight.testing import FakeConfig, FakeOpenAI
-from infersight.testing.cli_process import interrupt, start_cli
+from infersight_testkit import FakeConfig, FakeOpenAI
+from infersight_testkit.cli_process import interrupt, start_cli
 
 pytestmark = pytest.mark.timeout(180)
 

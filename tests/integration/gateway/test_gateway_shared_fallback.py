@@ -29,8 +29,8 @@ from infersight.gateway.shared import (
     SharedMetrics,
     redis_client,
 )
-from infersight.testing import FakeConfig
-from infersight.testing.redis_server import RedisServer
+from infersight_testkit import FakeConfig
+from infersight_testkit.redis_server import RedisServer
 from support.ports import closed_port
 from support.waiting import until_awaited
 

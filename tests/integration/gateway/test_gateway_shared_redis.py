@@ -19,9 +19,9 @@ import pytest
 import redis as redis_py
 from replicas import Replicas, write_config
 
-from infersight.testing import FakeConfig, FakeOpenAI
-from infersight.testing.fake.process import FakeProcess
-from infersight.testing.redis_server import RedisServer
+from infersight_testkit import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.process import FakeProcess
+from infersight_testkit.redis_server import RedisServer
 from support.waiting import until, until_blocking
 
 pytestmark = [pytest.mark.needs("redis-server"), pytest.mark.slow, pytest.mark.timeout(240)]

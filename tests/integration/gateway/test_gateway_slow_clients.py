@@ -14,7 +14,7 @@ import orjson
 import pytest
 from gateway_stack import CHAT, StackFactory
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.raw_http import RawAnswer, exchange, request_bytes
 from support.waiting import until
 

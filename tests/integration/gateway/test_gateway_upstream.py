@@ -6,7 +6,7 @@ import pytest
 from gateway_stack import CHAT, StackFactory
 
 from infersight.core.errors import ConfigError
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 from support.waiting import until, until_awaited
 
 

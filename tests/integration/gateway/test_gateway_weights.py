@@ -7,7 +7,7 @@ import asyncio
 
 from gateway_stack import CHAT, Stack, StackFactory
 
-from infersight.testing.fake.openai import FakeConfig
+from infersight_testkit.fake.openai import FakeConfig
 
 RETRIES = {"max_attempts": 3, "breaker_failures": 1000}
 

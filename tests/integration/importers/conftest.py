@@ -12,8 +12,8 @@ import pytest
 from infersight.bench import BenchConfig
 from infersight.core.records import RunResult
 from infersight.entrypoints.bench import bench_and_diagnose
-from infersight.testing.fake.openai import FakeOpenAI
-from infersight.testing.tool_runs import run_guidellm
+from infersight_testkit.fake.openai import FakeOpenAI
+from infersight_testkit.tool_runs import run_guidellm
 from support.tool_server import LEVELS, REQUESTS, SERVER
 
 

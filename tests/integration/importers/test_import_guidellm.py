@@ -12,7 +12,7 @@ import pytest
 from infersight.core.records import RunResult
 from infersight.diagnose import diagnose_run
 from infersight.importers import detect, import_file
-from infersight.testing.agreement import advice, disagreements
+from infersight_testkit.agreement import advice, disagreements
 from support.tool_server import REQUESTS
 
 pytestmark = [pytest.mark.needs("guidellm"), pytest.mark.slow, pytest.mark.timeout(600)]

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from infersight.cli._app import app
 from infersight.diagnose import diagnose_run
 from infersight.importers import detect, import_file
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
-from infersight.testing.tool_runs import run_inference_perf
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.tool_runs import run_inference_perf
 
 pytestmark = [pytest.mark.needs("inference-perf"), pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -23,9 +23,9 @@ from infersight.entrypoints.bench import bench_and_diagnose
 from infersight.entrypoints.diagnose import load_inputs
 from infersight.importers import detect, import_file, load_result, missing_evidence
 from infersight.report.llmd.writer import write_llmd
-from infersight.testing.agreement import advice
-from infersight.testing.fake.openai import FakeOpenAI
-from infersight.testing.tool_runs import (
+from infersight_testkit.agreement import advice
+from infersight_testkit.fake.openai import FakeOpenAI
+from infersight_testkit.tool_runs import (
     run_aiperf,
     run_inference_perf,
     run_vllm_bench,

@@ -14,7 +14,7 @@ from report_cdp import Browser, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "report"))
 from infersight.report import render_html
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 pytestmark = pytest.mark.needs("chromium")
 

@@ -17,7 +17,7 @@ from infersight.core.records import RunResult
 from infersight.core.verdicts import Evidence, Verdict, VerdictWindow
 from infersight.diagnose import embed_diagnosis
 from infersight.report import write_report
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 pytestmark = pytest.mark.needs("chromium")
 

@@ -13,7 +13,7 @@ from report_cdp import Browser
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "report"))
 from infersight.diagnose import embed_diagnosis
 from infersight.report import write_report
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 pytestmark = pytest.mark.needs("chromium")
 

@@ -23,7 +23,7 @@ from infersight.report import render_comparison
 from infersight.report.compare.rows import matched_rows
 from infersight.report.view import build_views
 from infersight.stats.significance import BETTER, NOT_COMPARED, RUN_MORE, SAME, WORSE
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -21,7 +21,7 @@ from infersight.report import render_comparison, render_console
 from infersight.report.compare.rows import matched_rows
 from infersight.report.view import build_views
 from infersight.stats.significance import NOT_COMPARED
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(240)
 

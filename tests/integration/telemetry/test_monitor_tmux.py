@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from infersight.testing.fake.openai import FakeConfig, FakeOpenAI
+from infersight_testkit.fake.openai import FakeConfig, FakeOpenAI
 from realparts import real_part_path
 from support.waiting import until_blocking
 

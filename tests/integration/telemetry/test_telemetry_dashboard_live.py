@@ -41,7 +41,7 @@ from infersight.telemetry.dashboards import (
     panel_engines,
     sample_names,
 )
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 pytestmark = [pytest.mark.needs("prometheus"), pytest.mark.engine, pytest.mark.timeout(420)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infersight.telemetry import sample_url_async
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 
 pytestmark = pytest.mark.timeout(60)
 

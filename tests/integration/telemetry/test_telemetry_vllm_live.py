@@ -12,7 +12,7 @@ import pytest
 from prom_helpers import Prometheus, check_engine_panels, cli_exporter, load
 
 from infersight.core.listen import free_port
-from infersight.testing.vllm_server import VLLMServer
+from infersight_testkit.vllm_server import VLLMServer
 
 pytestmark = [pytest.mark.needs("prometheus", "vllm"), pytest.mark.timeout(600)]
 

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from infersight.telemetry.promtext import parse_metrics
-from infersight.testing import FakeConfig, FakeOpenAI
+from infersight_testkit import FakeConfig, FakeOpenAI
 from support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
@@ -100,7 +100,7 @@ def test_cli_slots_and_llamacpp_dialect() -> None:
     cmd = [
         sys.executable,
         "-m",
-        "infersight.testing.fake.openai",
+        "infersight_testkit.fake.openai",
         "--port",
         "0",
         "--slots",
@@ -129,7 +129,7 @@ def test_cli_slots_and_llamacpp_dialect() -> None:
         proc.terminate()
         proc.wait(10)
     bad = subprocess.run(
-        [sys.executable, "-m", "infersight.testing.fake.openai", "--metrics-dialect", "triton"],
+        [sys.executable, "-m", "infersight_testkit.fake.openai", "--metrics-dialect", "triton"],
         capture_output=True,
         text=True,
         timeout=30,

@@ -1,5 +1,5 @@
 """The fake server's prefill time, KV-limited admission and injected errors (the
-knobs behind ``infersight.testing.truth_scenarios``), over 127.0.0.1."""
+knobs behind ``infersight_testkit.truth_scenarios``), over 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from infersight.telemetry.promtext import parse_metrics
-from infersight.testing import Behavior, FakeConfig, FakeOpenAI
+from infersight_testkit import Behavior, FakeConfig, FakeOpenAI
 from support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
@@ -146,7 +146,7 @@ def test_cli_flags_for_prefill_kv_and_errors() -> None:
     cmd = [
         sys.executable,
         "-m",
-        "infersight.testing.fake.openai",
+        "infersight_testkit.fake.openai",
         "--port",
         "0",
         "--kv-capacity",
@@ -177,7 +177,7 @@ def test_cli_flags_for_prefill_kv_and_errors() -> None:
         proc.terminate()
         proc.wait(10)
     bad = subprocess.run(
-        [sys.executable, "-m", "infersight.testing.fake.openai", "--error-rate", "2"],
+        [sys.executable, "-m", "infersight_testkit.fake.openai", "--error-rate", "2"],
         capture_output=True,
         text=True,
         timeout=30,

@@ -26,7 +26,7 @@ from support.waiting import until_blocking
 pytestmark = pytest.mark.timeout(240)
 
 CLI = [sys.executable, "-c", "from infersight.cli import main; main()", "tune"]
-FAKE = f"{sys.executable} -m infersight.testing.fake.openai --port {{port}} --metrics-dialect vllm"
+FAKE = f"{sys.executable} -m infersight_testkit.fake.openai --port {{port}} --metrics-dialect vllm"
 
 
 def _gone(pid: int) -> bool:

@@ -22,7 +22,7 @@ KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 # Past the knee every step slows by running / KNEE: goodput is flat from the knee until
 # TPOT breaks the SLO (2.5 x ITL, at 2.5 x KNEE slots); the cheapest best is the knee.
 TEMPLATE = (
-    f"{sys.executable} -m infersight.testing.fake.openai --port {{port}} "
+    f"{sys.executable} -m infersight_testkit.fake.openai --port {{port}} "
     f"--slots {{max_num_seqs}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
     f"--tokens {TOKENS} --metrics-dialect vllm"
 )

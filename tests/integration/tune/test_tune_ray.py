@@ -17,7 +17,7 @@ import pytest
 from infersight.core.listen import free_port
 from infersight.core.records import load_run_result
 from infersight.core.tune_result import load_tune_result
-from infersight.testing.ray_cluster import LocalRayCluster
+from infersight_testkit.ray_cluster import LocalRayCluster
 from realparts import real_part_path
 
 pytestmark = pytest.mark.timeout(300)
@@ -30,7 +30,7 @@ KNEE, ITL, TTFT, TOKENS = 4, 0.02, 0.02, 8
 # is on the median: the two local "nodes" share this machine's cores, and a p99 there
 # catches the other node's trial (benchmarks/tune_ray.py shows it).
 TEMPLATE = (
-    f"{sys.executable} -m infersight.testing.fake.openai --port {{port}} "
+    f"{sys.executable} -m infersight_testkit.fake.openai --port {{port}} "
     f"--slots {{slots}} --compute-knee {KNEE} --ttft {TTFT} --itl {ITL} "
     f"--tokens {TOKENS} --metrics-dialect vllm"
 )

@@ -21,8 +21,8 @@ import pytest
 from infersight.core.records import RunResult
 from infersight.diagnose import embed_diagnosis
 from infersight.importers import import_file
-from infersight.testing.tool_runs import run_vllm_bench
-from infersight.testing.vllm_server import VLLMServer, vllm_model_dir
+from infersight_testkit.tool_runs import run_vllm_bench
+from infersight_testkit.vllm_server import VLLMServer, vllm_model_dir
 
 pytestmark = [pytest.mark.needs("vllm"), pytest.mark.timeout(900)]
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from infersight.core.records import RunResult
 from infersight.diagnose import diagnose
 from infersight.diagnose.one_voice import spoken_once
-from infersight.testing.vllm_server import VLLMServer
+from infersight_testkit.vllm_server import VLLMServer
 
 pytestmark = [pytest.mark.needs("vllm"), pytest.mark.timeout(900)]
 

@@ -15,7 +15,7 @@ import pytest
 from infersight.core.records import RunResult
 from infersight.diagnose import Verdict, diagnose
 from infersight.diagnose.one_voice import spoken_once
-from infersight.testing.vllm_server import VLLMServer
+from infersight_testkit.vllm_server import VLLMServer
 
 pytestmark = [pytest.mark.needs("vllm"), pytest.mark.timeout(900)]
 

@@ -9,7 +9,7 @@ import pytest
 from llmd_benchmark_report import import_benchmark_report
 
 from infersight.entrypoints.tune_trial import Trials
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 
 @pytest.mark.parametrize("version", ["0.2.1", "0.1"])

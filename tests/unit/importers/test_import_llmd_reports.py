@@ -24,8 +24,8 @@ from infersight.entrypoints.diagnose import load_inputs
 from infersight.importers import detect, load_result, missing_evidence
 from infersight.report.llmd.writer import write_llmd
 from infersight.report.view import build_view
-from infersight.testing.agreement import advice
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.agreement import advice
+from infersight_testkit.synthetic_runs import make_run
 
 EXAMPLES = ("br_v0_1_example.yaml", "br_v0_2_example.yaml")
 

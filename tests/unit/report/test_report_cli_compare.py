@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from infersight.cli._app import app
 from infersight.core.errors import ConfigError
 from infersight.core.records import save_run_result
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 runner = CliRunner()
 

@@ -13,7 +13,7 @@ from infersight.core.verdicts import Verdict, VerdictWindow
 from infersight.diagnose import embed_diagnosis
 from infersight.report import render_html, render_markdown
 from infersight.report.headline.answer import build_headline, find_max_text, main_verdict, slo_text
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "infersight"
 

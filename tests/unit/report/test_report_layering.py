@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from infersight.core.records import save_run_result
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 CHECK = """
 import sys

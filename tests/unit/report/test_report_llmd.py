@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from infersight.core.records import RequestRecord
 from infersight.report.llmd.writer import llmd_reports, write_llmd
 from infersight.report.view import build_view
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 
 def _loaded(doc: dict[str, Any]) -> Any:

@@ -16,7 +16,7 @@ from infersight.report.svg.charts import fmt_value, nice_ticks
 from infersight.report.timeline import build_timeline, mean_occupancy
 from infersight.report.view import build_view, build_views
 from infersight.stats.significance import BETTER, RUN_MORE
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 finite = st.floats(min_value=0.0, max_value=1e4, allow_nan=False, allow_infinity=False)
 

@@ -11,7 +11,7 @@ from infersight.report import render_html
 from infersight.report.physics_html import physics_html
 from infersight.report.svg.charts import Series, chart
 from infersight.report.verdicts.html import evidence_value_text, inline_html, verdict_box
-from infersight.testing.synthetic_runs import make_run
+from infersight_testkit.synthetic_runs import make_run
 
 
 def test_inline_code_is_escaped_before_it_becomes_code() -> None:

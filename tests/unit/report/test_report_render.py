@@ -15,7 +15,7 @@ from infersight.report import render_html, render_markdown, write_report
 from infersight.report.markdown import md_cell
 from infersight.report.sections import fmt_cell
 from infersight.report.view import build_view
-from infersight.testing.synthetic_runs import make_run, sample_verdict
+from infersight_testkit.synthetic_runs import make_run, sample_verdict
 
 EVIL = '<script>alert("x")</script>'
 

@@ -9,10 +9,10 @@ import pytest
 from infersight.core.engines import engine_specs
 from infersight.telemetry.engine_metrics import Normalizer, detect_engine
 from infersight.telemetry.promtext import parse_metrics
-from infersight.testing.fake.config import FakeConfig
-from infersight.testing.fake.dialects import DIALECTS
-from infersight.testing.fake.metrics import EngineMetrics
-from infersight.testing.fake.slots import SlotPool
+from infersight_testkit.fake.config import FakeConfig
+from infersight_testkit.fake.dialects import DIALECTS
+from infersight_testkit.fake.metrics import EngineMetrics
+from infersight_testkit.fake.slots import SlotPool
 
 
 def current_signals(engine: str) -> set[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from infersight.testing.fake.prefill import PrefillBatches
+from infersight_testkit.fake.prefill import PrefillBatches
 
 FIRST, OWN, WINDOW = 0.05, 0.02, 0.01
 

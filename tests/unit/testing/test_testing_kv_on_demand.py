@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from infersight.telemetry.promtext import parse_metrics
-from infersight.testing import FakeConfig
-from infersight.testing.fake.metrics import EngineMetrics
-from infersight.testing.fake.slots import SlotPool
+from infersight_testkit import FakeConfig
+from infersight_testkit.fake.metrics import EngineMetrics
+from infersight_testkit.fake.slots import SlotPool
 
 
 async def test_growth_past_the_capacity_preempts_the_latest_admitted() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from infersight.bench import BenchConfig
-from infersight.testing.truth_scenarios import (
+from infersight_testkit.truth_scenarios import (
     LIMITERS,
     SCENARIOS,
     Scenario,

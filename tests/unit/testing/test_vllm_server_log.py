@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from infersight.testing import vllm_server
-from infersight.testing.vllm_server import VLLMServer, VLLMSetting
+from infersight_testkit import vllm_server
+from infersight_testkit.vllm_server import VLLMServer, VLLMSetting
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,7 @@ ITL within about 1.5-2x of the bandwidth floor means decode is memory-bandwidth-
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from infersight.diagnose.physics.hardware import Device
@@ -145,10 +146,5 @@ def compute_knee(
 
     if not compute_bound(hi):
         return limit
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if compute_bound(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    # the first batch in [lo, hi] that is compute-bound (the test is monotone in it)
+    return lo + bisect.bisect_left(range(lo, hi), True, key=compute_bound)

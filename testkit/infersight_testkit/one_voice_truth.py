@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infersight.testing.fake.config import FakeConfig
+from infersight_testkit.fake.config import FakeConfig
 
 __all__ = ["CASES", "Case"]
 

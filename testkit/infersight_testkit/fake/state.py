@@ -1,6 +1,6 @@
 """What the fake server holds: its config, counters, scripted faults and slots.
 
-:class:`FakeState` is the base of :class:`~infersight.testing.fake.openai.FakeOpenAI`:
+:class:`FakeState` is the base of :class:`~infersight_testkit.fake.openai.FakeOpenAI`:
 the endpoints (generation there, the secondary ones in ``extras``) read and
 update it; tests read ``stats`` and drive ``set_script``/``reset_stats``.
 """
@@ -15,10 +15,10 @@ from typing import Any
 from aiohttp import web
 
 from infersight.core.errors import ConfigError
-from infersight.testing.fake.config import Behavior, FakeConfig, parse_behavior
-from infersight.testing.fake.metrics import EngineMetrics
-from infersight.testing.fake.responses import error_response
-from infersight.testing.fake.slots import SlotPool
+from infersight_testkit.fake.config import Behavior, FakeConfig, parse_behavior
+from infersight_testkit.fake.metrics import EngineMetrics
+from infersight_testkit.fake.responses import error_response
+from infersight_testkit.fake.slots import SlotPool
 
 __all__ = ["FakeState"]
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.testing.fake.config import Behavior, FakeConfig
+from infersight_testkit.fake.config import Behavior, FakeConfig
 
 __all__ = ["stream_answer"]
 

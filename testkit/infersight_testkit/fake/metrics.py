@@ -22,9 +22,9 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from infersight.core.errors import ConfigError
-from infersight.testing.fake.config import FakeConfig
-from infersight.testing.fake.dialects import BOUNDS, DIALECTS, families
-from infersight.testing.fake.slots import SlotPool
+from infersight_testkit.fake.config import FakeConfig
+from infersight_testkit.fake.dialects import BOUNDS, DIALECTS, families
+from infersight_testkit.fake.slots import SlotPool
 
 __all__ = ["DIALECTS", "EngineMetrics"]
 

@@ -1,5 +1,5 @@
 """Run the fake OpenAI server in its own process (so its CPU never mixes with the
-measured client's), and the ``python -m infersight.testing.fake.openai`` entry."""
+measured client's), and the ``python -m infersight_testkit.fake.openai`` entry."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import orjson
 
 from infersight.core.errors import ConfigError
 from infersight.core.processes import stop_process
-from infersight.testing.fake.config import FakeConfig
-from infersight.testing.fake.metrics import DIALECTS
+from infersight_testkit.fake.config import FakeConfig
+from infersight_testkit.fake.metrics import DIALECTS
 
 __all__ = ["FakeProcess", "main"]
 
@@ -29,7 +29,7 @@ _READY = "FAKE_OPENAI_LISTENING "
 
 
 class Serving(Protocol):
-    """What :func:`main` runs: a :class:`infersight.testing.fake.openai.FakeOpenAI`
+    """What :func:`main` runs: a :class:`infersight_testkit.fake.openai.FakeOpenAI`
     (passed in, so that this module and the server's do not import each other)."""
 
     base_url: str
@@ -46,7 +46,7 @@ class FakeProcess:
         cmd = [
             sys.executable,
             "-m",
-            "infersight.testing.fake.openai",
+            "infersight_testkit.fake.openai",
             "--config-json",
             config.to_json().decode(),
             "--port",
@@ -114,9 +114,9 @@ class FakeProcess:
 
 
 def main(argv: list[str] | None = None, *, server: Callable[[FakeConfig], Serving]) -> None:
-    """The ``python -m infersight.testing.fake.openai`` entry: ``server`` is FakeOpenAI."""
+    """The ``python -m infersight_testkit.fake.openai`` entry: ``server`` is FakeOpenAI."""
     ap = argparse.ArgumentParser(
-        prog="python -m infersight.testing.fake.openai",
+        prog="python -m infersight_testkit.fake.openai",
         description="A fake OpenAI-compatible server for tests.",
     )
     ap.add_argument("--host", default="127.0.0.1")

@@ -1,7 +1,7 @@
 """Named test servers whose true limits are known, and the bench load to run on each.
 
 A performance model fitted from a bench run is checked against these: each
-:class:`Scenario` is a fake server (:class:`~infersight.testing.FakeConfig`: slots,
+:class:`Scenario` is a fake server (:class:`~infersight_testkit.FakeConfig`: slots,
 KV capacity, a compute knee, prefill and decode step times, injected errors) with the
 load to offer it (``BenchConfig`` fields), and :meth:`Scenario.truth` says what the
 server really is: its limits, its step times, its capacity and the limiter the run
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infersight.testing.fake.config import FakeConfig
+from infersight_testkit.fake.config import FakeConfig
 
 __all__ = ["LIMITERS", "SCENARIOS", "Scenario", "bursty_trace_rows", "scenario", "write_trace"]
 

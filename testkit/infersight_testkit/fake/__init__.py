@@ -1,4 +1,4 @@
-"""infersight.testing.fake: the fake OpenAI-compatible server.
+"""infersight_testkit.fake: the fake OpenAI-compatible server.
 
 - ``config``: its configuration and scripted faults (``FakeConfig``, ``Behavior``);
 - ``faults``: each engine's real out-of-memory answer, broken framing, stalling bodies;
@@ -8,11 +8,11 @@
   and control endpoints;
 - ``state``: what the server holds; ``openai``: the server (``FakeOpenAI``);
 - ``process``: the server in its own process (``FakeProcess``) and the
-  ``python -m infersight.testing.fake.openai`` entry.
+  ``python -m infersight_testkit.fake.openai`` entry.
 """
 
-from infersight.testing.fake.config import Behavior, FakeConfig, parse_behavior
-from infersight.testing.fake.openai import FakeOpenAI
-from infersight.testing.fake.process import FakeProcess
+from infersight_testkit.fake.config import Behavior, FakeConfig, parse_behavior
+from infersight_testkit.fake.openai import FakeOpenAI
+from infersight_testkit.fake.process import FakeProcess
 
 __all__ = ["Behavior", "FakeConfig", "FakeOpenAI", "FakeProcess", "parse_behavior"]

@@ -2,7 +2,7 @@
 
 It streams like a real engine (role chunk, one content chunk per token, a
 finish_reason chunk, a usage-only chunk when asked, ``[DONE]``) at a chosen TTFT and
-inter-token latency, and injects the faults of :mod:`infersight.testing.fake.config`.
+inter-token latency, and injects the faults of :mod:`infersight_testkit.fake.config`.
 It also serves ``/v1/models``, ``/v1/embeddings`` (deterministic vectors, batch
 input), ``/tokenize``, ``/health``, and its own counters at ``GET /_fake/stats``.
 With ``slots`` it models an engine with N generation slots and a FIFO queue (each
@@ -14,7 +14,7 @@ vLLM's, SGLang's, TGI's or llama.cpp's own metric names (see ``slots`` and ``met
     with FakeOpenAI.subprocess(FakeConfig(itl=0)) as srv:           # own process
         srv.base_url, srv.stats()
 
-Run standalone: ``python -m infersight.testing.fake.openai --port 8001 --ttft 0.1``
+Run standalone: ``python -m infersight_testkit.fake.openai --port 8001 --ttft 0.1``
 (``--slots 4 --metrics-dialect vllm`` for an engine that queues).
 """
 
@@ -30,19 +30,19 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.testing.fake.config import Behavior, FakeConfig
-from infersight.testing.fake.extras import ExtraEndpoints
-from infersight.testing.fake.faults import garbage_answer, oom_answer, stalled_json
-from infersight.testing.fake.prefill import PrefillBatches
-from infersight.testing.fake.process import FakeProcess
-from infersight.testing.fake.responses import (
+from infersight_testkit.fake.config import Behavior, FakeConfig
+from infersight_testkit.fake.extras import ExtraEndpoints
+from infersight_testkit.fake.faults import garbage_answer, oom_answer, stalled_json
+from infersight_testkit.fake.prefill import PrefillBatches
+from infersight_testkit.fake.process import FakeProcess
+from infersight_testkit.fake.responses import (
     RequestShape,
     error_response,
     json_response,
     request_shape,
 )
-from infersight.testing.fake.slots import record_timeline
-from infersight.testing.fake.stream import stream_answer
+from infersight_testkit.fake.slots import record_timeline
+from infersight_testkit.fake.stream import stream_answer
 
 __all__ = ["FakeConfig", "FakeOpenAI"]
 
@@ -344,6 +344,6 @@ class FakeOpenAI(ExtraEndpoints):
 
 
 if __name__ == "__main__":
-    from infersight.testing.fake.process import main
+    from infersight_testkit.fake.process import main
 
     main(server=FakeOpenAI)

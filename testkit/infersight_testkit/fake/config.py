@@ -10,7 +10,7 @@ first chunks), a status code such as ``"429"`` or ``"503"``, and ``"cut:5"`` /
 ``"oom:vllm"`` (that engine's real out-of-memory answer: vllm, sglang, tgi, llamacpp,
 llamacpp_old), ``"garbage:bad_chunk"`` (broken HTTP framing: status_line, bad_chunk,
 short_body, bad_header) and ``"stall_body:30"`` (a non-streamed answer whose body
-stops halfway for 30 s); see :mod:`infersight.testing.fake.faults`.
+stops halfway for 30 s); see :mod:`infersight_testkit.fake.faults`.
 """
 
 from __future__ import annotations

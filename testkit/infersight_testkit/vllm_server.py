@@ -31,7 +31,7 @@ from types import TracebackType
 from infersight.core.errors import ConfigError
 from infersight.core.listen import free_port
 from infersight.core.processes import stop_process
-from infersight.testing.tool_runs import OFFLINE, tool_venvs, vllm_python
+from infersight_testkit.tool_runs import OFFLINE, tool_venvs, vllm_python
 
 __all__ = ["VLLMServer", "VLLMSetting", "vllm_model_dir"]
 

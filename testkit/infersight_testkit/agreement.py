@@ -4,7 +4,7 @@ infersight's own bench of the same server: the same verdict, knob and direction,
 same fitted model (its slot limit and binding constraint), and fix numbers within one.
 
     from infersight.diagnose import diagnose_run
-    from infersight.testing.agreement import advice, disagreements
+    from infersight_testkit.agreement import advice, disagreements
 
     theirs, ours = advice(diagnose_run(imported)), advice(diagnose_run(benched))
     assert disagreements(theirs, ours) == [], (theirs.text, ours.text)

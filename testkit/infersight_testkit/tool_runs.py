@@ -3,7 +3,7 @@ under .tool-venvs/, ``scripts/setup.sh --tools``) against a server on 127.0.0.1,
 offline, bounded in requests and time; the importer tests and
 benchmarks/import_agreement.py read the files they write.
 
-    from infersight.testing.tool_runs import run_guidellm, tool_path
+    from infersight_testkit.tool_runs import run_guidellm, tool_path
 
     if tool_path("guidellm") is not None:
         out = run_guidellm(url, tmp / "benchmarks.json", streams=[1, 4], requests=24, tokens=16)

@@ -23,8 +23,8 @@ from prometheus_client.core import (
 )
 
 if TYPE_CHECKING:
-    from infersight.testing.fake.config import FakeConfig
-    from infersight.testing.fake.slots import SlotPool
+    from infersight_testkit.fake.config import FakeConfig
+    from infersight_testkit.fake.slots import SlotPool
 
 __all__ = ["BOUNDS", "DIALECTS", "families"]
 
@@ -43,7 +43,7 @@ class Hist(Protocol):
 
 class EngineCounters(Protocol):
     """What a dialect reads of the fake engine's counters: a
-    :class:`infersight.testing.fake.metrics.EngineMetrics` (a protocol here, so that the
+    :class:`infersight_testkit.fake.metrics.EngineMetrics` (a protocol here, so that the
     two modules do not import each other)."""
 
     @property

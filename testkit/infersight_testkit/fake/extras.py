@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from infersight.testing.fake.responses import count_words, error_response, json_response
-from infersight.testing.fake.state import FakeState
+from infersight_testkit.fake.responses import count_words, error_response, json_response
+from infersight_testkit.fake.state import FakeState
 
 __all__ = ["ExtraEndpoints"]
 
