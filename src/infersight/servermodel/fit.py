@@ -42,6 +42,10 @@ __all__ = ["MAX_FIT_REQUESTS", "fit_model"]
 
 #: Requests used by the step-time fit (a random subset beyond this: the fit's cost).
 MAX_FIT_REQUESTS = 3000
+#: The decode fit leaves out the answers whose span met a preemption where at least
+#: this share of them met none (else every answer is used, as a run that preempted
+#: throughout shows no step without its stalls).
+MIN_CALM_SHARE = 0.2
 
 
 def _misfit(f: DecodeFeatures, a: float, b: float, c: float, k: float) -> np.ndarray:
@@ -153,6 +157,19 @@ def _sure_admissions(
     return use if np.count_nonzero(use) >= 10 else None
 
 
+def _near_preemption(d: RunData, idx: np.ndarray) -> np.ndarray:
+    """Requests of ``idx`` whose decode span met a preemption (the engine's counter rose
+    between two scrapes the span overlaps)."""
+    if d.pre_t.size < 2:
+        return np.zeros(idx.size, dtype=bool)
+    rose = np.flatnonzero(np.diff(d.pre_n) > 0)
+    lo, hi = d.pre_t[rose], d.pre_t[rose + 1]
+    first, last = d.first[idx], d.last[idx]
+    return np.asarray(
+        ((first[:, None] < hi[None, :]) & (last[:, None] > lo[None, :])).any(axis=1), dtype=bool
+    )
+
+
 def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
     """Fit the model to the requests of ``levels`` (default: every level where the
     load generator was not the limit; see ``LevelData.at_ceiling``). Raises ValueError
@@ -199,6 +216,12 @@ def fit_model(d: RunData, levels: list[str] | None = None) -> ServerModel:
         start = reconstruct(d.sent[okidx], d.end[okidx], cap, need, kv.value, first=d.first[okidx])
     rng = np.random.default_rng(0)
     dec = (d.output[okidx] >= 2) & np.isfinite(d.last[okidx]) & (d.last[okidx] > d.first[okidx])
+    # a preemption stalls the answers beside it (its victim waits, then its prompt and
+    # tokens are prefilled again): spans that met one would lend the step their stalls,
+    # read as growth with the running count, where the run has spans that met none
+    calm = dec & ~_near_preemption(d, okidx)
+    if np.count_nonzero(calm) >= max(3, MIN_CALM_SHARE * np.count_nonzero(dec)):
+        dec = calm
     pick = _sample(rng, np.flatnonzero(dec))
     if pick.size < 3:
         raise ValueError("fewer than 3 answers with two tokens or more")
