@@ -75,7 +75,19 @@ def _same_advice(theirs: RunResult, ours: RunResult, file: Path) -> None:
     flagged = any(v.id == "client_limited" for v in theirs.diagnosis)
     assert not flagged or late > 0.005, (late, theirs.diagnosis)
     model = theirs.server_model
-    assert model is not None and model.slots.value == 2, model.slots
+    assert model is not None and model.slots.value == 2, (model and model.slots, _times(theirs))
+
+
+def _times(run: RunResult) -> str:
+    """Each request's send, first token and end (ms from the first send), so that a slot
+    fit that fails in CI can be replayed from its output (the file is gone with the run)."""
+    t0 = min((r.sent or r.scheduled) for r in run.records)
+    return "; ".join(
+        f"{1e3 * ((r.sent or r.scheduled) - t0):.0f}/"
+        f"{1e3 * (r.chunk_times[0] - t0) if r.chunk_times else float('nan'):.0f}/"
+        f"{1e3 * ((r.end or t0) - t0):.0f}"
+        for r in run.records
+    )
 
 
 def test_closed_loop_file_gets_our_verdict(vllm_slots: VLLMServer, tmp_path: Path) -> None:
