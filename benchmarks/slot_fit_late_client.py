@@ -84,7 +84,7 @@ def main() -> None:
     a = ap.parse_args()
     files = list(a.files)
     if a.make:
-        folder = a.keep or Path(tempfile.mkdtemp(prefix="slot-fit-"))
+        folder = (a.keep or Path(tempfile.mkdtemp(prefix="slot-fit-"))).resolve()
         folder.mkdir(parents=True, exist_ok=True)
         files += make(a.make, folder)
     if not files:

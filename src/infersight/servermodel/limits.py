@@ -100,17 +100,18 @@ def find_slots(d: RunData, use: np.ndarray) -> Slots:
         # A client short of CPU stamps the ends that free slots late, so a few first
         # tokens come sooner after their replayed admission than any request makes
         # one, though none before it: a lower limit stands when it breaks no more than
-        # that and explains the first tokens better.
+        # that and explains the first tokens best. Every such limit is weighed: above
+        # the truth all explain the waits about equally badly, so the misfit need not
+        # fall at each step down (vLLM's client read 4 for 2 where 3 fitted no better).
         prompt = d.prompt[use]
         misfit = _misfit(start, arrival, first, prompt, tol)
-        while lo > 1:
-            below = reconstruct(arrival, end, lo - 1, first=first)
+        for s in range(lo - 1, 0, -1):
+            below = reconstruct(arrival, end, s, first=first)
             if violations(below, first, 0.0) > allowed:
-                break
+                break  # fewer slots only add first tokens before their admission
             fits = _misfit(below, arrival, first, prompt, tol)
-            if fits >= misfit:
-                break
-            lo, start, misfit = lo - 1, below, fits
+            if fits < misfit:
+                lo, start, misfit = s, below, fits
         if _explains_waits(start, arrival, first, prompt, tol):
             cap = d.running_while_waiting
             if cap is not None and lo != cap:

@@ -4,19 +4,24 @@ server of its own, not the model's simulation), and checked on them."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from infersight.core.records import RunResult, Sample
+from infersight.importers import import_file
 from infersight.servermodel import fit_model, run_data, self_check
 from infersight.servermodel.admission import reconstruct
 from infersight.servermodel.advise import advise
 from infersight.servermodel.evaluate import records_of
 from infersight.servermodel.features import step_time
+from infersight.servermodel.limits import find_slots
 from infersight.servermodel.simulate import Engine, Load, simulate
 from infersight.stats.aggregate import Window, aggregate
 from support.sim_runs import rate_run, sweep_run
+
+RECORDED = Path(__file__).parent / "recorded"
 
 
 def test_four_slots_from_the_clients_records_alone() -> None:
@@ -273,6 +278,19 @@ def test_ends_a_late_client_stamped_do_not_raise_the_slot_fit(late: int) -> None
         freed = int(np.argmin(np.abs(d.end[use] - start[j])))  # the end its slot waited on
         end[use[freed]] += 0.7 * floor
     assert fit_model(replace(d, end=end)).slots.value == 4
+
+
+def test_a_real_vllm_file_with_ends_stamped_late_reads_its_two_slots() -> None:
+    """A ``vllm bench serve`` file (closed loop at 8, 16 requests) made by the real tool
+    against real vLLM at ``--max-num-seqs 2``, with two CPU-bound processes beside them
+    on the 2 cores, as in CI: pairs of ends are stamped when the next pair's first
+    tokens are. The replay at 2 puts no first token before its admission and explains
+    the waits best; 3 explains them no better than 4 (it read 4 in fresh-clone CI)."""
+    d = run_data(import_file(RECORDED / "vllm_bench_c8_late_ends.json"))
+    use = np.flatnonzero(d.ok & np.isfinite(d.first) & np.isfinite(d.end))
+    assert use.size == 16 and d.running_while_waiting is None  # the client's stamps alone
+    slots = find_slots(d, use)
+    assert (slots.value, slots.source) == (2, "fitted")
 
 
 def test_answers_that_met_a_preemption_do_not_lend_the_step_their_stalls() -> None:
